@@ -1,0 +1,361 @@
+"""One strict, immutable configuration object, loaded once and passed down.
+
+``load_config(path)`` reads YAML, validates it with pydantic (unknown keys rejected) and raises ``ConfigError`` with
+*every* problem at once, each located as ``file:line``. Secrets never appear in the file: a value may be
+``{env: KAFKA_HEALTH_X}`` or ``{file: /run/secrets/x}`` and is resolved at load time into a ``SecretStr`` whose
+``repr`` and ``str`` hide the value.
+
+``embedded_default_config(...)`` builds the config the local stack and the demo run on, so the README's commands
+need no file at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from monitor.errors import ConfigError, ConfigProblem
+
+NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SecretRef(_Strict):
+    """Where a secret comes from. Exactly one of ``env`` or ``file``."""
+
+    env: str | None = Field(default=None, pattern=r"^KAFKA_HEALTH_[A-Z0-9_]+$")
+    file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "SecretRef":
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of 'env' or 'file'")
+        return self
+
+    def resolve(self) -> SecretStr:
+        if self.env is not None:
+            value = os.environ.get(self.env)
+            if value is None:
+                raise ValueError(f"environment variable {self.env} is not set")
+            return SecretStr(value)
+        try:
+            return SecretStr(Path(self.file).read_text().strip())  # type: ignore[arg-type]
+        except OSError as exc:
+            raise ValueError(f"cannot read secret file {self.file}: {exc.strerror}") from None
+
+
+# confluent-kafka settings that carry secrets: they may only be given as a SecretRef.
+SECRET_KAFKA_KEYS = {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret"}
+
+
+class JmxSettings(_Strict):
+    transport: Literal["jmxquery", "jolokia"] = "jmxquery"
+    timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+    username: str | None = None
+    password: SecretRef | None = None
+
+
+class BrokerTarget(_Strict):
+    id: int = Field(ge=0)
+    jmx: str | None = Field(default=None, description="host:port of the broker's remote JMX")
+    jolokia: str | None = Field(default=None, description="http://host:port/jolokia of the broker's Jolokia agent")
+    host: str = Field(default="localhost", description="host collector target; 'localhost' reads this machine")
+    log_dirs: tuple[str, ...] = ()
+
+    @field_validator("jmx")
+    @classmethod
+    def _hostport(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$", v):
+            raise ValueError("must be host:port")
+        return v
+
+
+class ClusterConfig(_Strict):
+    name: str = Field(pattern=NAME_RE)
+    bootstrap_servers: str = Field(min_length=1)
+    # confluent-kafka client settings (security.protocol, sasl.mechanism, ...). Secret keys must be SecretRefs.
+    security: dict[str, str | SecretRef] = Field(default_factory=dict)
+    brokers: tuple[BrokerTarget, ...] = ()
+    jmx: JmxSettings = JmxSettings()
+    controller_jmx: tuple[str, ...] = ()
+
+    @field_validator("security")
+    @classmethod
+    def _secrets_not_inline(cls, v: dict[str, Any]) -> dict[str, Any]:
+        for key, value in v.items():
+            if key in SECRET_KAFKA_KEYS and not isinstance(value, SecretRef):
+                raise ValueError(f"'{key}' is a secret: give it as {{env: KAFKA_HEALTH_...}} or {{file: ...}}")
+        return v
+
+    @model_validator(mode="after")
+    def _unique_brokers(self) -> "ClusterConfig":
+        ids = [b.id for b in self.brokers]
+        if len(ids) != len(set(ids)):
+            raise ValueError("broker ids must be unique within a cluster")
+        return self
+
+    def client_settings(self) -> dict[str, str]:
+        """confluent-kafka settings with secrets resolved. Never log the result."""
+        out = {"bootstrap.servers": self.bootstrap_servers}
+        for key, value in self.security.items():
+            out[key] = value.resolve().get_secret_value() if isinstance(value, SecretRef) else value
+        return out
+
+
+class TenantSelector(_Strict):
+    """A slice of one shared cluster. A resource belongs to the tenant if any selector list matches it."""
+
+    cluster: str = Field(pattern=NAME_RE)
+    topic_prefixes: tuple[str, ...] = ()
+    principals: tuple[str, ...] = ()
+    client_id_prefixes: tuple[str, ...] = ()
+    group_prefixes: tuple[str, ...] = ()
+
+
+class TenantContract(_Strict):
+    produce_quota_bytes_per_second: int | None = Field(default=None, gt=0)
+    fetch_quota_bytes_per_second: int | None = Field(default=None, gt=0)
+    storage_budget_bytes: int | None = Field(default=None, gt=0)
+    retention_hours: float | None = Field(default=None, gt=0)
+
+
+class TenantReceivers(_Strict):
+    alertmanager: bool = True
+    webhooks: tuple[str, ...] = ()
+    labels: dict[str, str] = Field(default_factory=dict, description="extra labels on this tenant's alerts")
+
+    @field_validator("webhooks")
+    @classmethod
+    def _urls(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for url in v:
+            if not re.match(r"^https?://", url):
+                raise ValueError(f"webhook must be an http(s) URL: {url!r}")
+        return v
+
+
+class TenantConfig(_Strict):
+    name: str = Field(pattern=NAME_RE)
+    display_name: str | None = None
+    whole_clusters: tuple[str, ...] = ()
+    selectors: tuple[TenantSelector, ...] = ()
+    contract: TenantContract = TenantContract()
+    receivers: TenantReceivers = TenantReceivers()
+
+    @model_validator(mode="after")
+    def _owns_something(self) -> "TenantConfig":
+        if not self.whole_clusters and not self.selectors:
+            raise ValueError("a tenant needs whole_clusters or at least one selector")
+        return self
+
+
+class PrometheusSettings(_Strict):
+    url: str = "http://127.0.0.1:9090"
+    timeout_seconds: float = Field(default=10.0, gt=0)
+
+
+class AlertmanagerSettings(_Strict):
+    url: str | None = "http://127.0.0.1:9093"
+    timeout_seconds: float = Field(default=10.0, gt=0)
+
+
+class StoreSettings(_Strict):
+    # SQLAlchemy URL. A password in the URL is refused: use password (a SecretRef) instead.
+    url: str = "sqlite:///kafka-health.db"
+    password: SecretRef | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _no_inline_password(cls, v: str) -> str:
+        if re.match(r"^[a-z0-9+]+://[^/@:]*:[^/@]+@", v):
+            raise ValueError("do not put a password in the URL; use store.password: {env: KAFKA_HEALTH_...}")
+        return v
+
+
+class LakeSettings(_Strict):
+    path: str = "lake"
+
+
+class CollectionSettings(_Strict):
+    interval_seconds: float = Field(default=15.0, gt=0, le=3600)
+    max_workers: int = Field(default=8, ge=1, le=256)
+    max_series_per_target: int = Field(default=20000, ge=1)
+    shard: str = Field(default="0/1", pattern=r"^\d+/\d+$")
+
+
+class ServiceSettings(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    roles: tuple[Literal["api", "collector", "alerts"], ...] = ("api", "collector", "alerts")
+
+
+class RuleOverride(_Strict):
+    threshold: float | None = None
+    warning: float | None = None
+    critical: float | None = None
+    for_seconds: float | None = Field(default=None, ge=0)
+    keep_firing_for_seconds: float | None = Field(default=None, ge=0)
+    enabled: bool = True
+
+
+class RulesSettings(_Strict):
+    evaluation_interval_seconds: float = Field(default=15.0, gt=0)
+    overrides: dict[str, RuleOverride] = Field(default_factory=dict)
+    files: tuple[str, ...] = Field(default=(), description="extra rule YAML files")
+
+
+class ReportSettings(_Strict):
+    schedule: str | None = Field(default=None, description="cron expression for the weekly report inside serve")
+    spark_master: str = "local[2]"
+
+
+class Config(_Strict):
+    clusters: tuple[ClusterConfig, ...] = ()
+    tenants: tuple[TenantConfig, ...] = ()
+    prometheus: PrometheusSettings = PrometheusSettings()
+    alertmanager: AlertmanagerSettings = AlertmanagerSettings()
+    store: StoreSettings = StoreSettings()
+    lake: LakeSettings = LakeSettings()
+    rules: RulesSettings = RulesSettings()
+    collection: CollectionSettings = CollectionSettings()
+    service: ServiceSettings = ServiceSettings()
+    reports: ReportSettings = ReportSettings()
+
+    @model_validator(mode="after")
+    def _cross_refs(self) -> "Config":
+        names = [c.name for c in self.clusters]
+        if len(names) != len(set(names)):
+            raise ValueError("cluster names must be unique")
+        tnames = [t.name for t in self.tenants]
+        if len(tnames) != len(set(tnames)):
+            raise ValueError("tenant names must be unique")
+        known = set(names)
+        for t in self.tenants:
+            for c in list(t.whole_clusters) + [s.cluster for s in t.selectors]:
+                if c not in known:
+                    raise ValueError(f"tenant {t.name!r} refers to unknown cluster {c!r}")
+        return self
+
+    def cluster(self, name: str) -> ClusterConfig:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading with locations
+
+
+def _line_index(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    """Map every key path in the YAML document to its 1-based line."""
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            out[path + (key,)] = key_node.start_mark.line + 1
+            _line_index(value_node, path + (key,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            out[path + (i,)] = item.start_mark.line + 1
+            _line_index(item, path + (i,), out)
+    return out
+
+
+def _dotted(loc: tuple) -> str:
+    s = ""
+    for part in loc:
+        s += f"[{part}]" if isinstance(part, int) else (f".{part}" if s else str(part))
+    return s
+
+
+def _locate(loc: tuple, lines: dict[tuple, int]) -> int | None:
+    # pydantic may add a model name or union branch into loc; keep only the parts the document has.
+    parts = tuple(p for p in loc if isinstance(p, int) or not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))
+    for n in range(len(parts), -1, -1):
+        if parts[:n] in lines:
+            return lines[parts[:n]]
+    return None
+
+
+def _resolve_secrets(cfg: Config, filename: str, lines: dict[tuple, int]) -> list[ConfigProblem]:
+    """Check every SecretRef resolves now, so a missing env var is a config error, not a 3 a.m. surprise."""
+    problems: list[ConfigProblem] = []
+
+    def check(ref: SecretRef | None, loc: tuple) -> None:
+        if ref is None:
+            return
+        try:
+            ref.resolve()
+        except ValueError as exc:
+            problems.append(ConfigProblem(filename, _locate(loc, lines), _dotted(loc), str(exc)))
+
+    for ci, c in enumerate(cfg.clusters):
+        check(c.jmx.password, ("clusters", ci, "jmx", "password"))
+        for key, value in c.security.items():
+            if isinstance(value, SecretRef):
+                check(value, ("clusters", ci, "security", key))
+    check(cfg.store.password, ("store", "password"))
+    return problems
+
+
+def parse_config(text: str, filename: str = "<config>") -> Config:
+    """Parse and validate config text; raise ConfigError listing every problem with its location."""
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise ConfigError([ConfigProblem(filename, line, "", f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigProblem(filename, 1, "", "the top level must be a mapping of sections")])
+    lines = _line_index(node) if node is not None else {}
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False, include_input=False):
+            loc = tuple(err["loc"])
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key"
+            msg = msg.removeprefix("Value error, ")
+            problems.append(ConfigProblem(filename, _locate(loc, lines), _dotted(loc), msg))
+        raise ConfigError(problems) from None
+    problems = _resolve_secrets(cfg, filename, lines)
+    if problems:
+        raise ConfigError(problems)
+    return cfg
+
+
+def load_config(path: str | os.PathLike) -> Config:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError([ConfigProblem(str(p), None, "", f"cannot read: {exc.strerror}")]) from None
+    return parse_config(text, str(p))
+
+
+def default_config_path() -> Path | None:
+    env = os.environ.get("KAFKA_HEALTH_CONFIG")
+    return Path(env) if env else None

@@ -1,0 +1,151 @@
+"""``kafka-health serve``: API, collectors' exporter and alert engine in one process (``--role`` splits them).
+
+This module only wires. Each role contributes a ``Component`` (start/stop/ready); the FastAPI app always serves
+``/healthz`` (process alive), ``/readyz`` (every started component ready) and ``/metrics`` (this process's registry:
+collector output and the service's own ``kafka_health_*`` metrics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Protocol
+
+from fastapi import FastAPI, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from monitor import __version__
+from monitor.config import Config, load_config
+
+log = logging.getLogger(__name__)
+ROLES = ("api", "collector", "alerts")
+
+
+class Component(Protocol):
+    """A long-running part of the service. ``start`` must return quickly (work runs in its own threads)."""
+
+    name: str
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def ready(self) -> bool: ...
+
+
+def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegistry | None = None) -> FastAPI:
+    """The ASGI app for ``roles``. Components start on app startup and stop on shutdown."""
+    registry = registry or CollectorRegistry()
+    info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
+    info.labels(__version__, ",".join(roles)).set(1)
+    components: list[Component] = []
+
+    app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None)
+    app.state.config = config
+    app.state.registry = registry
+    app.state.components = components
+
+    if "collector" in roles:
+        from collectors.service import CollectionService
+
+        components.append(CollectionService(config, registry=registry))
+    if "api" in roles or "alerts" in roles:
+        from monitor.store.base import Store
+        from monitor.store.migrate import upgrade
+
+        store = Store(config.store.url, password=_secret(config.store.password))
+        upgrade(store)
+        app.state.store = store
+    if "alerts" in roles:
+        from alerts.service import AlertService
+
+        components.append(AlertService(config, store=app.state.store, registry=registry))
+    if "api" in roles:
+        from monitor.api.app import mount_api
+
+        mount_api(app, config=config, store=app.state.store)
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz() -> JSONResponse:
+        states = {c.name: c.ready() for c in components}
+        ok = all(states.values())
+        return JSONResponse({"ready": ok, "components": states}, status_code=200 if ok else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.on_event("startup")
+    def _start() -> None:
+        for c in components:
+            log.info("starting %s", c.name)
+            c.start()
+
+    @app.on_event("shutdown")
+    def _stop() -> None:
+        for c in reversed(components):
+            c.stop()
+
+    return app
+
+
+def _secret(ref) -> str | None:
+    return ref.resolve().get_secret_value() if ref is not None else None
+
+
+def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None):
+    import uvicorn
+
+    app = build_app(config, roles)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+    if stop_event is not None:  # embedded (demo): stop when asked
+        threading.Thread(target=lambda: (stop_event.wait(), setattr(server, "should_exit", True)), daemon=True).start()
+    log.info("kafka-health serving on http://%s:%d (roles: %s)", host, port, ",".join(roles))
+    server.run()
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    path = args.config or os.environ.get("KAFKA_HEALTH_CONFIG")
+    if path:
+        return load_config(Path(path))
+    # No file: point at the local stack (the README's embedded default).
+    from monitor.stack import Stack
+    from monitor.stack.cli import layout_from_args
+
+    return Stack(layout_from_args(args)).config()
+
+
+def register(sub) -> None:
+    from monitor.stack.cli import add_stack_args
+
+    p = sub.add_parser("serve", help="run API, collectors' exporter and alert engine")
+    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
+    p.add_argument("--role", default=None, help="comma-separated subset of api,collector,alerts")
+    p.add_argument("--host", default=None)
+    p.add_argument("--port", type=int, default=None)
+    p.add_argument("--shard", default=None, help="i/n: this collector process scrapes the i-th of n target shards")
+    add_stack_args(p)
+    p.set_defaults(func=_serve)
+
+
+def _serve(args) -> int:
+    config = config_from_args(args)
+    roles = tuple(r.strip() for r in args.role.split(",")) if args.role else config.service.roles
+    bad = [r for r in roles if r not in ROLES]
+    if bad:
+        raise SystemExit(f"error: unknown role(s) {', '.join(bad)}; choose from {', '.join(ROLES)}")
+    if args.shard:
+        config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    run(config, roles, args.host or config.service.host, args.port or config.service.port)
+    return 0

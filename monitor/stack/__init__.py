@@ -1,0 +1,239 @@
+"""The local real stack: one KRaft controller, three brokers, Prometheus and Alertmanager on loopback.
+
+    stack = Stack(StackLayout(dir=Path("/tmp/s"), port_base=19100))
+    stack.up()        # idempotent: running components are left alone
+    stack.status()    # [ComponentStatus(...)]
+    stack.down()      # stops exactly what this stack dir started
+
+``Stack.config()`` returns the kafka-health ``Config`` that points at this stack (the demo's embedded default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from monitor.config import (
+    AlertmanagerSettings,
+    BrokerTarget,
+    ClusterConfig,
+    Config,
+    PrometheusSettings,
+    ServiceSettings,
+    StoreSettings,
+    LakeSettings,
+    TenantConfig,
+)
+from monitor.errors import ComponentFailed, StackError
+from monitor.stack import kafka, observability
+from monitor.stack.layout import CONTROLLER_ID, StackLayout
+from monitor.stack.procs import ProcessTable, port_open, require_ports_free, tail
+
+__all__ = ["Stack", "StackLayout", "ComponentStatus"]
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int | None
+    ports: tuple[int, ...]
+    healthy: bool
+    detail: str = ""
+
+
+def _http_ok(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return 200 <= r.status < 300
+    except Exception:
+        return False
+
+
+class Stack:
+    def __init__(self, layout: StackLayout, *, log=print):
+        self.layout = layout
+        self.procs = ProcessTable(layout.dir)
+        self._log = log
+
+    # --- components ----------------------------------------------------------------------------------------------
+    @property
+    def kafka_nodes(self) -> list[int]:
+        return [CONTROLLER_ID, *self.layout.broker_ids]
+
+    def component_names(self) -> list[str]:
+        return [self.layout.node_name(n) for n in self.kafka_nodes] + ["prometheus", "alertmanager"]
+
+    def _ports_of(self, name: str) -> tuple[int, ...]:
+        L = self.layout
+        if name == "controller":
+            return (L.controller_port, L.controller_jmx_port)
+        if name.startswith("broker-"):
+            b = int(name.split("-")[1])
+            return (L.broker_port(b), L.broker_jmx_port(b))
+        return (L.prometheus_port,) if name == "prometheus" else (L.alertmanager_port,)
+
+    # --- up --------------------------------------------------------------------------------------------------------
+    def up(self, timeout: float = 180.0) -> None:
+        L = self.layout
+        L.dir.mkdir(parents=True, exist_ok=True)
+        setup_log = L.logs_dir / "setup.log"
+        state = self._read_state()
+        if state.get("kafka_version") and state["kafka_version"] != L.kafka_version:
+            raise StackError(
+                f"{L.dir} holds a Kafka {state['kafka_version']} cluster; use another --dir for {L.kafka_version}"
+            )
+        # Ports of components not already running must be free; a running one of ours keeps its ports.
+        wanted = {}
+        for name in self.component_names():
+            if self.procs.owned_pid(name) is None:
+                for port in self._ports_of(name):
+                    wanted[f"{name} ({port})"] = port
+        require_ports_free(wanted)
+
+        java = kafka.require_java()
+        bins = observability.ensure_installed(["prometheus", "alertmanager"], setup_log)
+        self._log(f"resolving Kafka {L.kafka_version} jars (cached in {L.jars_dir.parent}) ...")
+        kafka.ensure_jars(L, setup_log)
+
+        cluster_id = state.get("cluster_id") or kafka.new_cluster_id()
+        self._write_state({"cluster_id": cluster_id, "kafka_version": L.kafka_version, "port_base": L.port_base})
+        started = []
+        try:
+            for node in self.kafka_nodes:
+                name = L.node_name(node)
+                if self.procs.owned_pid(name):
+                    continue
+                kafka.prepare_node(L, node, cluster_id, java, setup_log)
+                self.procs.start(kafka.node_spec(L, node, java))
+                started.append(name)
+            for spec in (
+                observability.prometheus_spec(L, bins["prometheus"]),
+                observability.alertmanager_spec(L, bins["alertmanager"]),
+            ):
+                if not self.procs.owned_pid(spec.name):
+                    self.procs.start(spec)
+                    started.append(spec.name)
+            if started:
+                self._log(f"started {', '.join(started)}; waiting for readiness ...")
+            self.wait_ready(timeout)
+        except BaseException:
+            # Leave nothing half-started behind: stop what this call started.
+            for name in reversed(started):
+                self.procs.stop(name, timeout=5)
+            raise
+
+    def wait_ready(self, timeout: float) -> None:
+        L = self.layout
+        deadline = time.monotonic() + timeout
+        checks = [
+            ("prometheus", lambda: _http_ok(f"{L.prometheus_url}/-/ready"), L.logs_dir / "prometheus.log"),
+            ("alertmanager", lambda: _http_ok(f"{L.alertmanager_url}/-/ready"), L.logs_dir / "alertmanager.log"),
+            ("kafka", self._kafka_ready, L.logs_dir / "broker-1.out"),
+        ]
+        for name, check, log in checks:
+            while True:
+                dead = [c for c in self.component_names() if self.procs.owned_pid(c) is None]
+                if dead:
+                    first = dead[0]
+                    log_file = L.logs_dir / (f"{first}.out" if first.startswith(("broker", "controller")) else f"{first}.log")
+                    last = tail(log_file, 3)
+                    raise ComponentFailed(first, "exited during start-up" + (f": {last.splitlines()[-1]}" if last else ""), str(log_file))
+                if check():
+                    break
+                if time.monotonic() > deadline:
+                    raise ComponentFailed(name, f"not ready after {timeout:.0f}s", str(log))
+                time.sleep(1.0)
+
+    def _kafka_ready(self) -> bool:
+        return self.registered_brokers() >= len(self.layout.broker_ids)
+
+    def registered_brokers(self) -> int:
+        if not all(port_open(self.layout.broker_port(b)) for b in self.layout.broker_ids):
+            return 0
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.layout.bootstrap_servers, "logger": _QUIET})
+        try:
+            return len(admin.list_topics(timeout=3).brokers)
+        except Exception:
+            return 0
+
+    # --- down / status ----------------------------------------------------------------------------------------------
+    def down(self) -> list[str]:
+        stopped = []
+        # Brokers before the controller, so they can deregister cleanly.
+        for name in ["prometheus", "alertmanager", *reversed(self.component_names()[:len(self.kafka_nodes)])]:
+            if self.procs.stop(name):
+                stopped.append(name)
+        return stopped
+
+    def status(self) -> list[ComponentStatus]:
+        L = self.layout
+        out = []
+        brokers_registered = None
+        for name in self.component_names():
+            pid = self.procs.owned_pid(name)
+            ports = self._ports_of(name)
+            healthy, detail = False, "not running"
+            if pid:
+                if name == "prometheus":
+                    healthy = _http_ok(f"{L.prometheus_url}/-/ready")
+                elif name == "alertmanager":
+                    healthy = _http_ok(f"{L.alertmanager_url}/-/ready")
+                else:
+                    healthy = all(port_open(p) for p in ports)
+                detail = "ready" if healthy else "not answering"
+                if name.startswith("broker") and healthy:
+                    if brokers_registered is None:
+                        brokers_registered = self.registered_brokers()
+                    detail = f"ready ({brokers_registered} brokers registered)"
+            out.append(ComponentStatus(name, pid, ports, healthy, detail))
+        return out
+
+    # --- state --------------------------------------------------------------------------------------------------
+    def _state_file(self) -> Path:
+        return self.layout.dir / "stack.json"
+
+    def _read_state(self) -> dict:
+        try:
+            return json.loads(self._state_file().read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _write_state(self, state: dict) -> None:
+        self._state_file().write_text(json.dumps(state, indent=2))
+
+    # --- config for the rest of kafka-health ---------------------------------------------------------------------
+    def config(self, *, tenants: tuple[TenantConfig, ...] = (), store_url: str | None = None) -> Config:
+        L = self.layout
+        brokers = tuple(
+            BrokerTarget(
+                id=b, jmx=f"127.0.0.1:{L.broker_jmx_port(b)}", host="localhost", log_dirs=(str(L.log_dir(b)),)
+            )
+            for b in L.broker_ids
+        )
+        cluster = ClusterConfig(
+            name="local",
+            bootstrap_servers=L.bootstrap_servers,
+            brokers=brokers,
+            controller_jmx=(f"127.0.0.1:{L.controller_jmx_port}",),
+        )
+        return Config(
+            clusters=(cluster,),
+            tenants=tenants,
+            prometheus=PrometheusSettings(url=L.prometheus_url),
+            alertmanager=AlertmanagerSettings(url=L.alertmanager_url),
+            store=StoreSettings(url=store_url or f"sqlite:///{L.dir / 'kafka-health.db'}"),
+            lake=LakeSettings(path=str(L.dir / "lake")),
+            service=ServiceSettings(port=L.service_port),
+        )
+
+
+# librdkafka logs every refused connection while brokers start; start-up probing should not spam the terminal.
+_QUIET = logging.getLogger("kafka_health.stack.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False

@@ -1,0 +1,73 @@
+"""``kafka-health stack up|down|status``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from monitor.stack import Stack
+from monitor.stack.layout import DEFAULT_PORT_BASE, StackLayout, default_stack_dir, resolve_kafka_version
+
+
+def add_stack_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", type=Path, default=None, help="stack state directory (default ~/.kafka-health/stack)")
+    p.add_argument("--kafka-version", default=None, help="4.1.1 (default) or 3.9")
+    p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
+
+
+def layout_from_args(args: argparse.Namespace) -> StackLayout:
+    try:
+        version = resolve_kafka_version(args.kafka_version)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}")
+    if not 1024 <= args.port_base <= 65000:
+        raise SystemExit("error: --port-base must be between 1024 and 65000")
+    return StackLayout(dir=(args.dir or default_stack_dir()).resolve(), port_base=args.port_base, kafka_version=version)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("stack", help="the local real stack (Kafka, Prometheus, Alertmanager)")
+    ssub = p.add_subparsers(dest="stack_command", required=True)
+    for name, func, help_ in (
+        ("up", _up, "start the stack (idempotent) and wait until ready"),
+        ("down", _down, "stop what this stack started"),
+        ("status", _status, "each component, its pid, ports and health"),
+    ):
+        sp = ssub.add_parser(name, help=help_)
+        add_stack_args(sp)
+        if name == "up":
+            sp.add_argument("--timeout", type=float, default=180.0)
+        sp.set_defaults(func=func)
+
+
+def _up(args) -> int:
+    stack = Stack(layout_from_args(args))
+    stack.up(timeout=args.timeout)
+    _print_status(stack)
+    return 0
+
+
+def _down(args) -> int:
+    stack = Stack(layout_from_args(args))
+    stopped = stack.down()
+    print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+    return 0
+
+
+def _status(args) -> int:
+    stack = Stack(layout_from_args(args))
+    return 0 if _print_status(stack) else 3
+
+
+def _print_status(stack: Stack) -> bool:
+    rows = stack.status()
+    print(f"{'component':<14}{'pid':>8}  {'ports':<14}{'health'}")
+    for r in rows:
+        ports = ",".join(str(p) for p in r.ports)
+        print(f"{r.name:<14}{r.pid or '-':>8}  {ports:<14}{r.detail}")
+    L = stack.layout
+    print(f"\nKafka bootstrap: {L.bootstrap_servers} (Kafka {L.kafka_version})")
+    print(f"Prometheus:      {L.prometheus_url}")
+    print(f"Alertmanager:    {L.alertmanager_url}")
+    print(f"State and logs:  {L.dir}")
+    return all(r.healthy for r in rows)

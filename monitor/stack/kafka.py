@@ -1,0 +1,155 @@
+"""The local Kafka cluster: jars from Maven Central, KRaft configs, storage format, JVM command lines.
+
+One dedicated KRaft controller plus three brokers (separate roles: on combined nodes the thread idle metrics mix
+controller and broker work). Each JVM has remote JMX on its own loopback port and a small heap.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+from monitor import REPO_ROOT
+from monitor.errors import DependencyMissing, StackError
+from monitor.stack.layout import CONTROLLER_ID, StackLayout
+from monitor.stack.procs import ProcSpec
+
+DEPLOY_KAFKA = REPO_ROOT / "deploy" / "kafka"
+HEAP = {"controller": "256m", "broker": "384m"}
+
+
+def require_java() -> str:
+    java = shutil.which("java")
+    if not java:
+        raise DependencyMissing("java not found on PATH: install a JDK 17+ (apt-get install openjdk-17-jre-headless)")
+    return java
+
+
+def ensure_jars(layout: StackLayout, log: Path) -> Path:
+    """Resolve the broker jars once per version; a second run downloads nothing (marker file + Maven's cache)."""
+    jars = layout.jars_dir
+    marker = jars.parent / ".complete"
+    if marker.exists() and any(jars.glob("kafka_2.13-*.jar")):
+        return jars
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise DependencyMissing("mvn not found on PATH: install Maven (apt-get install maven)")
+    jars.mkdir(parents=True, exist_ok=True)
+    profile = "kafka4" if layout.kafka_major >= 4 else "kafka3"
+    cmd = [
+        mvn, "-B", "-q", "-f", str(DEPLOY_KAFKA / "pom.xml"), f"-Dkafka.version={layout.kafka_version}",
+        "-P", profile, "dependency:copy-dependencies", f"-DoutputDirectory={jars}",
+    ]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if rc != 0:
+        raise StackError(f"maven could not resolve Kafka {layout.kafka_version} jars (exit {rc}); see {log}")
+    marker.write_text(layout.kafka_version)
+    return jars
+
+
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def node_properties(layout: StackLayout, node_id: int) -> str:
+    voters = f"{CONTROLLER_ID}@127.0.0.1:{layout.controller_port}"
+    common = {
+        "node.id": node_id,
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": layout.log_dir(node_id),
+    }
+    if node_id == CONTROLLER_ID:
+        props = {
+            **common,
+            "process.roles": "controller",
+            "listeners": f"CONTROLLER://127.0.0.1:{layout.controller_port}",
+        }
+    else:
+        port = layout.broker_port(node_id)
+        props = {
+            **common,
+            "process.roles": "broker",
+            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "num.partitions": 3,
+            "default.replication.factor": 3,
+            "min.insync.replicas": 2,
+            "offsets.topic.replication.factor": 3,
+            "offsets.topic.num.partitions": 10,
+            "transaction.state.log.replication.factor": 3,
+            "transaction.state.log.min.isr": 2,
+            "group.initial.rebalance.delay.ms": 0,
+            "num.network.threads": 3,
+            "num.io.threads": 4,
+            # Small segments and a short retention check make retention (the disk sawtooth) visible in minutes.
+            "log.segment.bytes": 16 * 1024 * 1024,
+            "log.retention.check.interval.ms": 30000,
+            "auto.create.topics.enable": "true",
+        }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
+    name = layout.node_name(node_id)
+    node_dir = layout.node_dir(node_id)
+    jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
+    heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
+    if layout.kafka_major >= 4:
+        logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
+    else:
+        logging = [f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}"]
+    return [
+        java,
+        f"-Xms{heap}", f"-Xmx{heap}",
+        "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
+        "-XX:CICompilerCount=2", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+        "-Dcom.sun.management.jmxremote",
+        f"-Dcom.sun.management.jmxremote.port={jmx}",
+        f"-Dcom.sun.management.jmxremote.rmi.port={jmx}",
+        "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+        "-Dcom.sun.management.jmxremote.authenticate=false",
+        "-Dcom.sun.management.jmxremote.ssl=false",
+        "-Dcom.sun.management.jmxremote.local.only=false",
+        "-Djava.rmi.server.hostname=127.0.0.1",
+        f"-Dkafka.logs.dir={node_dir / 'logs'}",
+        *logging,
+        # Marks the process as this stack's (see procs.ProcessTable.owned_pid).
+        f"-Dkafka.health.stack={layout.dir.resolve()}",
+        "-cp", f"{layout.jars_dir}/*",
+        "kafka.Kafka", str(node_dir / "server.properties"),
+    ]
+
+
+def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, log: Path) -> None:
+    """Write server.properties and format storage (idempotent: an already formatted dir is left as it is)."""
+    node_dir = layout.node_dir(node_id)
+    (node_dir / "logs").mkdir(parents=True, exist_ok=True)
+    layout.log_dir(node_id).mkdir(parents=True, exist_ok=True)
+    props = node_dir / "server.properties"
+    props.write_text(node_properties(layout, node_id))
+    if (layout.log_dir(node_id) / "meta.properties").exists():
+        return
+    cmd = [
+        java, "-Xmx256m", f"-Dkafka.logs.dir={node_dir / 'logs'}",
+        f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
+        f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
+        "-cp", f"{layout.jars_dir}/*", "kafka.tools.StorageTool",
+        "format", "-t", cluster_id, "-c", str(props), "--ignore-formatted",
+    ]
+    with open(log, "ab") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if rc != 0:
+        raise StackError(f"formatting storage of {layout.node_name(node_id)} failed (exit {rc}); see {log}")
+
+
+def node_spec(layout: StackLayout, node_id: int, java: str) -> ProcSpec:
+    name = layout.node_name(node_id)
+    return ProcSpec(name=name, argv=jvm_argv(layout, node_id, java), log=layout.logs_dir / f"{name}.out")

@@ -1,0 +1,131 @@
+"""Where everything of one local stack lives: directories, ports, versions. Pure data, no I/O."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KAFKA_VERSIONS = {"4": "4.1.1", "4.1": "4.1.1", "4.1.1": "4.1.1", "3.9": "3.9.1", "3.9.1": "3.9.1"}
+DEFAULT_KAFKA_VERSION = "4.1.1"
+DEFAULT_PORT_BASE = 19100
+CONTROLLER_ID = 100
+BROKER_IDS = (1, 2, 3)
+
+
+def default_stack_dir() -> Path:
+    env = os.environ.get("KAFKA_HEALTH_STACK_DIR")
+    return Path(env) if env else Path.home() / ".kafka-health" / "stack"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("KAFKA_HEALTH_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "kafka-health"
+
+
+def resolve_kafka_version(v: str | None) -> str:
+    if v is None:
+        return DEFAULT_KAFKA_VERSION
+    try:
+        return KAFKA_VERSIONS[v]
+    except KeyError:
+        raise ValueError(f"unsupported Kafka version {v!r}; choose one of {sorted(set(KAFKA_VERSIONS.values()))}")
+
+
+@dataclass(frozen=True)
+class StackLayout:
+    """Ports are offsets from one base so that several stacks (tests, demo, a helper's) can coexist on loopback."""
+
+    dir: Path
+    port_base: int = DEFAULT_PORT_BASE
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+    scrape_interval_seconds: int = 5
+    broker_ids: tuple[int, ...] = field(default=BROKER_IDS)
+
+    # --- ports -------------------------------------------------------------------------------------------------
+    @property
+    def controller_port(self) -> int:
+        return self.port_base
+
+    def broker_port(self, broker_id: int) -> int:
+        return self.port_base + broker_id
+
+    @property
+    def controller_jmx_port(self) -> int:
+        return self.port_base + 10
+
+    def broker_jmx_port(self, broker_id: int) -> int:
+        return self.port_base + 10 + broker_id
+
+    @property
+    def prometheus_port(self) -> int:
+        return self.port_base + 20
+
+    @property
+    def alertmanager_port(self) -> int:
+        return self.port_base + 21
+
+    @property
+    def service_port(self) -> int:
+        return self.port_base + 30
+
+    # --- addresses ---------------------------------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"127.0.0.1:{self.broker_port(b)}" for b in self.broker_ids)
+
+    @property
+    def prometheus_url(self) -> str:
+        return f"http://127.0.0.1:{self.prometheus_port}"
+
+    @property
+    def alertmanager_url(self) -> str:
+        return f"http://127.0.0.1:{self.alertmanager_port}"
+
+    @property
+    def service_url(self) -> str:
+        return f"http://127.0.0.1:{self.service_port}"
+
+    # --- directories -------------------------------------------------------------------------------------------
+    @property
+    def kafka_major(self) -> int:
+        return int(self.kafka_version.split(".")[0])
+
+    @property
+    def jars_dir(self) -> Path:
+        return cache_dir() / f"kafka-{self.kafka_version}" / "libs"
+
+    def node_name(self, node_id: int) -> str:
+        return "controller" if node_id == CONTROLLER_ID else f"broker-{node_id}"
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.dir / "kafka" / self.node_name(node_id)
+
+    def log_dir(self, node_id: int) -> Path:
+        """The Kafka data directory (log.dirs) of a node. Fault tests may mount a small filesystem here."""
+        return self.node_dir(node_id) / "data"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def prometheus_dir(self) -> Path:
+        return self.dir / "prometheus"
+
+    @property
+    def prometheus_rules_dir(self) -> Path:
+        return self.prometheus_dir / "rules"
+
+    @property
+    def alertmanager_dir(self) -> Path:
+        return self.dir / "alertmanager"
+
+    def all_ports(self) -> dict[str, int]:
+        ports = {"controller": self.controller_port, "controller-jmx": self.controller_jmx_port}
+        for b in self.broker_ids:
+            ports[f"broker-{b}"] = self.broker_port(b)
+            ports[f"broker-{b}-jmx"] = self.broker_jmx_port(b)
+        ports["prometheus"] = self.prometheus_port
+        ports["alertmanager"] = self.alertmanager_port
+        return ports

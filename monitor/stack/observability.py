@@ -1,0 +1,98 @@
+"""Prometheus and Alertmanager of the local stack, from Debian's packages, with config rendered from deploy/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import string
+import subprocess
+from pathlib import Path
+
+from monitor import REPO_ROOT
+from monitor.errors import DependencyMissing
+from monitor.stack.layout import StackLayout
+from monitor.stack.procs import ProcSpec
+
+DEBIAN_PACKAGES = {"prometheus": "prometheus", "alertmanager": "prometheus-alertmanager"}
+BINARIES = {"prometheus": ("prometheus",), "alertmanager": ("prometheus-alertmanager", "alertmanager")}
+
+
+def find_binary(component: str) -> str | None:
+    for name in BINARIES[component]:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def ensure_installed(components: list[str], log: Path) -> dict[str, str]:
+    """Install missing Debian packages (root only), then return the binaries' paths."""
+    missing = [c for c in components if not find_binary(c)]
+    if missing:
+        packages = [DEBIAN_PACKAGES[c] for c in missing]
+        if os.geteuid() != 0 or not shutil.which("apt-get"):
+            raise DependencyMissing(f"{', '.join(missing)} not installed: run apt-get install {' '.join(packages)}")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        with open(log, "ab") as out:
+            subprocess.call(["apt-get", "update", "-qq"], stdout=out, stderr=subprocess.STDOUT, env=env)
+            rc = subprocess.call(
+                ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
+                stdout=out, stderr=subprocess.STDOUT, env=env,
+            )
+        still = [c for c in components if not find_binary(c)]
+        if rc != 0 or still:
+            raise DependencyMissing(f"could not install {' '.join(packages)} (apt-get exit {rc}); see {log}")
+    return {c: find_binary(c) for c in components}  # type: ignore[misc]
+
+
+def render_prometheus_config(layout: StackLayout) -> Path:
+    tmpl = (REPO_ROOT / "deploy" / "prometheus" / "prometheus.local.yml.tmpl").read_text()
+    interval = layout.scrape_interval_seconds
+    text = string.Template(tmpl).substitute(
+        scrape_interval=f"{interval}s",
+        scrape_timeout=f"{max(1, interval - 1)}s",
+        alertmanager_port=layout.alertmanager_port,
+        service_port=layout.service_port,
+        prometheus_port=layout.prometheus_port,
+        rules_dir=layout.prometheus_rules_dir,
+    )
+    layout.prometheus_rules_dir.mkdir(parents=True, exist_ok=True)
+    path = layout.prometheus_dir / "prometheus.yml"
+    path.write_text(text)
+    return path
+
+
+def prometheus_spec(layout: StackLayout, binary: str) -> ProcSpec:
+    config = render_prometheus_config(layout)
+    return ProcSpec(
+        name="prometheus",
+        argv=[
+            binary,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={layout.prometheus_dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{layout.prometheus_port}",
+            "--web.enable-lifecycle",
+            "--web.enable-admin-api",
+            "--storage.tsdb.retention.time=15d",
+            "--query.lookback-delta=1m",
+        ],
+        log=layout.logs_dir / "prometheus.log",
+    )
+
+
+def alertmanager_spec(layout: StackLayout, binary: str) -> ProcSpec:
+    layout.alertmanager_dir.mkdir(parents=True, exist_ok=True)
+    config = layout.alertmanager_dir / "alertmanager.yml"
+    shutil.copyfile(REPO_ROOT / "deploy" / "alertmanager" / "alertmanager.local.yml", config)
+    return ProcSpec(
+        name="alertmanager",
+        argv=[
+            binary,
+            f"--config.file={config}",
+            f"--storage.path={layout.alertmanager_dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{layout.alertmanager_port}",
+            "--cluster.listen-address=",  # no HA gossip: one local instance, no extra port
+        ],
+        log=layout.logs_dir / "alertmanager.log",
+    )

@@ -1,0 +1,105 @@
+"""Shared fixtures.
+
+- ``stack``: the real local stack (KRaft controller + 3 brokers, Prometheus, Alertmanager), up once per session, down
+  at the end. Port base from $KAFKA_HEALTH_TEST_PORT_BASE (default 19700) so a developer's demo stack can keep running.
+- ``pg_url``: a real PostgreSQL server (Debian's package) initialised in a temp dir for the session.
+- ``spark``: a local PySpark session.
+
+Tests marked ``integration``/``e2e`` use these; ``unit`` tests use none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from monitor.stack import Stack, StackLayout
+from monitor.stack.layout import resolve_kafka_version
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory) -> Stack:
+    base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT_BASE", "19700"))
+    version = resolve_kafka_version(os.environ.get("KAFKA_HEALTH_TEST_KAFKA_VERSION"))
+    layout = StackLayout(dir=tmp_path_factory.mktemp("stack"), port_base=base, kafka_version=version)
+    s = Stack(layout, log=lambda *_: None)
+    try:
+        s.up(timeout=240)
+        yield s
+    finally:
+        s.down()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _pg_bin(name: str) -> str:
+    for cand in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True):
+        return str(cand)
+    found = shutil.which(name)
+    if not found:
+        pytest.skip(f"PostgreSQL {name} not installed (run scripts/setup.sh)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory) -> str:
+    """A throwaway PostgreSQL cluster on loopback; initdb must not run as root, so it runs as 'postgres'."""
+    data = tmp_path_factory.mktemp("pg") / "data"
+    port = _free_port()
+    initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
+    as_pg: list[str] = []
+    if os.geteuid() == 0:
+        data.parent.chmod(0o777)
+        as_pg = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*as_pg, initdb, "-D", str(data), "-U", "kh", "--auth=trust", "-E", "UTF8"],
+                   check=True, capture_output=True)
+    sock_dir = data.parent
+    subprocess.run(
+        [*as_pg, pg_ctl, "-D", str(data), "-l", str(data.parent / "pg.log"), "-w", "-t", "60",
+         "-o", f"-p {port} -k {sock_dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+        check=True, capture_output=True,
+    )
+    url = f"postgresql+psycopg://kh@127.0.0.1:{port}/postgres"
+    try:
+        yield url
+    finally:
+        subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafka-health-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.5, what: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value; return it, or fail the test naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
