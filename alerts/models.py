@@ -59,3 +59,18 @@ class AlertInstance(Base):
         Index("ix_alert_instances_tenant_state", "tenant", "state"),
         Index("ix_alert_instances_cluster_state", "cluster", "state"),
     )
+
+
+class EngineHeartbeat(Base):
+    """One row per cluster, written by the alert engine each evaluation cycle.
+
+    The REST API reads it to tell ``unknown`` from ``ok``: a tenant is never reported healthy when the engine has
+    not evaluated its cluster recently or the rules' inputs had no data.
+    """
+
+    __tablename__ = "engine_heartbeats"
+
+    cluster: Mapped[str] = mapped_column(String(128), primary_key=True)
+    evaluated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    data_ok: Mapped[bool] = mapped_column(default=False)  # every core input (broker metrics) had data
+    detail: Mapped[str] = mapped_column(String(500), default="")

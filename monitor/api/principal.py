@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from fastapi import Request
+
 
 class PrincipalKind(str, Enum):
     OPERATOR = "operator"
@@ -30,3 +32,17 @@ class Principal:
     @property
     def is_operator(self) -> bool:
         return self.kind is PrincipalKind.OPERATOR
+
+
+def current_principal(request: Request) -> Principal:
+    """FastAPI dependency for every router: the principal the auth middleware resolved for this request.
+
+    ``monitor.api.auth`` authenticates the bearer token once per request and sets ``request.state.principal``;
+    routers declare ``principal: Principal = Depends(current_principal)`` and never read tokens themselves.
+    """
+    from fastapi import HTTPException
+
+    principal = getattr(request.state, "principal", None)
+    if principal is None:
+        raise HTTPException(status_code=401, detail="missing or invalid bearer token")
+    return principal
