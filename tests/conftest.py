@@ -103,3 +103,17 @@ def wait_until(predicate, timeout: float, interval: float = 0.5, what: str = "co
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+_ORDER = {"unit": 0, "integration": 1, "e2e": 2}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run cheap tests first (unit, then integration, then e2e), and tests marked ``last`` at the very end:
+    they take the session stack down to prove ``down`` leaves nothing behind."""
+
+    def key(item):
+        kind = next((k for k in _ORDER if item.get_closest_marker(k)), "integration")
+        return (1 if item.get_closest_marker("last") else 0, _ORDER[kind])
+
+    items.sort(key=key)

@@ -1,0 +1,115 @@
+"""Small, steady client load for the demo and the tests: one producer and one consumer group per tenant.
+
+Real confluent-kafka clients, so brokers see real requests from real client ids (and the per-client quota sensors,
+request rates and consumer lag that kafka-health reports have something to show). Bounded by design: a fixed rate,
+threads that stop when asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+log = logging.getLogger(__name__)
+_QUIET = logging.getLogger("kafka_health.loadgen.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+@dataclass(frozen=True)
+class TenantLoad:
+    tenant: str
+    topics: tuple[str, ...]
+    client_id: str  # producer client id; the consumer uses client_id + "-consumer"
+    group: str
+    messages_per_second: float = 20.0
+    message_bytes: int = 512
+    producer_settings: dict = field(default_factory=dict)  # e.g. linger.ms, batch.size for a badly batching client
+
+
+def ensure_topics(bootstrap: str, topics: list[str], *, partitions: int = 3, replication: int = 3,
+                  timeout: float = 30.0) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    existing = set(admin.list_topics(timeout=10).topics)
+    new = [NewTopic(t, num_partitions=partitions, replication_factor=replication) for t in topics if t not in existing]
+    if not new:
+        return
+    for topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
+        try:
+            fut.result(timeout)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # metadata propagates to all brokers asynchronously
+        md = admin.list_topics(timeout=10).topics
+        if all(t in md and md[t].partitions and all(p.leader >= 0 for p in md[t].partitions.values()) for t in topics):
+            return
+        time.sleep(0.2)
+
+
+class LoadGenerator:
+    def __init__(self, bootstrap: str, loads: list[TenantLoad]):
+        self.bootstrap = bootstrap
+        self.loads = loads
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.produced = {load.tenant: 0 for load in loads}
+        self.consumed = {load.tenant: 0 for load in loads}
+
+    def start(self) -> None:
+        ensure_topics(self.bootstrap, [t for load in self.loads for t in load.topics])
+        for load in self.loads:
+            for target in (self._produce, self._consume):
+                th = threading.Thread(target=target, args=(load,), name=f"load-{load.tenant}-{target.__name__}",
+                                      daemon=True)
+                th.start()
+                self._threads.append(th)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        for th in self._threads:
+            th.join(timeout)
+
+    def _produce(self, load: TenantLoad) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "client.id": load.client_id,
+                             "linger.ms": 20, "logger": _QUIET, **load.producer_settings})
+        payload = b"x" * load.message_bytes
+        interval = 1.0 / load.messages_per_second
+        i = 0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            topic = load.topics[i % len(load.topics)]
+            try:
+                producer.produce(topic, payload, key=str(i).encode())
+                self.produced[load.tenant] += 1
+            except BufferError:
+                producer.poll(0.5)
+            producer.poll(0)
+            i += 1
+            next_at += interval
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+            else:
+                next_at = time.monotonic()
+        producer.flush(5)
+
+    def _consume(self, load: TenantLoad) -> None:
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": load.group, "client.id": f"{load.client_id}-consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": True, "logger": _QUIET,
+        })
+        consumer.subscribe(list(load.topics))
+        try:
+            while not self._stop.is_set():
+                msg = consumer.poll(0.5)
+                if msg is not None and not msg.error():
+                    self.consumed[load.tenant] += 1
+        finally:
+            consumer.close()
