@@ -1,0 +1,97 @@
+"""Tenants: the SQL row and the API's request/response schemas.
+
+A tenant's definition (selectors, contract, receivers) is one JSON ``spec`` column holding exactly the fields of
+``monitor.config.TenantConfig`` except ``name``: the config file and the API share one schema, so a tenant moves
+between the two without translation. ``source`` says who owns the row: ``config`` rows are synced from the config
+file at start and are read-only through the API and CLI; ``api`` rows are created through the API or CLI.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import JSON, DateTime, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from monitor.config import NAME_RE, TenantConfig, TenantContract, TenantReceivers, TenantSelector
+from monitor.store.base import Base
+
+
+class TenantSource(str, Enum):
+    CONFIG = "config"  # from the config file: read-only through the API
+    API = "api"  # created through the API or the CLI
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    display_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    source: Mapped[str] = mapped_column(String(16))  # TenantSource value
+    spec: Mapped[dict] = mapped_column(JSON)  # TenantConfig fields except name and display_name
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    def to_config(self) -> TenantConfig:
+        """The tenant as the one schema the matcher, the alert engine and the reports understand."""
+        return TenantConfig.model_validate({**self.spec, "name": self.name, "display_name": self.display_name})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# API schemas
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TenantSpec(_In):
+    """What a tenant owns and is promised. Same fields and rules as a tenant in the config file."""
+
+    display_name: str | None = Field(default=None, max_length=200)
+    whole_clusters: tuple[str, ...] = ()
+    selectors: tuple[TenantSelector, ...] = ()
+    contract: TenantContract = TenantContract()
+    receivers: TenantReceivers = TenantReceivers()
+
+    @model_validator(mode="after")
+    def _owns_something(self) -> "TenantSpec":
+        if not self.whole_clusters and not self.selectors:
+            raise ValueError("a tenant needs whole_clusters or at least one selector")
+        return self
+
+    def to_config(self, name: str) -> TenantConfig:
+        return TenantConfig.model_validate({**self.model_dump(), "name": name})
+
+
+class TenantCreate(TenantSpec):
+    name: str = Field(pattern=NAME_RE, description="lowercase letters, digits, '_', '.', '-'; at most 63")
+
+
+class TenantRead(BaseModel):
+    name: str
+    display_name: str | None
+    source: TenantSource
+    whole_clusters: tuple[str, ...]
+    selectors: tuple[TenantSelector, ...]
+    contract: TenantContract
+    receivers: TenantReceivers
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Tenant) -> "TenantRead":
+        cfg = row.to_config()
+        return cls(
+            name=row.name,
+            display_name=row.display_name,
+            source=TenantSource(row.source),
+            whole_clusters=cfg.whole_clusters,
+            selectors=cfg.selectors,
+            contract=cfg.contract,
+            receivers=cfg.receivers,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
