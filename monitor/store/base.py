@@ -68,7 +68,9 @@ class Store:
 
     def create_all(self) -> None:
         """Create every table without Alembic: for unit tests only. Production uses ``migrate``."""
-        Base.metadata.create_all(self.engine)
+        from monitor.store.migrate import models_metadata  # imports every domain's models
+
+        models_metadata().create_all(self.engine)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -49,6 +50,7 @@ def _alembic_config(store: Store) -> AlembicConfig:
 
 def upgrade(store: Store, revision: str = "head") -> None:
     """Bring the database to ``revision`` (default: the newest). Idempotent; safe at every start."""
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # a line per plugin on every start
     command.upgrade(_alembic_config(store), revision)
 
 
