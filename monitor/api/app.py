@@ -51,9 +51,28 @@ def _optional_routers() -> list[APIRouter]:
     return found
 
 
-def _include(app: FastAPI, router: APIRouter) -> None:
-    """Mount ``router``'s routes, skipping any (method, path) already mounted by an earlier router."""
-    taken = {(m, r.path) for r in app.routes if isinstance(r, APIRoute) for m in r.methods}
+def api_routes(app: FastAPI) -> list[tuple[str, str]]:
+    """Sorted (method, path) of every ``/api/`` route, flattened across included routers.
+
+    Newer FastAPI includes routers lazily (``app.routes`` then holds one entry per included router), so this walks
+    the effective routes when the version offers it.
+    """
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # FastAPI that flattens on include
+        found = [(r.path, r.methods, r) for r in app.routes]
+    else:
+        found = [(rc.path, rc.methods, rc.original_route) for rc in iter_route_contexts(app.routes)]
+    return sorted({
+        (m, path) for path, methods, route in found
+        if isinstance(route, APIRoute) and path and path.startswith("/api/")
+        for m in (methods or ()) if m not in ("HEAD", "OPTIONS")
+    })
+
+
+def _include_missing(app: FastAPI, router: APIRouter) -> None:
+    """Mount ``router``'s routes except any (method, path) an earlier router already serves."""
+    taken = set(api_routes(app))
     keep = APIRouter()
     for r in router.routes:
         if isinstance(r, APIRoute) and any((m, r.path) in taken for m in r.methods):
@@ -110,6 +129,8 @@ def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter)
     # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
-    for router in [*_optional_routers(), *routers()]:
-        _include(app, router)
+    for router in _optional_routers():
+        app.include_router(router)
+    for router in routers():
+        _include_missing(app, router)
     app.openapi = _openapi(app)
