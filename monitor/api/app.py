@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from monitor.api.auth import AuthMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
+from monitor.api.routes import api_routes
 from monitor.config import Config
 from monitor.store.base import Store
 
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 OPTIONAL_ROUTERS = (("alerts.views", "router"), ("monitor.reports.views", "router"))
 
 ERROR_STATUSES = {
+    "400": "Request body could not be parsed (not JSON, bad encoding)",
     "401": "Missing, malformed, unknown or revoked bearer token",
     "403": "Operator token required",
     "404": "Not found, or not visible to this token (the two are indistinguishable)",
@@ -49,25 +51,6 @@ def _optional_routers() -> list[APIRouter]:
                 continue  # that package has not landed
             raise
     return found
-
-
-def api_routes(app: FastAPI) -> list[tuple[str, str]]:
-    """Sorted (method, path) of every ``/api/`` route, flattened across included routers.
-
-    Newer FastAPI includes routers lazily (``app.routes`` then holds one entry per included router), so this walks
-    the effective routes when the version offers it.
-    """
-    try:
-        from fastapi.routing import iter_route_contexts
-    except ImportError:  # FastAPI that flattens on include
-        found = [(r.path, r.methods, r) for r in app.routes]
-    else:
-        found = [(rc.path, rc.methods, rc.original_route) for rc in iter_route_contexts(app.routes)]
-    return sorted({
-        (m, path) for path, methods, route in found
-        if isinstance(route, APIRoute) and path and path.startswith("/api/")
-        for m in (methods or ()) if m not in ("HEAD", "OPTIONS")
-    })
 
 
 def _include_missing(app: FastAPI, router: APIRouter) -> None:

@@ -79,9 +79,17 @@ async def _validation(_request: Request, exc: RequestValidationError) -> JSONRes
     return error_response(422, message, fields=fields)
 
 
-async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
-    return error_response(exc.status_code, message, headers=getattr(exc, "headers", None))
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        # One route per method: the router's Allow names only the first route that matched the path.
+        from monitor.api.routes import allowed_methods
+
+        methods = allowed_methods(request.app, request.url.path)
+        if methods:
+            headers["Allow"] = ", ".join(methods)
+    return error_response(exc.status_code, message, headers=headers or None)
 
 
 async def _not_found(_request: Request, exc: NotFound) -> JSONResponse:

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from monitor.api.principal import Principal, PrincipalKind
 from monitor.errors import Invalid
 from monitor.store.base import Base
+from monitor.tenants.health import UtcDatetime
 from monitor.tenants import models as _tenant_models  # noqa: F401  (api_tokens.tenant references tenants)
 
 _TOKEN_RE = re.compile(r"^kh_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
@@ -57,8 +58,8 @@ class TokenRead(BaseModel):
     name: str
     kind: TokenKind
     tenant: str | None
-    created_at: datetime
-    revoked_at: datetime | None
+    created_at: UtcDatetime
+    revoked_at: UtcDatetime | None
 
     @classmethod
     def of(cls, row: ApiToken) -> "TokenRead":

@@ -16,13 +16,16 @@ import importlib
 import logging
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import MetaData
+# Alembic logs a line per plugin each time it sets up; that is noise at every start of every command.
+logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
-from monitor.store.base import Base, Store
+from alembic import command  # noqa: E402
+from alembic.config import Config as AlembicConfig  # noqa: E402
+from alembic.runtime.migration import MigrationContext  # noqa: E402
+from alembic.script import ScriptDirectory  # noqa: E402
+from sqlalchemy import MetaData  # noqa: E402
+
+from monitor.store.base import Base, Store  # noqa: E402
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -50,7 +53,6 @@ def _alembic_config(store: Store) -> AlembicConfig:
 
 def upgrade(store: Store, revision: str = "head") -> None:
     """Bring the database to ``revision`` (default: the newest). Idempotent; safe at every start."""
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # a line per plugin on every start
     command.upgrade(_alembic_config(store), revision)
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.config import NAME_RE, TenantConfig, TenantContract, TenantReceivers, TenantSelector
 from monitor.store.base import Base
+from monitor.tenants.health import UtcDatetime
 
 
 class TenantSource(str, Enum):
@@ -47,8 +48,16 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+_OWNS_SOMETHING = {"anyOf": [
+    {"required": ["whole_clusters"], "properties": {"whole_clusters": {"minItems": 1}}},
+    {"required": ["selectors"], "properties": {"selectors": {"minItems": 1}}},
+]}
+
+
 class TenantSpec(_In):
     """What a tenant owns and is promised. Same fields and rules as a tenant in the config file."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_OWNS_SOMETHING)
 
     display_name: str | None = Field(default=None, max_length=200)
     whole_clusters: tuple[str, ...] = ()
@@ -78,8 +87,8 @@ class TenantRead(BaseModel):
     selectors: tuple[TenantSelector, ...]
     contract: TenantContract
     receivers: TenantReceivers
-    created_at: datetime
-    updated_at: datetime
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
 
     @classmethod
     def of(cls, row: Tenant) -> "TenantRead":

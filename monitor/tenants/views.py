@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
@@ -20,7 +20,7 @@ from monitor.api.principal import Principal
 from monitor.config import Config, TenantConfig
 from monitor.errors import NotFound
 from monitor.tenants import service
-from monitor.tenants.health import Component, HealthStatus, assess, data_gap
+from monitor.tenants.health import Component, HealthStatus, UtcDatetime, assess, data_gap
 from monitor.tenants.models import Tenant, TenantCreate, TenantRead, TenantSpec
 
 router = APIRouter(prefix="/api/v1", tags=["tenants"])
@@ -120,8 +120,8 @@ def delete_tenant(tenant: VisibleTenant, _: OperatorPrincipal, db_session: DbSes
 class TenantHealth(BaseModel):
     tenant: str
     status: HealthStatus
-    score: int
-    as_of: datetime
+    score: int = Field(ge=0, le=100)
+    as_of: UtcDatetime
     components: list[Component]
 
 
@@ -153,9 +153,9 @@ class AlertRead(BaseModel):
     annotations: dict
     evidence: dict
     value: float | None
-    active_at: datetime | None
-    fired_at: datetime | None
-    resolved_at: datetime | None
+    active_at: UtcDatetime | None
+    fired_at: UtcDatetime | None
+    resolved_at: UtcDatetime | None
 
     @classmethod
     def of(cls, row: AlertInstance) -> "AlertRead":
@@ -229,8 +229,8 @@ def list_clusters(principal: CurrentPrincipal, db_session: DbSession, config: Ap
 class ClusterHealth(BaseModel):
     cluster: str
     status: HealthStatus
-    score: int
-    as_of: datetime
+    score: int = Field(ge=0, le=100)
+    as_of: UtcDatetime
     components: list[Component]
 
 

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from monitor.api.app import api_routes
+from monitor.api.routes import api_routes
 from tests.api_fixtures import *  # noqa: F401,F403
 from tests.api_fixtures import add, alert, beat
 
