@@ -43,7 +43,7 @@ def decode_cursor(cursor: str) -> str:
         raise Invalid("not a cursor this API returned", field="cursor") from None
 
 
-def _paging(
+async def _paging(
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="items per page")] = 100,
     cursor: Annotated[str | None, Query(max_length=400, description="next_cursor of the previous page")] = None,
 ) -> Paging:
