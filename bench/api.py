@@ -20,10 +20,7 @@ import asyncio
 import multiprocessing as mp
 import os
 import random
-import signal
 import socket
-import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -210,6 +207,7 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=500.0, help="open-loop request rate")
     args = ap.parse_args()
 
+    from monitor.api.launch import serve_process
     from monitor.config import load_config
     from monitor.store.base import Store
     from monitor.store.migrate import upgrade
@@ -231,48 +229,31 @@ def main() -> int:
     stop = threading.Event()
     writer = threading.Thread(target=heartbeat_writer, args=(store, stop), daemon=True)
     writer.start()
-    log = open(d / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg_path)], cwd=REPO,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                print((d / "serve.log").read_text()[-3000:])
-                return 1
-            time.sleep(0.2)
-        rss0, _ = rss_kib(proc.pid)
-        health_jobs = [(f"/api/v1/tenants/{t}/health", tok) for t, tok in pairs]
-        load(port, health_jobs, 3.0)  # warm-up
-        print(f"\nconcurrency {CONCURRENCY}, {args.duration:.0f} s per run, loopback, {os.cpu_count()} cores shared "
-              f"by server and load generator")
-        base = report("baseline GET /healthz (closed)", load(port, [("/healthz", None)], args.duration))
-        closed = report("GET .../health (closed loop)", load(port, health_jobs, args.duration))
-        opened = report(f"GET .../health (open, {args.rate:.0f}/s)", load(port, health_jobs, args.duration, args.rate))
-        rss, hwm = rss_kib(proc.pid)
-        print(f"\nserver RSS: {rss0 / 1024:.0f} MiB after start, {rss / 1024:.0f} MiB after load, "
-              f"peak {hwm / 1024:.0f} MiB")
-        print(f"health throughput vs /healthz baseline: {closed['rps'] / base['rps']:.2f}x")
-        ok = opened["p99_ms"] < 50 and opened["rps"] >= 0.95 * args.rate and set(opened["statuses"]) == {200}
-        print(f"target p99 < 50 ms at {args.rate:.0f} req/s: {'met' if ok else 'NOT met'} "
-              f"(p99 {opened['p99_ms']:.1f} ms at {opened['rps']:.0f} req/s)")
-        return 0
+        with serve_process(d, cfg_path, port) as pid:
+            return run_load(pid, port, pairs, args)
     finally:
         stop.set()
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
         store.dispose()
+
+
+def run_load(pid: int, port: int, pairs, args) -> int:
+    rss0, _ = rss_kib(pid)
+    health_jobs = [(f"/api/v1/tenants/{t}/health", tok) for t, tok in pairs]
+    load(port, health_jobs, 3.0)  # warm-up
+    print(f"\nconcurrency {CONCURRENCY}, {args.duration:.0f} s per run, loopback, {os.cpu_count()} cores shared "
+          f"by server and load generator")
+    base = report("baseline GET /healthz (closed)", load(port, [("/healthz", None)], args.duration))
+    closed = report("GET .../health (closed loop)", load(port, health_jobs, args.duration))
+    opened = report(f"GET .../health (open, {args.rate:.0f}/s)", load(port, health_jobs, args.duration, args.rate))
+    rss, hwm = rss_kib(pid)
+    print(f"\nserver RSS: {rss0 / 1024:.0f} MiB after start, {rss / 1024:.0f} MiB after load, "
+          f"peak {hwm / 1024:.0f} MiB")
+    print(f"health throughput vs /healthz baseline: {closed['rps'] / base['rps']:.2f}x")
+    ok = opened["p99_ms"] < 50 and opened["rps"] >= 0.95 * args.rate and set(opened["statuses"]) == {200}
+    print(f"target p99 < 50 ms at {args.rate:.0f} req/s: {'met' if ok else 'NOT met'} "
+          f"(p99 {opened['p99_ms']:.1f} ms at {opened['rps']:.0f} req/s)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -156,19 +156,24 @@ class TenantReceivers(_Strict):
         return v
 
 
-class TenantConfig(_Strict):
-    name: str = Field(pattern=NAME_RE)
-    display_name: str | None = None
+class TenantDefinition(_Strict):
+    """What a tenant owns and is promised. The config file and the REST API share it (a tenant = name + this)."""
+
+    display_name: str | None = Field(default=None, max_length=200)
     whole_clusters: tuple[str, ...] = ()
     selectors: tuple[TenantSelector, ...] = ()
     contract: TenantContract = TenantContract()
     receivers: TenantReceivers = TenantReceivers()
 
     @model_validator(mode="after")
-    def _owns_something(self) -> "TenantConfig":
+    def _owns_something(self) -> "TenantDefinition":
         if not self.whole_clusters and not self.selectors:
             raise ValueError("a tenant needs whole_clusters or at least one selector")
         return self
+
+
+class TenantConfig(TenantDefinition):
+    name: str = Field(pattern=NAME_RE)
 
 
 class PrometheusSettings(_Strict):

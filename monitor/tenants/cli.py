@@ -115,16 +115,21 @@ def _tenants_list(args) -> int:
     return 0
 
 
-def _tenants_show(args) -> int:
+def _existing(db_session, name: str):
     from monitor.tenants import service
+
+    row = service.get(db_session=db_session, name=name)
+    if row is None:
+        raise NotFound(f"no tenant named {name!r}")
+    return row
+
+
+def _tenants_show(args) -> int:
     from monitor.tenants.models import TenantRead
 
     _, store = _open(args)
     with store.session() as s:
-        row = service.get(db_session=s, name=args.name)
-        if row is None:
-            raise NotFound(f"no tenant named {args.name!r}")
-        print(TenantRead.of(row).model_dump_json(indent=2))
+        print(TenantRead.of(_existing(s, args.name)).model_dump_json(indent=2))
     return 0
 
 
@@ -133,10 +138,7 @@ def _tenants_delete(args) -> int:
 
     _, store = _open(args)
     with store.session() as s:
-        row = service.get(db_session=s, name=args.name)
-        if row is None:
-            raise NotFound(f"no tenant named {args.name!r}")
-        service.delete(db_session=s, tenant=row)
+        service.delete(db_session=s, tenant=_existing(s, args.name))
     print(f"deleted tenant {args.name} and its tokens")
     return 0
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import JSON, DateTime, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.config import NAME_RE, TenantConfig, TenantContract, TenantReceivers, TenantSelector
+from monitor.config import NAME_RE, TenantConfig, TenantContract, TenantDefinition, TenantReceivers, TenantSelector
 from monitor.store.base import Base
 from monitor.tenants.health import UtcDatetime
 
@@ -44,32 +44,17 @@ class Tenant(Base):
 # API schemas
 
 
-class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 _OWNS_SOMETHING = {"anyOf": [
     {"required": ["whole_clusters"], "properties": {"whole_clusters": {"minItems": 1}}},
     {"required": ["selectors"], "properties": {"selectors": {"minItems": 1}}},
 ]}
 
 
-class TenantSpec(_In):
-    """What a tenant owns and is promised. Same fields and rules as a tenant in the config file."""
+class TenantSpec(TenantDefinition):
+    """What a tenant owns and is promised: the fields and rules of a tenant in the config file, without its name."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_OWNS_SOMETHING)
-
-    display_name: str | None = Field(default=None, max_length=200)
-    whole_clusters: tuple[str, ...] = ()
-    selectors: tuple[TenantSelector, ...] = ()
-    contract: TenantContract = TenantContract()
-    receivers: TenantReceivers = TenantReceivers()
-
-    @model_validator(mode="after")
-    def _owns_something(self) -> "TenantSpec":
-        if not self.whole_clusters and not self.selectors:
-            raise ValueError("a tenant needs whole_clusters or at least one selector")
-        return self
+    # The "owns something" rule, also in the schema, so clients (and schemathesis) know it.
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_OWNS_SOMETHING)
 
     def to_config(self, name: str) -> TenantConfig:
         return TenantConfig.model_validate({**self.model_dump(), "name": name})

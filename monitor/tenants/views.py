@@ -5,7 +5,7 @@ other tenant gets the same 404 as for a tenant that does not exist, with a messa
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response

@@ -8,9 +8,7 @@ cursor this API never issued), and those answer a documented 409/422. Bounded: f
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -20,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import wait_until
 from monitor.api import tokens
+from monitor.api.launch import serve_process
 from monitor.config import load_config
 from monitor.store.base import Store
 from monitor.store.migrate import upgrade
@@ -30,7 +28,6 @@ from tests.api_fixtures import CONFIG_YAML, alert, beat
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -64,31 +61,9 @@ def server(tmp_path_factory):
                 r.evaluated_at = now  # fresh for the live server's clock
         s.add_all(rows)
     store.dispose()
-    log = open(d / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg_path)],
-                            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        if proc.poll() is not None:
-            pytest.fail(f"server exited: {(d / 'serve.log').read_text()[-2000:]}")
-        try:
-            return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_until(up, timeout=60, interval=0.2, what="kafka-health serve --role api")
-    try:
-        yield base, op, acme, d
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-        assert "Traceback" not in (d / "serve.log").read_text(), (d / "serve.log").read_text()[-3000:]
+    with serve_process(d, cfg_path, port):
+        yield f"http://127.0.0.1:{port}", op, acme, d
+    assert "Traceback" not in (d / "serve.log").read_text(), (d / "serve.log").read_text()[-3000:]
 
 
 def _schemathesis(base: str, token: str, *, examples: int, seed: int, cwd: Path) -> subprocess.CompletedProcess:
