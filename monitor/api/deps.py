@@ -1,7 +1,9 @@
 """FastAPI dependencies every router shares: the unit of work, the config, the clock, the principal, operator guard.
 
 Dependencies that do no I/O are ``async def`` on purpose: FastAPI runs every plain ``def`` dependency in the
-thread pool, and a hop per dependency was most of a request's latency under load (see bench/api.py).
+thread pool, and a hop per dependency was most of a request's latency under load (see bench/api.py). Database work
+belongs in the endpoint itself (one hop), never in the event loop: a loop blocked on a pooled connection can wait
+for a request that needs the loop to give it back.
 
 ``DbSession`` commits when the endpoint function returns and *before* the response is sent
 (``scope="function"``), so a client never sees success for a write that then failed to commit.

@@ -1,6 +1,12 @@
 """Tenant and cluster endpoints. Views only translate: fetch, call the service or the pure health function, map
-None to 404. The tenant in the path is resolved once per request (``VisibleTenant``); a tenant token asking for any
-other tenant gets the same 404 as for a tenant that does not exist, with a message that names nothing.
+None to 404. A tenant token asking for any other tenant gets the same 404 as for a tenant that does not exist, with
+a message that names nothing.
+
+Threading, on purpose: the path's tenant (or cluster) is checked for visibility by an ``async`` dependency that does
+no I/O, and the row is fetched once, inside the endpoint (a plain ``def``, run in the thread pool) together with the
+request's other queries. So a request makes one hop to the pool, and never holds a database connection across hops:
+with the lookup in a dependency of its own, requests parked between hops held pooled connections while the threads
+that could finish them waited for one (bench/api.py, 32 concurrent clients, froze the server).
 """
 
 from __future__ import annotations
@@ -33,20 +39,24 @@ CLUSTER_NOT_FOUND = "cluster not found"
 async def _visible_tenant(
     tenant: Annotated[str, Path(max_length=64, description="tenant name")],
     principal: CurrentPrincipal,
-    db_session: DbSession,
-) -> Tenant:
-    # Visibility is checked before existence, so "not yours" and "does not exist" are indistinguishable.
-    # async on purpose: the one primary-key lookup runs inline, which under load costs far less than a hop to the
-    # thread pool and back (bench/api.py); the endpoint's heavier queries run in the pool.
+) -> str:
+    """The tenant named in the path, if this token may see it; else the same 404 as for a tenant that does not exist.
+
+    Visibility is decided before existence, so "not yours" and "does not exist" are indistinguishable.
+    """
     if not principal.can_see(tenant):
         raise NotFound(TENANT_NOT_FOUND)
-    row = service.get(db_session=db_session, name=tenant)
+    return tenant
+
+
+TenantName = Annotated[str, Depends(_visible_tenant)]
+
+
+def _tenant_row(db_session: Session, name: str) -> Tenant:
+    row = service.get(db_session=db_session, name=name)
     if row is None:
         raise NotFound(TENANT_NOT_FOUND)
     return row
-
-
-VisibleTenant = Annotated[Tenant, Depends(_visible_tenant)]
 
 
 def _stale_after(config: Config) -> timedelta:
@@ -105,14 +115,15 @@ def create_tenant(tenant_in: TenantCreate, _: OperatorPrincipal, db_session: DbS
 
 
 @router.get("/tenants/{tenant}", response_model=TenantRead, summary="One tenant's definition")
-def get_tenant(tenant: VisibleTenant) -> TenantRead:
-    return TenantRead.of(tenant)
+def get_tenant(name: TenantName, db_session: DbSession) -> TenantRead:
+    return TenantRead.of(_tenant_row(db_session, name))
 
 
 @router.put("/tenants/{tenant}", response_model=TenantRead,
             summary="Replace an API tenant's definition (operator; config tenants are read-only)")
-def update_tenant(tenant: VisibleTenant, tenant_in: TenantSpec, _: OperatorPrincipal, db_session: DbSession,
+def update_tenant(name: TenantName, tenant_in: TenantSpec, _: OperatorPrincipal, db_session: DbSession,
                   config: AppConfig, now: Now) -> TenantRead:
+    tenant = _tenant_row(db_session, name)
     row = service.update(db_session=db_session, tenant=tenant, tenant_in=tenant_in.to_config(tenant.name),
                          clusters=[c.name for c in config.clusters], now=now)
     return TenantRead.of(row)
@@ -120,8 +131,8 @@ def update_tenant(tenant: VisibleTenant, tenant_in: TenantSpec, _: OperatorPrinc
 
 @router.delete("/tenants/{tenant}", status_code=204, response_class=Response,
                summary="Delete an API tenant and its tokens (operator)")
-def delete_tenant(tenant: VisibleTenant, _: OperatorPrincipal, db_session: DbSession) -> Response:
-    service.delete(db_session=db_session, tenant=tenant)
+def delete_tenant(name: TenantName, _: OperatorPrincipal, db_session: DbSession) -> Response:
+    service.delete(db_session=db_session, tenant=_tenant_row(db_session, name))
     return Response(status_code=204)
 
 
@@ -135,7 +146,8 @@ class TenantHealth(BaseModel):
 
 @router.get("/tenants/{tenant}/health", response_model=TenantHealth,
             summary="Is this tenant's Kafka healthy, and if not, why (with evidence)")
-def tenant_health(tenant: VisibleTenant, db_session: DbSession, config: AppConfig, now: Now) -> TenantHealth:
+def tenant_health(name: TenantName, db_session: DbSession, config: AppConfig, now: Now) -> TenantHealth:
+    tenant = _tenant_row(db_session, name)
     cfg = tenant.to_config()
     clusters = _clusters_of(cfg)
     result = assess(
@@ -172,11 +184,12 @@ class AlertRead(BaseModel):
 
 @router.get("/tenants/{tenant}/alerts", response_model=Page[AlertRead], summary="This tenant's alert instances")
 def tenant_alerts(
-    tenant: VisibleTenant,
+    name: TenantName,
     db_session: DbSession,
     paging: PagingParams,
     state: Annotated[AlertState | None, Query(description="only instances in this state")] = None,
 ) -> Page[AlertRead]:
+    tenant = _tenant_row(db_session, name)
     q = select(AlertInstance).where(_tenant_alerts_filter(tenant.to_config()))
     q = q.where(AlertInstance.state == state.value) if state else q.where(
         AlertInstance.state != AlertState.INACTIVE.value)
@@ -201,19 +214,22 @@ def _principal_tenant(principal: Principal, db_session: Session) -> TenantConfig
 
 async def _visible_cluster(
     cluster: Annotated[str, Path(max_length=128, description="cluster name")],
-    principal: CurrentPrincipal,
-    db_session: DbSession,
     config: AppConfig,
-) -> tuple[str, TenantConfig | None]:
-    """The cluster and the tenant whose slice is shown (None: an operator sees everything)."""
-    names = {c.name for c in config.clusters}
-    own = _principal_tenant(principal, db_session)
-    if cluster not in names or (own is not None and cluster not in _clusters_of(own)):
+) -> str:
+    if cluster not in {c.name for c in config.clusters}:
         raise NotFound(CLUSTER_NOT_FOUND)
-    return cluster, own
+    return cluster
 
 
-VisibleCluster = Annotated[tuple[str, TenantConfig | None], Depends(_visible_cluster)]
+ClusterName = Annotated[str, Depends(_visible_cluster)]
+
+
+def _cluster_scope(db_session: Session, principal: Principal, cluster: str) -> TenantConfig | None:
+    """The tenant whose slice of ``cluster`` is shown (None: an operator sees everything); 404 if it is not on it."""
+    own = _principal_tenant(principal, db_session)
+    if own is not None and cluster not in _clusters_of(own):
+        raise NotFound(CLUSTER_NOT_FOUND)
+    return own
 
 
 class ClusterRead(BaseModel):
@@ -249,8 +265,9 @@ def _cluster_firing(db_session: Session, cluster: str, own: TenantConfig | None)
 
 @clusters_router.get("/clusters/{cluster}/health", response_model=ClusterHealth,
                      summary="A cluster's health (for a tenant token: its slice of the cluster)")
-def cluster_health(visible: VisibleCluster, db_session: DbSession, config: AppConfig, now: Now) -> ClusterHealth:
-    cluster, own = visible
+def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
+                   now: Now) -> ClusterHealth:
+    own = _cluster_scope(db_session, principal, cluster)
     result = assess(
         clusters={cluster},
         firing=_cluster_firing(db_session, cluster, own),
@@ -271,9 +288,9 @@ class BrokerRead(BaseModel):
 
 @clusters_router.get("/clusters/{cluster}/brokers", response_model=Page[BrokerRead],
                      summary="The cluster's brokers from the config, with their latest known status")
-def cluster_brokers(visible: VisibleCluster, db_session: DbSession, config: AppConfig, now: Now,
-                    paging: PagingParams) -> Page[BrokerRead]:
-    cluster, own = visible
+def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
+                    now: Now, paging: PagingParams) -> Page[BrokerRead]:
+    own = _cluster_scope(db_session, principal, cluster)
     gap = data_gap(cluster, _heartbeats(db_session, {cluster}).get(cluster), now=now,
                    stale_after=_stale_after(config))
     by_broker: dict[str, list] = {}
