@@ -127,6 +127,13 @@ class TenantSelector(_Strict):
     client_id_prefixes: tuple[str, ...] = ()
     group_prefixes: tuple[str, ...] = ()
 
+    @field_validator("topic_prefixes", "principals", "client_id_prefixes", "group_prefixes")
+    @classmethod
+    def _non_empty(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not p for p in v):
+            raise ValueError("an empty entry would match everything; use whole_clusters to own a cluster")
+        return v
+
 
 class TenantContract(_Strict):
     produce_quota_bytes_per_second: int | None = Field(default=None, gt=0)
@@ -149,19 +156,24 @@ class TenantReceivers(_Strict):
         return v
 
 
-class TenantConfig(_Strict):
-    name: str = Field(pattern=NAME_RE)
-    display_name: str | None = None
+class TenantDefinition(_Strict):
+    """What a tenant owns and is promised. The config file and the REST API share it (a tenant = name + this)."""
+
+    display_name: str | None = Field(default=None, max_length=200)
     whole_clusters: tuple[str, ...] = ()
     selectors: tuple[TenantSelector, ...] = ()
     contract: TenantContract = TenantContract()
     receivers: TenantReceivers = TenantReceivers()
 
     @model_validator(mode="after")
-    def _owns_something(self) -> "TenantConfig":
+    def _owns_something(self) -> "TenantDefinition":
         if not self.whole_clusters and not self.selectors:
             raise ValueError("a tenant needs whole_clusters or at least one selector")
         return self
+
+
+class TenantConfig(TenantDefinition):
+    name: str = Field(pattern=NAME_RE)
 
 
 class PrometheusSettings(_Strict):
@@ -202,6 +214,9 @@ class ServiceSettings(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     roles: tuple[Literal["api", "collector", "alerts"], ...] = ("api", "collector", "alerts")
+    # Per API token: sustained requests per second and burst (token bucket); beyond it the API answers 429.
+    api_rate_limit_per_second: float = Field(default=50.0, gt=0)
+    api_rate_limit_burst: int = Field(default=100, ge=1)
 
 
 class RuleOverride(_Strict):
@@ -249,6 +264,11 @@ class Config(_Strict):
             for c in list(t.whole_clusters) + [s.cluster for s in t.selectors]:
                 if c not in known:
                     raise ValueError(f"tenant {t.name!r} refers to unknown cluster {c!r}")
+        from monitor.tenancy import find_overlaps  # late: tenancy builds on this module's types
+
+        overlaps = find_overlaps(self.tenants)
+        if overlaps:
+            raise ValueError("; ".join(str(o) for o in overlaps))
         return self
 
     def cluster(self, name: str) -> ClusterConfig:

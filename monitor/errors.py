@@ -17,7 +17,10 @@ catches a library's own exception types.
     ├── QueryError                   Prometheus query failed (HTTP error, bad PromQL, timeout)
     ├── NotifyError                  a notification target failed; ``recoverable`` says whether to retry
     ├── StoreError                   database problem
-    │   └── NotFound                 the resource does not exist (or belongs to another tenant)
+    │   ├── NotFound                 the resource does not exist (or belongs to another tenant)
+    │   └── Conflict                 clashes with what exists (duplicate name, overlapping tenant selectors)
+    ├── Invalid                      a request is well-formed but refers to what cannot be (unknown cluster);
+    │                                ``field`` names the offending field
     └── ReportError                  weekly report could not be produced
 """
 
@@ -105,6 +108,16 @@ class StoreError(KafkaHealthError):
 
 class NotFound(StoreError):
     pass
+
+
+class Conflict(StoreError):
+    pass
+
+
+class Invalid(KafkaHealthError):
+    def __init__(self, message: str, *, field: str | None = None):
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
 
 
 class ReportError(KafkaHealthError):

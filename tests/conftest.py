@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,6 +60,8 @@ def pg_url(tmp_path_factory) -> str:
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     as_pg: list[str] = []
     if os.geteuid() == 0:
+        # pytest's temp root is 0700, so 'postgres' could not reach a directory inside it: use one of its own.
+        data = Path(tempfile.mkdtemp(prefix="kafka-health-pg-")) / "data"
         data.parent.chmod(0o777)
         as_pg = ["runuser", "-u", "postgres", "--"]
     subprocess.run([*as_pg, initdb, "-D", str(data), "-U", "kh", "--auth=trust", "-E", "UTF8"],
@@ -74,6 +77,8 @@ def pg_url(tmp_path_factory) -> str:
         yield url
     finally:
         subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+        if as_pg:
+            shutil.rmtree(data.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

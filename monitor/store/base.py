@@ -44,7 +44,9 @@ class Store:
         if self.url.get_backend_name() == "sqlite":
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         else:
-            kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20)
+            # A database that does not answer must fail requests in seconds, not hang them.
+            kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10,
+                          connect_args={"connect_timeout": 5})
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.url.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -68,7 +70,9 @@ class Store:
 
     def create_all(self) -> None:
         """Create every table without Alembic: for unit tests only. Production uses ``migrate``."""
-        Base.metadata.create_all(self.engine)
+        from monitor.store.migrate import models_metadata  # imports every domain's models
+
+        models_metadata().create_all(self.engine)
 
     def dispose(self) -> None:
         self.engine.dispose()

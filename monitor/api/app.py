@@ -1,0 +1,119 @@
+"""``mount_api``: everything of the REST API onto the app ``monitor.serve`` builds.
+
+Wiring only, in this order: sync the config file's tenants into the store, error handlers, the auth + rate-limit
+middleware, the routers (tenants and clusters here; ``alerts.views`` and ``monitor.reports.views`` when those
+packages are installed), and an OpenAPI document that declares the bearer scheme and the error body on every
+operation, for routers added by other packages too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from datetime import datetime, timezone
+
+from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+
+from monitor.api.auth import AuthMiddleware
+from monitor.api.errors import ErrorBody, install_error_handlers
+from monitor.api.ratelimit import TokenBuckets
+from monitor.api.routes import api_routes
+from monitor.config import Config
+from monitor.store.base import Store
+
+log = logging.getLogger(__name__)
+
+# Routers of other domains: (module, attribute). Absent until their packages land; then mounted automatically.
+OPTIONAL_ROUTERS = (("alerts.views", "router"), ("monitor.reports.views", "router"))
+
+ERROR_STATUSES = {
+    "400": "Request body could not be parsed (not JSON, bad encoding)",
+    "401": "Missing, malformed, unknown or revoked bearer token",
+    "403": "Operator token required",
+    "404": "Not found, or not visible to this token (the two are indistinguishable)",
+    "409": "Conflicts with existing state (duplicate, overlapping selectors, config-file tenant)",
+    "422": "Invalid request: `error.fields` names each field and why",
+    "429": "Rate limit of this token exceeded; see Retry-After",
+    "500": "Internal error (details only in the server log)",
+    "503": "Database unavailable",
+}
+
+
+def _optional_routers() -> list[APIRouter]:
+    found = []
+    for module, attr in OPTIONAL_ROUTERS:
+        try:
+            found.append(getattr(importlib.import_module(module), attr))
+        except ModuleNotFoundError as exc:
+            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+                continue  # that package has not landed
+            raise
+    return found
+
+
+def _include_missing(app: FastAPI, router: APIRouter) -> None:
+    """Mount ``router``'s routes except any (method, path) an earlier router already serves."""
+    taken = set(api_routes(app))
+    keep = APIRouter()
+    for r in router.routes:
+        if isinstance(r, APIRoute) and any((m, r.path) in taken for m in r.methods):
+            log.info("route %s %s already provided; keeping the earlier one", sorted(r.methods), r.path)
+            continue
+        keep.routes.append(r)
+    app.include_router(keep)
+
+
+def _openapi(app: FastAPI):
+    def build() -> dict:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version, routes=app.routes,
+                             description="kafka-health REST API. See docs/api.md.")
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {"type": "http", "scheme": "bearer"}
+        schemas = components.setdefault("schemas", {})
+        for model in ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")["$defs"].items():
+            schemas.setdefault(*model)
+        schemas["ErrorBody"] = {k: v for k, v in ErrorBody.model_json_schema(
+            ref_template="#/components/schemas/{model}").items() if k != "$defs"}
+        error_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+        for path, ops in schema.get("paths", {}).items():
+            if not path.startswith("/api/"):
+                continue
+            for op in ops.values():
+                op["security"] = [{"bearer": []}]
+                responses = op.setdefault("responses", {})
+                for status, description in ERROR_STATUSES.items():
+                    # Replace FastAPI's default 422 body (HTTPValidationError): ours is ErrorBody.
+                    responses[status] = {"description": description, "content": error_ref}
+        schemas.pop("HTTPValidationError", None)
+        schemas.pop("ValidationError", None)
+        app.openapi_schema = schema
+        return schema
+
+    return build
+
+
+def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
+    """Mount the REST API on ``app`` (see the module docstring). ``upgrade(store)`` must have run."""
+    from monitor.tenants import service as tenant_service
+    from monitor.tenants.views import routers
+
+    app.state.config = config
+    app.state.store = store
+    with store.session() as s:
+        result = tenant_service.sync_config(db_session=s, config=config, now=datetime.now(timezone.utc))
+    if result.added or result.updated or result.removed:
+        log.info("config tenants synced: added %s, updated %s, removed %s",
+                 list(result.added), list(result.updated), list(result.removed))
+    install_error_handlers(app)
+    limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
+    app.add_middleware(AuthMiddleware, store=store, limiter=limiter)
+    # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
+    for router in _optional_routers():
+        app.include_router(router)
+    for router in routers():
+        _include_missing(app, router)
+    app.openapi = _openapi(app)

@@ -1,0 +1,58 @@
+"""Bearer-token authentication and the per-token rate limit, as one ASGI middleware over ``/api/``.
+
+Once per request: read ``Authorization: Bearer <token>``, resolve it to a ``Principal`` (``monitor.api.tokens``),
+charge the token's bucket, and set ``request.state.principal``. Routers never read tokens; they declare
+``Depends(current_principal)``. Every authentication failure answers the same 401 (missing, malformed, unknown,
+wrong secret, revoked), so a caller learns nothing from the difference. Paths outside ``/api/`` (``/healthz``,
+``/readyz``, ``/metrics``, ``/openapi.json``) are public.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from monitor.api import tokens
+from monitor.api.errors import error_response
+from monitor.api.principal import Principal
+from monitor.api.ratelimit import TokenBuckets
+from monitor.store.base import Store
+
+UNAUTHORIZED = "missing or invalid bearer token"
+
+
+class AuthMiddleware:
+    def __init__(self, app: ASGIApp, *, store: Store, limiter: TokenBuckets, prefix: str = "/api/",
+                 clock: Callable[[], float] = time.monotonic):
+        self.app, self.store, self.limiter, self.prefix, self.clock = app, store, limiter, prefix, clock
+
+    def _authenticate(self, presented: str) -> Principal | None:
+        with self.store.session() as s:
+            return tokens.authenticate(db_session=s, presented=presented)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, presented = header.partition(" ")
+        principal = None
+        if scheme.lower() == "bearer" and presented.strip():
+            principal = await run_in_threadpool(self._authenticate, presented.strip())
+        if principal is None:
+            response = error_response(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        wait = self.limiter.take(principal.token_id, now=self.clock())
+        if wait > 0:
+            response = error_response(429, "rate limit for this token exceeded; retry later",
+                                      headers={"Retry-After": str(max(1, math.ceil(wait)))})
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)

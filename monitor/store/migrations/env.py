@@ -1,0 +1,29 @@
+"""Alembic environment: online only, on the engine of the ``Store`` handed over in ``config.attributes``."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from monitor.store.migrate import models_metadata
+
+target_metadata = models_metadata()
+
+
+def run_migrations_online() -> None:
+    store = context.config.attributes["store"]
+    with store.engine.connect() as connection:
+        context.configure(
+            connection=connection,
+            target_metadata=target_metadata,
+            # SQLite cannot ALTER most things; batch mode rebuilds the table, so one revision fits both databases.
+            render_as_batch=connection.dialect.name == "sqlite",
+            compare_type=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        connection.commit()
+
+
+if context.is_offline_mode():
+    raise SystemExit("offline (SQL script) migrations are not supported; run upgrade against a database")
+run_migrations_online()

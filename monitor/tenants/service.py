@@ -1,0 +1,154 @@
+"""Tenant registry: create, read, update, delete, and the sync of config-file tenants into the store.
+
+Two sources, one table. Tenants from the config file are synced into the store at start (``sync_config``) and marked
+``source=config``; they are read-only through the API and CLI (edit the file instead). Tenants created through the
+API or CLI are ``source=api``. A config tenant wins a name clash with an API tenant (the file is the operator's
+declared intent); any overlap of selectors between the two sources is refused with the same check the config file
+gets (``monitor.tenancy.find_overlaps``), so every resource keeps at most one owner.
+
+Service functions take keyword-only ``db_session``, return None for "not there", raise ``Conflict``/``Invalid`` for
+refused writes, and never commit: the caller's unit of work does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from monitor.config import Config, TenantConfig
+from monitor.errors import Conflict, Invalid
+from monitor.tenancy import TenantIndex, find_overlaps
+from monitor.tenants.models import Tenant, TenantSource
+
+log = logging.getLogger(__name__)
+
+
+def get(*, db_session: Session, name: str) -> Tenant | None:
+    return db_session.get(Tenant, name)
+
+
+def get_page(*, db_session: Session, after: str | None, limit: int, only: str | None = None) -> list[Tenant]:
+    """Tenants ordered by name, after the name ``after``; ``only`` restricts to one name (a tenant's own view)."""
+    q = select(Tenant).order_by(Tenant.name).limit(limit)
+    if after is not None:
+        q = q.where(Tenant.name > after)
+    if only is not None:
+        q = q.where(Tenant.name == only)
+    return list(db_session.scalars(q))
+
+
+def get_all_configs(*, db_session: Session) -> list[TenantConfig]:
+    return [row.to_config() for row in db_session.scalars(select(Tenant).order_by(Tenant.name))]
+
+
+def build_index(*, db_session: Session) -> TenantIndex:
+    """The matcher over every tenant, config and API: what collectors and the alert engine should refresh from."""
+    return TenantIndex(get_all_configs(db_session=db_session))
+
+
+def _spec(cfg: TenantConfig) -> dict:
+    return cfg.model_dump(mode="json", exclude={"name", "display_name"})
+
+
+def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Iterable[str]) -> None:
+    known = set(clusters)
+    for i, c in enumerate(cfg.whole_clusters):
+        if c not in known:
+            raise Invalid(f"unknown cluster {c!r}; known: {', '.join(sorted(known)) or 'none'}",
+                          field=f"whole_clusters[{i}]")
+    for i, s in enumerate(cfg.selectors):
+        if s.cluster not in known:
+            raise Invalid(f"unknown cluster {s.cluster!r}; known: {', '.join(sorted(known)) or 'none'}",
+                          field=f"selectors[{i}].cluster")
+    overlaps = [o for o in find_overlaps([cfg, *others]) if cfg.name in (o.tenant, o.other_tenant)]
+    if overlaps:
+        raise Conflict("; ".join(str(o) for o in overlaps))
+
+
+def _others(db_session: Session, name: str) -> list[TenantConfig]:
+    return [t for t in get_all_configs(db_session=db_session) if t.name != name]
+
+
+def create(*, db_session: Session, tenant_in: TenantConfig, clusters: Iterable[str], now: datetime) -> Tenant:
+    """Add an API tenant. Conflict if the name is taken or its selectors overlap another tenant's."""
+    if get(db_session=db_session, name=tenant_in.name) is not None:
+        raise Conflict(f"tenant {tenant_in.name!r} already exists")
+    _check(tenant_in, others=_others(db_session, tenant_in.name), clusters=clusters)
+    row = Tenant(name=tenant_in.name, display_name=tenant_in.display_name, source=TenantSource.API.value,
+                 spec=_spec(tenant_in), created_at=now, updated_at=now)
+    db_session.add(row)
+    db_session.flush()
+    return row
+
+
+def _writable(tenant: Tenant) -> None:
+    if tenant.source == TenantSource.CONFIG.value:
+        raise Conflict(f"tenant {tenant.name!r} is defined in the config file; change it there")
+
+
+def update(*, db_session: Session, tenant: Tenant, tenant_in: TenantConfig, clusters: Iterable[str],
+           now: datetime) -> Tenant:
+    """Replace an API tenant's definition (PUT semantics)."""
+    _writable(tenant)
+    _check(tenant_in, others=_others(db_session, tenant.name), clusters=clusters)
+    tenant.display_name = tenant_in.display_name
+    tenant.spec = _spec(tenant_in)
+    tenant.updated_at = now
+    db_session.flush()
+    return tenant
+
+
+def delete(*, db_session: Session, tenant: Tenant) -> None:
+    """Delete an API tenant and (by cascade) its tokens. Its alert history stays."""
+    _writable(tenant)
+    db_session.delete(tenant)
+    db_session.flush()
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    removed: tuple[str, ...]
+    taken_over: tuple[str, ...]  # API tenants now owned by the config file (same name)
+
+
+def sync_config(*, db_session: Session, config: Config, now: datetime) -> SyncResult:
+    """Make the store's config tenants equal ``config.tenants``. Idempotent; run at every start.
+
+    Raises Conflict when a config tenant overlaps an API tenant: the operator must resolve it (delete or change the
+    API tenant, or change the file) before the service starts, rather than the API silently guessing an owner.
+    """
+    rows = {r.name: r for r in db_session.scalars(select(Tenant))}
+    wanted = {t.name: t for t in config.tenants}
+    api_tenants = [r.to_config() for n, r in rows.items() if r.source == TenantSource.API.value and n not in wanted]
+    overlaps = find_overlaps([*config.tenants, *api_tenants])
+    if overlaps:
+        raise Conflict("config tenants overlap tenants created through the API: "
+                       + "; ".join(str(o) for o in overlaps))
+    added, updated, removed, taken = [], [], [], []
+    for name, cfg in wanted.items():
+        row = rows.get(name)
+        if row is None:
+            db_session.add(Tenant(name=name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+                                  spec=_spec(cfg), created_at=now, updated_at=now))
+            added.append(name)
+            continue
+        if row.source != TenantSource.CONFIG.value:
+            log.warning("tenant %s was created through the API; the config file now defines it", name)
+            taken.append(name)
+        if row.source != TenantSource.CONFIG.value or row.spec != _spec(cfg) or row.display_name != cfg.display_name:
+            row.source, row.spec, row.display_name, row.updated_at = (
+                TenantSource.CONFIG.value, _spec(cfg), cfg.display_name, now)
+            updated.append(name)
+    for name, row in rows.items():
+        if row.source == TenantSource.CONFIG.value and name not in wanted:
+            db_session.delete(row)
+            removed.append(name)
+    db_session.flush()
+    return SyncResult(tuple(added), tuple(updated), tuple(removed), tuple(taken))

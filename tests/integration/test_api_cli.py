@@ -1,0 +1,94 @@
+"""``kafka-health tenants ...`` and ``tokens ...`` through ``monitor.cli.main`` on a real SQLite store; the tokens
+they print work (and stop working) against the API on the same store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from monitor.cli import main
+from monitor.config import load_config
+from monitor.store.base import Store
+from tests.api_fixtures import CONFIG_YAML, build_api
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    path = tmp_path / "kh.yaml"
+    path.write_text(CONFIG_YAML + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n")
+    return str(path)
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_tokens_print_once_work_and_revoke(cfg, capsys):
+    code, token, err = run(capsys, "tokens", "create", "--tenant", "acme", "--name", "ci", "--config", cfg)
+    token = token.strip()
+    assert code == 0 and token.startswith("kh_") and "\n" not in token and token not in err
+    token_id = token.split("_")[1]
+    assert f"token {token_id}" in err
+
+    code, listing, _ = run(capsys, "tokens", "list", "--json", "--config", cfg)
+    (row,) = json.loads(listing)
+    assert (row["id"], row["kind"], row["tenant"], row["name"], row["revoked_at"]) == (token_id, "tenant", "acme",
+                                                                                     "ci", None)
+    assert token.split("_", 2)[2] not in listing  # the secret is never shown again
+
+    config = load_config(cfg)
+    store = Store(config.store.url)
+    with TestClient(build_api(config, store)) as client:
+        headers = {"Authorization": f"Bearer {token}"}
+        assert client.get("/api/v1/tenants/acme", headers=headers).status_code == 200
+        assert run(capsys, "tokens", "revoke", token_id, "--config", cfg)[0] == 0
+        assert client.get("/api/v1/tenants/acme", headers=headers).status_code == 401
+    store.dispose()
+
+
+def test_tenants_create_list_show_delete(cfg, capsys, tmp_path):
+    code, out, _ = run(capsys, "tenants", "create", "initech", "--topic-prefix", "shared:initech.",
+                       "--group-prefix", "shared:initech-", "--display-name", "Initech", "--config", cfg)
+    assert code == 0 and json.loads(out)["source"] == "api"
+    spec = tmp_path / "hooli.yaml"
+    spec.write_text("selectors: [{cluster: shared, principals: ['User:hooli']}]\ncontract: {retention_hours: 24}\n")
+    assert run(capsys, "tenants", "create", "hooli", "--file", str(spec), "--config", cfg)[0] == 0
+
+    code, out, _ = run(capsys, "tenants", "list", "--config", cfg)
+    lines = out.splitlines()[1:]
+    assert [line.split()[:2] for line in lines] == [["acme", "config"], ["globex", "config"], ["hooli", "api"],
+                                                    ["initech", "api"]]
+    code, out, _ = run(capsys, "tenants", "show", "hooli", "--config", cfg)
+    assert json.loads(out)["contract"]["retention_hours"] == 24
+
+    assert run(capsys, "tokens", "create", "--tenant", "initech", "--config", cfg)[0] == 0
+    code, out, _ = run(capsys, "tenants", "delete", "initech", "--config", cfg)
+    assert code == 0
+    code, out, _ = run(capsys, "tokens", "list", "--json", "--config", cfg)
+    assert json.loads(out) == []  # its token went with it
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["tenants", "create", "x", "--topic-prefix", "shared:acme.eu."],
+         "overlap on cluster 'shared': topic prefix 'acme.' of 'acme'"),
+        (["tenants", "create", "x", "--topic-prefix", "shared"], "--topic-prefix: expected CLUSTER:VALUE"),
+        (["tenants", "create", "x", "--topic-prefix", "nowhere:x."], "unknown cluster 'nowhere'"),
+        (["tenants", "create", "x"], "a tenant needs whole_clusters or at least one selector"),
+        (["tenants", "delete", "acme"], "defined in the config file"),
+        (["tenants", "show", "nobody"], "no tenant named 'nobody'"),
+        (["tokens", "create", "--tenant", "nobody"], "no tenant named 'nobody'"),
+        (["tokens", "revoke", "000000000000"], "no token with id"),
+    ],
+)
+def test_refusals_are_one_line_errors(cfg, capsys, argv, message):
+    code, out, err = run(capsys, *argv, "--config", cfg)
+    assert code == 1 and out == ""
+    assert err.startswith("error: ") and message in err and "Traceback" not in err
