@@ -81,6 +81,7 @@ class Instance:
     resolved_at: datetime | None = None
     keep_firing_since: datetime | None = None
     last_evaluated_at: datetime | None = None
+    notified_state: AlertState | None = None  # the state last handed to the outbox (dedup across restarts)
     last_sent_at: datetime | None = None  # last time the state was handed to the outbox
     muted_by: str | None = None  # "silence:<id>" or "inhibited:<rule>" while muted
 
@@ -98,3 +99,4 @@ class Decision(str, Enum):
     NONE = "none"
     NOTIFY_FIRING = "notify_firing"  # pending -> firing (or inactive -> firing when for=0)
     NOTIFY_RESOLVED = "notify_resolved"  # firing -> resolved
+    REFRESH = "refresh"  # still firing: re-sent to Alertmanager so it does not time the alert out
