@@ -14,6 +14,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,7 +55,9 @@ def _pg_bin(name: str) -> str:
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory) -> str:
     """A throwaway PostgreSQL cluster on loopback; initdb must not run as root, so it runs as 'postgres'."""
-    data = tmp_path_factory.mktemp("pg") / "data"
+    # Outside pytest's basetemp: that is mode 0700 (root only) and initdb/postgres run as 'postgres'.
+    root = Path(tempfile.mkdtemp(prefix="kh-pg-"))
+    data = root / "data"
     port = _free_port()
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     as_pg: list[str] = []
@@ -74,6 +77,7 @@ def pg_url(tmp_path_factory) -> str:
         yield url
     finally:
         subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
