@@ -81,7 +81,8 @@ def _load_specs(path: Path) -> list[RuleSpec]:
 
 def render_expr(expr: str, params: dict[str, Any]) -> str:
     """Substitute ``${key}``: metric names from alerts/inputs.py, then scalar params."""
-    values = {k: v for k, v in params.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+    values = {k: (format(v, "g") if isinstance(v, float) else v) for k, v in params.items()
+              if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     try:
         return Template(expr).substitute({**values, **M})
     except KeyError as exc:
