@@ -2,7 +2,8 @@
 
 An alert hurting several tenants becomes several instances, one per tenant (``tenant`` label), so each tenant's
 on-call sees exactly its own. Cluster-wide trouble on a broker maps to every tenant with partitions on that broker
-(from ``kafka_topic_broker_replicas``); when that placement is unknown, to every tenant on the cluster. An alert no
+(from where the topics' logs were seen in the last hour: ``kafka_topic_log_size_bytes`` per broker,
+so a broker that just died still counts); when that placement is unknown, to every tenant on the cluster. An alert no
 tenant owns (the engine's own, or a cluster without tenants) is one instance without ``tenant``: operators only.
 """
 

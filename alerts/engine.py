@@ -133,7 +133,8 @@ class Engine:
         ctx = DetectorContext(source=source, now=now, config=self.config, tenants=self.tenants)
         try:
             placement = placement_from_samples(
-                source.query(f"sum by (cluster, broker, topic) ({M['topic_broker_replicas']})", now), self.tenants)
+                source.query(f"count by (cluster, broker, topic) (last_over_time({M['topic_size']}[1h]))", now),
+                self.tenants)
         except KafkaHealthError:
             placement = {}  # fall back to every tenant on the cluster
         attributor = Attributor(self.config, self.tenants, placement)

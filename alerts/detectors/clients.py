@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
-from alerts.inputs import M
+from alerts.inputs import PHASE_RESPONSE_SEND, M
 from alerts.types import Observation, Rule
 
 
@@ -24,16 +24,14 @@ class ClientStats:
     request_time_ratio: float = 0.0  # share of a thread's time spent on this client's requests (network + I/O)
     throttle_seconds: float = 0.0
     bytes_per_second: float = 0.0  # produce + fetch
-    requests_per_second: float = 0.0
 
     def as_evidence(self) -> dict:
         return {"client_id": self.client_id, "user": self.user,
                 "request_time_ratio": round(self.request_time_ratio, 4),
                 "throttle_seconds": round(self.throttle_seconds, 4),
                 "bytes_per_second": round(self.bytes_per_second, 1),
-                "requests_per_second": round(self.requests_per_second, 2),
-                "bytes_per_request": round(self.bytes_per_second / self.requests_per_second, 1)
-                if self.requests_per_second else None}
+                "handler_seconds_per_mib": round(self.request_time_ratio * 1048576 / self.bytes_per_second, 4)
+                if self.bytes_per_second else None}
 
 
 # ---------------------------------------------------------------------------------------------- pure decisions
@@ -77,14 +75,16 @@ def rank_slow_clients(clients: list[ClientStats], top: int) -> list[ClientStats]
                   reverse=True)[:top]
 
 
-def rank_busy_clients(clients: list[ClientStats], top: int) -> list[ClientStats]:
-    """Highest request rate per byte first: tiny produce batches (linger.ms=0) and aggressive polling (fetch.max.wait
-    small) cost handler time per request, not per byte."""
+def rank_busy_clients(clients: list[ClientStats], top: int, *, min_share: float = 0.01) -> list[ClientStats]:
+    """Most broker thread time per byte first: tiny produce batches (linger.ms=0) and aggressive polling
+    (fetch.max.wait.ms small) cost handler time per request, not per byte. Kafka has no per-client request count, so
+    the quota sensor's request-time (thread time used) stands for it. Clients using under ``min_share`` of a thread
+    are not the cause, however few bytes they move."""
     def per_byte(c: ClientStats) -> float:
-        return c.requests_per_second / max(c.bytes_per_second, 1.0)
+        return c.request_time_ratio / max(c.bytes_per_second, 1.0)
 
-    return sorted((c for c in clients if c.requests_per_second > 0), key=lambda c: (per_byte(c), c.requests_per_second),
-                  reverse=True)[:top]
+    return sorted((c for c in clients if c.request_time_ratio >= min_share),
+                  key=lambda c: (per_byte(c), c.request_time_ratio), reverse=True)[:top]
 
 
 def parse_version(v: str) -> tuple[int, ...]:
@@ -107,10 +107,11 @@ def client_stats(ctx: DetectorContext, cluster: str, broker: str) -> list[Client
     by = "user, client_id"
     fields = {
         "request_time_ratio": f"sum by ({by}) ({M['client_request_time']}{sel})",
-        "throttle_seconds": f"max by ({by}) ({M['client_throttle_time']}{sel})",
+        "throttle_seconds": "max by ({}) ({{__name__=~\"{}\",cluster=\"{}\",broker=\"{}\"}})".format(
+            by, "|".join(M[k] for k in ("client_produce_throttle", "client_fetch_throttle", "client_request_throttle")),
+            cluster, broker),
         "produce": f"sum by ({by}) ({M['client_produce_rate']}{sel})",
         "fetch": f"sum by ({by}) ({M['client_fetch_rate']}{sel})",
-        "requests_per_second": f"sum by ({by}) ({M['client_request_rate']}{sel})",
     }
     rows: dict[tuple[str, str], dict] = {}
     for field, expr in fields.items():
@@ -141,7 +142,7 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     idle = {_bk(s.labels): s for s in ctx.source.query_range(
         f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)}
     send = {_bk(s.labels): s for s in ctx.source.query_range(
-        f'max by ({by}) ({M["response_send_time"]}{{quantile="0.99"}})', start, ctx.now, step)}
+        f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})', start, ctx.now, step)}
     out = []
     for q in queue:
         key = _bk(q.labels)

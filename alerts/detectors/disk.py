@@ -78,7 +78,7 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     window = window_seconds(rule, default="6h")
     step = max(window / 120, 15)
     start = ctx.now - timedelta(seconds=window)
-    by = "cluster, broker, mountpoint"
+    by = "cluster, broker, path"
     used = ctx.source.query_range(f"max by ({by}) ({M['fs_size']} - {M['fs_avail']})", start, ctx.now, step)
     sizes = {_key(s.labels): s.value for s in ctx.source.query(f"max by ({by}) ({M['fs_size']})", ctx.now)}
     out = []
@@ -94,7 +94,7 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
                                critical=float(rule.params["critical"]))
         if sev is None:
             continue
-        labels = {k: series.labels.get(k, "") for k in ("cluster", "broker", "mountpoint")}
+        labels = {k: series.labels.get(k, "") for k in ("cluster", "broker", "path")}
         out.append(Observation(labels=labels, value=round(fc.eta_seconds), severity=sev, evidence={
             "eta_seconds": round(fc.eta_seconds), "eta_hours": round(fc.eta_seconds / 3600, 2),
             "growth_bytes_per_second": round(fc.growth_bytes_per_second, 1), "used_bytes": fc.used_bytes,
@@ -104,4 +104,4 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
 
 
 def _key(labels: dict[str, str]) -> tuple:
-    return (labels.get("cluster"), labels.get("broker"), labels.get("mountpoint"))
+    return (labels.get("cluster"), labels.get("broker"), labels.get("path"))

@@ -1,7 +1,8 @@
 """Consumer lag with Burrow's statuses (core/internal/evaluator/caching.go), plus lag in seconds.
 
 Burrow evaluates a window of offset commits per partition; we evaluate per (group, topic) with offsets summed over
-partitions (the collectors export per topic, not per partition). The rules, applied in this order, first match wins
+partitions (the collectors export per topic, not per partition). When committed offsets are not exported, they are
+derived up to a constant as (messages produced since the window start) - lag, snapped to ignore sampling jitter. The rules, applied in this order, first match wins
 (only when the lag is non-zero now and was non-zero at every commit of the window, Rule 1):
 
     Rule 2  REWIND  the committed offset decreased between two commits
@@ -13,7 +14,8 @@ partitions (the collectors export per topic, not per partition). The rules, appl
 Prometheus samples the committed offset; it does not see commits. A sample counts as a commit when the offset
 changed, or when the group has active members (an active group commits on its interval even without progress).
 So a group with no members and a frozen offset is STOP, and one with members and a frozen offset is STALL.
-Our own extension: ERR when the lag in seconds exceeds ``lag_seconds_warning`` while the status would be OK/WARN.
+Our own extension: ERR when the lag in seconds (the collectors' ``kafka_consumergroup_lag_seconds``: age of the
+oldest unconsumed message) exceeds ``lag_seconds_warning`` while the status would be OK/WARN.
 """
 
 from __future__ import annotations
@@ -95,17 +97,22 @@ def commits_from_samples(times: list[float], offsets: list[float], lags: list[fl
     return out
 
 
-def lag_seconds(committed_now: float, leo_times: list[float], leo_values: list[float], now: float) -> tuple[float, bool]:
-    """How long ago the log end offset was at the group's committed offset: the age of the oldest unconsumed
-    message. Returns (seconds, exact); exact=False means "at least this much" (beyond the history we have)."""
-    if not leo_values or committed_now >= leo_values[-1]:
-        return 0.0, True
-    for i in range(len(leo_values) - 1, 0, -1):
-        t0, v0, t1, v1 = leo_times[i - 1], leo_values[i - 1], leo_times[i], leo_values[i]
-        if v0 <= committed_now:  # the log end passed the committed offset between t0 and t1
-            frac = 0.0 if v1 == v0 else (committed_now - v0) / (v1 - v0)
-            return max(0.0, now - (t0 + frac * (t1 - t0))), True
-    return now - leo_times[0], False
+def snap(offsets: list[float], tolerance: float) -> list[float]:
+    """Treat moves within ``tolerance`` as no move (offsets derived from two sampled series jitter)."""
+    out: list[float] = []
+    for o in offsets:
+        out.append(out[-1] if out and abs(o - out[-1]) <= tolerance else o)
+    return out
+
+
+def pseudo_offsets(produced_per_step: list[float], lags: list[float]) -> list[float]:
+    """Committed offset up to a constant, when it is not exported: messages produced since the window start minus
+    the lag. A consumer that stops keeps it flat; one that is reset back makes it fall (REWIND)."""
+    out, total = [], 0.0
+    for produced, lag in zip(produced_per_step, lags):
+        total += produced
+        out.append(total - lag)
+    return out
 
 
 def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
@@ -113,35 +120,46 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     start, step = ctx.now - timedelta(seconds=window), max(window / 10, 15)
     now = ctx.now.timestamp()
     by = "cluster, group, topic"
-    offsets = ctx.source.query_range(f"sum by ({by}) ({M['group_committed_offset']})", start, ctx.now, step)
-    if not offsets:
+    lags = ctx.source.query_range(f"sum by ({by}) ({M['group_lag']})", start, ctx.now, step)
+    if not lags:
         return []
-    lags = {_k(s.labels): s for s in ctx.source.query_range(f"sum by ({by}) ({M['group_lag']})", start, ctx.now, step)}
+    committed = {_k(s.labels): s for s in ctx.source.query_range(
+        f"sum by ({by}) ({M['group_committed_offset']})", start, ctx.now, step)}
+    produced = {} if committed else {(s.labels.get("cluster"), s.labels.get("topic")): s for s in ctx.source.query_range(
+        f"sum by (cluster, topic) (increase({M['topic_messages_in']}[{int(step)}s]))", start, ctx.now, step)}
     members = {(s.labels.get("cluster"), s.labels.get("group")): s for s in ctx.source.query_range(
         f"max by (cluster, group) ({M['group_members']})", start, ctx.now, step)}
-    leo_hist = max(window * 6, 3600)
-    leos = {(s.labels.get("cluster"), s.labels.get("topic")): s for s in ctx.source.query_range(
-        f"sum by (cluster, topic) ({M['topic_log_end_offset']})", ctx.now - timedelta(seconds=leo_hist), ctx.now,
-        max(leo_hist / 240, 15))}
+    lag_secs = {_k(s.labels): s.value for s in ctx.source.query(
+        f"max by ({by}) ({M['group_lag_seconds']})", ctx.now)}
     limit = float(rule.params.get("lag_seconds_warning", 600))
     out = []
-    for s in offsets:
-        key = _k(s.labels)
-        lag_series = lags.get(key)
-        if lag_series is None or not s.values or not lag_series.values:
-            continue
+    for lag_series in lags:
+        key = _k(lag_series.labels)
         lag_at = dict(zip(lag_series.times, lag_series.values))
-        pts = [(t, o, lag_at[t]) for t, o in zip(s.times, s.values) if t in lag_at]
-        if not pts:
+        if key in committed:
+            c = committed[key]
+            times = [t for t in c.times if t in lag_at]
+            offsets = [v for t, v in zip(c.times, c.values) if t in lag_at]
+            source = "committed_offset"
+        else:
+            p = produced.get((key[0], key[2]))
+            if p is None:
+                continue
+            prod_at = dict(zip(p.times, p.values))
+            times = [t for t in lag_series.times if t in prod_at]
+            raw = pseudo_offsets([prod_at[t] for t in times], [lag_at[t] for t in times])
+            # jitter of two series sampled at different moments: 1% of what was produced, at least one message
+            offsets = snap(raw, max(1.0, 0.01 * sum(prod_at[t] for t in times)))
+            source = "produced_minus_lag"
+        if not times:
             continue
         m = members.get((key[0], key[1]))
         m_at = dict(zip(m.times, m.values)) if m else {}
-        commits = commits_from_samples([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts],
-                                       [m_at.get(p[0], 0.0) for p in pts] if m else None)
+        commits = commits_from_samples(times, offsets, [lag_at[t] for t in times],
+                                       [m_at.get(t, 0.0) for t in times] if m else None)
         current_lag = lag_series.values[-1]
         status = burrow_status(commits, current_lag, now)
-        leo = leos.get((key[0], key[2]))
-        secs, exact = lag_seconds(s.values[-1], list(leo.times), list(leo.values), now) if leo else (0.0, False)
+        secs = lag_secs.get(key, 0.0)
         if status in (LagStatus.OK, LagStatus.WARN) and secs > limit:
             status = LagStatus.ERR
         if status is LagStatus.OK:
@@ -150,7 +168,7 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
             labels={"cluster": key[0], "group": key[1], "topic": key[2], "status": status.value},
             value=round(secs, 1), severity=Severity.WARNING if status is LagStatus.WARN else Severity.CRITICAL,
             evidence={"status": status.value, "lag_messages": current_lag, "lag_seconds": round(secs, 1),
-                      "lag_seconds_exact": exact, "committed_offset": s.values[-1], "commits_in_window": len(commits),
+                      "offsets_from": source, "commits_in_window": len(commits),
                       "active_members": (m.values[-1] if m and m.values else 0), "window_seconds": window}))
     return out
 

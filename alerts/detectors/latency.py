@@ -11,7 +11,7 @@ from datetime import timedelta
 from statistics import median
 
 from alerts.detectors import DetectorContext, window_seconds
-from alerts.inputs import M
+from alerts.inputs import PHASE_TOTAL, M
 from alerts.types import Observation, Rule
 
 
@@ -38,8 +38,8 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     quantile = str(rule.params.get("quantile", "0.99"))
     out = []
     for request in rule.params.get("requests", ["Produce"]):
-        expr = (f'max by (cluster, broker, request) ({M["request_total_time"]}'
-                f'{{request="{request}",quantile="{quantile}"}})')
+        expr = (f'max by (cluster, broker, request) ({M["request_latency"]}'
+                f'{{request="{request}",phase="{PHASE_TOTAL}",quantile="{quantile}"}})')
         step = max(history / 288, 15)
         series = ctx.source.query_range(expr, ctx.now - timedelta(seconds=history), ctx.now, step)
         split = ctx.now.timestamp() - window

@@ -61,7 +61,7 @@ rules:
     assert probe_alert["annotations"]["summary"] == "probe local"
     # No collectors feed this Prometheus: the engine says so per tenant instead of reporting healthy.
     nodata = [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthRuleNoData"]
-    assert {a["labels"]["metric"] for a in nodata} >= {"kafka_broker_up", "kafka_broker_under_replicated_partitions"}
+    assert {a["labels"]["metric"] for a in nodata} >= {"kafka_cluster_broker_up", "kafka_broker_under_replicated_partitions"}
     assert "kafka_health_alert_rule_health" in generate_latest(registry).decode()
 
     svc.run_once(now - timedelta(seconds=2))  # the probe's condition is now false -> resolved, sent with endsAt

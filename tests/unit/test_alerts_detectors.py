@@ -5,7 +5,8 @@ import pytest
 from alerts.detectors.clients import (ClientStats, is_outdated, rank_busy_clients, rank_slow_clients,
                                       response_backlog)
 from alerts.detectors.disk import forecast_disk_full, severity_for_eta
-from alerts.detectors.lag import Commit, LagStatus, burrow_status, commits_from_samples, lag_seconds
+from alerts.detectors.lag import (Commit, LagStatus, burrow_status, commits_from_samples, pseudo_offsets,
+                                  snap)
 from alerts.detectors.latency import regression
 from alerts.detectors.storage import budget_usage
 from alerts.models import Severity
@@ -113,13 +114,19 @@ def test_samples_to_commits_with_members_is_stall():
     assert len(commits) == 4 and burrow_status(commits, 5, 35) is LagStatus.STALL
 
 
-def test_lag_seconds_from_log_end_history():
-    # log end grows 10 msgs/s from t=0; committed 500 -> the log end was there at t=50; now 100 -> 50 s behind
-    times = [float(t) for t in range(0, 101, 10)]
-    leo = [10 * t for t in times]
-    assert lag_seconds(500, times, leo, 100) == (50.0, True)
-    assert lag_seconds(1000, times, leo, 100) == (0.0, True)
-    assert lag_seconds(-5, times, leo, 100) == (100.0, False)  # older than history: a lower bound
+def test_pseudo_offsets_from_production_and_lag():
+    # 100 msgs produced per step; a stopped consumer's lag grows by ~100 per step (sampling jitter of a few)
+    produced = [100, 100, 100, 100, 100]
+    lags = [50, 152, 249, 351, 450]
+    raw = pseudo_offsets(produced, lags)
+    assert raw == [50, 48, 51, 49, 50]
+    times = [0, 10, 20, 30, 40]
+    commits = commits_from_samples(times, snap(raw, 5), lags, members=[0] * 5)
+    assert len(commits) == 1 and burrow_status(commits, 450, 60) is LagStatus.STOP
+    # a consumer reset to the beginning: lag jumps by more than production -> the offset falls: REWIND
+    lags = [50, 40, 30, 2000, 1990]
+    offs = snap(pseudo_offsets(produced, lags), 5)
+    assert burrow_status(commits_from_samples(times, offs, lags, [1] * 5), 1990, 45) is LagStatus.REWIND
 
 
 # ------------------------------------------------------------------------------------------------ clients
@@ -142,13 +149,16 @@ def test_rank_slow_clients_prefers_time_per_byte():
     assert [c.client_id for c in ranked] == ["slow-reader", "bulk-producer"]
 
 
-def test_rank_busy_clients_by_requests_per_byte():
+def test_rank_busy_clients_by_thread_time_per_byte():
     clients = [
-        ClientStats("a", "big-batches", requests_per_second=100, bytes_per_second=10_000_000),
-        ClientStats("b", "tiny-batches", requests_per_second=3000, bytes_per_second=300_000),
-        ClientStats("c", "poller", requests_per_second=500, bytes_per_second=0),
+        ClientStats("a", "big-batches", request_time_ratio=0.5, bytes_per_second=10_000_000),
+        ClientStats("b", "tiny-batches", request_time_ratio=0.8, bytes_per_second=300_000),
+        ClientStats("c", "poller", request_time_ratio=0.3, bytes_per_second=0),
+        ClientStats("d", "idle", request_time_ratio=0.001, bytes_per_second=0),
     ]
-    assert [c.client_id for c in rank_busy_clients(clients, 3)] == ["poller", "tiny-batches", "big-batches"]
+    ranked = rank_busy_clients(clients, 3)
+    assert [c.client_id for c in ranked] == ["poller", "tiny-batches", "big-batches"]
+    assert ranked[1].as_evidence()["handler_seconds_per_mib"] == pytest.approx(0.8 * 1048576 / 300_000, rel=1e-3)
 
 
 def test_outdated_versions():

@@ -57,7 +57,7 @@ def _engine():
 
 
 def _placement(src):
-    src.answers[M["topic_broker_replicas"]] = [
+    src.answers[f"last_over_time({M['topic_size']}"] = [
         Sample({"cluster": "c1", "broker": "1", "topic": "orders.eu"}, 3),
         Sample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1),
         Sample({"cluster": "c1", "broker": "2", "topic": "orders.eu"}, 3),
