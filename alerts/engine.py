@@ -198,10 +198,17 @@ class Engine:
         notes = []
         for fp, inst in keep.items():
             r = by_name.get(inst.rule)
+            updates: dict = {}
             if r is not None and inst.last_evaluated_at == now and inst.state is not AlertState.RESOLVED:
-                inst = inst.evolve(annotations=render_annotations(r.annotations, inst.labels, inst.value))
-            inst = inst.evolve(muted_by=mute.mutes(inst.labels) if inst.state is not AlertState.RESOLVED else None)
-            keep[fp] = inst
+                ann = render_annotations(r.annotations, inst.labels, inst.value)
+                if ann != inst.annotations:
+                    updates["annotations"] = ann
+            muted = mute.mutes(inst.labels) if inst.state is not AlertState.RESOLVED else None
+            if muted != inst.muted_by:
+                updates["muted_by"] = muted
+            if updates:  # instances are immutable; copying thousands per cycle is the engine's main cost
+                inst = inst.evolve(**updates)
+                keep[fp] = inst
             decision = _dedup(inst)
             if (decision is Decision.NONE and inst.state is AlertState.FIRING and not inst.muted_by
                     and inst.last_sent_at is not None and now - inst.last_sent_at >= timedelta(seconds=resend_seconds)):

@@ -70,9 +70,8 @@ class InhibitRule:
 
 
 DEFAULT_INHIBIT_RULES = (
-    # A broker down: its own under-replication and scrape failures are consequences, not news.
-    InhibitRule("KafkaBrokerUnreachable",
-                ("KafkaUnderReplicatedPartitions", "KafkaUnderMinIsrPartitions", "KafkaHealthScrapeFailing"),
+    # A broker down: its own under-replication is a consequence, not news.
+    InhibitRule("KafkaBrokerUnreachable", ("KafkaUnderReplicatedPartitions", "KafkaUnderMinIsrPartitions"),
                 ("cluster", "broker")),
     # No data because the collector cannot scrape: the scrape alert says why.
     InhibitRule("KafkaHealthScrapeFailing", ("KafkaHealthRuleNoData",), ("cluster",)),
