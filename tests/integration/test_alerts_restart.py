@@ -144,3 +144,65 @@ def test_unrecoverable_answer_dead_letters_at_once(tmp_path, store, store_url):
         assert text == 1
     finally:
         hook.stop()
+
+
+def test_a_stored_silence_holds_the_page_until_it_is_expired(tmp_path, store, store_url):
+    hook = WebhookReceiver().start()
+    try:
+        config = _config(tmp_path, hook.url, store_url)
+        src = ScriptedSource()
+        src.down = {"2"}
+        svc = _service(config, store, src)
+        with store.session() as s:
+            sil = repo.create_silence([{"name": "alertname", "value": "KafkaBroker.*", "is_regex": True,
+                                        "is_equal": True}], T0, T0 + timedelta(hours=1), created_by="t",
+                                      comment="", tenant=None, now=T0, session=s)
+        svc.run_once(T0)
+        svc.run_once(T0 + timedelta(seconds=30))
+        assert _broker_alerts(hook) == []
+        with store.session() as s:
+            row = s.scalars(select(AlertInstance).where(AlertInstance.rule == "KafkaBrokerUnreachable")).one()
+            assert (row.state, row.muted_by) == ("firing", f"silence:{sil.id}")
+            repo.expire_silence(sil.id, now=T0 + timedelta(seconds=40), session=s)
+        svc.run_once(T0 + timedelta(seconds=45))
+        assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
+    finally:
+        hook.stop()
+
+
+def test_cli_silences_and_outbox_replay(tmp_path):
+    import subprocess
+    import sys
+
+    db = tmp_path / "cli.db"
+    cfg = tmp_path / "kh.yaml"
+    cfg.write_text(f"store: {{url: 'sqlite:///{db}'}}\n")
+    Store(f"sqlite:///{db}").create_all()
+    root = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+    def cli(*args):
+        res = subprocess.run([sys.executable, "-m", "monitor.cli", *args, "--config", str(cfg)], capture_output=True,
+                             text=True, cwd=root)
+        return res.returncode, res.stdout, res.stderr
+
+    rc, out, err = cli("silences", "create", "alertname=KafkaDiskFullRisk", "broker!=3", "--duration", "30m")
+    assert rc == 0, err
+    sid = out.strip()
+    rc, out, _ = cli("silences", "list")
+    assert sid in out and "active" in out and "alertname=KafkaDiskFullRisk,broker!=3" in out
+    assert cli("silences", "expire", sid)[0] == 0
+    assert "expired" in cli("silences", "list")[1]
+    rc, _, err = cli("silences", "create", "nonsense")
+    assert rc == 1 and "not a matcher" in err and "Traceback" not in err
+    rc, _, err = cli("silences", "expire", "no-such-id")
+    assert rc == 1 and "not found" in err
+    store = Store(f"sqlite:///{db}")
+    with store.session() as s:
+        s.add(DeadLetter(target="alertmanager", fingerprint="f", group_key="g", kind="firing", payload={"x": 1},
+                         attempts=8, created_at=T0, dead_at=T0, last_error="HTTP 503"))
+    rc, out, _ = cli("outbox", "replay")
+    assert rc == 0 and out.startswith("1 dead letter")
+    with store.session() as s:
+        assert [(r.target, r.attempts) for r in s.scalars(select(OutboxEntry))] == [("alertmanager", 0)]
+        assert repo.dead_letter_count(session=s) == 0
+    store.dispose()
