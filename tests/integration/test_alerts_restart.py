@@ -51,41 +51,49 @@ def _service(config, store, source, **kw):
     return AlertService(config, store=store, registry=CollectorRegistry(), source=source, **kw)
 
 
+@pytest.fixture
+def hook():
+    receiver = WebhookReceiver().start()
+    yield receiver
+    receiver.stop()
+
+
+def _broker_down(tmp_path, store, store_url, hook, broker, **kw):
+    """A service whose source reports ``broker`` down, delivering to ``hook`` for tenant shop."""
+    config = _config(tmp_path, hook.url, store_url)
+    src = ScriptedSource()
+    src.down = {broker}
+    return config, src, _service(config, store, src, **kw)
+
+
 def _broker_alerts(hook):
     return [a for a in hook.alerts() if a[1] == "KafkaBrokerUnreachable"]
 
 
-def test_restart_mid_incident_neither_repages_nor_loses_the_resolve(tmp_path, store, store_url):
-    hook = WebhookReceiver().start()
-    try:
-        config = _config(tmp_path, hook.url, store_url)
-        src = ScriptedSource()
-        src.down = {"2"}
-        a = _service(config, store, src)
-        a.run_once(T0)
-        a.run_once(T0 + timedelta(seconds=30))  # for: 30s -> firing, delivered
-        assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
-        # Crash after the next evaluation committed but before delivery: the resolve sits in the outbox.
-        b = _service(config, store, src)  # "restart": a new service object on the same store
-        b.run_once(T0 + timedelta(seconds=45))
-        assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]  # no second page
-        src.down = set()
-        b.evaluate(T0 + timedelta(seconds=60))  # resolve enqueued, process "dies" before deliver
-        c = _service(config, store, src)
-        c.run_once(T0 + timedelta(seconds=75))
-        assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop"),
-                                        ("resolved", "KafkaBrokerUnreachable", "shop")]
-        c.run_once(T0 + timedelta(seconds=90))
-        assert len(_broker_alerts(hook)) == 2
-        with store.session() as s:
-            row = s.scalars(select(AlertInstance).where(AlertInstance.rule == "KafkaBrokerUnreachable")).one()
-            assert (row.state, row.tenant, row.broker, row.notified_state) == ("resolved", "shop", "2", "resolved")
-            hb = s.get(EngineHeartbeat, "local")
-            assert hb.data_ok and repo._utc(hb.evaluated_at) == T0 + timedelta(seconds=90)
-        doc = next(d for d in hook.received if d["alerts"][0]["labels"]["alertname"] == "KafkaBrokerUnreachable")
-        assert doc["version"] == "4" and doc["alerts"][0]["annotations"]["summary"].startswith("Broker 2")
-    finally:
-        hook.stop()
+def test_restart_mid_incident_neither_repages_nor_loses_the_resolve(tmp_path, store, store_url, hook):
+    config, src, a = _broker_down(tmp_path, store, store_url, hook, "2")
+    a.run_once(T0)
+    a.run_once(T0 + timedelta(seconds=30))  # for: 30s -> firing, delivered
+    assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
+    # Crash after the next evaluation committed but before delivery: the resolve sits in the outbox.
+    b = _service(config, store, src)  # "restart": a new service object on the same store
+    b.run_once(T0 + timedelta(seconds=45))
+    assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]  # no second page
+    src.down = set()
+    b.evaluate(T0 + timedelta(seconds=60))  # resolve enqueued, process "dies" before deliver
+    c = _service(config, store, src)
+    c.run_once(T0 + timedelta(seconds=75))
+    assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop"),
+                                    ("resolved", "KafkaBrokerUnreachable", "shop")]
+    c.run_once(T0 + timedelta(seconds=90))
+    assert len(_broker_alerts(hook)) == 2
+    with store.session() as s:
+        row = s.scalars(select(AlertInstance).where(AlertInstance.rule == "KafkaBrokerUnreachable")).one()
+        assert (row.state, row.tenant, row.broker, row.notified_state) == ("resolved", "shop", "2", "resolved")
+        hb = s.get(EngineHeartbeat, "local")
+        assert hb.data_ok and repo._utc(hb.evaluated_at) == T0 + timedelta(seconds=90)
+    doc = next(d for d in hook.received if d["alerts"][0]["labels"]["alertname"] == "KafkaBrokerUnreachable")
+    assert doc["version"] == "4" and doc["alerts"][0]["annotations"]["summary"].startswith("Broker 2")
 
 
 def test_webhook_down_then_up_loses_nothing_and_dead_letters_replay(tmp_path, store, store_url):
@@ -128,46 +136,32 @@ def test_webhook_down_then_up_loses_nothing_and_dead_letters_replay(tmp_path, st
         hook.stop()
 
 
-def test_unrecoverable_answer_dead_letters_at_once(tmp_path, store, store_url):
-    hook = WebhookReceiver().start()
+def test_unrecoverable_answer_dead_letters_at_once(tmp_path, store, store_url, hook):
     hook.status = 400
-    try:
-        config = _config(tmp_path, hook.url, store_url)
-        src = ScriptedSource()
-        src.down = {"3"}
-        svc = _service(config, store, src)
-        svc.run_once(T0)
-        svc.run_once(T0 + timedelta(seconds=30))
-        with store.session() as s:
-            assert [d.attempts for d in s.scalars(select(DeadLetter))] == [1]
-        text = svc.metrics.dead._value.get()  # exported health metric follows the table
-        assert text == 1
-    finally:
-        hook.stop()
+    _, _, svc = _broker_down(tmp_path, store, store_url, hook, "3")
+    svc.run_once(T0)
+    svc.run_once(T0 + timedelta(seconds=30))
+    with store.session() as s:
+        assert [d.attempts for d in s.scalars(select(DeadLetter))] == [1]
+    text = svc.metrics.dead._value.get()  # exported health metric follows the table
+    assert text == 1
 
 
-def test_a_stored_silence_holds_the_page_until_it_is_expired(tmp_path, store, store_url):
-    hook = WebhookReceiver().start()
-    try:
-        config = _config(tmp_path, hook.url, store_url)
-        src = ScriptedSource()
-        src.down = {"2"}
-        svc = _service(config, store, src)
-        with store.session() as s:
-            sil = repo.create_silence([{"name": "alertname", "value": "KafkaBroker.*", "is_regex": True,
-                                        "is_equal": True}], T0, T0 + timedelta(hours=1), created_by="t",
-                                      comment="", tenant=None, now=T0, session=s)
-        svc.run_once(T0)
-        svc.run_once(T0 + timedelta(seconds=30))
-        assert _broker_alerts(hook) == []
-        with store.session() as s:
-            row = s.scalars(select(AlertInstance).where(AlertInstance.rule == "KafkaBrokerUnreachable")).one()
-            assert (row.state, row.muted_by) == ("firing", f"silence:{sil.id}")
-            repo.expire_silence(sil.id, now=T0 + timedelta(seconds=40), session=s)
-        svc.run_once(T0 + timedelta(seconds=45))
-        assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
-    finally:
-        hook.stop()
+def test_a_stored_silence_holds_the_page_until_it_is_expired(tmp_path, store, store_url, hook):
+    _, _, svc = _broker_down(tmp_path, store, store_url, hook, "2")
+    with store.session() as s:
+        sil = repo.create_silence([{"name": "alertname", "value": "KafkaBroker.*", "is_regex": True,
+                                    "is_equal": True}], T0, T0 + timedelta(hours=1), created_by="t",
+                                  comment="", tenant=None, now=T0, session=s)
+    svc.run_once(T0)
+    svc.run_once(T0 + timedelta(seconds=30))
+    assert _broker_alerts(hook) == []
+    with store.session() as s:
+        row = s.scalars(select(AlertInstance).where(AlertInstance.rule == "KafkaBrokerUnreachable")).one()
+        assert (row.state, row.muted_by) == ("firing", f"silence:{sil.id}")
+        repo.expire_silence(sil.id, now=T0 + timedelta(seconds=40), session=s)
+    svc.run_once(T0 + timedelta(seconds=45))
+    assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
 
 
 def test_cli_silences_and_outbox_replay(tmp_path):
