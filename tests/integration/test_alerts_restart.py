@@ -17,6 +17,7 @@ from alerts.service import AlertService
 from monitor.config import AlertmanagerSettings, Config, TenantConfig, TenantReceivers, TenantSelector
 from monitor.store import Store
 from monitor.stack import Stack, StackLayout
+from tests.conftest import wait_until
 from tests.integration.alerts_helpers import ScriptedSource, WebhookReceiver
 
 pytestmark = pytest.mark.integration
@@ -75,12 +76,12 @@ def test_restart_mid_incident_neither_repages_nor_loses_the_resolve(tmp_path, st
     a.run_once(T0)
     a.run_once(T0 + timedelta(seconds=30))  # for: 30s -> firing, delivered
     assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
-    # Crash after the next evaluation committed but before delivery: the resolve sits in the outbox.
     b = _service(config, store, src)  # "restart": a new service object on the same store
     b.run_once(T0 + timedelta(seconds=45))
     assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]  # no second page
     src.down = set()
-    b.evaluate(T0 + timedelta(seconds=60))  # resolve enqueued, process "dies" before deliver
+    # Crash after the evaluation committed but before delivery: the resolve sits in the outbox.
+    b.evaluate(T0 + timedelta(seconds=60))
     c = _service(config, store, src)
     c.run_once(T0 + timedelta(seconds=75))
     assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop"),
@@ -200,3 +201,20 @@ def test_cli_silences_and_outbox_replay(tmp_path):
         assert [(r.target, r.attempts) for r in s.scalars(select(OutboxEntry))] == [("alertmanager", 0)]
         assert repo.dead_letter_count(session=s) == 0
     store.dispose()
+
+
+def test_component_thread_evaluates_on_its_interval_and_stops(tmp_path, store, store_url, hook):
+    config, src, _ = _broker_down(tmp_path, store, store_url, hook, "1")
+    config = config.model_copy(update={"rules": config.rules.model_copy(update={"evaluation_interval_seconds": 0.2})})
+    svc = _service(config, store, src)
+    assert not svc.ready()
+    svc.start()
+    try:
+        wait_until(lambda: svc.metrics.cycles.labels("ok")._value.get() >= 2, 30, interval=0.1,
+                   what="two evaluation cycles")
+        assert svc.ready()
+        with store.session() as s:
+            assert s.get(EngineHeartbeat, "local").data_ok
+    finally:
+        svc.stop()
+    assert not svc._thread.is_alive()
