@@ -81,7 +81,7 @@ class AlertService:
         self.metrics = _Metrics(registry)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._ready = False
+        self._last_ok: float | None = None  # time.monotonic() of the last good cycle
         self.last_result: CycleResult | None = None
 
     def _default_notifier(self, target: str) -> Notifier:
@@ -104,15 +104,23 @@ class AlertService:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if isinstance(self.source, PrometheusSource):
+            self.source.close()
 
     def ready(self) -> bool:
-        return self._ready
+        """True while cycles succeed: the last good one is at most three intervals (or a minute) old."""
+        interval = self.config.rules.evaluation_interval_seconds
+        return self._last_ok is not None and time.monotonic() - self._last_ok < max(3 * interval, 60.0)
 
     def _loop(self) -> None:
         interval = self.config.rules.evaluation_interval_seconds
         while not self._stop.is_set():
             t0 = time.monotonic()
-            self.run_once()
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - a bug in one cycle must not kill the engine; it shows in metrics
+                log.exception("alert cycle failed")
+                self.metrics.cycles.labels("error").inc()
             self._stop.wait(max(0.0, interval - (time.monotonic() - t0)))
 
     # ---------------------------------------------------------------------------------------- one cycle
@@ -131,7 +139,7 @@ class AlertService:
         self.metrics.duration.observe(time.perf_counter() - t0)
         self.metrics.cycles.labels("ok").inc()
         self.metrics.last.set(now.timestamp())
-        self._ready = True
+        self._last_ok = time.monotonic()
         return result
 
     def evaluate(self, now: datetime) -> CycleResult:

@@ -1,6 +1,6 @@
 """Detector shells on an in-memory source shaped like Prometheus' answers: labels, severity and evidence."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 
