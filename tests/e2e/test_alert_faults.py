@@ -1,7 +1,10 @@
-"""A broker killed on the real stack, watched by the real collectors through the real Prometheus: the engine fires
-KafkaBrokerUnreachable, KafkaOfflinePartitions (a replication-factor-1 topic on it), under-replication and under
-min-ISR with the tenants whose partitions the broker held; they reach the real Alertmanager and resolve after the
-broker is restarted.
+"""Real faults on the real stack, watched by the real collectors through the real Prometheus, delivered to the real
+Alertmanager:
+
+- a broker killed: KafkaBrokerUnreachable, KafkaOfflinePartitions (a replication-factor-1 topic on it) and under
+  min-ISR, with the tenants whose partitions the broker held; all resolve after the broker is restarted;
+- a consumer group that stops committing while producers go on: KafkaConsumerGroupLag STOP for its tenant, with
+  lag in messages and seconds; it resolves once the group catches up.
 
 The collectors are run as `kafka-health serve --role collector` (their exporter on the stack's service port, which
 the stack's Prometheus scrapes) from this repository, or from $KAFKA_HEALTH_COLLECTORS_DIR while the collectors
@@ -14,6 +17,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -23,7 +28,7 @@ from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
 from alerts.service import AlertService
-from monitor.config import CollectionSettings, TenantConfig, TenantSelector
+from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
 from monitor.store import Store
 from tests.conftest import wait_until
 
@@ -67,31 +72,71 @@ def _prom_has(stack, expr):
     return r["data"]["result"]
 
 
-@pytest.mark.skipif(_collectors_dir() is None, reason="collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
-def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stack, tmp_path):
-    victim = str(stack.layout.broker_ids[-1])
-    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),
+# The lag rule with a 1-minute window (replacing the built-in one through rules.files), so the test waits for
+# one window, not ten minutes.
+FAST_LAG_RULE = """
+rules:
+  - name: KafkaConsumerGroupLag
+    kind: detector
+    detector: consumer_lag
+    severity: warning
+    scope: group
+    params: {window: 1m, lag_seconds_warning: 600}
+    annotations: {summary: "group {{ $labels.group }} is {{ $labels.status }}"}
+"""
+
+
+@pytest.fixture(scope="module")
+def watched(stack, tmp_path_factory):
+    """The collectors running against the stack (the stack's Prometheus scrapes them) and the engine's config."""
+    cdir = _collectors_dir()
+    if cdir is None:
+        pytest.skip("collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
+    tmp = tmp_path_factory.mktemp("alert-faults")
+    (tmp / "lag-rule.yaml").write_text(FAST_LAG_RULE)
+    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(
+                   cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),)),
                TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)))
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'alerts.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5)})
-    cfg_file = tmp_path / "kafka-health.yaml"
+    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
+    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
+                                       "rules": RulesSettings(files=(str(tmp / "lag-rule.yaml"),))})
+    cfg_file = tmp / "kafka-health.yaml"
     cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     _topics(stack)
-
-    cdir = _collectors_dir()
     collector = subprocess.Popen(
         [sys.executable, "-m", "monitor.cli", "serve", "--role", "collector", "--config", str(cfg_file)],
         cwd=cdir, env={**os.environ, "PYTHONPATH": str(cdir)}, stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "collector.log", "wb"), start_new_session=True)
-    store = Store(config.store.url)
-    store.create_all()
-    svc = AlertService(config, store=store, registry=CollectorRegistry())
-    killed = False
+        stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
     try:
         wait_until(lambda: len(_prom_has(stack, 'kafka_cluster_broker_up == 1')) == 3
                    and _prom_has(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
                    and _prom_has(stack, 'kafka_broker_under_replicated_partitions'), 120,
                    interval=2, what="collectors' series in Prometheus")
+        yield config
+    finally:
+        os.killpg(collector.pid, signal.SIGTERM)
+        try:
+            collector.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(collector.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def engine(watched):
+    from monitor.store.base import Base
+
+    store = Store(watched.store.url)
+    Base.metadata.drop_all(store.engine)
+    store.create_all()
+    yield AlertService(watched, store=store, registry=CollectorRegistry())
+    store.dispose()
+
+
+def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stack, engine):
+    victim = str(stack.layout.broker_ids[-1])
+    svc = engine
+    killed = False
+    try:
         result = svc.run_once()
         assert not [i for i in result.instances.values() if i.rule == "KafkaBrokerUnreachable"]
 
@@ -137,9 +182,70 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
     finally:
         if killed:
             stack.up(timeout=180)
-        os.killpg(collector.pid, signal.SIGTERM)
-        try:
-            collector.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(collector.pid, signal.SIGKILL)
-        store.dispose()
+
+
+def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recovers(stack, engine):
+    from confluent_kafka import Consumer, Producer
+
+    svc = engine
+    servers = stack.layout.bootstrap_servers
+    producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
+    stop = threading.Event()
+
+    def produce():
+        while not stop.is_set():
+            for _ in range(20):
+                producer.produce("orders.rf3", b"x" * 100)
+            producer.poll(0)
+            stop.wait(0.5)
+        producer.flush(10)
+
+    def consume_all(timeout: float) -> None:
+        consumer = Consumer({"bootstrap.servers": servers, "group.id": "shop.billing",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe(["orders.rf3"])
+        deadline = time.monotonic() + timeout
+        got = 0
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got += 1
+            elif got and msg is None:
+                break  # caught up
+        consumer.commit(asynchronous=False)
+        consumer.close()
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    try:
+        consume_all(60)  # the group commits, then leaves: no members while production goes on
+
+        def stopped():
+            r = svc.run_once()
+            # While the member was still there with its offset frozen the group is STALL; once the window holds
+            # only the member-less past, STOP.
+            lag = [i for i in r.instances.values() if i.rule == "KafkaConsumerGroupLag"
+                   and i.labels.get("group") == "shop.billing" and i.labels.get("status") == "STOP"
+                   and i.state is AlertState.FIRING]
+            return lag and lag[0]
+
+        inst = wait_until(stopped, 180, interval=5, what="KafkaConsumerGroupLag STOP for shop.billing")
+        assert inst.labels["tenant"] == "shop", inst
+        assert inst.labels["topic"] == "orders.rf3" and inst.severity.value == "critical"
+        assert inst.evidence["lag_messages"] > 0 and inst.evidence["active_members"] == 0
+        wait_until(lambda: [a for a in _am(stack, "KafkaConsumerGroupLag") if a["labels"].get("tenant") == "shop"],
+                   30, what="the lag alert in Alertmanager")
+
+        stop.set()
+        thread.join(20)
+        consume_all(60)  # catches up: lag 0
+
+        def recovered():
+            r = svc.run_once()
+            return not [i for i in r.instances.values() if i.rule == "KafkaConsumerGroupLag"
+                        and i.labels.get("group") == "shop.billing" and i.state is AlertState.FIRING]
+
+        wait_until(recovered, 120, interval=5, what="the lag alert resolved after the group caught up")
+    finally:
+        stop.set()
+        thread.join(20)
