@@ -6,7 +6,7 @@ Alertmanager:
 - a consumer group that stops committing while producers go on: KafkaConsumerGroupLag STOP for its tenant, with
   lag in messages and seconds; it resolves once the group catches up.
 
-The collectors are run as `kafka-health serve --role collector` (their exporter on the stack's service port, which
+The collectors are run as in `kafka-health serve --role collector` (their exporter on the stack's service port, which
 the stack's Prometheus scrapes) from this repository, or from $KAFKA_HEALTH_COLLECTORS_DIR while the collectors
 branch is not merged yet.
 """
@@ -103,8 +103,12 @@ def watched(stack, tmp_path_factory):
     cfg_file = tmp / "kafka-health.yaml"
     cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     _topics(stack)
+    # `serve --role collector` without the CLI's module discovery (which could pick other packages' commands up
+    # from an editable install of another checkout).
+    run = ("import sys; from monitor.config import load_config; from monitor.serve import run; "
+           "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
     collector = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--role", "collector", "--config", str(cfg_file)],
+        [sys.executable, "-c", run, str(cfg_file)],
         cwd=cdir, env={**os.environ, "PYTHONPATH": str(cdir)}, stdout=subprocess.DEVNULL,
         stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
     try:
