@@ -4,29 +4,29 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.integration.alerts_helpers import run_cli
 
 pytestmark = pytest.mark.integration
 HERE = Path(__file__).resolve().parents[1] / "promtool"
 PROMTOOL = shutil.which("promtool")
 
 
-def _export(tmp_path: Path, *extra: str) -> Path:
+def _export(tmp_path: Path, monkeypatch, capsys, *extra: str) -> Path:
     out = tmp_path / "rules.yml"
-    cmd = [sys.executable, "-m", "monitor.cli", "rules", "export", "--out", str(out),
-           "--dir", str(tmp_path / "no-stack"), *extra]
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
-    assert res.returncode == 0, res.stderr
+    rc, _, err = run_cli(monkeypatch, capsys, "rules", "export", "--out", str(out),
+                         "--dir", str(tmp_path / "no-stack"), *extra)
+    assert rc == 0, err
     return out
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt-get install prometheus)")
-def test_exported_rules_pass_promtool_check_and_unit_tests(tmp_path):
-    rules = _export(tmp_path)
+def test_exported_rules_pass_promtool_check_and_unit_tests(tmp_path, monkeypatch, capsys):
+    rules = _export(tmp_path, monkeypatch, capsys)
     check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     exported = {r["alert"]: r for g in yaml.safe_load(rules.read_text())["groups"] for r in g["rules"]}
@@ -47,7 +47,7 @@ def test_exported_rules_pass_promtool_check_and_unit_tests(tmp_path):
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed")
-def test_export_applies_config_overrides(tmp_path):
+def test_export_applies_config_overrides(tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "kh.yaml"
     cfg.write_text("""
 rules:
@@ -55,15 +55,14 @@ rules:
     KafkaUnderReplicatedPartitions: {threshold: 5, for_seconds: 300}
     KafkaGcPressure: {enabled: false}
 """)
-    rules = yaml.safe_load(_export(tmp_path, "--config", str(cfg)).read_text())["groups"][0]["rules"]
+    rules = yaml.safe_load(_export(tmp_path, monkeypatch, capsys, "--config", str(cfg)).read_text())["groups"][0]["rules"]
     urp = next(r for r in rules if r["alert"] == "KafkaUnderReplicatedPartitions")
     assert urp["expr"].endswith("> 5") and urp["for"] == "5m"
     assert not [r for r in rules if r["alert"] == "KafkaGcPressure"]
 
 
-def test_export_rejects_an_override_of_an_unknown_rule(tmp_path):
+def test_export_rejects_an_override_of_an_unknown_rule(tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "kh.yaml"
     cfg.write_text("rules: {overrides: {KafkaNoSuchRule: {threshold: 1}}}\n")
-    res = subprocess.run([sys.executable, "-m", "monitor.cli", "rules", "export", "--config", str(cfg)],
-                         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
-    assert res.returncode == 2 and "KafkaNoSuchRule" in res.stderr and "Traceback" not in res.stderr
+    rc, out, err = run_cli(monkeypatch, capsys, "rules", "export", "--config", str(cfg))
+    assert rc == 2 and "KafkaNoSuchRule" in err and "no such rule" in err and not out

@@ -18,7 +18,7 @@ from monitor.config import AlertmanagerSettings, Config, TenantConfig, TenantRec
 from monitor.store import Store
 from monitor.stack import Stack, StackLayout
 from tests.conftest import wait_until
-from tests.integration.alerts_helpers import ScriptedSource, WebhookReceiver
+from tests.integration.alerts_helpers import ScriptedSource, WebhookReceiver, run_cli
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
@@ -165,20 +165,14 @@ def test_a_stored_silence_holds_the_page_until_it_is_expired(tmp_path, store, st
     assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]
 
 
-def test_cli_silences_and_outbox_replay(tmp_path):
-    import subprocess
-    import sys
-
+def test_cli_silences_and_outbox_replay(tmp_path, monkeypatch, capsys):
     db = tmp_path / "cli.db"
     cfg = tmp_path / "kh.yaml"
     cfg.write_text(f"store: {{url: 'sqlite:///{db}'}}\n")
     Store(f"sqlite:///{db}").create_all()
-    root = __import__("pathlib").Path(__file__).resolve().parents[2]
 
     def cli(*args):
-        res = subprocess.run([sys.executable, "-m", "monitor.cli", *args, "--config", str(cfg)], capture_output=True,
-                             text=True, cwd=root)
-        return res.returncode, res.stdout, res.stderr
+        return run_cli(monkeypatch, capsys, *args, "--config", str(cfg))
 
     rc, out, err = cli("silences", "create", "alertname=KafkaDiskFullRisk", "broker!=3", "--duration", "30m")
     assert rc == 0, err
