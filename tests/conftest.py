@@ -55,13 +55,13 @@ def _pg_bin(name: str) -> str:
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory) -> str:
     """A throwaway PostgreSQL cluster on loopback; initdb must not run as root, so it runs as 'postgres'."""
-    # Outside pytest's basetemp: that is mode 0700 (root only) and initdb/postgres run as 'postgres'.
-    root = Path(tempfile.mkdtemp(prefix="kh-pg-"))
-    data = root / "data"
+    data = tmp_path_factory.mktemp("pg") / "data"
     port = _free_port()
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     as_pg: list[str] = []
     if os.geteuid() == 0:
+        # pytest's temp root is 0700, so 'postgres' could not reach a directory inside it: use one of its own.
+        data = Path(tempfile.mkdtemp(prefix="kafka-health-pg-")) / "data"
         data.parent.chmod(0o777)
         as_pg = ["runuser", "-u", "postgres", "--"]
     subprocess.run([*as_pg, initdb, "-D", str(data), "-U", "kh", "--auth=trust", "-E", "UTF8"],
@@ -77,7 +77,8 @@ def pg_url(tmp_path_factory) -> str:
         yield url
     finally:
         subprocess.run([*as_pg, pg_ctl, "-D", str(data), "-m", "fast", "stop"], capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+        if as_pg:
+            shutil.rmtree(data.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -107,3 +108,17 @@ def wait_until(predicate, timeout: float, interval: float = 0.5, what: str = "co
             return last
         time.sleep(interval)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+_ORDER = {"unit": 0, "integration": 1, "e2e": 2}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run cheap tests first (unit, then integration, then e2e), and tests marked ``last`` at the very end:
+    they take the session stack down to prove ``down`` leaves nothing behind."""
+
+    def key(item):
+        kind = next((k for k in _ORDER if item.get_closest_marker(k)), "integration")
+        return (1 if item.get_closest_marker("last") else 0, _ORDER[kind])
+
+    items.sort(key=key)
