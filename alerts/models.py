@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 
-from sqlalchemy import JSON, DateTime, Float, Index, String
+from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.store.base import Base
@@ -54,6 +54,11 @@ class AlertInstance(Base):
     resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     keep_firing_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_evaluated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Added by the alert engine (issue 4): what was last handed to the outbox, so a restart neither re-pages nor
+    # loses a resolve; when the firing state was last refreshed to Alertmanager; why it is muted, if it is.
+    notified_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    last_sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    muted_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
     __table_args__ = (
         Index("ix_alert_instances_tenant_state", "tenant", "state"),
@@ -74,3 +79,64 @@ class EngineHeartbeat(Base):
     evaluated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     data_ok: Mapped[bool] = mapped_column(default=False)  # every core input (broker metrics) had data
     detail: Mapped[str] = mapped_column(String(500), default="")
+
+
+class Silence(Base):
+    """Mutes notifications of alerts matching every matcher, between ``starts_at`` and ``ends_at``.
+
+    ``matchers`` is a list of ``{"name", "value", "is_regex", "is_equal"}`` (Alertmanager's model). A silence created
+    by a tenant token always carries a ``tenant=<its tenant>`` matcher and ``tenant`` set, so it can mute nothing else.
+    """
+
+    __tablename__ = "alert_silences"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    matchers: Mapped[list] = mapped_column(JSON, default=list)
+    starts_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    ends_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str] = mapped_column(String(128), default="")
+    comment: Mapped[str] = mapped_column(String(1000), default="")
+    tenant: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    expired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class OutboxEntry(Base):
+    """One notification (one alert's state) waiting for delivery to one target ("alertmanager" or a webhook URL).
+
+    Rows are delivered oldest first and deleted on success; a failure schedules a retry with exponential backoff;
+    after the maximum attempts (or an unrecoverable answer) the row moves to ``alert_dead_letters``.
+    """
+
+    __tablename__ = "alert_outbox"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    target: Mapped[str] = mapped_column(String(500))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    group_key: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[str] = mapped_column(String(16))  # firing | resolved | refresh
+    payload: Mapped[dict] = mapped_column(JSON)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    __table_args__ = (Index("ix_alert_outbox_due", "next_attempt_at"),
+                      Index("ix_alert_outbox_target_fp", "target", "fingerprint"))
+
+
+class DeadLetter(Base):
+    """A notification that could not be delivered: kept for ``outbox replay``, never dropped silently."""
+
+    __tablename__ = "alert_dead_letters"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    target: Mapped[str] = mapped_column(String(500))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    group_key: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[str] = mapped_column(String(16))
+    payload: Mapped[dict] = mapped_column(JSON)
+    attempts: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    dead_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

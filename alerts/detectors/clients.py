@@ -1,0 +1,205 @@
+"""Which clients hurt a broker: slow clients behind a response-queue backlog, busy clients behind request-handler
+and request-queue saturation, and outdated client software.
+
+Per-client numbers come from the broker's quota sensors (request-time ratio, throttle time, byte rates, request
+rate), labelled ``user`` and ``client_id``. They exist only once some quota of that type is configured, so the
+evidence says ``clients: []`` with a reason instead of guessing when they are absent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from alerts.detectors import DetectorContext, window_seconds
+from alerts.inputs import PHASE_RESPONSE_SEND, M
+from alerts.types import Observation, Rule
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    user: str
+    client_id: str
+    request_time_ratio: float = 0.0  # share of a thread's time spent on this client's requests (network + I/O)
+    throttle_seconds: float = 0.0
+    bytes_per_second: float = 0.0  # produce + fetch
+
+    def as_evidence(self) -> dict:
+        return {"client_id": self.client_id, "user": self.user,
+                "request_time_ratio": round(self.request_time_ratio, 4),
+                "throttle_seconds": round(self.throttle_seconds, 4),
+                "bytes_per_second": round(self.bytes_per_second, 1),
+                "handler_seconds_per_mib": round(self.request_time_ratio * 1048576 / self.bytes_per_second, 4)
+                if self.bytes_per_second else None}
+
+
+# ---------------------------------------------------------------------------------------------- pure decisions
+
+
+def _mean_tail(values: list[float], n: int = 3) -> float:
+    tail = values[-n:]
+    return sum(tail) / len(tail) if tail else 0.0
+
+
+def _mean_head(values: list[float], n: int = 3) -> float:
+    head = values[:n]
+    return sum(head) / len(head) if head else 0.0
+
+
+def response_backlog(queue: list[float], network_idle: list[float], send_time: list[float], *,
+                     queue_threshold: float, network_idle_drop: float, send_time_ratio: float) -> dict | None:
+    """The response queue is backed up *and* something shows responses are slow to leave: network threads lost
+    idle time over the window, or response send time rose. A big queue alone (a burst) or idle loss alone (more
+    traffic) is not a backlog."""
+    if not queue or _mean_tail(queue) <= queue_threshold:
+        return None
+    idle_then, idle_now = _mean_head(network_idle), _mean_tail(network_idle)
+    send_then, send_now = _mean_head(send_time), _mean_tail(send_time)
+    idle_lost = bool(network_idle) and idle_then - idle_now >= network_idle_drop
+    send_rose = bool(send_time) and send_then > 0 and send_now >= send_time_ratio * send_then
+    if not (idle_lost or send_rose):
+        return None
+    return {"response_queue_size": round(_mean_tail(queue), 1), "network_idle_before": round(idle_then, 3),
+            "network_idle_now": round(idle_now, 3), "send_time_before_seconds": round(send_then, 4),
+            "send_time_now_seconds": round(send_now, 4)}
+
+
+def rank_slow_clients(clients: list[ClientStats], top: int) -> list[ClientStats]:
+    """Most likely slow first: a lot of thread time for few bytes (a client reading slowly keeps network threads
+    busy writing its responses). Score = request-time ratio / (1 + MiB/s), throttling breaks ties."""
+    def score(c: ClientStats) -> tuple:
+        return (c.request_time_ratio / (1 + c.bytes_per_second / 1048576), c.throttle_seconds)
+
+    return sorted((c for c in clients if c.request_time_ratio > 0 or c.throttle_seconds > 0), key=score,
+                  reverse=True)[:top]
+
+
+def rank_busy_clients(clients: list[ClientStats], top: int, *, min_share: float = 0.01) -> list[ClientStats]:
+    """Most broker thread time per byte first: tiny produce batches (linger.ms=0) and aggressive polling
+    (fetch.max.wait.ms small) cost handler time per request, not per byte. Kafka has no per-client request count, so
+    the quota sensor's request-time (thread time used) stands for it. Clients using under ``min_share`` of a thread
+    are not the cause, however few bytes they move."""
+    def per_byte(c: ClientStats) -> float:
+        return c.request_time_ratio / max(c.bytes_per_second, 1.0)
+
+    return sorted((c for c in clients if c.request_time_ratio >= min_share),
+                  key=lambda c: (per_byte(c), c.request_time_ratio), reverse=True)[:top]
+
+
+def parse_version(v: str) -> tuple[int, ...]:
+    nums = re.findall(r"\d+", v.split("-")[0])
+    return tuple(int(n) for n in nums[:4])
+
+
+def is_outdated(name: str, version: str, min_versions: dict[str, str]) -> bool:
+    minimum = min_versions.get(name)
+    if minimum is None or not parse_version(version):
+        return False  # unknown software or unparseable version: not our call
+    return parse_version(version) < parse_version(minimum)
+
+
+# ---------------------------------------------------------------------------------------------- shells
+
+
+def client_stats(ctx: DetectorContext, cluster: str, broker: str) -> list[ClientStats]:
+    sel = f'{{cluster="{cluster}",broker="{broker}"}}'
+    by = "user, client_id"
+    fields = {
+        "request_time_ratio": f"sum by ({by}) ({M['client_request_time']}{sel})",
+        "throttle_seconds": "max by ({}) ({{__name__=~\"{}\",cluster=\"{}\",broker=\"{}\"}})".format(
+            by, "|".join(M[k] for k in ("client_produce_throttle", "client_fetch_throttle", "client_request_throttle")),
+            cluster, broker),
+        "produce": f"sum by ({by}) ({M['client_produce_rate']}{sel})",
+        "fetch": f"sum by ({by}) ({M['client_fetch_rate']}{sel})",
+    }
+    rows: dict[tuple[str, str], dict] = {}
+    for field, expr in fields.items():
+        for s in ctx.source.query(expr, ctx.now):
+            key = (s.labels.get("user", ""), s.labels.get("client_id", ""))
+            if s.value == s.value:  # quota -avg values are NaN when idle
+                rows.setdefault(key, {})[field] = s.value
+    out = []
+    for (user, client_id), v in rows.items():
+        v["bytes_per_second"] = v.pop("produce", 0.0) + v.pop("fetch", 0.0)
+        out.append(ClientStats(user=user, client_id=client_id, **v))
+    return out
+
+
+def _client_evidence(ctx: DetectorContext, cluster: str, ranked: list[ClientStats], all_: list[ClientStats]) -> dict:
+    if not all_:
+        return {"clients": [], "clients_note": "no per-client quota metrics on this broker (configure a quota to "
+                                               "enable the sensors)"}
+    return {"clients": [dict(c.as_evidence(), tenant=ctx.tenants.for_client(cluster, client_id=c.client_id,
+                                                                            user=c.user)) for c in ranked]}
+
+
+def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
+    window = window_seconds(rule, default="15m")
+    start, step = ctx.now - timedelta(seconds=window), max(window / 30, 15)
+    by = "cluster, broker"
+    queue = ctx.source.query_range(f"max by ({by}) ({M['response_queue_size']})", start, ctx.now, step)
+    idle = {_bk(s.labels): s for s in ctx.source.query_range(
+        f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)}
+    send = {_bk(s.labels): s for s in ctx.source.query_range(
+        f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})', start, ctx.now, step)}
+    out = []
+    for q in queue:
+        key = _bk(q.labels)
+        verdict = response_backlog(
+            list(q.values), list(idle[key].values) if key in idle else [],
+            list(send[key].values) if key in send else [],
+            queue_threshold=float(rule.params["queue_threshold"]),
+            network_idle_drop=float(rule.params["network_idle_drop"]),
+            send_time_ratio=float(rule.params["send_time_ratio"]))
+        if verdict is None:
+            continue
+        stats = client_stats(ctx, *key)
+        ranked = rank_slow_clients(stats, int(rule.params.get("top_clients", 3)))
+        evidence = {**verdict, **_client_evidence(ctx, key[0], ranked, stats),
+                    "client_software": _software(ctx, *key)}
+        if ranked:
+            evidence["slow_client"] = ranked[0].client_id
+        out.append(Observation(labels={"cluster": key[0], "broker": key[1]},
+                               value=verdict["response_queue_size"], evidence=evidence))
+    return out
+
+
+def detect_busy_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
+    out = []
+    for s in ctx.source.query(rule.expr, ctx.now):
+        cluster, broker = _bk(s.labels)
+        stats = client_stats(ctx, cluster, broker)
+        ranked = rank_busy_clients(stats, int(rule.params.get("top_clients", 3)))
+        evidence = {"value": s.value, "threshold": rule.params.get("threshold"),
+                    **_client_evidence(ctx, cluster, ranked, stats)}
+        if ranked:
+            evidence["busy_client"] = ranked[0].client_id
+        out.append(Observation(labels={"cluster": cluster, "broker": broker}, value=s.value, evidence=evidence))
+    return out
+
+
+def detect_outdated_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
+    by = "cluster, broker, client_software_name, client_software_version"
+    mins = dict(rule.params.get("min_versions", {}))
+    out = []
+    for s in ctx.source.query(f"sum by ({by}) ({M['client_connections']}) > 0", ctx.now):
+        name, version = s.labels.get("client_software_name", ""), s.labels.get("client_software_version", "")
+        if is_outdated(name, version, mins):
+            labels = {k: s.labels.get(k, "") for k in ("cluster", "broker", "client_software_name",
+                                                        "client_software_version")}
+            out.append(Observation(labels=labels, value=s.value,
+                                   evidence={"connections": s.value, "minimum_version": mins[name]}))
+    return out
+
+
+def _software(ctx: DetectorContext, cluster: str, broker: str) -> list[dict]:
+    by = "client_software_name, client_software_version"
+    rows = ctx.source.query(
+        f'topk(5, sum by ({by}) ({M["client_connections"]}{{cluster="{cluster}",broker="{broker}"}}))', ctx.now)
+    return [{"name": s.labels.get("client_software_name"), "version": s.labels.get("client_software_version"),
+             "connections": s.value} for s in rows]
+
+
+def _bk(labels: dict[str, str]) -> tuple[str, str]:
+    return labels.get("cluster", ""), labels.get("broker", "")

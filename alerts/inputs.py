@@ -1,0 +1,62 @@
+"""Every metric name (and label value) the alert engine reads, in ONE place.
+
+Rule expressions (rules.yaml) and detectors refer to these by key (``${under_replicated}`` in PromQL templates,
+``M["under_replicated"]`` in Python), so reconciling names with the collectors is an edit here only. Names are those
+of the collectors' docs/metrics.md (branch ``collectors``); the two marked NOT EXPORTED YET are read when present
+and the detectors fall back without them.
+"""
+
+from __future__ import annotations
+
+M: dict[str, str] = {
+    # availability
+    "broker_up": "kafka_cluster_broker_up",  # Admin API {cluster, broker}: 1 if the broker is in the metadata
+    "scrape_success": "kafka_health_scrape_success",  # {cluster, collector, target}
+    "offline_partitions": "kafka_cluster_offline_partitions",  # controller {cluster, broker}
+    "topic_offline_partitions": "kafka_topic_offline_partitions",  # Admin API {cluster, topic, tenant}
+    "under_replicated": "kafka_broker_under_replicated_partitions",  # {cluster, broker}
+    "under_min_isr": "kafka_broker_under_min_isr_partitions",  # {cluster, broker}
+    "active_controllers": "kafka_cluster_active_controllers",  # controller {cluster, broker}: 1 on the active one
+    # request path
+    "request_handler_idle": "kafka_broker_request_handler_idle_ratio",  # {cluster, broker}, rate of Count
+    "network_processor_idle": "kafka_broker_network_processor_avg_idle_ratio",  # {cluster, broker}
+    "request_queue_size": "kafka_broker_request_queue_size",  # {cluster, broker}
+    "response_queue_size": "kafka_broker_response_queue_size",  # {cluster, broker}
+    "request_latency": "kafka_broker_request_latency_seconds",  # {cluster, broker, request, phase, quantile}
+    "isr_shrinks": "kafka_broker_isr_shrinks_total",  # {cluster, broker}
+    "unclean_elections": "kafka_cluster_unclean_leader_elections_total",  # controller {cluster, broker}
+    # JVM / host
+    "gc_seconds": "kafka_jvm_gc_collection_seconds_total",  # {cluster, broker, gc}
+    "heap_after_gc_used": "kafka_jvm_heap_after_gc_used_bytes",  # {cluster, broker}
+    "heap_max": "kafka_jvm_heap_max_bytes",  # {cluster, broker}
+    "open_fds": "kafka_jvm_open_fds",  # {cluster, broker}
+    "max_fds": "kafka_jvm_max_fds",  # {cluster, broker}
+    "fs_avail": "kafka_host_filesystem_avail_bytes",  # {cluster, host, broker, path}: log-dir filesystems
+    "fs_size": "kafka_host_filesystem_size_bytes",  # {cluster, host, broker, path}
+    "topic_size": "kafka_topic_log_size_bytes",  # {cluster, broker, topic, tenant}: also where replicas are
+    "topic_messages_in": "kafka_topic_messages_in_total",  # {cluster, broker, topic, tenant}
+    # clients: quota sensors, present only once some quota of the type is configured
+    "client_request_time": "kafka_client_request_time_ratio",  # {cluster, broker, user, client_id, tenant}
+    "client_produce_throttle": "kafka_client_produce_throttle_time_seconds",
+    "client_fetch_throttle": "kafka_client_fetch_throttle_time_seconds",
+    "client_request_throttle": "kafka_client_request_throttle_time_seconds",
+    "client_produce_rate": "kafka_client_produce_bytes_per_second",
+    "client_fetch_rate": "kafka_client_fetch_bytes_per_second",
+    "client_connections": "kafka_broker_connections",  # {cluster, broker, client_software_name, ..._version}
+    # consumer groups (Admin API), per (group, topic)
+    "group_lag": "kafka_consumergroup_lag",  # messages, summed over partitions
+    "group_lag_seconds": "kafka_consumergroup_lag_seconds",  # worst partition
+    "group_members": "kafka_consumergroup_members",  # {cluster, group, tenant}
+    "group_committed_offset": "kafka_consumergroup_committed_offset",  # NOT EXPORTED YET: sum over partitions
+}
+
+# Label values the rules select on.
+PHASE_TOTAL = "total"  # kafka_broker_request_latency_seconds{phase}: TotalTimeMs
+PHASE_RESPONSE_SEND = "response_send"  # ResponseSendTimeMs
+
+
+def metric(key: str) -> str:
+    try:
+        return M[key]
+    except KeyError:
+        raise KeyError(f"unknown metric key {key!r}; add it to alerts/inputs.py") from None

@@ -1,0 +1,109 @@
+"""Silences and inhibition behind one interface (Alertmanager's ``types.Muter``): ``mutes(labels) -> reason | None``.
+
+A muted alert is still evaluated, persisted and visible in the API (with ``muted_by``); only its notifications are
+held back. A resolve is always delivered for an alert whose firing was delivered, muted or not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from alerts.models import AlertState
+from alerts.types import Instance
+
+
+class Muter(Protocol):
+    def mutes(self, labels: dict[str, str]) -> str | None:
+        """The reason ("silence:<id>", "inhibited:<alertname>") if ``labels`` must not be notified, else None.
+        Implementations must be pure over their inputs (no clock, no I/O)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Matcher:
+    name: str
+    value: str
+    is_regex: bool = False
+    is_equal: bool = True
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        got = labels.get(self.name, "")
+        hit = re.fullmatch(self.value, got) is not None if self.is_regex else got == self.value
+        return hit if self.is_equal else not hit
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Matcher":
+        return cls(d["name"], d["value"], bool(d.get("is_regex", False)), bool(d.get("is_equal", True)))
+
+
+@dataclass(frozen=True)
+class SilenceView:
+    id: str
+    matchers: tuple[Matcher, ...]
+    starts_at: datetime
+    ends_at: datetime
+
+    def active(self, now: datetime) -> bool:
+        return self.starts_at <= now < self.ends_at
+
+
+class Silencer:
+    def __init__(self, silences: Iterable[SilenceView], now: datetime):
+        self._active = [s for s in silences if s.active(now) and s.matchers]
+
+    def mutes(self, labels: dict[str, str]) -> str | None:
+        for s in self._active:
+            if all(m.matches(labels) for m in s.matchers):
+                return f"silence:{s.id}"
+        return None
+
+
+@dataclass(frozen=True)
+class InhibitRule:
+    source_alertname: str
+    target_alertnames: tuple[str, ...]
+    equal: tuple[str, ...]
+
+
+DEFAULT_INHIBIT_RULES = (
+    # A broker down: its own under-replication is a consequence, not news.
+    InhibitRule("KafkaBrokerUnreachable", ("KafkaUnderReplicatedPartitions", "KafkaUnderMinIsrPartitions"),
+                ("cluster", "broker")),
+    # No data because the collector cannot scrape: the scrape alert says why.
+    InhibitRule("KafkaHealthScrapeFailing", ("KafkaHealthRuleNoData",), ("cluster",)),
+)
+
+
+class Inhibitor:
+    """Mutes targets while a *firing* source alert has equal values for the ``equal`` labels."""
+
+    def __init__(self, rules: Iterable[InhibitRule], instances: Iterable[Instance]):
+        self._rules = list(rules)
+        self._sources: dict[str, set[tuple]] = {}
+        firing = [i for i in instances if i.state is AlertState.FIRING]
+        for r in self._rules:
+            self._sources[r.source_alertname] = {tuple(i.labels.get(k, "") for k in r.equal)
+                                                 for i in firing if i.rule == r.source_alertname}
+
+    def mutes(self, labels: dict[str, str]) -> str | None:
+        name = labels.get("alertname", "")
+        for r in self._rules:
+            if name in r.target_alertnames and tuple(labels.get(k, "") for k in r.equal) in self._sources[r.source_alertname]:
+                return f"inhibited:{r.source_alertname}"
+        return None
+
+
+class MuteStage:
+    def __init__(self, *muters: Muter):
+        self._muters = muters
+
+    def mutes(self, labels: dict[str, str]) -> str | None:
+        for m in self._muters:
+            reason = m.mutes(labels)
+            if reason:
+                return reason
+        return None

@@ -1,0 +1,177 @@
+"""Delivery: routing instances to targets, the outbox dispatcher, and the notifiers.
+
+    Notifier.notify(alerts) -> (retry, error)   Alertmanager's contract: ``error`` None means delivered; otherwise
+                                                 ``retry`` says whether trying again can help (5xx, connection
+                                                 refused, timeout) or not (4xx: the payload itself is refused).
+    AlertmanagerNotifier   POST /api/v2/alerts (on-call routing, grouping and inhibition of Alertmanager apply)
+    WebhookNotifier        POST of an Alertmanager-webhook-shaped JSON group (version "4") to any URL
+
+The outbox (``alerts.repo``) makes delivery at-least-once and ordered per target: rows are sent oldest first in
+batches per (target, group key), deleted only after the target accepted them, retried with exponential backoff and
+dead-lettered after ``max_attempts``. Nothing is dropped silently: a dead letter is counted in
+``kafka_health_alert_dead_letters`` and replayable with ``kafka-health outbox replay``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import httpx
+
+from alerts import repo
+from alerts.engine import Notification
+from alerts.models import AlertState
+from alerts.types import Decision
+from monitor.config import Config
+from monitor.store import Store
+
+log = logging.getLogger(__name__)
+ALERTMANAGER = "alertmanager"
+GROUP_BY = ("alertname", "cluster", "tenant")
+
+
+class Notifier(Protocol):
+    def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]: ...
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return dt.isoformat().replace("+00:00", "Z") if dt else None
+
+
+def payload(n: Notification, *, generator_url: str = "") -> dict:
+    inst = n.instance
+    ann = {k: str(v) for k, v in inst.annotations.items()}
+    ann["evidence"] = json.dumps(inst.evidence, sort_keys=True, default=str)[:4000]
+    return {
+        "status": "resolved" if inst.state is AlertState.RESOLVED else "firing",
+        "labels": dict(inst.labels), "annotations": ann, "evidence": inst.evidence,
+        "startsAt": _iso(inst.fired_at or inst.active_at), "endsAt": _iso(inst.resolved_at),
+        "fingerprint": inst.fingerprint, "generatorURL": generator_url, "value": inst.value,
+    }
+
+
+def group_key(labels: dict[str, str]) -> str:
+    return ",".join(f"{k}={labels.get(k, '')}" for k in GROUP_BY)
+
+
+def targets_for(labels: dict[str, str], decision: Decision, config: Config) -> list[str]:
+    """Alertmanager (unless the tenant opted out) and the tenant's webhooks; refreshes go to Alertmanager only."""
+    tenant = next((t for t in config.tenants if t.name == labels.get("tenant")), None)
+    out = []
+    if config.alertmanager.url and (tenant is None or tenant.receivers.alertmanager):
+        out.append(ALERTMANAGER)
+    if tenant is not None and decision is not Decision.REFRESH:
+        out.extend(tenant.receivers.webhooks)
+    return out
+
+
+def enqueue_notifications(notes: list[Notification], config: Config, *, now: datetime, session) -> int:
+    n = 0
+    for note in notes:
+        body = payload(note)
+        kind = "refresh" if note.decision is Decision.REFRESH else body["status"]
+        for target in targets_for(note.instance.labels, note.decision, config):
+            repo.enqueue(target, note.instance.fingerprint, group_key(note.instance.labels), kind, body, now=now,
+                         session=session)
+            n += 1
+    return n
+
+
+def _classify(resp: httpx.Response) -> tuple[bool, str | None]:
+    if resp.status_code < 300:
+        return False, None
+    return resp.status_code >= 500 or resp.status_code == 429, f"HTTP {resp.status_code}: {resp.text[:200]}"
+
+
+class AlertmanagerNotifier:
+    def __init__(self, url: str, *, timeout: float = 10.0, ttl_seconds: float = 300.0,
+                 transport: httpx.BaseTransport | None = None):
+        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, transport=transport)
+        self._ttl = ttl_seconds
+
+    def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]:
+        body = []
+        for a in alerts:
+            ends = a["endsAt"] if a["status"] == "resolved" else _iso(now + timedelta(seconds=self._ttl))
+            body.append({"labels": a["labels"], "annotations": a["annotations"], "startsAt": a["startsAt"],
+                         "endsAt": ends, "generatorURL": a.get("generatorURL") or ""})
+        try:
+            resp = self._client.post("/api/v2/alerts", json=body)
+        except httpx.HTTPError as exc:
+            return True, f"Alertmanager unreachable: {type(exc).__name__}"
+        return _classify(resp)
+
+
+class WebhookNotifier:
+    def __init__(self, url: str, *, timeout: float = 10.0, transport: httpx.BaseTransport | None = None):
+        self._url = url
+        self._client = httpx.Client(timeout=timeout, transport=transport)
+
+    def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]:
+        common = dict(alerts[0]["labels"])
+        for a in alerts[1:]:
+            common = {k: v for k, v in common.items() if a["labels"].get(k) == v}
+        doc = {"version": "4", "receiver": "kafka-health", "groupKey": group_key(alerts[0]["labels"]),
+               "status": "firing" if any(a["status"] == "firing" for a in alerts) else "resolved",
+               "groupLabels": {k: alerts[0]["labels"].get(k, "") for k in GROUP_BY}, "commonLabels": common,
+               "alerts": alerts}
+        try:
+            resp = self._client.post(self._url, json=doc)
+        except httpx.HTTPError as exc:
+            return True, f"webhook unreachable: {type(exc).__name__}"  # never echo the URL: it may hold a token
+        return _classify(resp)
+
+
+@dataclass(frozen=True)
+class DeliveryPolicy:
+    max_attempts: int = 8
+    base_backoff_seconds: float = 2.0
+    max_backoff_seconds: float = 300.0
+    batch_limit: int = 500
+
+
+@dataclass
+class DeliveryReport:
+    delivered: int = 0
+    failed: int = 0
+    dead: int = 0
+
+
+def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: datetime,
+                policy: DeliveryPolicy = DeliveryPolicy()) -> DeliveryReport:
+    """Send every due outbox row once. Network calls happen outside any transaction."""
+    with store.session() as s:
+        rows = [(r.id, r.target, r.group_key, r.payload) for r in repo.due_entries(now, session=s, limit=policy.batch_limit)]
+    batches: OrderedDict[tuple[str, str], list[tuple[int, dict]]] = OrderedDict()
+    for rid, target, gk, body in rows:
+        batches.setdefault((target, gk), []).append((rid, body))
+    report = DeliveryReport()
+    blocked: set[str] = set()
+    for (target, _gk), items in batches.items():
+        ids = [i for i, _ in items]
+        if target in blocked:  # the target is down this round: keep order, do not hammer it
+            continue
+        retry, error = notifier_for(target).notify([b for _, b in items], now=now)
+        with store.session() as s:
+            if error is None:
+                repo.delivered(ids, session=s)
+                report.delivered += len(ids)
+                continue
+            log.warning("delivery to %s failed (%s, retry=%s)", _safe_target(target), error, retry)
+            report.failed += len(ids)
+            report.dead += repo.failed(ids, error, recoverable=retry, now=now, max_attempts=policy.max_attempts,
+                                       base_backoff=policy.base_backoff_seconds,
+                                       max_backoff=policy.max_backoff_seconds, session=s)
+        if retry:
+            blocked.add(target)
+    return report
+
+
+def _safe_target(target: str) -> str:
+    return target if target == ALERTMANAGER else httpx.URL(target).copy_with(query=None, userinfo=b"").__str__()

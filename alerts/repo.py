@@ -1,0 +1,192 @@
+"""Persistence of the alert engine: instances, silences, outbox, dead letters, heartbeats.
+
+Functions take ``*, session`` (a SQLAlchemy session from ``Store.session()``) and never commit: the caller's unit of
+work decides, so a cycle's instances and the notifications it enqueues are committed together or not at all.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from alerts.models import AlertInstance, AlertState, DeadLetter, EngineHeartbeat, OutboxEntry, Severity, Silence
+from alerts.mute import Matcher, SilenceView
+from alerts.types import Instance
+from monitor.errors import NotFound
+
+
+def _utc(dt: datetime | None) -> datetime | None:
+    # SQLite returns naive datetimes even for timezone=True columns; everything here is UTC.
+    if dt is None:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+# ------------------------------------------------------------------------------------------------ instances
+
+def to_instance(row: AlertInstance) -> Instance:
+    return Instance(
+        rule=row.rule, labels=dict(row.labels or {}), state=AlertState(row.state), severity=Severity(row.severity),
+        annotations=dict(row.annotations or {}), evidence=dict(row.evidence or {}), value=row.value,
+        active_at=_utc(row.active_at), fired_at=_utc(row.fired_at), resolved_at=_utc(row.resolved_at),
+        keep_firing_since=_utc(row.keep_firing_since), last_evaluated_at=_utc(row.last_evaluated_at),
+        notified_state=AlertState(row.notified_state) if row.notified_state else None,
+        last_sent_at=_utc(row.last_sent_at), muted_by=row.muted_by)
+
+
+def _fill(row: AlertInstance, inst: Instance) -> None:
+    row.rule, row.state, row.severity = inst.rule, inst.state.value, inst.severity.value
+    row.cluster, row.broker, row.tenant = inst.labels.get("cluster"), inst.labels.get("broker"), inst.labels.get("tenant")
+    row.labels, row.annotations, row.evidence, row.value = inst.labels, inst.annotations, inst.evidence, inst.value
+    row.active_at, row.fired_at, row.resolved_at = inst.active_at, inst.fired_at, inst.resolved_at
+    row.keep_firing_since, row.last_evaluated_at = inst.keep_firing_since, inst.last_evaluated_at
+    row.notified_state = inst.notified_state.value if inst.notified_state else None
+    row.last_sent_at, row.muted_by = inst.last_sent_at, inst.muted_by
+
+
+def load_instances(*, session: Session) -> dict[str, Instance]:
+    return {r.fingerprint: to_instance(r) for r in session.scalars(select(AlertInstance))}
+
+
+def save_instances(instances: dict[str, Instance], deleted: Iterable[str], *, session: Session) -> None:
+    existing = {r.fingerprint: r for r in session.scalars(select(AlertInstance))}
+    for fp, inst in instances.items():
+        row = existing.get(fp)
+        if row is None:
+            row = AlertInstance(fingerprint=fp)
+            session.add(row)
+        _fill(row, inst)
+    gone = [fp for fp in deleted if fp in existing]
+    if gone:
+        session.execute(delete(AlertInstance).where(AlertInstance.fingerprint.in_(gone)))
+
+
+def prune_resolved(older_than: datetime, *, session: Session) -> int:
+    res = session.execute(delete(AlertInstance).where(AlertInstance.state == AlertState.RESOLVED.value,
+                                                      AlertInstance.resolved_at < older_than))
+    return res.rowcount or 0
+
+
+def upsert_heartbeat(cluster: str, at: datetime, data_ok: bool, detail: str, *, session: Session) -> None:
+    row = session.get(EngineHeartbeat, cluster)
+    if row is None:
+        row = EngineHeartbeat(cluster=cluster)
+        session.add(row)
+    row.evaluated_at, row.data_ok, row.detail = at, data_ok, detail[:500]
+
+
+# ------------------------------------------------------------------------------------------------ silences
+
+def create_silence(matchers: list[dict], starts_at: datetime, ends_at: datetime, *, created_by: str, comment: str,
+                   tenant: str | None, now: datetime, session: Session) -> Silence:
+    row = Silence(id=str(uuid.uuid4()), matchers=matchers, starts_at=starts_at, ends_at=ends_at,
+                  created_by=created_by, comment=comment, tenant=tenant, created_at=now)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def list_silences(*, session: Session, tenant: str | None = None, all_tenants: bool = True, limit: int = 100,
+                  offset: int = 0) -> list[Silence]:
+    q = select(Silence).order_by(Silence.created_at.desc(), Silence.id)
+    if not all_tenants:
+        q = q.where(Silence.tenant == tenant)
+    return list(session.scalars(q.limit(limit).offset(offset)))
+
+
+def get_silence(silence_id: str, *, session: Session) -> Silence:
+    row = session.get(Silence, silence_id)
+    if row is None:
+        raise NotFound(f"silence {silence_id} not found")
+    return row
+
+
+def expire_silence(silence_id: str, *, now: datetime, session: Session) -> Silence:
+    row = get_silence(silence_id, session=session)
+    if _utc(row.ends_at) > now:
+        row.ends_at = now
+    row.expired_at = row.expired_at or now
+    return row
+
+
+def active_silences(now: datetime, *, session: Session) -> list[SilenceView]:
+    rows = session.scalars(select(Silence).where(Silence.ends_at > now))
+    return [SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), _utc(r.starts_at), _utc(r.ends_at))
+            for r in rows]
+
+
+# ------------------------------------------------------------------------------------------------ outbox
+
+def enqueue(target: str, fingerprint: str, group_key: str, kind: str, payload: dict, *, now: datetime,
+            session: Session) -> None:
+    if kind == "refresh":
+        # A refresh only matters if nothing for this alert is already waiting for the target.
+        waiting = session.scalar(select(OutboxEntry.id).where(OutboxEntry.target == target,
+                                                              OutboxEntry.fingerprint == fingerprint).limit(1))
+        if waiting is not None:
+            return
+    session.add(OutboxEntry(target=target, fingerprint=fingerprint, group_key=group_key, kind=kind, payload=payload,
+                            attempts=0, next_attempt_at=now, created_at=now))
+
+
+def due_entries(now: datetime, *, session: Session, limit: int = 500) -> list[OutboxEntry]:
+    return list(session.scalars(select(OutboxEntry).where(OutboxEntry.next_attempt_at <= now)
+                                .order_by(OutboxEntry.id).limit(limit)))
+
+
+def outbox_depth(*, session: Session) -> int:
+    from sqlalchemy import func
+
+    return int(session.scalar(select(func.count()).select_from(OutboxEntry)) or 0)
+
+
+def dead_letter_count(*, session: Session) -> int:
+    from sqlalchemy import func
+
+    return int(session.scalar(select(func.count()).select_from(DeadLetter)) or 0)
+
+
+def delivered(ids: list[int], *, session: Session) -> None:
+    if ids:
+        session.execute(delete(OutboxEntry).where(OutboxEntry.id.in_(ids)))
+
+
+def failed(ids: list[int], error: str, *, recoverable: bool, now: datetime, max_attempts: int, base_backoff: float,
+           max_backoff: float, session: Session) -> int:
+    """Record a failed attempt: retry later with exponential backoff, or move to dead letters. Returns how many died."""
+    died = 0
+    for row in session.scalars(select(OutboxEntry).where(OutboxEntry.id.in_(ids))):
+        row.attempts += 1
+        row.last_error = error[:2000]
+        if not recoverable or row.attempts >= max_attempts:
+            session.add(DeadLetter(target=row.target, fingerprint=row.fingerprint, group_key=row.group_key,
+                                   kind=row.kind, payload=row.payload, attempts=row.attempts,
+                                   created_at=row.created_at, dead_at=now, last_error=row.last_error))
+            session.delete(row)
+            died += 1
+        else:
+            row.next_attempt_at = now + timedelta(seconds=backoff(row.attempts, base_backoff, max_backoff))
+    return died
+
+
+def backoff(attempts: int, base: float, cap: float) -> float:
+    """Seconds before retry number ``attempts`` (1-based): base, 2*base, 4*base... capped."""
+    return min(cap, base * 2 ** (attempts - 1))
+
+
+def replay_dead_letters(*, now: datetime, session: Session, target: str | None = None) -> int:
+    q = select(DeadLetter).order_by(DeadLetter.id)
+    if target:
+        q = q.where(DeadLetter.target == target)
+    n = 0
+    for row in session.scalars(q):
+        session.add(OutboxEntry(target=row.target, fingerprint=row.fingerprint, group_key=row.group_key,
+                                kind=row.kind, payload=row.payload, attempts=0, next_attempt_at=now,
+                                created_at=row.created_at, last_error=row.last_error))
+        session.delete(row)
+        n += 1
+    return n

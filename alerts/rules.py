@@ -1,0 +1,178 @@
+"""Rule definitions as data: load the shipped ``rules.yaml`` (plus ``config.rules.files``), apply
+``config.rules.overrides``, render PromQL templates, and export threshold rules as a Prometheus rule file.
+
+Loading is strict (unknown keys rejected) so a typo in a rule file is an error, not a rule that never fires. An
+override naming an unknown rule is an error too.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from string import Template
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from alerts.inputs import M
+from alerts.models import Severity
+from alerts.types import Rule, Scope
+from monitor.config import RulesSettings
+from monitor.errors import ConfigError, ConfigProblem
+
+BUILTIN = Path(__file__).with_name("rules.yaml")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str | float | int) -> float:
+    """'30s', '5m', '1h', '1d' -> seconds. Numbers are seconds."""
+    if isinstance(text, (int, float)):
+        return float(text)
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h)")
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def format_duration(seconds: float) -> str:
+    for unit in ("d", "h", "m"):
+        if seconds and seconds % _UNITS[unit] == 0:
+            return f"{int(seconds // _UNITS[unit])}{unit}"
+    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{int(seconds * 1000)}ms"
+
+
+class RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(pattern=r"^[A-Z][A-Za-z0-9]+$")
+    kind: Literal["threshold", "detector", "engine"] = "threshold"
+    severity: Severity
+    scope: Scope
+    expr: str = ""
+    detector: str = ""
+    for_: str = Field(default="0s", alias="for")
+    keep_firing_for: str = "0s"
+    params: dict[str, Any] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    optional_inputs: tuple[str, ...] = ()
+
+
+def _load_specs(path: Path) -> list[RuleSpec]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError([ConfigProblem(str(path), None, "", f"cannot load rules: {exc}")]) from None
+    problems, specs = [], []
+    for i, raw in enumerate(data.get("rules", [])):
+        try:
+            specs.append(RuleSpec.model_validate(raw))
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False, include_input=False):
+                where = ".".join(str(p) for p in err["loc"])
+                problems.append(ConfigProblem(str(path), None, f"rules[{i}].{where}", err["msg"]))
+    if problems:
+        raise ConfigError(problems)
+    return specs
+
+
+def render_expr(expr: str, params: dict[str, Any]) -> str:
+    """Substitute ``${key}``: metric names from alerts/inputs.py, then scalar params."""
+    values = {k: (format(v, "g") if isinstance(v, float) else v) for k, v in params.items()
+              if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+    try:
+        return Template(expr).substitute({**values, **M})
+    except KeyError as exc:
+        raise ConfigError([ConfigProblem("rules", None, "", f"expression refers to unknown key {exc}: {expr}")]) from None
+
+
+def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
+    """The effective rule set: built-in rules, extra files, then overrides. Raises ConfigError on any problem."""
+    settings = settings or RulesSettings()
+    specs = _load_specs(BUILTIN)
+    for f in settings.files:
+        extra = _load_specs(Path(f))
+        names = {s.name for s in extra}
+        specs = [s for s in specs if s.name not in names] + extra  # a file may replace a built-in rule
+    known = {s.name for s in specs}
+    unknown = sorted(set(settings.overrides) - known)
+    if unknown:
+        raise ConfigError([ConfigProblem("config", None, f"rules.overrides.{n}", "no such rule") for n in unknown])
+    problems, rules = [], []
+    for s in specs:
+        o = settings.overrides.get(s.name)
+        if o is not None and not o.enabled:
+            continue
+        params = dict(s.params)
+        for key in ("threshold", "warning", "critical"):
+            value = getattr(o, key, None) if o else None
+            if value is not None:
+                if key not in params:
+                    problems.append(ConfigProblem("config", None, f"rules.overrides.{s.name}.{key}",
+                                                  f"rule has no '{key}' parameter (it has: {', '.join(params) or 'none'})"))
+                params[key] = value
+        for key in s.inputs + s.optional_inputs:
+            if key not in M:
+                problems.append(ConfigProblem("rules", None, s.name, f"unknown input metric key {key!r}"))
+        try:
+            for_s = o.for_seconds if o and o.for_seconds is not None else parse_duration(s.for_)
+            keep_s = (o.keep_firing_for_seconds if o and o.keep_firing_for_seconds is not None
+                      else parse_duration(s.keep_firing_for))
+        except ValueError as exc:
+            problems.append(ConfigProblem("rules", None, s.name, str(exc)))
+            continue
+        rules.append(Rule(
+            name=s.name, severity=s.severity, scope=s.scope, kind=s.kind,
+            expr=render_expr(s.expr, params) if s.expr else "", detector=s.detector,
+            for_seconds=for_s, keep_firing_for_seconds=keep_s, labels=dict(s.labels),
+            annotations={**s.annotations, "runbook": s.annotations.get("runbook", runbook_url(s.name))},
+            params=params, inputs=tuple(M[k] for k in s.inputs if k in M),
+            optional_inputs=tuple(M[k] for k in s.optional_inputs if k in M),
+        ))
+    if problems:
+        raise ConfigError(problems)
+    return rules
+
+
+def runbook_url(name: str) -> str:
+    return f"docs/alerts.md#{name.lower()}"
+
+
+_TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([A-Za-z_][A-Za-z0-9_]*)|value)\s*\}\}")
+
+
+def render_annotations(annotations: dict[str, str], labels: dict[str, str], value: float | None) -> dict[str, str]:
+    """The Prometheus template subset used in rules.yaml: ``{{ $labels.x }}`` and ``{{ $value }}``."""
+
+    def sub(m: re.Match) -> str:
+        if m.group(2):
+            return labels.get(m.group(2), "")
+        return "" if value is None else f"{value:.4g}"
+
+    return {k: _TEMPLATE.sub(sub, v) for k, v in annotations.items()}
+
+
+def export_prometheus(rules: list[Rule], *, group: str = "kafka-health", interval_seconds: float = 15) -> str:
+    """A Prometheus rule file with every rule that has a PromQL expression (threshold rules, and detectors' PromQL
+    screens, marked with ``kafka_health_kind: detector`` so operators know the Python detector says more)."""
+    out = []
+    for r in rules:
+        if r.kind == "engine" or not r.expr:
+            continue
+        item: dict[str, Any] = {"alert": r.name, "expr": r.expr}
+        if r.for_seconds:
+            item["for"] = format_duration(r.for_seconds)
+        if r.keep_firing_for_seconds:
+            item["keep_firing_for"] = format_duration(r.keep_firing_for_seconds)
+        labels = {"severity": r.severity.value, **r.labels}
+        if r.kind == "detector":
+            labels["kafka_health_kind"] = "detector"
+        item["labels"] = labels
+        item["annotations"] = dict(r.annotations)
+        out.append(item)
+    doc = {"groups": [{"name": group, "interval": format_duration(interval_seconds), "rules": out}]}
+    header = "# Generated by `kafka-health rules export` from alerts/rules.yaml and config overrides. Do not edit.\n"
+    return header + yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True)

@@ -1,0 +1,183 @@
+"""``AlertService``: the alert engine as a component of ``kafka-health serve`` (the one place that wires it).
+
+Each cycle (every ``config.rules.evaluation_interval_seconds``, in its own thread):
+  1. read ``now`` once; load instances and active silences from the store;
+  2. ``Engine.evaluate`` against Prometheus' HTTP API;
+  3. in ONE transaction: save instances, enqueue their notifications in the outbox, upsert heartbeats;
+  4. deliver due outbox rows (retries, backoff, dead letters);
+  5. export its own health into ``registry`` (``kafka_health_*``).
+A failing cycle is logged and counted, never fatal: the next cycle tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from alerts import repo
+from alerts.detectors import Detector, builtin_detectors
+from alerts.engine import CycleResult, Engine, RuleHealth
+from alerts.mute import Silencer
+from alerts.notify import (ALERTMANAGER, AlertmanagerNotifier, DeliveryPolicy, DeliveryReport, Notifier,
+                           WebhookNotifier, deliver_due, enqueue_notifications)
+from alerts.prom import PrometheusSource, Source
+from alerts.rules import load_rules
+from monitor.config import Config
+from monitor.errors import KafkaHealthError
+from monitor.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry):
+        self.duration = Histogram("kafka_health_alert_evaluation_duration_seconds",
+                                  "Duration of one alert evaluation cycle", registry=registry,
+                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+        self.cycles = Counter("kafka_health_alert_evaluations_total", "Alert evaluation cycles", ["result"],
+                              registry=registry)
+        self.rule_health = Gauge("kafka_health_alert_rule_health",
+                                 "1 for the rule's current health (ok, err, nodata)", ["rule", "health"],
+                                 registry=registry)
+        self.rule_duration = Gauge("kafka_health_alert_rule_duration_seconds", "Last evaluation time of each rule",
+                                   ["rule"], registry=registry)
+        self.active = Gauge("kafka_health_alerts", "Alert instances by state", ["state"], registry=registry)
+        self.queue = Gauge("kafka_health_alert_notification_queue_depth", "Notifications waiting in the outbox",
+                           registry=registry)
+        self.dead = Gauge("kafka_health_alert_dead_letters", "Notifications that could not be delivered",
+                          registry=registry)
+        self.sent = Counter("kafka_health_alert_notifications_total", "Notification delivery attempts",
+                            ["result"], registry=registry)
+        self.last = Gauge("kafka_health_alert_last_evaluation_timestamp_seconds", "End of the last good cycle",
+                          registry=registry)
+
+
+class AlertService:
+    name = "alerts"
+
+    def __init__(self, config: Config, *, store: Store, registry: CollectorRegistry,
+                 source: Source | None = None, notifier_for: Callable[[str], Notifier] | None = None,
+                 clock: Callable[[], datetime] = utcnow, detectors: dict[str, Detector] | None = None,
+                 policy: DeliveryPolicy = DeliveryPolicy(), resolved_retention: timedelta = timedelta(days=7)):
+        self.config = config
+        self.store = store
+        self.rules = load_rules(config.rules)  # ConfigError now, not at 3 a.m.
+        self.engine = Engine(config, self.rules, detectors or builtin_detectors())
+        self.source = source or PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
+        self._notifier_for = notifier_for or self._default_notifier
+        self._notifiers: dict[str, Notifier] = {}
+        self.clock = clock
+        self.policy = policy
+        self.resolved_retention = resolved_retention
+        self.metrics = _Metrics(registry)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_ok: float | None = None  # time.monotonic() of the last good cycle
+        self.last_result: CycleResult | None = None
+
+    def _default_notifier(self, target: str) -> Notifier:
+        if target not in self._notifiers:
+            if target == ALERTMANAGER:
+                self._notifiers[target] = AlertmanagerNotifier(self.config.alertmanager.url or "",
+                                                               timeout=self.config.alertmanager.timeout_seconds)
+            else:
+                self._notifiers[target] = WebhookNotifier(target)
+        return self._notifiers[target]
+
+    # ---------------------------------------------------------------------------------------- component
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="alert-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if isinstance(self.source, PrometheusSource):
+            self.source.close()
+
+    def ready(self) -> bool:
+        """True while cycles succeed: the last good one is at most three intervals (or a minute) old."""
+        interval = self.config.rules.evaluation_interval_seconds
+        return self._last_ok is not None and time.monotonic() - self._last_ok < max(3 * interval, 60.0)
+
+    def _loop(self) -> None:
+        interval = self.config.rules.evaluation_interval_seconds
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - a bug in one cycle must not kill the engine; it shows in metrics
+                log.exception("alert cycle failed")
+                self.metrics.cycles.labels("error").inc()
+            self._stop.wait(max(0.0, interval - (time.monotonic() - t0)))
+
+    # ---------------------------------------------------------------------------------------- one cycle
+
+    def run_once(self, now: datetime | None = None) -> CycleResult | None:
+        """One evaluation + delivery cycle at ``now`` (default: the clock). Never raises for expected failures."""
+        now = now or self.clock()
+        t0 = time.perf_counter()
+        try:
+            result = self.evaluate(now)
+        except KafkaHealthError as exc:
+            log.error("alert evaluation failed: %s", exc)
+            self.metrics.cycles.labels("error").inc()
+            return None
+        self.deliver(now)
+        self.metrics.duration.observe(time.perf_counter() - t0)
+        self.metrics.cycles.labels("ok").inc()
+        self.metrics.last.set(now.timestamp())
+        self._last_ok = time.monotonic()
+        return result
+
+    def evaluate(self, now: datetime) -> CycleResult:
+        with self.store.session() as s:
+            prev = repo.load_instances(session=s)
+            silencer = Silencer(repo.active_silences(now, session=s), now)
+        result = self.engine.evaluate(prev, self.source, now, silences=silencer,
+                                      resend_seconds=max(60.0, self.config.rules.evaluation_interval_seconds))
+        with self.store.session() as s:
+            repo.save_instances(result.instances, result.deleted, session=s)
+            enqueue_notifications(result.notifications, self.config, now=now, session=s)
+            for cluster, ok in result.data_ok.items():
+                repo.upsert_heartbeat(cluster, now, ok, result.detail.get(cluster, ""), session=s)
+            repo.prune_resolved(now - self.resolved_retention, session=s)
+        self._export(result)
+        self.last_result = result
+        return result
+
+    def deliver(self, now: datetime) -> DeliveryReport:
+        try:
+            report = deliver_due(self.store, self._notifier_for, now=now, policy=self.policy)
+        except KafkaHealthError as exc:
+            log.error("notification delivery failed: %s", exc)
+            return DeliveryReport()
+        self.metrics.sent.labels("delivered").inc(report.delivered)
+        self.metrics.sent.labels("failed").inc(report.failed)
+        with self.store.session() as s:
+            self.metrics.queue.set(repo.outbox_depth(session=s))
+            self.metrics.dead.set(repo.dead_letter_count(session=s))
+        return report
+
+    def _export(self, result: CycleResult) -> None:
+        for rule, st in result.rules.items():
+            for h in RuleHealth:
+                self.metrics.rule_health.labels(rule, h.value).set(1 if st.health is h else 0)
+            self.metrics.rule_duration.labels(rule).set(st.duration_seconds)
+        counts: dict[str, int] = {"pending": 0, "firing": 0, "resolved": 0}
+        for inst in result.instances.values():
+            counts[inst.state.value] = counts.get(inst.state.value, 0) + 1
+        for state, n in counts.items():
+            self.metrics.active.labels(state).set(n)

@@ -1,0 +1,154 @@
+"""REST routes of the alert engine: alerts and silences. Views only translate (query params -> repo calls,
+rows -> JSON, missing or foreign -> NotFound); the tenant boundary is enforced here, once per route:
+a tenant token sees only its tenant's alerts and silences, and anything else answers 404 as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+
+from alerts import repo
+from alerts.models import AlertInstance, Silence
+from monitor.api.principal import Principal, current_principal
+from monitor.errors import NotFound
+
+router = APIRouter(tags=["alerts"])
+StateParam = Literal["firing", "pending", "resolved"]
+
+
+class MatcherIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    value: str = Field(max_length=1024)
+    is_regex: bool = False
+    is_equal: bool = True
+
+
+class SilenceIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    matchers: list[MatcherIn] = Field(min_length=1, max_length=32)
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    duration_seconds: float | None = Field(default=None, gt=0, le=90 * 86400)
+    comment: str = Field(default="", max_length=1000)
+
+
+def _now(request: Request) -> datetime:
+    clock = getattr(request.app.state, "clock", None)
+    return clock() if clock else datetime.now(timezone.utc)
+
+
+def _iso(dt: datetime | None) -> str | None:
+    dt = repo._utc(dt)
+    return dt.isoformat() if dt else None
+
+
+def alert_json(row: AlertInstance) -> dict:
+    return {"fingerprint": row.fingerprint, "alertname": row.rule, "state": row.state, "severity": row.severity,
+            "cluster": row.cluster, "broker": row.broker, "tenant": row.tenant, "labels": row.labels,
+            "annotations": row.annotations, "evidence": row.evidence, "value": row.value,
+            "active_at": _iso(row.active_at), "fired_at": _iso(row.fired_at), "resolved_at": _iso(row.resolved_at),
+            "muted_by": row.muted_by}
+
+
+def silence_json(row: Silence, now: datetime) -> dict:
+    starts, ends = repo._utc(row.starts_at), repo._utc(row.ends_at)
+    state = "expired" if ends <= now else "active" if starts <= now else "pending"
+    return {"id": row.id, "matchers": row.matchers, "starts_at": _iso(starts), "ends_at": _iso(ends),
+            "created_by": row.created_by, "comment": row.comment, "tenant": row.tenant, "state": state}
+
+
+def _page(items: list, limit: int, offset: int) -> dict:
+    more = len(items) > limit
+    return {"items": items[:limit], "limit": limit, "offset": offset, "next_offset": offset + limit if more else None}
+
+
+def _list_alerts(request: Request, *, tenant: str | None, all_tenants: bool, state: str | None, limit: int,
+                 offset: int) -> dict:
+    q = select(AlertInstance).order_by(AlertInstance.state, AlertInstance.rule, AlertInstance.fingerprint)
+    if not all_tenants:
+        q = q.where(AlertInstance.tenant == tenant)
+    if state:
+        q = q.where(AlertInstance.state == state)
+    with request.app.state.store.session() as s:
+        rows = list(s.scalars(q.limit(limit + 1).offset(offset)))
+        return _page([alert_json(r) for r in rows], limit, offset)
+
+
+@router.get("/api/v1/alerts")
+def list_alerts(request: Request, state: StateParam | None = None, limit: int = Query(100, ge=1, le=1000),
+                offset: int = Query(0, ge=0), principal: Principal = Depends(current_principal)) -> dict:
+    """Operators: every alert instance. Tenant tokens: only their tenant's."""
+    return _list_alerts(request, tenant=principal.tenant, all_tenants=principal.is_operator, state=state,
+                        limit=limit, offset=offset)
+
+
+@router.get("/api/v1/tenants/{tenant}/alerts")
+def tenant_alerts(tenant: str, request: Request, state: StateParam | None = None,
+                  limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+                  principal: Principal = Depends(current_principal)) -> dict:
+    if not principal.can_see(tenant):
+        raise NotFound(f"tenant {tenant} not found")
+    return _list_alerts(request, tenant=tenant, all_tenants=False, state=state, limit=limit, offset=offset)
+
+
+@router.post("/api/v1/silences", status_code=201)
+def create_silence(body: SilenceIn, request: Request, principal: Principal = Depends(current_principal)) -> dict:
+    now = _now(request)
+    starts = repo._utc(body.starts_at) or now
+    if body.ends_at is not None:
+        ends = repo._utc(body.ends_at)
+    elif body.duration_seconds is not None:
+        ends = starts + timedelta(seconds=body.duration_seconds)
+    else:
+        raise HTTPException(400, "give ends_at or duration_seconds")
+    if ends <= starts or ends <= now:
+        raise HTTPException(400, "the silence must end after it starts and in the future")
+    matchers = [m.model_dump() for m in body.matchers]
+    for m in matchers:
+        if m["is_regex"]:
+            try:
+                re.compile(m["value"])
+            except re.error as exc:
+                raise HTTPException(400, f"matcher {m['name']}: invalid regex: {exc}") from None
+    tenant = None
+    if not principal.is_operator:
+        tenant = principal.tenant
+        for m in matchers:
+            if m["name"] == "tenant" and not (m["is_equal"] and not m["is_regex"] and m["value"] == tenant):
+                raise NotFound(f"tenant {m['value']} not found")
+        # A tenant's silence can only ever match its own alerts.
+        matchers = [m for m in matchers if m["name"] != "tenant"] + [
+            {"name": "tenant", "value": tenant, "is_regex": False, "is_equal": True}]
+    if all(m["value"] in ("", ".*") and (m["is_regex"] or not m["is_equal"]) for m in matchers):
+        raise HTTPException(400, "a silence must match something specific")
+    with request.app.state.store.session() as s:
+        row = repo.create_silence(matchers, starts, ends, created_by=principal.token_id, comment=body.comment,
+                                  tenant=tenant, now=now, session=s)
+        return silence_json(row, now)
+
+
+@router.get("/api/v1/silences")
+def list_silences(request: Request, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
+                  principal: Principal = Depends(current_principal)) -> dict:
+    now = _now(request)
+    with request.app.state.store.session() as s:
+        rows = repo.list_silences(session=s, tenant=principal.tenant, all_tenants=principal.is_operator,
+                                  limit=limit + 1, offset=offset)
+        return _page([silence_json(r, now) for r in rows], limit, offset)
+
+
+@router.delete("/api/v1/silences/{silence_id}")
+def expire_silence(silence_id: str, request: Request, principal: Principal = Depends(current_principal)) -> dict:
+    now = _now(request)
+    with request.app.state.store.session() as s:
+        row = repo.get_silence(silence_id, session=s)
+        if not principal.is_operator and row.tenant != principal.tenant:
+            raise NotFound(f"silence {silence_id} not found")
+        return silence_json(repo.expire_silence(silence_id, now=now, session=s), now)

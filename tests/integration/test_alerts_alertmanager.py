@@ -1,0 +1,71 @@
+"""Delivery to the real Alertmanager of the local stack, evaluating against its real Prometheus."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from alerts.service import AlertService
+from monitor.config import RuleOverride, RulesSettings, TenantConfig, TenantSelector
+from monitor.store import Store
+from tests.conftest import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def _am_alerts(stack) -> list[dict]:
+    return httpx.get(f"{stack.layout.alertmanager_url}/api/v2/alerts", timeout=5).json()
+
+
+def test_alerts_reach_alertmanager_with_tenant_labels_and_resolve(stack, tmp_path):
+    now = datetime.now(timezone.utc)
+    # All evaluation times are in the past: Alertmanager keeps the later of two explicit endsAt unless the
+    # resolve's endsAt has already passed (as it has in production, where resolved_at <= wall clock).
+    until = now - timedelta(seconds=5)
+    # A probe rule in an extra rule file (config.rules.files): true until `until`, then false.
+    probe = tmp_path / "probe.yaml"
+    probe.write_text(f"""
+rules:
+  - name: KafkaHealthTestProbe
+    kind: threshold
+    severity: warning
+    scope: cluster
+    expr: 'label_replace(vector(1), "cluster", "local", "", "") and on() (vector(time()) < {until.timestamp():.0f})'
+    for: 0s
+    annotations: {{summary: "probe {{{{ $labels.cluster }}}}"}}
+""")
+    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),
+               TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)))
+    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'a.db'}")
+    config = config.model_copy(update={"rules": RulesSettings(
+        files=(str(probe),), overrides={"KafkaHealthRuleNoData": RuleOverride(for_seconds=0)})})
+    store = Store(config.store.url)
+    store.create_all()
+    registry = CollectorRegistry()
+    svc = AlertService(config, store=store, registry=registry)
+    result = svc.run_once(now - timedelta(seconds=10))
+    assert result is not None and result.rules["KafkaHealthWatchdog"].health.value == "ok"
+
+    def delivered():
+        got = {(a["labels"]["alertname"], a["labels"].get("tenant")) for a in _am_alerts(stack)}
+        want = {("KafkaHealthWatchdog", None), ("KafkaHealthTestProbe", "shop"), ("KafkaHealthTestProbe", "ads"),
+                ("KafkaHealthRuleNoData", "shop")}
+        return want <= got and got
+
+    wait_until(delivered, 30, what="alerts in Alertmanager")
+    probe_alert = next(a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthTestProbe")
+    assert probe_alert["labels"]["cluster"] == "local" and probe_alert["labels"]["severity"] == "warning"
+    assert probe_alert["annotations"]["summary"] == "probe local"
+    # No collectors feed this Prometheus: the engine says so per tenant instead of reporting healthy.
+    nodata = [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthRuleNoData"]
+    assert {a["labels"]["metric"] for a in nodata} >= {"kafka_cluster_broker_up", "kafka_broker_under_replicated_partitions"}
+    assert "kafka_health_alert_rule_health" in generate_latest(registry).decode()
+
+    svc.run_once(now - timedelta(seconds=2))  # the probe's condition is now false -> resolved, sent with endsAt
+    wait_until(lambda: not [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthTestProbe"],
+               30, what="probe resolved in Alertmanager")
+    assert [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthWatchdog"]
+    store.dispose()

@@ -1,0 +1,68 @@
+"""`kafka-health rules export` output proven by the real promtool: `check rules` and `test rules`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.alerts_helpers import run_cli
+
+pytestmark = pytest.mark.integration
+HERE = Path(__file__).resolve().parents[1] / "promtool"
+PROMTOOL = shutil.which("promtool")
+
+
+def _export(tmp_path: Path, monkeypatch, capsys, *extra: str) -> Path:
+    out = tmp_path / "rules.yml"
+    rc, _, err = run_cli(monkeypatch, capsys, "rules", "export", "--out", str(out),
+                         "--dir", str(tmp_path / "no-stack"), *extra)
+    assert rc == 0, err
+    return out
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (apt-get install prometheus)")
+def test_exported_rules_pass_promtool_check_and_unit_tests(tmp_path, monkeypatch, capsys):
+    rules = _export(tmp_path, monkeypatch, capsys)
+    check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    exported = {r["alert"]: r for g in yaml.safe_load(rules.read_text())["groups"] for r in g["rules"]}
+    assert {"KafkaBrokerUnreachable", "KafkaHealthWatchdog", "KafkaUnderMinIsrPartitions"} <= set(exported)
+    assert "KafkaDiskFullRisk" not in exported  # Python-only detectors have no PromQL equivalent
+
+    cases = yaml.safe_load((HERE / "alerts_test.yml").read_text())
+    for test in cases["tests"]:
+        for art in test.get("alert_rule_test", []):
+            for exp in art.get("exp_alerts", []):
+                constant = exported[art["alertname"]]["annotations"]
+                exp["exp_annotations"] = {**{k: v for k, v in constant.items() if k != "summary"},
+                                          **exp["exp_annotations"]}
+    (tmp_path / "alerts_test.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
+    res = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yml"], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "SUCCESS" in res.stdout
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed")
+def test_export_applies_config_overrides(tmp_path, monkeypatch, capsys):
+    cfg = tmp_path / "kh.yaml"
+    cfg.write_text("""
+rules:
+  overrides:
+    KafkaUnderReplicatedPartitions: {threshold: 5, for_seconds: 300}
+    KafkaGcPressure: {enabled: false}
+""")
+    rules = yaml.safe_load(_export(tmp_path, monkeypatch, capsys, "--config", str(cfg)).read_text())["groups"][0]["rules"]
+    urp = next(r for r in rules if r["alert"] == "KafkaUnderReplicatedPartitions")
+    assert urp["expr"].endswith("> 5") and urp["for"] == "5m"
+    assert not [r for r in rules if r["alert"] == "KafkaGcPressure"]
+
+
+def test_export_rejects_an_override_of_an_unknown_rule(tmp_path, monkeypatch, capsys):
+    cfg = tmp_path / "kh.yaml"
+    cfg.write_text("rules: {overrides: {KafkaNoSuchRule: {threshold: 1}}}\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "rules", "export", "--config", str(cfg))
+    assert rc == 2 and "KafkaNoSuchRule" in err and "no such rule" in err and not out

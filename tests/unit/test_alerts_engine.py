@@ -1,0 +1,178 @@
+"""The evaluation cycle on an in-memory source: attribution, rule failure, no data, inhibition, silences, dedup."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from alerts.detectors import builtin_detectors
+from alerts.engine import FAILING, NO_DATA, Engine, RuleHealth
+from alerts.inputs import M
+from alerts.models import AlertState
+from alerts.mute import Matcher, SilenceView, Silencer
+from alerts.prom import Sample
+from alerts.rules import load_rules
+from alerts.types import Decision
+from monitor.config import parse_config
+from monitor.errors import QueryError
+
+pytestmark = pytest.mark.unit
+T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
+
+CONFIG = parse_config("""
+clusters:
+  - name: c1
+    bootstrap_servers: localhost:9092
+tenants:
+  - name: shop
+    selectors: [{cluster: c1, topic_prefixes: [orders.], client_id_prefixes: [shop-]}]
+    receivers: {webhooks: ["http://127.0.0.1:1/hook"], labels: {team: shop-oncall}}
+  - name: ads
+    selectors: [{cluster: c1, topic_prefixes: [clicks.]}]
+""")
+
+
+class FakeSource:
+    """expr substring -> samples (or an exception). Unknown expressions have no data."""
+
+    def __init__(self):
+        self.answers: dict[str, object] = {}
+        self.present: set[str] = set(M.values())
+
+    def query(self, expr, at):
+        if expr.startswith("count by (__name__, cluster)"):
+            return [Sample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(self.present)]
+        for key, ans in self.answers.items():
+            if key in expr:
+                if isinstance(ans, Exception):
+                    raise ans
+                return ans
+        return []
+
+    def query_range(self, expr, start, end, step):
+        return []
+
+
+def _engine():
+    return Engine(CONFIG, load_rules(CONFIG.rules), builtin_detectors())
+
+
+def _placement(src):
+    src.answers[f"last_over_time({M['topic_size']}"] = [
+        Sample({"cluster": "c1", "broker": "1", "topic": "orders.eu"}, 3),
+        Sample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1),
+        Sample({"cluster": "c1", "broker": "2", "topic": "orders.eu"}, 3),
+    ]
+
+
+def by_rule(result, rule):
+    return sorted((i for i in result.instances.values() if i.rule == rule), key=lambda i: i.labels.get("tenant", ""))
+
+
+def test_watchdog_fires_every_cycle_and_notifies_once():
+    eng, src = _engine(), FakeSource()
+    src.answers["vector(1)"] = [Sample({}, 1.0)]
+    r1 = eng.evaluate({}, src, T0)
+    [wd] = by_rule(r1, "KafkaHealthWatchdog")
+    assert wd.state is AlertState.FIRING and "tenant" not in wd.labels and wd.labels["watchdog"] == "true"
+    assert [n.decision for n in r1.notifications if n.instance.rule == "KafkaHealthWatchdog"] == [Decision.NOTIFY_FIRING]
+    r2 = eng.evaluate(r1.instances, src, T0 + timedelta(seconds=15))
+    assert not [n for n in r2.notifications if n.instance.rule == "KafkaHealthWatchdog"]
+    r3 = eng.evaluate(r2.instances, src, T0 + timedelta(seconds=75))  # refresh to Alertmanager after 60 s
+    assert [n.decision for n in r3.notifications if n.instance.rule == "KafkaHealthWatchdog"] == [Decision.REFRESH]
+
+
+def test_broker_alert_is_one_instance_per_tenant_on_the_broker():
+    eng, src = _engine(), FakeSource()
+    _placement(src)
+    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
+    r = eng.evaluate({}, src, T0)
+    r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
+    insts = by_rule(r, "KafkaBrokerUnreachable")
+    assert [(i.labels["tenant"], i.labels["broker"], i.state) for i in insts] == [
+        ("ads", "1", AlertState.FIRING), ("shop", "1", AlertState.FIRING)]
+    shop = insts[1]
+    assert shop.labels["team"] == "shop-oncall"  # the tenant's receiver labels
+    assert shop.annotations["summary"] == "Broker 1 of cluster c1 is unreachable"
+    assert shop.annotations["runbook"].endswith("#kafkabrokerunreachable")
+
+
+def test_inhibition_mutes_under_replication_of_the_down_broker_only():
+    eng, src = _engine(), FakeSource()
+    _placement(src)
+    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
+    src.answers[M["under_replicated"]] = [Sample({"cluster": "c1", "broker": "1"}, 4),
+                                         Sample({"cluster": "c1", "broker": "2"}, 4)]
+    r = {}
+    for s in (0, 30, 60, 90):
+        res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
+        r = res.instances
+    urp = {i.labels["broker"]: i for i in by_rule(res, "KafkaUnderReplicatedPartitions")}
+    assert urp["1"].state is AlertState.FIRING and urp["1"].muted_by == "inhibited:KafkaBrokerUnreachable"
+    assert urp["2"].state is AlertState.FIRING and urp["2"].muted_by is None
+    assert urp["1"].notified_state is None and urp["2"].notified_state is AlertState.FIRING
+
+
+def test_silence_mutes_and_its_expiry_releases_the_page():
+    eng, src = _engine(), FakeSource()
+    src.answers["vector(1)"] = [Sample({}, 1.0)]
+    sil = SilenceView("s1", (Matcher("alertname", "KafkaHealthWatchdog"),), T0, T0 + timedelta(minutes=5))
+    r = eng.evaluate({}, src, T0, silences=Silencer([sil], T0))
+    [wd] = by_rule(r, "KafkaHealthWatchdog")
+    assert wd.muted_by == "silence:s1" and not [n for n in r.notifications if n.instance.rule == wd.rule]
+    later = T0 + timedelta(minutes=6)
+    r = eng.evaluate(r.instances, src, later, silences=Silencer([sil], later))
+    assert [n.decision for n in r.notifications if n.instance.rule == wd.rule] == [Decision.NOTIFY_FIRING]
+
+
+def test_failing_rule_keeps_its_incidents_and_raises_rule_failing():
+    eng, src = _engine(), FakeSource()
+    src.answers[M["under_min_isr"]] = [Sample({"cluster": "c1", "broker": "2"}, 1)]
+    r = eng.evaluate({}, src, T0)
+    r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
+    assert {i.state for i in by_rule(r, "KafkaUnderMinIsrPartitions")} == {AlertState.FIRING}
+    src.answers[M["under_min_isr"]] = QueryError("Prometheus query failed: bad_data")
+    for s in (60, 120, 180):
+        r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=s))
+    assert r.rules["KafkaUnderMinIsrPartitions"].health is RuleHealth.ERR
+    assert {i.state for i in by_rule(r, "KafkaUnderMinIsrPartitions")} == {AlertState.FIRING}  # not resolved
+    [failing] = by_rule(r, FAILING)
+    assert failing.labels["rule"] == "KafkaUnderMinIsrPartitions" and failing.state is AlertState.FIRING
+    assert "bad_data" in failing.evidence["error"]
+    assert not [n for n in r.notifications if n.decision is Decision.NOTIFY_RESOLVED]
+
+
+def test_missing_input_raises_no_data_for_the_cluster():
+    eng, src = _engine(), FakeSource()
+    src.present.discard(M["under_replicated"])
+    r = {}
+    for s in (0, 300):
+        res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
+        r = res.instances
+    nd = [i for i in by_rule(res, NO_DATA) if i.labels["rule"] == "KafkaUnderReplicatedPartitions"]
+    assert {i.state for i in nd} == {AlertState.FIRING}
+    assert {i.labels["tenant"] for i in nd} == {"shop", "ads"}  # both are blind on c1
+    assert nd[0].labels["metric"] == M["under_replicated"]
+    assert res.rules["KafkaUnderReplicatedPartitions"].health is RuleHealth.NO_DATA
+    assert res.data_ok == {"c1": True}  # the core input (broker_up) is there
+    src.present.discard(M["broker_up"])
+    assert eng.evaluate(r, src, T0 + timedelta(seconds=315)).data_ok == {"c1": False}
+
+
+def test_resolve_is_notified_once_and_instances_of_cleared_pending_are_dropped():
+    eng, src = _engine(), FakeSource()
+    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "3"}, 0)]
+    r = eng.evaluate({}, src, T0)
+    [p] = by_rule(r, "KafkaBrokerUnreachable")[:1]
+    assert p.state is AlertState.PENDING
+    del src.answers[M["broker_up"]]
+    r2 = eng.evaluate(r.instances, src, T0 + timedelta(seconds=15))
+    assert p.fingerprint in r2.deleted and not by_rule(r2, "KafkaBrokerUnreachable")
+    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "3"}, 0)]
+    r = eng.evaluate({}, src, T0)
+    r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
+    del src.answers[M["broker_up"]]
+    r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=45))
+    res = [n for n in r.notifications if n.decision is Decision.NOTIFY_RESOLVED]
+    assert len(res) == 2 and all(n.instance.state is AlertState.RESOLVED for n in res)
+    r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=60))
+    assert not [n for n in r.notifications if n.instance.rule == "KafkaBrokerUnreachable"]

@@ -1,0 +1,74 @@
+"""The state machine, minute by minute. Each case: rule timing, a string of condition results (one per minute,
+'1' true / '0' false), and the expected state and decision after each minute."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from alerts.models import AlertState, Severity
+from alerts.state import step
+from alerts.types import Decision, Observation, Rule, Scope
+
+T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
+I, P, F, R = "-", "P", "F", "R"  # inactive (no instance), pending, firing, resolved
+N, NF, NR = ".", "f", "r"  # decisions: none, notify firing, notify resolved
+
+CASES = [
+    # (no, for_min, keep_min, conditions, states, decisions)
+    (1, 0, 0, "0000", "----", "...."),
+    (2, 0, 0, "1100", "FFRR", "f.r."),  # for=0 fires on first true evaluation
+    (3, 2, 0, "1110", "PPFR", "..fr"),  # fires once `for` elapsed (at minute 2)
+    (4, 2, 0, "1101", "PP-P", "...."),  # pending dropped silently when the condition clears
+    (5, 3, 0, "11111", "PPPFF", "...f."),
+    (6, 0, 2, "10001", "FFFRF", "f..rf"),  # keep_firing_for 2: stays firing 2 minutes after clearing
+    (7, 0, 2, "1010", "FFFF", "f..."),  # flapping inside keep_firing_for is one incident
+    (8, 1, 0, "110110", "PFRPFR", ".fr.fr"),  # a new incident after resolve pages again (once)
+    (9, 0, 0, "1", "F", "f"),
+    (10, 1, 3, "1100001", "PFFFFRP", ".f...r."),  # resolves 3 minutes after clearing
+]
+
+
+def _rule(for_min: int, keep_min: int) -> Rule:
+    return Rule(name="KafkaTest", severity=Severity.WARNING, scope=Scope.CLUSTER, for_seconds=for_min * 60,
+                keep_firing_for_seconds=keep_min * 60, annotations={"summary": "s"})
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("no,for_min,keep_min,conds,states,decisions", CASES, ids=[f"case{c[0]}" for c in CASES])
+def test_state_machine_minute_by_minute(no, for_min, keep_min, conds, states, decisions):
+    rule = _rule(for_min, keep_min)
+    labels = {"alertname": "KafkaTest", "cluster": "c1"}
+    inst = None
+    got_states, got_decisions = "", ""
+    for minute, c in enumerate(conds):
+        now = T0 + timedelta(minutes=minute)
+        obs = Observation(labels=labels, value=float(minute)) if c == "1" else None
+        inst, decision = step(inst, obs, now, rule, labels)
+        got_states += I if inst is None else {AlertState.PENDING: P, AlertState.FIRING: F, AlertState.RESOLVED: R}[inst.state]
+        got_decisions += {Decision.NONE: N, Decision.NOTIFY_FIRING: NF, Decision.NOTIFY_RESOLVED: NR}[decision]
+    assert (got_states, got_decisions) == (states, decisions)
+
+
+@pytest.mark.unit
+def test_timestamps_follow_prometheus_semantics():
+    rule = _rule(2, 1)
+    labels = {"alertname": "KafkaTest"}
+    t = [T0 + timedelta(minutes=m) for m in range(6)]
+    inst, _ = step(None, Observation(labels, 1.0, {"x": 1}), t[0], rule, labels)
+    assert inst.active_at == t[0] and inst.fired_at is None
+    inst, _ = step(inst, Observation(labels, 2.0), t[1], rule)
+    inst, d = step(inst, Observation(labels, 3.0), t[2], rule)
+    assert d is Decision.NOTIFY_FIRING and inst.fired_at == t[2] and inst.active_at == t[0] and inst.value == 3.0
+    inst, _ = step(inst, None, t[3], rule)
+    assert inst.state is AlertState.FIRING and inst.keep_firing_since == t[3]
+    inst, d = step(inst, None, t[4], rule)
+    assert d is Decision.NOTIFY_RESOLVED and inst.resolved_at == t[4] and inst.keep_firing_since is None
+    inst, _ = step(inst, Observation(labels, 9.0), t[5], rule)
+    assert inst.state is AlertState.PENDING and inst.active_at == t[5] and inst.resolved_at is None
+
+
+@pytest.mark.unit
+def test_observation_severity_overrides_rule():
+    rule = _rule(0, 0)
+    inst, _ = step(None, Observation({"a": "b"}, 1.0, severity=Severity.CRITICAL), T0, rule, {"a": "b"})
+    assert inst.severity is Severity.CRITICAL
