@@ -308,3 +308,30 @@ def test_clock_is_per_request(config, store, tok):
     later = build_api(config, store, now=NOW + timedelta(hours=1))
     with TestClient(later) as c:
         assert c.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()["status"] == "unknown"
+
+
+def test_concurrent_overlapping_creates_admit_exactly_one(store, app):
+    """The overlap check and the insert are one atomic step: racing creates cannot both pass the check."""
+    import threading
+
+    from monitor.config import TenantConfig
+
+    barrier = threading.Barrier(6)
+    outcomes: list[str] = []
+
+    def create(i: int) -> None:
+        cfg = TenantConfig(name=f"racer{i}", selectors=[{"cluster": "shared", "topic_prefixes": ["race." + "x" * i]}])
+        barrier.wait()
+        try:
+            with store.session() as s:
+                service.create(db_session=s, tenant_in=cfg, clusters=["shared"], now=NOW)
+            outcomes.append("created")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(outcomes) == ["conflict"] * 5 + ["created"]
