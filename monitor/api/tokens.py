@@ -122,7 +122,11 @@ def authenticate(*, db_session: Session, presented: str) -> Principal | None:
     m = _TOKEN_RE.match(presented)
     if m is None:
         return None
-    row = db_session.get(ApiToken, m.group(1))
+    # Plain columns, not an ORM object: this runs on every request.
+    row = db_session.execute(
+        select(ApiToken.id, ApiToken.secret_sha256, ApiToken.kind, ApiToken.tenant, ApiToken.revoked_at)
+        .where(ApiToken.id == m.group(1))
+    ).first()
     digest = _digest(presented)
     if row is None or not hmac.compare_digest(row.secret_sha256, digest) or row.revoked_at is not None:
         return None

@@ -12,8 +12,12 @@ batch mode (table copy) for ALTERs it does not support, so one revision file ser
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # Alembic logs a line per plugin each time it sets up; that is noise at every start of every command.
@@ -51,13 +55,36 @@ def _alembic_config(store: Store) -> AlembicConfig:
     return cfg
 
 
+# Alembic keeps its running environment in module globals: one migration at a time per process.
+_IN_PROCESS = threading.Lock()
+
+
+@contextmanager
+def _exclusive(store: Store) -> Iterator[None]:
+    """One migration at a time per database, across processes too (roles split over processes all upgrade at
+    start). PostgreSQL: an advisory lock taken in env.py. A SQLite file: an flock on a file beside it."""
+    with _IN_PROCESS:
+        db = store.url.database
+        if store.url.get_backend_name() != "sqlite" or not db or db == ":memory:":
+            yield
+            return
+        with open(f"{db}.migrate-lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def upgrade(store: Store, revision: str = "head") -> None:
-    """Bring the database to ``revision`` (default: the newest). Idempotent; safe at every start."""
-    command.upgrade(_alembic_config(store), revision)
+    """Bring the database to ``revision`` (default: the newest). Idempotent; safe at every start, concurrently."""
+    with _exclusive(store):
+        command.upgrade(_alembic_config(store), revision)
 
 
 def downgrade(store: Store, revision: str) -> None:
-    command.downgrade(_alembic_config(store), revision)
+    with _exclusive(store):
+        command.downgrade(_alembic_config(store), revision)
 
 
 def current(store: Store) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from monitor.config import Config, TenantConfig
@@ -70,12 +70,22 @@ def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Itera
         raise Conflict("; ".join(str(o) for o in overlaps))
 
 
+def _serialize_writes(db_session: Session) -> None:
+    """Check-then-write must be atomic, or two concurrent creates could each pass the overlap check against a
+    registry without the other. Take the database's write lock first; it is held until the unit of work ends."""
+    if db_session.get_bind().dialect.name == "postgresql":
+        db_session.execute(text("SELECT pg_advisory_xact_lock(7243111)"))
+    else:  # SQLite: any write statement takes the database's write lock, even one that changes no row
+        db_session.execute(text("DELETE FROM tenants WHERE 1 = 0"))
+
+
 def _others(db_session: Session, name: str) -> list[TenantConfig]:
     return [t for t in get_all_configs(db_session=db_session) if t.name != name]
 
 
 def create(*, db_session: Session, tenant_in: TenantConfig, clusters: Iterable[str], now: datetime) -> Tenant:
     """Add an API tenant. Conflict if the name is taken or its selectors overlap another tenant's."""
+    _serialize_writes(db_session)
     if get(db_session=db_session, name=tenant_in.name) is not None:
         raise Conflict(f"tenant {tenant_in.name!r} already exists")
     _check(tenant_in, others=_others(db_session, tenant_in.name), clusters=clusters)
@@ -95,6 +105,7 @@ def update(*, db_session: Session, tenant: Tenant, tenant_in: TenantConfig, clus
            now: datetime) -> Tenant:
     """Replace an API tenant's definition (PUT semantics)."""
     _writable(tenant)
+    _serialize_writes(db_session)
     _check(tenant_in, others=_others(db_session, tenant.name), clusters=clusters)
     tenant.display_name = tenant_in.display_name
     tenant.spec = _spec(tenant_in)
@@ -124,6 +135,7 @@ def sync_config(*, db_session: Session, config: Config, now: datetime) -> SyncRe
     Raises Conflict when a config tenant overlaps an API tenant: the operator must resolve it (delete or change the
     API tenant, or change the file) before the service starts, rather than the API silently guessing an owner.
     """
+    _serialize_writes(db_session)
     rows = {r.name: r for r in db_session.scalars(select(Tenant))}
     wanted = {t.name: t for t in config.tenants}
     api_tenants = [r.to_config() for n, r in rows.items() if r.source == TenantSource.API.value and n not in wanted]

@@ -12,6 +12,7 @@ from monitor.cli import main
 from monitor.config import load_config
 from monitor.store.base import Store
 from tests.api_fixtures import CONFIG_YAML, build_api
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +49,8 @@ def test_tokens_print_once_work_and_revoke(cfg, capsys):
         headers = {"Authorization": f"Bearer {token}"}
         assert client.get("/api/v1/tenants/acme", headers=headers).status_code == 200
         assert run(capsys, "tokens", "revoke", token_id, "--config", cfg)[0] == 0
-        assert client.get("/api/v1/tenants/acme", headers=headers).status_code == 401
+        wait_until(lambda: client.get("/api/v1/tenants/acme", headers=headers).status_code == 401, timeout=10,
+                   interval=0.2, what="revoked token refused")
     store.dispose()
 
 

@@ -14,6 +14,7 @@ from monitor.api import tokens
 from monitor.errors import Conflict
 from monitor.tenants import service
 from tests.api_fixtures import *  # noqa: F401,F403
+from tests.conftest import wait_until
 from tests.api_fixtures import NOW, add, alert, beat, build_api, make_config, new_token
 
 pytestmark = pytest.mark.integration
@@ -39,12 +40,14 @@ def test_wrong_secret_of_a_real_token_id_is_401(client, tok):
     assert client.get("/api/v1/tenants", headers={"Authorization": f"Bearer {forged}"}).status_code == 401
 
 
-def test_revoked_token_stops_working_at_once(client, store, tok):
+def test_revoked_token_stops_working_within_the_auth_cache_time(client, store, tok):
     assert client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 200
     token_id = tok.acme.split("_")[1]
     with store.session() as s:
         tokens.revoke(db_session=s, token=tokens.get(db_session=s, token_id=token_id), now=NOW)
-    assert client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 401
+    wait_until(lambda: client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 401, timeout=10,
+               interval=0.2, what="revoked token refused (auth cache: 1 s)")
+    assert client.get("/api/v1/tenants/acme", headers=tok.h("globex")).status_code == 404  # others unaffected
 
 
 def test_tokens_are_stored_hashed(store, tok):
@@ -108,8 +111,9 @@ def test_create_read_update_delete_api_tenant(client, store, tok):
     assert client.get("/api/v1/tenants/initech", headers={"Authorization": f"Bearer {t}"}).status_code == 200
     assert client.delete("/api/v1/tenants/initech", headers=tok.h("operator")).status_code == 204
     assert client.get("/api/v1/tenants/initech", headers=tok.h("operator")).status_code == 404
-    # Its tokens went with it.
-    assert client.get("/api/v1/tenants", headers={"Authorization": f"Bearer {t}"}).status_code == 401
+    # Its tokens went with it (once the 1 s auth cache has let go of it).
+    wait_until(lambda: client.get("/api/v1/tenants", headers={"Authorization": f"Bearer {t}"}).status_code == 401,
+               timeout=10, interval=0.2, what="deleted tenant's token refused")
 
 
 @pytest.mark.parametrize(
@@ -308,3 +312,30 @@ def test_clock_is_per_request(config, store, tok):
     later = build_api(config, store, now=NOW + timedelta(hours=1))
     with TestClient(later) as c:
         assert c.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()["status"] == "unknown"
+
+
+def test_concurrent_overlapping_creates_admit_exactly_one(store, app):
+    """The overlap check and the insert are one atomic step: racing creates cannot both pass the check."""
+    import threading
+
+    from monitor.config import TenantConfig
+
+    barrier = threading.Barrier(6)
+    outcomes: list[str] = []
+
+    def create(i: int) -> None:
+        cfg = TenantConfig(name=f"racer{i}", selectors=[{"cluster": "shared", "topic_prefixes": ["race." + "x" * i]}])
+        barrier.wait()
+        try:
+            with store.session() as s:
+                service.create(db_session=s, tenant_in=cfg, clusters=["shared"], now=NOW)
+            outcomes.append("created")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(outcomes) == ["conflict"] * 5 + ["created"]

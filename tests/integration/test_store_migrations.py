@@ -90,3 +90,17 @@ def test_deleting_a_tenant_cascades_to_its_tokens_in_the_migrated_schema(empty):
     with empty.engine.begin() as conn:
         conn.execute(text("DELETE FROM tenants WHERE name = 'acme'"))
         assert conn.execute(text("SELECT count(*) FROM api_tokens")).scalar_one() == 0
+
+
+def test_concurrent_upgrades_from_split_roles_all_succeed(store_url):  # noqa: F811
+    """Split roles (api, alerts) are separate processes that all upgrade at start, at the same moment."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-m", "monitor.store.migrate", "upgrade", "--url", store_url],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], "\n".join(outputs)
+    store = Store(store_url)
+    assert migrate.current(store) == migrate.head()
+    store.dispose()

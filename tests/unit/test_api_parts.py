@@ -76,3 +76,18 @@ def test_token_format_is_what_create_emits():
         assert token not in row.secret_sha256 and len(row.secret_sha256) == 64
         assert tokens.authenticate(db_session=s, presented=token).is_operator
         assert tokens.authenticate(db_session=s, presented=token[:-1] + ("A" if token[-1] != "A" else "B")) is None
+
+
+def test_auth_cache_remembers_valid_principals_until_expiry_only():
+    from monitor.api.auth import AuthMiddleware
+    from monitor.api.principal import Principal, PrincipalKind
+
+    m = AuthMiddleware(app=None, store=None, limiter=TokenBuckets(rate=1, burst=1), cache_seconds=1.0)
+    p = Principal(kind=PrincipalKind.TENANT, token_id="abc", tenant="acme")
+    m._remember("k", p, now=10.0)
+    assert m._cached("k", now=10.5) is p
+    assert m._cached("k", now=11.0) is None  # expired: the next request asks the database again
+    assert m._cached("k", now=10.5) is None  # and the entry is gone
+    off = AuthMiddleware(app=None, store=None, limiter=TokenBuckets(rate=1, burst=1), cache_seconds=0)
+    off._remember("k", p, now=10.0)
+    assert off._cached("k", now=10.0) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy import text
 
 from monitor.store.migrate import models_metadata
 
@@ -20,6 +21,9 @@ def run_migrations_online() -> None:
             compare_type=True,
         )
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # Roles split over processes (api, alerts) all upgrade at start: one at a time.
+                connection.execute(text("SELECT pg_advisory_xact_lock(7243110)"))
             context.run_migrations()
         connection.commit()
 
