@@ -144,6 +144,7 @@ def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, 
         "-cp", f"{layout.jars_dir}/*", "kafka.tools.StorageTool",
         "format", "-t", cluster_id, "-c", str(props), "--ignore-formatted",
     ]
+    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if rc != 0:
