@@ -6,7 +6,7 @@ on the broker's machine, e.g. one collector per host with ``--shard`` or a per-h
 reported as failed ("unreachable") with a message saying so, never as silently empty.
 
 The ``/proc`` root and ``statvfs`` are parameters, so unit tests run on the checked-in fake ``/proc`` under
-tests/unit/fixtures/proc.
+tests/unit/fixtures/collectors_proc.
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ from collectors.types import Endpoint, MBeanQuery, Reading
 
 
 def _num(v: object) -> float | str | None:
-    if isinstance(v, bool) or v is None:
+    if v is None:
+        return float("nan")  # Jolokia renders a Double NaN as null (jmxquery prints NaN): same reading for both
+    if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
         return float(v)
@@ -41,7 +43,8 @@ def _flatten(mbean: str, attrs: dict, out: list[Reading]) -> None:
 
 
 def parse_response(payload: object, queries: Sequence[MBeanQuery]) -> list[Reading]:
-    """Pure: Jolokia's bulk response -> readings. A 404 (no MBean matched) is "nothing", not an error."""
+    """Pure: Jolokia's bulk response -> readings. "No MBean matched" (404, or 400 "No matching attributes" on a
+    pattern) is "nothing", not an error."""
     if not isinstance(payload, list) or len(payload) != len(queries):
         raise TransportError("Jolokia answered with something other than one result per query")
     out: list[Reading] = []
@@ -50,8 +53,8 @@ def parse_response(payload: object, queries: Sequence[MBeanQuery]) -> list[Readi
         if not isinstance(item, dict):
             raise TransportError("Jolokia result is not an object")
         status = item.get("status")
-        if status == 404:
-            continue
+        if status == 404 or (status == 400 and "No matching attributes" in str(item.get("error", ""))):
+            continue  # no MBean matched, or none of the matches has the attributes (yet): nothing, not an error
         if status != 200:
             failed += 1
             continue
