@@ -200,10 +200,11 @@ def _broker_rules() -> tuple[Rule, ...]:
     add(Rule("kafka_broker_requests_total", "counter", "Requests received, summed over API versions",
              "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*", "Count",
              labels=(("request", "request"),)))
-    add(Rule("kafka_broker_request_errors_total", "counter", "Responses with an error code, by request and error",
+    add(Rule("kafka_broker_request_errors_total", "counter",
+             "Responses by request and error code (error=\"NONE\" counts successes)",
              "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=*,error=*", "Count",
              labels=(("request", "request"), ("error", "error"))))
-    # --- throughput, broker-wide and per topic (the per-topic MBeans are summed over nothing: one per topic)
+    # --- throughput, broker-wide and per topic
     for mbean_name, stem, what in TOPIC_METERS:
         add(Rule(f"kafka_broker_{stem}_total", "counter", f"{what} this broker",
                  f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
@@ -423,3 +424,35 @@ def derive_rates(
             ratio = min(1.0, max(0.0, (s.value - before) / elapsed_seconds))
             out.append(Sample(gauge, "gauge", help_, s.labels, ratio))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Documentation: docs/metrics.md embeds this table (a unit test keeps them equal). Regenerate with
+#   python -m collectors.catalog
+
+
+def markdown_table() -> str:
+    """One row per exported JMX metric, with every MBean attribute it comes from."""
+    rows: dict[str, list] = {}
+    for rules, where in ((BROKER_RULES, "broker"), (_controller_rules(), "controller")):
+        for rule in rules:
+            source = f"`{rule.mbean}` `{rule.attribute}{'.' + rule.key if rule.key else ''}`"
+            if rule.scale != 1.0:
+                source += f" ×{rule.scale:g}"
+            row = rows.setdefault(rule.metric, [rule.kind, ", ".join(rule.label_names()), where, [], rule.help])
+            if source not in row[3]:
+                row[3].append(source)
+    for counter, gauge, help_ in RATIOS:
+        rows[gauge] = ["gauge", "", "broker", [f"rate of `{counter}` between two collections"], help_]
+    out = ["| metric | type | labels (besides cluster, broker) | read from | JMX source | meaning |",
+           "|---|---|---|---|---|---|"]
+    for metric, (kind, labels, where, sources, help_) in rows.items():
+        if len(sources) > 3:  # the latency breakdown: one line instead of 252
+            sources = [f"`kafka.network:type=RequestMetrics,name={{{','.join(p for p, _ in PHASES)}}},"
+                       f"request={{{','.join(BUSY_REQUESTS)}}}` `{{{','.join(a for a, _ in QUANTILES)}}}` ×0.001"]
+        out.append(f"| `{metric}` | {kind} | {labels} | {where} | {'<br>'.join(sources)} | {help_} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

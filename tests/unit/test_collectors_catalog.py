@@ -142,3 +142,20 @@ def test_label_names_are_uniform_per_metric():
         assert names.setdefault(rule.metric, rule.label_names()) == rule.label_names(), rule.metric
         assert rule.metric.startswith(("kafka_broker_", "kafka_cluster_", "kafka_topic_", "kafka_client_", "kafka_jvm_"))
         assert (rule.kind == "counter") == rule.metric.endswith("_total"), rule.metric
+
+
+def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
+    assert catalog.markdown_table() in docs, "docs/metrics.md is stale: regenerate with python -m collectors.catalog"
+    import collectors.admin as admin
+    import collectors.exporter as exporter
+    import collectors.host as host
+    import re
+
+    for module in (admin, exporter, host):
+        source = Path(module.__file__).read_text()
+        for name in set(re.findall(r'"(kafka_(?:host|cluster|topic|consumergroup|health)_[a-z_]+)"', source)):
+            shown = name if name in docs else name + "_total"  # counters are documented with their _total
+            assert shown in docs, f"{name} ({module.__name__}) is not documented in docs/metrics.md"
