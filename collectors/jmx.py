@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from monitor.config import ClusterConfig
 from monitor.errors import KafkaHealthError
@@ -35,14 +35,12 @@ class JmxCollector:
         controller_transport: Transport,
         tenants: catalog.TenantLookup,
         max_series: int,
-        clock: Callable[[], float] = time.time,
     ):
         self._cluster = cluster
         self._transport = transport
         self._controller_transport = controller_transport
         self._tenants = tenants
         self._max_series = max_series
-        self._clock = clock
         self._previous: dict[str, tuple[float, list[Sample]]] = {}
         self._lock = threading.Lock()
         jmx = cluster.jmx
@@ -50,7 +48,9 @@ class JmxCollector:
         self._endpoints: dict[str, Endpoint] = {}
         targets = []
         for b in cluster.brokers:
-            address = b.jolokia if transport.name == "jolokia" else b.jmx
+            # A broker missing the address its transport needs is still a target: it fails with a message saying
+            # what is missing, instead of silently not being monitored.
+            address = (b.jolokia if transport.name == "jolokia" else b.jmx) or b.jmx or b.jolokia
             if not address:
                 continue
             t = Target(cluster.name, "jmx", f"broker-{b.id}", address=address, broker=str(b.id))
@@ -92,10 +92,8 @@ class JmxCollector:
 def _node_id(readings) -> str | None:
     """The node id of a controller, from its ``kafka.server:type=app-info,id=N`` MBean."""
     for r in readings:
-        if r.mbean.startswith("kafka.server:type=app-info,id=") or (
-            r.mbean.startswith("kafka.server:") and "type=app-info" in r.mbean and "id=" in r.mbean
-        ):
+        if r.mbean.startswith("kafka.server:") and "app-info" in r.mbean:
             props = dict(catalog.parse_object_name(r.mbean)[1])
-            if "id" in props:
+            if props.get("type") == "app-info" and "id" in props:
                 return props["id"]
     return None

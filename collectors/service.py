@@ -69,7 +69,7 @@ def build_collectors(
         controller_transport = transports.setdefault("jmxquery", transport_for("jmxquery"))
         tenants = catalog.TenantLookup(index, cluster.name)
         out.append(JmxCollector(cluster, transport=transport, controller_transport=controller_transport,
-                                tenants=tenants, max_series=config.collection.max_series_per_target, clock=clock))
+                                tenants=tenants, max_series=config.collection.max_series_per_target))
         out.append(HostCollector(cluster, proc_root=proc_root, max_series=config.collection.max_series_per_target))
         out.append(AdminCollector(cluster, tenants=tenants, max_series=config.collection.max_series_per_target,
                                   admin_factory=admin_factory, clock=clock))

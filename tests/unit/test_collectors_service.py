@@ -122,3 +122,44 @@ def test_shard_option_limits_the_service_to_its_targets():
         both.append({t.name for _, t in svc.work})
         svc.stop()
     assert both[0].isdisjoint(both[1]) and len(both[0] | both[1]) == 20
+
+
+def test_several_clusters_in_one_config_get_their_own_targets_and_transports():
+    from collectors.service import build_collectors
+    from monitor.config import BrokerTarget, ClusterConfig
+
+    clusters = (
+        ClusterConfig(name="east", bootstrap_servers="e:9092", controller_jmx=("e:9999",),
+                      brokers=(BrokerTarget(id=1, jmx="e1:9999", log_dirs=("/d",)),)),
+        ClusterConfig(name="west", bootstrap_servers="w:9092", jmx={"transport": "jolokia"},
+                      brokers=(BrokerTarget(id=1, jmx="w1:9999", jolokia="http://w1:8778/jolokia"),
+                               BrokerTarget(id=2, jmx="w2:9999"))),  # no jolokia URL: a target that fails clearly
+    )
+    collectors = build_collectors(Config(clusters=clusters))
+    keys = sorted(t.key for c in collectors for t in c.targets())
+    assert keys == ["east/admin/admin", "east/controller/controller-e:9999", "east/host/host-localhost",
+                    "east/jmx/broker-1", "west/admin/admin", "west/host/host-localhost", "west/jmx/broker-1",
+                    "west/jmx/broker-2"]
+    west_jmx = next(c for c in collectors if any(t.key == "west/jmx/broker-1" for t in c.targets()))
+    assert west_jmx.targets()[0].address == "http://w1:8778/jolokia"
+    failed = west_jmx.collect_target(west_jmx.targets()[1], now=0.0)
+    assert failed.status is TargetStatus.FAILED and "no Jolokia URL" in failed.message
+
+
+def test_started_service_collects_on_its_own_schedule_and_stops():
+    from tests.conftest import wait_until
+
+    fake = FakeCollector({"a": "ok"})
+    cfg = Config(collection=CollectionSettings(interval_seconds=0.05))
+    reg = CollectorRegistry()
+    svc = CollectionService(cfg, registry=reg, collectors=[fake])
+    assert not svc.ready()
+    svc.start()
+    try:
+        wait_until(svc.ready, timeout=5, interval=0.01, what="first round")
+        first = svc.store.snapshot()[0]["c1/jmx/a"].started_at
+        wait_until(lambda: svc.store.snapshot()[0]["c1/jmx/a"].started_at > first, timeout=5, interval=0.01,
+                   what="a second scheduled round")
+    finally:
+        svc.stop()
+    assert not svc._thread.is_alive()
