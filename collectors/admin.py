@@ -205,8 +205,8 @@ class KafkaAdmin:
             if "transport" in text.lower() or "connect" in text.lower() or "brokers are down" in text.lower():
                 raise TargetUnreachable(f"Admin API {what}: {text}") from None
             raise TransportError(f"Admin API {what}: {text}") from None
-        except (TimeoutError, ValueError) as exc:
-            raise TargetTimeout(f"Admin API {what}: {type(exc).__name__}") from None
+        except TimeoutError:  # concurrent.futures' result(timeout) expired
+            raise TargetTimeout(f"Admin API {what}: no answer within {self._timeout:g}s") from None
 
     def cluster(self) -> ClusterState:
         md = self._call("metadata", lambda: self._admin.list_topics(timeout=self._timeout))

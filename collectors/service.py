@@ -112,6 +112,9 @@ class CollectionService:
         except Exception as exc:  # a bug must not kill the loop: contain it in the target's result
             log.exception("collecting %s failed unexpectedly", target.key)
             result = failed(target, exc, started_at=now, duration=time.monotonic() - started)
+        if result.series_dropped:
+            log.warning("%s: %d series over collection.max_series_per_target were dropped", target.key,
+                        result.series_dropped)
         self.store.put(result)
         return result
 
