@@ -41,6 +41,7 @@ from collectors.jmx import JmxCollector  # noqa: E402
 from collectors.transports.jmxquery import JmxQueryTransport  # noqa: E402
 from collectors.transports.jolokia import JolokiaTransport  # noqa: E402
 from collectors.types import TargetStatus  # noqa: E402
+from monitor.config import JmxSettings  # noqa: E402
 from monitor.stack import Stack, StackLayout, kafka  # noqa: E402
 from monitor.stack.procs import ProcSpec, port_free  # noqa: E402
 
@@ -140,7 +141,8 @@ def main() -> int:
     exporter_port = args.port_base + 45
     pid = restart_with_exporter(stack, exporter_port)
     cfg = stack.config()
-    cluster = cfg.clusters[0]
+    # A generous per-target timeout: the bench measures how long a scrape takes, it must not cut it short.
+    cluster = cfg.clusters[0].model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
     tenants = TenantLookup(None, cluster.name)
     transports = {"jmxquery": JmxQueryTransport(), "jolokia": JolokiaTransport()}
     collectors = {n: JmxCollector(cluster, transport=t, controller_transport=t, tenants=tenants, max_series=10**7)
