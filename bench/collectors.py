@@ -61,7 +61,7 @@ def client_cpu() -> float:
     return time.process_time() + ch.ru_utime + ch.ru_stime
 
 
-def restart_with_exporter(stack: Stack, port: int) -> int:
+def restart_with_exporter(stack: Stack, port: int, heap: str) -> int:
     L = stack.layout
     java = kafka.require_java()
     agent = kafka.agents_dir() / EXPORTER_JAR
@@ -69,6 +69,9 @@ def restart_with_exporter(stack: Stack, port: int) -> int:
         raise SystemExit(f"{agent} missing: run `stack up` once (it resolves deploy/kafka/agents-pom.xml)")
     argv = kafka.jvm_argv(L, BROKER, java)
     argv.insert(1, f"-javaagent:{agent}=127.0.0.1:{port}:{CONFIG}")
+    # The exporter builds every sample of a scrape on the broker's heap: with the stack's 384 MB it runs the broker
+    # out of memory at a few thousand partitions, so the bench gives broker-1 more (the last -Xmx wins).
+    argv.insert(argv.index("kafka.Kafka"), f"-Xmx{heap}")
     stack.procs.stop(L.node_name(BROKER))
     stack.procs.start(ProcSpec(L.node_name(BROKER), argv, L.logs_dir / f"{L.node_name(BROKER)}.out"))
     stack.wait_ready(180)
@@ -131,6 +134,7 @@ def main() -> int:
     ap.add_argument("--port-base", type=int, default=19200)
     ap.add_argument("--levels", default="100,2000,10000")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--broker-heap", default="1g", help="heap of broker-1 during the bench")
     ap.add_argument("--down", action="store_true", help="stop the stack at the end")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
@@ -139,7 +143,7 @@ def main() -> int:
     stack.up()
     L = stack.layout
     exporter_port = args.port_base + 45
-    pid = restart_with_exporter(stack, exporter_port)
+    pid = restart_with_exporter(stack, exporter_port, args.broker_heap)
     cfg = stack.config()
     # A generous per-target timeout: the bench measures how long a scrape takes, it must not cut it short.
     cluster = cfg.clusters[0].model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
