@@ -73,7 +73,7 @@ class Stack:
             return (L.controller_port, L.controller_jmx_port)
         if name.startswith("broker-"):
             b = int(name.split("-")[1])
-            return (L.broker_port(b), L.broker_jmx_port(b))
+            return (L.broker_port(b), L.broker_jmx_port(b), kafka.jolokia_port(L, b))
         return (L.prometheus_port,) if name == "prometheus" else (L.alertmanager_port,)
 
     # --- up --------------------------------------------------------------------------------------------------------
@@ -99,6 +99,7 @@ class Stack:
         bins = observability.ensure_installed(["prometheus", "alertmanager"], setup_log)
         self._log(f"resolving Kafka {L.kafka_version} jars (cached in {L.jars_dir.parent}) ...")
         kafka.ensure_jars(L, setup_log)
+        kafka.ensure_agents(setup_log)
 
         cluster_id = state.get("cluster_id") or kafka.new_cluster_id()
         self._write_state({"cluster_id": cluster_id, "kafka_version": L.kafka_version, "port_base": L.port_base})
@@ -121,6 +122,9 @@ class Stack:
             if started:
                 self._log(f"started {', '.join(started)}; waiting for readiness ...")
             self.wait_ready(timeout)
+            if not self._read_state().get("default_client_quota"):
+                kafka.set_default_client_quota(L, java, setup_log)
+                self._write_state({**self._read_state(), "default_client_quota": kafka.DEFAULT_CLIENT_QUOTA})
         except BaseException:
             # Leave nothing half-started behind: stop what this call started.
             for name in reversed(started):
@@ -213,7 +217,8 @@ class Stack:
         L = self.layout
         brokers = tuple(
             BrokerTarget(
-                id=b, jmx=f"127.0.0.1:{L.broker_jmx_port(b)}", host="localhost", log_dirs=(str(L.log_dir(b)),)
+                id=b, jmx=f"127.0.0.1:{L.broker_jmx_port(b)}", jolokia=kafka.jolokia_url(L, b), host="localhost",
+                log_dirs=(str(L.log_dir(b)),),
             )
             for b in L.broker_ids
         )

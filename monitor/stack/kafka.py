@@ -14,7 +14,7 @@ from pathlib import Path
 
 from monitor import REPO_ROOT
 from monitor.errors import DependencyMissing, StackError
-from monitor.stack.layout import CONTROLLER_ID, StackLayout
+from monitor.stack.layout import CONTROLLER_ID, StackLayout, cache_dir
 from monitor.stack.procs import ProcSpec
 
 DEPLOY_KAFKA = REPO_ROOT / "deploy" / "kafka"
@@ -50,6 +50,62 @@ def ensure_jars(layout: StackLayout, log: Path) -> Path:
         raise StackError(f"maven could not resolve Kafka {layout.kafka_version} jars (exit {rc}); see {log}")
     marker.write_text(layout.kafka_version)
     return jars
+
+
+JOLOKIA_JAR = "jolokia-agent-jvm-javaagent.jar"
+# A generous default client quota: it changes nothing for load, but per-client quota sensors (byte rate, throttle
+# time, request time by user/client-id) exist only once some quota of each type is configured.
+DEFAULT_CLIENT_QUOTA = "producer_byte_rate=1073741824,consumer_byte_rate=1073741824,request_percentage=100000"
+
+
+def agents_dir() -> Path:
+    return cache_dir() / "agents"
+
+
+def ensure_agents(log: Path) -> Path:
+    """Resolve the JVM agents (Jolokia; the JMX exporter for the bench) once from Maven Central, cached."""
+    out = agents_dir()
+    if (out / JOLOKIA_JAR).exists():
+        return out
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise DependencyMissing("mvn not found on PATH: install Maven (apt-get install maven)")
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        mvn, "-B", "-q", "-f", str(DEPLOY_KAFKA / "agents-pom.xml"), "dependency:copy-dependencies",
+        f"-DoutputDirectory={out}", "-Dmdep.stripVersion=true",
+    ]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    if rc != 0 or not (out / JOLOKIA_JAR).exists():
+        raise StackError(f"maven could not resolve the JVM agents (exit {rc}); see {log}")
+    return out
+
+
+def jolokia_port(layout: StackLayout, node_id: int) -> int:
+    """Jolokia agent port of a broker: base+41..43 (beside the JMX ports base+11..13)."""
+    return layout.port_base + 40 + node_id
+
+
+def jolokia_url(layout: StackLayout, node_id: int) -> str:
+    return f"http://127.0.0.1:{jolokia_port(layout, node_id)}/jolokia"
+
+
+def set_default_client_quota(layout: StackLayout, java: str, log: Path) -> None:
+    """``kafka-configs --alter --entity-type clients --entity-default`` through Kafka's own ConfigCommand class."""
+    cmd = [
+        java, "-Xmx128m", f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
+        f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
+        "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand",
+        "--bootstrap-server", layout.bootstrap_servers, "--alter", "--entity-type", "clients", "--entity-default",
+        "--add-config", DEFAULT_CLIENT_QUOTA,
+    ]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+    if rc != 0:
+        raise StackError(f"setting the default client quota failed (exit {rc}); see {log}")
 
 
 def new_cluster_id() -> str:
@@ -106,8 +162,15 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
     else:
         logging = [f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}"]
+    agents = []
+    jolokia = agents_dir() / JOLOKIA_JAR
+    if node_id != CONTROLLER_ID and jolokia.exists():
+        # The bulk JMX transport of the collectors (collectors/transports/jolokia.py), on loopback only.
+        port = jolokia_port(layout, node_id)
+        agents.append(f"-javaagent:{jolokia}=host=127.0.0.1,port={port},discoveryEnabled=false")
     return [
         java,
+        *agents,
         f"-Xms{heap}", f"-Xmx{heap}",
         "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
         "-XX:CICompilerCount=2", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
@@ -144,6 +207,7 @@ def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, 
         "-cp", f"{layout.jars_dir}/*", "kafka.tools.StorageTool",
         "format", "-t", cluster_id, "-c", str(props), "--ignore-formatted",
     ]
+    log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     if rc != 0:

@@ -1,0 +1,458 @@
+"""The JMX catalog: which MBeans are read, and the pure conversion of readings into exported samples.
+
+One table (``BROKER_RULES``, ``CONTROLLER_RULES``) drives both sides, so what is queried and what is exported never
+drift apart, and every transport yields the same series: transports only return raw ``Reading``s, this module alone
+names, scales, aggregates and attributes them. docs/metrics.md documents the same table for users.
+
+Aggregation: readings that map to the same (metric, labels) are summed. That is how per-partition log sizes become
+per-topic sizes, per-version request meters become per-request rates, per-processor connections become per-client-
+software counts: high partition counts never explode series.
+
+Traps handled here (DESIGN.md "known traps"):
+- RequestHandlerAvgIdlePercent: exported from the meter's ``Count`` (idle nanoseconds / threads), and the ratio is
+  the rate of that counter between two collections (``derive_rates``), never ``MeanRate`` (average since start).
+- RequestsPerSec / ErrorsPerSec have one MBean per API version / error code: summed per request.
+- Quota sensor averages are NaN when a client is idle: exported as 0 (nothing throttled), see ``Rule.nan``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from collectors.types import MBeanQuery, MetricKind, Reading, Sample
+
+# ---------------------------------------------------------------------------------------------------------------
+# ObjectName parsing and matching (JMX pattern semantics, enough for the patterns below)
+
+
+@lru_cache(maxsize=65536)
+def parse_object_name(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """``'d:k=v,k2="a,b"'`` -> ``('d', (('k','v'), ('k2','a,b')))``. Quoted values are unquoted (JMX escapes)."""
+    domain, _, rest = name.partition(":")
+    props: list[tuple[str, str]] = []
+    i, n = 0, len(rest)
+    while i < n:
+        eq = rest.find("=", i)
+        if eq < 0:
+            if rest[i:].strip() == "*":
+                props.append(("*", "*"))
+            break
+        key = rest[i:eq]
+        j = eq + 1
+        if j < n and rest[j] == '"':
+            out = []
+            j += 1
+            while j < n and rest[j] != '"':
+                if rest[j] == "\\" and j + 1 < n:
+                    nxt = rest[j + 1]
+                    out.append({"n": "\n"}.get(nxt, nxt))
+                    j += 2
+                else:
+                    out.append(rest[j])
+                    j += 1
+            value = "".join(out)
+            j += 1  # closing quote
+            comma = rest.find(",", j)
+        else:
+            comma = rest.find(",", j)
+            value = rest[j:] if comma < 0 else rest[j:comma]
+        props.append((key, value))
+        if comma < 0:
+            break
+        i = comma + 1
+    return domain, tuple(props)
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    domain: str
+    exact: tuple[tuple[str, str], ...]  # key must equal value
+    present: tuple[str, ...]  # key must exist (value '*')
+    open: bool  # ',*' : other keys allowed
+
+    @classmethod
+    def of(cls, pattern: str) -> "_Pattern":
+        domain, props = parse_object_name(pattern)
+        exact = tuple((k, v) for k, v in props if k != "*" and v != "*")
+        present = tuple(k for k, v in props if k != "*" and v == "*")
+        return cls(domain, exact, present, any(k == "*" for k, _ in props))
+
+    def match(self, domain: str, props: dict[str, str]) -> bool:
+        if domain != self.domain:
+            return False
+        for k, v in self.exact:
+            if props.get(k) != v:
+                return False
+        for k in self.present:
+            if k not in props:
+                return False
+        return self.open or len(props) == len(self.exact) + len(self.present)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rules
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One exported metric from one MBean attribute.
+
+    ``labels`` maps exported label names to MBean properties (missing property -> ""); ``const`` adds fixed labels;
+    ``tenant`` adds a ``tenant`` label resolved from the topic or the client (user, client-id); ``value_label``
+    turns a string attribute into a label of a 1-valued gauge (raft state); ``nan`` says what a NaN becomes.
+    ``query`` widens the MBean pattern actually queried, so several rules share one query.
+    """
+
+    metric: str
+    kind: MetricKind
+    help: str
+    mbean: str
+    attribute: str
+    key: str | None = None
+    scale: float = 1.0
+    labels: tuple[tuple[str, str], ...] = ()
+    const: tuple[tuple[str, str], ...] = ()
+    tenant: Literal["topic", "client"] | None = None
+    value_label: str | None = None
+    nan: Literal["skip", "zero"] = "skip"
+    query: str | None = None
+
+    @property
+    def pattern(self) -> _Pattern:
+        return _Pattern.of(self.mbean)
+
+    def label_names(self) -> tuple[str, ...]:
+        names = [n for n, _ in self.labels] + [n for n, _ in self.const]
+        if self.value_label:
+            names.append(self.value_label)
+        if self.tenant:
+            names.append("tenant")
+        return tuple(names)
+
+
+MS = 1e-3
+NS = 1e-9
+BTM = "kafka.server:type=BrokerTopicMetrics"
+BTM_QUERY = "kafka.server:type=BrokerTopicMetrics,*"
+# The APIs whose latency breakdown is exported. Others are counted (requests_total) but not broken down.
+BUSY_REQUESTS = (
+    "Produce", "FetchConsumer", "FetchFollower", "Metadata", "ListOffsets", "OffsetCommit", "OffsetFetch",
+    "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "ConsumerGroupHeartbeat",
+)
+PHASES = (
+    ("TotalTimeMs", "total"),
+    ("RequestQueueTimeMs", "request_queue"),
+    ("LocalTimeMs", "local"),
+    ("RemoteTimeMs", "remote"),
+    ("ThrottleTimeMs", "throttle"),
+    ("ResponseQueueTimeMs", "response_queue"),
+    ("ResponseSendTimeMs", "response_send"),
+)
+QUANTILES = (("50thPercentile", "0.5"), ("99thPercentile", "0.99"), ("999thPercentile", "0.999"))
+TOPIC_METERS = (
+    ("BytesInPerSec", "bytes_in", "Bytes produced to"),
+    ("BytesOutPerSec", "bytes_out", "Bytes fetched from (consumers and followers)"),
+    ("MessagesInPerSec", "messages_in", "Messages produced to"),
+    ("BytesRejectedPerSec", "bytes_rejected", "Bytes rejected (record too large, ...) by"),
+    ("TotalProduceRequestsPerSec", "produce_requests", "Produce requests served by"),
+    ("TotalFetchRequestsPerSec", "fetch_requests", "Fetch requests served by"),
+    ("FailedProduceRequestsPerSec", "failed_produce_requests", "Failed produce requests of"),
+    ("FailedFetchRequestsPerSec", "failed_fetch_requests", "Failed fetch requests of"),
+)
+
+
+INFO_RULE = Rule("kafka_broker_info", "gauge", "Kafka version of the node (1)", "kafka.server:type=app-info,id=*",
+                 "Version", value_label="version")
+
+
+def _broker_rules() -> tuple[Rule, ...]:
+    r: list[Rule] = []
+    add = r.append
+    # --- threads and queues
+    add(Rule("kafka_broker_request_handler_idle_seconds_total", "counter",
+             "Idle time of the request handler pool, averaged over its threads (rate = idle ratio)",
+             "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "Count", scale=NS))
+    add(Rule("kafka_broker_network_processor_avg_idle_ratio", "gauge",
+             "Average idle ratio of the network processor threads",
+             "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value"))
+    add(Rule("kafka_broker_network_processor_idle_ratio", "gauge", "Idle ratio of one network processor thread",
+             "kafka.network:type=Processor,name=IdlePercent,networkProcessor=*", "Value",
+             labels=(("processor", "networkProcessor"),)))
+    add(Rule("kafka_broker_request_queue_size", "gauge", "Requests waiting for a request handler thread",
+             "kafka.network:type=RequestChannel,name=RequestQueueSize", "Value"))
+    add(Rule("kafka_broker_response_queue_size", "gauge", "Responses waiting for a network processor (all)",
+             "kafka.network:type=RequestChannel,name=ResponseQueueSize", "Value"))
+    add(Rule("kafka_broker_processor_response_queue_size", "gauge", "Responses waiting for one network processor",
+             "kafka.network:type=RequestChannel,name=ResponseQueueSize,processor=*", "Value",
+             labels=(("processor", "processor"),)))
+    # --- requests
+    for mbean_name, phase in PHASES:
+        for req in BUSY_REQUESTS:
+            for attr, q in QUANTILES:
+                add(Rule("kafka_broker_request_latency_seconds", "gauge",
+                         "Request latency by phase (Kafka's histogram quantile over its recent reservoir)",
+                         f"kafka.network:type=RequestMetrics,name={mbean_name},request={req}", attr, scale=MS,
+                         labels=(("request", "request"),), const=(("phase", phase), ("quantile", q))))
+    add(Rule("kafka_broker_requests_total", "counter", "Requests received, summed over API versions",
+             "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*", "Count",
+             labels=(("request", "request"),)))
+    add(Rule("kafka_broker_request_errors_total", "counter",
+             "Responses by request and error code (error=\"NONE\" counts successes)",
+             "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=*,error=*", "Count",
+             labels=(("request", "request"), ("error", "error"))))
+    # --- throughput, broker-wide and per topic
+    for mbean_name, stem, what in TOPIC_METERS:
+        add(Rule(f"kafka_broker_{stem}_total", "counter", f"{what} this broker",
+                 f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
+        add(Rule(f"kafka_topic_{stem}_total", "counter", f"{what} this topic on this broker",
+                 f"{BTM},name={mbean_name},topic=*", "Count", labels=(("topic", "topic"),), tenant="topic",
+                 query=BTM_QUERY))
+    for mbean_name, stem in (("ReplicationBytesInPerSec", "replication_bytes_in"),
+                             ("ReplicationBytesOutPerSec", "replication_bytes_out")):
+        add(Rule(f"kafka_broker_{stem}_total", "counter", "Replication traffic between brokers",
+                 f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
+    # --- partitions and replication
+    for mbean_name, metric, what in (
+        ("UnderReplicatedPartitions", "kafka_broker_under_replicated_partitions", "Led partitions with ISR < replicas"),
+        ("UnderMinIsrPartitionCount", "kafka_broker_under_min_isr_partitions", "Led partitions with ISR < min.insync.replicas"),
+        ("AtMinIsrPartitionCount", "kafka_broker_at_min_isr_partitions", "Led partitions with ISR = min.insync.replicas"),
+        ("OfflineReplicaCount", "kafka_broker_offline_replicas", "Replicas on this broker that are offline"),
+        ("PartitionCount", "kafka_broker_partitions", "Partition replicas on this broker"),
+        ("LeaderCount", "kafka_broker_leader_partitions", "Partitions this broker leads"),
+    ):
+        add(Rule(metric, "gauge", what, f"kafka.server:type=ReplicaManager,name={mbean_name}", "Value"))
+    add(Rule("kafka_broker_isr_shrinks_total", "counter", "ISR shrinks of partitions led by this broker",
+             "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec", "Count"))
+    add(Rule("kafka_broker_isr_expands_total", "counter", "ISR expands of partitions led by this broker",
+             "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec", "Count"))
+    add(Rule("kafka_broker_metadata_lag_seconds", "gauge", "Age of the last metadata record this broker applied",
+             "kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms", scale=MS))
+    # --- storage
+    add(Rule("kafka_topic_log_size_bytes", "gauge", "Size of this topic's partition logs on this broker",
+             "kafka.log:type=Log,name=Size,topic=*,partition=*", "Value", labels=(("topic", "topic"),),
+             tenant="topic"))
+    add(Rule("kafka_broker_offline_log_dirs", "gauge", "Log directories this broker has taken offline",
+             "kafka.log:type=LogManager,name=OfflineLogDirectoryCount", "Value"))
+    # --- clients (quota sensors exist only once a quota of that type is configured: see docs/metrics.md)
+    client = (("user", "user"), ("client_id", "client-id"))
+    for typ, stem in (("Produce", "produce"), ("Fetch", "fetch")):
+        add(Rule(f"kafka_client_{stem}_bytes_per_second", "gauge", f"{typ} byte rate of the client (quota sensor)",
+                 f"kafka.server:type={typ},*", "byte-rate", labels=client, tenant="client", nan="zero"))
+        add(Rule(f"kafka_client_{stem}_throttle_time_seconds", "gauge",
+                 f"Average {stem} throttle time of the client's requests (quota sensor)",
+                 f"kafka.server:type={typ},*", "throttle-time", scale=MS, labels=client, tenant="client", nan="zero"))
+    add(Rule("kafka_client_request_time_ratio", "gauge",
+             "Share of one broker thread the client's requests used (quota sensor; 1 = one thread busy)",
+             "kafka.server:type=Request,*", "request-time", scale=0.01, labels=client, tenant="client", nan="zero"))
+    add(Rule("kafka_client_request_throttle_time_seconds", "gauge",
+             "Average throttle time of the client's requests for the request-rate quota (quota sensor)",
+             "kafka.server:type=Request,*", "throttle-time", scale=MS, labels=client, tenant="client", nan="zero"))
+    add(Rule("kafka_broker_connections", "gauge", "Open connections by client software name and version",
+             "kafka.server:type=socket-server-metrics,clientSoftwareName=*,clientSoftwareVersion=*,listener=*,"
+             "networkProcessor=*", "connections",
+             labels=(("client_software_name", "clientSoftwareName"),
+                     ("client_software_version", "clientSoftwareVersion"))))
+    add(INFO_RULE)
+    return tuple(r)
+
+
+def _controller_rules() -> tuple[Rule, ...]:
+    kc = "kafka.controller:type=KafkaController"
+    r = [
+        Rule(metric, "gauge", what, f"{kc},name={name}", "Value", scale=scale, query=f"{kc},*")
+        for name, metric, what, scale in (
+            ("ActiveControllerCount", "kafka_cluster_active_controllers", "1 on the active controller", 1.0),
+            ("OfflinePartitionsCount", "kafka_cluster_offline_partitions", "Partitions without a leader", 1.0),
+            ("FencedBrokerCount", "kafka_cluster_fenced_brokers", "Registered brokers that are fenced", 1.0),
+            ("ActiveBrokerCount", "kafka_cluster_active_brokers", "Registered, unfenced brokers", 1.0),
+            ("GlobalPartitionCount", "kafka_cluster_partitions", "Partitions in the cluster", 1.0),
+            ("GlobalTopicCount", "kafka_cluster_topics", "Topics in the cluster", 1.0),
+            ("PreferredReplicaImbalanceCount", "kafka_cluster_preferred_replica_imbalance",
+             "Partitions not led by their preferred replica", 1.0),
+            ("MetadataErrorCount", "kafka_cluster_metadata_errors", "Metadata errors seen by the controller", 1.0),
+            ("LastAppliedRecordLagMs", "kafka_cluster_controller_metadata_lag_seconds",
+             "Age of the last metadata record the controller applied", MS),
+        )
+    ]
+    r.append(Rule("kafka_cluster_unclean_leader_elections_total", "counter", "Unclean leader elections",
+                  "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count"))
+    r.append(Rule("kafka_cluster_raft_state", "gauge", "KRaft state of this node (1 for the current state)",
+                  "kafka.server:type=raft-metrics", "current-state", value_label="state"))
+    return tuple(r)
+
+
+JVM_RULES: tuple[Rule, ...] = (
+    Rule("kafka_jvm_gc_collections_total", "counter", "GC runs per collector",
+         "java.lang:type=GarbageCollector,name=*", "CollectionCount", labels=(("gc", "name"),)),
+    Rule("kafka_jvm_gc_collection_seconds_total", "counter", "GC time per collector",
+         "java.lang:type=GarbageCollector,name=*", "CollectionTime", scale=MS, labels=(("gc", "name"),)),
+    Rule("kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage", key="used"),
+    Rule("kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage", key="max"),
+    # CollectionUsage exists only for heap pools: the sum is the heap left after each pool's last GC.
+    Rule("kafka_jvm_heap_after_gc_used_bytes", "gauge", "Heap in use right after the last GC of each pool (sum)",
+         "java.lang:type=MemoryPool,name=*", "CollectionUsage", key="used"),
+    Rule("kafka_jvm_open_fds", "gauge", "Open file descriptors", "java.lang:type=OperatingSystem",
+         "OpenFileDescriptorCount"),
+    Rule("kafka_jvm_max_fds", "gauge", "File descriptor limit", "java.lang:type=OperatingSystem",
+         "MaxFileDescriptorCount"),
+    Rule("kafka_jvm_process_cpu_seconds_total", "counter", "CPU time of the JVM process",
+         "java.lang:type=OperatingSystem", "ProcessCpuTime", scale=NS),
+)
+
+BROKER_RULES: tuple[Rule, ...] = _broker_rules() + JVM_RULES
+# A broker also answers the controller queries: on Kafka 3.9 in ZooKeeper mode the controller metrics live on the
+# brokers; on KRaft brokers the patterns simply match nothing.
+BROKER_TARGET_RULES: tuple[Rule, ...] = BROKER_RULES + _controller_rules()
+CONTROLLER_RULES: tuple[Rule, ...] = _controller_rules() + (INFO_RULE,) + JVM_RULES
+
+# Rate-derived gauges: (counter, gauge, help). Computed from two collections, clamped to [0, 1].
+RATIOS = (
+    ("kafka_broker_request_handler_idle_seconds_total", "kafka_broker_request_handler_idle_ratio",
+     "Idle ratio of the request handler pool, from the rate of the idle meter's Count"),
+)
+
+
+def queries_for(rules: Sequence[Rule]) -> tuple[MBeanQuery, ...]:
+    """The MBean queries that read everything ``rules`` need, each pattern once with its attributes."""
+    by_pattern: dict[str, list[str]] = {}
+    for rule in rules:
+        attrs = by_pattern.setdefault(rule.query or rule.mbean, [])
+        if rule.attribute not in attrs:
+            attrs.append(rule.attribute)
+    return tuple(MBeanQuery(p, tuple(a)) for p, a in by_pattern.items())
+
+
+class TenantLookup:
+    """What the catalog needs from monitor.tenancy.TenantIndex, bound to one cluster."""
+
+    def __init__(self, index, cluster: str):
+        self._index, self._cluster = index, cluster
+
+    def topic(self, topic: str) -> str:
+        return (self._index.for_topic(self._cluster, topic) if self._index else None) or ""
+
+    def client(self, client_id: str, user: str) -> str:
+        if not self._index:
+            return ""
+        return self._index.for_client(self._cluster, client_id=client_id or None, user=user or None) or ""
+
+    def group(self, group: str) -> str:
+        return (self._index.for_group(self._cluster, group) if self._index else None) or ""
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    rule: Rule
+    pattern: _Pattern
+
+
+@lru_cache(maxsize=8)
+def _compile(rules: tuple[Rule, ...]) -> dict[tuple[str, str | None], list[_Compiled]]:
+    out: dict[tuple[str, str | None], list[_Compiled]] = {}
+    for rule in rules:
+        out.setdefault((rule.attribute, rule.key), []).append(_Compiled(rule, rule.pattern))
+    return out
+
+
+def convert(
+    readings: Iterable[Reading],
+    rules: tuple[Rule, ...],
+    *,
+    base: tuple[tuple[str, str], ...],
+    tenants: TenantLookup,
+) -> list[Sample]:
+    """Pure: readings of one JVM -> samples, summed per (metric, labels). ``base`` labels go first (cluster, broker).
+
+    Readings no rule wants are ignored (transports may return more than asked: jmxquery ignores attribute keys).
+    """
+    table = _compile(rules)
+    sums: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    meta: dict[str, Rule] = {}
+    for rd in readings:
+        candidates = table.get((rd.attribute, rd.key))
+        if not candidates:
+            continue
+        domain, props_t = parse_object_name(rd.mbean)
+        props = dict(props_t)
+        for c in candidates:
+            if not c.pattern.match(domain, props):
+                continue
+            rule = c.rule
+            value = rd.value
+            labels = [(n, props.get(p, "")) for n, p in rule.labels] + list(rule.const)
+            if rule.value_label:
+                if not isinstance(value, str):
+                    continue
+                labels.append((rule.value_label, value))
+                value = 1.0
+            elif not isinstance(value, float):
+                continue
+            elif math.isnan(value):
+                if rule.nan == "skip":
+                    continue
+                value = 0.0
+            if rule.tenant == "topic":
+                labels.append(("tenant", tenants.topic(props.get("topic", ""))))
+            elif rule.tenant == "client":
+                labels.append(("tenant", tenants.client(props.get("client-id", ""), props.get("user", ""))))
+            key = (rule.metric, base + tuple(labels))
+            sums[key] = sums.get(key, 0.0) + value * rule.scale
+            meta[rule.metric] = rule
+    return [Sample(m, meta[m].kind, meta[m].help, labels, v) for (m, labels), v in sums.items()]
+
+
+def derive_rates(
+    current: Sequence[Sample], previous: Sequence[Sample] | None, elapsed_seconds: float
+) -> list[Sample]:
+    """Pure: the ``RATIOS`` gauges from two collections of the same target. None on the first collection, after a
+    counter reset (restart) or when no time elapsed: a wrong ratio is worse than a missing one."""
+    if not previous or elapsed_seconds <= 0:
+        return []
+    prev = {(s.name, s.labels): s.value for s in previous}
+    out = []
+    for counter, gauge, help_ in RATIOS:
+        for s in current:
+            if s.name != counter:
+                continue
+            before = prev.get((s.name, s.labels))
+            if before is None or s.value < before:
+                continue
+            ratio = min(1.0, max(0.0, (s.value - before) / elapsed_seconds))
+            out.append(Sample(gauge, "gauge", help_, s.labels, ratio))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Documentation: docs/metrics.md embeds this table (a unit test keeps them equal). Regenerate with
+#   python -m collectors.catalog
+
+
+def markdown_table() -> str:
+    """One row per exported JMX metric, with every MBean attribute it comes from."""
+    rows: dict[str, list] = {}
+    for rules, where in ((BROKER_RULES, "broker"), (_controller_rules(), "controller")):
+        for rule in rules:
+            source = f"`{rule.mbean}` `{rule.attribute}{'.' + rule.key if rule.key else ''}`"
+            if rule.scale != 1.0:
+                source += f" ×{rule.scale:g}"
+            row = rows.setdefault(rule.metric, [rule.kind, ", ".join(rule.label_names()), where, [], rule.help])
+            if source not in row[3]:
+                row[3].append(source)
+    for counter, gauge, help_ in RATIOS:
+        rows[gauge] = ["gauge", "", "broker", [f"rate of `{counter}` between two collections"], help_]
+    out = ["| metric | type | labels (besides cluster, broker) | read from | JMX source | meaning |",
+           "|---|---|---|---|---|---|"]
+    for metric, (kind, labels, where, sources, help_) in rows.items():
+        if len(sources) > 3:  # the latency breakdown: one line instead of 252
+            sources = [f"`kafka.network:type=RequestMetrics,name={{{','.join(p for p, _ in PHASES)}}},"
+                       f"request={{{','.join(BUSY_REQUESTS)}}}` `{{{','.join(a for a, _ in QUANTILES)}}}` ×0.001"]
+        out.append(f"| `{metric}` | {kind} | {labels} | {where} | {'<br>'.join(sources)} | {help_} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown_table(), end="")

@@ -1,0 +1,158 @@
+"""Host collector: the filesystems under each broker's log dirs (statvfs), and CPU, memory, disk I/O and network
+from ``/proc``. Kafka has no JMX metric for log-dir free space, so this is where disk-full risk is seen.
+
+One target per distinct broker ``host`` of a cluster. Only ``localhost`` targets can be read (this process must run
+on the broker's machine, e.g. one collector per host with ``--shard`` or a per-host config); a remote host is
+reported as failed ("unreachable") with a message saying so, never as silently empty.
+
+The ``/proc`` root and ``statvfs`` are parameters, so unit tests run on the checked-in fake ``/proc`` under
+tests/unit/fixtures/collectors_proc.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from monitor.config import ClusterConfig
+from monitor.errors import TargetUnreachable
+
+from collectors.outcome import failed, succeeded
+from collectors.types import Sample, Target, TargetResult
+
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
+CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _g(name: str, help_: str, labels: tuple[tuple[str, str], ...], value: float) -> Sample:
+    return Sample(name, "gauge", help_, labels, value)
+
+
+def _c(name: str, help_: str, labels: tuple[tuple[str, str], ...], value: float) -> Sample:
+    return Sample(name, "counter", help_, labels, value)
+
+
+def parse_stat(text: str, base: tuple, ticks_per_second: float) -> list[Sample]:
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "cpu":
+            return [
+                _c("kafka_host_cpu_seconds_total", "CPU time of all cores by mode", base + (("mode", mode),),
+                   int(v) / ticks_per_second)
+                for mode, v in zip(CPU_MODES, parts[1:])
+            ]
+    return []
+
+
+def parse_meminfo(text: str, base: tuple) -> list[Sample]:
+    values = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields:
+            values[key] = int(fields[0]) * (1024 if len(fields) > 1 and fields[1] == "kB" else 1)
+    out = []
+    for key, name, help_ in (("MemTotal", "kafka_host_memory_total_bytes", "Physical memory"),
+                             ("MemAvailable", "kafka_host_memory_available_bytes", "Memory available without swapping")):
+        if key in values:
+            out.append(_g(name, help_, base, float(values[key])))
+    return out
+
+
+def parse_diskstats(text: str, base: tuple) -> list[Sample]:
+    """Whole disks and partitions, without loop/ram devices (noise on every machine)."""
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 14 or f[2].startswith(("loop", "ram")):
+            continue
+        labels = base + (("device", f[2]),)
+        out += [
+            _c("kafka_host_disk_read_bytes_total", "Bytes read from the device", labels, int(f[5]) * SECTOR_BYTES),
+            _c("kafka_host_disk_written_bytes_total", "Bytes written to the device", labels, int(f[9]) * SECTOR_BYTES),
+            _c("kafka_host_disk_io_time_seconds_total", "Time the device was busy", labels, int(f[12]) / 1000.0),
+        ]
+    return out
+
+
+def parse_net_dev(text: str, base: tuple) -> list[Sample]:
+    out = []
+    for line in text.splitlines()[2:]:
+        name, _, rest = line.partition(":")
+        f = rest.split()
+        if len(f) < 16:
+            continue
+        labels = base + (("device", name.strip()),)
+        out += [
+            _c("kafka_host_network_receive_bytes_total", "Bytes received by the interface", labels, float(f[0])),
+            _c("kafka_host_network_transmit_bytes_total", "Bytes sent by the interface", labels, float(f[8])),
+        ]
+    return out
+
+
+def filesystem_samples(
+    log_dirs: Sequence[tuple[str, str]], base: tuple, statvfs: Callable[[str], os.statvfs_result]
+) -> list[Sample]:
+    """Size/free/available bytes of the filesystem holding each (broker, log dir). A missing dir is skipped."""
+    out = []
+    for broker, path in log_dirs:
+        try:
+            st = statvfs(path)
+        except OSError:
+            continue
+        labels = base + (("broker", broker), ("path", path))
+        out += [
+            _g("kafka_host_filesystem_size_bytes", "Size of the filesystem holding the log dir", labels,
+               float(st.f_blocks * st.f_frsize)),
+            _g("kafka_host_filesystem_free_bytes", "Free bytes of the filesystem holding the log dir", labels,
+               float(st.f_bfree * st.f_frsize)),
+            _g("kafka_host_filesystem_avail_bytes", "Bytes available to the broker (free minus reserved)", labels,
+               float(st.f_bavail * st.f_frsize)),
+        ]
+    return out
+
+
+class HostCollector:
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        *,
+        proc_root: str | os.PathLike = "/proc",
+        statvfs: Callable[[str], os.statvfs_result] = os.statvfs,
+        ticks_per_second: float | None = None,
+        max_series: int = 20000,
+    ):
+        self._cluster = cluster
+        self._proc = Path(proc_root)
+        self._statvfs = statvfs
+        self._ticks = ticks_per_second or float(os.sysconf("SC_CLK_TCK"))
+        self._max_series = max_series
+        self._dirs: dict[str, list[tuple[str, str]]] = {}
+        for b in cluster.brokers:
+            self._dirs.setdefault(b.host, []).extend((str(b.id), d) for d in b.log_dirs)
+        self._targets = tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs)
+
+    def targets(self) -> Sequence[Target]:
+        return self._targets
+
+    def collect_target(self, target: Target, *, now: float) -> TargetResult:
+        start = time.monotonic()
+        if target.address not in LOCAL_HOSTS:
+            exc = TargetUnreachable(f"host {target.address} is remote: run a collector on it (see docs/metrics.md)")
+            return failed(target, exc, started_at=now, duration=time.monotonic() - start)
+        base = (("cluster", target.cluster), ("host", target.address))
+        samples = filesystem_samples(self._dirs[target.address], base, self._statvfs)
+        for fname, parse in (("stat", lambda t: parse_stat(t, base, self._ticks)),
+                             ("meminfo", lambda t: parse_meminfo(t, base)),
+                             ("diskstats", lambda t: parse_diskstats(t, base)),
+                             ("net/dev", lambda t: parse_net_dev(t, base))):
+            try:
+                text = (self._proc / fname).read_text()
+            except OSError:
+                continue  # e.g. no diskstats in a container: the others still count
+            samples += parse(text)
+        return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
+                         max_series=self._max_series)

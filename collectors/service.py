@@ -1,0 +1,166 @@
+"""The one place that wires the collectors, and their schedule.
+
+    CollectionService(config, registry=registry).start()
+
+builds, for every configured cluster, a ``JmxCollector`` (brokers + controllers), a ``HostCollector`` (log-dir
+filesystems and /proc of each distinct broker host) and an ``AdminCollector`` (Admin API), keeps the targets of
+this process's shard (``collection.shard`` = ``i/n``), and registers one ``KafkaHealthExporter`` in ``registry``.
+
+Scheduling: a loop thread wakes every ``collection.interval_seconds`` and submits every target that is not still
+running from a previous round to a bounded pool (``collection.max_workers``). Each collector enforces its own
+per-target timeout, so a hung broker occupies one worker and nothing else; its series age out after two intervals.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+from prometheus_client import CollectorRegistry
+
+from monitor.config import Config
+from monitor.tenancy import TenantIndex
+
+from collectors import catalog
+from collectors.exporter import KafkaHealthExporter, SnapshotStore
+from collectors.outcome import failed
+from collectors.types import Collector, Target, TargetResult, Transport
+
+log = logging.getLogger(__name__)
+
+
+def parse_shard(shard: str) -> tuple[int, int]:
+    i, _, n = shard.partition("/")
+    index, count = int(i), int(n)
+    if count < 1 or not 0 <= index < count:
+        raise ValueError(f"shard must be i/n with 0 <= i < n, got {shard!r}")
+    return index, count
+
+
+def in_shard(target: Target, shard: str) -> bool:
+    """Pure and stable across processes and restarts (crc32 of the target key, not Python's salted hash)."""
+    index, count = parse_shard(shard)
+    return zlib.crc32(target.key.encode()) % count == index
+
+
+def build_collectors(
+    config: Config,
+    *,
+    transports: dict[str, Transport] | None = None,
+    proc_root: str = "/proc",
+    admin_factory: Callable | None = None,
+    clock: Callable[[], float] = time.time,
+) -> list[Collector]:
+    from collectors.admin import AdminCollector
+    from collectors.host import HostCollector
+    from collectors.jmx import JmxCollector
+    from collectors.transports import transport_for
+
+    transports = dict(transports or {})
+    index = TenantIndex(config.tenants)
+    out: list[Collector] = []
+    for cluster in config.clusters:
+        name = cluster.jmx.transport
+        transport = transports.setdefault(name, transport_for(name))
+        controller_transport = transports.setdefault("jmxquery", transport_for("jmxquery"))
+        tenants = catalog.TenantLookup(index, cluster.name)
+        out.append(JmxCollector(cluster, transport=transport, controller_transport=controller_transport,
+                                tenants=tenants, max_series=config.collection.max_series_per_target))
+        out.append(HostCollector(cluster, proc_root=proc_root, max_series=config.collection.max_series_per_target))
+        out.append(AdminCollector(cluster, tenants=tenants, max_series=config.collection.max_series_per_target,
+                                  admin_factory=admin_factory, clock=clock))
+    return out
+
+
+class CollectionService:
+    name = "collector"
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        registry: CollectorRegistry,
+        collectors: Sequence[Collector] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self._config = config
+        self._interval = config.collection.interval_seconds
+        self._clock = clock
+        self._collectors = list(collectors) if collectors is not None else build_collectors(config, clock=clock)
+        shard = config.collection.shard
+        parse_shard(shard)
+        self.work: list[tuple[Collector, Target]] = [
+            (c, t) for c in self._collectors for t in c.targets() if in_shard(t, shard)
+        ]
+        self.store = SnapshotStore()
+        registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
+        self._pool = ThreadPoolExecutor(max_workers=config.collection.max_workers, thread_name_prefix="collect")
+        self._in_flight: dict[str, Future] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rounds = 0
+
+    # --- one round -------------------------------------------------------------------------------------------------
+    def _run(self, collector: Collector, target: Target, now: float) -> TargetResult:
+        started = time.monotonic()
+        try:
+            result = collector.collect_target(target, now=now)
+        except Exception as exc:  # a bug must not kill the loop: contain it in the target's result
+            log.exception("collecting %s failed unexpectedly", target.key)
+            result = failed(target, exc, started_at=now, duration=time.monotonic() - started)
+        if result.series_dropped:
+            log.warning("%s: %d series over collection.max_series_per_target were dropped", target.key,
+                        result.series_dropped)
+        self.store.put(result)
+        return result
+
+    def submit_round(self, now: float | None = None) -> list[Future]:
+        """Submit every target not still running; returns the futures submitted."""
+        now = self._clock() if now is None else now
+        futures = []
+        for collector, target in self.work:
+            running = self._in_flight.get(target.key)
+            if running is not None and not running.done():
+                continue  # still waiting on its timeout: its old series age out, the others go on
+            fut = self._pool.submit(self._run, collector, target, now)
+            self._in_flight[target.key] = fut
+            futures.append(fut)
+        return futures
+
+    def collect_once(self, timeout: float | None = None) -> list[TargetResult]:
+        """Run one round and wait for it (tests, bench, the first round)."""
+        futures = self.submit_round()
+        wait(futures, timeout=timeout)
+        self._rounds += 1
+        return [f.result() for f in futures if f.done()]
+
+    # --- Component ----------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="collector-schedule", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            futures = self.submit_round()
+            if self._rounds == 0:
+                wait(futures)
+            self._rounds += 1
+            next_at += self._interval
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def ready(self) -> bool:
+        """Ready once the first round completed (failed targets included: they are reported, not a readiness bug)."""
+        return self._rounds > 0

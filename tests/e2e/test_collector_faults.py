@@ -1,0 +1,107 @@
+"""Real faults: a broker frozen (SIGSTOP), a broker killed (SIGKILL), a closed JMX port.
+
+Each: the target is marked failed within its timeout, every other target keeps reporting, nothing raises, and the
+target recovers by itself once the broker is back. Every test restores the broker so the session stack stays usable.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from collectors.service import CollectionService
+from collectors.types import TargetStatus
+from monitor.config import BrokerTarget, JmxSettings
+from tests.conftest import wait_until
+
+pytestmark = pytest.mark.e2e
+
+TIMEOUT = 4.0
+
+
+def unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def jmx_service(stack, *, extra_brokers=()):
+    """The JMX collector of the stack (plus any extra, broken broker targets), with a short per-target timeout."""
+    cfg = stack.config()
+    cluster = cfg.clusters[0]
+    cluster = cluster.model_copy(update={"jmx": JmxSettings(timeout_seconds=TIMEOUT),
+                                         "brokers": cluster.brokers + tuple(extra_brokers)})
+    cfg = cfg.model_copy(update={"clusters": (cluster,)})
+    from collectors.catalog import TenantLookup
+    from collectors.jmx import JmxCollector
+    from collectors.transports.jmxquery import JmxQueryTransport
+
+    t = JmxQueryTransport()
+    collector = JmxCollector(cluster, transport=t, controller_transport=t, tenants=TenantLookup(None, "local"),
+                             max_series=100000)
+    registry = CollectorRegistry()
+    return CollectionService(cfg, registry=registry, collectors=[collector]), registry
+
+
+def statuses(results):
+    return {r.target.name: r for r in results}
+
+
+def test_frozen_broker_times_out_others_report_and_it_recovers(stack):
+    closed = unused_port()
+    svc, registry = jmx_service(stack, extra_brokers=[BrokerTarget(id=9, jmx=f"127.0.0.1:{closed}")])
+    stack.procs.signal("broker-2", signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        results = statuses(svc.collect_once(timeout=TIMEOUT + 10))
+        elapsed = time.monotonic() - start
+        frozen, refused = results["broker-2"], results["broker-9"]
+        assert frozen.status is TargetStatus.FAILED and str(frozen.reason) == "timeout"
+        assert frozen.duration_seconds < TIMEOUT + 2 and elapsed < TIMEOUT + 5
+        assert refused.status is TargetStatus.FAILED and str(refused.reason) == "unreachable"
+        assert refused.duration_seconds < TIMEOUT
+        for name in ("broker-1", "broker-3"):
+            assert results[name].status is TargetStatus.OK, results[name].message
+        text = generate_latest(registry).decode()
+        assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-2"} 0.0' in text
+        assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-1"} 1.0' in text
+        assert 'kafka_jvm_heap_used_bytes{broker="3",cluster="local"}' in text
+        assert 'kafka_jvm_heap_used_bytes{broker="2"' not in text
+    finally:
+        stack.procs.signal("broker-2", signal.SIGCONT)
+    try:
+        def recovered():
+            return statuses(svc.collect_once(timeout=TIMEOUT + 10))["broker-2"].status is TargetStatus.OK
+
+        wait_until(recovered, timeout=60, interval=0.5, what="broker-2 JMX to answer again after SIGCONT")
+        assert 'kafka_jvm_heap_used_bytes{broker="2",cluster="local"}' in generate_latest(registry).decode()
+    finally:
+        svc.stop()
+
+
+def test_killed_broker_is_unreachable_others_report_and_it_recovers_after_restart(stack):
+    svc, registry = jmx_service(stack)
+    stack.procs.signal("broker-3", signal.SIGKILL)
+    try:
+        wait_until(lambda: stack.procs.owned_pid("broker-3") is None, timeout=10, interval=0.1,
+                   what="broker-3 to die")
+        results = statuses(svc.collect_once(timeout=TIMEOUT + 10))
+        dead = results["broker-3"]
+        assert dead.status is TargetStatus.FAILED and str(dead.reason) == "unreachable", dead.message
+        assert dead.duration_seconds < TIMEOUT
+        assert results["broker-1"].status is TargetStatus.OK and results["broker-2"].status is TargetStatus.OK
+        text = generate_latest(registry).decode()
+        assert 'kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="unreachable",target="broker-3"} 1.0' in text
+    finally:
+        stack.up(timeout=180)  # starts only what is missing: broker-3
+    try:
+        def recovered():
+            return statuses(svc.collect_once(timeout=TIMEOUT + 10))["broker-3"].status is TargetStatus.OK
+
+        wait_until(recovered, timeout=60, interval=0.5, what="broker-3 JMX after restart")
+    finally:
+        svc.stop()

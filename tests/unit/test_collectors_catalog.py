@@ -1,0 +1,161 @@
+"""The JMX catalog: ObjectName parsing, pattern matching, readings -> samples (aggregation, traps, tenants)."""
+
+import math
+
+import pytest
+
+from collectors import catalog
+from collectors.catalog import Rule, convert, derive_rates, parse_object_name, queries_for
+from collectors.types import Reading, Sample
+from monitor.config import TenantConfig, TenantSelector
+from monitor.tenancy import TenantIndex
+
+pytestmark = pytest.mark.unit
+
+BASE = (("cluster", "c1"), ("broker", "1"))
+
+
+def tenants():
+    idx = TenantIndex([
+        TenantConfig(name="alpha", selectors=(TenantSelector(cluster="c1", topic_prefixes=("alpha.",),
+                                                             client_id_prefixes=("alpha-",), principals=("User:svc-a",)),)),
+    ])
+    return catalog.TenantLookup(idx, "c1")
+
+
+def by_key(samples):
+    return {(s.name, s.labels): s.value for s in samples}
+
+
+def test_parse_object_name_unquotes_values_with_separators():
+    domain, props = parse_object_name('kafka.server:type=Fetch,user="a,b=c",client-id=x\\"y')
+    assert domain == "kafka.server"
+    assert dict(props) == {"type": "Fetch", "user": "a,b=c", "client-id": 'x\\"y'}
+    domain, props = parse_object_name('kafka.log:type=LogManager,logDirectory="/d/\\"q\\"",name=X')
+    assert dict(props)["logDirectory"] == '/d/"q"'
+
+
+def test_pattern_exact_versus_property_list_pattern():
+    exact = catalog._Pattern.of("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec")
+    per_topic = catalog._Pattern.of("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=*")
+    open_ = catalog._Pattern.of("kafka.server:type=Produce,*")
+    broker_wide = {"type": "BrokerTopicMetrics", "name": "BytesInPerSec"}
+    topic = {**broker_wide, "topic": "t"}
+    assert exact.match("kafka.server", broker_wide) and not exact.match("kafka.server", topic)
+    assert per_topic.match("kafka.server", topic) and not per_topic.match("kafka.server", broker_wide)
+    assert open_.match("kafka.server", {"type": "Produce", "client-id": "x"})
+    assert not open_.match("kafka.network", {"type": "Produce"})
+
+
+def test_per_partition_log_sizes_sum_per_topic_with_tenant():
+    readings = [
+        Reading("kafka.log:type=Log,name=Size,topic=alpha.orders,partition=0", "Value", 100.0),
+        Reading("kafka.log:type=Log,name=Size,topic=alpha.orders,partition=1", "Value", 250.0),
+        Reading("kafka.log:type=Log,name=Size,topic=other,partition=0", "Value", 7.0),
+    ]
+    got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
+    assert got[("kafka_topic_log_size_bytes", BASE + (("topic", "alpha.orders"), ("tenant", "alpha")))] == 350.0
+    assert got[("kafka_topic_log_size_bytes", BASE + (("topic", "other"), ("tenant", "")))] == 7.0
+
+
+def test_requests_summed_over_api_versions_and_broker_versus_topic_meters():
+    readings = [
+        Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9", "Count", 5.0),
+        Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=11", "Count", 7.0),
+        Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", "Count", 1000.0),
+        Reading("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=alpha.x", "Count", 600.0),
+    ]
+    got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
+    assert got[("kafka_broker_requests_total", BASE + (("request", "Produce"),))] == 12.0
+    assert got[("kafka_broker_bytes_in_total", BASE)] == 1000.0
+    assert got[("kafka_topic_bytes_in_total", BASE + (("topic", "alpha.x"), ("tenant", "alpha")))] == 600.0
+
+
+def test_idle_meter_count_is_exported_in_seconds_and_the_ratio_is_its_rate():
+    mbean = "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
+    first = convert([Reading(mbean, "Count", 10e9), Reading(mbean, "MeanRate", 0.99)],
+                    catalog.BROKER_RULES, base=BASE, tenants=tenants())
+    second = convert([Reading(mbean, "Count", 16e9)], catalog.BROKER_RULES, base=BASE, tenants=tenants())
+    assert by_key(first) == {("kafka_broker_request_handler_idle_seconds_total", BASE): 10.0}  # MeanRate ignored
+    ratio = derive_rates(second, first, elapsed_seconds=10.0)
+    assert [(s.name, s.value) for s in ratio] == [("kafka_broker_request_handler_idle_ratio", pytest.approx(0.6))]
+    assert derive_rates(second, None, 10.0) == []  # first collection: no ratio rather than a wrong one
+    assert derive_rates(first, second, 10.0) == []  # counter went down (broker restarted): no ratio
+    assert derive_rates(convert([Reading(mbean, "Count", 100e9)], catalog.BROKER_RULES, base=BASE,
+                                tenants=tenants()), first, 10.0)[0].value == 1.0  # clamped
+
+
+def test_quota_nan_is_zero_and_client_tenant_from_principal_then_client_id():
+    readings = [
+        Reading("kafka.server:type=Produce,user=svc-a,client-id=anything", "throttle-time", math.nan),
+        Reading("kafka.server:type=Produce,client-id=alpha-app", "byte-rate", 2048.0),
+        Reading("kafka.server:type=Produce", "queue-size", 0.0),
+        Reading("kafka.network:type=RequestChannel,name=RequestQueueSize", "Value", math.nan),
+    ]
+    got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
+    assert got[("kafka_client_produce_throttle_time_seconds",
+                BASE + (("user", "svc-a"), ("client_id", "anything"), ("tenant", "alpha")))] == 0.0
+    assert got[("kafka_client_produce_bytes_per_second",
+                BASE + (("user", ""), ("client_id", "alpha-app"), ("tenant", "alpha")))] == 2048.0
+    assert not any(k[0] == "kafka_broker_request_queue_size" for k in got)  # NaN on a plain gauge: skipped
+
+
+def test_latency_quantiles_in_seconds_and_string_state_as_label():
+    readings = [
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 12.5),
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "Count", 3.0),
+        Reading("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=ElectLeaders", "99thPercentile", 1.0),
+        Reading("kafka.server:type=raft-metrics", "current-state", "leader"),
+    ]
+    got = by_key(convert(readings, catalog.CONTROLLER_RULES + catalog.BROKER_RULES, base=BASE, tenants=tenants()))
+    key = ("kafka_broker_request_latency_seconds",
+           BASE + (("request", "Produce"), ("phase", "total"), ("quantile", "0.99")))
+    assert got[key] == pytest.approx(0.0125)
+    assert got[("kafka_cluster_raft_state", BASE + (("state", "leader"),))] == 1.0
+    assert not any("ElectLeaders" in str(k) for k in got)  # not a busy API: counted, not broken down
+
+
+def test_composite_keys_pick_only_the_wanted_item():
+    readings = [Reading("java.lang:type=Memory", "HeapMemoryUsage", v, k)
+                for k, v in (("used", 10.0), ("max", 40.0), ("committed", 20.0))]
+    readings += [Reading("java.lang:type=MemoryPool,name=G1 Old Gen", "CollectionUsage", 5.0, "used"),
+                 Reading("java.lang:type=MemoryPool,name=G1 Survivor Space", "CollectionUsage", 1.0, "used"),
+                 Reading("java.lang:type=MemoryPool,name=Metaspace", "CollectionUsage", None)]
+    got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
+    assert got[("kafka_jvm_heap_used_bytes", BASE)] == 10.0
+    assert got[("kafka_jvm_heap_max_bytes", BASE)] == 40.0
+    assert got[("kafka_jvm_heap_after_gc_used_bytes", BASE)] == 6.0
+
+
+def test_queries_cover_every_rule_once_per_pattern():
+    qs = queries_for(catalog.BROKER_TARGET_RULES)
+    patterns = [q.mbean for q in qs]
+    assert len(patterns) == len(set(patterns))
+    assert catalog.BTM_QUERY in patterns
+    for rule in catalog.BROKER_TARGET_RULES:
+        assert any(rule.attribute in q.attributes and q.mbean == (rule.query or rule.mbean) for q in qs)
+
+
+def test_label_names_are_uniform_per_metric():
+    names: dict[str, tuple] = {}
+    for rule in catalog.BROKER_TARGET_RULES + catalog.CONTROLLER_RULES:
+        assert names.setdefault(rule.metric, rule.label_names()) == rule.label_names(), rule.metric
+        assert rule.metric.startswith(("kafka_broker_", "kafka_cluster_", "kafka_topic_", "kafka_client_", "kafka_jvm_"))
+        assert (rule.kind == "counter") == rule.metric.endswith("_total"), rule.metric
+
+
+def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
+    assert catalog.markdown_table() in docs, "docs/metrics.md is stale: regenerate with python -m collectors.catalog"
+    import collectors.admin as admin
+    import collectors.exporter as exporter
+    import collectors.host as host
+    import re
+
+    for module in (admin, exporter, host):
+        source = Path(module.__file__).read_text()
+        for name in set(re.findall(r'"(kafka_(?:host|cluster|topic|consumergroup|health)_[a-z_]+)"', source)):
+            shown = name if name in docs else name + "_total"  # counters are documented with their _total
+            assert shown in docs, f"{name} ({module.__name__}) is not documented in docs/metrics.md"

@@ -1,0 +1,169 @@
+"""Host collector on the checked-in fake /proc; Admin API collector's pure parts (states, lag, lag seconds)."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from collectors.admin import (
+    AdminCollector,
+    ClusterState,
+    GroupInfo,
+    GroupOffsets,
+    PartitionState,
+    WatermarkHistory,
+    cluster_samples,
+    group_samples,
+    lag_seconds,
+)
+from collectors.catalog import TenantLookup
+from collectors.host import HostCollector
+from collectors.types import TargetStatus
+from monitor.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
+from monitor.errors import TargetUnreachable
+from monitor.tenancy import TenantIndex
+
+pytestmark = pytest.mark.unit
+
+PROC = Path(__file__).parent / "fixtures" / "collectors_proc"
+CLUSTER = ClusterConfig(
+    name="c1", bootstrap_servers="h:9092",
+    brokers=(BrokerTarget(id=1, host="localhost", log_dirs=("/data/k1",)),
+             BrokerTarget(id=2, host="localhost", log_dirs=("/data/k2", "/missing")),
+             BrokerTarget(id=3, host="kafka3.example", log_dirs=("/data/k3",))),
+)
+TENANTS = TenantLookup(TenantIndex([TenantConfig(name="alpha", selectors=(
+    TenantSelector(cluster="c1", topic_prefixes=("alpha.",), group_prefixes=("alpha-",)),))]), "c1")
+
+
+def fake_statvfs(path):
+    if path == "/missing":
+        raise FileNotFoundError(path)
+    # f_bsize, f_frsize, f_blocks, f_bfree, f_bavail, f_files, f_ffree, f_favail, f_flag, f_namemax
+    return os.statvfs_result((4096, 4096, 1000, 400, 300, 0, 0, 0, 0, 255))
+
+
+def values(samples):
+    return {(s.name, s.labels): s.value for s in samples}
+
+
+def test_host_collector_reads_fake_proc_and_log_dir_filesystems():
+    hc = HostCollector(CLUSTER, proc_root=PROC, statvfs=fake_statvfs, ticks_per_second=100)
+    assert [t.name for t in hc.targets()] == ["host-localhost", "host-kafka3.example"]
+    result = hc.collect_target(hc.targets()[0], now=1000.0)
+    assert result.status is TargetStatus.OK
+    v = values(result.samples)
+    base = (("cluster", "c1"), ("host", "localhost"))
+    assert v[("kafka_host_filesystem_size_bytes", base + (("broker", "1"), ("path", "/data/k1")))] == 4096 * 1000
+    assert v[("kafka_host_filesystem_avail_bytes", base + (("broker", "2"), ("path", "/data/k2")))] == 4096 * 300
+    assert not any(("path", "/missing") in k[1] for k in v)
+    assert v[("kafka_host_cpu_seconds_total", base + (("mode", "user"),))] == 10.0
+    assert v[("kafka_host_cpu_seconds_total", base + (("mode", "iowait"),))] == 0.5
+    assert v[("kafka_host_memory_available_bytes", base)] == 1024000 * 1024
+    assert v[("kafka_host_disk_read_bytes_total", base + (("device", "nvme0n1"),))] == 2000 * 512
+    assert v[("kafka_host_disk_io_time_seconds_total", base + (("device", "nvme0n1"),))] == 1.5
+    assert not any(("device", "loop0") in k[1] for k in v)
+    assert v[("kafka_host_network_transmit_bytes_total", base + (("device", "eth0"),))] == 7777777
+
+
+def test_remote_host_fails_clearly_instead_of_looking_empty():
+    hc = HostCollector(CLUSTER, proc_root=PROC, statvfs=fake_statvfs)
+    result = hc.collect_target(hc.targets()[1], now=1.0)
+    assert result.status is TargetStatus.FAILED and str(result.reason) == "unreachable"
+    assert "remote" in result.message
+
+
+def test_offline_and_under_replicated_from_metadata_with_broker_up():
+    state = ClusterState(brokers=(1, 2), controller_id=100, partitions=(
+        PartitionState("alpha.t", 0, 1, (1, 2, 3), (1, 2)),
+        PartitionState("alpha.t", 1, -1, (3,), ()),
+        PartitionState("alpha.t", 2, 2, (1, 2), (1, 2)),
+        PartitionState("b", 0, 1, (1,), (1,)),
+    ))
+    v = values(cluster_samples(state, base=(("cluster", "c1"),), configured=[1, 2, 3], tenants=TENANTS))
+    tl = (("cluster", "c1"), ("topic", "alpha.t"), ("tenant", "alpha"))
+    assert v[("kafka_topic_offline_partitions", tl)] == 1
+    assert v[("kafka_topic_under_replicated_partitions", tl)] == 1  # the offline one is not also counted as URP
+    assert v[("kafka_topic_partitions", tl)] == 3
+    assert v[("kafka_cluster_broker_up", (("cluster", "c1"), ("broker", "3")))] == 0
+    assert v[("kafka_cluster_controller_id", (("cluster", "c1"),))] == 100
+
+
+# (history [(t, hw)], committed, hw, now) -> expected lag seconds
+LAG_CASES = [
+    (1, [(0, 100), (10, 200)], 200, 200, 20, 0.0),  # caught up
+    (2, [(0, 100), (10, 200)], 150, 200, 20, 14.9),  # message 150 arrived at ~t=5.1: interpolated
+    (3, [(0, 100), (10, 200)], 50, 200, 20, 20.0),  # older than all history: lower bound = oldest sample age
+    (4, [(0, 100), (10, 100), (20, 300)], 100, 300, 30, 19.95),  # plateau: arrived after t=10, not t=0
+    (5, [], 5, 10, 20, 0.0),  # no history yet
+    (6, [(0, 100)], 99, 100, 30, 30.0),  # single point
+]
+
+
+@pytest.mark.parametrize("case,history,committed,hw,now,expected", LAG_CASES, ids=[str(c[0]) for c in LAG_CASES])
+def test_lag_seconds_table(case, history, committed, hw, now, expected):
+    assert lag_seconds(history, committed, hw, now) == pytest.approx(expected, abs=0.01)
+
+
+def test_watermark_history_keeps_plateau_ends_and_resets_on_recreation():
+    h = WatermarkHistory(max_points=10)
+    for t, hw in [(0, 5), (1, 5), (2, 5), (3, 5), (4, 9)]:
+        h.add(("t", 0), t, hw)
+    assert h.get(("t", 0)) == ((0, 5), (3, 5), (4, 9))
+    h.add(("t", 0), 5, 2)  # went backwards: topic recreated
+    assert h.get(("t", 0)) == ((5, 2),)
+
+
+def test_group_lag_per_topic_includes_empty_groups_and_skips_uncommitted():
+    h = WatermarkHistory()
+    for p in (0, 1, 2):
+        h.add(("alpha.t", p), 0.0, 10)
+    groups = [
+        GroupOffsets(GroupInfo("alpha-g", "empty", 0), {("alpha.t", 0): 4, ("alpha.t", 1): 10, ("alpha.t", 2): -1001}),
+        GroupOffsets(GroupInfo("other", "stable", 2), {("alpha.t", 0): 12}),  # committed past hw: lag 0
+    ]
+    wm = {("alpha.t", 0): 10, ("alpha.t", 1): 10, ("alpha.t", 2): 10}
+    v = values(group_samples(groups, wm, h, now=60.0, base=(("cluster", "c1"),), tenants=TENANTS))
+    tl = (("cluster", "c1"), ("group", "alpha-g"), ("topic", "alpha.t"), ("tenant", "alpha"))
+    assert v[("kafka_consumergroup_lag", tl)] == 6
+    assert v[("kafka_consumergroup_partitions", tl)] == 2  # partition 2 never committed: unknown, not zero
+    assert v[("kafka_consumergroup_lag_seconds", tl)] == 60.0
+    assert v[("kafka_consumergroup_members", (("cluster", "c1"), ("group", "alpha-g"), ("tenant", "alpha")))] == 0
+    assert v[("kafka_consumergroup_state",
+              (("cluster", "c1"), ("group", "alpha-g"), ("state", "empty"), ("tenant", "alpha")))] == 1
+    assert v[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "other"), ("topic", "alpha.t"), ("tenant", "")))] == 0
+
+
+class FakeAdmin:
+    """Records call order; the real KafkaAdmin runs in the integration tests."""
+
+    def __init__(self, fail_metadata=False):
+        self.calls, self.fail = [], fail_metadata
+
+    def cluster(self):
+        if self.fail:
+            raise TargetUnreachable("Admin API metadata: all brokers are down")
+        return ClusterState((1, 2), 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1, 2)),))
+
+    def groups(self):
+        return [GroupInfo("alpha-g", "stable", 1)]
+
+    def committed(self, group):
+        self.calls.append("committed")
+        return {("alpha.t", 0): 3}
+
+    def high_watermarks(self, tps):
+        self.calls.append("watermarks")
+        return {tp: 8 for tp in tps}
+
+
+def test_admin_collector_reads_offsets_before_watermarks_and_contains_failures():
+    admin = FakeAdmin()
+    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin)
+    r = ac.collect_target(ac.targets()[0], now=10.0)
+    assert r.status is TargetStatus.OK and admin.calls == ["committed", "watermarks"]
+    assert values(r.samples)[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "alpha-g"),
+                                                          ("topic", "alpha.t"), ("tenant", "alpha")))] == 5
+    down = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: FakeAdmin(fail_metadata=True))
+    r = down.collect_target(down.targets()[0], now=10.0)
+    assert r.status is TargetStatus.FAILED and str(r.reason) == "unreachable" and r.samples == ()
