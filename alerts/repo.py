@@ -101,7 +101,7 @@ def list_silences(*, session: Session, tenant: str | None = None, all_tenants: b
 def get_silence(silence_id: str, *, session: Session) -> Silence:
     row = session.get(Silence, silence_id)
     if row is None:
-        raise NotFound(f"silence {silence_id} not found")
+        raise NotFound("silence not found")
     return row
 
 

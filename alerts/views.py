@@ -18,6 +18,9 @@ from alerts.models import AlertInstance, Silence
 from monitor.api.principal import Principal, current_principal
 from monitor.errors import NotFound
 
+# Say nothing about what was asked for: a 404 must read the same for "absent" and "someone else's".
+TENANT_NOT_FOUND = "tenant not found"
+
 router = APIRouter(tags=["alerts"])
 StateParam = Literal["firing", "pending", "resolved"]
 
@@ -94,7 +97,7 @@ def tenant_alerts(tenant: str, request: Request, state: StateParam | None = None
                   limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
                   principal: Principal = Depends(current_principal)) -> dict:
     if not principal.can_see(tenant):
-        raise NotFound(f"tenant {tenant} not found")
+        raise NotFound(TENANT_NOT_FOUND)
     return _list_alerts(request, tenant=tenant, all_tenants=False, state=state, limit=limit, offset=offset)
 
 
@@ -122,7 +125,7 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
         tenant = principal.tenant
         for m in matchers:
             if m["name"] == "tenant" and not (m["is_equal"] and not m["is_regex"] and m["value"] == tenant):
-                raise NotFound(f"tenant {m['value']} not found")
+                raise NotFound(TENANT_NOT_FOUND)
         # A tenant's silence can only ever match its own alerts.
         matchers = [m for m in matchers if m["name"] != "tenant"] + [
             {"name": "tenant", "value": tenant, "is_regex": False, "is_equal": True}]
@@ -150,5 +153,5 @@ def expire_silence(silence_id: str, request: Request, principal: Principal = Dep
     with request.app.state.store.session() as s:
         row = repo.get_silence(silence_id, session=s)
         if not principal.is_operator and row.tenant != principal.tenant:
-            raise NotFound(f"silence {silence_id} not found")
+            raise NotFound("silence not found")
         return silence_json(repo.expire_silence(silence_id, now=now, session=s), now)
