@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client import CollectorRegistry, start_http_server
 
 from collectors import catalog
@@ -39,10 +40,13 @@ def values(registry, name, **labels):
 
 @pytest.fixture(scope="module")
 def traffic(stack):
-    """50 messages of 1 kB to a fresh alpha topic; 20 of them consumed and committed by a group that then leaves."""
+    """50 messages of 1 kB to a fresh one-partition alpha topic; 20 consumed and committed by a group that leaves."""
     run = uuid.uuid4().hex[:8]
     topic, client, group = f"alpha.orders-{run}", f"alpha-app-{run}", f"alpha-g-{run}"
     servers = stack.layout.bootstrap_servers
+    # One partition, so "20 consumed and committed" means lag 30 exactly (RF 3: every broker holds a replica).
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3)])[topic].result(30)
     p = Producer({"bootstrap.servers": servers, "client.id": client, "linger.ms": 5})
     for i in range(50):
         p.produce(topic, b"x" * 1000, key=str(i % 3).encode())
@@ -78,7 +82,7 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
         # leaders' BytesInPerSec counts each produced byte once (followers' replication is counted apart)
         assert sum(v for _, v in bytes_in) >= 50 * 1000
         sizes = values(registry, "kafka_topic_log_size_bytes", topic=topic, tenant="alpha")
-        assert len(sizes) == 3 and all(v >= 50 * 1000 / 3 for _, v in sizes)  # RF 3: every broker has a replica
+        assert len(sizes) == 3 and all(v >= 50 * 1000 for _, v in sizes)  # RF 3: every broker has the replica
         # quota sensors exist thanks to the stack's default client quota, and are attributed by client-id prefix
         assert values(registry, "kafka_client_produce_bytes_per_second", client_id=traffic["client"], tenant="alpha")
         assert values(registry, "kafka_broker_requests_total", request="Produce")
