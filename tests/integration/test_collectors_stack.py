@@ -62,7 +62,8 @@ def traffic(stack):
             if got == 20:
                 c.commit(message=m, asynchronous=False)
     c.close()  # the group is now Empty: no active members, lag still reported
-    return {"topic": topic, "client": client, "group": group, "consumed_until": got}
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader}
 
 
 def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, traffic):
@@ -131,7 +132,8 @@ def test_jmxquery_and_jolokia_give_the_same_series_for_the_same_broker(stack, tr
         for transport in (JmxQueryTransport(), JolokiaTransport()):
             jc = JmxCollector(cluster, transport=transport, controller_transport=transport, tenants=tenants,
                               max_series=100000)
-            target = next(t for t in jc.targets() if t.name == "broker-1")
+            # the topic's leader: it has the per-topic produce meters and the producer's quota sensors
+            target = next(t for t in jc.targets() if t.name == f"broker-{traffic['leader']}")
             result = jc.collect_target(target, now=time.time())
             assert result.status is TargetStatus.OK, result.message
             series[transport.name] = {(s.name, s.labels) for s in result.samples}
