@@ -95,7 +95,8 @@ def jolokia_url(layout: StackLayout, node_id: int) -> str:
 def set_default_client_quota(layout: StackLayout, java: str, log: Path) -> None:
     """``kafka-configs --alter --entity-type clients --entity-default`` through Kafka's own ConfigCommand class."""
     cmd = [
-        java, "-Xmx128m", f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
+        java, "-Xmx128m", f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
+        f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
         "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand",
         "--bootstrap-server", layout.bootstrap_servers, "--alter", "--entity-type", "clients", "--entity-default",
