@@ -19,7 +19,7 @@ from collectors.service import CollectionService
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
-from monitor.config import TenantConfig, TenantSelector
+from monitor.config import JmxSettings, TenantConfig, TenantSelector
 from monitor.tenancy import TenantIndex
 from tests.conftest import wait_until
 
@@ -66,8 +66,14 @@ def traffic(stack):
     return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader}
 
 
+def generous(cfg):
+    """The stack's config with a JMX timeout that a loaded CI machine meets (each jmxquery call starts a JVM)."""
+    cluster = cfg.clusters[0].model_copy(update={"jmx": JmxSettings(timeout_seconds=30)})
+    return cfg.model_copy(update={"clusters": (cluster,)})
+
+
 def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, traffic):
-    cfg = stack.config(tenants=(ALPHA,))
+    cfg = generous(stack.config(tenants=(ALPHA,)))
     registry = CollectorRegistry()
     svc = CollectionService(cfg, registry=registry)
     try:
@@ -124,7 +130,7 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
 
 
 def test_jmxquery_and_jolokia_give_the_same_series_for_the_same_broker(stack, traffic):
-    cfg = stack.config(tenants=(ALPHA,))
+    cfg = generous(stack.config(tenants=(ALPHA,)))
     cluster = cfg.clusters[0]
     tenants = catalog.TenantLookup(TenantIndex(cfg.tenants), cluster.name)
     series = {}
