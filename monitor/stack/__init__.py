@@ -73,7 +73,7 @@ class Stack:
             return (L.controller_port, L.controller_jmx_port)
         if name.startswith("broker-"):
             b = int(name.split("-")[1])
-            return (L.broker_port(b), L.broker_jmx_port(b), kafka.jolokia_port(L, b))
+            return (L.broker_port(b), L.broker_jmx_port(b))
         return (L.prometheus_port,) if name == "prometheus" else (L.alertmanager_port,)
 
     # --- up --------------------------------------------------------------------------------------------------------
@@ -93,6 +93,9 @@ class Stack:
             if self.procs.owned_pid(name) is None:
                 for port in self._ports_of(name):
                     wanted[f"{name} ({port})"] = port
+                if name.startswith("broker-"):  # its Jolokia agent (collectors' bulk JMX transport)
+                    port = kafka.jolokia_port(L, int(name.split("-")[1]))
+                    wanted[f"{name} jolokia ({port})"] = port
         require_ports_free(wanted)
 
         java = kafka.require_java()

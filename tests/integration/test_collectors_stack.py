@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client import CollectorRegistry, start_http_server
 
 from collectors import catalog
@@ -18,7 +19,7 @@ from collectors.service import CollectionService
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
-from monitor.config import TenantConfig, TenantSelector
+from monitor.config import JmxSettings, TenantConfig, TenantSelector
 from monitor.tenancy import TenantIndex
 from tests.conftest import wait_until
 
@@ -39,10 +40,13 @@ def values(registry, name, **labels):
 
 @pytest.fixture(scope="module")
 def traffic(stack):
-    """50 messages of 1 kB to a fresh alpha topic; 20 of them consumed and committed by a group that then leaves."""
+    """50 messages of 1 kB to a fresh one-partition alpha topic; 20 consumed and committed by a group that leaves."""
     run = uuid.uuid4().hex[:8]
     topic, client, group = f"alpha.orders-{run}", f"alpha-app-{run}", f"alpha-g-{run}"
     servers = stack.layout.bootstrap_servers
+    # One partition, so "20 consumed and committed" means lag 30 exactly (RF 3: every broker holds a replica).
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=3)])[topic].result(30)
     p = Producer({"bootstrap.servers": servers, "client.id": client, "linger.ms": 5})
     for i in range(50):
         p.produce(topic, b"x" * 1000, key=str(i % 3).encode())
@@ -58,11 +62,18 @@ def traffic(stack):
             if got == 20:
                 c.commit(message=m, asynchronous=False)
     c.close()  # the group is now Empty: no active members, lag still reported
-    return {"topic": topic, "client": client, "group": group, "consumed_until": got}
+    leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
+    return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader}
+
+
+def generous(cfg):
+    """The stack's config with a JMX timeout that a loaded CI machine meets (each jmxquery call starts a JVM)."""
+    cluster = cfg.clusters[0].model_copy(update={"jmx": JmxSettings(timeout_seconds=30)})
+    return cfg.model_copy(update={"clusters": (cluster,)})
 
 
 def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, traffic):
-    cfg = stack.config(tenants=(ALPHA,))
+    cfg = generous(stack.config(tenants=(ALPHA,)))
     registry = CollectorRegistry()
     svc = CollectionService(cfg, registry=registry)
     try:
@@ -78,7 +89,7 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
         # leaders' BytesInPerSec counts each produced byte once (followers' replication is counted apart)
         assert sum(v for _, v in bytes_in) >= 50 * 1000
         sizes = values(registry, "kafka_topic_log_size_bytes", topic=topic, tenant="alpha")
-        assert len(sizes) == 3 and all(v >= 50 * 1000 / 3 for _, v in sizes)  # RF 3: every broker has a replica
+        assert len(sizes) == 3 and all(v >= 50 * 1000 for _, v in sizes)  # RF 3: every broker has the replica
         # quota sensors exist thanks to the stack's default client quota, and are attributed by client-id prefix
         assert values(registry, "kafka_client_produce_bytes_per_second", client_id=traffic["client"], tenant="alpha")
         assert values(registry, "kafka_broker_requests_total", request="Produce")
@@ -119,7 +130,7 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
 
 
 def test_jmxquery_and_jolokia_give_the_same_series_for_the_same_broker(stack, traffic):
-    cfg = stack.config(tenants=(ALPHA,))
+    cfg = generous(stack.config(tenants=(ALPHA,)))
     cluster = cfg.clusters[0]
     tenants = catalog.TenantLookup(TenantIndex(cfg.tenants), cluster.name)
     series = {}
@@ -127,7 +138,8 @@ def test_jmxquery_and_jolokia_give_the_same_series_for_the_same_broker(stack, tr
         for transport in (JmxQueryTransport(), JolokiaTransport()):
             jc = JmxCollector(cluster, transport=transport, controller_transport=transport, tenants=tenants,
                               max_series=100000)
-            target = next(t for t in jc.targets() if t.name == "broker-1")
+            # the topic's leader: it has the per-topic produce meters and the producer's quota sensors
+            target = next(t for t in jc.targets() if t.name == f"broker-{traffic['leader']}")
             result = jc.collect_target(target, now=time.time())
             assert result.status is TargetStatus.OK, result.message
             series[transport.name] = {(s.name, s.labels) for s in result.samples}
