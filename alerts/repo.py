@@ -91,11 +91,14 @@ def create_silence(matchers: list[dict], starts_at: datetime, ends_at: datetime,
 
 
 def list_silences(*, session: Session, tenant: str | None = None, all_tenants: bool = True, limit: int = 100,
-                  offset: int = 0) -> list[Silence]:
-    q = select(Silence).order_by(Silence.created_at.desc(), Silence.id)
+                  after_id: str | None = None) -> list[Silence]:
+    """Silences ordered by id (keyset pagination: ``after_id`` is the last id of the previous page)."""
+    q = select(Silence).order_by(Silence.id)
     if not all_tenants:
         q = q.where(Silence.tenant == tenant)
-    return list(session.scalars(q.limit(limit).offset(offset)))
+    if after_id:
+        q = q.where(Silence.id > after_id)
+    return list(session.scalars(q.limit(limit)))
 
 
 def get_silence(silence_id: str, *, session: Session) -> Silence:

@@ -9,12 +9,13 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from alerts import repo
 from alerts.models import AlertInstance, Silence
+from monitor.api.pagination import Page, PagingParams, page_of
 from monitor.api.principal import Principal, current_principal
 from monitor.errors import NotFound
 
@@ -67,38 +68,27 @@ def silence_json(row: Silence, now: datetime) -> dict:
             "created_by": row.created_by, "comment": row.comment, "tenant": row.tenant, "state": state}
 
 
-def _page(items: list, limit: int, offset: int) -> dict:
-    more = len(items) > limit
-    return {"items": items[:limit], "limit": limit, "offset": offset, "next_offset": offset + limit if more else None}
-
-
-def _list_alerts(request: Request, *, tenant: str | None, all_tenants: bool, state: str | None, limit: int,
-                 offset: int) -> dict:
-    q = select(AlertInstance).order_by(AlertInstance.state, AlertInstance.rule, AlertInstance.fingerprint)
+def _list_alerts(request: Request, *, tenant: str | None, all_tenants: bool, state: str | None,
+                 paging: Paging) -> Page:
+    # Keyset on the fingerprint: stable while the engine adds and resolves instances between pages.
+    q = select(AlertInstance).order_by(AlertInstance.fingerprint).limit(paging.limit + 1)
     if not all_tenants:
         q = q.where(AlertInstance.tenant == tenant)
     if state:
         q = q.where(AlertInstance.state == state)
+    if paging.after:
+        q = q.where(AlertInstance.fingerprint > paging.after)
     with request.app.state.store.session() as s:
-        rows = list(s.scalars(q.limit(limit + 1).offset(offset)))
-        return _page([alert_json(r) for r in rows], limit, offset)
+        return page_of(list(s.scalars(q)), paging, key=lambda r: r.fingerprint, convert=alert_json)
 
 
 @router.get("/api/v1/alerts")
-def list_alerts(request: Request, state: StateParam | None = None, limit: int = Query(100, ge=1, le=1000),
-                offset: int = Query(0, ge=0), principal: Principal = Depends(current_principal)) -> dict:
-    """Operators: every alert instance. Tenant tokens: only their tenant's."""
+def list_alerts(request: Request, paging: PagingParams, state: StateParam | None = None,
+                principal: Principal = Depends(current_principal)) -> Page:
+    """Operators: every alert instance. Tenant tokens: only their tenant's.
+    (``/api/v1/tenants/{tenant}/alerts`` is served by the tenants router.)"""
     return _list_alerts(request, tenant=principal.tenant, all_tenants=principal.is_operator, state=state,
-                        limit=limit, offset=offset)
-
-
-@router.get("/api/v1/tenants/{tenant}/alerts")
-def tenant_alerts(tenant: str, request: Request, state: StateParam | None = None,
-                  limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
-                  principal: Principal = Depends(current_principal)) -> dict:
-    if not principal.can_see(tenant):
-        raise NotFound(TENANT_NOT_FOUND)
-    return _list_alerts(request, tenant=tenant, all_tenants=False, state=state, limit=limit, offset=offset)
+                        paging=paging)
 
 
 @router.post("/api/v1/silences", status_code=201)
@@ -138,13 +128,13 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
 
 
 @router.get("/api/v1/silences")
-def list_silences(request: Request, limit: int = Query(100, ge=1, le=1000), offset: int = Query(0, ge=0),
-                  principal: Principal = Depends(current_principal)) -> dict:
+def list_silences(request: Request, paging: PagingParams,
+                  principal: Principal = Depends(current_principal)) -> Page:
     now = _now(request)
     with request.app.state.store.session() as s:
         rows = repo.list_silences(session=s, tenant=principal.tenant, all_tenants=principal.is_operator,
-                                  limit=limit + 1, offset=offset)
-        return _page([silence_json(r, now) for r in rows], limit, offset)
+                                  limit=paging.limit + 1, after_id=paging.after)
+        return page_of(rows, paging, key=lambda r: r.id, convert=lambda r: silence_json(r, now))
 
 
 @router.delete("/api/v1/silences/{silence_id}")
