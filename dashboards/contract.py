@@ -31,7 +31,7 @@ _FIELDS = (
      lambda c: c.retention_hours * 3600 if c.retention_hours is not None else None),
 )
 INFO = "kafka_health_tenant_info"
-METRICS = (INFO,) + tuple(name for name, _, _ in _FIELDS)
+METRICS = frozenset((INFO,) + tuple(name for name, _, _ in _FIELDS))
 
 
 def contract_families(tenants: Sequence[TenantConfig]) -> list[Metric]:
