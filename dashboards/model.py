@@ -17,25 +17,19 @@ import enum
 from dataclasses import dataclass
 
 
-class Needs(enum.Enum):
+class Needs(enum.StrEnum):
     """When a panel is expected to have data."""
 
     DATA = "data"  # always, on a healthy cluster under load: the live test requires data
     FAULT = "fault"  # only while something is wrong (an alert fires, an error is counted): checked by fault tests
     ALERT_ENGINE = "alert-engine"  # series of the alerts role (`serve --role alerts`)
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Kind(enum.Enum):
+class Kind(enum.StrEnum):
     TIMESERIES = "timeseries"
     STAT = "stat"
     TABLE = "table"
     BARGAUGE = "bargauge"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # Threshold colours, Grafana's named palette.
@@ -81,16 +75,13 @@ class Row:
     panels: tuple[Panel, ...]
 
 
-class Var(enum.Enum):
+class Var(enum.StrEnum):
     """The dashboard variables. Every dashboard has DATASOURCE; the others as declared."""
 
     DATASOURCE = "datasource"
     CLUSTER = "cluster"
     BROKER = "broker"
     TENANT = "tenant"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 # Where each variable's values come from: (metric, label). label_values(metric{filters}, label) in Grafana.
