@@ -86,9 +86,17 @@ def _panel(panel: Panel, panel_id: int, x: int, y: int):
             target = target.format(prom_models.PromQueryFormat.TABLE)
         b = b.with_target(target)
     if panel.kind is Kind.TIMESERIES:
-        b = b.fill_opacity(20 if panel.stacked else 10)
+        b = (
+            b.fill_opacity(20 if panel.stacked else 10)
+            .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
+                    .placement(common.LegendPlacement.BOTTOM).show_legend(True))
+            .tooltip(common_b.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
+                     .sort(common.SortOrder.DESCENDING))
+        )
         if panel.stacked:
             b = b.stacking(common_b.StackingConfig().mode(common.StackingMode.NORMAL))
+    elif panel.kind is Kind.TABLE:
+        b = b.show_header(True)
     elif panel.kind in (Kind.STAT, Kind.BARGAUGE):
         b = b.reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
     return b
