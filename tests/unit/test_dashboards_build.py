@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import shutil
 
 import pytest
 
+from dashboards import cli
 from dashboards.build import JSON_DIR, render_all, stale
-from monitor.cli import main
+from monitor.cli import COMMAND_MODULES
 
 pytestmark = pytest.mark.unit
 
@@ -18,6 +20,18 @@ def test_committed_json_equals_generated():
 
 def test_rendering_is_deterministic():
     assert render_all() == render_all()
+
+
+def main(argv: list[str]) -> int:
+    """`kafka-health dashboards ...` through this module's own parser (monitor/cli.py adds it the same way)."""
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_command_is_wired_into_kafka_health():
+    assert "dashboards.cli" in COMMAND_MODULES
 
 
 def test_check_detects_stale_missing_and_leftover_files_and_build_fixes_them(tmp_path, capsys):
