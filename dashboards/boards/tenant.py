@@ -1,0 +1,89 @@
+"""One tenant: throughput against its quota, throttling, storage against its budget, consumer lag, alerts, clients.
+
+Every query filters on ``tenant``: the collectors attribute topics, clients and groups to tenants by their
+selectors. The contract (quotas, budget) comes from the service config as ``kafka_health_tenant_*`` series.
+"""
+
+from __future__ import annotations
+
+from dashboards.boards.selectors import CT, client_throttle, rate
+from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row, Var
+
+TT = 'tenant=~"$tenant"'
+
+OVERVIEW = Row("Contract", (
+    Panel("Produce quota used", (Query(
+        f"{rate('kafka_topic_bytes_in_total', CT, 'tenant')} / on (tenant) "
+        f"max by (tenant) (kafka_health_tenant_produce_quota_bytes_per_second{{{TT}}})", "{{tenant}}"),),
+        "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
+    Panel("Fetch quota used", (Query(
+        f"{rate('kafka_topic_bytes_out_total', CT, 'tenant')} / on (tenant) "
+        f"max by (tenant) (kafka_health_tenant_fetch_quota_bytes_per_second{{{TT}}})", "{{tenant}}"),),
+        "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
+    Panel("Storage budget used", (Query(
+        f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}}) / on (tenant) "
+        f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})", "{{tenant}}"),),
+        "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
+    Panel("Firing alerts", (Query(f'count(ALERTS{{alertstate="firing", {TT}}}) or vector(0)', "firing"),),
+          "none", kind=Kind.STAT, thresholds=((1, RED),), width=6, height=5),
+))
+
+THROUGHPUT = Row("Throughput against quota", (
+    Panel("Produce bytes vs quota", (
+        Query(rate("kafka_topic_bytes_in_total", CT, "tenant"), "produced {{tenant}}"),
+        Query(f"max by (tenant) (kafka_health_tenant_produce_quota_bytes_per_second{{{TT}}})", "quota {{tenant}}"),
+    ), "Bps", min=0, thresholds=((5e6, ORANGE),),
+        description="Bytes produced to the tenant's topics, against the produce quota of its contract."),
+    Panel("Fetch bytes vs quota", (
+        Query(rate("kafka_topic_bytes_out_total", CT, "tenant"), "fetched {{tenant}}"),
+        Query(f"max by (tenant) (kafka_health_tenant_fetch_quota_bytes_per_second{{{TT}}})", "quota {{tenant}}"),
+    ), "Bps", min=0, thresholds=((1e7, ORANGE),)),
+    Panel("Throughput by topic", (Query(rate("kafka_topic_bytes_in_total", CT, "topic"), "in {{topic}}"),),
+          "Bps", min=0),
+    Panel("Throttle time by client", (Query(client_throttle(CT, "client_id"), "{{client_id}}"),), "s", min=0,
+          thresholds=((0.01, ORANGE), (0.5, RED)),
+          description="Average time the brokers held back the client's requests to enforce a Kafka quota "
+                      "(the worst of produce, fetch and request quotas)."),
+))
+
+STORAGE = Row("Storage against budget", (
+    Panel("Storage vs budget", (
+        Query(f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}})", "used {{tenant}}"),
+        Query(f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})", "budget {{tenant}}"),
+    ), "bytes", min=0, thresholds=((1e9, ORANGE),),
+        description="On-disk size of the tenant's topics, all replicas, against the storage budget."),
+    Panel("Storage by topic", (Query(f"sort_desc(sum by (topic) (kafka_topic_log_size_bytes{{{CT}}}))", "{{topic}}",
+                                     instant=True),), "bytes", kind=Kind.BARGAUGE, min=0,
+          thresholds=((1e9, ORANGE),)),
+))
+
+LAG = Row("Consumer lag", (
+    Panel("Lag (messages) by group", (Query(f"sum by (group) (kafka_consumergroup_lag{{{CT}}})", "{{group}}"),),
+          "short", min=0, thresholds=((10000, ORANGE), (100000, RED)), width=8),
+    Panel("Lag (seconds) by group", (Query(f"max by (group) (kafka_consumergroup_lag_seconds{{{CT}}})",
+                                           "{{group}}"),), "s", min=0, thresholds=((60, ORANGE), (600, RED)),
+          width=8, description="Estimated age of the oldest unconsumed message (worst partition)."),
+    Panel("Group members", (Query(f"sum by (group) (kafka_consumergroup_members{{{CT}}})", "{{group}}"),), "short",
+          min=0, base=RED, thresholds=((1, GREEN),), width=8,
+          description="A group with lag and no members is not consuming at all."),
+))
+
+ALERTS = Row("Alerts and clients", (
+    Panel("Firing alerts", (Query(f'ALERTS{{alertstate="firing", {TT}}}', instant=True),), "none",
+          kind=Kind.TABLE, thresholds=((1, RED),), needs=Needs.FAULT, width=12,
+          description="The tenant's alerts that fire now (empty when all is well)."),
+    Panel("Clients by produce / fetch rate", (
+        Query(f"sum by (client_id, user) (kafka_client_produce_bytes_per_second{{{CT}}})", "produce {{client_id}}"),
+        Query(f"sum by (client_id, user) (kafka_client_fetch_bytes_per_second{{{CT}}})", "fetch {{client_id}}"),
+    ), "Bps", min=0, width=12,
+        description="Per-client byte rates from the brokers' quota sensors (they exist once any quota is set)."),
+))
+
+BOARD = Dashboard(
+    uid="kafka-health-tenant",
+    title="Kafka health / Tenant",
+    description="A tenant's slice of the platform against its contract: throughput, throttling, storage, lag, "
+                "alerts and clients.",
+    rows=(OVERVIEW, THROUGHPUT, STORAGE, LAG, ALERTS),
+    variables=(Var.DATASOURCE, Var.CLUSTER, Var.TENANT),
+)

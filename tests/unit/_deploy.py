@@ -1,0 +1,31 @@
+"""Helpers shared by the deploy/ validator tests (not a test module)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from monitor import REPO_ROOT
+
+DEPLOY = REPO_ROOT / "deploy"
+METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"
+
+
+def tool(name: str, package: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        pytest.skip(f"{name} not installed: apt-get install {package}")
+    return path
+
+
+def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def collectors_catalog() -> Path:
+    if not METRICS_DOC.exists():
+        pytest.skip("docs/metrics.md (the collectors' catalog) is not on this branch yet")
+    return METRICS_DOC

@@ -1,0 +1,89 @@
+"""deploy/kubernetes: every manifest validates against the Kubernetes schemas (kubernetes-validate, strict), and
+the parts that must agree do: the config parses as a kafka-health config, shards match replicas, Services select
+pods, and secrets only come from the Secret."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from monitor.config import parse_config
+from tests.unit._deploy import DEPLOY
+
+pytestmark = pytest.mark.unit
+
+K8S = DEPLOY / "kubernetes"
+KUBERNETES_VERSION = "1.31.0"  # apps.kubernetes.io/pod-index (shard ordinal) needs >= 1.28
+FILES = sorted(K8S.glob("*.yaml"))
+
+
+def _docs() -> list[dict]:
+    return [d for f in FILES for d in yaml.safe_load_all(f.read_text()) if d]
+
+
+def _by_kind(kind: str) -> list[dict]:
+    return [d for d in _docs() if d["kind"] == kind]
+
+
+def test_kubernetes_validate_strict():
+    pytest.importorskip("kubernetes_validate")
+    res = subprocess.run(
+        [sys.executable, "-m", "kubernetes_validate", "--strict", "-k", KUBERNETES_VERSION, *map(str, FILES)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("passed") == len(_docs())
+
+
+def test_configmap_is_a_valid_kafka_health_config(monkeypatch):
+    secret = _by_kind("Secret")[0]
+    for key in secret["stringData"]:
+        monkeypatch.setenv(key, "x")  # as envFrom provides them
+    config = parse_config(_by_kind("ConfigMap")[0]["data"]["config.yaml"], "10-config.yaml")
+    assert config.service.host == "0.0.0.0" and config.service.port == 8080
+    refs = re.findall(r"env: (KAFKA_HEALTH_[A-Z0-9_]+)", _by_kind("ConfigMap")[0]["data"]["config.yaml"])
+    assert refs and set(refs) <= set(secret["stringData"]), "every {env: ...} in the config comes from the Secret"
+
+
+def test_collector_shards_match_replicas():
+    sts = _by_kind("StatefulSet")[0]
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert int(env["KAFKA_HEALTH_SHARDS"]["value"]) == sts["spec"]["replicas"]
+    assert env["KAFKA_HEALTH_SHARD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"] == \
+        "metadata.labels['apps.kubernetes.io/pod-index']"
+    args = container["args"]
+    assert args[args.index("--shard") + 1] == "$(KAFKA_HEALTH_SHARD_INDEX)/$(KAFKA_HEALTH_SHARDS)"
+    assert args[args.index("--role") + 1] == "collector"
+
+
+def test_services_select_pods_that_exist():
+    templates = [w["spec"]["template"]["metadata"]["labels"] for w in _by_kind("Deployment") + _by_kind("StatefulSet")]
+    for svc in _by_kind("Service"):
+        sel = svc["spec"]["selector"]
+        assert any(sel.items() <= labels.items() for labels in templates), svc["metadata"]["name"]
+
+
+def test_report_cronjob_runs_the_weekly_report():
+    jobs = {j["metadata"]["name"]: j for j in _by_kind("CronJob")}
+    report = jobs["kafka-health-report"]["spec"]
+    assert report["schedule"].split()[-1] == "1"  # Mondays
+    script = report["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert "kafka-health report --week" in script
+    # The week expression is GNU date: run it to prove it yields an ISO week.
+    week_expr = re.search(r'"\$\((date [^)]*)\)"', script).group(1)
+    out = subprocess.run(["sh", "-c", week_expr], capture_output=True, text=True, env={**os.environ, "TZ": "UTC"})
+    assert re.fullmatch(r"\d{4}-W\d{2}\n", out.stdout), out.stdout + out.stderr
+
+
+def test_no_secret_in_args_or_plain_env():
+    for doc in _docs():
+        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []) + \
+                doc.get("spec", {}).get("jobTemplate", {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            assert not any("PASSWORD" in a or "TOKEN" in a for a in c.get("args", [])), c["name"]
+            assert all("value" not in e or "PASSWORD" not in e["name"] for e in c.get("env", [])), c["name"]
