@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dashboards import contract
+from collectors import contract
 
 # Series Prometheus itself creates: alert state and per-target scrape health.
 PROMETHEUS_SERIES = frozenset({

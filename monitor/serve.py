@@ -45,7 +45,7 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
     info.labels(__version__, ",".join(roles)).set(1)
     # The tenants' contracts (quotas, budget) as series, for the dashboards: config, not a measurement.
-    from dashboards.contract import TenantContractCollector
+    from collectors.contract import TenantContractCollector
 
     registry.register(TenantContractCollector(config.tenants))
     components: list[Component] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dashboards.boards import ALL
-from dashboards.contract import METRICS
+from collectors.contract import METRICS
 from monitor import REPO_ROOT
 
 pytestmark = pytest.mark.unit
