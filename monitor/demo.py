@@ -64,6 +64,8 @@ def run_demo(args) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     load = LoadGenerator(L.bootstrap_servers, DEMO_LOAD)
     server: threading.Thread | None = None
+    demo_tokens: dict[str, tuple[str, str]] = {}
+    config = None
     try:
         load.start()
         config = stack.config(tenants=DEMO_TENANTS)
@@ -72,7 +74,9 @@ def run_demo(args) -> int:
             kwargs={"stop_event": stop}, name="serve", daemon=True,
         )
         server.start()
-        _print_urls(stack)
+        _wait_ready(L.service_url, server)
+        demo_tokens = _issue_demo_tokens(config)
+        _print_urls(stack, demo_tokens)
         deadline = time.monotonic() + args.duration if args.duration else None
         while not stop.is_set() and server.is_alive():
             if deadline and time.monotonic() > deadline:
@@ -89,6 +93,8 @@ def run_demo(args) -> int:
         load.stop()
         if server is not None:
             server.join(15)
+        if demo_tokens and config is not None:
+            _revoke_demo_tokens(config, demo_tokens)
         if not already_up:
             stack.down()
         print(f"demo stopped; produced {sum(load.produced.values())} and consumed "
@@ -96,8 +102,63 @@ def run_demo(args) -> int:
     return 0
 
 
-def _print_urls(stack: Stack) -> None:
+def _wait_ready(url: str, server: threading.Thread, timeout: float = 60.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.is_alive():
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+
+
+def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
+    """An operator token and a tenant token for the demo, revoked when it stops. {who: (token id, token)}."""
+    from datetime import datetime, timezone
+
+    from monitor.api import tokens
+    from monitor.store.base import Store
+
+    store = Store(config.store.url)
+    now = datetime.now(timezone.utc)
+    out = {}
+    try:
+        with store.session() as s:
+            row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None,
+                                        name="demo-operator", now=now)
+            out["operator"] = (row.id, secret)
+            row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant="payments",
+                                        name="demo-payments", now=now)
+            out["payments"] = (row.id, secret)
+    finally:
+        store.dispose()
+    return out
+
+
+def _revoke_demo_tokens(config, demo_tokens: dict[str, tuple[str, str]]) -> None:
+    from datetime import datetime, timezone
+
+    from monitor.api import tokens
+    from monitor.store.base import Store
+
+    store = Store(config.store.url)
+    try:
+        with store.session() as s:
+            for token_id, _ in demo_tokens.values():
+                row = tokens.get(db_session=s, token_id=token_id)
+                if row is not None:
+                    tokens.revoke(db_session=s, token=row, now=datetime.now(timezone.utc))
+    finally:
+        store.dispose()
+
+
+def _print_urls(stack: Stack, demo_tokens: dict[str, tuple[str, str]]) -> None:
     L = stack.layout
+    op = demo_tokens.get("operator", ("", "<none>"))[1]
+    pay = demo_tokens.get("payments", ("", "<none>"))[1]
     print(f"""
 kafka-health demo is running (Ctrl-C stops everything it started)
 
@@ -110,4 +171,11 @@ kafka-health demo is running (Ctrl-C stops everything it started)
   Kafka bootstrap:         {L.bootstrap_servers}
 
   Tenants: payments (topics payments.*, clients payments-*), search (topics search.*, clients search-*)
+
+  Demo API tokens (valid until the demo stops):
+    operator:        {op}
+    tenant payments: {pay}
+  Try:
+    curl -H "Authorization: Bearer {pay}" {L.service_url}/api/v1/tenants/payments/health
+    curl -H "Authorization: Bearer {op}" {L.service_url}/api/v1/alerts
 """, flush=True)

@@ -36,7 +36,10 @@ def jmx_service(stack, *, extra_brokers=()):
     cluster = cfg.clusters[0]
     cluster = cluster.model_copy(update={"jmx": JmxSettings(timeout_seconds=TIMEOUT),
                                          "brokers": cluster.brokers + tuple(extra_brokers)})
-    cfg = cfg.model_copy(update={"clusters": (cluster,)})
+    # An interval longer than the timeout: results older than two intervals are served as stale, and a healthy
+    # broker's result must still be fresh when the frozen one finally times out.
+    cfg = cfg.model_copy(update={"clusters": (cluster,),
+                                 "collection": cfg.collection.model_copy(update={"interval_seconds": 30})})
     from collectors.catalog import TenantLookup
     from collectors.jmx import JmxCollector
     from collectors.transports.jmxquery import JmxQueryTransport
@@ -66,7 +69,7 @@ def test_frozen_broker_times_out_others_report_and_it_recovers(stack):
         assert refused.status is TargetStatus.FAILED and str(refused.reason) == "unreachable"
         assert refused.duration_seconds < TIMEOUT
         for name in ("broker-1", "broker-3"):
-            assert results[name].status is TargetStatus.OK, results[name].message
+            assert results[name].status is TargetStatus.OK, (name, results[name].status, results[name].message)
         text = generate_latest(registry).decode()
         assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-2"} 0.0' in text
         assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-1"} 1.0' in text

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import httpx
 import pytest
@@ -21,8 +22,18 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack):
          "--kafka-version", L.kafka_version],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ},
     )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
     try:
         wait_until(lambda: _get(f"{L.service_url}/healthz") == 200, 90, what="demo service /healthz")
+        token = wait_until(lambda: _token(lines, "tenant payments:"), 60, what="the demo's tenant token")
+
+        # The printed tenant token answers for its tenant, and another tenant is invisible to it.
+        auth = {"Authorization": f"Bearer {token}"}
+        health = httpx.get(f"{L.service_url}/api/v1/tenants/payments/health", headers=auth, timeout=10)
+        assert health.status_code == 200 and health.json()["tenant"] == "payments"
+        assert httpx.get(f"{L.service_url}/api/v1/tenants/search/health", headers=auth, timeout=10).status_code == 404
 
         def tenant_series():
             body = httpx.get(f"{L.service_url}/metrics", timeout=10).text
@@ -37,12 +48,21 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack):
         wait_until(scraped, 60, 2, what="Prometheus scraping the demo service")
     finally:
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        reader.join(10)
+    out = "".join(lines)
     assert proc.returncode == 0, out
     assert f"Service (API, /metrics): {L.service_url}" in out
     assert "demo stopped; produced" in out
     # The demo did not start the stack, so it must leave it running.
     assert all(s.healthy for s in stack.status())
+
+
+def _token(lines, prefix):
+    for line in list(lines):
+        if line.strip().startswith(prefix):
+            return line.split(prefix, 1)[1].strip()
+    return None
 
 
 def _get(url):
