@@ -38,6 +38,7 @@ class Thresholds:
     churn_max_lifetime_seconds: float = 300.0  # with connections living on average less than this
     min_versions: tuple[tuple[str, str], ...] = (
         ("apache-kafka-java", "2.8.0"), ("librdkafka", "1.9.0"), ("confluent-kafka-python", "1.9.0"))
+    churn_suspect_share: float = 0.002  # a churn suspect uses at least 0.2% of a thread (idle consumers use less)
     top_suspects: int = 3
 
 
@@ -52,9 +53,10 @@ def seconds_per_mib(thread_share: float, bytes_per_second: float) -> float:
 
 
 def norm_without(values: dict[str, float], key: str, default: float) -> float:
-    """The median of the other clients' values: the client under test must not set its own norm."""
+    """The lower median of the other clients' values: the client under test must not set its own norm, and with
+    few peers one other outlier must not either (the lower median of two is the better-behaved one)."""
     others = [v for k, v in values.items() if k != key]
-    return statistics.median(others) if others else default
+    return statistics.median_low(others) if others else default
 
 
 def _key(c: ClientSample) -> str:
@@ -225,7 +227,7 @@ def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
     if lifetime > t.churn_max_lifetime_seconds:
         return []
     costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.bytes_per_second) for c in s.clients}
-    suspects = sorted((c for c in s.clients if c.request_time_ratio >= t.min_thread_share
+    suspects = sorted((c for c in s.clients if c.request_time_ratio >= t.churn_suspect_share
                        and costs[_key(c)] >= t.min_seconds_per_mib), key=lambda c: -costs[_key(c)])
     by_tenant: dict[str | None, list[ClientSample]] = {None: suspects}
     for c in suspects:

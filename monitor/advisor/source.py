@@ -48,10 +48,10 @@ def window_seconds(window: str) -> float:
     return parse_duration(window)
 
 
-def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig], now: datetime,
+def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime,
                   window: str = "10m") -> Snapshot:
     r = Reader(source, now=now, window=window)
-    index = TenantIndex(tenants)
+    index = tenants if isinstance(tenants, TenantIndex) else TenantIndex(tenants)
     sel = f'cluster="{cluster}"'
     w = window
     cb = ("user", "client_id")

@@ -39,7 +39,8 @@ GOOD_CONSUMER = client("shop-reader", fetch=MIB, rt=0.01)
 def test_cost_per_mib_and_the_norm_exclude_the_client_itself():
     assert seconds_per_mib(0.5, MIB) == pytest.approx(0.5)
     assert seconds_per_mib(0.1, 0) == pytest.approx(0.1 * 1024)  # floor of 1 KiB/s
-    assert norm_without({"a": 1.0, "b": 3.0, "c": 100.0}, "c", 9.0) == 2.0
+    assert norm_without({"a": 1.0, "b": 3.0, "c": 100.0}, "c", 9.0) == 1.0  # lower median of the others
+    assert norm_without({"a": 1.0, "b": 3.0, "c": 5.0, "d": 0.0}, "d", 9.0) == 3.0
     assert norm_without({"a": 1.0}, "a", 9.0) == 9.0
 
 
@@ -170,7 +171,8 @@ CHURN = [
     (1, cluster(new=0.2, open_=30), [GOOD_PRODUCER], []),  # 0.2 new/s: normal
     (2, cluster(new=5, open_=5000), [GOOD_PRODUCER], []),  # connections live 1000 s on average: a big fleet
     (3, cluster(new=5, open_=20), [GOOD_PRODUCER, client("shop-churn", prod=500, rt=0.05),
-                                  client("ads-x", tenant="ads", prod=MIB, rt=0.01)],
+                                  client("ads-x", tenant="ads", prod=MIB, rt=0.01),
+                                  client("shop-idle-reader", fetch=100, rt=0.001)],  # long-polling: not a suspect
      [(None, ("shop-churn",)), ("shop", ("shop-churn",))]),
     (4, cluster(new=5, open_=20), [GOOD_PRODUCER], [(None, ())]),  # operators still learn of it
 ]
