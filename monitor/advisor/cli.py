@@ -38,9 +38,14 @@ def register(sub) -> None:
 
 
 def _setup(args):
+    import re
+
     from alerts.prom import PrometheusSource
+    from monitor.advisor.service import WINDOW
     from monitor.serve import config_from_args
 
+    if not re.match(WINDOW, args.window):
+        raise Invalid(f"expected a duration like 10m, 1h, 7d; got {args.window!r}", field="--window")
     config = config_from_args(args)
     return config, PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
 

@@ -63,15 +63,47 @@ def _key(c: ClientSample) -> str:
     return f"{c.user}\x00{c.client_id}"
 
 
-def _finding(kind: FindingKind, c: ClientSample, *, evidence: dict, metrics: Iterable[str], cause: str, fix: str,
-             severity: Severity = Severity.WARNING) -> Finding:
+# What each per-client finding reads, its likely cause and the settings to change (docs/advisor.md has the sources).
+ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
+    FindingKind.POOR_BATCHING: (
+        (M["client_request_time"], M["client_produce_rate"], "kafka_topic_messages_in_total",
+         "kafka_topic_produce_requests_total"),
+        "the producer sends many small produce requests: linger.ms=0 and/or a small batch.size, so every few records "
+        "cost a whole request on the broker's network and request-handler threads",
+        "linger.ms=5..50 (Java < 4.0 and librdkafka < 2.x default 0), batch.size>=65536 (librdkafka: batch.size and "
+        "batch.num.messages), compression.type=lz4 or zstd; share one producer per process"),
+    FindingKind.POLLING_TOO_OFTEN: (
+        (M["client_request_time"], M["client_fetch_rate"]),
+        "the consumer's fetches come back (nearly) empty and are sent again at once: fetch.min.bytes=1 with a short "
+        "fetch wait, so the broker answers many small or empty fetches",
+        "fetch.min.bytes=1024..65536 with fetch.max.wait.ms=500 (librdkafka: fetch.wait.max.ms=500, fetch.min.bytes); "
+        "do not call poll in a tight loop with a zero timeout on a new consumer"),
+    FindingKind.REQUEST_STORM: (
+        (M["client_request_time"], M["client_request_throttle"], "kafka_broker_request_errors_total",
+         "kafka_broker_requests_total"),
+        "the client retries failing requests (or reconnects) without backing off, using a large share of a broker "
+        "thread while requests fail or are throttled",
+        "retry.backoff.ms>=100 with retry.backoff.max.ms=1000 (exponential, KIP-580), reconnect.backoff.ms>=50 and "
+        "reconnect.backoff.max.ms=1000; fix the error the retries hit"),
+    FindingKind.THROTTLED_BY_QUOTA: (
+        (M["client_produce_throttle"], M["client_fetch_throttle"], M["client_request_throttle"]),
+        "the client exceeds its quota; the broker delays its responses",
+        "lower the client's rate, or raise its quota: kafka-configs --alter --entity-type clients --entity-name "
+        "<client_id> (or users) --add-config producer_byte_rate=|consumer_byte_rate=|request_percentage= (and the "
+        "tenant's contract)"),
+}
+
+
+def _finding(kind: FindingKind, c: ClientSample, evidence: dict, severity: Severity = Severity.WARNING,
+             cause: str | None = None) -> Finding:
+    metrics, default_cause, fix = ADVICE[kind]
     return Finding(kind=kind, severity=severity, cluster=c.cluster, tenant=c.tenant, client_id=c.client_id,
-                   user=c.user, evidence=evidence, metrics=tuple(metrics), cause=cause, fix=fix)
+                   user=c.user, evidence=evidence, metrics=metrics, cause=cause or default_cause, fix=fix)
 
 
 def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]) -> list:
     """(client, cost, norm) for the clients whose thread time per MiB is far above the others'."""
-    pool = [c for c in clients]
+    pool = list(clients)
     costs = {_key(c): seconds_per_mib(c.request_time_ratio, bytes_of(c)) for c in pool}
     out = []
     for c in pool:
@@ -104,13 +136,7 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
                       "request_time_ratio": round(c.request_time_ratio, 4),
                       "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
                       "tenant_topics_records_per_request": own_topics,
-                      "cluster_median_records_per_request": round(cluster_rpr, 2) if cluster_rpr else None},
-            metrics=(M["client_request_time"], M["client_produce_rate"], "kafka_topic_messages_in_total",
-                     "kafka_topic_produce_requests_total"),
-            cause="the producer sends many small produce requests: linger.ms=0 and/or a small batch.size, so every "
-                  "few records cost a whole request on the broker's network and request-handler threads",
-            fix="linger.ms=5..50 (Java < 4.0 and librdkafka < 2.x default 0), batch.size>=65536 (librdkafka: "
-                "batch.size and batch.num.messages), compression.type=lz4 or zstd; share one producer per process"))
+                      "cluster_median_records_per_request": round(cluster_rpr, 2) if cluster_rpr else None}))
     return out
 
 
@@ -122,12 +148,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
             FindingKind.POLLING_TOO_OFTEN, c,
             evidence={"thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
                       "request_time_ratio": round(c.request_time_ratio, 4),
-                      "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1)},
-            metrics=(M["client_request_time"], M["client_fetch_rate"]),
-            cause="the consumer's fetches come back (nearly) empty and are sent again at once: fetch.min.bytes=1 "
-                  "with a short fetch wait, so the broker answers many small or empty fetches",
-            fix="fetch.min.bytes=1024..65536 with fetch.max.wait.ms=500 (librdkafka: fetch.wait.max.ms=500, "
-                "fetch.min.bytes); do not call poll in a tight loop with a zero timeout on a new consumer"))
+                      "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1)}))
     return out
 
 
@@ -145,13 +166,7 @@ def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
             evidence={"request_time_ratio": round(c.request_time_ratio, 4),
                       "request_throttle_seconds": round(c.request_throttle_seconds, 4),
                       "cluster_error_ratio": round(error_ratio, 4),
-                      "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()}},
-            metrics=(M["client_request_time"], M["client_request_throttle"], "kafka_broker_request_errors_total",
-                     "kafka_broker_requests_total"),
-            cause="the client retries failing requests (or reconnects) without backing off, using a large share "
-                  "of a broker thread while requests fail or are throttled",
-            fix="retry.backoff.ms>=100 with retry.backoff.max.ms=1000 (exponential, KIP-580), "
-                "reconnect.backoff.ms>=50 and reconnect.backoff.max.ms=1000; fix the error the retries hit"))
+                      "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()}}))
     return out
 
 
@@ -168,11 +183,7 @@ def throttled_by_quota(s: Snapshot, t: Thresholds) -> list[Finding]:
                       "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
                       "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
                       "request_time_ratio": round(c.request_time_ratio, 4)},
-            metrics=(M["client_produce_throttle"], M["client_fetch_throttle"], M["client_request_throttle"]),
-            cause=f"the client exceeds its {', '.join(quotas)} quota; the broker delays its responses",
-            fix="lower the client's rate, or raise its quota: kafka-configs --alter --entity-type clients "
-                "--entity-name <client_id> (or users) --add-config producer_byte_rate=|consumer_byte_rate=|"
-                "request_percentage= (and the tenant's contract)"))
+            cause=f"the client exceeds its {', '.join(quotas)} quota; the broker delays its responses"))
     return out
 
 

@@ -16,6 +16,9 @@ from monitor.advisor.source import read_snapshot, read_usage
 from monitor.config import TenantConfig
 from monitor.errors import QueryError
 
+# A look-back window as PromQL takes it (it is put into queries, so nothing else may pass).
+WINDOW = r"^[1-9][0-9]{0,4}[smhd]$"
+
 
 @dataclass(frozen=True)
 class ClusterStatus:

@@ -20,7 +20,7 @@ from monitor.tenants.views import ClusterName, TenantName, _cluster_scope, _tena
 
 router = APIRouter(prefix="/api/v1", tags=["advisor"])
 
-WINDOW = r"^[1-9][0-9]{0,4}[smhd]$"
+WINDOW = service.WINDOW
 
 
 def _source(config) -> PrometheusSource:

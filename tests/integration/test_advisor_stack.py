@@ -18,13 +18,16 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, Producer
 
+from alerts.detectors import DetectorContext, noisy_clients
 from alerts.prom import PrometheusSource
+from alerts.rules import load_rules
 from monitor import cli
 from monitor.advisor import service
 from monitor.config import CollectionSettings, TenantConfig, TenantSelector
 from monitor.loadgen import LoadGenerator, TenantLoad, ensure_topics
 from monitor.serve import run
 from monitor.store.base import Store
+from monitor.tenancy import TenantIndex
 from monitor.store.migrate import upgrade
 from tests.api_fixtures import build_api, new_token
 from tests.conftest import wait_until
@@ -139,6 +142,20 @@ def test_each_misbehaving_client_gets_its_finding_and_the_good_one_none(advice):
     assert flappy["evidence"]["member_changes"] >= 3
     churn = by_kind["connection_churn"][0]
     assert churn["evidence"]["new_connections_per_second"] >= 1
+
+
+def test_the_alert_names_tenant_and_client_of_findings_that_hurt_others(stack, watched, advice):
+    rule = next(r for r in load_rules(watched.rules) if r.name == "KafkaClientHurtsOtherTenants")
+    source = PrometheusSource(stack.layout.prometheus_url)
+    try:
+        obs = noisy_clients.detect(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
+                                                         config=watched, tenants=TenantIndex(TENANTS)))
+    finally:
+        source.close()
+    named = {(o.labels["tenant"], o.labels["client_id"], o.labels["finding"]) for o in obs}
+    assert ("shop", "shop-batchless", "poor_batching") in named
+    assert not any(client.startswith("shop-good") for _, client, _ in named), named
+    assert all(o.evidence["fix"] and o.evidence["metrics"] for o in obs)
 
 
 def test_advice_endpoint_is_the_tenants_own_and_capacity_plans_the_real_cluster(stack, watched, advice, tmp_path):
