@@ -48,6 +48,7 @@ class TenantUsage:
     retention_seconds: float
     budget_bytes: float | None = None
     partitions: float = 0.0  # partitions of its topics (not replicas)
+    replication_factor: float | None = None  # of its topics (replicas / partitions); None: the cluster's
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class ClusterUsage:
     cluster: str
     brokers: tuple[BrokerUsage, ...]
     tenants: tuple[TenantUsage, ...]
-    replication_factor: float  # observed: 1 + replication bytes in / bytes in
+    replication_factor: float  # replicas / partitions over the cluster's topics (Admin API metadata)
     other_bytes_in_per_second: float = 0.0  # ingress of topics no tenant owns
     other_stored_bytes: float = 0.0
 
@@ -116,7 +117,8 @@ def brokers_for(*, disk_needed_bytes: float, disk_per_broker_bytes: float, parti
         return max(1, math.ceil(x - 1e-9))
 
     return {
-        "disk": ceil(disk_needed_bytes / (disk_per_broker_bytes * limits.max_disk_fill)) if disk_per_broker_bytes else 0,
+        "disk": ceil(disk_needed_bytes / (disk_per_broker_bytes * limits.max_disk_fill))
+        if disk_per_broker_bytes else 0,
         "partitions": ceil(partition_replicas / limits.max_partitions_per_broker),
         "request_handler_threads": ceil(handler_busy / (1.0 - limits.handler_idle_floor)),
         "network_threads": ceil(network_busy / (1.0 - limits.network_idle_floor)),
@@ -132,6 +134,7 @@ class TenantPlan:
     bytes_in_per_second: float
     stored_bytes: float
     retention_seconds: float
+    replication_factor: float
     steady_storage_bytes: float
     budget_bytes: float | None
     budget_full_in_seconds: float | None  # None: never at this rate (or no budget)
@@ -203,20 +206,22 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
     base_partitions = sum(b.partitions for b in usage.brokers)
     added_partitions = sum(n.partitions for n in scenario.add) * usage.replication_factor
     usage, load = apply_scenario(usage, scenario)
-    rf = usage.replication_factor
     tenants = []
     growth = 0.0
     for t in usage.tenants:
+        rf = t.replication_factor or usage.replication_factor
         steady = steady_storage_bytes(t.bytes_in_per_second, t.retention_seconds, rf)
         if t.stored_bytes < steady:
             growth += t.bytes_in_per_second * rf
         tenants.append(TenantPlan(
             tenant=t.tenant, bytes_in_per_second=t.bytes_in_per_second, stored_bytes=t.stored_bytes,
-            retention_seconds=t.retention_seconds, steady_storage_bytes=steady, budget_bytes=t.budget_bytes,
+            retention_seconds=t.retention_seconds, replication_factor=rf, steady_storage_bytes=steady,
+            budget_bytes=t.budget_bytes,
             budget_full_in_seconds=seconds_until(t.budget_bytes, t.stored_bytes, t.bytes_in_per_second, rf, steady)
             if t.budget_bytes else None))
     other_steady = max(usage.other_stored_bytes,
-                       steady_storage_bytes(usage.other_bytes_in_per_second, limits.default_retention_seconds, rf))
+                       steady_storage_bytes(usage.other_bytes_in_per_second, limits.default_retention_seconds,
+                                            usage.replication_factor))
     steady_total = sum(t.steady_storage_bytes for t in tenants) + other_steady
     disk_total = sum(b.disk_size_bytes for b in usage.brokers)
     disk_used = sum(b.disk_used_bytes for b in usage.brokers)
@@ -240,7 +245,7 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
     heads = [thread_headroom(b.handler_idle_at_peak, limits.handler_idle_floor) for b in usage.brokers]
     nets = [thread_headroom(b.network_idle_at_peak, limits.network_idle_floor) for b in usage.brokers]
     return Plan(
-        cluster=usage.cluster, replication_factor=rf, tenants=tuple(tenants), brokers=n,
+        cluster=usage.cluster, replication_factor=usage.replication_factor, tenants=tuple(tenants), brokers=n,
         disk_total_bytes=disk_total, disk_used_bytes=disk_used, steady_storage_bytes=steady_total,
         disk_full_in_seconds=full_in,
         partitions_per_broker_max=max((b.partitions for b in usage.brokers), default=0.0)

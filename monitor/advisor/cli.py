@@ -76,7 +76,8 @@ def format_advice(doc: dict) -> str:
     for f in doc["findings"]:
         who = f["client_id"] or (f"group {f['group']}" if f["group"] else "") or \
             (f"suspects {', '.join(f['suspects'])}" if f["suspects"] else "cluster-wide")
-        lines += [f"- [{f['severity']}] {f['kind']} on {f['cluster']}: {who}" + (f" (user {f['user']})" if f["user"] else ""),
+        user = f" (user {f['user']})" if f["user"] else ""
+        lines += [f"- [{f['severity']}] {f['kind']} on {f['cluster']}: {who}{user}",
                   f"    evidence: {json.dumps(f['evidence'])}",
                   f"    from:     {', '.join(f['metrics'])}",
                   f"    cause:    {f['cause']}",

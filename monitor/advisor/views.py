@@ -45,15 +45,15 @@ def tenant_advice(name: TenantName, db_session: DbSession, config: AppConfig, no
             summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if")
 def cluster_capacity(
     cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig, now: Now,
-    grow: Annotated[list[str], Query(max_length=20, description="what-if TENANT:FACTOR, e.g. shop:3")] = [],  # noqa: B006
-    add: Annotated[list[str], Query(max_length=20,
-                                    description="what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS]")] = [],  # noqa: B006
+    grow: Annotated[list[str] | None, Query(max_length=20, description="what-if TENANT:FACTOR, e.g. shop:3")] = None,
+    add: Annotated[list[str] | None,
+                   Query(max_length=20, description="what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS]")] = None,
     window: Annotated[str, Query(pattern=WINDOW, description="look-back window, e.g. 1h")] = "1h",
 ) -> dict:
     own = _cluster_scope(db_session, principal, cluster)
     tenants = tenant_service.get_all_configs(db_session=db_session)
     db_session.close()
-    scenario = service.parse_scenario(grow, add)
+    scenario = service.parse_scenario(grow or (), add or ())
     on_cluster = {t.name for t in tenants if cluster in service.clusters_of(t)}
     for name, _ in scenario.grow:
         if own is not None and name != own.name:

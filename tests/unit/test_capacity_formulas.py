@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -110,3 +111,11 @@ def test_parse_scenario():
     for grow, add in ((["shop"], []), (["shop:-1"], []), ([], ["x:5"]), ([], ["x:a:7"]), ([], ["x:5:0"])):
         with pytest.raises(Invalid):
             parse_scenario(grow, add)
+
+
+def test_a_tenant_with_its_own_replication_factor():
+    u = usage()
+    u = replace(u, tenants=(replace(u.tenants[0], replication_factor=2.0), u.tenants[1]))
+    shop, ads = plan(u).tenants
+    assert shop.replication_factor == 2.0 and shop.steady_storage_bytes == pytest.approx(1e6 * 604800 * 2)
+    assert ads.replication_factor == 3.0  # the cluster's
