@@ -11,6 +11,7 @@ that cost per MiB, compared with the other clients of the cluster, is what "far 
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -52,11 +53,17 @@ def seconds_per_mib(thread_share: float, bytes_per_second: float) -> float:
     return thread_share / _mib(bytes_per_second)
 
 
-def norm_without(values: dict[str, float], key: str, default: float) -> float:
-    """The lower median of the other clients' values: the client under test must not set its own norm, and with
-    few peers one other outlier must not either (the lower median of two is the better-behaved one)."""
-    others = [v for k, v in values.items() if k != key]
-    return statistics.median_low(others) if others else default
+def norms_without(values: dict[str, float], default: float) -> dict[str, float]:
+    """For every key, the lower median of the *other* keys' values: the client under test must not set its own norm,
+    and with few peers one other outlier must not either (the lower median of two is the better-behaved one).
+
+    One sort for all keys (a cluster can have thousands of clients): removing x from the sorted values shifts the
+    others' median index by one exactly when x sits at or before it."""
+    ordered = sorted(values.values())
+    if len(ordered) < 2:
+        return {k: default for k in values}
+    i = (len(ordered) - 2) // 2  # index of the lower median among n - 1 values
+    return {k: ordered[i + 1] if bisect.bisect_left(ordered, v) <= i else ordered[i] for k, v in values.items()}
 
 
 def _key(c: ClientSample) -> str:
@@ -105,12 +112,12 @@ def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[
     """(client, cost, norm) for the clients whose thread time per MiB is far above the others'."""
     pool = list(clients)
     costs = {_key(c): seconds_per_mib(c.request_time_ratio, bytes_of(c)) for c in pool}
+    norms = norms_without(costs, t.reference_seconds_per_mib)
     out = []
     for c in pool:
         if c.request_time_ratio < t.min_thread_share:
             continue
-        cost = costs[_key(c)]
-        norm = norm_without(costs, _key(c), t.reference_seconds_per_mib)
+        cost, norm = costs[_key(c)], norms[_key(c)]
         if cost >= t.min_seconds_per_mib and cost >= t.cost_factor * norm:
             out.append((c, cost, norm))
     return out

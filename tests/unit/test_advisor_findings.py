@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.advisor import findings
-from monitor.advisor.findings import Thresholds, advise, for_tenant, norm_without, seconds_per_mib
+from monitor.advisor.findings import Thresholds, advise, for_tenant, norms_without, seconds_per_mib
 from monitor.advisor.types import (ClientSample, ClusterSample, FindingKind, GroupSample, Snapshot, SoftwareSample,
                                    TopicSample)
 
@@ -39,9 +39,21 @@ GOOD_CONSUMER = client("shop-reader", fetch=MIB, rt=0.01)
 def test_cost_per_mib_and_the_norm_exclude_the_client_itself():
     assert seconds_per_mib(0.5, MIB) == pytest.approx(0.5)
     assert seconds_per_mib(0.1, 0) == pytest.approx(0.1 * 1024)  # floor of 1 KiB/s
-    assert norm_without({"a": 1.0, "b": 3.0, "c": 100.0}, "c", 9.0) == 1.0  # lower median of the others
-    assert norm_without({"a": 1.0, "b": 3.0, "c": 5.0, "d": 0.0}, "d", 9.0) == 3.0
-    assert norm_without({"a": 1.0}, "a", 9.0) == 9.0
+    assert norms_without({"a": 1.0, "b": 3.0, "c": 100.0}, 9.0) == {"a": 3.0, "b": 1.0, "c": 1.0}  # lower median
+    assert norms_without({"a": 1.0, "b": 3.0, "c": 5.0, "d": 0.0}, 9.0)["d"] == 3.0
+    assert norms_without({"a": 1.0}, 9.0) == {"a": 9.0}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_norms_without_equal_the_lower_median_of_the_others(seed):
+    import random
+    import statistics
+
+    rnd = random.Random(seed)
+    values = {str(i): float(rnd.choice([rnd.randint(0, 5), rnd.random()])) for i in range(rnd.randint(2, 9))}
+    got = norms_without(values, 9.0)
+    for k in values:
+        assert got[k] == statistics.median_low([v for j, v in values.items() if j != k]), (values, k)
 
 
 BATCHING = [
