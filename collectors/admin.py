@@ -81,14 +81,17 @@ def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[in
                           base + (("broker", str(b)),), 1.0 if b in present else 0.0))
     per_topic: dict[str, list[int]] = {}
     for p in state.partitions:
-        counts = per_topic.setdefault(p.topic, [0, 0, 0])
+        counts = per_topic.setdefault(p.topic, [0, 0, 0, 0])
         counts[0] += 1
         counts[1] += p.leader < 0
         counts[2] += p.leader >= 0 and len(p.isr) < len(p.replicas)
-    for topic, (n, offline, urp) in sorted(per_topic.items()):
+        counts[3] += len(p.replicas)
+    for topic, (n, offline, urp, replicas) in sorted(per_topic.items()):
         labels = base + (("topic", topic), ("tenant", tenants.topic(topic)))
         out += [
             Sample("kafka_topic_partitions", "gauge", "Partitions of the topic (metadata)", labels, float(n)),
+            Sample("kafka_topic_replicas", "gauge", "Replicas of the topic's partitions, summed (metadata): "
+                   "replicas / partitions is the replication factor", labels, float(replicas)),
             Sample("kafka_topic_offline_partitions", "gauge", "Partitions without a leader (metadata)", labels,
                    float(offline)),
             Sample("kafka_topic_under_replicated_partitions", "gauge",

@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "dashboards.cli",
     "monitor.archive.cli",
     "monitor.reports.cli",
+    "monitor.advisor.cli",
 ]
 
 

@@ -32,7 +32,7 @@ Detector = Callable[[Rule, DetectorContext], list[Observation]]
 
 
 def builtin_detectors() -> dict[str, Detector]:
-    from alerts.detectors import clients, disk, lag, latency, storage
+    from alerts.detectors import clients, disk, lag, latency, noisy_clients, storage
 
     return {
         "disk_full": disk.detect,
@@ -42,6 +42,7 @@ def builtin_detectors() -> dict[str, Detector]:
         "outdated_clients": clients.detect_outdated_clients,
         "latency_regression": latency.detect,
         "consumer_lag": lag.detect,
+        "noisy_clients": noisy_clients.detect,
     }
 
 

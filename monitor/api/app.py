@@ -1,9 +1,9 @@
 """``mount_api``: everything of the REST API onto the app ``monitor.serve`` builds.
 
 Wiring only, in this order: sync the config file's tenants into the store, error handlers, the auth + rate-limit
-middleware, the routers (tenants and clusters here; ``alerts.views`` and ``monitor.reports.views`` when those
-packages are installed), and an OpenAPI document that declares the bearer scheme and the error body on every
-operation, for routers added by other packages too.
+middleware, the routers (tenants and clusters here; ``alerts.views``, ``monitor.reports.views`` and
+``monitor.advisor.views`` when those packages are installed), and an OpenAPI document that declares the bearer scheme
+and the error body on every operation, for routers added by other packages too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from monitor.store.base import Store
 log = logging.getLogger(__name__)
 
 # Routers of other domains: (module, attribute). Absent until their packages land; then mounted automatically.
-OPTIONAL_ROUTERS = (("alerts.views", "router"), ("monitor.reports.views", "router"))
+OPTIONAL_ROUTERS = (("alerts.views", "router"), ("monitor.reports.views", "router"),
+                    ("monitor.advisor.views", "router"))
 
 ERROR_STATUSES = {
     "400": "Request body could not be parsed (not JSON, bad encoding)",

@@ -85,6 +85,7 @@ def test_offline_and_under_replicated_from_metadata_with_broker_up():
     assert v[("kafka_topic_offline_partitions", tl)] == 1
     assert v[("kafka_topic_under_replicated_partitions", tl)] == 1  # the offline one is not also counted as URP
     assert v[("kafka_topic_partitions", tl)] == 3
+    assert v[("kafka_topic_replicas", tl)] == 3 + 1 + 2  # replication factor per partition, summed
     assert v[("kafka_cluster_broker_up", (("cluster", "c1"), ("broker", "3")))] == 0
     assert v[("kafka_cluster_controller_id", (("cluster", "c1"),))] == 100
 

@@ -1,0 +1,11 @@
+"""Client advisor and capacity planning.
+
+- ``types``: samples the rules read, ``Finding`` they produce.
+- ``findings``: pure rules (poor batching, request storms, polling, rebalances, outdated software, quota
+  throttling, connection churn), ``advise`` runs them.
+- ``capacity``: pure capacity formulas and the plan / what-if.
+- ``source``: the thin Prometheus shell building samples and usage; ``service``: what the API and CLI call.
+- ``views`` (``/tenants/{tenant}/advice``, ``/clusters/{cluster}/capacity``), ``cli`` (``advice``, ``capacity``).
+
+docs/advisor.md explains every finding and formula with its source.
+"""

@@ -1,0 +1,144 @@
+"""``kafka-health advice --tenant T`` and ``kafka-health capacity [--cluster C] [--grow T:F] [--add N:MB:DAYS]``.
+
+Both read the config (``--config``, else the local stack) and its Prometheus, like ``kafka-health serve``; tenants
+come from the config file (tenants created through the API are served by the API endpoints).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from monitor.errors import Invalid
+
+
+def _common(p) -> None:
+    from monitor.stack.cli import add_stack_args
+
+    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
+    p.add_argument("--json", action="store_true", help="print the JSON document the API serves")
+    add_stack_args(p)
+
+
+def register(sub) -> None:
+    a = sub.add_parser("advice", help="what a tenant's clients should change (batching, storms, rebalances...)")
+    a.add_argument("--tenant", required=True)
+    a.add_argument("--window", default="10m", help="look-back window (default 10m)")
+    _common(a)
+    a.set_defaults(func=_advice)
+
+    c = sub.add_parser("capacity", help="storage, disk and broker plan per cluster and tenant; what-if")
+    c.add_argument("--cluster", default=None, help="default: every configured cluster")
+    c.add_argument("--grow", action="append", default=[], metavar="TENANT:FACTOR", help="what-if, e.g. shop:3")
+    c.add_argument("--add", action="append", default=[], metavar="NAME:MB_PER_S:DAYS[:PARTITIONS]",
+                   help="what-if new tenant, e.g. newco:5:7:48")
+    c.add_argument("--window", default="1h", help="look-back window (default 1h)")
+    _common(c)
+    c.set_defaults(func=_capacity)
+
+
+def _setup(args):
+    import re
+
+    from alerts.prom import PrometheusSource
+    from monitor.advisor.service import WINDOW
+    from monitor.serve import config_from_args
+
+    if not re.match(WINDOW, args.window):
+        raise Invalid(f"expected a duration like 10m, 1h, 7d; got {args.window!r}", field="--window")
+    config = config_from_args(args)
+    return config, PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
+
+
+def _advice(args) -> int:
+    from monitor.advisor import service
+
+    config, source = _setup(args)
+    tenant = next((t for t in config.tenants if t.name == args.tenant), None)
+    if tenant is None:
+        raise Invalid(f"no tenant {args.tenant!r} in the config", field="--tenant")
+    try:
+        doc = service.tenant_advice(source=source, tenant=tenant, tenants=config.tenants,
+                                    now=datetime.now(timezone.utc), window=args.window)
+    finally:
+        source.close()
+    print(json.dumps(doc, indent=2) if args.json else format_advice(doc))
+    return 1 if any(c["status"] != "ok" for c in doc["clusters"]) else 0
+
+
+def format_advice(doc: dict) -> str:
+    lines = [f"advice for tenant {doc['tenant']} (window {doc['window']}, as of {doc['as_of']})"]
+    for c in doc["clusters"]:
+        if c["status"] != "ok":
+            lines.append(f"  cluster {c['cluster']}: UNAVAILABLE: {c['message']}")
+    if not doc["findings"]:
+        lines.append("  no findings")
+    for f in doc["findings"]:
+        who = f["client_id"] or (f"group {f['group']}" if f["group"] else "") or \
+            (f"suspects {', '.join(f['suspects'])}" if f["suspects"] else "cluster-wide")
+        user = f" (user {f['user']})" if f["user"] else ""
+        lines += [f"- [{f['severity']}] {f['kind']} on {f['cluster']}: {who}{user}",
+                  f"    evidence: {json.dumps(f['evidence'])}",
+                  f"    from:     {', '.join(f['metrics'])}",
+                  f"    cause:    {f['cause']}",
+                  f"    change:   {f['fix']}"]
+    return "\n".join(lines)
+
+
+def _capacity(args) -> int:
+    from monitor.advisor import service
+
+    config, source = _setup(args)
+    scenario = service.parse_scenario(args.grow, args.add)
+    names = [c.name for c in config.clusters]
+    if args.cluster and args.cluster not in names:
+        raise Invalid(f"no cluster {args.cluster!r} in the config", field="--cluster")
+    docs = []
+    try:
+        for cluster in [args.cluster] if args.cluster else names:
+            docs.append(service.cluster_capacity(source=source, cluster=cluster, tenants=config.tenants,
+                                                 now=datetime.now(timezone.utc), window=args.window,
+                                                 scenario=scenario))
+    finally:
+        source.close()
+    print(json.dumps(docs, indent=2) if args.json else "\n".join(format_capacity(d) for d in docs))
+    return 1 if any(d["status"] != "ok" for d in docs) else 0
+
+
+def _bytes(v) -> str:
+    if v is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v:.1f} {unit}"
+        v /= 1024
+
+
+def _when(seconds) -> str:
+    if seconds is None:
+        return "never at this rate"
+    return "now" if seconds <= 0 else f"in {seconds / 86400:.1f} days"
+
+
+def format_capacity(doc: dict) -> str:
+    if doc["status"] != "ok":
+        return f"cluster {doc['cluster']}: UNAVAILABLE: {doc['message']}"
+    out = []
+    for title, p in (("plan", doc["plan"]), ("what-if", doc["what_if"])):
+        if p is None:
+            continue
+        out.append(f"cluster {doc['cluster']} {title} (window {doc['window']}), replication factor "
+                   f"{p['replication_factor']}: brokers {p['brokers']}, required {p['brokers_required']} "
+                   f"{p['brokers_needed']}")
+        out.append(f"  disk: {_bytes(p['disk_used_bytes'])} used of {_bytes(p['disk_total_bytes'])}, steady state "
+                   f"{_bytes(p['steady_storage_bytes'])}, {p['limits']['max_disk_fill']:.0%} full "
+                   f"{_when(p['disk_full_in_seconds'])}")
+        out.append(f"  partitions/broker max {p['partitions_per_broker_max']} (limit "
+                   f"{p['limits']['max_partitions_per_broker']}), leaders/broker max {p['leaders_per_broker_max']}; "
+                   f"thread headroom x{p['handler_headroom']} handler, x{p['network_headroom']} network")
+        for t in p["tenants"]:
+            out.append(f"  tenant {t['tenant']}: {_bytes(t['bytes_in_per_second'])}/s in, "
+                       f"{_bytes(t['stored_bytes'])} stored, steady {_bytes(t['steady_storage_bytes'])} "
+                       f"(retention {t['retention_seconds'] / 86400:.1f} d), budget {_bytes(t['budget_bytes'])} "
+                       f"full {_when(t['budget_full_in_seconds']) if t['budget_bytes'] else '-'}")
+    return "\n".join(out)

@@ -1,0 +1,292 @@
+"""The client advisor's rules: pure functions of a ``Snapshot`` (monitor.advisor.types) -> ``Finding``s.
+
+Each rule is small, named after what it finds, and reads only what the collectors export (docs/metrics.md); every
+threshold is a field of ``Thresholds`` (documented with its reason in docs/advisor.md). Rules never query anything
+and never read the clock: ``monitor.advisor.source`` builds the snapshot, ``advise`` runs the rules.
+
+Kafka has no per-client request count: the quota sensor's ``request-time`` (the share of a broker thread a client's
+requests use) stands for it. A client that sends many small requests uses a lot of thread time per byte moved;
+that cost per MiB, compared with the other clients of the cluster, is what "far from the norm" means here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from alerts.detectors.clients import is_outdated
+from alerts.inputs import M
+from monitor.advisor.types import (ClientSample, Finding, FindingKind, GroupSample, Severity, Snapshot,
+                                   TopicSample)
+
+MIB = 1048576.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_thread_share: float = 0.02  # a client using < 2% of one broker thread is not worth a finding
+    cost_factor: float = 5.0  # thread-seconds per MiB this many times the norm of the cluster's other clients
+    min_seconds_per_mib: float = 0.05  # ...and at least this (a cluster of excellent clients flags no good one)
+    reference_seconds_per_mib: float = 0.02  # the norm when a client has no peer to compare with
+    storm_thread_share: float = 0.25  # a quarter of a broker thread for one client's requests
+    storm_error_ratio: float = 0.05  # with at least 5% of the cluster's responses being errors, or throttled
+    throttle_seconds: float = 0.001  # average throttle above 1 ms: the quota is biting
+    rebalance_changes: float = 3  # membership changes per window
+    rebalancing_share: float = 0.2  # or this share of samples spent rebalancing
+    churn_new_per_second: float = 1.0  # new connections per second across the cluster
+    churn_max_lifetime_seconds: float = 300.0  # with connections living on average less than this
+    min_versions: tuple[tuple[str, str], ...] = (
+        ("apache-kafka-java", "2.8.0"), ("librdkafka", "1.9.0"), ("confluent-kafka-python", "1.9.0"))
+    churn_suspect_share: float = 0.002  # a churn suspect uses at least 0.2% of a thread (idle consumers use less)
+    top_suspects: int = 3
+
+
+def _mib(bytes_per_second: float) -> float:
+    # A floor of 1 KiB/s: a client moving nothing at all still has a finite (large) cost per MiB.
+    return max(bytes_per_second, 1024.0) / MIB
+
+
+def seconds_per_mib(thread_share: float, bytes_per_second: float) -> float:
+    """Broker thread-seconds spent per MiB the client moved: request-time ratio / (MiB/s)."""
+    return thread_share / _mib(bytes_per_second)
+
+
+def norms_without(values: dict[str, float], default: float) -> dict[str, float]:
+    """For every key, the lower median of the *other* keys' values: the client under test must not set its own norm,
+    and with few peers one other outlier must not either (the lower median of two is the better-behaved one).
+
+    One sort for all keys (a cluster can have thousands of clients): removing x from the sorted values shifts the
+    others' median index by one exactly when x sits at or before it."""
+    ordered = sorted(values.values())
+    if len(ordered) < 2:
+        return {k: default for k in values}
+    i = (len(ordered) - 2) // 2  # index of the lower median among n - 1 values
+    return {k: ordered[i + 1] if bisect.bisect_left(ordered, v) <= i else ordered[i] for k, v in values.items()}
+
+
+def _key(c: ClientSample) -> str:
+    return f"{c.user}\x00{c.client_id}"
+
+
+# What each per-client finding reads, its likely cause and the settings to change (docs/advisor.md has the sources).
+ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
+    FindingKind.POOR_BATCHING: (
+        (M["client_request_time"], M["client_produce_rate"], "kafka_topic_messages_in_total",
+         "kafka_topic_produce_requests_total"),
+        "the producer sends many small produce requests: linger.ms=0 and/or a small batch.size, so every few records "
+        "cost a whole request on the broker's network and request-handler threads",
+        "linger.ms=5..50 (Java < 4.0 and librdkafka < 2.x default 0), batch.size>=65536 (librdkafka: batch.size and "
+        "batch.num.messages), compression.type=lz4 or zstd; share one producer per process"),
+    FindingKind.POLLING_TOO_OFTEN: (
+        (M["client_request_time"], M["client_fetch_rate"]),
+        "the consumer's fetches come back (nearly) empty and are sent again at once: fetch.min.bytes=1 with a short "
+        "fetch wait, so the broker answers many small or empty fetches",
+        "fetch.min.bytes=1024..65536 with fetch.max.wait.ms=500 (librdkafka: fetch.wait.max.ms=500, fetch.min.bytes); "
+        "do not call poll in a tight loop with a zero timeout on a new consumer"),
+    FindingKind.REQUEST_STORM: (
+        (M["client_request_time"], M["client_request_throttle"], "kafka_broker_request_errors_total",
+         "kafka_broker_requests_total"),
+        "the client retries failing requests (or reconnects) without backing off, using a large share of a broker "
+        "thread while requests fail or are throttled",
+        "retry.backoff.ms>=100 with retry.backoff.max.ms=1000 (exponential, KIP-580), reconnect.backoff.ms>=50 and "
+        "reconnect.backoff.max.ms=1000; fix the error the retries hit"),
+    FindingKind.THROTTLED_BY_QUOTA: (
+        (M["client_produce_throttle"], M["client_fetch_throttle"], M["client_request_throttle"]),
+        "the client exceeds its quota; the broker delays its responses",
+        "lower the client's rate, or raise its quota: kafka-configs --alter --entity-type clients --entity-name "
+        "<client_id> (or users) --add-config producer_byte_rate=|consumer_byte_rate=|request_percentage= (and the "
+        "tenant's contract)"),
+}
+
+
+def _finding(kind: FindingKind, c: ClientSample, evidence: dict, severity: Severity = Severity.WARNING,
+             cause: str | None = None) -> Finding:
+    metrics, default_cause, fix = ADVICE[kind]
+    return Finding(kind=kind, severity=severity, cluster=c.cluster, tenant=c.tenant, client_id=c.client_id,
+                   user=c.user, evidence=evidence, metrics=metrics, cause=cause or default_cause, fix=fix)
+
+
+def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]) -> list:
+    """(client, cost, norm) for the clients whose thread time per MiB is far above the others'."""
+    pool = list(clients)
+    costs = {_key(c): seconds_per_mib(c.request_time_ratio, bytes_of(c)) for c in pool}
+    norms = norms_without(costs, t.reference_seconds_per_mib)
+    out = []
+    for c in pool:
+        if c.request_time_ratio < t.min_thread_share:
+            continue
+        cost, norm = costs[_key(c)], norms[_key(c)]
+        if cost >= t.min_seconds_per_mib and cost >= t.cost_factor * norm:
+            out.append((c, cost, norm))
+    return out
+
+
+def _records_per_request(topics: Iterable[TopicSample]) -> dict[str, float]:
+    return {tp.topic: tp.messages_per_second / tp.produce_requests_per_second
+            for tp in topics if tp.produce_requests_per_second > 0}
+
+
+def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
+    producers = [c for c in s.clients if c.is_producer]
+    rpr = _records_per_request(s.topics)
+    cluster_rpr = statistics.median(rpr.values()) if rpr else None
+    out = []
+    for c, cost, norm in _costly(producers, t, lambda c: c.produce_bytes_per_second):
+        own_topics = {tp.topic: round(rpr[tp.topic], 2) for tp in s.topics
+                      if tp.tenant == c.tenant and tp.topic in rpr}
+        out.append(_finding(
+            FindingKind.POOR_BATCHING, c,
+            evidence={"thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
+                      "times_the_norm": round(cost / norm, 1) if norm else None,
+                      "request_time_ratio": round(c.request_time_ratio, 4),
+                      "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
+                      "tenant_topics_records_per_request": own_topics,
+                      "cluster_median_records_per_request": round(cluster_rpr, 2) if cluster_rpr else None}))
+    return out
+
+
+def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
+    consumers = [c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0]
+    out = []
+    for c, cost, norm in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
+        out.append(_finding(
+            FindingKind.POLLING_TOO_OFTEN, c,
+            evidence={"thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
+                      "request_time_ratio": round(c.request_time_ratio, 4),
+                      "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1)}))
+    return out
+
+
+def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
+    cl = s.cluster
+    error_ratio = cl.errors_per_second / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
+    out = []
+    for c in s.clients:
+        throttled = c.request_throttle_seconds >= t.throttle_seconds
+        if c.request_time_ratio < t.storm_thread_share or not (throttled or error_ratio >= t.storm_error_ratio):
+            continue
+        top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
+        out.append(_finding(
+            FindingKind.REQUEST_STORM, c,
+            evidence={"request_time_ratio": round(c.request_time_ratio, 4),
+                      "request_throttle_seconds": round(c.request_throttle_seconds, 4),
+                      "cluster_error_ratio": round(error_ratio, 4),
+                      "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()}}))
+    return out
+
+
+def throttled_by_quota(s: Snapshot, t: Thresholds) -> list[Finding]:
+    out = []
+    for c in s.clients:
+        quotas = {name: v for name, v in (("produce", c.produce_throttle_seconds), ("fetch", c.fetch_throttle_seconds),
+                                          ("request", c.request_throttle_seconds)) if v >= t.throttle_seconds}
+        if not quotas:
+            continue
+        out.append(_finding(
+            FindingKind.THROTTLED_BY_QUOTA, c, severity=Severity.INFO,
+            evidence={"throttle_seconds_by_quota": {k: round(v, 4) for k, v in quotas.items()},
+                      "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
+                      "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
+                      "request_time_ratio": round(c.request_time_ratio, 4)},
+            cause=f"the client exceeds its {', '.join(quotas)} quota; the broker delays its responses"))
+    return out
+
+
+def frequent_rebalances(s: Snapshot, t: Thresholds) -> list[Finding]:
+    out = []
+    for g in s.groups:
+        if g.member_changes < t.rebalance_changes and g.rebalancing_share < t.rebalancing_share:
+            continue
+        per_hour = g.member_changes * 3600 / g.window_seconds if g.window_seconds else None
+        out.append(Finding(
+            kind=FindingKind.FREQUENT_REBALANCES, severity=Severity.WARNING, cluster=g.cluster, tenant=g.tenant,
+            client_id="", user="", group=g.group,
+            evidence={"member_changes": g.member_changes, "member_changes_per_hour": round(per_hour, 1)
+                      if per_hour is not None else None, "rebalancing_share": round(g.rebalancing_share, 3),
+                      "members": g.members, "window_seconds": g.window_seconds},
+            metrics=(M["group_members"], "kafka_consumergroup_state"),
+            cause="members join and leave the group again and again: consumers created per batch or job, "
+                  "processing longer than max.poll.interval.ms, or missed heartbeats (session.timeout.ms)",
+            fix="keep consumers long-lived; group.instance.id=<stable id> (static membership, KIP-345); "
+                "partition.assignment.strategy=cooperative-sticky (KIP-429) or group.protocol=consumer (KIP-848); "
+                "max.poll.interval.ms above the longest processing time, session.timeout.ms=45000"))
+    return out
+
+
+def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
+    mins = dict(t.min_versions)
+    out = []
+    for sw in s.software:
+        if sw.connections <= 0 or not is_outdated(sw.name, sw.version, mins):
+            continue
+        out.append(Finding(
+            kind=FindingKind.OUTDATED_CLIENT, severity=Severity.WARNING, cluster=sw.cluster,
+            tenant=s.whole_cluster_tenant, client_id="", user="",
+            evidence={"client_software_name": sw.name, "client_software_version": sw.version,
+                      "connections": sw.connections, "minimum_version": mins[sw.name]},
+            metrics=(M["client_connections"],),
+            cause="client software older than the supported minimum: known bugs, old protocol versions that "
+                  "Kafka 4.0 removed (KIP-896), down-conversion cost on the brokers",
+            fix=f"upgrade {sw.name} to {mins[sw.name]} or later"))
+    return out
+
+
+def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Cluster-level: Kafka counts new connections per broker, not per client. The finding goes to each tenant
+    with clients that could cause it (costly per byte: a reconnecting client pays ApiVersions and Metadata for
+    every few records), named as suspects, and to operators with every suspect."""
+    cl = s.cluster
+    rate = cl.new_connections_per_second
+    if rate < t.churn_new_per_second:
+        return []
+    lifetime = cl.open_connections / rate
+    if lifetime > t.churn_max_lifetime_seconds:
+        return []
+    costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.bytes_per_second) for c in s.clients}
+    suspects = sorted((c for c in s.clients if c.request_time_ratio >= t.churn_suspect_share
+                       and costs[_key(c)] >= t.min_seconds_per_mib), key=lambda c: -costs[_key(c)])
+    by_tenant: dict[str | None, list[ClientSample]] = {None: suspects}
+    for c in suspects:
+        if c.tenant:
+            by_tenant.setdefault(c.tenant, []).append(c)
+    if s.whole_cluster_tenant:
+        by_tenant.setdefault(s.whole_cluster_tenant, suspects)
+    out = []
+    for tenant, clients in by_tenant.items():
+        names = tuple(c.client_id for c in clients[:t.top_suspects])
+        out.append(Finding(
+            kind=FindingKind.CONNECTION_CHURN, severity=Severity.WARNING, cluster=cl.cluster, tenant=tenant,
+            client_id=names[0] if len(names) == 1 else "", user="", suspects=names,
+            evidence={"new_connections_per_second": round(rate, 3), "open_connections": cl.open_connections,
+                      "mean_connection_lifetime_seconds": round(lifetime, 1),
+                      "suspects_thread_seconds_per_mib": {c.client_id: round(costs[_key(c)], 4)
+                                                          for c in clients[:t.top_suspects]}},
+            metrics=("kafka_broker_requests_total{request=\"ApiVersions\"}", M["client_connections"],
+                     M["client_request_time"]),
+            cause="clients open and close connections continually (a producer or consumer created per message or "
+                  "per request, or connections.max.idle.ms shorter than the gap between requests); every new "
+                  "connection costs the broker ApiVersions, Metadata and (with SASL/TLS) a handshake",
+            fix="create one producer/consumer per process and reuse it; reconnect.backoff.ms>=50, "
+                "reconnect.backoff.max.ms=1000; connections.max.idle.ms above the client's request gap; "
+                "broker side: max.connection.creation.rate or a per-IP connection_creation_rate quota"))
+    return out
+
+
+RULES: tuple[Callable[[Snapshot, Thresholds], list[Finding]], ...] = (
+    poor_batching, request_storm, polling_too_often, frequent_rebalances, outdated_clients, throttled_by_quota,
+    connection_churn)
+
+
+def advise(snapshot: Snapshot, thresholds: Thresholds = Thresholds()) -> list[Finding]:
+    """Every rule over one cluster's snapshot. Filter by tenant afterwards (``for_tenant``)."""
+    out: list[Finding] = []
+    for rule in RULES:
+        out.extend(rule(snapshot, thresholds))
+    return out
+
+
+def for_tenant(findings: Iterable[Finding], tenant: str) -> list[Finding]:
+    """Only the tenant's own findings: a finding never carries another tenant's client names."""
+    return [f for f in findings if f.tenant == tenant]

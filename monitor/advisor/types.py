@@ -1,0 +1,143 @@
+"""Shared types of the advisor: what the Prometheus shell reads (samples) and what the rules produce (findings).
+
+Samples are plain numbers already reduced over the window (rates, changes, minima), so the rules in
+``monitor.advisor.findings`` are pure functions of them, unit-tested with tables of cases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class FindingKind(str, Enum):
+    POOR_BATCHING = "poor_batching"
+    REQUEST_STORM = "request_storm"
+    POLLING_TOO_OFTEN = "polling_too_often"
+    FREQUENT_REBALANCES = "frequent_rebalances"
+    OUTDATED_CLIENT = "outdated_client"
+    THROTTLED_BY_QUOTA = "throttled_by_quota"
+    CONNECTION_CHURN = "connection_churn"
+
+
+# Findings whose cost is paid by every tenant of the broker (shared request-handler and network threads), not
+# only by the client's own tenant: these are the ones worth an alert (KafkaClientHurtsOtherTenants).
+HURTS_OTHERS = frozenset({FindingKind.POOR_BATCHING, FindingKind.REQUEST_STORM, FindingKind.POLLING_TOO_OFTEN,
+                          FindingKind.CONNECTION_CHURN})
+
+
+class Severity(str, Enum):
+    INFO = "info"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class ClientSample:
+    """One client (user, client_id) on one cluster, summed over brokers (rates, thread share) or the worst broker
+    (throttle times). From the brokers' quota sensors: present only once a quota of the type is configured."""
+
+    cluster: str
+    user: str
+    client_id: str
+    tenant: str | None
+    produce_bytes_per_second: float = 0.0
+    fetch_bytes_per_second: float = 0.0
+    request_time_ratio: float = 0.0  # share of one broker thread spent on its requests (network + handler)
+    produce_throttle_seconds: float = 0.0
+    fetch_throttle_seconds: float = 0.0
+    request_throttle_seconds: float = 0.0
+    fetch_seen: bool = False  # a fetch quota sensor exists: the client has sent fetches (a consumer)
+
+    @property
+    def bytes_per_second(self) -> float:
+        return self.produce_bytes_per_second + self.fetch_bytes_per_second
+
+    @property
+    def is_producer(self) -> bool:
+        return self.produce_bytes_per_second > 0 and self.produce_bytes_per_second >= self.fetch_bytes_per_second
+
+
+@dataclass(frozen=True)
+class TopicSample:
+    """Produce efficiency of one topic over the window (BrokerTopicMetrics, summed over brokers)."""
+
+    cluster: str
+    topic: str
+    tenant: str | None
+    messages_per_second: float
+    produce_requests_per_second: float
+    bytes_per_second: float
+
+
+@dataclass(frozen=True)
+class GroupSample:
+    """A consumer group over the window (Admin API collector, sampled every collection interval)."""
+
+    cluster: str
+    group: str
+    tenant: str | None
+    members: float  # now
+    member_changes: float  # changes() of the member count over the window
+    rebalancing_share: float  # share of samples in PreparingRebalance/CompletingRebalance/Assigning/Reconciling
+    window_seconds: float
+
+
+@dataclass(frozen=True)
+class SoftwareSample:
+    """Open connections by client software (KIP-511), summed over brokers. No client id: Kafka does not export it."""
+
+    cluster: str
+    name: str
+    version: str
+    connections: float
+
+
+@dataclass(frozen=True)
+class ClusterSample:
+    """Cluster-wide request figures over the window."""
+
+    cluster: str
+    window_seconds: float
+    requests_per_second: float = 0.0
+    errors_per_second: float = 0.0  # responses with an error code other than NONE
+    new_connections_per_second: float = 0.0  # ApiVersions requests/s: the first request of every connection
+    open_connections: float = 0.0  # KIP-511 connections gauge, summed
+    errors_by_request: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the rules read for one cluster."""
+
+    cluster: ClusterSample
+    clients: tuple[ClientSample, ...] = ()
+    topics: tuple[TopicSample, ...] = ()
+    groups: tuple[GroupSample, ...] = ()
+    software: tuple[SoftwareSample, ...] = ()
+    whole_cluster_tenant: str | None = None  # the tenant owning the whole cluster, if any
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: FindingKind
+    severity: Severity
+    cluster: str
+    tenant: str | None
+    client_id: str  # "" when Kafka cannot say which client (cluster-level evidence); the group for rebalances
+    user: str
+    evidence: dict
+    metrics: tuple[str, ...]  # the exported metrics the evidence comes from
+    cause: str
+    fix: str  # the concrete setting(s) to change
+    group: str = ""
+    suspects: tuple[str, ...] = ()  # clients that may cause a cluster-level finding (correlation, not proof)
+
+    @property
+    def hurts_other_tenants(self) -> bool:
+        return self.kind in HURTS_OTHERS
+
+    def as_json(self) -> dict:
+        return {"kind": self.kind.value, "severity": self.severity.value, "cluster": self.cluster,
+                "tenant": self.tenant, "client_id": self.client_id, "user": self.user, "group": self.group,
+                "evidence": self.evidence, "metrics": list(self.metrics), "cause": self.cause, "fix": self.fix,
+                "suspects": list(self.suspects), "hurts_other_tenants": self.hurts_other_tenants}
