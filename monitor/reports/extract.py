@@ -34,6 +34,8 @@ SPARK_SCHEMA = T.StructType(
     + [T.StructField(n, T.StringType()) for n in lakefs.SCHEMA.names if n not in ("ts", "series", "value")]
     + [T.StructField("value", T.DoubleType())]
 )
+# What extract returns: the file's columns plus the cluster from the partition path.
+FRAME_SCHEMA = T.StructType(SPARK_SCHEMA.fields + [T.StructField("cluster", T.StringType())])
 
 
 def parse_week(text: str) -> date:
@@ -72,6 +74,7 @@ class Extracted:
     problems: list[str] = field(default_factory=list)
     days_present: list[date] = field(default_factory=list)
     files: int = 0
+    bytes: int = 0
 
 
 def _drift(schema: pa.Schema) -> tuple[str, ...]:
@@ -136,12 +139,15 @@ def _conform(df: DataFrame) -> DataFrame:
 
 def read(spark: SparkSession, groups: dict[tuple[str, ...], list[str]]) -> DataFrame:
     """One DataFrame in the canonical schema (plus ``cluster`` from the path) from the checked files."""
+    # Listing thousands of explicit file paths must not start a Spark job per read (the default parallel listing
+    # threshold is 32 paths): the files are already known and checked.
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
     frames = []
     for drift, files in groups.items():
         reader = spark.read.schema(SPARK_SCHEMA) if not drift else spark.read
         frames.append(_conform(reader.parquet(*files)))
     if not frames:
-        return spark.createDataFrame([], SPARK_SCHEMA.add("cluster", T.StringType()))
+        return spark.createDataFrame([], FRAME_SCHEMA)
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
@@ -156,7 +162,8 @@ def extract(spark: SparkSession, lake: Path, window: Window, *, today: date) -> 
     start = datetime(window.start.year, window.start.month, window.start.day, tzinfo=timezone.utc)
     end = datetime(window.end.year, window.end.month, window.end.day, tzinfo=timezone.utc)
     df = read(spark, groups).where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(end)))
-    return Extracted(df, problems, present, sum(len(v) for v in groups.values()))
+    files = [f for v in groups.values() for f in v]
+    return Extracted(df, problems, present, len(files), sum(Path(f).stat().st_size for f in files))
 
 
 def selectors_frame(spark: SparkSession, tenants: Iterable[TenantConfig]) -> DataFrame:

@@ -31,6 +31,7 @@ from monitor.store.base import Store
 
 log = logging.getLogger(__name__)
 STAGES = 5
+CACHE_INPUT_BYTES = 256 * 2**20  # compressed Parquet; expands roughly 10x in memory
 
 
 def spark_session(master: str, *, app_name: str = "kafka-health-report",
@@ -152,7 +153,13 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
     if not ex.files:
         ex.problems.append(f"the lake at {lake} has no readable data for {week} or the 4 weeks before")
     stage(2, f"transform: {len(config.tenants)} tenant(s), every figure")
-    collected = compute(spark, config, ex.metrics, week, problems=ex.problems, now=now, progress=progress)
+    metrics = ex.metrics
+    if ex.bytes <= CACHE_INPUT_BYTES:  # small lake: read the files once instead of once per figure
+        metrics = metrics.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        collected = compute(spark, config, metrics, week, problems=ex.problems, now=now, progress=progress)
+    finally:
+        metrics.unpersist()
     stage(3, "documents")
     run = ReportRun(week, problems=ex.problems)
     wanted = [t for t in config.tenants if tenant is None or t.name == tenant]

@@ -52,29 +52,6 @@ def _priority() -> Column:
             .otherwise(F.length("s_key")))
 
 
-def owners(names: DataFrame, selectors: DataFrame, kind: str) -> DataFrame:
-    """``names(cluster, name)`` -> ``(cluster, name, owner)`` for names some tenant owns by ``kind`` prefix."""
-    sel = F.broadcast(selectors.where(F.col("s_kind").isin(kind, "cluster")))
-    joined = names.join(sel, (names["cluster"] == sel["s_cluster"])
-                        & ((sel["s_kind"] == "cluster") | F.col("name").startswith(sel["s_key"])))
-    return (joined.groupBy("cluster", "name")
-            .agg(F.max_by("s_tenant", F.struct(_priority(), F.col("s_tenant"))).alias("owner")))
-
-
-def client_owners(clients: DataFrame, selectors: DataFrame) -> DataFrame:
-    """``clients(cluster, user, client_id)`` -> plus ``owner``: by principal first, then client-id prefix."""
-    sel = F.broadcast(selectors.where(F.col("s_kind").isin("principal", "client", "cluster")))
-    user = F.regexp_replace(F.coalesce(F.col("user"), F.lit("")), "^User:", "")
-    cond = (clients["cluster"] == sel["s_cluster"]) & (
-        (sel["s_kind"] == "cluster")
-        | ((sel["s_kind"] == "principal") & (user == F.regexp_replace(sel["s_key"], "^User:", "")))
-        | ((sel["s_kind"] == "client") & F.coalesce(F.col("client_id"), F.lit("")).startswith(sel["s_key"])
-           & F.col("client_id").isNotNull())
-    )
-    return (clients.join(sel, cond).groupBy("cluster", "user", "client_id")
-            .agg(F.max_by("s_tenant", F.struct(_priority(), F.col("s_tenant"))).alias("owner")))
-
-
 def memberships(selectors: DataFrame) -> DataFrame:
     """``(cluster, owner)``: every tenant with anything on the cluster (cluster-wide trouble hurts all of them)."""
     return selectors.select(F.col("s_cluster").alias("cluster"), F.col("s_tenant").alias("owner")).distinct()
@@ -86,46 +63,48 @@ def _keys(metrics: DataFrame) -> DataFrame:
     kind = (F.when(s.isin(*TOPIC_SERIES), "topic").when(s.isin(*GROUP_SERIES), "group")
             .when(s.isin(*CLIENT_SERIES), "client").when(s.isin(*CLUSTER_SERIES), "member")
             .when(s.isin(*ALERT_SERIES), "alert"))
+    absent = F.lit("\u0000")  # keeps a null user apart from an empty one
     name = (F.when(s.isin(*TOPIC_SERIES), F.col("topic")).when(s.isin(*GROUP_SERIES), F.col("group"))
-            .when(s.isin(*CLIENT_SERIES), F.concat_ws("\u0001", F.coalesce(F.col("user"), F.lit("")),
-                                                      F.coalesce(F.col("client_id"), F.lit(""))))
+            .when(s.isin(*CLIENT_SERIES), F.concat_ws("\u0001", F.coalesce(F.col("user"), absent),
+                                                      F.coalesce(F.col("client_id"), absent)))
             .when(s.isin(*ALERT_SERIES), F.coalesce(F.col("tenant"), F.lit(""))).otherwise(F.lit("")))
     return metrics.withColumn("k_kind", kind).withColumn("k_name", name)
 
 
-def ownership(keys: DataFrame, selectors: DataFrame) -> DataFrame:
-    """The attribution lookup: distinct ``(cluster, k_kind, k_name, user, client_id)`` -> rows with ``owner``.
-
-    Cluster-wide keys (``member``, unlabelled alerts) get one row per tenant on the cluster.
-    """
-    out = []
-    for kind in ("topic", "group"):
-        names = keys.where(F.col("k_kind") == kind).select("cluster", F.col("k_name").alias("name")).distinct()
-        out.append(owners(names, selectors, kind).select("cluster", F.lit(kind).alias("k_kind"),
-                                                         F.col("name").alias("k_name"), "owner"))
-    clients = keys.where(F.col("k_kind") == "client").select("cluster", "k_name", "user", "client_id").distinct()
-    own = client_owners(clients.select("cluster", "user", "client_id").distinct(), selectors)
-    out.append(clients.alias("k").join(own.alias("o"), (F.col("k.cluster") == F.col("o.cluster"))
-                                       & F.col("k.user").eqNullSafe(F.col("o.user"))
-                                       & F.col("k.client_id").eqNullSafe(F.col("o.client_id")))
-               .select("k.cluster", F.lit("client").alias("k_kind"), "k.k_name", "o.owner"))
-    members = memberships(selectors)
-    wide = keys.where(F.col("k_kind") == "member").select("cluster", "k_kind", "k_name").distinct()
-    out.append(wide.join(members, "cluster").select("cluster", "k_kind", "k_name", "owner"))
-    alerts = keys.where(F.col("k_kind") == "alert").select("cluster", "k_kind", "k_name").distinct()
-    labelled = alerts.join(members, (alerts["cluster"] == members["cluster"]) & (alerts["k_name"] == members["owner"]))
-    out.append(labelled.select(alerts["cluster"], "k_kind", "k_name", "owner"))
-    unlabelled = alerts.join(members.withColumnRenamed("owner", "k_name"), ["cluster", "k_name"], "left_anti")
-    out.append(unlabelled.join(members, "cluster").select("cluster", "k_kind", "k_name", "owner"))
-    result = out[0]
-    for o in out[1:]:
-        result = result.unionByName(o)
-    return result
-
-
 def attribution_keys(metrics: DataFrame) -> DataFrame:
     """The distinct attribution keys of ``metrics`` (small: one row per topic, group, client, cluster...)."""
-    return _keys(metrics).select("cluster", "k_kind", "k_name", "user", "client_id").distinct()
+    client = F.col("k_kind") == "client"
+    return (_keys(metrics).select("cluster", "k_kind", "k_name", F.when(client, F.col("user")).alias("user"),
+                                  F.when(client, F.col("client_id")).alias("client_id")).distinct())
+
+
+def ownership(keys: DataFrame, selectors: DataFrame) -> DataFrame:
+    """The attribution lookup: keys ``(cluster, k_kind, k_name, user, client_id)`` -> ``(cluster, k_kind, k_name,
+    owner)``, one join of the keys with the selectors of their cluster.
+
+    Topic and group keys: the longest matching prefix, else a whole-cluster tenant. Client keys: the exact principal
+    first, then the longest client-id prefix, then a whole-cluster tenant. Ties go to the greatest tenant name, so
+    the answer is deterministic. ``member`` keys (broker and host series) get one row per tenant on the cluster;
+    ``alert`` keys the tenant their label names when it is on the cluster, else every tenant on the cluster.
+    """
+    k, sk = F.col("k_kind"), F.col("s_kind")
+    user = F.regexp_replace(F.col("user"), "^User:", "")
+    prefix = (sk == "cluster") | ((sk == k) & F.col("k_name").startswith(F.col("s_key")))
+    client = ((sk == "cluster") | ((sk == "principal") & (user == F.regexp_replace(F.col("s_key"), "^User:", "")))
+              | ((sk == "client") & F.col("client_id").startswith(F.col("s_key"))))
+    matched = F.when(k.isin("topic", "group"), prefix).when(k == "client", F.coalesce(client, F.lit(False)))
+    joined = keys.join(F.broadcast(selectors), keys["cluster"] == selectors["s_cluster"])
+    joined = joined.where(F.coalesce(matched, F.lit(True)))  # member/alert keys: every tenant of the cluster
+    key = ["cluster", "k_kind", "k_name"]
+    prio = F.when(k.isin("member", "alert"), F.lit(0)).otherwise(_priority())
+    per = joined.groupBy(*key, "s_tenant").agg(F.max(prio).alias("prio"))
+    w = Window.partitionBy(*key)
+    per = (per.withColumn("rank", F.row_number().over(w.orderBy(F.col("prio").desc(), F.col("s_tenant").desc())))
+           .withColumn("labelled", F.max((F.col("s_tenant") == F.col("k_name")).cast("int")).over(w)))
+    keep = (F.when(k.isin("topic", "group", "client"), F.col("rank") == 1)
+            .when(k == "alert", (F.col("labelled") == 0) | (F.col("s_tenant") == F.col("k_name")))
+            .otherwise(F.lit(True)))
+    return per.where(keep).select(*key, F.col("s_tenant").alias("owner"))
 
 
 def attribute(metrics: DataFrame, lookup: DataFrame) -> DataFrame:
