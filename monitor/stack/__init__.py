@@ -81,6 +81,7 @@ class Stack:
         L = self.layout
         L.dir.mkdir(parents=True, exist_ok=True)
         setup_log = L.logs_dir / "setup.log"
+        L.logs_dir.mkdir(parents=True, exist_ok=True)
         state = self._read_state()
         if state.get("kafka_version") and state["kafka_version"] != L.kafka_version:
             raise StackError(

@@ -156,7 +156,9 @@ def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
 
 
 def require_ports_free(ports: dict[str, int]) -> None:
-    taken = [f"{name} port {port}" for name, port in ports.items() if not port_free(port)]
+    # "Taken" means something listens there. A bind probe would also trip over TIME_WAIT sockets left by a
+    # stack that was just stopped, which the JVMs' own listeners (SO_REUSEADDR) do not mind.
+    taken = [f"{name} port {port}" for name, port in ports.items() if port_open(port)]
     if taken:
         raise PortInUse(
             "already in use by another process: " + ", ".join(taken) + " (stop it, or pick another --port-base)"
