@@ -124,7 +124,7 @@ def archive_range(lake: Path, query: QueryRange, start: datetime, end: datetime,
             summary.skipped.append(w.day)
             progress(f"[{i}/{len(windows)}] {w.day}: already archived ({marker.rows} rows), skipped")
             continue
-        last_step = w.end - timedelta(seconds=STEP_SECONDS)
+        last_step = w.end - timedelta(seconds=1)  # [start, end): a step at `end` belongs to the next window
         columns: dict[str, dict[str, list]] = {}
         if last_step >= w.start:
             for s in series:

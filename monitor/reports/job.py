@@ -92,7 +92,7 @@ def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: 
     mins = T.minutely(attributed).persist(StorageLevel.MEMORY_AND_DISK)
     episodes = T.alert_episodes(attributed).persist(StorageLevel.MEMORY_AND_DISK)
     week_ts = datetime.combine(monday, datetime.min.time(), tzinfo=timezone.utc)
-    span_rows = timed("data span", lambda: metrics.where(F.col("ts") >= F.lit(week_ts))
+    span_rows = timed("data span", lambda: mins.where(F.col("ts") >= F.lit(week_ts))
                       .agg(F.min("ts").alias("first"), F.max("ts").alias("last"))
                       .select(_epoch("first"), _epoch("last")).collect())
     span = span_rows[0] if span_rows and span_rows[0]["last"] is not None else None
