@@ -82,10 +82,16 @@ class Collected:
         return c
 
 
+def _ratio(x: Any) -> Any:
+    # x / y - 1 with x == y up to summation order gives +-1e-16: equal weeks must read 0 whatever the partitioning
+    return num(round(x, 12)) if isinstance(x, float) else x
+
+
 def _compared(row: dict | None) -> dict:
     row = row or {}
-    return {k: num(row.get(k)) for k in ("this_week", "previous_week", "growth_wow", "previous4_mean",
-                                         "previous4_weeks", "vs_previous4")}
+    out = {k: num(row.get(k)) for k in ("this_week", "previous_week", "previous4_mean", "previous4_weeks")}
+    out.update({k: _ratio(row.get(k)) for k in ("growth_wow", "vs_previous4")})
+    return out
 
 
 def _week_label(d: date) -> str:

@@ -54,6 +54,7 @@ def test_numbers_are_rounded_to_twelve_significant_digits():
     assert D.num(0.10000000000000009) == 0.1
     assert D.num(1.1**4 * 7e12) == 10248700000000.0
     assert D.num(3) == 3 and D.num(None) is None
+    assert D._compared({"growth_wow": 8.881784197e-16, "vs_previous4": 0.1000000000000001})["growth_wow"] == 0.0
 
 
 def test_html_is_self_contained_and_escapes_names():
