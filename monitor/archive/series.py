@@ -46,7 +46,8 @@ SERIES: tuple[ArchiveSeries, ...] = (
                   "partitions", "partitions of the topic with fewer in-sync replicas than min.insync.replicas",
                   uncertain=True),
     ArchiveSeries("broker_produce_p99_seconds",
-                  'max by (cluster, broker) (kafka_broker_request_total_time_seconds{request="Produce",quantile="0.99"})',
+                  'max by (cluster, broker) '
+                  '(kafka_broker_request_total_time_seconds{request="Produce",quantile="0.99"})',
                   "seconds", "produce request total time, 99th percentile", uncertain=True),
     ArchiveSeries("broker_fetch_p99_seconds",
                   'max by (cluster, broker) '

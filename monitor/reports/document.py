@@ -48,7 +48,8 @@ class Collected:
     members: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     alerts: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     clients: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
-    daily: dict[str, dict[str, dict[date, float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(dict)))
+    daily: dict[str, dict[str, dict[date, float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(dict)))
     seen: dict[str, dict] = field(default_factory=dict)
     clusters: list[dict] = field(default_factory=list)
 

@@ -94,14 +94,14 @@ def scan(lake: Path, window: Window, *, today: date) -> tuple[dict[tuple[str, ..
                                                                  list[str]]:
     """Check the window's days and files. -> (files grouped by drift, days with data, problems). No Spark."""
     groups: dict[tuple[str, ...], list[str]] = {}
-    present, problems = [], []
+    present, problems, missing = [], [], []
     for day in window.days():
         if day > today:
             continue  # the future is not missing
         d = lakefs.day_dir(lake, day)
         marker = lakefs.read_marker(lake, day)
         if not d.is_dir():
-            problems.append(f"{day}: no archived data (missing day); figures for this day are absent")
+            missing.append(day)
             continue
         if marker is None:
             problems.append(f"{day}: archive of this day is incomplete (no completion marker); using what is there")
@@ -122,7 +122,23 @@ def scan(lake: Path, window: Window, *, today: date) -> tuple[dict[tuple[str, ..
                 problems.append(f"{day}: schema drift in {f.relative_to(lake)}: {'; '.join(drift)}; "
                                 "read with nulls for missing columns and unparseable values dropped")
             groups.setdefault(drift, []).append(str(f))
-    return groups, present, problems
+    return groups, present, _missing_runs(missing) + problems
+
+
+def _missing_runs(days: list[date]) -> list[str]:
+    """One sentence per run of consecutive missing days (a lake that starts late is one line, not 28)."""
+    out, run = [], []
+    for day in days + [None]:
+        if run and (day is None or day != run[-1] + timedelta(days=1)):
+            if len(run) == 1:
+                out.append(f"{run[0]}: no archived data (missing day); figures for this day are absent")
+            else:
+                out.append(f"{run[0]} to {run[-1]}: no archived data ({len(run)} missing days); "
+                           "figures for these days are absent")
+            run = []
+        if day is not None:
+            run.append(day)
+    return out
 
 
 def _conform(df: DataFrame) -> DataFrame:

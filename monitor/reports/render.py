@@ -153,7 +153,8 @@ def tenant_html(doc: dict) -> str:
         + "<h2>This week against the previous week and the four before</h2>"
         + _table(["figure", "this week", "previous week", "change", "mean of previous 4", "vs previous 4"], cmp_rows)
         + f'<h2>Storage</h2><p>Used {human(st["used_bytes"], "bytes")} of budget {human(st["budget_bytes"], "bytes")};'
-          f' growing {human(st["growth_bytes_per_week"], "bytes")} a week (least-squares over {st["days_in_trend"] or 0}'
+          f' growing {human(st["growth_bytes_per_week"], "bytes")} a week (least-squares over '
+          f'{st["days_in_trend"] or 0}'
           f' days); budget reached in <strong>{human(st["weeks_until_budget"])}</strong> weeks.</p>'
         + _table(["cluster", "disk used", "disk size", "weeks until full"], disk_rows)
         + f'<h2>Availability</h2><p>{human(av["ratio"], "ratio")} of {human(av["observed_minutes"])} observed minutes'

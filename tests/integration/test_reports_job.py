@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -8,7 +8,7 @@ import pytest
 
 from monitor.errors import ReportError
 from monitor.reports import document as D
-from monitor.reports.extract import parse_week, week_name
+from monitor.reports.extract import _missing_runs, parse_week, week_name
 from monitor.reports.render import human, line_chart, tenant_html
 
 pytestmark = pytest.mark.unit
@@ -80,3 +80,10 @@ def test_human_units():
     assert human(0.1, "%") == "+10.0 %"
     assert human(0.0123, "s") == "12.3 ms"
     assert human(None) == "–"
+
+
+def test_missing_days_are_reported_as_runs():
+    days = [date(2026, 10, 19) + timedelta(days=i) for i in range(28)] + [date(2026, 11, 17)]
+    assert _missing_runs(days) == [
+        "2026-10-19 to 2026-11-15: no archived data (28 missing days); figures for these days are absent",
+        "2026-11-17: no archived data (missing day); figures for this day are absent"]

@@ -123,7 +123,8 @@ def test_availability_counts_exactly_the_bad_minutes(spark, selectors):
 
 def test_throttled_minutes_lag_and_latency(spark, selectors):
     rows = [row("client_throttle_seconds", ts, 0.2, client_id="acme-batch") for ts in minutes(T0, 45)]
-    rows += [row("client_throttle_seconds", ts, 0.0, client_id="acme-batch") for ts in minutes(T0 + timedelta(hours=1), 15)]
+    rows += [row("client_throttle_seconds", ts, 0.0, client_id="acme-batch")
+             for ts in minutes(T0 + timedelta(hours=1), 15)]
     rows += [row("group_lag_messages", ts, v, group="acme-g", topic="acme.a")
              for ts, v in zip(minutes(T0, 4), (10, 20, 30, 40))]
     rows += [row("group_lag_messages", ts, 5, group="acme-h", topic="acme.b") for ts in minutes(T0, 4)]
