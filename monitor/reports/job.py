@@ -31,7 +31,7 @@ from monitor.store.base import Store
 
 log = logging.getLogger(__name__)
 STAGES = 5
-CACHE_INPUT_BYTES = 256 * 2**20  # compressed Parquet; expands roughly 10x in memory
+CACHE_INPUT_BYTES = 16 * 2**20  # compressed Parquet; expands 10-20x in memory, and the driver has 1 GiB (64 MiB OOMed)
 
 
 def spark_session(master: str, *, app_name: str = "kafka-health-report",
