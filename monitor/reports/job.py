@@ -31,7 +31,7 @@ from monitor.store.base import Store
 
 log = logging.getLogger(__name__)
 STAGES = 5
-CACHE_INPUT_BYTES = 16 * 2**20  # compressed Parquet; expands 10-20x in memory, and the driver has 1 GiB (64 MiB OOMed)
+CACHE_INPUT_BYTES = 16 * 2**20  # Parquet bytes; expands 10-20x in memory (70 MiB ran a 1 GiB driver out of heap)
 
 
 def spark_session(master: str, *, app_name: str = "kafka-health-report",
