@@ -1,0 +1,76 @@
+"""The fixed list of series the archive copies from Prometheus into the lake: the one place naming them.
+
+Each entry is a PromQL expression evaluated by ``query_range`` at one-minute steps, and the ``series`` name it gets in
+the lake. The expression must aggregate to the labels in ``LABEL_COLUMNS`` (others are dropped) and always keep
+``cluster``. Rates use a two-minute window so that one late scrape does not punch a hole in a one-minute step.
+
+Metric names follow DESIGN.md's conventions; the ones marked ``uncertain`` are this module's guess at names the
+collectors will export, to be reconciled at merge (only this module needs to change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STEP_SECONDS = 60
+
+# Label columns of the lake, in order. A label a series lacks is null.
+LABEL_COLUMNS = ("broker", "topic", "user", "client_id", "group", "alertname", "severity", "tenant")
+
+
+@dataclass(frozen=True)
+class ArchiveSeries:
+    name: str  # value of the lake's `series` column
+    promql: str
+    unit: str
+    help: str
+    uncertain: bool = False  # metric name not yet confirmed by docs/metrics.md
+
+
+SERIES: tuple[ArchiveSeries, ...] = (
+    ArchiveSeries("topic_bytes_in_rate", "sum by (cluster, topic) (rate(kafka_topic_bytes_in_total[2m]))",
+                  "bytes/s", "bytes produced to the topic"),
+    ArchiveSeries("topic_bytes_out_rate", "sum by (cluster, topic) (rate(kafka_topic_bytes_out_total[2m]))",
+                  "bytes/s", "bytes fetched from the topic (consumers and followers excluded by the broker meter)"),
+    ArchiveSeries("topic_messages_in_rate", "sum by (cluster, topic) (rate(kafka_topic_messages_in_total[2m]))",
+                  "messages/s", "messages produced to the topic"),
+    # Kafka has no per-topic messages-out meter: consumption is the rate of committed offsets of all groups.
+    ArchiveSeries("topic_messages_out_rate",
+                  "sum by (cluster, topic) (rate(kafka_consumergroup_committed_offset[2m]))",
+                  "messages/s", "messages consumed from the topic by consumer groups", uncertain=True),
+    ArchiveSeries("topic_size_bytes", "sum by (cluster, topic) (kafka_topic_log_size_bytes)",
+                  "bytes", "bytes on disk for the topic (all replicas)", uncertain=True),
+    ArchiveSeries("topic_offline_partitions", "max by (cluster, topic) (kafka_topic_offline_partitions)",
+                  "partitions", "partitions of the topic without a leader", uncertain=True),
+    ArchiveSeries("topic_under_min_isr_partitions", "max by (cluster, topic) (kafka_topic_under_min_isr_partitions)",
+                  "partitions", "partitions of the topic with fewer in-sync replicas than min.insync.replicas",
+                  uncertain=True),
+    ArchiveSeries("broker_produce_p99_seconds",
+                  'max by (cluster, broker) '
+                  '(kafka_broker_request_total_time_seconds{request="Produce",quantile="0.99"})',
+                  "seconds", "produce request total time, 99th percentile", uncertain=True),
+    ArchiveSeries("broker_fetch_p99_seconds",
+                  'max by (cluster, broker) '
+                  '(kafka_broker_request_total_time_seconds{request="FetchConsumer",quantile="0.99"})',
+                  "seconds", "consumer fetch request total time, 99th percentile", uncertain=True),
+    ArchiveSeries("client_produce_bytes_rate",
+                  "sum by (cluster, user, client_id) (kafka_client_produce_bytes_per_second)",
+                  "bytes/s", "produce byte rate of the client (quota sensor)", uncertain=True),
+    ArchiveSeries("client_fetch_bytes_rate",
+                  "sum by (cluster, user, client_id) (kafka_client_fetch_bytes_per_second)",
+                  "bytes/s", "fetch byte rate of the client (quota sensor)", uncertain=True),
+    ArchiveSeries("client_throttle_seconds",
+                  "max by (cluster, user, client_id) (kafka_client_throttle_time_seconds)",
+                  "seconds", "average throttle time of the client's requests (quota)", uncertain=True),
+    ArchiveSeries("group_lag_messages", "sum by (cluster, group, topic) (kafka_consumergroup_lag)",
+                  "messages", "consumer group lag per topic"),
+    ArchiveSeries("host_filesystem_size_bytes", "sum by (cluster, broker) (kafka_host_filesystem_size_bytes)",
+                  "bytes", "size of the brokers' log-dir filesystems", uncertain=True),
+    ArchiveSeries("host_filesystem_free_bytes", "sum by (cluster, broker) (kafka_host_filesystem_avail_bytes)",
+                  "bytes", "space available to Kafka on the brokers' log-dir filesystems", uncertain=True),
+    ArchiveSeries("alert_firing",
+                  'max by (cluster, alertname, severity, tenant, broker, topic, group) (ALERTS{alertstate="firing"})',
+                  "1", "1 while the alert fires"),
+)
+
+BY_NAME = {s.name: s for s in SERIES}

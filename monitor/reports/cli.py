@@ -1,0 +1,63 @@
+"""``kafka-health report --week 2026-W47 [--tenant T] [--master URL]``: the weekly per-tenant Spark report."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def register(sub) -> None:
+    from monitor.stack.cli import add_stack_args
+
+    p = sub.add_parser("report", help="weekly per-tenant trend report (Spark) from the Parquet lake")
+    p.add_argument("--week", required=True, help="ISO week, e.g. 2026-W47")
+    p.add_argument("--tenant", default=None, help="only this tenant's report (default: every tenant + operator)")
+    p.add_argument("--master", default=None, help="Spark master URL, e.g. spark://host:7077 "
+                                                   "(default: reports.spark_master, local[2])")
+    p.add_argument("--no-index", action="store_true", help="write the reports to the lake but not the store index")
+    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
+    add_stack_args(p)
+    p.set_defaults(func=_report)
+
+
+def open_store(config):
+    """The store with its schema up to date (Alembic when the migrations are present, else create_all)."""
+    from monitor.store.base import Store
+
+    ref = config.store.password
+    store = Store(config.store.url, password=ref.resolve().get_secret_value() if ref else None)
+    try:
+        from monitor.store.migrate import upgrade
+    except ModuleNotFoundError:
+        store.create_all()  # before the lead's migrations land on this branch
+    else:
+        upgrade(store)
+    return store
+
+
+def _report(args) -> int:
+    from monitor.reports.job import run_report, spark_session
+    from monitor.serve import config_from_args
+
+    config = config_from_args(args)
+    master = args.master or config.reports.spark_master
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    store = None if args.no_index else open_store(config)
+    progress(f"starting Spark ({master}) ...")
+    spark = spark_session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        run = run_report(spark, config, args.week, tenant=args.tenant, now=datetime.now(timezone.utc), store=store,
+                         lake=Path(config.lake.path), progress=progress)
+    finally:
+        spark.stop()
+        if store is not None:
+            store.dispose()
+    for name, (rel_json, rel_html) in sorted(run.paths.items()):
+        status = (run.documents.get(name) or run.operator or {}).get("status", "?")
+        print(f"{name}\t{status}\t{Path(config.lake.path) / rel_html}")
+    return 0

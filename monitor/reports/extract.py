@@ -1,0 +1,204 @@
+"""Extract: find the lake's files for a report window, check them, and read them as one DataFrame.
+
+Faults are contained here and become ``problems`` (plain sentences that go into the report and the log):
+a missing or incomplete day, a file that is not readable Parquet (skipped), a file whose schema drifted from
+``lake.SCHEMA`` (missing columns become null, other types are cast with ``try_cast``: unparseable values dropped).
+Files are checked by their Parquet footer (cheap); a file with a valid footer and corrupt pages still fails the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from monitor.archive import lake as lakefs
+from monitor.config import TenantConfig
+from monitor.errors import ReportError
+
+log = logging.getLogger(__name__)
+WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
+HISTORY_WEEKS = 4  # weeks before the report week that are read for comparison and trends
+
+SPARK_SCHEMA = T.StructType(
+    [T.StructField("ts", T.TimestampType()), T.StructField("series", T.StringType())]
+    + [T.StructField(n, T.StringType()) for n in lakefs.SCHEMA.names if n not in ("ts", "series", "value")]
+    + [T.StructField("value", T.DoubleType())]
+)
+# What extract returns: the file's columns plus the cluster from the partition path.
+FRAME_SCHEMA = T.StructType(SPARK_SCHEMA.fields + [T.StructField("cluster", T.StringType())])
+
+
+def parse_week(text: str) -> date:
+    """``2026-W47`` -> the Monday that starts ISO week 47 of 2026."""
+    m = WEEK_RE.match(text)
+    if not m:
+        raise ReportError(f"week must look like 2026-W47, not {text!r}")
+    try:
+        return date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
+    except ValueError:
+        raise ReportError(f"{text} is not a week of that year") from None
+
+
+def week_name(monday: date) -> str:
+    y, w, _ = monday.isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+@dataclass(frozen=True)
+class Window:
+    week: date  # Monday of the report week
+    start: date  # first day read (HISTORY_WEEKS before the week)
+    end: date  # day after the report week (exclusive)
+
+    @classmethod
+    def for_week(cls, week: date) -> "Window":
+        return cls(week, week - timedelta(days=7 * HISTORY_WEEKS), week + timedelta(days=7))
+
+    def days(self) -> list[date]:
+        return [self.start + timedelta(days=i) for i in range((self.end - self.start).days)]
+
+
+@dataclass
+class Extracted:
+    metrics: DataFrame
+    problems: list[str] = field(default_factory=list)
+    days_present: list[date] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+
+
+def _drift(schema: pa.Schema) -> tuple[str, ...]:
+    """What differs from lakefs.SCHEMA, as short phrases; empty when the file is canonical."""
+    out = []
+    for f in lakefs.SCHEMA:
+        if f.name not in schema.names:
+            out.append(f"{f.name} missing")
+        else:
+            got = schema.field(f.name).type
+            if not got.equals(f.type) and not (pa.types.is_timestamp(got) and pa.types.is_timestamp(f.type)):
+                out.append(f"{f.name} is {got} (expected {f.type})")
+    return tuple(out)
+
+
+def scan(lake: Path, window: Window, *, today: date) -> tuple[dict[tuple[str, ...], list[str]], list[date],
+                                                                 list[str]]:
+    """Check the window's days and files. -> (files grouped by drift, days with data, problems). No Spark."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    present, problems, missing = [], [], []
+    for day in window.days():
+        if day > today:
+            continue  # the future is not missing
+        d = lakefs.day_dir(lake, day)
+        marker = lakefs.read_marker(lake, day)
+        if not d.is_dir():
+            missing.append(day)
+            continue
+        if marker is None:
+            problems.append(f"{day}: archive of this day is incomplete (no completion marker); using what is there")
+        elif not marker.complete and day < today:
+            problems.append(f"{day}: only part of the day was archived ({marker.start} to {marker.end})")
+        files = sorted(d.glob("cluster=*/*.parquet"))
+        if files:
+            present.append(day)
+        for f in files:
+            try:
+                schema = pq.read_schema(f)
+            except (pa.ArrowException, OSError) as exc:
+                problems.append(f"{day}: unreadable Parquet file {f.relative_to(lake)} skipped "
+                                f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+                continue
+            drift = _drift(schema)
+            if drift:
+                problems.append(f"{day}: schema drift in {f.relative_to(lake)}: {'; '.join(drift)}; "
+                                "read with nulls for missing columns and unparseable values dropped")
+            groups.setdefault(drift, []).append(str(f))
+    return groups, present, _missing_runs(missing) + problems
+
+
+def _missing_runs(days: list[date]) -> list[str]:
+    """One sentence per run of consecutive missing days (a lake that starts late is one line, not 28)."""
+    out, run = [], []
+    for day in days + [None]:
+        if run and (day is None or day != run[-1] + timedelta(days=1)):
+            if len(run) == 1:
+                out.append(f"{run[0]}: no archived data (missing day); figures for this day are absent")
+            else:
+                out.append(f"{run[0]} to {run[-1]}: no archived data ({len(run)} missing days); "
+                           "figures for these days are absent")
+            run = []
+        if day is not None:
+            run.append(day)
+    return out
+
+
+def _conform(df: DataFrame) -> DataFrame:
+    cols = []
+    for f in SPARK_SCHEMA.fields:
+        if f.name in df.columns:
+            cols.append(F.col(f.name).try_cast(f.dataType).alias(f.name))
+        else:
+            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+    path = F.col("_metadata.file_path")
+    cols.append(F.regexp_extract(path, r"/cluster=([^/]+)/", 1).alias("cluster"))
+    return df.select(*cols)
+
+
+def read(spark: SparkSession, groups: dict[tuple[str, ...], list[str]]) -> DataFrame:
+    """One DataFrame in the canonical schema (plus ``cluster`` from the path) from the checked files."""
+    # Listing thousands of explicit file paths must not start a Spark job per read (the default parallel listing
+    # threshold is 32 paths): the files are already known and checked.
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+    frames = []
+    for drift, files in groups.items():
+        reader = spark.read.schema(SPARK_SCHEMA) if not drift else spark.read
+        frames.append(_conform(reader.parquet(*files)))
+    if not frames:
+        return spark.createDataFrame([], FRAME_SCHEMA)
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f)
+    return out.where(F.col("ts").isNotNull() & F.col("series").isNotNull() & F.col("value").isNotNull()
+                     & ~F.isnan("value"))
+
+
+def extract(spark: SparkSession, lake: Path, window: Window, *, today: date) -> Extracted:
+    groups, present, problems = scan(lake, window, today=today)
+    for p in problems:
+        log.warning("report input: %s", p)
+    start = datetime(window.start.year, window.start.month, window.start.day, tzinfo=timezone.utc)
+    end = datetime(window.end.year, window.end.month, window.end.day, tzinfo=timezone.utc)
+    df = read(spark, groups).where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(end)))
+    files = [f for v in groups.values() for f in v]
+    return Extracted(df, problems, present, len(files), sum(Path(f).stat().st_size for f in files))
+
+
+def selectors_frame(spark: SparkSession, tenants: Iterable[TenantConfig]) -> DataFrame:
+    """The tenants' selectors as rows ``(s_tenant, s_cluster, s_kind, s_key)`` for ``transforms.attribute``."""
+    rows = []
+    for t in tenants:
+        rows += [(t.name, c, "cluster", "") for c in t.whole_clusters]
+        for s in t.selectors:
+            rows += [(t.name, s.cluster, "topic", p) for p in s.topic_prefixes]
+            rows += [(t.name, s.cluster, "client", p) for p in s.client_id_prefixes]
+            rows += [(t.name, s.cluster, "group", p) for p in s.group_prefixes]
+            rows += [(t.name, s.cluster, "principal", p) for p in s.principals]
+            if not (s.topic_prefixes or s.client_id_prefixes or s.group_prefixes or s.principals):
+                rows.append((t.name, s.cluster, "member", ""))  # on the cluster, owning nothing by name yet
+    schema = "s_tenant string, s_cluster string, s_kind string, s_key string"
+    return spark.createDataFrame(rows, schema)
+
+
+def budgets_frame(spark: SparkSession, tenants: Iterable[TenantConfig]) -> DataFrame:
+    rows = [(t.name, float(t.contract.storage_budget_bytes) if t.contract.storage_budget_bytes else None)
+            for t in tenants]
+    return spark.createDataFrame(rows, "owner string, budget_bytes double")

@@ -1,0 +1,189 @@
+"""The weekly report job: extract (lake) -> transforms (Spark) -> documents -> HTML -> load (lake + store index).
+
+``run_report`` is the one place that wires the steps; the Spark session, config, ``now``, lake and store are
+parameters, so the same code runs in tests, in ``kafka-health report`` (local or ``--master spark://...``) and in a
+scheduler.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from monitor.config import Config
+from monitor.errors import ReportError
+from monitor.reports import document as D
+from monitor.reports import transforms as T
+from monitor.reports.extract import (Window, budgets_frame, extract, parse_week, selectors_frame, week_name)
+from monitor.reports.load import index_report, write_report
+from monitor.reports.render import operator_html, tenant_html
+from monitor.store.base import Store
+
+log = logging.getLogger(__name__)
+STAGES = 5
+CACHE_INPUT_BYTES = 16 * 2**20  # Parquet bytes; expands 10-20x in memory (70 MiB ran a 1 GiB driver out of heap)
+
+
+def spark_session(master: str, *, app_name: str = "kafka-health-report",
+                  shuffle_partitions: int = 8) -> SparkSession:
+    """A small-footprint session: 1 GiB driver, no UI, UTC (days and weeks are UTC days and weeks)."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.driver.memory", "1g")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.pyspark.python", sys.executable))
+    if master.startswith("spark://"):
+        builder = builder.config("spark.executor.memory", "768m").config("spark.cores.max", "2")
+    return builder.getOrCreate()
+
+
+@dataclass
+class ReportRun:
+    week: str
+    documents: dict[str, dict] = field(default_factory=dict)
+    operator: dict | None = None
+    problems: list[str] = field(default_factory=list)
+    paths: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def _epoch(col: str) -> F.Column:
+    return F.col(col).cast("long").alias(col)
+
+
+def _utc(x: int | None) -> datetime | None:
+    return datetime.fromtimestamp(x, tz=timezone.utc) if x is not None else None
+
+
+def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: str, *, problems: list[str],
+            now: datetime, progress: Callable[[str], None] = lambda _m: None) -> D.Collected:
+    """Run every transform on ``metrics`` and collect the (small) results to the driver."""
+    monday = parse_week(week_text)
+    step = [0]
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        t0 = time.monotonic()
+        result = fn()
+        step[0] += 1
+        size = f"{len(result)} rows" if isinstance(result, list) else "ready"
+        progress(f"      {name} ({step[0]}/13): {size} in {time.monotonic() - t0:.1f}s")
+        return result
+
+    selectors = selectors_frame(spark, config.tenants)
+    # The lookup is small; materialize it once so every figure below reuses it instead of re-deriving it.
+    lookup = timed("tenant attribution", lambda: T.ownership(T.attribution_keys(metrics), selectors)
+                   .localCheckpoint())
+    attributed = T.attribute(metrics, lookup)
+    # The two reductions most figures read are kept; the raw frame is re-read per figure, with the series
+    # predicate pushed down to the Parquet row groups (the archive writes rows grouped by series).
+    mins = T.minutely(attributed).persist(StorageLevel.MEMORY_AND_DISK)
+    episodes = T.alert_episodes(attributed).persist(StorageLevel.MEMORY_AND_DISK)
+    week_ts = datetime.combine(monday, datetime.min.time(), tzinfo=timezone.utc)
+    span_rows = timed("data span", lambda: mins.where(F.col("ts") >= F.lit(week_ts))
+                      .agg(F.min("ts").alias("first"), F.max("ts").alias("last"))
+                      .select(_epoch("first"), _epoch("last")).collect())
+    span = span_rows[0] if span_rows and span_rows[0]["last"] is not None else None
+    # An alert still firing in the data's last minute is not resolved yet: the data's end bounds the week.
+    span_end = min(_utc(span["last"]) + timedelta(minutes=1), week_ts + timedelta(days=7)) if span else None
+    data_end = F.lit(span_end) if span_end is not None else None
+    out = {
+        "weekly": timed("weekly figures", lambda: T.weekly(mins, episodes).collect()),
+        "storage": timed("storage", lambda: T.storage_daily(attributed).collect()),
+        "disk": timed("disk", lambda: T.disk_daily(metrics).collect()),
+        "alerts": timed("alerts", lambda: T.alerts_by_name(episodes, monday, data_end).collect()),
+        "clients": timed("noisiest clients", lambda: T.noisy_clients(attributed, monday).collect()),
+        "daily": timed("daily series", lambda: T.daily_series(mins).collect()),
+        "seen": timed("first data", lambda: T.first_seen(mins)
+                      .select("owner", _epoch("first_seen"), _epoch("last_seen")).collect()),
+        "clusters": timed("clusters", lambda: T.cluster_summary(metrics, monday).collect()),
+    }
+    mins.unpersist()
+    episodes.unpersist()
+    # The comparisons and forecasts run on the small collected frames (same transforms as the tests use).
+    weekly_df = spark.createDataFrame(out["weekly"], "owner string, week_start date, metric string, value double")
+    compare = timed("comparison with previous weeks", lambda: T.compare(weekly_df, monday).collect())
+    storage_df = spark.createDataFrame(out["storage"], "owner string, date date, bytes double")
+    storage = timed("storage forecast", lambda: T.storage_forecast(
+        storage_df, budgets_frame(spark, config.tenants)).collect())
+    disk_df = spark.createDataFrame(out["disk"], "cluster string, date date, size_bytes double, used_bytes double")
+    disk = timed("disk forecast", lambda: T.disk_forecast(disk_df).collect())
+    members = T.memberships(selectors).collect()
+    seen = [{"owner": r["owner"], "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])}
+            for r in out["seen"]]
+    return D.Collected.from_rows(
+        monday, now, problems, span={"first": _utc(span["first"]) if span else None, "end": span_end},
+        compare=compare, weekly=out["weekly"], storage=storage, storage_daily=out["storage"], disk=disk,
+        members=members, alerts=out["alerts"], clients=out["clients"], daily=out["daily"], seen=seen,
+        clusters=out["clusters"])
+
+
+def run_report(spark: SparkSession, config: Config, week_text: str, *, now: datetime, tenant: str | None = None,
+               store: Store | None = None, lake: Path | None = None,
+               progress: Callable[[str], None] = lambda _m: None) -> ReportRun:
+    monday = parse_week(week_text)
+    week = week_name(monday)
+    if tenant is not None and tenant not in {t.name for t in config.tenants}:
+        raise ReportError(f"unknown tenant {tenant!r}: not in the config's tenants")
+    if monday > now.date():
+        raise ReportError(f"week {week} has not started yet")
+    lake = Path(lake or config.lake.path)
+    started = time.monotonic()
+
+    def stage(n: int, text: str) -> None:
+        progress(f"[{n}/{STAGES}] {text} (+{time.monotonic() - started:.0f}s)")
+
+    stage(1, f"extract: checking the lake's files for {week} and the 4 weeks before")
+    ex = extract(spark, lake, Window.for_week(monday), today=now.date())
+    progress(f"      {ex.files} file(s) over {len(ex.days_present)} day(s); {len(ex.problems)} problem(s)")
+    for p in ex.problems:
+        progress(f"      problem: {p}")
+    if not ex.files:
+        ex.problems.append(f"the lake at {lake} has no readable data for {week} or the 4 weeks before")
+    stage(2, f"transform: {len(config.tenants)} tenant(s), every figure")
+    metrics = ex.metrics
+    if ex.bytes <= CACHE_INPUT_BYTES:  # small lake: read the files once instead of once per figure
+        metrics = metrics.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        collected = compute(spark, config, metrics, week, problems=ex.problems, now=now, progress=progress)
+    finally:
+        metrics.unpersist()
+    stage(3, "documents")
+    run = ReportRun(week, problems=ex.problems)
+    wanted = [t for t in config.tenants if tenant is None or t.name == tenant]
+    for t in wanted:
+        doc = D.tenant_document(collected, t.name, budget_bytes=t.contract.storage_budget_bytes,
+                                retention_hours=t.contract.retention_hours)
+        for p in doc["problems"][len(ex.problems):]:
+            log.warning("report %s %s: %s", week, t.name, p)
+        run.documents[t.name] = doc
+    if tenant is None:
+        run.operator = D.operator_document(collected, run.documents)
+    stage(4, f"render and write {len(run.documents)} report(s) to {lake / 'reports'}")
+    for name, doc in run.documents.items():
+        run.paths[name] = write_report(lake, doc, tenant_html(doc), tenant=name)
+    if run.operator is not None:
+        run.paths[D.OPERATOR] = write_report(lake, run.operator, operator_html(run.operator), tenant=D.OPERATOR)
+    stage(5, "index in the store" if store is not None else "no store: index skipped")
+    if store is not None:
+        docs = dict(run.documents)
+        if run.operator is not None:
+            docs[D.OPERATOR] = run.operator
+        for name, doc in docs.items():
+            index_report(store, tenant=name, week=week, status=doc["status"], problems=len(doc["problems"]),
+                         json_path=run.paths[name][0], html_path=run.paths[name][1], generated_at=now)
+    progress(f"done: {len(run.documents)} tenant report(s){' + operator summary' if run.operator else ''} "
+             f"for {week} in {time.monotonic() - started:.0f}s")
+    return run

@@ -1,0 +1,171 @@
+"""The weekly report end to end on real Spark (session ``spark``): known-answer lake -> JSON + HTML in the lake ->
+index in the store -> REST API. One report run per module keeps the wall time small."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.testclient import TestClient
+
+from bench.gen_lake import KNOWN, KNOWN_WEEK, known_answer_lake
+from monitor.api.principal import Principal, PrincipalKind
+from monitor.errors import NotFound
+from monitor.reports.job import run_report
+from monitor.reports.models import ReportIndex
+from monitor.reports.views import router
+from monitor.store.base import Store
+
+pytestmark = pytest.mark.integration
+NOW = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def known(tmp_path_factory, spark):
+    lake = tmp_path_factory.mktemp("lake")
+    config = known_answer_lake(lake)
+    store = Store(f"sqlite:///{lake / 'store.db'}")
+    store.create_all()
+    messages: list[str] = []
+    run = run_report(spark, config, KNOWN_WEEK, now=NOW, store=store, progress=messages.append)
+    yield {"lake": lake, "config": config, "store": store, "run": run, "progress": messages}
+    store.dispose()
+
+
+def test_known_answers_come_out_exactly(known):
+    acme = known["run"].documents["acme"]
+    assert acme["status"] == "ok" and acme["problems"] == []
+    bytes_in = acme["throughput"]["bytes_in"]
+    assert bytes_in["growth_wow"] == KNOWN["acme_growth_wow"]
+    assert bytes_in["this_week"] == pytest.approx(KNOWN["acme_bytes_in_base"] * 1.1**4, rel=1e-12)
+    assert acme["availability"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
+    assert acme["availability"]["observed_minutes"] == KNOWN["acme_observed_minutes"]
+    assert acme["availability"]["ratio"] == round(1 - 30 / 10080, 12)
+    assert acme["noisiest_clients"][0]["client_id"] == KNOWN["acme_top_client"]
+    # the principal wins over the client-id prefix: acme-svc's "beta-thing" is acme's, not beta's
+    assert "beta-thing" in [c["client_id"] for c in acme["noisiest_clients"]]
+    assert acme["storage"]["weeks_until_budget"] == KNOWN["acme_weeks_until_budget"]
+    assert acme["storage"]["used_bytes"] == 44e9
+    assert acme["throttling"]["throttled_minutes"]["this_week"] == KNOWN["acme_throttled_minutes"]
+    assert acme["consumer_lag"]["lag_mean_messages"]["growth_wow"] == 1.0
+    alerts = {a["alertname"]: a for a in acme["alerts"]["by_name"]}
+    assert alerts["KafkaOfflinePartitions"]["raised"] == 2
+    assert alerts["KafkaOfflinePartitions"]["mean_minutes_to_resolve"] == 20
+    assert alerts["KafkaConsumerLagHigh"]["resolved"] == 0  # still firing at the end of the week
+    assert "KafkaBrokerUnreachable" in alerts  # cluster-wide alert reaches every tenant on the cluster
+    assert acme["storage"]["disk"][0]["weeks_until_full"] == pytest.approx(KNOWN["disk_weeks_until_full"], rel=1e-11)
+    assert [h["week"] for h in acme["history"]] == ["2026-W43", "2026-W44", "2026-W45", "2026-W46", "2026-W47"]
+
+
+def test_empty_midweek_and_whole_cluster_tenants(known):
+    docs = known["run"].documents
+    assert docs["empty"]["status"] == "no_data"
+    assert "no data for this tenant" in docs["empty"]["problems"][0]
+    gamma = docs["gamma"]
+    assert gamma["status"] == "partial" and "added mid-week" in gamma["problems"][0]
+    assert "2026-11-18 12:00" in gamma["problems"][0]
+    assert gamma["throughput"]["bytes_in"]["growth_wow"] is None
+    assert docs["delta"]["throughput"]["bytes_in"]["this_week"] == 500 * 60 * 24 * 7
+    beta = docs["beta"]
+    assert beta["throughput"]["bytes_in"]["growth_wow"] == 0.0
+    assert "beta-thing" not in [c["client_id"] for c in beta["noisiest_clients"]]
+
+
+def test_operator_summary_across_tenants_and_clusters(known):
+    op = known["run"].operator
+    assert [t["tenant"] for t in op["tenants"]][0] == "acme"  # sorted by traffic
+    clusters = {c["cluster"]: c for c in op["clusters"]}
+    assert clusters["main"]["bad_minutes"] == 30
+    assert any("cluster main: log-dir disks full in 6.6 weeks" == a for a in op["attention"])
+    assert any(a.startswith("tenant acme: availability") for a in op["attention"])
+
+
+def test_reports_are_in_the_lake_self_contained_and_indexed(known):
+    lake, run = known["lake"], known["run"]
+    html = (lake / run.paths["acme"][1]).read_text()
+    assert html.count("<svg") >= 4
+    assert not re.search(r"""(src|href)=["']?https?:""", html)  # readable without a network
+    assert "<script" not in html
+    stored = json.loads((lake / run.paths["acme"][0]).read_text())
+    assert stored["throughput"]["bytes_in"]["growth_wow"] == 0.1
+    with known["store"].session() as s:
+        rows = {r.tenant: r for r in s.query(ReportIndex).all()}
+    assert set(rows) == {"acme", "beta", "gamma", "empty", "delta", "_operator"}
+    assert rows["gamma"].status == "partial" and rows["acme"].week == "2026-W47"
+    assert any(m.startswith("[1/5] extract") for m in known["progress"])
+    assert any(m.startswith("[5/5]") for m in known["progress"])
+
+
+@pytest.fixture(scope="module")
+def client(known):
+    app = FastAPI()
+    app.state.store = known["store"]
+    app.state.config = known["config"]
+
+    @app.middleware("http")
+    async def principal(request: Request, call_next):  # test stand-in for monitor.api.auth
+        tenant = request.headers.get("x-test-tenant")
+        request.state.principal = (Principal(PrincipalKind.TENANT, "t", tenant) if tenant
+                                   else Principal(PrincipalKind.OPERATOR, "op"))
+        return await call_next(request)
+
+    @app.exception_handler(NotFound)
+    async def not_found(_request, exc):
+        return JSONResponse({"error": {"code": "not_found", "message": str(exc)}}, status_code=404)
+
+    app.include_router(router)
+    return TestClient(app)
+
+
+def test_api_lists_and_serves_reports_as_json_and_html(client):
+    listed = client.get("/api/v1/tenants/acme/reports", params={"limit": 1}).json()
+    assert listed["total"] == 1 and listed["items"][0]["week"] == "2026-W47"
+    doc = client.get("/api/v1/tenants/acme/reports/2026-W47").json()
+    assert doc["tenant"] == "acme" and doc["availability"]["bad_minutes"] == 30
+    html = client.get("/api/v1/tenants/acme/reports/2026-W47", headers={"Accept": "text/html"})
+    assert html.headers["content-type"].startswith("text/html") and "<svg" in html.text
+    assert client.get("/api/v1/tenants/acme/reports/2026-W40").status_code == 404
+
+
+def test_a_tenant_never_sees_another_tenants_reports(client):
+    own = client.get("/api/v1/tenants/beta/reports/2026-W47", headers={"x-test-tenant": "beta"})
+    assert own.status_code == 200
+    for path in ("/api/v1/tenants/acme/reports", "/api/v1/tenants/acme/reports/2026-W47",
+                 "/api/v1/tenants/_operator/reports/2026-W47"):
+        r = client.get(path, headers={"x-test-tenant": "beta"})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
+
+
+def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp_path, caplog):
+    """Missing day, corrupt file, schema-drifted file: each named in the report and the log; figures still come."""
+    lake = tmp_path / "lake"
+    shutil.copytree(known["lake"] / "metrics", lake / "metrics")
+    shutil.rmtree(lake / "metrics" / "date=2026-11-17")  # a missing day
+    (lake / "metrics" / "date=2026-11-19" / "cluster=edge" / "part-0.parquet").write_bytes(b"PAR1 garbage")
+    drifted = lake / "metrics" / "date=2026-11-20" / "cluster=main" / "part-0.parquet"
+    t = pq.read_table(drifted)
+    t = t.drop(["user"]).set_column(t.schema.get_field_index("value") - 1, "value",
+                                    pa.array([str(v) for v in t.column("value").to_pylist()]))
+    pq.write_table(t, drifted)
+    config = known["config"].model_copy(update={"lake": known["config"].lake.model_copy(update={"path": str(lake)})})
+    with caplog.at_level("WARNING"):
+        run = run_report(spark, config, KNOWN_WEEK, now=NOW, tenant="acme")
+    problems = run.documents["acme"]["problems"]
+    assert any("2026-11-17: no archived data (missing day)" in p for p in problems)
+    assert any("2026-11-19: unreadable Parquet file" in p and "cluster=edge" in p for p in problems)
+    assert any("2026-11-20: schema drift" in p and "user missing" in p and "value is string" in p
+               for p in problems)
+    assert run.documents["acme"]["status"] == "partial"
+    assert "missing day" in caplog.text and "schema drift" in caplog.text
+    # the drifted day's values were cast back, the missing day is just absent: 6 of 7 days of bytes
+    assert run.documents["acme"]["throughput"]["bytes_in"]["this_week"] == pytest.approx(
+        KNOWN["acme_bytes_in_base"] * 1.1**4 * 6 / 7)
+    assert run.documents["acme"]["availability"]["bad_minutes"] == 30
+    assert run.operator is None and set(run.documents) == {"acme"}

@@ -1,0 +1,188 @@
+"""The report's Spark transforms on tiny frames with known answers (session ``spark`` fixture, local mode).
+
+Marked ``integration`` because they need the Spark JVM (see the markers in pyproject); they are pure
+DataFrame -> DataFrame checks otherwise.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from monitor.config import TenantConfig, TenantContract, TenantSelector
+from monitor.reports import transforms as T
+from monitor.reports.extract import FRAME_SCHEMA, SPARK_SCHEMA, selectors_frame
+from monitor.tenancy import TenantIndex
+
+pytestmark = pytest.mark.integration
+
+UTC = timezone.utc
+WEEK = date(2026, 11, 16)  # Monday of 2026-W47
+T0 = datetime(2026, 11, 16, tzinfo=UTC)
+LABELS = [f.name for f in SPARK_SCHEMA.fields if f.name not in ("ts", "series", "value")]
+
+TENANTS = (
+    TenantConfig(name="acme", selectors=(TenantSelector(cluster="main", topic_prefixes=("acme.",),
+                                                        principals=("User:acme-svc",), client_id_prefixes=("acme-",),
+                                                        group_prefixes=("acme-",)),),
+                 contract=TenantContract(storage_budget_bytes=100 * 10**9)),
+    TenantConfig(name="acme-eu", selectors=(TenantSelector(cluster="main", topic_prefixes=("acme.eu.",)),)),
+    TenantConfig(name="beta", selectors=(TenantSelector(cluster="main", topic_prefixes=("beta.",),
+                                                        client_id_prefixes=("beta-",)),)),
+    TenantConfig(name="delta", whole_clusters=("edge",)),
+)
+
+
+def row(series: str, ts: datetime, value: float, cluster: str = "main", **labels) -> tuple:
+    return (ts, series, *[labels.get(c) for c in LABELS], float(value), cluster)
+
+
+def frame(spark, rows):
+    return spark.createDataFrame(rows, FRAME_SCHEMA)
+
+
+def minutes(start: datetime, n: int) -> list[datetime]:
+    return [start + timedelta(minutes=i) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def selectors(spark):
+    return selectors_frame(spark, TENANTS)
+
+
+def attributed(spark, selectors, rows):
+    metrics = frame(spark, rows)
+    return T.attribute(metrics, T.ownership(T.attribution_keys(metrics), selectors))
+
+
+def test_attribution_matches_the_python_tenant_index(spark, selectors):
+    """Every kind of key gets the owner TenantIndex gives (the Spark join and the matcher must agree)."""
+    index = TenantIndex(TENANTS)
+    topics = [("main", "acme.orders"), ("main", "acme.eu.orders"), ("main", "beta.x"), ("main", "other"),
+              ("edge", "anything")]
+    clients = [("main", "acme-svc", "beta-thing"), ("main", None, "acme-batch"), ("main", "User:acme-svc", None),
+               ("main", "bob", "beta-loader"), ("main", "bob", "zzz")]
+    rows = [row("topic_bytes_in_rate", T0, 1, cluster=c, topic=t) for c, t in topics]
+    rows += [row("client_produce_bytes_rate", T0, 1, cluster=c, user=u, client_id=i) for c, u, i in clients]
+    rows += [row("group_lag_messages", T0, 1, group="acme-g", topic="beta.x")]
+    got = {(r["series"], r["cluster"], r["topic"], r["user"], r["client_id"], r["group"]): r["owner"]
+           for r in attributed(spark, selectors, rows).collect()}
+    for c, t in topics:
+        assert got.get(("topic_bytes_in_rate", c, t, None, None, None)) == index.for_topic(c, t), t
+    for c, u, i in clients:
+        assert got.get(("client_produce_bytes_rate", c, None, u, i, None)) == index.for_client(c, client_id=i, user=u)
+    assert got[("group_lag_messages", "main", "beta.x", None, None, "acme-g")] == "acme"
+    assert got[("topic_bytes_in_rate", "main", "acme.eu.orders", None, None, None)] == "acme-eu"  # longest prefix
+
+
+def test_cluster_wide_series_and_alerts_reach_the_right_tenants(spark, selectors):
+    rows = [row("broker_produce_p99_seconds", T0, 0.01, broker="1"),
+            row("alert_firing", T0, 1, alertname="KafkaBrokerUnreachable", broker="1"),
+            row("alert_firing", T0, 1, alertname="KafkaConsumerLagHigh", tenant="beta"),
+            row("alert_firing", T0, 1, alertname="Stray", tenant="delta")]  # delta is not on main
+    owners = {}
+    for r in attributed(spark, selectors, rows).collect():
+        owners.setdefault(r["alertname"] or r["series"], set()).add(r["owner"])
+    assert owners["broker_produce_p99_seconds"] == {"acme", "acme-eu", "beta"}
+    assert owners["KafkaBrokerUnreachable"] == {"acme", "acme-eu", "beta"}
+    assert owners["KafkaConsumerLagHigh"] == {"beta"}
+    assert owners["Stray"] == {"acme", "acme-eu", "beta"}  # a label naming no tenant of the cluster is cluster-wide
+
+
+def test_growth_of_ten_percent_and_comparison_with_four_weeks(spark, selectors):
+    # one hourly row per week k standing for a minute: the week's bytes are 60 * rate
+    rates = [1000.0 * 1.1**k for k in range(5)]
+    rows = [row("topic_bytes_in_rate", T0 - timedelta(days=7 * (4 - k)) + timedelta(hours=5), r, topic="acme.a")
+            for k, r in enumerate(rates)]
+    a = attributed(spark, selectors, rows)
+    cmp = {r["metric"]: r for r in T.compare(T.weekly(T.minutely(a), T.alert_episodes(a)), WEEK).collect()
+           if r["owner"] == "acme"}
+    b = cmp["bytes_in"]
+    assert b["this_week"] == pytest.approx(60 * rates[4])
+    assert b["growth_wow"] == pytest.approx(0.10, abs=1e-12)
+    assert b["previous4_weeks"] == 4
+    assert b["vs_previous4"] == pytest.approx(rates[4] / (sum(rates[:4]) / 4) - 1, abs=1e-12)
+
+
+def test_availability_counts_exactly_the_bad_minutes(spark, selectors):
+    rows = [row("broker_produce_p99_seconds", ts, 0.01, broker="1") for ts in minutes(T0, 600)]
+    rows += [row("topic_offline_partitions", ts, 1, topic="acme.a") for ts in minutes(T0 + timedelta(hours=1), 30)]
+    rows += [row("topic_under_min_isr_partitions", ts, 2, topic="acme.b")
+             for ts in minutes(T0 + timedelta(hours=1, minutes=20), 20)]  # 10 of them overlap the offline ones
+    rows += [row("topic_offline_partitions", ts, 0, topic="acme.a") for ts in minutes(T0 + timedelta(hours=3), 30)]
+    rows += [row("topic_offline_partitions", ts, 1, topic="beta.x") for ts in minutes(T0, 5)]
+    weekly = {(r["owner"], r["metric"]): r["value"] for r in T.weekly_figures(T.minutely(
+        attributed(spark, selectors, rows))).collect()}
+    assert weekly[("acme", "bad_minutes")] == 40
+    assert weekly[("acme", "observed_minutes")] == 600
+    assert weekly[("acme", "availability_ratio")] == pytest.approx(1 - 40 / 600)
+    assert weekly[("beta", "bad_minutes")] == 5
+    assert weekly[("acme-eu", "bad_minutes")] == 0
+
+
+def test_throttled_minutes_lag_and_latency(spark, selectors):
+    rows = [row("client_throttle_seconds", ts, 0.2, client_id="acme-batch") for ts in minutes(T0, 45)]
+    rows += [row("client_throttle_seconds", ts, 0.0, client_id="acme-batch")
+             for ts in minutes(T0 + timedelta(hours=1), 15)]
+    rows += [row("group_lag_messages", ts, v, group="acme-g", topic="acme.a")
+             for ts, v in zip(minutes(T0, 4), (10, 20, 30, 40))]
+    rows += [row("group_lag_messages", ts, 5, group="acme-h", topic="acme.b") for ts in minutes(T0, 4)]
+    rows += [row("broker_produce_p99_seconds", ts, v, broker=b)
+             for b, vs in (("1", (0.01, 0.02)), ("2", (0.03, 0.01))) for ts, v in zip(minutes(T0, 2), vs)]
+    w = {r["metric"]: r["value"] for r in T.weekly_figures(T.minutely(attributed(spark, selectors, rows))).collect()
+         if r["owner"] == "acme"}
+    assert w["throttled_minutes"] == 45
+    assert w["lag_mean_messages"] == pytest.approx((15 + 25 + 35 + 45) / 4)  # summed over groups per minute
+    assert w["lag_max_messages"] == 45
+    assert w["produce_p99_mean_seconds"] == pytest.approx((0.03 + 0.02) / 2)  # worst broker per minute
+    assert w["produce_p99_max_seconds"] == pytest.approx(0.03)
+
+
+def test_alert_episodes_raised_firing_and_time_to_resolve(spark, selectors):
+    wed = T0 + timedelta(days=2)
+    rows = [row("alert_firing", ts, 1, alertname="KafkaOfflinePartitions", severity="critical", tenant="acme",
+                topic="acme.a") for ts in minutes(wed, 30) + minutes(wed + timedelta(hours=2), 10)]
+    # started the week before: counted as firing this week, not raised this week
+    rows += [row("alert_firing", ts, 1, alertname="KafkaDiskFull", severity="warning", tenant="acme", broker="1")
+             for ts in minutes(T0 - timedelta(minutes=5), 20)]
+    # still firing at the end of the data
+    rows += [row("alert_firing", ts, 1, alertname="KafkaConsumerLagHigh", severity="warning", tenant="acme")
+             for ts in minutes(T0 + timedelta(days=7, minutes=-10), 10)]
+    ep = T.alert_episodes(attributed(spark, selectors, rows))
+    got = {r["alertname"]: r for r in T.alerts_by_name(ep, WEEK).collect() if r["owner"] == "acme"}
+    off = got["KafkaOfflinePartitions"]
+    assert (off["raised"], off["firing_minutes"], off["resolved"]) == (2, 40, 2)
+    assert (off["mean_minutes_to_resolve"], off["max_minutes_to_resolve"]) == (20, 30)
+    disk = got["KafkaDiskFull"]
+    assert (disk["raised"], disk["firing_minutes"]) == (0, 15)
+    lag = got["KafkaConsumerLagHigh"]
+    assert (lag["raised"], lag["resolved"], lag["mean_minutes_to_resolve"]) == (1, 0, None)
+
+
+def test_storage_weeks_until_budget(spark, selectors):
+    daily = spark.createDataFrame(
+        [("acme", WEEK - timedelta(days=34 - i), 10e9 + 1e9 * i) for i in range(35)]
+        + [("beta", WEEK + timedelta(days=i), 5e9) for i in range(7)]
+        + [("full", WEEK + timedelta(days=i), 200e9 + i) for i in range(2)],
+        "owner string, date date, bytes double")
+    budgets = spark.createDataFrame([("acme", 100e9), ("beta", 10e9), ("full", 100e9)],
+                                    "owner string, budget_bytes double")
+    got = {r["owner"]: r for r in T.storage_forecast(daily, budgets).collect()}
+    assert got["acme"]["current"] == 44e9
+    assert got["acme"]["slope_per_week"] == pytest.approx(7e9)
+    assert got["acme"]["weeks_until_limit"] == pytest.approx(8.0)
+    assert got["beta"]["weeks_until_limit"] is None  # flat: never
+    assert got["full"]["weeks_until_limit"] == 0.0
+
+
+def test_top_clients_by_bytes(spark, selectors):
+    rows = []
+    for ts in minutes(T0, 10):
+        rows += [row("client_produce_bytes_rate", ts, 5e6, user="acme-svc", client_id="acme-orders"),
+                 row("client_fetch_bytes_rate", ts, 1e6, user="acme-svc", client_id="acme-orders"),
+                 row("client_produce_bytes_rate", ts, 5.5e6, client_id="acme-batch"),
+                 row("client_produce_bytes_rate", ts, 1e3, client_id="acme-tiny")]
+    top = sorted(T.noisy_clients(attributed(spark, selectors, rows), WEEK, n=2).collect(), key=lambda r: r["rank"])
+    assert [r["client_id"] for r in top] == ["acme-orders", "acme-batch"]
+    assert top[0]["total_bytes"] == pytest.approx(10 * 60 * 6e6)
