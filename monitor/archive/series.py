@@ -34,40 +34,46 @@ SERIES: tuple[ArchiveSeries, ...] = (
                   "bytes/s", "bytes fetched from the topic (consumers and followers excluded by the broker meter)"),
     ArchiveSeries("topic_messages_in_rate", "sum by (cluster, topic) (rate(kafka_topic_messages_in_total[2m]))",
                   "messages/s", "messages produced to the topic"),
-    # Kafka has no per-topic messages-out meter: consumption is the rate of committed offsets of all groups.
+    # Kafka has no per-topic messages-out meter and the collectors export lag, not committed offsets: what a group
+    # consumed is what was produced minus the growth of its lag, summed over the topic's groups.
     ArchiveSeries("topic_messages_out_rate",
-                  "sum by (cluster, topic) (rate(kafka_consumergroup_committed_offset[2m]))",
-                  "messages/s", "messages consumed from the topic by consumer groups", uncertain=True),
+                  "sum by (cluster, topic) (clamp_min("
+                  "sum by (cluster, topic) (rate(kafka_topic_messages_in_total[2m])) - on (cluster, topic) "
+                  "group_right sum by (cluster, topic, group) (deriv(kafka_consumergroup_lag[2m])), 0))",
+                  "messages/s", "messages consumed from the topic by consumer groups (produced - lag growth)"),
     ArchiveSeries("topic_size_bytes", "sum by (cluster, topic) (kafka_topic_log_size_bytes)",
-                  "bytes", "bytes on disk for the topic (all replicas)", uncertain=True),
+                  "bytes", "bytes on disk for the topic (all replicas)"),
     ArchiveSeries("topic_offline_partitions", "max by (cluster, topic) (kafka_topic_offline_partitions)",
-                  "partitions", "partitions of the topic without a leader", uncertain=True),
+                  "partitions", "partitions of the topic without a leader"),
+    # Not exported per topic yet (only kafka_broker_under_min_isr_partitions per broker): archives nothing until
+    # the Admin collector derives it from ISR sizes and min.insync.replicas; availability then counts it.
     ArchiveSeries("topic_under_min_isr_partitions", "max by (cluster, topic) (kafka_topic_under_min_isr_partitions)",
                   "partitions", "partitions of the topic with fewer in-sync replicas than min.insync.replicas",
                   uncertain=True),
     ArchiveSeries("broker_produce_p99_seconds",
-                  'max by (cluster, broker) '
-                  '(kafka_broker_request_total_time_seconds{request="Produce",quantile="0.99"})',
-                  "seconds", "produce request total time, 99th percentile", uncertain=True),
+                  'max by (cluster, broker) (kafka_broker_request_latency_seconds'
+                  '{request="Produce",phase="total",quantile="0.99"})',
+                  "seconds", "produce request total time, 99th percentile"),
     ArchiveSeries("broker_fetch_p99_seconds",
-                  'max by (cluster, broker) '
-                  '(kafka_broker_request_total_time_seconds{request="FetchConsumer",quantile="0.99"})',
-                  "seconds", "consumer fetch request total time, 99th percentile", uncertain=True),
+                  'max by (cluster, broker) (kafka_broker_request_latency_seconds'
+                  '{request="FetchConsumer",phase="total",quantile="0.99"})',
+                  "seconds", "consumer fetch request total time, 99th percentile"),
     ArchiveSeries("client_produce_bytes_rate",
                   "sum by (cluster, user, client_id) (kafka_client_produce_bytes_per_second)",
-                  "bytes/s", "produce byte rate of the client (quota sensor)", uncertain=True),
+                  "bytes/s", "produce byte rate of the client (quota sensor)"),
     ArchiveSeries("client_fetch_bytes_rate",
                   "sum by (cluster, user, client_id) (kafka_client_fetch_bytes_per_second)",
-                  "bytes/s", "fetch byte rate of the client (quota sensor)", uncertain=True),
+                  "bytes/s", "fetch byte rate of the client (quota sensor)"),
     ArchiveSeries("client_throttle_seconds",
-                  "max by (cluster, user, client_id) (kafka_client_throttle_time_seconds)",
-                  "seconds", "average throttle time of the client's requests (quota)", uncertain=True),
+                  "max by (cluster, user, client_id) "
+                  '({__name__=~"kafka_client_(produce|fetch|request)_throttle_time_seconds"})',
+                  "seconds", "average throttle time of the client's requests (quota)"),
     ArchiveSeries("group_lag_messages", "sum by (cluster, group, topic) (kafka_consumergroup_lag)",
                   "messages", "consumer group lag per topic"),
     ArchiveSeries("host_filesystem_size_bytes", "sum by (cluster, broker) (kafka_host_filesystem_size_bytes)",
-                  "bytes", "size of the brokers' log-dir filesystems", uncertain=True),
+                  "bytes", "size of the brokers' log-dir filesystems"),
     ArchiveSeries("host_filesystem_free_bytes", "sum by (cluster, broker) (kafka_host_filesystem_avail_bytes)",
-                  "bytes", "space available to Kafka on the brokers' log-dir filesystems", uncertain=True),
+                  "bytes", "space available to Kafka on the brokers' log-dir filesystems"),
     ArchiveSeries("alert_firing",
                   'max by (cluster, alertname, severity, tenant, broker, topic, group) (ALERTS{alertstate="firing"})',
                   "1", "1 while the alert fires"),
