@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
+from monitor.api.pagination import Page, PagingParams, page_of
 from monitor.api.principal import Principal, current_principal
 from monitor.errors import NotFound
 from monitor.reports import service
@@ -18,7 +19,7 @@ router = APIRouter(prefix="/api/v1", tags=["reports"])
 
 def _visible(principal: Principal, tenant: str) -> None:
     if not principal.can_see(tenant):
-        raise NotFound(f"no reports for tenant {tenant!r}")
+        raise NotFound("tenant not found")  # the same words for absent and foreign
 
 
 def _lake(request: Request) -> Path:
@@ -26,15 +27,14 @@ def _lake(request: Request) -> Path:
 
 
 @router.get("/tenants/{tenant}/reports")
-def list_reports(tenant: str, request: Request, limit: int = Query(20, ge=1, le=200), offset: int = Query(0, ge=0),
-                 principal: Principal = Depends(current_principal)) -> dict:
+def list_reports(tenant: str, request: Request, paging: PagingParams,
+                 principal: Principal = Depends(current_principal)) -> Page:
     _visible(principal, tenant)
     with request.app.state.store.session() as s:
-        rows, total = service.list_reports(db_session=s, tenant=tenant, limit=limit, offset=offset)
-    items = [{"tenant": r.tenant, "week": r.week, "status": r.status, "problems": r.problems,
-              "generated_at": r.generated_at.isoformat(),
-              "url": f"/api/v1/tenants/{r.tenant}/reports/{r.week}"} for r in rows]
-    return {"items": items, "total": total, "limit": limit, "offset": offset}
+        rows = service.list_reports(db_session=s, tenant=tenant, limit=paging.limit + 1, before_week=paging.after)
+    return page_of(rows, paging, key=lambda r: r.week, convert=lambda r: {
+        "tenant": r.tenant, "week": r.week, "status": r.status, "problems": r.problems,
+        "generated_at": r.generated_at.isoformat(), "url": f"/api/v1/tenants/{r.tenant}/reports/{r.week}"})
 
 
 @router.get("/tenants/{tenant}/reports/{week}", response_model=None)
@@ -44,13 +44,13 @@ def get_report(tenant: str, week: str, request: Request,
     with request.app.state.store.session() as s:
         row = service.get_report(db_session=s, tenant=tenant, week=week)
     if row is None:
-        raise NotFound(f"no report for tenant {tenant!r} and week {week!r}")
+        raise NotFound("report not found")
     want_html = "text/html" in request.headers.get("accept", "")
     path = _lake(request) / (row.html_path if want_html else row.json_path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
-        raise NotFound(f"report {week} of {tenant!r} is indexed but its file is gone from the lake") from None
+        raise NotFound("report not found (indexed, but its file is gone from the lake)") from None
     if want_html:
         return HTMLResponse(text)
     return JSONResponse(json.loads(text))
