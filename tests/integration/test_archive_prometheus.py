@@ -27,13 +27,6 @@ from tests.conftest import wait_until
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(autouse=True)
-def only_archive_commands(monkeypatch):
-    # The venv's editable install points at /work/main, whose other command modules can be newer than this
-    # branch's shared code; wire only the command under test (the real CLI entry point and error handling).
-    monkeypatch.setattr(monitor.cli, "COMMAND_MODULES", ["monitor.archive.cli"])
-
-
 def cli(argv: list[str]) -> int:
     return monitor.cli.main(argv)
 
@@ -90,15 +83,17 @@ def test_archive_replace_and_interrupted_run(stack, exporter, tmp_path):
     assert marker is not None and not marker.complete and marker.clusters == ("local",)
     table = ds.dataset(lakefs.day_dir(lake, day), format="parquet", partitioning="hive").to_table()
     rows = table.to_pylist()
-    traffic = [r for r in rows if r["series"] == "topic_bytes_in_rate"]
-    assert traffic and all(r["topic"] == "acme.orders" and r["cluster"] == "local" for r in traffic)
+    # Earlier tests may have fed this Prometheus other topics (real collectors); this test's series is acme.orders.
+    assert {r["cluster"] for r in rows} == {"local"}
+    traffic = [r for r in rows if r["series"] == "topic_bytes_in_rate" and r["topic"] == "acme.orders"]
+    assert traffic
     raw = httpx.get(f"{url}/api/v1/query", params={"query": "kafka_topic_bytes_in_total[15m]"}, timeout=5).json()
     assert all(r["value"] > 0 for r in traffic)
     assert len(traffic) >= 2, (start, now, traffic, raw)
     assert 800 <= max(traffic, key=lambda r: r["ts"])["value"] <= 1200  # 1000 B/s once the window is full
     assert all(r["ts"].second == 0 for r in traffic)  # one-minute steps
-    lag = [r for r in rows if r["series"] == "group_lag_messages"]
-    assert lag and lag[0]["value"] == 42 and lag[0]["group"] == "acme-consumers"
+    lag = [r for r in rows if r["series"] == "group_lag_messages" and r["group"] == "acme-consumers"]
+    assert lag and lag[0]["value"] == 42
 
     # re-archiving replaces the day: no duplicates, at least as many minutes as before
     assert cli(argv + ["--replace"]) == 0
