@@ -147,15 +147,22 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
         stack.procs.signal(f"broker-{victim}", signal.SIGKILL)
         killed = True
 
+        seen: dict = {}
+
         def fired():
             r = svc.run_once()
             firing = {(i.rule, i.labels.get("tenant"), i.labels.get("broker") or i.labels.get("topic"))
                       for i in r.instances.values() if i.state is AlertState.FIRING}
+            seen["firing"], seen["errors"] = firing, {n: st.error for n, st in r.rules.items() if st.error}
             want = {("KafkaBrokerUnreachable", "shop", victim), ("KafkaBrokerUnreachable", "ads", victim),
                     ("KafkaOfflinePartitions", "shop", "orders.rf1")}
             return want <= firing and any(f[0] == "KafkaUnderMinIsrPartitions" for f in firing) and r
 
-        r = wait_until(fired, 150, interval=3, what="broker-down alerts firing")
+        try:
+            r = wait_until(fired, 150, interval=3, what="broker-down alerts firing")
+        except pytest.fail.Exception as exc:  # say what did fire, so a failure in CI can be diagnosed
+            raise AssertionError(f"{exc}; firing: {sorted(seen.get('firing', ()))}; "
+                                 f"rule errors: {seen.get('errors')}") from None
         # Every rule's and detector's PromQL ran against the real Prometheus fed by the real collectors.
         broken = {n: st.error for n, st in r.rules.items() if st.health.value == "err"}
         assert not broken, broken
