@@ -32,7 +32,7 @@ from monitor.config import CollectionSettings, RulesSettings, TenantConfig, Tena
 from monitor.store import Store
 from tests.conftest import wait_until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -13,7 +13,7 @@ from monitor.config import RuleOverride, RulesSettings, TenantConfig, TenantSele
 from monitor.store import Store
 from tests.conftest import wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.own_stack]
 
 
 def _am_alerts(stack) -> list[dict]:
