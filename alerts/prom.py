@@ -74,12 +74,16 @@ class PrometheusSource:
             raise QueryError(f"expected an instant vector from {expr!r}, got {data['resultType']}")
         return [Sample(r["metric"], _num(r["value"][1])) for r in data["result"]]
 
-    def query_range(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[Series]:
-        data = self._get("/api/v1/query_range", {
+    def query_range_raw(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[dict]:
+        """Prometheus' own matrix result (``[{"metric": {...}, "values": [[t, "v"], ...]}]``), for callers that
+        store it as it is (the archive)."""
+        return self._get("/api/v1/query_range", {
             "query": expr, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
-            "step": f"{max(step_seconds, 1):.3f}"})
+            "step": f"{max(step_seconds, 1):.3f}"})["result"]
+
+    def query_range(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[Series]:
         out = []
-        for r in data["result"]:
+        for r in self.query_range_raw(expr, start, end, step_seconds):
             pts = [(float(t), _num(v)) for t, v in r["values"]]
             pts = [(t, v) for t, v in pts if not math.isnan(v)]
             out.append(Series(r["metric"], tuple(t for t, _ in pts), tuple(v for _, v in pts)))

@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pyarrow as pa
 
+from alerts.prom import PrometheusSource
 from monitor.archive import lake as lakefs
 from monitor.archive.series import LABEL_COLUMNS, SERIES, STEP_SECONDS, ArchiveSeries
-from monitor.errors import QueryError
 
 log = logging.getLogger(__name__)
 DAY = timedelta(days=1)
@@ -30,29 +30,17 @@ QueryRange = Callable[[str, datetime, datetime, int], list[dict]]
 
 
 class PrometheusClient:
-    """The seam to Prometheus's HTTP API. Errors become ``QueryError`` naming the query, never the raw exception."""
+    """The archive's seam to Prometheus: the engine's HTTP client (one place translates HTTP and PromQL errors
+    into ``QueryError``), answering with the raw matrix the lake stores."""
 
     def __init__(self, url: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
-        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, transport=transport)
+        self._source = PrometheusSource(url, timeout=timeout, transport=transport)
 
     def query_range(self, promql: str, start: datetime, end: datetime, step: int) -> list[dict]:
-        params = {"query": promql, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
-                  "step": str(step)}
-        try:
-            resp = self._http.post("/api/v1/query_range", data=params)
-        except httpx.HTTPError as exc:
-            raise QueryError(f"Prometheus unreachable at {self._http.base_url}: {type(exc).__name__}") from exc
-        try:
-            body = resp.json()
-        except ValueError:
-            raise QueryError(f"Prometheus answered HTTP {resp.status_code} with a non-JSON body") from None
-        if body.get("status") != "success":
-            raise QueryError(f"query failed ({body.get('errorType', resp.status_code)}): {body.get('error', '')}"
-                             f" -- query: {promql}")
-        return body["data"]["result"]
+        return self._source.query_range_raw(promql, start, end, step)
 
     def close(self) -> None:
-        self._http.close()
+        self._source.close()
 
 
 @dataclass(frozen=True)
