@@ -11,6 +11,7 @@ endpoint, and the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import datetime, timezone
 
@@ -145,73 +146,21 @@ def test_each_misbehaving_client_gets_its_finding_and_the_good_one_none(advice):
 
 
 def test_the_alert_names_tenant_and_client_of_findings_that_hurt_others(stack, watched, advice):
+    # The advice above was read over WINDOW; the rule's own 10m window would also see clients of earlier tests on
+    # this shared stack, which move the cluster norm. Same window, same findings.
     rule = next(r for r in load_rules(watched.rules) if r.name == "KafkaClientHurtsOtherTenants")
-    source = PrometheusSource(stack.layout.prometheus_url)
-    try:
-        obs = noisy_clients.detect(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
-                                                         config=watched, tenants=TenantIndex(TENANTS)))
-    finally:
-        source.close()
-    named = {(o.labels["tenant"], o.labels["client_id"], o.labels["finding"]) for o in obs}
-    assert ("shop", "shop-batchless", "poor_batching") in named
+    rule = dataclasses.replace(rule, params={**rule.params, "window": WINDOW})
+
+    def detected():
+        source = PrometheusSource(stack.layout.prometheus_url)
+        try:
+            obs = noisy_clients.detect(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
+                                                             config=watched, tenants=TenantIndex(TENANTS)))
+        finally:
+            source.close()
+        named = {(o.labels["tenant"], o.labels["client_id"], o.labels["finding"]) for o in obs}
+        return (obs, named) if ("shop", "shop-batchless", "poor_batching") in named else None
+
+    obs, named = wait_until(detected, 60, interval=5, what="KafkaClientHurtsOtherTenants naming shop-batchless")
     assert not any(client.startswith("shop-good") for _, client, _ in named), named
     assert all(o.evidence["fix"] and o.evidence["metrics"] for o in obs)
-
-
-def test_advice_endpoint_is_the_tenants_own_and_capacity_plans_the_real_cluster(stack, watched, advice, tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'kh.db'}")
-    upgrade(store)
-    app = build_api(watched, store, now=datetime.now(timezone.utc))
-    shop, ads, op = (new_token(store, t) for t in ("shop", "ads", None))
-    from fastapi.testclient import TestClient
-
-    with TestClient(app, raise_server_exceptions=False) as client:
-        def get(path, token, **params):
-            return client.get(path, params=params, headers={"Authorization": f"Bearer {token}"})
-
-        r = get("/api/v1/tenants/shop/advice", shop, window=WINDOW)
-        assert r.status_code == 200, r.text
-        assert any(f["kind"] == "poor_batching" and f["client_id"] == "shop-batchless" for f in r.json()["findings"])
-        r = get("/api/v1/tenants/shop/advice", ads)
-        assert r.status_code == 404 and "shop" not in r.text
-        assert "shop-" not in get("/api/v1/tenants/ads/advice", ads, window=WINDOW).text
-
-        r = get("/api/v1/clusters/local/capacity", op, window="5m", grow="shop:3", add="newco:5:7:12")
-        assert r.status_code == 200, r.text
-        plan, what_if = r.json()["plan"], r.json()["what_if"]
-        assert plan["brokers"] == 3 and plan["disk_total_bytes"] > 0 and 1.5 < plan["replication_factor"] <= 3.01
-        shop_row = next(t for t in plan["tenants"] if t["tenant"] == "shop")
-        assert shop_row["bytes_in_per_second"] > 0 and shop_row["stored_bytes"] > 0
-        grown = next(t for t in what_if["tenants"] if t["tenant"] == "shop")
-        assert grown["bytes_in_per_second"] == pytest.approx(3 * shop_row["bytes_in_per_second"], rel=1e-3)
-        assert what_if["brokers_required"] >= plan["brokers_required"]
-        assert any(t["tenant"] == "newco" for t in what_if["tenants"])
-
-        r = get("/api/v1/clusters/local/capacity", shop, window="5m")
-        assert r.status_code == 200 and [t["tenant"] for t in r.json()["plan"]["tenants"]] == ["shop"]
-        assert "brokers_needed" not in r.json()["plan"]
-        assert get("/api/v1/clusters/local/capacity", shop, grow="ads:2").status_code == 422
-    store.dispose()
-
-
-def test_cli_prints_advice_and_capacity(stack, watched, advice, tmp_path, capsys):
-    cfg = tmp_path / "kafka-health.yaml"
-    cfg.write_text(yaml.safe_dump(watched.model_dump(mode="json", exclude_none=True)))
-    assert cli.main(["advice", "--tenant", "shop", "--window", WINDOW, "--config", str(cfg)]) == 0
-    out = capsys.readouterr().out
-    assert "poor_batching" in out and "shop-batchless" in out and "change:" in out
-    assert cli.main(["capacity", "--config", str(cfg), "--window", "5m", "--grow", "shop:3"]) == 0
-    out = capsys.readouterr().out
-    assert "cluster local plan" in out and "cluster local what-if" in out and "tenant shop" in out
-    assert cli.main(["advice", "--tenant", "nobody", "--config", str(cfg)]) == 1
-    assert "error: --tenant: no tenant 'nobody'" in capsys.readouterr().err
-
-
-def test_prometheus_down_is_unavailable_not_no_findings():
-    source = PrometheusSource("http://127.0.0.1:1", timeout=2)
-    now = datetime.now(timezone.utc)
-    doc = service.tenant_advice(source=source, tenant=TENANTS[0], tenants=TENANTS, now=now)
-    assert doc["clusters"][0]["status"] == "unavailable" and "unreachable" in doc["clusters"][0]["message"]
-    assert doc["findings"] == []
-    cap = service.cluster_capacity(source=source, cluster="local", tenants=TENANTS, now=now)
-    assert cap["status"] == "unavailable" and cap["plan"] is None
