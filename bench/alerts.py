@@ -108,6 +108,8 @@ class SyntheticSource:
             return [series({"cluster": "big", "group": g}, lambda k: 1.0) for g in self.groups]
         if M["group_committed_offset"] in expr:
             return []
+        if M["fs_size"] in expr and M["fs_avail"] not in expr:  # filesystem sizes: constant
+            return [series({"cluster": "big", "broker": b, "path": "/data"}, lambda k: 2e12) for b in self.brokers]
         if M["fs_size"] in expr:  # used bytes: sawtooth on most, growth on a few
             return [series({"cluster": "big", "broker": b, "path": "/data"},
                            lambda k, i=i: 5e11 + (k * 4e9 if i % 25 == 0 else (k % 30) * 1e9)) for i, b in
