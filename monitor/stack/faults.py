@@ -13,11 +13,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from monitor.errors import StackError
+from monitor.stack.kafka import jolokia_port
+from monitor.stack.procs import port_open
 
 _FS_NAME = "kafka-health-fault"
 
@@ -39,18 +42,28 @@ def _unmount(path: Path) -> None:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
+def _stop_broker(stack, broker_id: int, timeout: float = 30.0) -> None:
+    """Stop the broker and wait until its ports are closed: a JVM's main thread can be reaped while its other
+    threads still hold the listeners, and the restart would find them taken."""
+    L = stack.layout
+    stack.procs.stop(L.node_name(broker_id))
+    ports = (L.broker_port(broker_id), L.broker_jmx_port(broker_id), jolokia_port(L, broker_id))
+    deadline = time.monotonic() + timeout
+    while any(port_open(p) for p in ports) and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 @contextmanager
 def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float = 180.0) -> Iterator[Path]:
     """Run a broker with its log dir on a tmpfs of ``size_mib``; yields the log dir. The stack must be up."""
     if os.geteuid() != 0:
         raise StackError("mounting a small filesystem on a broker's log dir needs root")
     layout = stack.layout
-    name = layout.node_name(broker_id)
     data = layout.log_dir(broker_id)
     saved = data.with_name(data.name + ".before-tmpfs")
     if saved.exists():
         raise StackError(f"{saved} exists: an earlier fault run did not clean up; restore it by hand")
-    stack.procs.stop(name)  # a clean shutdown trims Kafka's preallocated index files
+    _stop_broker(stack, broker_id)  # a clean shutdown trims Kafka's preallocated index files
     data.rename(saved)
     data.mkdir()
     mounted = False
@@ -61,7 +74,7 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
         stack.up(timeout=timeout)
         yield data
     finally:
-        stack.procs.stop(name)
+        _stop_broker(stack, broker_id)
         kept = data.with_name(data.name + ".from-tmpfs")
         try:
             if mounted:
