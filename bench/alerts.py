@@ -38,7 +38,7 @@ from alerts.detectors import builtin_detectors  # noqa: E402
 from alerts.engine import Engine  # noqa: E402
 from alerts.inputs import M  # noqa: E402
 from alerts.prom import Sample, Series  # noqa: E402
-from alerts.rules import load_rules  # noqa: E402
+from alerts.rules import builtin_variant, load_rules  # noqa: E402
 from monitor.config import parse_config  # noqa: E402
 
 
@@ -194,17 +194,8 @@ PAIRS = {
     "log dir filling": [("KafkaDiskFullRisk", "PromDiskFullPredicted"), ("KafkaDiskFullRisk", "PromRunningOutOfSpace")],
 }
 
-FAST_DISK_RULE = """
-rules:
-  - name: KafkaDiskFullRisk
-    kind: detector
-    detector: disk_full
-    severity: warning
-    scope: broker
-    params: {warning: 86400, critical: 21600, window: 2m, min_points: 5}
-    for: 10s
-    inputs: [fs_avail, fs_size]
-"""
+# The disk detector over 2 minutes, as in tests/e2e/test_alert_disk_fault.py (the default window is 6 h).
+FAST_DISK_RULE = builtin_variant("KafkaDiskFullRisk", for_="10s", window="2m", min_points=5)
 
 
 class Watch:

@@ -18,6 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
+from alerts.rules import builtin_variant
 from alerts.service import AlertService
 from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
 from monitor.stack.faults import small_log_dir
@@ -31,18 +32,7 @@ RULE = "KafkaDiskFullRisk"
 
 # The built-in rule judges 6 hours and waits 5 minutes; the same detector over 2 minutes (points every 15 s), so the
 # test waits for one short window.
-FAST_DISK_RULE = """
-rules:
-  - name: KafkaDiskFullRisk
-    kind: detector
-    detector: disk_full
-    severity: warning
-    scope: broker
-    params: {warning: 86400, critical: 21600, window: 2m, min_points: 5}
-    for: 10s
-    inputs: [fs_avail, fs_size]
-    annotations: {summary: "log dir {{ $labels.path }} of broker {{ $labels.broker }} full in {{ $value }} s"}
-"""
+FAST_DISK_RULE = builtin_variant(RULE, for_="10s", window="2m", min_points=5)
 
 
 def _create_topics(stack, victim: int, other: int) -> None:
