@@ -202,10 +202,11 @@ class Watch:
     """First time each alert is seen firing after ``t0``: the engine's (its own loop thread, as `serve --role
     alerts` runs it) and Prometheus' (polled every second)."""
 
-    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float):
+    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float, prom_labels: dict | None = None):
         import threading
 
         self.stack, self.svc, self.t0 = stack, svc, t0
+        self.prom_labels = prom_labels or {}  # e.g. only the victim broker's filesystem
         self.names, self.prom_names = names, prom_names
         self.first: dict[str, float] = {}
         self.stop = threading.Event()
@@ -233,7 +234,8 @@ class Watch:
             try:
                 alerts = httpx.get(f"{self.stack.layout.prometheus_url}/api/v1/alerts", timeout=5).json()
                 for a in alerts["data"]["alerts"]:
-                    if a["labels"]["alertname"] in self.prom_names and a["state"] == "firing":
+                    if (a["labels"]["alertname"] in self.prom_names and a["state"] == "firing"
+                            and all(a["labels"].get(k) == v for k, v in self.prom_labels.items())):
                         self.first.setdefault(a["labels"]["alertname"], time.monotonic() - self.t0)
             except Exception:  # noqa: BLE001 - a slow answer is a missed poll, not a failed bench
                 pass
@@ -249,14 +251,16 @@ class Watch:
         return dict(self.first)
 
 
-def _prom_quiet(stack, names: set[str], timeout: float = 180.0) -> None:
-    """Wait until none of ``names`` is pending or firing in Prometheus (the previous repetition is over)."""
+def _prom_quiet(stack, names: set[str], timeout: float = 180.0, labels: dict | None = None) -> None:
+    """Wait until none of ``names`` (with ``labels``) is pending or firing in Prometheus (the previous repetition
+    is over)."""
     import httpx
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         alerts = httpx.get(f"{stack.layout.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
-        if not [a for a in alerts if a["labels"]["alertname"] in names]:
+        if not [a for a in alerts if a["labels"]["alertname"] in names
+                and all(a["labels"].get(k) == v for k, v in (labels or {}).items())]:
             return
         time.sleep(2.0)
 
@@ -338,14 +342,16 @@ def latency(args) -> int:
             with small_log_dir(stack, victim, 128):
                 # predict_linear's 2 min range must not straddle the move from the root filesystem to the tmpfs
                 time.sleep(130)
-                _prom_quiet(stack, prom)
+                _prom_quiet(stack, prom, labels={"broker": str(victim)})
+                # a fresh client: librdkafka once crashed here in a client that had lived through the broker restarts
+                admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
                 admin.create_topics([NewTopic("bench.fill", num_partitions=1, replica_assignment=[[victim]])])[
                     "bench.fill"].result(60)
                 svc = AlertService(config, store=fresh_store("disk"), registry=CollectorRegistry())
                 producer = Producer({"bootstrap.servers": L.bootstrap_servers, "linger.ms": 50})
                 payload = os.urandom(64 * 1024)
                 t0 = time.monotonic()
-                watch = Watch(stack, svc, {"KafkaDiskFullRisk"}, prom, t0)
+                watch = Watch(stack, svc, {"KafkaDiskFullRisk"}, prom, t0, prom_labels={"broker": str(victim)})
                 free_at: dict[str, float] = {}
                 while time.monotonic() - t0 < 400 and not ({"KafkaDiskFullRisk"} | prom) <= set(watch.first):
                     fs = os.statvfs(L.log_dir(victim))
