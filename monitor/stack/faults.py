@@ -5,7 +5,8 @@
 
 Needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
 real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again, so nothing
-is left mounted and the cluster keeps its data.
+is left mounted and the cluster keeps its data. Only a process killed hard (SIGKILL, a crash in a native library)
+cannot clean up; the next call then refuses to start and says how to restore by hand.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
     data = layout.log_dir(broker_id)
     saved = data.with_name(data.name + ".before-tmpfs")
     if saved.exists():
-        raise StackError(f"{saved} exists: an earlier fault run did not clean up; restore it by hand")
+        raise StackError(f"{saved} exists: an earlier fault run was killed before it could clean up; stop the stack, "
+                         f"`umount {data}` if it is still mounted, then replace {data} with {saved}")
     _stop_broker(stack, broker_id)  # a clean shutdown trims Kafka's preallocated index files
     data.rename(saved)
     data.mkdir()
