@@ -7,7 +7,10 @@ errors into ``TargetTimeout``/``TargetUnreachable``/``TransportError``. The rest
 watermarks kept by ``WatermarkHistory``).
 
 Partial-failure policy (after DataDog's kafka_consumer): metadata failing fails the target (nothing else can be
-trusted); one group whose offsets cannot be read is skipped and counted in ``kafka_health_admin_skipped_groups``;
+trusted); listing the groups failing (ListGroups goes to every broker: one that just died makes it time out) drops
+only this round's group series, never the cluster state read before it (the broker-down and offline-partition
+series are exactly what is needed then), and counts the groups of the last good listing as skipped; one group
+whose offsets cannot be read is skipped and counted in ``kafka_health_admin_skipped_groups``;
 a partition without a committed offset has no lag (it is not "zero lag"). Committed offsets are read *before* the
 high watermarks, so a lag is never negative (and is clamped at 0 should a truncation happen in between).
 Groups with no active members (state Empty) are included: a stopped consumer is exactly when lag matters.
@@ -285,6 +288,7 @@ class AdminCollector:
         self._factory = admin_factory or (lambda c: KafkaAdmin(c.client_settings(), timeout=c.jmx.timeout_seconds))
         self._admin: KafkaAdmin | None = None
         self._history = WatermarkHistory()
+        self._known_groups = 0  # groups of the last good listing: what a failed listing skips
         self._lock = threading.Lock()
         self._target = Target(cluster.name, "admin", "admin", address=cluster.bootstrap_servers)
 
@@ -303,7 +307,13 @@ class AdminCollector:
                 samples = cluster_samples(state, base=base, configured=[b.id for b in self._cluster.brokers],
                                           tenants=self._tenants)
                 groups, skipped = [], 0
-                for info in admin.groups():
+                try:
+                    listed = admin.groups()
+                    self._known_groups = len(listed)
+                except KafkaHealthError as exc:
+                    log.warning("%s: consumer groups skipped this round: %s", target.key, exc)
+                    listed, skipped = [], self._known_groups
+                for info in listed:
                     try:
                         groups.append(GroupOffsets(info, admin.committed(info.group)))  # before the watermarks
                     except KafkaHealthError as exc:

@@ -4,6 +4,9 @@ Retention makes usage a sawtooth: it grows as producers write and drops when old
 state bounded by retention must not alarm, however steep each tooth is. So the projection uses the *envelope*: when
 retention deletions (drops) are seen in the window, the growth rate is the trend of the peaks before each drop plus
 the current level (if it is above the last peak); no drop seen means plain least-squares growth over the window.
+
+A log dir whose filesystem changed size in the window (a volume resized, the dir moved to another mount) is judged
+on the points since the change only: usage measured on another filesystem says nothing about this one's growth.
 """
 
 from __future__ import annotations
@@ -66,6 +69,16 @@ def forecast_disk_full(times: list[float], used: list[float], size: float, *, mi
     return DiskForecast((size - now_used) / rate, rate, now_used, size, method, len(drops))
 
 
+def current_filesystem_start(times: list[float], size_times: list[float], sizes: list[float], size: float) -> int:
+    """Index of the first of ``times`` measured on the current filesystem: after the last size sample that differs
+    from the current ``size``. 0 when the size never changed (or its history is unknown)."""
+    changed = [t for t, v in zip(size_times, sizes) if v != size]
+    if not changed:
+        return 0
+    last = max(changed)
+    return next((i for i, t in enumerate(times) if t > last), len(times))
+
+
 def severity_for_eta(eta: float, *, warning: float, critical: float) -> Severity | None:
     if eta < critical:
         return Severity.CRITICAL
@@ -81,13 +94,19 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     by = "cluster, broker, path"
     used = ctx.source.query_range(f"max by ({by}) ({M['fs_size']} - {M['fs_avail']})", start, ctx.now, step)
     sizes = {_key(s.labels): s.value for s in ctx.source.query(f"max by ({by}) ({M['fs_size']})", ctx.now)}
+    size_history = {_key(s.labels): s for s in
+                    ctx.source.query_range(f"max by ({by}) ({M['fs_size']})", start, ctx.now, step)}
     out = []
     for series in used:
         size = sizes.get(_key(series.labels))
         if size is None or not series.values:
             continue
-        fc = forecast_disk_full(list(series.times), list(series.values), size,
-                                min_points=int(rule.params.get("min_points", 8)))
+        times, values = list(series.times), list(series.values)
+        hist = size_history.get(_key(series.labels))
+        if hist is not None:
+            first = current_filesystem_start(times, list(hist.times), list(hist.values), size)
+            times, values = times[first:], values[first:]
+        fc = forecast_disk_full(times, values, size, min_points=int(rule.params.get("min_points", 8)))
         if fc is None:
             continue
         sev = severity_for_eta(fc.eta_seconds, warning=float(rule.params["warning"]),

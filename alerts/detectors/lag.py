@@ -14,7 +14,9 @@ derived up to a constant as (messages produced since the window start) - lag, sn
 Prometheus samples the committed offset; it does not see commits. A sample counts as a commit when the offset
 changed, or when the group has active members (an active group commits on its interval even without progress).
 So a group with no members and a frozen offset is STOP, and one with members and a frozen offset is STALL.
-Our own extension: ERR when the lag in seconds (the collectors' ``kafka_consumergroup_lag_seconds``: age of the
+A (group, topic) whose samples span less than half the window (a group or a collector that just started) is not
+judged by rules 2-5 (Burrow marks such a window incomplete): one or two samples make any group look stopped or
+stalled. Our own extension: ERR when the lag in seconds (the collectors' ``kafka_consumergroup_lag_seconds``: age of the
 oldest unconsumed message) exceeds ``lag_seconds_warning`` while the status would be OK/WARN.
 """
 
@@ -84,6 +86,11 @@ def burrow_status(commits: list[Commit], current_lag: float, now: float) -> LagS
         if lag_not_decreasing(commits):
             return LagStatus.WARN
     return LagStatus.OK
+
+
+def window_complete(times: list[float], window: float) -> bool:
+    """Enough history to judge: the samples span at least half the window."""
+    return bool(times) and times[-1] - times[0] >= window / 2
 
 
 def commits_from_samples(times: list[float], offsets: list[float], lags: list[float],
@@ -158,7 +165,7 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         commits = commits_from_samples(times, offsets, [lag_at[t] for t in times],
                                        [m_at.get(t, 0.0) for t in times] if m else None)
         current_lag = lag_series.values[-1]
-        status = burrow_status(commits, current_lag, now)
+        status = burrow_status(commits, current_lag, now) if window_complete(times, window) else LagStatus.OK
         secs = lag_secs.get(key, 0.0)
         if status in (LagStatus.OK, LagStatus.WARN) and secs > limit:
             status = LagStatus.ERR

@@ -13,17 +13,11 @@ branch is not merged yet.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
-import httpx
 import pytest
-import yaml
 from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
@@ -31,16 +25,9 @@ from alerts.service import AlertService
 from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
 from monitor.store import Store
 from tests.conftest import wait_until
+from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _collectors_dir() -> Path | None:
-    for cand in (os.environ.get("KAFKA_HEALTH_COLLECTORS_DIR"), str(REPO)):
-        if cand and (Path(cand) / "collectors" / "service.py").exists():
-            return Path(cand)
-    return None
 
 
 def _topics(stack):
@@ -62,16 +49,6 @@ def _topics(stack):
                     raise
 
 
-def _am(stack, alertname):
-    return [a for a in httpx.get(f"{stack.layout.alertmanager_url}/api/v2/alerts", timeout=5).json()
-            if a["labels"]["alertname"] == alertname]
-
-
-def _prom_has(stack, expr):
-    r = httpx.get(f"{stack.layout.prometheus_url}/api/v1/query", params={"query": expr}, timeout=5).json()
-    return r["data"]["result"]
-
-
 # The lag rule with a 1-minute window (replacing the built-in one through rules.files), so the test waits for
 # one window, not ten minutes.
 FAST_LAG_RULE = """
@@ -89,7 +66,7 @@ rules:
 @pytest.fixture(scope="module")
 def watched(stack, tmp_path_factory):
     """The collectors running against the stack (the stack's Prometheus scrapes them) and the engine's config."""
-    cdir = _collectors_dir()
+    cdir = collectors_dir()
     if cdir is None:
         pytest.skip("collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
     tmp = tmp_path_factory.mktemp("alert-faults")
@@ -100,29 +77,13 @@ def watched(stack, tmp_path_factory):
     config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
                                        "rules": RulesSettings(files=(str(tmp / "lag-rule.yaml"),))})
-    cfg_file = tmp / "kafka-health.yaml"
-    cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     _topics(stack)
-    # `serve --role collector` without the CLI's module discovery (which could pick other packages' commands up
-    # from an editable install of another checkout).
-    run = ("import sys; from monitor.config import load_config; from monitor.serve import run; "
-           "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
-    collector = subprocess.Popen(
-        [sys.executable, "-c", run, str(cfg_file)],
-        cwd=cdir, env={**os.environ, "PYTHONPATH": str(cdir)}, stdout=subprocess.DEVNULL,
-        stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
-    try:
-        wait_until(lambda: len(_prom_has(stack, 'kafka_cluster_broker_up == 1')) == 3
-                   and _prom_has(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
-                   and _prom_has(stack, 'kafka_broker_under_replicated_partitions'), 120,
+    with running_collectors(config, tmp, cdir):
+        wait_until(lambda: len(prom_query(stack, 'kafka_cluster_broker_up == 1')) == 3
+                   and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
+                   and prom_query(stack, 'kafka_broker_under_replicated_partitions'), 120,
                    interval=2, what="collectors' series in Prometheus")
         yield config
-    finally:
-        os.killpg(collector.pid, signal.SIGTERM)
-        try:
-            collector.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(collector.pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -172,11 +133,11 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
                        if i.rule == "KafkaUnderMinIsrPartitions" and i.state is AlertState.FIRING}
         assert urp_tenants <= {"shop", "ads"} and "shop" in urp_tenants  # orders.rf3 has min.insync.replicas=3
 
-        wait_until(lambda: {a["labels"].get("tenant") for a in _am(stack, "KafkaBrokerUnreachable")} >= {"shop", "ads"},
+        wait_until(lambda: {a["labels"].get("tenant") for a in am_alerts(stack, "KafkaBrokerUnreachable")} >= {"shop", "ads"},
                    30, what="KafkaBrokerUnreachable in Alertmanager for both tenants")
-        am = _am(stack, "KafkaBrokerUnreachable")[0]
+        am = am_alerts(stack, "KafkaBrokerUnreachable")[0]
         assert am["labels"]["broker"] == victim and am["labels"]["severity"] == "critical"
-        assert [a for a in _am(stack, "KafkaOfflinePartitions") if a["labels"].get("topic") == "orders.rf1"]
+        assert [a for a in am_alerts(stack, "KafkaOfflinePartitions") if a["labels"].get("topic") == "orders.rf1"]
 
         stack.up(timeout=180)  # starts only what is missing: the victim
         killed = False
@@ -188,7 +149,7 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
             return states == {AlertState.RESOLVED} and r
 
         wait_until(resolved, 180, interval=3, what="broker-down alerts resolved after restart")
-        wait_until(lambda: not _am(stack, "KafkaBrokerUnreachable") and not _am(stack, "KafkaOfflinePartitions"),
+        wait_until(lambda: not am_alerts(stack, "KafkaBrokerUnreachable") and not am_alerts(stack, "KafkaOfflinePartitions"),
                    60, interval=2, what="resolves reaching Alertmanager")
     finally:
         if killed:
@@ -244,7 +205,7 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
         assert inst.labels["tenant"] == "shop", inst
         assert inst.labels["topic"] == "orders.rf3" and inst.severity.value == "critical"
         assert inst.evidence["lag_messages"] > 0 and inst.evidence["active_members"] == 0
-        wait_until(lambda: [a for a in _am(stack, "KafkaConsumerGroupLag") if a["labels"].get("tenant") == "shop"],
+        wait_until(lambda: [a for a in am_alerts(stack, "KafkaConsumerGroupLag") if a["labels"].get("tenant") == "shop"],
                    30, what="the lag alert in Alertmanager")
 
         stop.set()

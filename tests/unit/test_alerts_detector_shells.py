@@ -62,6 +62,21 @@ def test_disk_shell_reports_eta_per_log_dir():
     assert obs.value == obs.evidence["eta_seconds"]
 
 
+def test_disk_shell_judges_a_moved_log_dir_on_its_new_filesystem_only():
+    # the log dir sat on a big disk (180 GiB used), then moved to a 1 GiB mount that grows 1 MiB/s: against the
+    # whole window usage fell (no alarm); on the new filesystem alone it is full in minutes
+    ts = times(40, 15)
+    labels = {"cluster": "c1", "broker": "3", "path": "/data/kafka"}
+    used = tuple(180 * GiB if i < 20 else 100 * 2**20 + (t - ts[20]) * 2**20 for i, t in enumerate(ts))
+    sizes = tuple(250 * GiB if i < 20 else GiB for i in range(40))
+    src = Source(instant={M["fs_size"]: [Sample(labels, GiB)]},
+                 ranges={M["fs_avail"]: [Series(labels, ts, used)], f"({M['fs_size']})": [Series(labels, ts, sizes)]})
+    [obs] = disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
+    assert obs.evidence["method"] == "linear" and obs.severity is Severity.CRITICAL
+    assert obs.evidence["growth_bytes_per_second"] == pytest.approx(2**20, rel=0.01)
+    assert obs.evidence["eta_seconds"] == pytest.approx((GiB - used[-1]) / 2**20, rel=0.01)
+
+
 def test_storage_shell_sums_a_tenants_topics():
     src = Source(instant={M["topic_size"]: [Sample({"cluster": "c1", "topic": "orders.a"}, 900),
                                             Sample({"cluster": "c1", "topic": "other"}, 5000)]})
@@ -81,6 +96,26 @@ def test_consumer_lag_shell_stopped_group_without_committed_offsets():
     assert obs.labels == {**key, "status": "STOP"} and obs.severity is Severity.CRITICAL
     assert obs.evidence["offsets_from"] == "produced_minus_lag" and obs.evidence["lag_seconds"] == 700.0
     assert obs.evidence["active_members"] == 0  # a group with no members is still evaluated
+
+
+def test_consumer_lag_shell_does_not_judge_a_group_seen_for_less_than_half_the_window():
+    # a healthy group that just started: one or two samples with lag (auto-commit trails the producers) made it
+    # STOP or STALL on the false-alarm bench; Burrow calls such a window incomplete
+    key = {"cluster": "c1", "group": "shop.new", "topic": "orders.a"}
+    for n in (1, 2, 5):
+        ts = times(n, 60)
+        src = Source(instant={M["group_lag_seconds"]: [Sample(key, 2.0)]},
+                     ranges={M["group_lag"]: [Series(key, ts, (30.0,) * n)],
+                             M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (50.0,) * n)],
+                             M["group_members"]: [Series({"cluster": "c1", "group": "shop.new"}, ts, (1.0,) * n)]})
+        assert lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src)) == [], n
+    ts = times(6, 60)  # five minutes of a frozen offset with members: half the 10 min window, judged: STALL
+    src = Source(instant={M["group_lag_seconds"]: [Sample(key, 2.0)]},
+                 ranges={M["group_lag"]: [Series(key, ts, (30.0,) * 6)],
+                         M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (0.0,) * 6)],
+                         M["group_members"]: [Series({"cluster": "c1", "group": "shop.new"}, ts, (1.0,) * 6)]})
+    [obs] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src))
+    assert obs.labels["status"] == "STALL"
 
 
 def test_slow_clients_shell_names_the_client_and_its_tenant():

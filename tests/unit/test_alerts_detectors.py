@@ -4,7 +4,7 @@ import pytest
 
 from alerts.detectors.clients import (ClientStats, is_outdated, rank_busy_clients, rank_slow_clients,
                                       response_backlog)
-from alerts.detectors.disk import forecast_disk_full, severity_for_eta
+from alerts.detectors.disk import current_filesystem_start, forecast_disk_full, severity_for_eta
 from alerts.detectors.lag import (Commit, LagStatus, burrow_status, commits_from_samples, pseudo_offsets,
                                   snap)
 from alerts.detectors.latency import regression
@@ -60,6 +60,14 @@ def test_sawtooth_with_rising_envelope_alarms():
 def test_one_retention_drop_and_below_previous_peak_is_bounded():
     ts, used = _series(20, 300, lambda t: 40 * GiB + 5 * GiB * ((t % 3000) / 3000))
     assert forecast_disk_full(ts, used, 50 * GiB) is None
+
+
+def test_only_points_on_the_current_filesystem_count():
+    ts = [0, 10, 20, 30, 40]
+    assert current_filesystem_start(ts, ts, [5.0] * 5, 5.0) == 0
+    assert current_filesystem_start(ts, [], [], 5.0) == 0  # no history: keep everything
+    assert current_filesystem_start(ts, ts, [9.0, 9.0, 5.0, 5.0, 5.0], 5.0) == 2  # moved at 20
+    assert current_filesystem_start(ts, [0, 15, 30], [5.0, 9.0, 5.0], 5.0) == 2  # after the last other size
 
 
 def test_shrinking_or_flat_usage_and_too_few_points():

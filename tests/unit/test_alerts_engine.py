@@ -10,9 +10,9 @@ from alerts.inputs import M
 from alerts.models import AlertState
 from alerts.mute import Matcher, SilenceView, Silencer
 from alerts.prom import Sample
-from alerts.rules import load_rules
+from alerts.rules import builtin_variant, load_rules
 from alerts.types import Decision
-from monitor.config import parse_config
+from monitor.config import RulesSettings, parse_config
 from monitor.errors import QueryError
 
 pytestmark = pytest.mark.unit
@@ -176,3 +176,12 @@ def test_resolve_is_notified_once_and_instances_of_cleared_pending_are_dropped()
     assert len(res) == 2 and all(n.instance.state is AlertState.RESOLVED for n in res)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=60))
     assert not [n for n in r.notifications if n.instance.rule == "KafkaBrokerUnreachable"]
+
+
+def test_a_builtin_variant_file_replaces_the_rule_with_changed_params_only(tmp_path):
+    f = tmp_path / "fast.yaml"
+    f.write_text(builtin_variant("KafkaDiskFullRisk", for_="10s", window="2m", min_points=5))
+    base = {r.name: r for r in load_rules()}["KafkaDiskFullRisk"]
+    rule = {r.name: r for r in load_rules(RulesSettings(files=(str(f),)))}["KafkaDiskFullRisk"]
+    assert rule.params == {**base.params, "window": "2m", "min_points": 5} and rule.for_seconds == 10
+    assert (rule.detector, rule.scope, rule.inputs) == (base.detector, base.scope, base.inputs)

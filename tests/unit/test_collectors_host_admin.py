@@ -20,7 +20,7 @@ from collectors.catalog import TenantLookup
 from collectors.host import HostCollector
 from collectors.types import TargetStatus
 from monitor.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
-from monitor.errors import TargetUnreachable
+from monitor.errors import TargetTimeout, TargetUnreachable
 from monitor.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
@@ -139,7 +139,7 @@ class FakeAdmin:
     """Records call order; the real KafkaAdmin runs in the integration tests."""
 
     def __init__(self, fail_metadata=False):
-        self.calls, self.fail = [], fail_metadata
+        self.calls, self.fail, self.fail_groups = [], fail_metadata, False
 
     def cluster(self):
         if self.fail:
@@ -147,6 +147,8 @@ class FakeAdmin:
         return ClusterState((1, 2), 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1, 2)),))
 
     def groups(self):
+        if self.fail_groups:
+            raise TargetTimeout("Admin API list groups: no answer within 10s")
         return [GroupInfo("alpha-g", "stable", 1)]
 
     def committed(self, group):
@@ -168,3 +170,19 @@ def test_admin_collector_reads_offsets_before_watermarks_and_contains_failures()
     down = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: FakeAdmin(fail_metadata=True))
     r = down.collect_target(down.targets()[0], now=10.0)
     assert r.status is TargetStatus.FAILED and str(r.reason) == "unreachable" and r.samples == ()
+
+
+def test_admin_collector_keeps_the_cluster_state_when_listing_groups_fails():
+    # ListGroups goes to every broker: right after one dies it times out. The broker-down and offline-partition
+    # series read before it must still be exported (they are what the alerts need then); only lag is missing.
+    admin = FakeAdmin()
+    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin)
+    ac.collect_target(ac.targets()[0], now=10.0)
+    admin.fail_groups = True
+    r = ac.collect_target(ac.targets()[0], now=20.0)
+    got = values(r.samples)
+    assert r.status is TargetStatus.OK
+    assert any(name == "kafka_cluster_broker_up" for name, _ in got)
+    assert any(name == "kafka_topic_offline_partitions" for name, _ in got)
+    assert not any(name == "kafka_consumergroup_lag" for name, _ in got)
+    assert got[("kafka_health_admin_skipped_groups", (("cluster", "c1"),))] == 1  # the one group listed before

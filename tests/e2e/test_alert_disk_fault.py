@@ -1,0 +1,158 @@
+"""A broker's log dir on a small filesystem, filled by a steady producer, on the real stack:
+
+KafkaDiskFullRisk fires before the disk is full, with the ETA in its evidence and the labels cluster, broker, path
+and the tenant whose partitions live there (not a tenant whose partitions live elsewhere); it reaches the real
+Alertmanager; it resolves once retention is lowered and the data is gone. The figures come from the real host
+collector (statvfs of the broker's log dir: Kafka has no JMX metric for free space) through the real Prometheus.
+
+The broker runs on a 128 MiB tmpfs mounted over its log dir for the test only (``monitor.stack.faults``); its data
+is copied back and the tmpfs unmounted afterwards, whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from alerts.models import AlertState
+from alerts.rules import builtin_variant
+from alerts.service import AlertService
+from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+from monitor.stack.faults import small_log_dir
+from monitor.store import Store
+from tests.conftest import wait_until
+from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
+
+pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
+SIZE_MIB = 128
+RULE = "KafkaDiskFullRisk"
+
+# The built-in rule judges 6 hours and waits 5 minutes; the same detector over 2 minutes (points every 15 s), so the
+# test waits for one short window.
+FAST_DISK_RULE = builtin_variant(RULE, for_="10s", window="2m", min_points=5)
+
+
+def _create_topics(stack, victim: int, other: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
+    topics = [
+        # small segments and a short file-delete delay, so lowering retention frees the disk within seconds
+        NewTopic("telemetry.fill", num_partitions=1, replica_assignment=[[victim]],
+                 config={"segment.bytes": str(4 * 2**20), "file.delete.delay.ms": "1000"}),
+        NewTopic("billing.ledger", num_partitions=1, replica_assignment=[[other]]),
+    ]
+    for topic in topics:
+        for f in admin.create_topics([topic], operation_timeout=30).values():
+            f.result(60)
+
+
+def _set_retention(stack, topic: str, ms: int) -> None:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", str(ms), incremental_operation=AlterConfigOpType.SET)])
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(30)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack, tmp_path):
+    from confluent_kafka import Producer
+
+    cdir = collectors_dir()
+    if cdir is None:
+        pytest.skip("collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
+    victim, other = stack.layout.broker_ids[-1], stack.layout.broker_ids[0]
+    path = str(stack.layout.log_dir(victim))
+    (tmp_path / "disk-rule.yaml").write_text(FAST_DISK_RULE)
+    tenants = (TenantConfig(name="telemetry", selectors=(TenantSelector(cluster="local", topic_prefixes=("telemetry.",)),)),
+               TenantConfig(name="billing", selectors=(TenantSelector(cluster="local", topic_prefixes=("billing.",)),)))
+    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'alerts.db'}")
+    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
+                                       "rules": RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))})
+    store = Store(config.store.url)
+    store.create_all()
+    svc = AlertService(config, store=store, registry=CollectorRegistry())
+    stop = threading.Event()
+    producer_thread = None
+
+    def fs(metric: str) -> float | None:
+        rows = prom_query(stack, f'{metric}{{broker="{victim}",path="{path}"}}')
+        return float(rows[0]["value"][1]) if rows else None
+
+    with running_collectors(config, tmp_path, cdir), small_log_dir(stack, victim, SIZE_MIB):
+        try:
+            # The host collector reports the filesystem that holds the broker's log dir: now the tmpfs.
+            wait_until(lambda: fs("kafka_host_filesystem_size_bytes") == SIZE_MIB * 2**20, 60, interval=2,
+                       what="the tmpfs' size from the host collector in Prometheus")
+            _create_topics(stack, victim, other)
+            producer = Producer({"bootstrap.servers": stack.layout.bootstrap_servers, "linger.ms": 50,
+                                 "client.id": "telemetry-filler"})
+
+            def produce():  # ~0.5 MiB/s to the tenant's partition on the small disk
+                payload = os.urandom(64 * 1024)
+                while not stop.is_set():
+                    for _ in range(4):
+                        producer.produce("telemetry.fill", payload)
+                    producer.poll(0)
+                    stop.wait(0.5)
+                producer.flush(10)
+
+            producer_thread = threading.Thread(target=produce, daemon=True)
+            producer_thread.start()
+
+            seen: dict = {}
+
+            def fired():
+                r = svc.run_once()
+                seen["errors"] = {n: st.error for n, st in r.rules.items() if st.error} if r else None
+                seen["avail"] = fs("kafka_host_filesystem_avail_bytes")
+                return [i for i in (r.instances.values() if r else ()) if i.rule == RULE
+                        and i.state is AlertState.FIRING]
+
+            try:
+                firing = wait_until(fired, 180, interval=5, what=f"{RULE} firing")
+            except pytest.fail.Exception as exc:
+                raise AssertionError(f"{exc}; rule errors: {seen.get('errors')}; avail: {seen.get('avail')}") from None
+            avail_at_fire = fs("kafka_host_filesystem_avail_bytes")
+            assert avail_at_fire is not None and avail_at_fire > 0.25 * SIZE_MIB * 2**20  # long before full
+
+            # Only the tenant with partitions on that broker, never one whose partitions live elsewhere.
+            assert {i.labels.get("tenant") for i in firing} == {"telemetry"}, [i.labels for i in firing]
+            [inst] = firing
+            assert inst.labels["cluster"] == "local" and inst.labels["broker"] == str(victim)
+            assert inst.labels["path"] == path
+            ev = inst.evidence
+            assert ev["size_bytes"] == SIZE_MIB * 2**20 and ev["used_bytes"] < ev["size_bytes"]
+            assert ev["method"] == "linear" and ev["growth_bytes_per_second"] > 100 * 1024
+            # the ETA matches what is left at the growth seen
+            assert ev["eta_seconds"] == pytest.approx(
+                (ev["size_bytes"] - ev["used_bytes"]) / ev["growth_bytes_per_second"], rel=0.05)
+            assert 0 < ev["eta_seconds"] < 3600 and inst.severity.value == "critical"
+
+            wait_until(lambda: [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)
+                                and a["labels"].get("tenant") == "telemetry"], 30,
+                       what=f"{RULE} in Alertmanager")
+
+            # The fault removed: the producer stops and retention drops the tenant's data.
+            stop.set()
+            producer_thread.join(20)
+            _set_retention(stack, "telemetry.fill", 1000)
+
+            def resolved():
+                r = svc.run_once()
+                return r and {i.state for i in r.instances.values() if i.rule == RULE} == {AlertState.RESOLVED}
+
+            wait_until(resolved, 180, interval=5, what=f"{RULE} resolved after retention freed the disk")
+            wait_until(lambda: not [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)],
+                       60, interval=2, what="the resolve reaching Alertmanager")
+        finally:
+            stop.set()
+            if producer_thread is not None:
+                producer_thread.join(20)
+            store.dispose()
