@@ -85,8 +85,10 @@ def name_slow_peers(backlogs: dict[str, tuple[float, float]], members: list[dict
     was non-empty); ``members``: ``{client_host, client_id, group, tenant}``. A peer backed up in fewer than
     ``min_samples`` samples caught a fast client mid-write, not a slow one."""
     at: dict[str, list[dict]] = {}
-    for m in members:
-        entry = {"client_id": m["client_id"], "group": m["group"], "tenant": m.get("tenant", "")}
+    for m in members:  # Prometheus drops empty labels: every one may be missing
+        if not m.get("client_host"):
+            continue
+        entry = {"client_id": m.get("client_id", ""), "group": m.get("group", ""), "tenant": m.get("tenant", "")}
         if entry not in at.setdefault(m["client_host"], []):
             at[m["client_host"]].append(entry)
     ranked = sorted(((total, n, peer) for peer, (total, n) in backlogs.items() if n >= min_samples), reverse=True)
@@ -205,7 +207,7 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         evidence = {**verdict, **_client_evidence(ctx, key[0], ranked, stats), "slow_peers": peers,
                     "client_software": _software(ctx, *key)}
         # The socket backlog is direct evidence of who reads slowly; the quota sensors' thread time only a hint.
-        named = {c["client_id"] for c in peers[0]["clients"]} if peers else set()
+        named = {c["client_id"] for c in peers[0]["clients"] if c["client_id"]} if peers else set()
         if len(named) == 1:
             client_id = named.pop()
             user = next((c.user for c in stats if c.client_id == client_id), "")

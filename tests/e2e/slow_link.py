@@ -1,5 +1,6 @@
 """A slow network path for one client: a network namespace joined to the host by a veth pair, with ``tc netem``
-on the host side, so only traffic *to* the namespace (broker responses) is delayed and rate-limited.
+(or ``tbf`` where the kernel lacks netem) on the host side, so only traffic *to* the namespace (broker responses)
+is delayed and rate-limited.
 
     link = SlowLink("khslow", "10.220.0.1", "10.220.0.2").create()
     link.slow(delay_ms=100, rate="256kbit")   # the fault
@@ -52,10 +53,20 @@ class SlowLink:
             _run("ip", "netns", "exec", self.name, *cmd)
         return self
 
-    def slow(self, *, delay_ms: int, rate: str) -> None:
-        """netem on the host side's egress: what the brokers send to the namespace is delayed and rate-limited."""
-        _run("tc", "qdisc", "replace", "dev", self.host_dev, "root", "netem", "delay", f"{delay_ms}ms",
-             "rate", rate)
+    def slow(self, *, delay_ms: int, rate: str) -> str:
+        """A qdisc on the host side's egress: what the brokers send to the namespace is delayed and rate-limited
+        (``netem``). Kernels built without sch_netem (some VMs) get ``tbf``: the same rate, no added delay, which
+        is what makes a reader slow anyway. Returns the qdisc used."""
+        try:
+            _run("tc", "qdisc", "replace", "dev", self.host_dev, "root", "netem", "delay", f"{delay_ms}ms",
+                 "rate", rate)
+            return "netem"
+        except RuntimeError as exc:
+            if "unknown" not in str(exc).lower():
+                raise
+        _run("tc", "qdisc", "replace", "dev", self.host_dev, "root", "tbf", "rate", rate, "burst", "16kb",
+             "latency", "2s")
+        return "tbf"
 
     def fast(self) -> None:
         subprocess.run(["tc", "qdisc", "del", "dev", self.host_dev, "root"], capture_output=True)

@@ -13,6 +13,7 @@ branch is not merged yet.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -89,8 +90,7 @@ rules:
 @pytest.fixture(scope="module")
 def watched(stack, tmp_path_factory):
     """The collectors running against the stack (the stack's Prometheus scrapes them) and the engine's config."""
-    cdir = _collectors_dir()
-    if cdir is None:
+    if _collectors_dir() is None:
         pytest.skip("collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
     tmp = tmp_path_factory.mktemp("alert-faults")
     (tmp / "lag-rule.yaml").write_text(FAST_LAG_RULE)
@@ -100,9 +100,22 @@ def watched(stack, tmp_path_factory):
     config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
                                        "rules": RulesSettings(files=(str(tmp / "lag-rule.yaml"),))})
+    _topics(stack)
+    with run_collectors(config, tmp):
+        wait_until(lambda: len(_prom_has(stack, 'kafka_cluster_broker_up == 1')) == 3
+                   and _prom_has(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
+                   and _prom_has(stack, 'kafka_broker_under_replicated_partitions'), 120,
+                   interval=2, what="collectors' series in Prometheus")
+        yield config
+
+
+@contextlib.contextmanager
+def run_collectors(config, tmp: Path):
+    """The collectors as ``kafka-health serve --role collector`` in a process of their own (their exporter on the
+    config's service port, which the stack's Prometheus scrapes), stopped on exit; their log in ``tmp``."""
+    cdir = _collectors_dir()
     cfg_file = tmp / "kafka-health.yaml"
     cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-    _topics(stack)
     # `serve --role collector` without the CLI's module discovery (which could pick other packages' commands up
     # from an editable install of another checkout).
     run = ("import sys; from monitor.config import load_config; from monitor.serve import run; "
@@ -112,11 +125,7 @@ def watched(stack, tmp_path_factory):
         cwd=cdir, env={**os.environ, "PYTHONPATH": str(cdir)}, stdout=subprocess.DEVNULL,
         stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
     try:
-        wait_until(lambda: len(_prom_has(stack, 'kafka_cluster_broker_up == 1')) == 3
-                   and _prom_has(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
-                   and _prom_has(stack, 'kafka_broker_under_replicated_partitions'), 120,
-                   interval=2, what="collectors' series in Prometheus")
-        yield config
+        yield collector
     finally:
         os.killpg(collector.pid, signal.SIGTERM)
         try:
