@@ -22,13 +22,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
 from alerts.service import AlertService
 from monitor.config import CollectionSettings, RuleOverride, RulesSettings, TenantConfig, TenantSelector
 from monitor.stack import Stack, StackLayout
-from monitor.store import Store
 from tests.conftest import wait_until
 from tests.e2e import slow_link
 from tests.e2e.test_alert_faults import _am, _collectors_dir, _prom_has, run_collectors
@@ -146,17 +144,6 @@ def _create(stack, topic: str, assignment: list[list[int]]) -> None:
         except Exception as exc:  # noqa: BLE001 - already there
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
-
-
-@pytest.fixture
-def engine(watched):
-    from monitor.store.base import Base
-
-    store = Store(watched.store.url)
-    Base.metadata.drop_all(store.engine)
-    store.create_all()
-    yield AlertService(watched, store=store, registry=CollectorRegistry())
-    store.dispose()
 
 
 def _firing(svc: AlertService, rule: str, broker: int, seen: dict) -> list:

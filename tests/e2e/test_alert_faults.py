@@ -25,12 +25,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
-from alerts.service import AlertService
 from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
-from monitor.store import Store
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
@@ -132,17 +129,6 @@ def run_collectors(config, tmp: Path):
             collector.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(collector.pid, signal.SIGKILL)
-
-
-@pytest.fixture
-def engine(watched):
-    from monitor.store.base import Base
-
-    store = Store(watched.store.url)
-    Base.metadata.drop_all(store.engine)
-    store.create_all()
-    yield AlertService(watched, store=store, registry=CollectorRegistry())
-    store.dispose()
 
 
 def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stack, engine):
