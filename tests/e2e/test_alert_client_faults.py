@@ -26,8 +26,8 @@ import yaml
 from alerts.models import AlertState
 from alerts.service import AlertService
 from monitor.config import CollectionSettings, RuleOverride, RulesSettings, TenantConfig, TenantSelector
-from monitor.stack import Stack, StackLayout
-from tests.conftest import wait_until
+from monitor.stack import StackLayout
+from tests.conftest import running_stack, wait_until
 from tests.e2e import slow_link
 from tests.e2e.test_alert_faults import _am, _collectors_dir, _prom_has, run_collectors
 
@@ -41,9 +41,10 @@ TENANTS = (
 )
 SLOW_BROKER, FLOOD_BROKER = 2, 1
 
-# The shipped rule with a 3-minute window (instead of 15) and 20 s `for`, so the test waits for one short window.
-# Its thresholds are the shipped ones.
+
 def _fast_backlog_rule(path: Path) -> None:
+    """The shipped rule with a 3-minute window (instead of 15) and 20 s `for`, so the test waits for one short
+    window. Its thresholds are the shipped ones."""
     spec = next(r for r in yaml.safe_load((REPO / "alerts" / "rules.yaml").read_text())["rules"]
                 if r["name"] == "KafkaResponseQueueBacklog")
     spec = {**spec, "for": "20s", "params": {**spec["params"], "window": "3m", "socket_window": "1m"}}
@@ -104,12 +105,8 @@ def link():
 def fault_stack(link, tmp_path_factory):
     layout = StackLayout(dir=tmp_path_factory.mktemp("client-fault-stack"), port_base=_port_base(),
                          client_listener_host=link.host_addr)
-    s = Stack(layout, log=lambda *_: None)
-    try:
-        s.up(timeout=240)
+    with running_stack(layout) as s:
         yield s
-    finally:
-        s.down()
 
 
 @pytest.fixture(scope="module")
