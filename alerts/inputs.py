@@ -43,6 +43,9 @@ M: dict[str, str] = {
     "client_produce_rate": "kafka_client_produce_bytes_per_second",
     "client_fetch_rate": "kafka_client_fetch_bytes_per_second",
     "client_connections": "kafka_broker_connections",  # {cluster, broker, client_software_name, ..._version}
+    # slow readers: socket send queues per peer (host collector, with listener_ports) and who is at that address
+    "client_socket_backlog": "kafka_host_tcp_send_queue_bytes",  # {cluster, host, broker, peer}
+    "group_member_info": "kafka_consumergroup_member_info",  # {cluster, group, client_id, client_host, tenant}
     # consumer groups (Admin API), per (group, topic)
     "group_lag": "kafka_consumergroup_lag",  # messages, summed over partitions
     "group_lag_seconds": "kafka_consumergroup_lag_seconds",  # worst partition

@@ -60,6 +60,9 @@ class GroupInfo:
     state: str  # lower case: stable, empty, preparingrebalance, dead, unknown, ...
     members: int
     simple: bool = False
+    # (client id, client host) of each active member: the host is the address the coordinator sees, which is how
+    # a slow peer found by the host collector's socket backlogs is tied to a client id.
+    member_clients: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -157,6 +160,10 @@ def group_samples(
                           float(g.group.members)))
         out.append(Sample("kafka_consumergroup_state", "gauge", "1 for the group's current state",
                           base + (("group", g.group.group), ("state", g.group.state), ("tenant", tenant)), 1.0))
+        for client_id, host in sorted(set(g.group.member_clients)):
+            out.append(Sample("kafka_consumergroup_member_info", "gauge",
+                              "1 per (client id, client host) of the group's active members", gl +
+                              (("client_id", client_id), ("client_host", host.lstrip("/"))), 1.0))
         per_topic: dict[str, list[float]] = {}
         for (topic, part), committed in sorted(g.committed.items()):
             hw = watermarks.get((topic, part))
@@ -236,7 +243,8 @@ class KafkaAdmin:
             except KafkaHealthError as exc:
                 log.warning("group %s: %s", gid, exc)
                 continue
-            out.append(GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group)))
+            out.append(GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
+                                 tuple((m.client_id, m.host) for m in d.members)))
         return out
 
     def committed(self, group: str) -> dict[TP, int]:

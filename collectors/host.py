@@ -93,6 +93,51 @@ def parse_net_dev(text: str, base: tuple) -> list[Sample]:
     return out
 
 
+TCP_ESTABLISHED = "01"
+
+
+def _hex_addr(field: str) -> tuple[str, int]:
+    """``0100007F:2328`` (/proc/net/tcp, little-endian words) -> ("127.0.0.1", 9000); IPv4-mapped IPv6 as IPv4."""
+    import ipaddress
+
+    addr, _, port = field.partition(":")
+    raw = bytes.fromhex(addr)
+    packed = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    ip = ipaddress.ip_address(packed)
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return str(ip), int(port, 16)
+
+
+def parse_tcp_backlogs(texts: Sequence[str], base: tuple, ports: dict[int, str], *, top: int = 20) -> list[Sample]:
+    """Bytes the broker wrote to its clients' sockets that the peer has not acknowledged yet (``tx_queue`` of
+    /proc/net/tcp and tcp6), summed per (broker, peer address), for established connections on the brokers'
+    listener ports (``ports``: port -> broker id). A client that reads slowly (thin link, small receive buffer,
+    a stalled application) keeps this full while the broker's responses wait to be written; Kafka itself has no
+    per-client metric for it. Only peers with a non-empty queue, the ``top`` largest per broker (cardinality)."""
+    queues: dict[tuple[str, str], int] = {}
+    for text in texts:
+        for line in text.splitlines()[1:]:
+            f = line.split()
+            if len(f) < 5 or f[3] != TCP_ESTABLISHED:
+                continue
+            _, local_port = _hex_addr(f[1])
+            broker = ports.get(local_port)
+            if broker is None:
+                continue
+            tx = int(f[4].split(":")[0], 16)
+            if tx:
+                peer, _ = _hex_addr(f[2])
+                queues[(broker, peer)] = queues.get((broker, peer), 0) + tx
+    out = []
+    for broker in sorted({b for b, _ in queues}):
+        ranked = sorted(((q, p) for (b, p), q in queues.items() if b == broker), reverse=True)[:top]
+        out += [_g("kafka_host_tcp_send_queue_bytes", "Bytes sent by the broker to the peer address not yet "
+                   "acknowledged (socket send queues on its listener ports, summed per peer)",
+                   base + (("broker", broker), ("peer", peer)), float(q)) for q, peer in ranked]
+    return out
+
+
 def filesystem_samples(
     log_dirs: Sequence[tuple[str, str]], base: tuple, statvfs: Callable[[str], os.statvfs_result]
 ) -> list[Sample]:
@@ -131,8 +176,10 @@ class HostCollector:
         self._ticks = ticks_per_second or float(os.sysconf("SC_CLK_TCK"))
         self._max_series = max_series
         self._dirs: dict[str, list[tuple[str, str]]] = {}
+        self._ports: dict[str, dict[int, str]] = {}
         for b in cluster.brokers:
             self._dirs.setdefault(b.host, []).extend((str(b.id), d) for d in b.log_dirs)
+            self._ports.setdefault(b.host, {}).update((p, str(b.id)) for p in b.listener_ports)
         self._targets = tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs)
 
     def targets(self) -> Sequence[Target]:
@@ -154,5 +201,13 @@ class HostCollector:
             except OSError:
                 continue  # e.g. no diskstats in a container: the others still count
             samples += parse(text)
+        if self._ports[target.address]:
+            texts = []
+            for fname in ("net/tcp", "net/tcp6"):
+                try:
+                    texts.append((self._proc / fname).read_text())
+                except OSError:
+                    continue  # no IPv6: tcp only
+            samples += parse_tcp_backlogs(texts, base, self._ports[target.address])
         return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
                          max_series=self._max_series)

@@ -77,6 +77,9 @@ class BrokerTarget(_Strict):
     jolokia: str | None = Field(default=None, description="http://host:port/jolokia of the broker's Jolokia agent")
     host: str = Field(default="localhost", description="host collector target; 'localhost' reads this machine")
     log_dirs: tuple[str, ...] = ()
+    listener_ports: tuple[int, ...] = Field(default=(), description=(
+        "ports the broker's listeners use on its host: the host collector measures per-peer socket backlogs "
+        "(slow clients) on them; empty: not measured"))
 
     @field_validator("jmx")
     @classmethod

@@ -10,6 +10,7 @@ Tests marked ``integration``/``e2e`` use these; ``unit`` tests use none.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -29,6 +30,14 @@ def stack(tmp_path_factory) -> Stack:
     base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT_BASE", "19700"))
     version = resolve_kafka_version(os.environ.get("KAFKA_HEALTH_TEST_KAFKA_VERSION"))
     layout = StackLayout(dir=tmp_path_factory.mktemp("stack"), port_base=base, kafka_version=version)
+    with running_stack(layout) as s:
+        yield s
+
+
+@contextlib.contextmanager
+def running_stack(layout: StackLayout):
+    """The stack of ``layout`` up for the block, down after it whatever happens (for a test module that needs a
+    stack of its own, e.g. with a client listener)."""
     s = Stack(layout, log=lambda *_: None)
     try:
         s.up(timeout=240)

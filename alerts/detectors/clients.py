@@ -48,21 +48,53 @@ def _mean_head(values: list[float], n: int = 3) -> float:
 
 
 def response_backlog(queue: list[float], network_idle: list[float], send_time: list[float], *,
-                     queue_threshold: float, network_idle_drop: float, send_time_ratio: float) -> dict | None:
-    """The response queue is backed up *and* something shows responses are slow to leave: network threads lost
-    idle time over the window, or response send time rose. A big queue alone (a burst) or idle loss alone (more
-    traffic) is not a backlog."""
-    if not queue or _mean_tail(queue) <= queue_threshold:
-        return None
+                     queue_threshold: float, network_idle_drop: float, send_time_ratio: float,
+                     min_send_seconds: float = float("inf")) -> dict | None:
+    """Responses are slow to leave the broker, in one of the two ways Kafka shows it (``cause``):
+
+    - ``network_threads``: the response queue is backed up *and* something shows responses are slow to leave:
+      network threads lost idle time over the window, or response send time rose. A big queue alone (a burst) or
+      idle loss alone (more traffic) is not a backlog.
+    - ``slow_readers``: Kafka mutes a connection until its response is written, and network threads write without
+      blocking, so a client that reads slowly never fills ResponseQueueSize nor costs idle time: its response sits
+      in the network thread's in-flight sends. Only the response-send time shows it: the p99 is at least
+      ``min_send_seconds`` (an absolute guard: a rise from 0.1 to 0.3 ms is no fault) and at least
+      ``send_time_ratio`` times what it was at the start of the window.
+    """
     idle_then, idle_now = _mean_head(network_idle), _mean_tail(network_idle)
     send_then, send_now = _mean_head(send_time), _mean_tail(send_time)
     idle_lost = bool(network_idle) and idle_then - idle_now >= network_idle_drop
     send_rose = bool(send_time) and send_then > 0 and send_now >= send_time_ratio * send_then
-    if not (idle_lost or send_rose):
+    slow_send = bool(send_time) and send_now >= min_send_seconds and send_now >= send_time_ratio * send_then
+    queued = bool(queue) and _mean_tail(queue) > queue_threshold
+    if queued and (idle_lost or send_rose):
+        cause = "network_threads"
+    elif slow_send:
+        cause = "slow_readers"
+    else:
         return None
-    return {"response_queue_size": round(_mean_tail(queue), 1), "network_idle_before": round(idle_then, 3),
-            "network_idle_now": round(idle_now, 3), "send_time_before_seconds": round(send_then, 4),
-            "send_time_now_seconds": round(send_now, 4)}
+    return {"cause": cause, "response_queue_size": round(_mean_tail(queue), 1) if queue else 0.0,
+            "network_idle_before": round(idle_then, 3), "network_idle_now": round(idle_now, 3),
+            "send_time_before_seconds": round(send_then, 4), "send_time_now_seconds": round(send_now, 4)}
+
+
+def name_slow_peers(backlogs: dict[str, tuple[float, float]], members: list[dict], top: int, *,
+                    min_samples: float = 2) -> list[dict]:
+    """The peers a broker's socket send queues wait on, largest first, with the consumer-group members at each
+    address. ``backlogs``: peer -> (sum of its send-queue samples over the window, number of samples in which it
+    was non-empty); ``members``: ``{client_host, client_id, group, tenant}``. A peer backed up in fewer than
+    ``min_samples`` samples caught a fast client mid-write, not a slow one."""
+    at: dict[str, list[dict]] = {}
+    for m in members:  # Prometheus drops empty labels: every one may be missing
+        if not m.get("client_host"):
+            continue
+        entry = {"client_id": m.get("client_id", ""), "group": m.get("group", ""), "tenant": m.get("tenant", "")}
+        if entry not in at.setdefault(m["client_host"], []):
+            at[m["client_host"]].append(entry)
+    ranked = sorted(((total, n, peer) for peer, (total, n) in backlogs.items() if n >= min_samples), reverse=True)
+    return [{"peer": peer, "send_queue_bytes": round(total / n, 1), "samples_backed_up": int(n),
+             "clients": sorted(at.get(peer, []), key=lambda c: (c["client_id"], c["group"]))}
+            for total, n, peer in ranked[:top]]
 
 
 def rank_slow_clients(clients: list[ClientStats], top: int) -> list[ClientStats]:
@@ -134,34 +166,62 @@ def _client_evidence(ctx: DetectorContext, cluster: str, ranked: list[ClientStat
                                                                             user=c.user)) for c in ranked]}
 
 
+def slow_peers(ctx: DetectorContext, cluster: str, broker: str, window: str, top: int) -> list[dict]:
+    sel = f'cluster="{cluster}",broker="{broker}"'
+    q = M["client_socket_backlog"]
+    totals = {s.labels.get("peer", ""): s.value for s in ctx.source.query(
+        f"sum by (peer) (sum_over_time({q}{{{sel}}}[{window}]))", ctx.now)}
+    counts = {s.labels.get("peer", ""): s.value for s in ctx.source.query(
+        f"sum by (peer) (count_over_time({q}{{{sel}}}[{window}]))", ctx.now)}
+    members = [dict(s.labels) for s in ctx.source.query(
+        f"max by (client_host, client_id, group, tenant) "
+        f"(last_over_time({M['group_member_info']}{{cluster=\"{cluster}\"}}[{window}]))", ctx.now)]
+    return name_slow_peers({p: (t, counts.get(p, 0.0)) for p, t in totals.items()}, members, top)
+
+
 def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     window = window_seconds(rule, default="15m")
     start, step = ctx.now - timedelta(seconds=window), max(window / 30, 15)
     by = "cluster, broker"
-    queue = ctx.source.query_range(f"max by ({by}) ({M['response_queue_size']})", start, ctx.now, step)
+    top = int(rule.params.get("top_clients", 3))
+    queue = {_bk(s.labels): s for s in ctx.source.query_range(
+        f"max by ({by}) ({M['response_queue_size']})", start, ctx.now, step)}
     idle = {_bk(s.labels): s for s in ctx.source.query_range(
         f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)}
     send = {_bk(s.labels): s for s in ctx.source.query_range(
         f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})', start, ctx.now, step)}
     out = []
-    for q in queue:
-        key = _bk(q.labels)
+    for key in sorted(set(queue) | set(send)):
         verdict = response_backlog(
-            list(q.values), list(idle[key].values) if key in idle else [],
+            list(queue[key].values) if key in queue else [], list(idle[key].values) if key in idle else [],
             list(send[key].values) if key in send else [],
             queue_threshold=float(rule.params["queue_threshold"]),
             network_idle_drop=float(rule.params["network_idle_drop"]),
-            send_time_ratio=float(rule.params["send_time_ratio"]))
+            send_time_ratio=float(rule.params["send_time_ratio"]),
+            min_send_seconds=float(rule.params.get("min_send_seconds", float("inf"))))
         if verdict is None:
             continue
         stats = client_stats(ctx, *key)
-        ranked = rank_slow_clients(stats, int(rule.params.get("top_clients", 3)))
-        evidence = {**verdict, **_client_evidence(ctx, key[0], ranked, stats),
+        ranked = rank_slow_clients(stats, top)
+        peers = slow_peers(ctx, *key, str(rule.params.get("socket_window", "2m")), top)
+        evidence = {**verdict, **_client_evidence(ctx, key[0], ranked, stats), "slow_peers": peers,
                     "client_software": _software(ctx, *key)}
-        if ranked:
+        # The socket backlog is direct evidence of who reads slowly; the quota sensors' thread time only a hint.
+        named = {c["client_id"] for c in peers[0]["clients"] if c["client_id"]} if peers else set()
+        if len(named) == 1:
+            client_id = named.pop()
+            user = next((c.user for c in stats if c.client_id == client_id), "")
+            evidence["slow_client"] = client_id
+            evidence["slow_client_detail"] = {
+                "client_id": client_id, "user": user, "peer": peers[0]["peer"],
+                "groups": [c["group"] for c in peers[0]["clients"]],
+                "tenant": ctx.tenants.for_client(key[0], client_id=client_id, user=user)
+                or next((c["tenant"] for c in peers[0]["clients"] if c["tenant"]), None)}
+        elif ranked:
             evidence["slow_client"] = ranked[0].client_id
-        out.append(Observation(labels={"cluster": key[0], "broker": key[1]},
-                               value=verdict["response_queue_size"], evidence=evidence))
+        value = verdict["response_queue_size"] if verdict["cause"] == "network_threads" \
+            else verdict["send_time_now_seconds"]
+        out.append(Observation(labels={"cluster": key[0], "broker": key[1]}, value=value, evidence=evidence))
     return out
 
 

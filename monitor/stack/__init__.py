@@ -224,6 +224,7 @@ class Stack:
             BrokerTarget(
                 id=b, jmx=f"127.0.0.1:{L.broker_jmx_port(b)}", jolokia=kafka.jolokia_url(L, b), host="localhost",
                 log_dirs=(str(L.log_dir(b)),),
+                listener_ports=(L.broker_port(b),) + ((L.client_listener_port(b),) if L.client_listener_host else ()),
             )
             for b in L.broker_ids
         )

@@ -130,11 +130,15 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         }
     else:
         port = layout.broker_port(node_id)
+        listeners = f"PLAINTEXT://127.0.0.1:{port}"
+        if layout.client_listener_host:  # see StackLayout.client_listener_host
+            listeners += f",CLIENTS://{layout.client_listener_host}:{layout.client_listener_port(node_id)}"
+            common["listener.security.protocol.map"] += ",CLIENTS:PLAINTEXT"
         props = {
             **common,
             "process.roles": "broker",
-            "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+            "listeners": listeners,
+            "advertised.listeners": listeners,
             "inter.broker.listener.name": "PLAINTEXT",
             "num.partitions": 3,
             "default.replication.factor": 3,

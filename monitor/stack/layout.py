@@ -41,6 +41,9 @@ class StackLayout:
     kafka_version: str = DEFAULT_KAFKA_VERSION
     scrape_interval_seconds: int = 5
     broker_ids: tuple[int, ...] = field(default=BROKER_IDS)
+    # An extra listener per broker on this (non-loopback) address, for clients that cannot reach loopback: a client
+    # in a network namespace (fault tests). The address must exist when the brokers start. None: loopback only.
+    client_listener_host: str | None = None
 
     # --- ports -------------------------------------------------------------------------------------------------
     @property
@@ -49,6 +52,9 @@ class StackLayout:
 
     def broker_port(self, broker_id: int) -> int:
         return self.port_base + broker_id
+
+    def client_listener_port(self, broker_id: int) -> int:
+        return self.port_base + 60 + broker_id
 
     @property
     def controller_jmx_port(self) -> int:
@@ -73,6 +79,13 @@ class StackLayout:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{self.broker_port(b)}" for b in self.broker_ids)
+
+    @property
+    def client_bootstrap_servers(self) -> str:
+        """Bootstrap servers of the extra client listener (``client_listener_host``)."""
+        if self.client_listener_host is None:
+            raise ValueError("this stack has no client listener (client_listener_host is not set)")
+        return ",".join(f"{self.client_listener_host}:{self.client_listener_port(b)}" for b in self.broker_ids)
 
     @property
     def prometheus_url(self) -> str:

@@ -18,12 +18,9 @@ import threading
 import time
 
 import pytest
-from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
-from alerts.service import AlertService
 from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
-from monitor.store import Store
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
 
@@ -84,17 +81,6 @@ def watched(stack, tmp_path_factory):
                    and prom_query(stack, 'kafka_broker_under_replicated_partitions'), 120,
                    interval=2, what="collectors' series in Prometheus")
         yield config
-
-
-@pytest.fixture
-def engine(watched):
-    from monitor.store.base import Base
-
-    store = Store(watched.store.url)
-    Base.metadata.drop_all(store.engine)
-    store.create_all()
-    yield AlertService(watched, store=store, registry=CollectorRegistry())
-    store.dispose()
 
 
 def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stack, engine):

@@ -2,8 +2,8 @@
 
 import pytest
 
-from alerts.detectors.clients import (ClientStats, is_outdated, rank_busy_clients, rank_slow_clients,
-                                      response_backlog)
+from alerts.detectors.clients import (ClientStats, is_outdated, name_slow_peers, rank_busy_clients,
+                                      rank_slow_clients, response_backlog)
 from alerts.detectors.disk import current_filesystem_start, forecast_disk_full, severity_for_eta
 from alerts.detectors.lag import (Commit, LagStatus, burrow_status, commits_from_samples, pseudo_offsets,
                                   snap)
@@ -145,6 +145,31 @@ def test_response_backlog_needs_queue_and_slowness():
     assert response_backlog([80] * 10, [0.9] * 10, [0.01] * 5 + [0.05] * 5, **kw)["send_time_now_seconds"] == 0.05
     assert response_backlog([80] * 10, [0.9] * 10, [0.01] * 10, **kw) is None  # a queue alone: a burst
     assert response_backlog([10] * 10, [0.9] * 5 + [0.2] * 5, [], **kw) is None  # idle loss alone: more traffic
+
+
+def test_response_backlog_of_slow_readers_is_seen_in_send_time_only():
+    # Kafka mutes a connection until its response is written: a slow reader leaves the queue empty and the
+    # network threads idle; the p99 response send time is what rises.
+    kw = dict(queue_threshold=50, network_idle_drop=0.1, send_time_ratio=2.0, min_send_seconds=1.0)
+    v = response_backlog([0] * 10, [1.0] * 10, [0.001] * 5 + [30.0] * 5, **kw)
+    assert v["cause"] == "slow_readers" and v["send_time_now_seconds"] == 30.0
+    assert response_backlog([0] * 10, [1.0] * 10, [0.0] * 5 + [2.0] * 5, **kw)["cause"] == "slow_readers"
+    assert response_backlog([0] * 10, [1.0] * 10, [0.0001] * 5 + [0.5] * 5, **kw) is None  # under the guard
+    assert response_backlog([0] * 10, [1.0] * 10, [5.0] * 10, **kw) is None  # as slow as always: no change
+    assert response_backlog([80] * 10, [0.9] * 5 + [0.5] * 5, [], **kw)["cause"] == "network_threads"
+
+
+def test_name_slow_peers_ranks_persistent_backlogs_and_names_members_at_the_address():
+    members = [{"client_host": "10.0.0.7", "client_id": "shop-slow", "group": "shop-g", "tenant": "shop"},
+               {"client_host": "10.0.0.7", "client_id": "shop-slow", "group": "shop-g", "tenant": "shop"},
+               {"client_host": "10.0.0.9", "client_id": "ads-fast", "group": "ads-g", "tenant": "ads"}]
+    backlogs = {"10.0.0.7": (24 * 120_000.0, 24), "10.0.0.9": (9_000_000.0, 1), "10.0.0.8": (30_000.0, 3)}
+    peers = name_slow_peers(backlogs, members, 3)
+    # 10.0.0.9 was caught once mid-write (however large): not a slow reader. 10.0.0.8 has no group member.
+    assert [p["peer"] for p in peers] == ["10.0.0.7", "10.0.0.8"]
+    assert peers[0]["send_queue_bytes"] == 120_000.0 and peers[0]["samples_backed_up"] == 24
+    assert peers[0]["clients"] == [{"client_id": "shop-slow", "group": "shop-g", "tenant": "shop"}]
+    assert peers[1]["clients"] == []
 
 
 def test_rank_slow_clients_prefers_time_per_byte():

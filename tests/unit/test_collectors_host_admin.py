@@ -17,7 +17,7 @@ from collectors.admin import (
     lag_seconds,
 )
 from collectors.catalog import TenantLookup
-from collectors.host import HostCollector
+from collectors.host import HostCollector, parse_tcp_backlogs
 from collectors.types import TargetStatus
 from monitor.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
 from monitor.errors import TargetTimeout, TargetUnreachable
@@ -186,3 +186,25 @@ def test_admin_collector_keeps_the_cluster_state_when_listing_groups_fails():
     assert any(name == "kafka_topic_offline_partitions" for name, _ in got)
     assert not any(name == "kafka_consumergroup_lag" for name, _ in got)
     assert got[("kafka_health_admin_skipped_groups", (("cluster", "c1"),))] == 1  # the one group listed before
+
+
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:4E21 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:4E21 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 0 10 -1
+   2: 01DCDC0A:4E85 02DCDC0A:A0B2 01 0001F768:00000000 01:00000014 00000000     0        0 3 1 0000000000000000 20 4 0 10 -1
+   3: 01DCDC0A:4E85 02DCDC0A:A0B4 01 00000100:00000000 01:00000014 00000000     0        0 4 1 0000000000000000 20 4 0 10 -1
+   4: 0100007F:D431 0100007F:4E21 01 00009000:00000000 00:00000000 00000000     0        0 5 1 0000000000000000 20 4 0 10 -1
+"""
+TCP6 = """  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0000000000000000FFFF00000100007F:4E22 0000000000000000FFFF00000500007F:9C40 01 00000800:00000000 00:00000000 00000000     0        0 6 1 0000000000000000 20 4 0 10 -1
+"""
+
+
+def test_tcp_backlogs_sum_unacknowledged_bytes_per_broker_and_peer():
+    ports = {20001: "1", 20002: "2", 20101: "1"}
+    v = values(parse_tcp_backlogs([TCP, TCP6], (("cluster", "c1"),), ports))
+    m = "kafka_host_tcp_send_queue_bytes"
+    # two connections of one peer to broker 1's second listener, summed; the listening socket, an empty queue
+    # and the client side of a loopback connection (local port not a listener) are not counted.
+    assert v == {(m, (("cluster", "c1"), ("broker", "1"), ("peer", "10.220.220.2"))): 0x1F768 + 0x100,
+                 (m, (("cluster", "c1"), ("broker", "2"), ("peer", "127.0.0.5"))): 0x800}

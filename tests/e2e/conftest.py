@@ -1,0 +1,22 @@
+"""Fixtures of the end-to-end alert tests."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from alerts.service import AlertService
+from monitor.store import Store
+
+
+@pytest.fixture
+def engine(watched):
+    """A fresh AlertService (empty store) on the requesting module's ``watched`` config: the module defines how its
+    stack is watched (collectors, tenants, rule overrides)."""
+    from monitor.store.base import Base
+
+    store = Store(watched.store.url)
+    Base.metadata.drop_all(store.engine)
+    store.create_all()
+    yield AlertService(watched, store=store, registry=CollectorRegistry())
+    store.dispose()
