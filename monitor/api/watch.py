@@ -152,6 +152,20 @@ class AnswerMemo:
     def __init__(self, *, max_entries: int = 10_000):
         self.max_entries = max_entries
         self._answers: dict[str, _Answer] = {}
+        self._inputs: dict[str, tuple[int, object]] = {}  # key -> (registry version, value)
+
+    def input(self, key: str, marks: Marks | None, load: Callable[[], object]) -> object:
+        """An input of answers that changes only with the registry version (a tenant's definition): remembered
+        under ``marks.registry`` (read before ``load`` runs), loaded again once that moves."""
+        hit = self._inputs.get(key) if marks is not None else None
+        if hit is not None and hit[0] == marks.registry:
+            return hit[1]
+        value = load()
+        if marks is not None:
+            if len(self._inputs) >= self.max_entries:
+                self._inputs.clear()
+            self._inputs[key] = (marks.registry, value)
+        return value
 
     def get(self, key: str, marks: Marks | None, now: datetime) -> bytes | None:
         if marks is None:

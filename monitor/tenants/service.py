@@ -95,6 +95,11 @@ def _spec(cfg: TenantConfig) -> dict:
     return cfg.model_dump(mode="json", exclude={"name", "display_name"})
 
 
+def clusters_of(cfg: TenantConfig) -> set[str]:
+    """The clusters a tenant is on: those it owns whole and those its selectors name."""
+    return {*cfg.whole_clusters, *(s.cluster for s in cfg.selectors)}
+
+
 def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Iterable[str]) -> None:
     known = set(clusters)
     for i, c in enumerate(cfg.whole_clusters):
@@ -105,7 +110,10 @@ def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Itera
         if s.cluster not in known:
             raise Invalid(f"unknown cluster {s.cluster!r}; known: {', '.join(sorted(known)) or 'none'}",
                           field=f"selectors[{i}].cluster")
-    overlaps = [o for o in find_overlaps([cfg, *others]) if cfg.name in (o.tenant, o.other_tenant)]
+    # Only tenants on one of its clusters can overlap it: skip the rest before the (whole-registry) check.
+    mine = clusters_of(cfg)
+    overlaps = [o for o in find_overlaps([cfg, *(t for t in others if mine & clusters_of(t))])
+                if cfg.name in (o.tenant, o.other_tenant)]
     if overlaps:
         raise Conflict("; ".join(str(o) for o in overlaps))
 

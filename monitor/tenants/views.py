@@ -72,10 +72,6 @@ def _stale_after(config: Config) -> timedelta:
     return timedelta(seconds=3 * config.rules.evaluation_interval_seconds)
 
 
-def _clusters_of(cfg: TenantConfig) -> set[str]:
-    return set(cfg.whole_clusters) | {s.cluster for s in cfg.selectors}
-
-
 def _heartbeats(db_session: Session, clusters: set[str]) -> dict[str, EngineHeartbeat]:
     if not clusters:
         return {}
@@ -188,13 +184,13 @@ async def tenant_health(name: TenantName, request: Request, config: AppConfig, n
 def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config,
                         now) -> bytes:
     with store.session() as s:
-        cfg = service.get_config(db_session=s, name=name)
+        cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
         if cfg is None:
             raise NotFound(TENANT_NOT_FOUND)
         # Heartbeats before instances: the answer is at least as new as the heartbeats it is remembered under.
         beats = read_heartbeats(s)
         firing = _firing(s, *_tenant_alerts_filter(cfg))
-    clusters = _clusters_of(cfg)
+    clusters = service.clusters_of(cfg)
     by_cluster = {b.cluster: b for b in beats}
     stale_after = _stale_after(config)
     result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
@@ -273,7 +269,7 @@ ClusterName = Annotated[str, Depends(_visible_cluster)]
 def _cluster_scope(db_session: Session, principal: Principal, cluster: str) -> TenantConfig | None:
     """The tenant whose slice of ``cluster`` is shown (None: an operator sees everything); 404 if it is not on it."""
     own = _principal_tenant(principal, db_session)
-    if own is not None and cluster not in _clusters_of(own):
+    if own is not None and cluster not in service.clusters_of(own):
         raise NotFound(CLUSTER_NOT_FOUND)
     return own
 
@@ -288,7 +284,7 @@ class ClusterRead(BaseModel):
 def list_clusters(principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
                   paging: PagingParams) -> Page[ClusterRead]:
     own = _principal_tenant(principal, db_session)
-    visible = [c for c in config.clusters if own is None or c.name in _clusters_of(own)]
+    visible = [c for c in config.clusters if own is None or c.name in service.clusters_of(own)]
     return page_in_memory(
         visible, paging, key=lambda c: c.name,
         convert=lambda c: ClusterRead(name=c.name, brokers=[b.id for b in c.brokers],
