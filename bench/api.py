@@ -1,9 +1,9 @@
 """Benchmark: GET /api/v1/tenants/{t}/health on a real ``kafka-health serve --role api`` (uvicorn) process.
 
 Set-up: 1,000 tenants (slices of 4 shared clusters), 10,000 alert instances (10 per tenant, 60% firing), one
-tenant token per tenant; a writer thread refreshes the engine heartbeats every 5 s, as the alert engine would (three
-times as often as its default 15 s): each refresh is a new evaluation, so every remembered health answer is dropped
-and the next request for each tenant recomputes it.
+tenant token per tenant; a writer thread refreshes the engine heartbeats every 5 s (``--heartbeat-every``), as the
+alert engine would (three times as often as its default 15 s): each refresh is a new evaluation, so every remembered
+health answer is dropped and the next request for each tenant recomputes it.
 Load: a small asyncio HTTP/1.1 keep-alive client on loopback (its own process), 32 connections, each request a
 random tenant with that tenant's token. Three runs:
 
@@ -96,10 +96,10 @@ def seed(config, store) -> tuple[list[tuple[str, str]], float]:
     return pairs, create_s
 
 
-def heartbeat_writer(store, stop: threading.Event) -> None:
+def heartbeat_writer(store, stop: threading.Event, every: float) -> None:
     from alerts.models import EngineHeartbeat
 
-    while not stop.wait(5):
+    while not stop.wait(every):
         with store.session() as s:
             for c in CLUSTERS:
                 s.merge(EngineHeartbeat(cluster=c, evaluated_at=datetime.now(timezone.utc), data_ok=True, detail=""))
@@ -219,6 +219,8 @@ def main() -> int:
     ap.add_argument("--store-url", default=None, help="SQLAlchemy URL (default: a SQLite file in a temp dir)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     ap.add_argument("--rate", type=float, default=500.0, help="open-loop request rate")
+    ap.add_argument("--heartbeat-every", type=float, default=5.0,
+                    help="seconds between engine heartbeats (each drops every remembered health answer)")
     args = ap.parse_args()
 
     from monitor.api.launch import serve_process
@@ -241,7 +243,7 @@ def main() -> int:
           f"{create_s / N_TENANTS * 1000:.1f} ms each), {N_TENANTS * ALERTS_PER_TENANT} alert instances")
 
     stop = threading.Event()
-    writer = threading.Thread(target=heartbeat_writer, args=(store, stop), daemon=True)
+    writer = threading.Thread(target=heartbeat_writer, args=(store, stop, args.heartbeat_every), daemon=True)
     writer.start()
     try:
         with serve_process(d, cfg_path, port) as pid:
