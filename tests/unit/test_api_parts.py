@@ -114,8 +114,8 @@ def _asgi_get(app, token: str) -> int:
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "headers": [(b"authorization", f"Bearer {token}".encode())],
-             "query_string": b""}
+    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "query_string": b"",
+             "headers": [(b"authorization", f"Bearer {token}".encode())]}
     asyncio.run(app(scope, receive, send))
     return next(m["status"] for m in sent if m["type"] == "http.response.start")
 
