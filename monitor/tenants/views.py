@@ -19,11 +19,12 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.orm import Session
-from starlette.concurrency import run_in_threadpool
 
 from alerts.models import AlertInstance, AlertState, EngineHeartbeat
 from monitor.api.deps import AppConfig, CurrentPrincipal, DbSession, Now, OperatorPrincipal
@@ -176,9 +177,18 @@ async def tenant_health(name: TenantName, request: Request, config: AppConfig, n
     marks = state.store_watch.current()  # before anything is read: see AnswerMemo.put
     body = state.health_memo.get(name, marks, now)
     if body is None:
-        body = await run_in_threadpool(_tenant_health_json, state.store, state.health_memo, name, marks, config,
-                                       now)
+        body = await anyio.to_thread.run_sync(_tenant_health_json, state.store, state.health_memo, name, marks,
+                                              config, now, limiter=_miss_limiter(state))
     return Response(body, media_type="application/json")
+
+
+def _miss_limiter(state) -> anyio.CapacityLimiter:
+    # After a new evaluation every tenant misses at once; 32 threads computing together spent more CPU passing the
+    # GIL around than computing. A few at a time, the rest wait their turn (created here: it needs the event loop).
+    limiter = getattr(state, "health_miss_limiter", None)
+    if limiter is None:
+        limiter = state.health_miss_limiter = anyio.CapacityLimiter(4)
+    return limiter
 
 
 def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config,
