@@ -20,6 +20,7 @@ from monitor.api.auth import AuthMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.routes import api_routes
+from monitor.api.watch import AnswerMemo, StoreWatch
 from monitor.config import Config
 from monitor.store.base import Store
 
@@ -110,8 +111,15 @@ def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
         log.info("config tenants synced: added %s, updated %s, removed %s",
                  list(result.added), list(result.updated), list(result.removed))
     install_error_handlers(app)
+    # What this server may remember of tokens and answers, and until when (see monitor.api.watch). The watch runs
+    # while the app does; without it nothing is remembered and every request reads the store.
+    watch = StoreWatch(store)
+    app.state.store_watch = watch
+    app.state.health_memo = AnswerMemo()
+    app.router.add_event_handler("startup", watch.start)
+    app.router.add_event_handler("shutdown", watch.stop)
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
-    app.add_middleware(AuthMiddleware, store=store, limiter=limiter)
+    app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch)
     # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
     for router in _optional_routers():
         app.include_router(router)

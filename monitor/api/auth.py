@@ -6,15 +6,18 @@ charge the token's bucket, and set ``request.state.principal``. Routers never re
 wrong secret, revoked), so a caller learns nothing from the difference. Paths outside ``/api/`` (``/healthz``,
 ``/readyz``, ``/metrics``, ``/openapi.json``) are public.
 
-A valid token's principal is remembered for ``cache_seconds`` (default 1 s), keyed by the token's SHA-256, so a
-client polling health authenticates from memory instead of the database: under load the thread-pool hop for the
-lookup cost more than the rest of the request. The price, documented in docs/api.md: a revoked token (or one of a
-deleted tenant) keeps working for at most that long. Failures are never cached, so the cache holds only real tokens.
+A valid token's principal is remembered (keyed by the token's SHA-256) while the store's registry version stands
+still (``monitor.api.watch``), so a client polling health authenticates from memory instead of the database: under
+load the thread-pool hop for the lookup cost more than the rest of the request. A revocation or a tenant deletion
+bumps that version: through this server it counts from the next request; through the CLI or another server within
+the watch's interval (0.25 s). Without fresh marks nothing is remembered. Failures are never remembered, so the
+memory holds only real tokens. A store that cannot be read answers 503, as everywhere else.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -24,36 +27,32 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monitor.api import tokens
-from monitor.api.errors import error_response
+from monitor.api.errors import error_response, unavailable_response
 from monitor.api.principal import Principal
 from monitor.api.ratelimit import TokenBuckets
+from monitor.api.watch import StoreWatch
+from monitor.errors import StoreError
 from monitor.store.base import Store
 
+log = logging.getLogger(__name__)
+
 UNAUTHORIZED = "missing or invalid bearer token"
+MAX_REMEMBERED = 10_000
 
 
 class AuthMiddleware:
-    def __init__(self, app: ASGIApp, *, store: Store, limiter: TokenBuckets, prefix: str = "/api/",
-                 cache_seconds: float = 1.0, clock: Callable[[], float] = time.monotonic):
-        self.app, self.store, self.limiter, self.prefix, self.clock = app, store, limiter, prefix, clock
-        self.cache_seconds = cache_seconds
-        self._cache: dict[str, tuple[Principal, float]] = {}  # sha256(token) -> (principal, valid until)
+    def __init__(self, app: ASGIApp, *, store: Store, limiter: TokenBuckets, watch: StoreWatch,
+                 prefix: str = "/api/", clock: Callable[[], float] = time.monotonic):
+        self.app, self.store, self.limiter, self.watch, self.prefix, self.clock = (
+            app, store, limiter, watch, prefix, clock)
+        self._cache: dict[str, tuple[Principal, int]] = {}  # sha256(token) -> (principal, registry version)
 
-    def _cached(self, key: str, now: float) -> Principal | None:
-        hit = self._cache.get(key)
-        if hit is None:
-            return None
-        if hit[1] <= now:
-            del self._cache[key]
-            return None
-        return hit[0]
-
-    def _remember(self, key: str, principal: Principal, now: float) -> None:
-        if self.cache_seconds <= 0:
-            return
-        if len(self._cache) > 10_000:  # bounded by live tokens anyway; drop what expired
-            self._cache = {k: v for k, v in self._cache.items() if v[1] > now}
-        self._cache[key] = (principal, now + self.cache_seconds)
+    def _remember(self, key: str, principal: Principal, version: int) -> None:
+        if len(self._cache) >= MAX_REMEMBERED:  # bounded by live tokens anyway; drop what is out of date
+            self._cache = {k: v for k, v in self._cache.items() if v[1] == version}
+            if len(self._cache) >= MAX_REMEMBERED:
+                self._cache.clear()
+        self._cache[key] = (principal, version)
 
     def _authenticate(self, presented: str) -> Principal | None:
         with self.store.session() as s:
@@ -68,13 +67,21 @@ class AuthMiddleware:
         principal = None
         presented = presented.strip()
         if scheme.lower() == "bearer" and presented:
-            now = self.clock()
+            # Marks taken before the store is read: a change committed after that read has a newer version.
+            marks = self.watch.current()
             key = hashlib.sha256(presented.encode()).hexdigest()
-            principal = self._cached(key, now)
-            if principal is None:
-                principal = await run_in_threadpool(self._authenticate, presented)
-                if principal is not None:
-                    self._remember(key, principal, now)
+            hit = self._cache.get(key) if marks is not None else None
+            if hit is not None and hit[1] == marks.registry:
+                principal = hit[0]
+            else:
+                try:
+                    principal = await run_in_threadpool(self._authenticate, presented)
+                except StoreError as exc:
+                    log.error("store error while authenticating: %s", exc)
+                    await unavailable_response()(scope, receive, send)
+                    return
+                if principal is not None and marks is not None:
+                    self._remember(key, principal, marks.registry)
         if principal is None:
             response = error_response(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)

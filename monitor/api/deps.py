@@ -6,7 +6,10 @@ belongs in the endpoint itself (one hop), never in the event loop: a loop blocke
 for a request that needs the loop to give it back.
 
 ``DbSession`` commits when the endpoint function returns and *before* the response is sent
-(``scope="function"``), so a client never sees success for a write that then failed to commit.
+(``scope="function"``), so a client never sees success for a write that then failed to commit. After a write commits,
+the server re-reads the store's change marks (``monitor.api.watch``) in the same hop, so what it remembered of
+tenants and tokens is forgotten before the client hears of the change: a deleted tenant's token is refused from the
+very next request.
 """
 
 from __future__ import annotations
@@ -38,7 +41,13 @@ async def _db(request: Request) -> AsyncIterator[Session]:
         if read_only:
             session.close()
         else:
-            await run_in_threadpool(cm.__exit__, None, None, None)
+            await run_in_threadpool(_commit, cm, getattr(request.app.state, "store_watch", None))
+
+
+def _commit(cm, watch) -> None:
+    cm.__exit__(None, None, None)
+    if watch is not None:
+        watch.refresh()
 
 
 async def _config(request: Request) -> Config:

@@ -105,9 +105,14 @@ async def _invalid(_request: Request, exc: Invalid) -> JSONResponse:
     return error_response(422, str(exc), fields=fields)
 
 
+def unavailable_response() -> JSONResponse:
+    """The answer when the store cannot be read or written (also sent by the auth middleware)."""
+    return error_response(503, "the database is unavailable; try again shortly", headers={"Retry-After": "5"})
+
+
 async def _store(_request: Request, exc: StoreError) -> JSONResponse:
     log.error("store error: %s", exc)
-    return error_response(503, "the database is unavailable; try again shortly", headers={"Retry-After": "5"})
+    return unavailable_response()
 
 
 async def _ours(_request: Request, exc: KafkaHealthError) -> JSONResponse:

@@ -107,8 +107,11 @@ def get_all(*, db_session: Session, tenant: str | None = None) -> list[ApiToken]
 
 def revoke(*, db_session: Session, token: ApiToken, now: datetime) -> ApiToken:
     """Revoke (idempotent). The row stays, so listings show who had access until when."""
+    from monitor.tenants import service as tenant_service
+
     if token.revoked_at is None:
         token.revoked_at = now
+        tenant_service.bump_version(db_session=db_session)  # servers forget the token they remembered
         db_session.flush()
     return token
 

@@ -145,6 +145,17 @@ def data_gap(cluster: str, beat: HeartbeatLike | None, *, now: datetime, stale_a
     return None
 
 
+def steady_until(*, clusters: Iterable[str], heartbeats: Mapping[str, HeartbeatLike], now: datetime,
+                 stale_after: timedelta) -> datetime | None:
+    """Until when ``assess`` over these heartbeats (and the same instances) gives the same answer as at ``now``: the
+    moment the oldest heartbeat turns stale. None when the answer already moves with ``now``: no heartbeat at all
+    (``as_of`` is ``now``) or a stale one (its age is in the reason)."""
+    times = [as_utc(heartbeats[c].evaluated_at) for c in set(clusters) if c in heartbeats]
+    if not times or any((now - t).total_seconds() > stale_after.total_seconds() for t in times):
+        return None
+    return min(times) + stale_after
+
+
 @dataclass
 class _Acc:
     status: HealthStatus

@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import JSON, DateTime, String
+from sqlalchemy import JSON, DateTime, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.config import NAME_RE, TenantConfig, TenantContract, TenantDefinition, TenantReceivers, TenantSelector
@@ -38,6 +38,20 @@ class Tenant(Base):
     def to_config(self) -> TenantConfig:
         """The tenant as the one schema the matcher, the alert engine and the reports understand."""
         return TenantConfig.model_validate({**self.spec, "name": self.name, "display_name": self.display_name})
+
+
+class RegistryVersion(Base):
+    """One row (``id`` 1): a counter bumped in the same transaction as every change that can take access away or
+    change what a tenant owns (tenant created, replaced, deleted or synced; token revoked).
+
+    Servers remember tokens and tenant answers while it stands still (``monitor.api.watch``); a new value makes them
+    forget. Writers must bump it with ``monitor.tenants.service.bump_version``, never set it.
+    """
+
+    __tablename__ = "registry_version"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(Integer, default=0)
 
 
 # ---------------------------------------------------------------------------------------------------------------

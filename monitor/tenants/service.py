@@ -12,18 +12,21 @@ refused writes, and never commit: the caller's unit of work does.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
-from sqlalchemy import select, text
+from sqlalchemy import Text, bindparam, cast, select, text
+from sqlalchemy import update as sql_update  # `update` is this module's own (PUT)
 from sqlalchemy.orm import Session
 
 from monitor.config import Config, TenantConfig
 from monitor.errors import Conflict, Invalid
 from monitor.tenancy import TenantIndex, find_overlaps
-from monitor.tenants.models import Tenant, TenantSource
+from monitor.tenants.models import RegistryVersion, Tenant, TenantSource
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +45,45 @@ def get_page(*, db_session: Session, after: str | None, limit: int, only: str | 
     return list(db_session.scalars(q))
 
 
+@lru_cache(maxsize=16384)
+def _parse(name: str, display_name: str | None, spec_json: str) -> TenantConfig:
+    # Keyed by the row's whole content, so an entry can never be out of date; TenantConfig is immutable, so sharing
+    # one is safe. Validating a spec costs ~25 us: every create checks overlaps against every tenant, and health
+    # reads its tenant on every cache miss, so re-validating unchanged rows was most of their cost.
+    return TenantConfig.model_validate({**json.loads(spec_json), "name": name, "display_name": display_name})
+
+
+# The spec as the database stored it (text): the parse memo's key, and no JSON decoding for rows already seen.
+_CONFIG_COLUMNS = (Tenant.name, Tenant.display_name, cast(Tenant.spec, Text))
+
+
+_CONFIG_OF = select(*_CONFIG_COLUMNS).where(Tenant.name == bindparam("name"))  # built once: compiled once
+
+
+def get_config(*, db_session: Session, name: str) -> TenantConfig | None:
+    """One tenant as ``TenantConfig`` (plain columns on the session's connection, no ORM object), or None."""
+    row = db_session.connection().execute(_CONFIG_OF, {"name": name}).first()
+    return _parse(*row) if row is not None else None
+
+
 def get_all_configs(*, db_session: Session) -> list[TenantConfig]:
-    return [row.to_config() for row in db_session.scalars(select(Tenant).order_by(Tenant.name))]
+    return [_parse(*row) for row in db_session.execute(select(*_CONFIG_COLUMNS).order_by(Tenant.name))]
+
+
+def bump_version(*, db_session: Session) -> None:
+    """Tell every server that tenants or tokens changed (``RegistryVersion``). Call in the writing unit of work."""
+    bumped = db_session.execute(sql_update(RegistryVersion).where(RegistryVersion.id == 1)
+                                .values(version=RegistryVersion.version + 1)).rowcount
+    if not bumped:  # a schema made without the migrations (unit tests' create_all) has no row yet
+        db_session.add(RegistryVersion(id=1, version=1))
+        db_session.flush()
+
+
+_VERSION = select(RegistryVersion.version).where(RegistryVersion.id == 1)
+
+
+def version(*, db_session: Session) -> int:
+    return db_session.connection().execute(_VERSION).scalar() or 0
 
 
 def build_index(*, db_session: Session) -> TenantIndex:
@@ -53,6 +93,11 @@ def build_index(*, db_session: Session) -> TenantIndex:
 
 def _spec(cfg: TenantConfig) -> dict:
     return cfg.model_dump(mode="json", exclude={"name", "display_name"})
+
+
+def clusters_of(cfg: TenantConfig) -> set[str]:
+    """The clusters a tenant is on: those it owns whole and those its selectors name."""
+    return {*cfg.whole_clusters, *(s.cluster for s in cfg.selectors)}
 
 
 def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Iterable[str]) -> None:
@@ -65,7 +110,10 @@ def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Itera
         if s.cluster not in known:
             raise Invalid(f"unknown cluster {s.cluster!r}; known: {', '.join(sorted(known)) or 'none'}",
                           field=f"selectors[{i}].cluster")
-    overlaps = [o for o in find_overlaps([cfg, *others]) if cfg.name in (o.tenant, o.other_tenant)]
+    # Only tenants on one of its clusters can overlap it: skip the rest before the (whole-registry) check.
+    mine = clusters_of(cfg)
+    overlaps = [o for o in find_overlaps([cfg, *(t for t in others if mine & clusters_of(t))])
+                if cfg.name in (o.tenant, o.other_tenant)]
     if overlaps:
         raise Conflict("; ".join(str(o) for o in overlaps))
 
@@ -92,6 +140,7 @@ def create(*, db_session: Session, tenant_in: TenantConfig, clusters: Iterable[s
     row = Tenant(name=tenant_in.name, display_name=tenant_in.display_name, source=TenantSource.API.value,
                  spec=_spec(tenant_in), created_at=now, updated_at=now)
     db_session.add(row)
+    bump_version(db_session=db_session)
     db_session.flush()
     return row
 
@@ -110,6 +159,7 @@ def update(*, db_session: Session, tenant: Tenant, tenant_in: TenantConfig, clus
     tenant.display_name = tenant_in.display_name
     tenant.spec = _spec(tenant_in)
     tenant.updated_at = now
+    bump_version(db_session=db_session)
     db_session.flush()
     return tenant
 
@@ -118,6 +168,7 @@ def delete(*, db_session: Session, tenant: Tenant) -> None:
     """Delete an API tenant and (by cascade) its tokens. Its alert history stays."""
     _writable(tenant)
     db_session.delete(tenant)
+    bump_version(db_session=db_session)
     db_session.flush()
 
 
@@ -162,5 +213,7 @@ def sync_config(*, db_session: Session, config: Config, now: datetime) -> SyncRe
         if row.source == TenantSource.CONFIG.value and name not in wanted:
             db_session.delete(row)
             removed.append(name)
+    if added or updated or removed:
+        bump_version(db_session=db_session)
     db_session.flush()
     return SyncResult(tuple(added), tuple(updated), tuple(removed), tuple(taken))

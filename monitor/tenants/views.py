@@ -7,26 +7,35 @@ no I/O, and the row is fetched once, inside the endpoint (a plain ``def``, run i
 request's other queries. So a request makes one hop to the pool, and never holds a database connection across hops:
 with the lookup in a dependency of its own, requests parked between hops held pooled connections while the threads
 that could finish them waited for one (bench/api.py, 32 concurrent clients, froze the server).
+
+Tenant health, the endpoint clients poll, is an ``async`` endpoint answered from ``AnswerMemo`` while the store's
+change marks stand still (``monitor.api.watch``): no thread hop, no query. A miss makes one hop that reads the
+tenant, the heartbeats and then the firing instances, and remembers the serialized answer.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated
+from functools import lru_cache
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, Field
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from alerts.models import AlertInstance, AlertState, EngineHeartbeat
 from monitor.api.deps import AppConfig, CurrentPrincipal, DbSession, Now, OperatorPrincipal
 from monitor.api.pagination import Page, PagingParams, page_in_memory, page_of
 from monitor.api.principal import Principal
+from monitor.api.watch import AnswerMemo, Marks, read_heartbeats
 from monitor.config import Config, TenantConfig
 from monitor.errors import NotFound
+from monitor.store.base import Store
 from monitor.tenants import service
-from monitor.tenants.health import Component, HealthStatus, UtcDatetime, assess, data_gap
+from monitor.tenants.health import Component, HealthStatus, UtcDatetime, assess, data_gap, steady_until
 from monitor.tenants.models import Tenant, TenantCreate, TenantRead, TenantSpec
 
 router = APIRouter(prefix="/api/v1", tags=["tenants"])
@@ -64,10 +73,6 @@ def _stale_after(config: Config) -> timedelta:
     return timedelta(seconds=3 * config.rules.evaluation_interval_seconds)
 
 
-def _clusters_of(cfg: TenantConfig) -> set[str]:
-    return set(cfg.whole_clusters) | {s.cluster for s in cfg.selectors}
-
-
 def _heartbeats(db_session: Session, clusters: set[str]) -> dict[str, EngineHeartbeat]:
     if not clusters:
         return {}
@@ -75,24 +80,45 @@ def _heartbeats(db_session: Session, clusters: set[str]) -> dict[str, EngineHear
     return {r.cluster: r for r in rows}
 
 
-def _tenant_alerts_filter(cfg: TenantConfig, clusters: set[str] | None = None):
-    """A tenant's instances: labelled with it, or unlabelled on a cluster it owns whole (all of it is theirs)."""
-    own = AlertInstance.tenant == cfg.name
-    whole = sorted(set(cfg.whole_clusters) & clusters if clusters is not None else set(cfg.whole_clusters))
-    cond = or_(own, and_(AlertInstance.tenant.is_(None), AlertInstance.cluster.in_(whole))) if whole else own
-    if clusters is not None:
-        cond = and_(cond, AlertInstance.cluster.in_(sorted(clusters)))
+@lru_cache(maxsize=None)
+def _tenant_alerts_clause(*, whole: bool, in_clusters: bool):
+    """A tenant's instances: labelled with it, or unlabelled on a cluster it owns whole (all of it is theirs).
+
+    Built once per shape with bound parameters (``tenant``, ``whole``, ``clusters``): SQLAlchemy then reuses the
+    statement's cache key and compiled SQL instead of rebuilding them on every request."""
+    cond = AlertInstance.tenant == bindparam("tenant")
+    if whole:
+        cond = or_(cond, and_(AlertInstance.tenant.is_(None),
+                              AlertInstance.cluster.in_(bindparam("whole", expanding=True))))
+    if in_clusters:
+        cond = and_(cond, AlertInstance.cluster.in_(bindparam("clusters", expanding=True)))
     return cond
+
+
+def _tenant_alerts_filter(cfg: TenantConfig, clusters: set[str] | None = None) -> tuple[Any, dict]:
+    """The clause selecting ``cfg``'s instances (on ``clusters`` only, if given) and its parameters."""
+    whole = sorted(set(cfg.whole_clusters) & clusters if clusters is not None else set(cfg.whole_clusters))
+    params: dict = {"tenant": cfg.name}
+    if whole:
+        params["whole"] = whole
+    if clusters is not None:
+        params["clusters"] = sorted(clusters)
+    return _tenant_alerts_clause(whole=bool(whole), in_clusters=clusters is not None), params
 
 
 _REASON_COLUMNS = (AlertInstance.rule, AlertInstance.state, AlertInstance.severity, AlertInstance.cluster,
                    AlertInstance.broker, AlertInstance.labels, AlertInstance.annotations, AlertInstance.evidence)
 
 
-def _firing(db_session: Session, cond) -> list:
-    """Firing instances as plain rows with just what ``assess`` reads (no ORM identity work on the hot path)."""
-    q = select(*_REASON_COLUMNS).where(AlertInstance.state == AlertState.FIRING.value, cond)
-    return list(db_session.execute(q))
+@lru_cache(maxsize=None)
+def _firing_query(cond):
+    return select(*_REASON_COLUMNS).where(AlertInstance.state == AlertState.FIRING.value, cond)
+
+
+def _firing(db_session: Session, cond, params: dict | None = None) -> list:
+    """Firing instances as plain rows with just what ``assess`` reads: Core on the session's connection, no ORM
+    identity work on the hot path."""
+    return list(db_session.connection().execute(_firing_query(cond), params or {}))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -146,19 +172,44 @@ class TenantHealth(BaseModel):
 
 @router.get("/tenants/{tenant}/health", response_model=TenantHealth,
             summary="Is this tenant's Kafka healthy, and if not, why (with evidence)")
-def tenant_health(name: TenantName, db_session: DbSession, config: AppConfig, now: Now) -> TenantHealth:
-    tenant = _tenant_row(db_session, name)
-    cfg = tenant.to_config()
-    clusters = _clusters_of(cfg)
-    result = assess(
-        clusters=clusters,
-        firing=_firing(db_session, _tenant_alerts_filter(cfg)),
-        heartbeats=_heartbeats(db_session, clusters),
-        now=now,
-        stale_after=_stale_after(config),
-    )
-    return TenantHealth(tenant=tenant.name, status=result.status, score=result.score, as_of=result.as_of,
-                        components=result.components)
+async def tenant_health(name: TenantName, request: Request, config: AppConfig, now: Now) -> Response:
+    state = request.app.state
+    marks = state.store_watch.current()  # before anything is read: see AnswerMemo.put
+    body = state.health_memo.get(name, marks, now)
+    if body is None:
+        body = await anyio.to_thread.run_sync(_tenant_health_json, state.store, state.health_memo, name, marks,
+                                              config, now, limiter=_miss_limiter(state))
+    return Response(body, media_type="application/json")
+
+
+def _miss_limiter(state) -> anyio.CapacityLimiter:
+    # After a new evaluation every tenant misses at once; 32 threads computing together spent more CPU passing the
+    # GIL around than computing. A few at a time, the rest wait their turn (created here: it needs the event loop).
+    limiter = getattr(state, "health_miss_limiter", None)
+    if limiter is None:
+        limiter = state.health_miss_limiter = anyio.CapacityLimiter(4)
+    return limiter
+
+
+def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config,
+                        now) -> bytes:
+    with store.session() as s:
+        cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
+        if cfg is None:
+            raise NotFound(TENANT_NOT_FOUND)
+        # Heartbeats before instances: the answer is at least as new as the heartbeats it is remembered under.
+        beats = read_heartbeats(s)
+        firing = _firing(s, *_tenant_alerts_filter(cfg))
+    clusters = service.clusters_of(cfg)
+    by_cluster = {b.cluster: b for b in beats}
+    stale_after = _stale_after(config)
+    result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
+    body = TenantHealth(tenant=cfg.name, status=result.status, score=result.score, as_of=result.as_of,
+                        components=result.components).model_dump_json().encode()
+    if marks is not None:
+        memo.put(name, registry=marks.registry, heartbeats=beats, body=body,
+                 until=steady_until(clusters=clusters, heartbeats=by_cluster, now=now, stale_after=stale_after))
+    return body
 
 
 class AlertRead(BaseModel):
@@ -190,12 +241,13 @@ def tenant_alerts(
     state: Annotated[AlertState | None, Query(description="only instances in this state")] = None,
 ) -> Page[AlertRead]:
     tenant = _tenant_row(db_session, name)
-    q = select(AlertInstance).where(_tenant_alerts_filter(tenant.to_config()))
+    cond, params = _tenant_alerts_filter(tenant.to_config())
+    q = select(AlertInstance).where(cond)
     q = q.where(AlertInstance.state == state.value) if state else q.where(
         AlertInstance.state != AlertState.INACTIVE.value)
     if paging.after is not None:
         q = q.where(AlertInstance.fingerprint > paging.after)
-    rows = list(db_session.scalars(q.order_by(AlertInstance.fingerprint).limit(paging.limit + 1)))
+    rows = list(db_session.scalars(q.order_by(AlertInstance.fingerprint).limit(paging.limit + 1), params))
     return page_of(rows, paging, key=lambda r: r.fingerprint, convert=AlertRead.of)
 
 
@@ -227,7 +279,7 @@ ClusterName = Annotated[str, Depends(_visible_cluster)]
 def _cluster_scope(db_session: Session, principal: Principal, cluster: str) -> TenantConfig | None:
     """The tenant whose slice of ``cluster`` is shown (None: an operator sees everything); 404 if it is not on it."""
     own = _principal_tenant(principal, db_session)
-    if own is not None and cluster not in _clusters_of(own):
+    if own is not None and cluster not in service.clusters_of(own):
         raise NotFound(CLUSTER_NOT_FOUND)
     return own
 
@@ -242,7 +294,7 @@ class ClusterRead(BaseModel):
 def list_clusters(principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
                   paging: PagingParams) -> Page[ClusterRead]:
     own = _principal_tenant(principal, db_session)
-    visible = [c for c in config.clusters if own is None or c.name in _clusters_of(own)]
+    visible = [c for c in config.clusters if own is None or c.name in service.clusters_of(own)]
     return page_in_memory(
         visible, paging, key=lambda c: c.name,
         convert=lambda c: ClusterRead(name=c.name, brokers=[b.id for b in c.brokers],
@@ -259,8 +311,9 @@ class ClusterHealth(BaseModel):
 
 
 def _cluster_firing(db_session: Session, cluster: str, own: TenantConfig | None) -> list:
-    cond = AlertInstance.cluster == cluster if own is None else _tenant_alerts_filter(own, {cluster})
-    return _firing(db_session, cond)
+    if own is None:
+        return _firing(db_session, AlertInstance.cluster == bindparam("cluster"), {"cluster": cluster})
+    return _firing(db_session, *_tenant_alerts_filter(own, {cluster}))
 
 
 @clusters_router.get("/clusters/{cluster}/health", response_model=ClusterHealth,

@@ -4,10 +4,13 @@ they print work (and stop working) against the API on the same store."""
 from __future__ import annotations
 
 import json
+import socket
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from monitor.api.launch import serve_process
 from monitor.cli import main
 from monitor.config import load_config
 from monitor.store.base import Store
@@ -74,6 +77,45 @@ def test_tenants_create_list_show_delete(cfg, capsys, tmp_path):
     assert code == 0
     code, out, _ = run(capsys, "tokens", "list", "--json", "--config", cfg)
     assert json.loads(out) == []  # its token went with it
+
+
+def test_real_server_refuses_revoked_and_deleted_tenants_tokens(tmp_path, capsys):
+    """A real ``serve --role api``: a token revoked by the CLI (another process) is refused within the server's
+    watch interval; a tenant deleted through that server's API takes its tokens at once, from the next request."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cfg = tmp_path / "kh.yaml"
+    cfg.write_text(CONFIG_YAML.replace("service:\n", f"service:\n  port: {port}\n  roles: [api]\n")
+                   + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n")
+
+    def token(*argv) -> str:
+        code, out, _ = run(capsys, "tokens", "create", *argv, "--config", str(cfg))
+        assert code == 0
+        return out.strip()
+
+    operator, acme = token("--operator"), token("--tenant", "acme")
+    assert run(capsys, "tenants", "create", "initech", "--topic-prefix", "shared:initech.", "--config",
+               str(cfg))[0] == 0
+    initech = token("--tenant", "initech")
+    base = f"http://127.0.0.1:{port}/api/v1"
+
+    def get(path: str, tok: str) -> int:
+        return httpx.get(base + path, headers={"Authorization": f"Bearer {tok}"}, timeout=10).status_code
+
+    with serve_process(tmp_path, cfg, port):
+        assert [get("/tenants/acme/health", acme) for _ in range(3)] == [200, 200, 200]  # remembered by now
+        assert run(capsys, "tokens", "revoke", acme.split("_")[1], "--config", str(cfg))[0] == 0
+        wait_until(lambda: get("/tenants/acme/health", acme) == 401, timeout=3, interval=0.02,
+                   what="the token revoked by the CLI refused (watch interval 0.25 s)")
+        assert get("/tenants/acme", acme) == 401
+
+        assert [get("/tenants/initech", initech) for _ in range(3)] == [200, 200, 200]
+        r = httpx.delete(base + "/tenants/initech", headers={"Authorization": f"Bearer {operator}"}, timeout=10)
+        assert r.status_code == 204
+        assert get("/tenants/initech", initech) == 401  # the very next request
+        assert get("/tenants/initech/health", operator) == 404
+    assert "Traceback" not in (tmp_path / "serve.log").read_text()
 
 
 @pytest.mark.parametrize(

@@ -40,13 +40,13 @@ def test_wrong_secret_of_a_real_token_id_is_401(client, tok):
     assert client.get("/api/v1/tenants", headers={"Authorization": f"Bearer {forged}"}).status_code == 401
 
 
-def test_revoked_token_stops_working_within_the_auth_cache_time(client, store, tok):
+def test_token_revoked_elsewhere_stops_working_within_the_watch_interval(client, store, tok):
     assert client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 200
     token_id = tok.acme.split("_")[1]
-    with store.session() as s:
+    with store.session() as s:  # as the CLI or another server would: not through this app
         tokens.revoke(db_session=s, token=tokens.get(db_session=s, token_id=token_id), now=NOW)
-    wait_until(lambda: client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 401, timeout=10,
-               interval=0.2, what="revoked token refused (auth cache: 1 s)")
+    wait_until(lambda: client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 401, timeout=5,
+               interval=0.05, what="revoked token refused (store watch: every 0.25 s)")
     assert client.get("/api/v1/tenants/acme", headers=tok.h("globex")).status_code == 404  # others unaffected
 
 
@@ -108,12 +108,22 @@ def test_create_read_update_delete_api_tenant(client, store, tok):
         assert service.build_index(db_session=s).for_topic("shared", "tps.reports") == "initech"
 
     t = new_token(store, "initech")
-    assert client.get("/api/v1/tenants/initech", headers={"Authorization": f"Bearer {t}"}).status_code == 200
+    initech = {"Authorization": f"Bearer {t}"}
+    add(store, beat("shared"))
+    wait_until(lambda: app_marks_have_beats(client), timeout=5, interval=0.05, what="the server saw the heartbeat")
+    for _ in range(2):  # remembered: the token, and the health answer
+        assert client.get("/api/v1/tenants/initech/health", headers=initech).status_code == 200
     assert client.delete("/api/v1/tenants/initech", headers=tok.h("operator")).status_code == 204
+    # Through this server, the deletion counts from the very next request: its tokens went with it, and nothing
+    # remembered about it is answered any more.
+    assert client.get("/api/v1/tenants", headers=initech).status_code == 401
+    assert client.get("/api/v1/tenants/initech/health", headers=tok.h("operator")).status_code == 404
     assert client.get("/api/v1/tenants/initech", headers=tok.h("operator")).status_code == 404
-    # Its tokens went with it (once the 1 s auth cache has let go of it).
-    wait_until(lambda: client.get("/api/v1/tenants", headers={"Authorization": f"Bearer {t}"}).status_code == 401,
-               timeout=10, interval=0.2, what="deleted tenant's token refused")
+
+
+def app_marks_have_beats(client) -> bool:
+    marks = client.app.state.store_watch.current()
+    return marks is not None and bool(marks.heartbeats)
 
 
 @pytest.mark.parametrize(
@@ -221,20 +231,29 @@ def test_tenant_health_ok_then_critical_with_evidence(client, store, tok):
     body = client.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()
     assert (body["status"], body["score"], body["components"]) == ("ok", 100, [])
     assert body["as_of"].startswith("2026-11-20T11:59:55")
-    add(
-        store,
-        alert("a1", rule="KafkaConsumerLag", tenant="acme", labels={"group": "acme-billing", "topic": "acme.x"},
-              summary="group acme-billing lags 300s", evidence={"lag_seconds": 300}),
-        alert("a2", rule="KafkaOfflinePartitions", severity="critical", tenant="acme", labels={"topic": "acme.x"}),
-        alert("a3", rule="KafkaOfflinePartitions", severity="critical", tenant="globex", labels={"topic": "globex.y"}),
-        alert("a4", rule="KafkaBrokerDown", severity="critical", state="pending", tenant="acme", broker="1"),
-        # Unlabelled instance on a cluster acme owns whole: it is acme's.
-        alert("a5", rule="KafkaGcPressure", cluster="acme-only", broker="1"),
-        # Unlabelled instance on the shared cluster: not attributed to any tenant.
-        alert("a6", rule="KafkaDiskFullRisk", severity="critical", broker="2"),
-    )
-    body = client.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()
-    assert body["status"] == "critical" and body["score"] == 40
+    # The next evaluation, as the alert engine writes it: instances and heartbeats in one transaction.
+    with store.session() as s:
+        for c in ("shared", "acme-only", "globex-only"):
+            s.merge(beat(c, age_s=1))
+        s.add_all([
+            alert("a1", rule="KafkaConsumerLag", tenant="acme", labels={"group": "acme-billing", "topic": "acme.x"},
+                  summary="group acme-billing lags 300s", evidence={"lag_seconds": 300}),
+            alert("a2", rule="KafkaOfflinePartitions", severity="critical", tenant="acme", labels={"topic": "acme.x"}),
+            alert("a3", rule="KafkaOfflinePartitions", severity="critical", tenant="globex",
+                  labels={"topic": "globex.y"}),
+            alert("a4", rule="KafkaBrokerDown", severity="critical", state="pending", tenant="acme", broker="1"),
+            # Unlabelled instance on a cluster acme owns whole: it is acme's.
+            alert("a5", rule="KafkaGcPressure", cluster="acme-only", broker="1"),
+            # Unlabelled instance on the shared cluster: not attributed to any tenant.
+            alert("a6", rule="KafkaDiskFullRisk", severity="critical", broker="2"),
+        ])
+
+    def answered_the_new_evaluation():
+        body = client.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()
+        return body if body["status"] != "ok" else None
+
+    body = wait_until(answered_the_new_evaluation, timeout=5, interval=0.05, what="the new evaluation answered")
+    assert body["status"] == "critical" and body["score"] == 40 and body["as_of"].startswith("2026-11-20T11:59:59")
     comps = {(c["kind"], c["cluster"], c["id"]): c for c in body["components"]}
     assert set(comps) == {("topic", "shared", "acme.x"), ("consumergroup", "shared", "acme-billing"),
                           ("broker", "acme-only", "1")}
@@ -242,6 +261,23 @@ def test_tenant_health_ok_then_critical_with_evidence(client, store, tok):
     assert lag == {"alert": "KafkaConsumerLag", "severity": "warning", "summary": "group acme-billing lags 300s",
                    "evidence": {"lag_seconds": 300}}
     assert "globex" not in str(body)
+
+
+def test_remembered_health_still_turns_unknown_when_a_heartbeat_goes_stale(config, store, tok):
+    from fastapi.testclient import TestClient
+
+    add(store, beat("shared", age_s=5), beat("acme-only", age_s=5))
+    now = [NOW]
+    app = build_api(config, store)
+    app.state.clock = lambda: now[0]
+    with TestClient(app) as c:
+        wait_until(lambda: app_marks_have_beats(c), timeout=5, interval=0.05, what="the server saw the heartbeats")
+        for _ in range(2):
+            assert c.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()["status"] == "ok"
+        now[0] = NOW + timedelta(seconds=3 * 15 - 5 + 1)  # no new evaluation; both heartbeats now too old
+        body = c.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()
+    assert body["status"] == "unknown"
+    assert {r["alert"] for comp in body["components"] for r in comp["reasons"]} == {"KafkaHealthEvaluationStale"}
 
 
 def test_stale_heartbeat_makes_health_unknown(client, store, tok):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 
 from monitor.api.errors import _field
@@ -78,16 +80,92 @@ def test_token_format_is_what_create_emits():
         assert tokens.authenticate(db_session=s, presented=token[:-1] + ("A" if token[-1] != "A" else "B")) is None
 
 
-def test_auth_cache_remembers_valid_principals_until_expiry_only():
+class _Watch:
+    """A StoreWatch stand-in: the marks a test sets (None: the store cannot be checked)."""
+
+    def __init__(self, marks):
+        self.marks = marks
+
+    def current(self):
+        return self.marks
+
+
+def _marks(registry: int, *beats):
+    from monitor.api.watch import Marks
+
+    return Marks(registry=registry, heartbeats=tuple(beats), read_at=0.0)
+
+
+def _beat(at: datetime):
+    from monitor.api.watch import Beat
+
+    return Beat(cluster="c1", evaluated_at=at, data_ok=True, detail="")
+
+
+def _asgi_get(app, token: str) -> int:
+    """Send one GET /api/v1/x with ``token`` through ``app`` (an ASGI callable); the response status."""
+    import asyncio
+
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "query_string": b"",
+             "headers": [(b"authorization", f"Bearer {token}".encode())]}
+    asyncio.run(app(scope, receive, send))
+    return next(m["status"] for m in sent if m["type"] == "http.response.start")
+
+
+def test_auth_remembers_a_principal_only_while_the_registry_version_stands_still():
+    from starlette.responses import PlainTextResponse
+
     from monitor.api.auth import AuthMiddleware
     from monitor.api.principal import Principal, PrincipalKind
 
-    m = AuthMiddleware(app=None, store=None, limiter=TokenBuckets(rate=1, burst=1), cache_seconds=1.0)
-    p = Principal(kind=PrincipalKind.TENANT, token_id="abc", tenant="acme")
-    m._remember("k", p, now=10.0)
-    assert m._cached("k", now=10.5) is p
-    assert m._cached("k", now=11.0) is None  # expired: the next request asks the database again
-    assert m._cached("k", now=10.5) is None  # and the entry is gone
-    off = AuthMiddleware(app=None, store=None, limiter=TokenBuckets(rate=1, burst=1), cache_seconds=0)
-    off._remember("k", p, now=10.0)
-    assert off._cached("k", now=10.0) is None
+    valid = {"tok-a"}
+    lookups = []
+
+    class Auth(AuthMiddleware):
+        def _authenticate(self, presented):  # the store, as far as this test is concerned
+            lookups.append(presented)
+            return Principal(kind=PrincipalKind.TENANT, token_id="a", tenant="acme") if presented in valid else None
+
+    watch = _Watch(_marks(1))
+    m = Auth(PlainTextResponse("ok"), store=None, limiter=TokenBuckets(rate=1000, burst=1000), watch=watch)
+    assert [_asgi_get(m, "tok-a") for _ in range(3)] == [200, 200, 200]
+    assert lookups == ["tok-a"]  # remembered
+    valid.clear()  # revoked in the store ...
+    assert _asgi_get(m, "tok-a") == 200  # ... unseen until the version moves (the watch's interval)
+    watch.marks = _marks(2)
+    assert _asgi_get(m, "tok-a") == 401 and lookups == ["tok-a", "tok-a"]
+    assert _asgi_get(m, "tok-b") == 401 and _asgi_get(m, "tok-b") == 401
+    assert lookups.count("tok-b") == 2  # failures are never remembered
+    valid.add("tok-a")
+    watch.marks = None  # marks too old: nothing is trusted from memory
+    assert [_asgi_get(m, "tok-a") for _ in range(2)] == [200, 200] and lookups.count("tok-a") == 4
+
+
+def test_answer_memo_serves_only_under_the_marks_and_before_until():
+    from monitor.api.watch import AnswerMemo
+
+    t0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+    b1, b2 = _beat(t0), _beat(t0 + timedelta(seconds=15))
+    memo = AnswerMemo(max_entries=2)
+    until = t0 + timedelta(seconds=45)
+    memo.put("acme", registry=1, heartbeats=(b1,), until=until, body=b"A")
+    assert memo.get("acme", _marks(1, b1), t0) == b"A"
+    assert memo.get("acme", _marks(1, _beat(t0)), until - timedelta(microseconds=1)) == b"A"  # equal, not same
+    assert memo.get("acme", _marks(1, b1), until) is None  # time alone changes the answer from here
+    assert memo.get("acme", _marks(2, b1), t0) is None  # a tenant or token changed
+    assert memo.get("acme", _marks(1, b2), t0) is None  # a new evaluation
+    assert memo.get("acme", None, t0) is None  # marks unknown
+    assert memo.get("globex", _marks(1, b1), t0) is None
+    memo.put("globex", registry=1, heartbeats=(b1,), until=None, body=b"G")  # moves with now: not remembered
+    assert memo.get("globex", _marks(1, b1), t0) is None
+    for k in ("k1", "k2", "k3"):  # bounded
+        memo.put(k, registry=3, heartbeats=(b1,), until=until, body=k.encode())
+    assert len(memo._answers) <= 2 and memo.get("k3", _marks(3, b1), t0) == b"k3"

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from monitor.tenants.health import ComponentKind, HealthStatus, assess, component_of
+from monitor.tenants.health import ComponentKind, HealthStatus, assess, component_of, steady_until
 
 pytestmark = pytest.mark.unit
 
@@ -140,3 +140,24 @@ def test_components_sorted_worst_first():
 def test_component_of_labels(labels, broker, expected):
     kind, cluster, ident = component_of(A("R", labels=labels, broker=broker))
     assert (kind, ident) == expected and cluster == "c1"
+
+
+@pytest.mark.parametrize("n,clusters,beats,expected", [
+    (1, ["c1"], fresh("c1", age=5), NOW + STALE - timedelta(seconds=5)),
+    (2, ["c1", "c2"], {**fresh("c1", age=5), **fresh("c2", age=30)}, NOW + STALE - timedelta(seconds=30)),
+    (3, ["c1", "c2"], fresh("c1", age=5), NOW + STALE - timedelta(seconds=5)),  # c2 never evaluated: no age in it
+    (4, ["c1"], fresh("c1", age=5, naive=True), NOW + STALE - timedelta(seconds=5)),
+    (5, ["c1"], {}, None),  # as_of is now: moves with every request
+    (6, [], fresh("c1"), None),  # no cluster at all: as_of is now
+    (7, ["c1", "c2"], {**fresh("c1", age=5), **fresh("c2", age=46)}, None),  # stale: its age is in the reason
+])
+def test_steady_until_is_when_time_alone_would_change_the_answer(n, clusters, beats, expected):
+    until = steady_until(clusters=clusters, heartbeats=beats, now=NOW, stale_after=STALE)
+    assert until == expected, n
+    if until is not None:  # just before: the same answer; at and after it, not necessarily
+        before = assess(clusters=clusters, firing=[], heartbeats=beats, now=until - timedelta(milliseconds=1),
+                        stale_after=STALE)
+        now = assess(clusters=clusters, firing=[], heartbeats=beats, now=NOW, stale_after=STALE)
+        later = assess(clusters=clusters, firing=[], heartbeats=beats, now=until + timedelta(milliseconds=1),
+                       stale_after=STALE)
+        assert before == now and later != now, n
