@@ -13,7 +13,7 @@ Shape of the job (why it is fast): the raw minute rows are reduced *before* anyt
 1. ``key_days``: the per-topic and per-client series (almost all rows of a lake) become one row per key and day
    (the day's amount, last sample, first/last minute, minutes > 0). Every figure they feed is a sum over minutes
    or a last sample, so nothing is lost.
-2. ``cluster_minutes``: one row per cluster and minute (the minute was observed; the worst broker p99). Broker
+2. ``cluster_minutes``: one row per cluster and minute with a health sample (observed; worst broker p99). Broker
    and host series are never copied to every tenant of the cluster: tenants with the same clusters share one
    "cluster set" (``cluster_sets``) and get its figures by a join at the end.
 3. ``minute_rows``: the per-minute series a tenant owns by name -- partition-state and throttle samples > 0
@@ -50,6 +50,8 @@ FINDING_SERIES = ("client_advisor_finding",)
 # rate series -> weekly amount metric
 AMOUNTS = {"topic_bytes_in_rate": "bytes_in", "topic_bytes_out_rate": "bytes_out",
            "topic_messages_in_rate": "messages_in", "topic_messages_out_rate": "messages_out"}
+# Series whose samples make a minute "observed" for availability: the clusters' health, not their traffic.
+OBSERVED_SERIES = (*LATENCY_SERIES, *HOST_SERIES, *STATE_SERIES, *GROUP_SERIES)
 # Series reduced to one row per key and day first (key_days): every figure they feed is a sum or a last sample.
 DAY_SERIES = (*AMOUNTS, "topic_size_bytes", *CLIENT_SERIES)
 
@@ -166,10 +168,12 @@ def key_days(metrics: DataFrame) -> DataFrame:
 
 
 def cluster_minutes(metrics: DataFrame) -> DataFrame:
-    """One row per cluster and minute with any sample: ``(cluster, ts, produce_p99, fetch_p99)``, the worst broker's
-    p99 latency in that minute (null without broker latency samples). The minutes observed come from here."""
+    """One row per cluster and minute with a health sample (``OBSERVED_SERIES``): ``(cluster, ts, produce_p99,
+    fetch_p99)``, the worst broker's p99 latency in that minute (null without broker latency samples). The minutes
+    observed come from here. Traffic series do not count: a minute with traffic figures but no broker, disk,
+    partition-state or lag sample says nothing about availability (and skipping them skips most of the lake)."""
     s, v = F.col("series"), F.col("value")
-    return metrics.groupBy("cluster", "ts").agg(
+    return metrics.where(s.isin(*OBSERVED_SERIES)).groupBy("cluster", "ts").agg(
         F.max(F.when(s == "broker_produce_p99_seconds", v)).alias("produce_p99"),
         F.max(F.when(s == "broker_fetch_p99_seconds", v)).alias("fetch_p99"))
 
