@@ -156,15 +156,25 @@ def key_days(metrics: DataFrame) -> DataFrame:
     """The per-topic and per-client series, one row per key and UTC day:
     ``(cluster, series, topic, user, client_id, date, amount, last, first_ts, last_ts, positive_minutes)``.
 
-    ``amount`` is the day's sum of rate x 60 s, ``last`` the day's last sample (storage), ``positive_minutes`` the
-    minutes with a sample > 0 (throttling). A lake holds one row per label set and minute, so these are exact.
+    ``amount`` is the day's sum of rate x 60 s, ``last`` the day's last sample (storage only), ``positive_minutes``
+    the minutes with a sample > 0 (throttling). A lake holds one row per label set and minute, so these are exact.
+    The last sample (``max_by``, several times the cost of a sum) is taken only for ``topic_size_bytes``, in its own
+    aggregation over that series' row groups.
     """
-    v = F.col("value")
-    rows = metrics.where(F.col("series").isin(*DAY_SERIES))
-    return rows.groupBy("cluster", "series", "topic", "user", "client_id", F.to_date("ts").alias("date")).agg(
-        F.sum(v * STEP_SECONDS).alias("amount"), F.max_by(v, F.col("ts")).alias("last"),
-        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+    s, v, ts = F.col("series"), F.col("value"), F.col("ts")
+    keys = ["cluster", "series", "topic", "user", "client_id", F.to_date("ts").alias("date")]
+    cols = ["cluster", "series", "topic", "user", "client_id", "date", "amount", "last", "first_ts", "last_ts",
+            "positive_minutes"]
+    sums = metrics.where(s.isin(*DAY_SERIES) & (s != "topic_size_bytes")).groupBy(*keys).agg(
+        F.sum(v * STEP_SECONDS).alias("amount"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
         F.count(F.when(v > 0, F.lit(1))).alias("positive_minutes"))
+    sizes = metrics.where(s == "topic_size_bytes").groupBy(*keys).agg(
+        F.max_by(v, ts).alias("last"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"))
+    none = F.lit(None)
+    return (sums.select(*[F.col(c) if c in sums.columns else none.cast("double").alias(c) for c in cols])
+            .unionByName(sizes.select(*[F.col(c) if c in sizes.columns else
+                                        (F.lit(0).cast("long") if c == "positive_minutes" else
+                                         none.cast("double")).alias(c) for c in cols])))
 
 
 def cluster_minutes(metrics: DataFrame) -> DataFrame:
