@@ -61,7 +61,9 @@ class Rows:
 
     def table(self) -> pa.Table:
         cols: dict[str, list] = {n: [] for n in lakefs.SCHEMA.names}
-        for b in self.blocks:
+        # Series after series, as the archive writes them (one query per series), so row groups hold few series.
+        order = {name: i for i, name in enumerate(dict.fromkeys(b["series"] for b in self.blocks))}
+        for b in sorted(self.blocks, key=lambda b: order[b["series"]]):
             n = len(b["ts"])
             cols["ts"].append(pa.array(b["ts"].astype("datetime64[us]"), pa.timestamp("us", tz="UTC")))
             cols["series"].append(pa.DictionaryArray.from_arrays(np.zeros(n, "int32"), pa.array([b["series"]]))
@@ -96,12 +98,19 @@ KNOWN_WEEK = "2026-W47"
 KNOWN = {
     "acme_bytes_in_base": 7.0e12,  # week k of 0..4 (4 = report week) has base * 1.1**k bytes in
     "acme_growth_wow": 0.1,
-    "acme_bad_minutes": 30,
+    "acme_offline_minutes": 30,
+    "acme_under_min_isr_minutes": 25,  # 10 inside the offline half hour, 15 on their own
+    "acme_bad_minutes": 45,  # minutes with an offline or under-min-ISR partition: 30 + 15
     "acme_observed_minutes": 7 * 24 * 60,
     "acme_top_client": "acme-orders-writer",
     "acme_weeks_until_budget": 8.0,  # 44 GB used, +7 GB/week, budget 100 GB
     "acme_throttled_minutes": 45,
     "disk_weeks_until_full": 460 / 70,  # main: 460 GB free, used +70 GB/week
+    # client-advisor findings of the week: (finding, client_id, group) -> (minutes, first seen, last seen)
+    "acme_findings": {("poor_batching", "acme-batch", None): (90, "2026-11-18T09:00:00+00:00",
+                                                              "2026-11-20T09:29:00+00:00"),
+                      ("slow_consumer", "acme-reader", "acme-consumers"): (20, "2026-11-21T12:00:00+00:00",
+                                                                           "2026-11-21T12:19:00+00:00")},
 }
 
 
@@ -161,6 +170,8 @@ def known_answer_lake(lake: Path, *, now: datetime | None = None) -> Config:
     m.add("topic_offline_partitions", rng(wed + timedelta(hours=3), 30), 1.0, topic="acme.orders")
     m.add("topic_offline_partitions", rng(wed + timedelta(hours=4), 10), 0.0, topic="acme.orders")
     m.add("topic_under_min_isr_partitions", rng(wed + timedelta(hours=3, minutes=10), 10), 2.0, topic="acme.orders")
+    m.add("topic_under_min_isr_partitions", rng(wed + timedelta(hours=7), 15), 1.0, topic="acme.orders")
+    m.add("topic_under_min_isr_partitions", rng(wed + timedelta(hours=7, minutes=15), 30), 0.0, topic="acme.orders")
     m.add("broker_produce_p99_seconds", [wed + timedelta(hours=3)], 0.5, broker="2")
     # clients: the principal wins over the client-id prefix (acme-svc's "beta-thing" is acme's)
     for day in range(7):
@@ -187,6 +198,21 @@ def known_answer_lake(lake: Path, *, now: datetime | None = None) -> Config:
     by_day[week + timedelta(days=6)]["main"].add("alert_firing", rng(sun + timedelta(hours=23, minutes=50), 10), 1.0,
                                                  alertname="KafkaConsumerLagHigh", severity="warning",
                                                  tenant="acme", group="acme-consumers")
+    # client-advisor findings: 60 + 30 minutes of poor batching, 20 of a slow consumer; one the week before (not
+    # this week's), a zero sample (the finding did not hold), and beta's finding that acme must never see
+    f = dict(tenant="acme", finding="poor_batching", client_id="acme-batch")
+    m.add("client_advisor_finding", rng(wed + timedelta(hours=9), 60), 1.0, **f)
+    m.add("client_advisor_finding", rng(wed + timedelta(hours=10), 5), 0.0, **f)
+    by_day[week + timedelta(days=4)]["main"].add("client_advisor_finding", rng(fri + timedelta(hours=9), 30), 1.0,
+                                                 **f)
+    by_day[week - timedelta(days=2)]["main"].add("client_advisor_finding", rng(_midnight(week - timedelta(days=2)),
+                                                                               50), 1.0, **f)
+    sat = _midnight(week + timedelta(days=5))
+    by_day[week + timedelta(days=5)]["main"].add("client_advisor_finding", rng(sat + timedelta(hours=12), 20), 1.0,
+                                                 tenant="acme", finding="slow_consumer", client_id="acme-reader",
+                                                 group="acme-consumers")
+    m.add("client_advisor_finding", rng(wed, 10), 1.0, tenant="beta", finding="poor_batching",
+          client_id="beta-loader")
     # gamma joins on Wednesday at noon
     for day in range(2, 7):
         t = _midnight(week + timedelta(days=day)) + (timedelta(hours=12) if day == 2 else timedelta())
@@ -257,6 +283,10 @@ def realistic(lake: Path, *, brokers: int, topics: int, tenants: int, weeks: int
                 tenant = tnames[topic_tenant[j]]
                 r.add("alert_firing", minutes[start:start + n], 1.0, alertname="KafkaOfflinePartitions",
                       severity="critical", tenant=tenant, topic=str(topic_names[j]))
+            # ... and a few run under min ISR for a while (a slow follower)
+            for j in rnd.choice(idx, size=min(3, len(idx)), replace=False):
+                start, n = int(rnd.integers(0, 1320)), int(rnd.integers(10, 120))
+                r.add("topic_under_min_isr_partitions", minutes[start:start + n], 1.0, topic=str(topic_names[j]))
         for b in range(brokers):
             c = broker_cluster[b]
             p99 = 0.004 + 0.006 * diurnal * rnd.gamma(2, 0.5, 1440)
@@ -275,6 +305,10 @@ def realistic(lake: Path, *, brokers: int, topics: int, tenants: int, weeks: int
             throttled = base > np.quantile(base, 0.98) * (1.0 if ti % 10 else 0.5)
             r.add("client_throttle_seconds", minutes, np.where(throttled, 0.05, 0.0), user=f"{t}-svc",
                   client_id=f"{t}-app0")
+            if ti % 7 == 0:  # one tenant in seven has a client the advisor flags for a few hours a day
+                start = int(rnd.integers(0, 1200))
+                r.add("client_advisor_finding", minutes[start:start + 180], 1.0, tenant=t, finding="poor_batching",
+                      client_id=f"{t}-app1")
             lag = 1000 * t_scale[ti] * diurnal * (1 + di * 0.02)
             r.add("group_lag_messages", minutes, lag, group=f"{t}-consumers", topic=f"{t}.topic")
         tables = {c: r.table() for c, r in by_cluster.items()}

@@ -2,8 +2,15 @@
 
 For each history length (default 1, 2 and 4 weeks) it generates a realistic lake (bench/gen_lake.py) and runs the
 whole report (extract -> transforms -> documents -> HTML -> lake; no store index), printing wall time, rows read,
-rows per second and the peak memory of the driver (JVM high-water RSS + Python max RSS). The 1-week run is the
-baseline: later runs are also given as ratios to it.
+rows per second and the peak memory of the driver (JVM high-water RSS + Python max RSS).
+
+Two baselines, measured in the same run so that a loaded machine does not fake the figures:
+
+- the *scan floor*: one Spark aggregation over every row of the same lake (sum and count per series), the least
+  any report must do. ``report / scan`` says how many full scans the report costs;
+- the 1-week run: later runs are also given as ratios to it (how the time grows with history);
+- with ``--compare-ref main``, the report as written at that git ref, run on the same lake in a subprocess just
+  before the current code (before/after under the same load). Only its ``run_report`` call is timed.
 
     python bench/spark.py --brokers 100 --topics 5000 --tenants 500            # the issue's size
     python bench/spark.py --scale 0.1                                          # 10 brokers, 500 topics, 50 tenants
@@ -12,6 +19,7 @@ baseline: later runs are also given as ratios to it.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -31,7 +39,7 @@ from monitor.reports.job import run_report, spark_session  # noqa: E402
 
 
 def _jvm_pids() -> list[int]:
-    out = subprocess.run(["pgrep", "-P", str(__import__("os").getpid())], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
 
 
@@ -74,6 +82,53 @@ def rows_in(lake: Path) -> int:
     return total
 
 
+def scan_floor(spark, lake: Path) -> float:
+    """Seconds for one aggregation over every row of the lake's metrics (the floor of any report)."""
+    from pyspark.sql import functions as F
+
+    t0 = time.monotonic()
+    files = [str(f) for f in lakefs.metrics_dir(lake).rglob("*.parquet")]
+    spark.read.parquet(*files).groupBy("series").agg(F.sum("value"), F.count("*")).collect()
+    return time.monotonic() - t0
+
+
+REF_RUNNER = """
+import sys, time, yaml
+from datetime import datetime
+sys.path.insert(0, sys.argv[1])
+from monitor.config import Config
+from monitor.reports.job import run_report, spark_session
+config = Config.model_validate(yaml.safe_load(open(sys.argv[2])))
+spark = spark_session("local[2]")
+spark.sparkContext.setLogLevel("ERROR")
+t0 = time.monotonic()
+run_report(spark, config, sys.argv[3], now=datetime.fromisoformat(sys.argv[4]), lake=sys.argv[5])
+print(f"REF_WALL {time.monotonic() - t0:.3f}")
+spark.stop()
+"""
+
+
+def ref_wall(ref: str, root: Path, config, lake: Path, week: str, now: datetime) -> float:
+    """Wall seconds of ``run_report`` as written at git ``ref``, on ``lake``, in a fresh process."""
+    import yaml
+
+    code = root / f"ref-{ref.replace('/', '_')}"
+    if not code.exists():
+        code.mkdir(parents=True)
+        repo = Path(__file__).resolve().parents[1]
+        archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "monitor", "alerts", "collectors"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
+    cfg = root / "bench-config.yaml"
+    cfg.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_defaults=True)))
+    done = subprocess.run([sys.executable, "-c", REF_RUNNER, str(code), str(cfg), week, now.isoformat(), str(lake)],
+                          capture_output=True, text=True, cwd=code)
+    for line in done.stdout.splitlines():
+        if line.startswith("REF_WALL "):
+            return float(line.split()[1])
+    raise SystemExit(f"the {ref} report failed:\n{done.stderr[-3000:]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--brokers", type=int, default=100)
@@ -84,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--week", default="2026-W47")
     p.add_argument("--dir", type=Path, default=None, help="where to put the lakes (default: a temp dir, removed)")
     p.add_argument("--master", default="local[2]")
+    p.add_argument("--compare-ref", default=None, help="also time the report as written at this git ref (e.g. main)")
     a = p.parse_args(argv)
     brokers, topics, tenants = (max(1, round(x * a.scale)) for x in (a.brokers, a.topics, a.tenants))
     y, w = a.week.split("-W")
@@ -104,26 +160,34 @@ def main(argv: list[str] | None = None) -> int:
             gen = time.monotonic() - t0
             rows = rows_in(lake)
             size = sum(f.stat().st_size for f in lakefs.metrics_dir(lake).rglob("*.parquet"))
+            before = (ref_wall(a.compare_ref, root, config, lake, week_name(end_week), now)
+                      if a.compare_ref else None)
+            scan = scan_floor(spark, lake)
             t0 = time.monotonic()
             with PeakMemory() as mem:
                 run = run_report(spark, config, week_name(end_week), now=now, lake=lake,
                                  progress=lambda m: print("   ", m, flush=True))
             wall = time.monotonic() - t0
             py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            results.append((weeks, rows, wall))
+            results.append((weeks, rows, wall, scan))
+            if before is not None:
+                print(f"weeks={weeks}: report at {a.compare_ref}: {before:.1f}s; this code: {wall:.1f}s; "
+                      f"speed-up x{before / wall:.2f} (same lake, same run)", flush=True)
             print(f"weeks={weeks}: {rows:,} rows ({size / 2**20:.0f} MiB Parquet, generated in {gen:.0f}s); "
-                  f"report wall {wall:.1f}s; {rows / wall:,.0f} rows/s; driver JVM peak RSS "
+                  f"report wall {wall:.1f}s; {rows / wall:,.0f} rows/s; scan floor {scan:.1f}s "
+                  f"(report = {wall / scan:.2f} scans); driver JVM peak RSS "
                   f"{mem.peak_kib / 1024:.0f} MiB, Python peak RSS {py_peak:.0f} MiB; "
-                  f"{len(run.documents)} tenant reports", flush=True)
+                  f"{len(run.documents)} tenant reports; load average {os.getloadavg()[0]:.1f}", flush=True)
             if a.dir is None:
                 shutil.rmtree(lake, ignore_errors=True)
     finally:
         spark.stop()
         if a.dir is None:
             shutil.rmtree(root, ignore_errors=True)
-    base_weeks, base_rows, base_wall = results[0]
-    for weeks, rows, wall in results:
-        print(f"ratio to {base_weeks} week(s): rows x{rows / base_rows:.2f}, wall x{wall / base_wall:.2f}")
+    base_weeks, base_rows, base_wall, _ = results[0]
+    for weeks, rows, wall, scan in results:
+        print(f"weeks={weeks}: rows x{rows / base_rows:.2f}, wall x{wall / base_wall:.2f} of {base_weeks} week(s); "
+              f"report / scan floor x{wall / scan:.2f}")
     return 0
 
 

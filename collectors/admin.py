@@ -2,9 +2,9 @@
 
 Seam: ``KafkaAdmin`` is the only code that touches confluent-kafka; it returns plain data and translates library
 errors into ``TargetTimeout``/``TargetUnreachable``/``TransportError``. The rest is pure:
-``cluster_samples`` (metadata -> offline/under-replicated per topic, independent of JMX), ``group_samples``
-(committed offsets + high watermarks -> lag per group and topic) and ``lag_seconds`` (from the history of high
-watermarks kept by ``WatermarkHistory``).
+``cluster_samples`` (metadata and topic configs -> offline/under-replicated/under-min-ISR per topic, independent of
+JMX), ``group_samples`` (committed offsets + high watermarks -> lag per group and topic) and ``lag_seconds`` (from
+the history of high watermarks kept by ``WatermarkHistory``).
 
 Partial-failure policy (after DataDog's kafka_consumer): metadata failing fails the target (nothing else can be
 trusted); listing the groups failing (ListGroups goes to every broker: one that just died makes it time out) drops
@@ -36,6 +36,7 @@ from collectors.types import Sample, Target, TargetResult
 log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
+MIN_ISR_REFRESH_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class ClusterState:
     brokers: tuple[int, ...]
     controller_id: int
     partitions: tuple[PartitionState, ...]
+    # topic -> its effective min.insync.replicas; a topic missing here has no under-min-ISR series (unknown, not 0)
+    min_isr: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,19 @@ def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[in
         counts[1] += p.leader < 0
         counts[2] += p.leader >= 0 and len(p.isr) < len(p.replicas)
         counts[3] += len(p.replicas)
+    under_min_isr: dict[str, int] = {}
+    for p in state.partitions:
+        if p.topic in state.min_isr:
+            # As Kafka's UnderMinIsrPartitionCount: a led partition whose ISR is below min.insync.replicas (acks=all
+            # producers fail). A partition without a leader is counted as offline instead.
+            under_min_isr[p.topic] = under_min_isr.get(p.topic, 0) + (p.leader >= 0 and
+                                                                      len(p.isr) < state.min_isr[p.topic])
     for topic, (n, offline, urp, replicas) in sorted(per_topic.items()):
         labels = base + (("topic", topic), ("tenant", tenants.topic(topic)))
+        if topic in under_min_isr:
+            out.append(Sample("kafka_topic_under_min_isr_partitions", "gauge",
+                              "Led partitions whose ISR is smaller than the topic's min.insync.replicas (metadata + "
+                              "topic config)", labels, float(under_min_isr[topic])))
         out += [
             Sample("kafka_topic_partitions", "gauge", "Partitions of the topic (metadata)", labels, float(n)),
             Sample("kafka_topic_replicas", "gauge", "Replicas of the topic's partitions, summed (metadata): "
@@ -229,6 +243,27 @@ class KafkaAdmin:
         )
         return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
 
+    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+        """Effective ``min.insync.replicas`` per topic (topic override or broker default). Topics whose config cannot
+        be read are left out."""
+        from confluent_kafka.admin import ConfigResource
+
+        t = self._timeout
+        wanted = [ConfigResource("topic", name) for name in topics]
+        if not wanted:
+            return {}
+        futs = self._call("describe configs", lambda: self._admin.describe_configs(wanted, request_timeout=t))
+        out = {}
+        for res, fut in futs.items():
+            try:
+                entry = self._call("describe configs", lambda: fut.result(t)).get("min.insync.replicas")
+            except KafkaHealthError as exc:
+                log.debug("topic %s: min.insync.replicas unknown: %s", res.name, exc)
+                continue
+            if entry is not None and entry.value is not None:
+                out[res.name] = int(entry.value)
+        return out
+
     def groups(self) -> list[GroupInfo]:
         t = self._timeout
         listing = self._call("list groups", lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
@@ -297,11 +332,33 @@ class AdminCollector:
         self._admin: KafkaAdmin | None = None
         self._history = WatermarkHistory()
         self._known_groups = 0  # groups of the last good listing: what a failed listing skips
+        self._clock = clock
+        # min.insync.replicas per topic changes rarely and costs one request per topic: read it for new topics and
+        # every MIN_ISR_REFRESH_SECONDS, not every round.
+        self._min_isr: dict[str, int] = {}
+        self._min_isr_at = float("-inf")
         self._lock = threading.Lock()
         self._target = Target(cluster.name, "admin", "admin", address=cluster.bootstrap_servers)
 
     def targets(self) -> Sequence[Target]:
         return (self._target,)
+
+    def _with_min_isr(self, admin: KafkaAdmin, state: ClusterState) -> ClusterState:
+        topics = {p.topic for p in state.partitions}
+        now = self._clock()
+        stale = now - self._min_isr_at >= MIN_ISR_REFRESH_SECONDS
+        missing = topics - set(self._min_isr)
+        if stale or missing:
+            try:
+                fresh = admin.min_insync_replicas(sorted(topics if stale else missing))
+            except KafkaHealthError as exc:  # the partition states are still good: only this series is missing
+                log.warning("%s: min.insync.replicas not read: %s", self._target.key, exc)
+            else:
+                self._min_isr = {t: v for t, v in {**self._min_isr, **fresh}.items() if t in topics}
+                if stale:
+                    self._min_isr_at = now
+        return ClusterState(state.brokers, state.controller_id, state.partitions,
+                            {t: v for t, v in self._min_isr.items() if t in topics})
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
@@ -312,6 +369,7 @@ class AdminCollector:
                     self._admin = self._factory(self._cluster)
                 admin = self._admin
                 state = admin.cluster()
+                state = self._with_min_isr(admin, state)
                 samples = cluster_samples(state, base=base, configured=[b.id for b in self._cluster.brokers],
                                           tenants=self._tenants)
                 groups, skipped = [], 0

@@ -238,8 +238,17 @@ class RulesSettings(_Strict):
 
 
 class ReportSettings(_Strict):
-    schedule: str | None = Field(default=None, description="cron expression for the weekly report inside serve")
+    schedule: str | None = Field(default=None, description="cron expression (UTC) for the weekly report inside serve")
     spark_master: str = "local[2]"
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str | None) -> str | None:
+        from croniter import croniter
+
+        if v is not None and not croniter.is_valid(v):
+            raise ValueError(f"not a cron expression (minute hour day-of-month month day-of-week): {v!r}")
+        return v
 
 
 class Config(_Strict):

@@ -39,8 +39,13 @@ class Component(Protocol):
     def ready(self) -> bool: ...
 
 
-def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegistry | None = None) -> FastAPI:
-    """The ASGI app for ``roles``. Components start on app startup and stop on shutdown."""
+def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegistry | None = None,
+              report_args: list[str] | None = None) -> FastAPI:
+    """The ASGI app for ``roles``. Components start on app startup and stop on shutdown.
+
+    With ``config.reports.schedule`` set, the process serving the API also runs the weekly report at those times,
+    as ``kafka-health report <report_args> --week W`` (``report_args`` say where the config is).
+    """
     registry = registry or CollectorRegistry()
     info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
     info.labels(__version__, ",".join(roles)).set(1)
@@ -74,6 +79,11 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
         from monitor.api.app import mount_api
 
         mount_api(app, config=config, store=app.state.store)
+        if config.reports.schedule:
+            from monitor.reports.schedule import ReportScheduler, report_command
+
+            components.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
+                                              command=report_command(report_args or []), registry=registry))
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:
@@ -107,10 +117,11 @@ def _secret(ref) -> str | None:
     return ref.resolve().get_secret_value() if ref is not None else None
 
 
-def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None):
+def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None,
+        report_args: list[str] | None = None):
     import uvicorn
 
-    app = build_app(config, roles)
+    app = build_app(config, roles, report_args=report_args)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     if stop_event is not None:  # embedded (demo): stop when asked
         threading.Thread(target=lambda: (stop_event.wait(), setattr(server, "should_exit", True)), daemon=True).start()
@@ -127,6 +138,20 @@ def config_from_args(args: argparse.Namespace) -> Config:
     from monitor.stack.cli import layout_from_args
 
     return Stack(layout_from_args(args)).config()
+
+
+def _config_args(args: argparse.Namespace) -> list[str]:
+    """The arguments that make a child ``kafka-health`` command load the same config as this one."""
+    if args.config:
+        return ["--config", str(Path(args.config).resolve())]
+    if os.environ.get("KAFKA_HEALTH_CONFIG"):
+        return []  # inherited through the environment
+    out = ["--port-base", str(args.port_base)]
+    if args.dir is not None:
+        out += ["--dir", str(Path(args.dir).resolve())]
+    if args.kafka_version:
+        out += ["--kafka-version", args.kafka_version]
+    return out
 
 
 def register(sub) -> None:
@@ -151,5 +176,6 @@ def _serve(args) -> int:
     if args.shard:
         config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    run(config, roles, args.host or config.service.host, args.port or config.service.port)
+    run(config, roles, args.host or config.service.host, args.port or config.service.port,
+        report_args=_config_args(args))
     return 0

@@ -35,6 +35,9 @@ SCHEMA = pa.schema(
     + [pa.field("value", pa.float64())]
 )
 NO_CLUSTER = "_none"  # partition value for series without a cluster label
+# Rows are written series after series; row groups this small hold one or two series each, so a reader's predicate
+# on `series` skips the rest (pyarrow's default of 1 Mi rows mixes many series per group).
+ROW_GROUP_ROWS = 128 * 1024
 
 
 def metrics_dir(lake: Path) -> Path:
@@ -89,7 +92,7 @@ def write_day(lake: Path, day: date, tables: dict[str, pa.Table], *, start: date
     for cluster, table in sorted(tables.items()):
         d = staging / f"cluster={cluster}"
         d.mkdir(parents=True)
-        pq.write_table(table.cast(SCHEMA), d / "part-0.parquet", compression="zstd")
+        pq.write_table(table.cast(SCHEMA), d / "part-0.parquet", compression="zstd", row_group_size=ROW_GROUP_ROWS)
         rows += table.num_rows
     staging.mkdir(parents=True, exist_ok=True)  # an empty day is still a (complete) day
     final = day_dir(lake, day)

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 STEP_SECONDS = 60
 
 # Label columns of the lake, in order. A label a series lacks is null.
-LABEL_COLUMNS = ("broker", "topic", "user", "client_id", "group", "alertname", "severity", "tenant")
+LABEL_COLUMNS = ("broker", "topic", "user", "client_id", "group", "alertname", "severity", "tenant", "finding")
+# Columns added after schema version 1: a file written before them lacks them, which is not drift (read as null).
+ADDED_COLUMNS = ("finding",)
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,9 @@ SERIES: tuple[ArchiveSeries, ...] = (
                   "bytes", "bytes on disk for the topic (all replicas)"),
     ArchiveSeries("topic_offline_partitions", "max by (cluster, topic) (kafka_topic_offline_partitions)",
                   "partitions", "partitions of the topic without a leader"),
-    # Not exported per topic yet (only kafka_broker_under_min_isr_partitions per broker): archives nothing until
-    # the Admin collector derives it from ISR sizes and min.insync.replicas; availability then counts it.
+    # The Admin collector derives it from the metadata's ISR sizes and the topics' min.insync.replicas.
     ArchiveSeries("topic_under_min_isr_partitions", "max by (cluster, topic) (kafka_topic_under_min_isr_partitions)",
-                  "partitions", "partitions of the topic with fewer in-sync replicas than min.insync.replicas",
-                  uncertain=True),
+                  "partitions", "partitions of the topic with fewer in-sync replicas than min.insync.replicas"),
     ArchiveSeries("broker_produce_p99_seconds",
                   'max by (cluster, broker) (kafka_broker_request_latency_seconds'
                   '{request="Produce",phase="total",quantile="0.99"})',
@@ -74,6 +74,9 @@ SERIES: tuple[ArchiveSeries, ...] = (
                   "bytes", "size of the brokers' log-dir filesystems"),
     ArchiveSeries("host_filesystem_free_bytes", "sum by (cluster, broker) (kafka_host_filesystem_avail_bytes)",
                   "bytes", "space available to Kafka on the brokers' log-dir filesystems"),
+    ArchiveSeries("client_advisor_finding",
+                  "max by (cluster, tenant, client_id, group, finding) (kafka_client_advisor_finding)",
+                  "1", "1 while a client-advisor finding holds for the client (exported by serve)"),
     ArchiveSeries("alert_firing",
                   'max by (cluster, alertname, severity, tenant, broker, topic, group) (ALERTS{alertstate="firing"})',
                   "1", "1 while the alert fires"),

@@ -17,7 +17,8 @@ OPERATOR = "_operator"  # index key of the operator summary; tenant names cannot
 
 COMPARED = ("bytes_in", "bytes_out", "messages_in", "messages_out", "produce_p99_mean_seconds",
             "produce_p99_max_seconds", "fetch_p99_mean_seconds", "fetch_p99_max_seconds", "throttled_minutes",
-            "lag_mean_messages", "lag_max_messages", "availability_ratio", "bad_minutes", "observed_minutes",
+            "lag_mean_messages", "lag_max_messages", "availability_ratio", "bad_minutes", "offline_minutes",
+            "under_min_isr_minutes", "observed_minutes",
             "alerts_raised")
 
 
@@ -52,12 +53,13 @@ class Collected:
         default_factory=lambda: defaultdict(lambda: defaultdict(dict)))
     seen: dict[str, dict] = field(default_factory=dict)
     clusters: list[dict] = field(default_factory=list)
+    findings: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
 
     @classmethod
     def from_rows(cls, week: date, generated_at: datetime, problems: list[str], *, span: Mapping, compare: Iterable,
                   weekly: Iterable, storage: Iterable, storage_daily: Iterable, disk: Iterable, members: Iterable,
                   alerts: Iterable, clients: Iterable, daily: Iterable, seen: Iterable,
-                  clusters: Iterable) -> "Collected":
+                  clusters: Iterable, findings: Iterable = ()) -> "Collected":
         c = cls(week, generated_at, span.get("first"), span.get("end"), list(problems))
         for r in map(_row, compare):
             c.compare[r["owner"]][r["metric"]] = r
@@ -80,6 +82,8 @@ class Collected:
         for r in map(_row, seen):
             c.seen[r["owner"]] = r
         c.clusters = [_row(r) for r in clusters]
+        for r in map(_row, findings):
+            c.findings[r["owner"]].append(r)
         return c
 
 
@@ -174,17 +178,32 @@ def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, rete
         },
         "availability": {"ratio": num(avail.get("this_week")),
                          "bad_minutes": num(cmp.get("bad_minutes", {}).get("this_week")),
+                         "offline_minutes": num(cmp.get("offline_minutes", {}).get("this_week")),
+                         "under_min_isr_minutes": num(cmp.get("under_min_isr_minutes", {}).get("this_week")),
                          "observed_minutes": num(cmp.get("observed_minutes", {}).get("this_week")),
                          "comparison": _compared(avail)},
         "noisiest_clients": [{k: num(r[k]) for k in ("rank", "cluster", "user", "client_id", "produce_bytes",
                                                       "fetch_bytes", "total_bytes", "throttled_minutes")}
                              for r in clients],
+        "client_findings": _findings(c.findings.get(tenant, ())),
         "history": history,
         "daily": {"dates": [d.isoformat() for d in days],
                   **{m: [num(dl.get(m, {}).get(d)) for d in days]
                      for m in ("bytes_in", "bytes_out", "produce_p99_seconds", "lag_mean_messages")},
                   "storage_bytes": [num(sd.get(d)) for d in days]},
     }
+
+
+def _findings(rows: Iterable[dict]) -> list[dict]:
+    """The week's client-advisor findings of one tenant, longest-held first."""
+    out = [{"finding": r["finding"], "cluster": r["cluster"], "client_id": r["client_id"], "group": r["group"],
+            "minutes": r["minutes"], "first_seen": _iso(r["first_seen"]), "last_seen": _iso(r["last_seen"])}
+           for r in rows]
+    return sorted(out, key=lambda f: (-f["minutes"], f["finding"], f["client_id"] or "", f["group"] or ""))
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t is not None else None
 
 
 def operator_document(c: Collected, tenant_docs: Mapping[str, dict]) -> dict:

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from monitor.archive import lake as lakefs
+from monitor.archive.series import ADDED_COLUMNS
 from monitor.config import TenantConfig
 from monitor.errors import ReportError
 
@@ -82,7 +83,8 @@ def _drift(schema: pa.Schema) -> tuple[str, ...]:
     out = []
     for f in lakefs.SCHEMA:
         if f.name not in schema.names:
-            out.append(f"{f.name} missing")
+            if f.name not in ADDED_COLUMNS:  # files written before a column was added simply lack it
+                out.append(f"{f.name} missing")
         else:
             got = schema.field(f.name).type
             if not got.equals(f.type) and not (pa.types.is_timestamp(got) and pa.types.is_timestamp(f.type)):
@@ -141,15 +143,21 @@ def _missing_runs(days: list[date]) -> list[str]:
     return out
 
 
-def _conform(df: DataFrame) -> DataFrame:
+CLUSTER_DIR = re.compile(r"/cluster=([^/]+)/[^/]*$")
+
+
+def _conform(df: DataFrame, cluster: str) -> DataFrame:
     cols = []
     for f in SPARK_SCHEMA.fields:
-        if f.name in df.columns:
+        if f.name in df.columns and df.schema[f.name].dataType != f.dataType:
             cols.append(F.col(f.name).try_cast(f.dataType).alias(f.name))
+        elif f.name in df.columns:
+            cols.append(F.col(f.name))
         else:
             cols.append(F.lit(None).cast(f.dataType).alias(f.name))
-    path = F.col("_metadata.file_path")
-    cols.append(F.regexp_extract(path, r"/cluster=([^/]+)/", 1).alias("cluster"))
+    # The cluster is a constant of each read (files are read per cluster): a per-row expression on the file path
+    # would cost more than the rest of the scan.
+    cols.append(F.lit(cluster).alias("cluster"))
     return df.select(*cols)
 
 
@@ -160,8 +168,13 @@ def read(spark: SparkSession, groups: dict[tuple[str, ...], list[str]]) -> DataF
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
     frames = []
     for drift, files in groups.items():
-        reader = spark.read.schema(SPARK_SCHEMA) if not drift else spark.read
-        frames.append(_conform(reader.parquet(*files)))
+        by_cluster: dict[str, list[str]] = {}
+        for f in files:
+            m = CLUSTER_DIR.search(f)
+            by_cluster.setdefault(m.group(1) if m else lakefs.NO_CLUSTER, []).append(f)
+        for cluster, paths in sorted(by_cluster.items()):
+            reader = spark.read.schema(SPARK_SCHEMA) if not drift else spark.read
+            frames.append(_conform(reader.parquet(*paths), cluster))
     if not frames:
         return spark.createDataFrame([], FRAME_SCHEMA)
     out = frames[0]

@@ -31,7 +31,6 @@ from monitor.store.base import Store
 
 log = logging.getLogger(__name__)
 STAGES = 5
-CACHE_INPUT_BYTES = 16 * 2**20  # Parquet bytes; expands 10-20x in memory (70 MiB ran a 1 GiB driver out of heap)
 
 
 def spark_session(master: str, *, app_name: str = "kafka-health-report",
@@ -70,47 +69,59 @@ def _utc(x: int | None) -> datetime | None:
 
 def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: str, *, problems: list[str],
             now: datetime, progress: Callable[[str], None] = lambda _m: None) -> D.Collected:
-    """Run every transform on ``metrics`` and collect the (small) results to the driver."""
+    """Run every transform on ``metrics`` and collect the (small) results to the driver.
+
+    The raw rows are read three times, each time reduced at once (see ``transforms``): ``key_days`` (per-topic
+    and per-client series -> one row per key and day), ``cluster_minutes`` (one row per cluster and minute) and
+    ``minute_rows`` (the few per-minute rows tenants own by name; the series predicate skips the other row groups).
+    Everything after that works on frames small enough to keep in memory.
+    """
     monday = parse_week(week_text)
     step = [0]
+    steps = 16
 
     def timed(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.monotonic()
         result = fn()
         step[0] += 1
         size = f"{len(result)} rows" if isinstance(result, list) else "ready"
-        progress(f"      {name} ({step[0]}/13): {size} in {time.monotonic() - t0:.1f}s")
+        progress(f"      {name} ({step[0]}/{steps}): {size} in {time.monotonic() - t0:.1f}s")
         return result
 
+    def keep(name: str, df: DataFrame) -> DataFrame:
+        # localCheckpoint: materialized once (memory, spilling to disk) and cut from the lineage of the raw scan.
+        return timed(name, df.localCheckpoint)
+
     selectors = selectors_frame(spark, config.tenants)
-    # The lookup is small; materialize it once so every figure below reuses it instead of re-deriving it.
-    lookup = timed("tenant attribution", lambda: T.ownership(T.attribution_keys(metrics), selectors)
-                   .localCheckpoint())
-    attributed = T.attribute(metrics, lookup)
-    # The two reductions most figures read are kept; the raw frame is re-read per figure, with the series
-    # predicate pushed down to the Parquet row groups (the archive writes rows grouped by series).
-    mins = T.minutely(attributed).persist(StorageLevel.MEMORY_AND_DISK)
-    episodes = T.alert_episodes(attributed).persist(StorageLevel.MEMORY_AND_DISK)
+    r = T.reduce(metrics, selectors, keep=keep)
+    episodes = T.alert_episodes(r.mins).persist(StorageLevel.MEMORY_AND_DISK)
+    daily_frame = r.owner_days()
+    daily = timed("daily figures", daily_frame.collect)
     week_ts = datetime.combine(monday, datetime.min.time(), tzinfo=timezone.utc)
-    span_rows = timed("data span", lambda: mins.where(F.col("ts") >= F.lit(week_ts))
-                      .agg(F.min("ts").alias("first"), F.max("ts").alias("last"))
-                      .select(_epoch("first"), _epoch("last")).collect())
+    span_rows = (r.clusters.where(F.col("ts") >= F.lit(week_ts))
+                 .agg(F.min("ts").alias("first"), F.max("ts").alias("last"))
+                 .select(_epoch("first"), _epoch("last")).collect())
     span = span_rows[0] if span_rows and span_rows[0]["last"] is not None else None
     # An alert still firing in the data's last minute is not resolved yet: the data's end bounds the week.
     span_end = min(_utc(span["last"]) + timedelta(minutes=1), week_ts + timedelta(days=7)) if span else None
     data_end = F.lit(span_end) if span_end is not None else None
+    daily_df = spark.createDataFrame(daily, daily_frame.schema)
     out = {
-        "weekly": timed("weekly figures", lambda: T.weekly(mins, episodes).collect()),
-        "storage": timed("storage", lambda: T.storage_daily(attributed).collect()),
-        "disk": timed("disk", lambda: T.disk_daily(metrics).collect()),
+        "weekly": timed("weekly figures", lambda: T.weekly(daily_df, episodes).collect()),
+        "storage": timed("storage", lambda: T.storage_daily(r.owned_days).collect()),
+        "disk": timed("disk", lambda: T.disk_daily(metrics).collect()),  # small: the clusters' days
         "alerts": timed("alerts", lambda: T.alerts_by_name(episodes, monday, data_end).collect()),
-        "clients": timed("noisiest clients", lambda: T.noisy_clients(attributed, monday).collect()),
-        "daily": timed("daily series", lambda: T.daily_series(mins).collect()),
-        "seen": timed("first data", lambda: T.first_seen(mins)
-                      .select("owner", _epoch("first_seen"), _epoch("last_seen")).collect()),
-        "clusters": timed("clusters", lambda: T.cluster_summary(metrics, monday).collect()),
+        "clients": timed("noisiest clients", lambda: T.noisy_clients(r.owned_days, monday).collect()),
+        "findings": timed("client findings", lambda: T.client_findings(r.mins, monday)
+                          .select("owner", "cluster", "finding", "client_id", "group", "minutes",
+                                  _epoch("first_seen"), _epoch("last_seen")).collect()),
+        "daily": T.daily_series(daily_df).collect(),
+        "seen": T.first_seen(r.owned_days, r.mins).select("owner", _epoch("first_seen"), _epoch("last_seen")).collect(),
     }
-    mins.unpersist()
+    disk_df = spark.createDataFrame(out["disk"], "cluster string, date date, size_bytes double, used_bytes double, "
+                                                 "brokers long")
+    out["clusters"] = timed("clusters", lambda: T.cluster_summary(r.days, r.clusters, r.rows, disk_df, monday)
+                            .collect())
     episodes.unpersist()
     # The comparisons and forecasts run on the small collected frames (same transforms as the tests use).
     weekly_df = spark.createDataFrame(out["weekly"], "owner string, week_start date, metric string, value double")
@@ -118,16 +129,17 @@ def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: 
     storage_df = spark.createDataFrame(out["storage"], "owner string, date date, bytes double")
     storage = timed("storage forecast", lambda: T.storage_forecast(
         storage_df, budgets_frame(spark, config.tenants)).collect())
-    disk_df = spark.createDataFrame(out["disk"], "cluster string, date date, size_bytes double, used_bytes double")
-    disk = timed("disk forecast", lambda: T.disk_forecast(disk_df).collect())
+    disk = T.disk_forecast(disk_df).collect()
     members = T.memberships(selectors).collect()
     seen = [{"owner": r["owner"], "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])}
             for r in out["seen"]]
+    findings = [{**r.asDict(), "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])}
+                for r in out["findings"]]
     return D.Collected.from_rows(
         monday, now, problems, span={"first": _utc(span["first"]) if span else None, "end": span_end},
         compare=compare, weekly=out["weekly"], storage=storage, storage_daily=out["storage"], disk=disk,
         members=members, alerts=out["alerts"], clients=out["clients"], daily=out["daily"], seen=seen,
-        clusters=out["clusters"])
+        clusters=out["clusters"], findings=findings)
 
 
 def run_report(spark: SparkSession, config: Config, week_text: str, *, now: datetime, tenant: str | None = None,
@@ -153,13 +165,7 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
     if not ex.files:
         ex.problems.append(f"the lake at {lake} has no readable data for {week} or the 4 weeks before")
     stage(2, f"transform: {len(config.tenants)} tenant(s), every figure")
-    metrics = ex.metrics
-    if ex.bytes <= CACHE_INPUT_BYTES:  # small lake: read the files once instead of once per figure
-        metrics = metrics.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        collected = compute(spark, config, metrics, week, problems=ex.problems, now=now, progress=progress)
-    finally:
-        metrics.unpersist()
+    collected = compute(spark, config, ex.metrics, week, problems=ex.problems, now=now, progress=progress)
     stage(3, "documents")
     run = ReportRun(week, problems=ex.problems)
     wanted = [t for t in config.tenants if tenant is None or t.name == tenant]

@@ -132,6 +132,9 @@ def tenant_html(doc: dict) -> str:
     client_rows = [[str(c["rank"]), escape(c["client_id"] or "–"), escape(c["user"] or "–"), escape(c["cluster"]),
                     human(c["produce_bytes"], "bytes"), human(c["fetch_bytes"], "bytes"), str(c["throttled_minutes"])]
                    for c in doc["noisiest_clients"]]
+    finding_rows = [[escape(f["finding"]), escape(f["client_id"] or "–"), escape(f["group"] or "–"),
+                     escape(f["cluster"]), str(f["minutes"]), escape(f["first_seen"] or "–"),
+                     escape(f["last_seen"] or "–")] for f in doc.get("client_findings", ())]
     d = doc["daily"]
     labels = [x[5:] for x in d["dates"]]
     charts = "".join([
@@ -158,12 +161,17 @@ def tenant_html(doc: dict) -> str:
           f' days); budget reached in <strong>{human(st["weeks_until_budget"])}</strong> weeks.</p>'
         + _table(["cluster", "disk used", "disk size", "weeks until full"], disk_rows)
         + f'<h2>Availability</h2><p>{human(av["ratio"], "ratio")} of {human(av["observed_minutes"])} observed minutes'
-          f' had no offline or under-min-ISR partition of this tenant ({human(av["bad_minutes"])} bad minutes).</p>'
+          f' had no offline or under-min-ISR partition of this tenant ({human(av["bad_minutes"])} bad minutes:'
+          f' {human(av.get("offline_minutes"))} with an offline partition,'
+          f' {human(av.get("under_min_isr_minutes"))} under min ISR).</p>'
         + f'<h2>Alerts</h2><p>{doc["alerts"]["raised"]} raised, {doc["alerts"]["firing_minutes"]} minutes firing.</p>'
         + _table(["alert", "severity", "raised", "minutes firing", "resolved", "mean minutes to resolve",
                   "max minutes to resolve"], alert_rows)
         + "<h2>Noisiest clients</h2>"
         + _table(["#", "client id", "user", "cluster", "produced", "fetched", "minutes throttled"], client_rows)
+        + "<h2>Client findings this week</h2>"
+        + (_table(["finding", "client id", "group", "cluster", "minutes observed", "first seen", "last seen"],
+                  finding_rows) if finding_rows else "<p>No client-advisor finding held this week.</p>")
         + f'<h2>Charts</h2><div class="charts">{charts}</div>'
     )
     return _page(f"{doc['tenant']} {doc['week']}", body)

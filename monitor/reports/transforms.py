@@ -3,19 +3,32 @@
 Input frames (built by ``extract``):
 
 - ``metrics``: the lake's rows -- ``ts`` (timestamp), ``series``, label columns (``broker``, ``topic``, ``user``,
-  ``client_id``, ``group``, ``alertname``, ``severity``, ``tenant``), ``value`` (double), ``cluster``. One row per
-  series, label set and minute.
+  ``client_id``, ``group``, ``alertname``, ``severity``, ``tenant``, ``finding``), ``value`` (double),
+  ``cluster``. One row per series, label set and minute.
 - ``selectors``: the tenants' selectors as rows ``(s_tenant, s_cluster, s_kind, s_key)`` with ``s_kind`` one of
   ``topic``, ``client``, ``group`` (prefix keys), ``principal`` (exact user) and ``cluster`` (whole cluster, empty key).
 
-``attribute`` gives each row an ``owner`` tenant (the same answers as ``monitor.tenancy.TenantIndex``, expressed as a
-join); every figure function below takes the attributed frame and returns small frames keyed by ``owner``. Weekly
-figures are long: ``(owner, week_start, metric, value)``, so one ``compare`` serves every metric. Weeks start on
-Monday 00:00 UTC (Spark's ``date_trunc('week')``). Every method is documented in docs/reports.md.
+Shape of the job (why it is fast): the raw minute rows are reduced *before* anything is attributed to tenants.
+
+1. ``key_days``: the per-topic and per-client series (almost all rows of a lake) become one row per key and day
+   (the day's amount, last sample, first/last minute, minutes > 0). Every figure they feed is a sum over minutes
+   or a last sample, so nothing is lost.
+2. ``cluster_minutes``: one row per cluster and minute with a health sample (observed; worst broker p99). Broker
+   and host series are never copied to every tenant of the cluster: tenants with the same clusters share one
+   "cluster set" (``cluster_sets``) and get its figures by a join at the end.
+3. ``minute_rows``: the per-minute series a tenant owns by name -- partition-state and throttle samples > 0
+   (only those count), consumer-group lag, alerts, advisor findings.
+
+Only these small frames are joined with the tenant lookup (``attribute``, a broadcast join). Daily figures are
+wide, one row per (owner, date) (``owner_days``); weekly figures are long: ``(owner, week_start, metric, value)``,
+so one ``compare`` serves every metric. Weeks start on Monday 00:00 UTC (Spark's ``date_trunc('week')``). Every
+method is documented in docs/reports.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, timedelta
 
 from pyspark.sql import Column, DataFrame, Window
@@ -23,21 +36,34 @@ from pyspark.sql import functions as F
 
 STEP_SECONDS = 60  # one lake row per minute: a rate sample times 60 is that minute's amount
 
+STATE_SERIES = ("topic_offline_partitions", "topic_under_min_isr_partitions")
 TOPIC_SERIES = ("topic_bytes_in_rate", "topic_bytes_out_rate", "topic_messages_in_rate", "topic_messages_out_rate",
-                "topic_size_bytes", "topic_offline_partitions", "topic_under_min_isr_partitions")
+                "topic_size_bytes", *STATE_SERIES)
 GROUP_SERIES = ("group_lag_messages",)
 CLIENT_SERIES = ("client_produce_bytes_rate", "client_fetch_bytes_rate", "client_throttle_seconds")
-CLUSTER_SERIES = ("broker_produce_p99_seconds", "broker_fetch_p99_seconds",
-                  "host_filesystem_size_bytes", "host_filesystem_free_bytes")
+LATENCY_SERIES = ("broker_produce_p99_seconds", "broker_fetch_p99_seconds")
+HOST_SERIES = ("host_filesystem_size_bytes", "host_filesystem_free_bytes")
+CLUSTER_SERIES = (*LATENCY_SERIES, *HOST_SERIES)
 ALERT_SERIES = ("alert_firing",)
+FINDING_SERIES = ("client_advisor_finding",)
 
 # rate series -> weekly amount metric
 AMOUNTS = {"topic_bytes_in_rate": "bytes_in", "topic_bytes_out_rate": "bytes_out",
            "topic_messages_in_rate": "messages_in", "topic_messages_out_rate": "messages_out"}
+# Series whose samples make a minute "observed" for availability: the clusters' health, not their traffic.
+OBSERVED_SERIES = (*LATENCY_SERIES, *HOST_SERIES, *STATE_SERIES, *GROUP_SERIES)
+# Series reduced to one row per key and day first (key_days): every figure they feed is a sum or a last sample.
+DAY_SERIES = (*AMOUNTS, "topic_size_bytes", *CLIENT_SERIES)
 
 
 def week_start(col: str | Column = "ts") -> Column:
-    return F.to_date(F.date_trunc("week", F.col(col) if isinstance(col, str) else col))
+    c = F.col(col) if isinstance(col, str) else col
+    return F.to_date(F.date_trunc("week", c.cast("timestamp")))
+
+
+def _col(df: DataFrame, name: str) -> Column:
+    """The column, or a null string when the frame does not have it (reduced frames keep only their labels)."""
+    return F.col(name) if name in df.columns else F.lit(None).cast("string")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -62,20 +88,21 @@ def _keys(metrics: DataFrame) -> DataFrame:
     s = F.col("series")
     kind = (F.when(s.isin(*TOPIC_SERIES), "topic").when(s.isin(*GROUP_SERIES), "group")
             .when(s.isin(*CLIENT_SERIES), "client").when(s.isin(*CLUSTER_SERIES), "member")
-            .when(s.isin(*ALERT_SERIES), "alert"))
+            .when(s.isin(*ALERT_SERIES), "alert").when(s.isin(*FINDING_SERIES), "finding"))
     absent = F.lit("\u0000")  # keeps a null user apart from an empty one
-    name = (F.when(s.isin(*TOPIC_SERIES), F.col("topic")).when(s.isin(*GROUP_SERIES), F.col("group"))
-            .when(s.isin(*CLIENT_SERIES), F.concat_ws("\u0001", F.coalesce(F.col("user"), absent),
-                                                      F.coalesce(F.col("client_id"), absent)))
-            .when(s.isin(*ALERT_SERIES), F.coalesce(F.col("tenant"), F.lit(""))).otherwise(F.lit("")))
+    user, client_id, tenant = (_col(metrics, c) for c in ("user", "client_id", "tenant"))
+    name = (F.when(s.isin(*TOPIC_SERIES), _col(metrics, "topic")).when(s.isin(*GROUP_SERIES), _col(metrics, "group"))
+            .when(s.isin(*CLIENT_SERIES), F.concat_ws("\u0001", F.coalesce(user, absent),
+                                                      F.coalesce(client_id, absent)))
+            .when(s.isin(*ALERT_SERIES, *FINDING_SERIES), F.coalesce(tenant, F.lit(""))).otherwise(F.lit("")))
     return metrics.withColumn("k_kind", kind).withColumn("k_name", name)
 
 
 def attribution_keys(metrics: DataFrame) -> DataFrame:
     """The distinct attribution keys of ``metrics`` (small: one row per topic, group, client, cluster...)."""
     client = F.col("k_kind") == "client"
-    return (_keys(metrics).select("cluster", "k_kind", "k_name", F.when(client, F.col("user")).alias("user"),
-                                  F.when(client, F.col("client_id")).alias("client_id")).distinct())
+    return (_keys(metrics).select("cluster", "k_kind", "k_name", F.when(client, _col(metrics, "user")).alias("user"),
+                                  F.when(client, _col(metrics, "client_id")).alias("client_id")).distinct())
 
 
 def ownership(keys: DataFrame, selectors: DataFrame) -> DataFrame:
@@ -85,7 +112,9 @@ def ownership(keys: DataFrame, selectors: DataFrame) -> DataFrame:
     Topic and group keys: the longest matching prefix, else a whole-cluster tenant. Client keys: the exact principal
     first, then the longest client-id prefix, then a whole-cluster tenant. Ties go to the greatest tenant name, so
     the answer is deterministic. ``member`` keys (broker and host series) get one row per tenant on the cluster;
-    ``alert`` keys the tenant their label names when it is on the cluster, else every tenant on the cluster.
+    ``alert`` keys the tenant their label names when it is on the cluster, else every tenant on the cluster;
+    ``finding`` keys (advisor findings name one client of one tenant) only the tenant their label names, never the
+    others: a client's identity is that tenant's business.
     """
     k, sk = F.col("k_kind"), F.col("s_kind")
     user = F.regexp_replace(F.col("user"), "^User:", "")
@@ -96,13 +125,14 @@ def ownership(keys: DataFrame, selectors: DataFrame) -> DataFrame:
     joined = keys.join(F.broadcast(selectors), keys["cluster"] == selectors["s_cluster"])
     joined = joined.where(F.coalesce(matched, F.lit(True)))  # member/alert keys: every tenant of the cluster
     key = ["cluster", "k_kind", "k_name"]
-    prio = F.when(k.isin("member", "alert"), F.lit(0)).otherwise(_priority())
+    prio = F.when(k.isin("member", "alert", "finding"), F.lit(0)).otherwise(_priority())
     per = joined.groupBy(*key, "s_tenant").agg(F.max(prio).alias("prio"))
     w = Window.partitionBy(*key)
     per = (per.withColumn("rank", F.row_number().over(w.orderBy(F.col("prio").desc(), F.col("s_tenant").desc())))
            .withColumn("labelled", F.max((F.col("s_tenant") == F.col("k_name")).cast("int")).over(w)))
     keep = (F.when(k.isin("topic", "group", "client"), F.col("rank") == 1)
             .when(k == "alert", (F.col("labelled") == 0) | (F.col("s_tenant") == F.col("k_name")))
+            .when(k == "finding", F.col("s_tenant") == F.col("k_name"))
             .otherwise(F.lit(True)))
     return per.where(keep).select(*key, F.col("s_tenant").alias("owner"))
 
@@ -118,10 +148,144 @@ def attribute(metrics: DataFrame, lookup: DataFrame) -> DataFrame:
     return _keys(metrics).join(F.broadcast(lookup), ["cluster", "k_kind", "k_name"]).drop("k_kind", "k_name")
 
 
-def minutely(attributed: DataFrame) -> DataFrame:
-    """The central reduction: per tenant, series and minute the sum (``total``) and max (``peak``) over the
-    tenant's topics, groups, clients or brokers. Most weekly and daily figures are read from this frame."""
-    return attributed.groupBy("owner", "series", "ts").agg(F.sum("value").alias("total"), F.max("value").alias("peak"))
+# ---------------------------------------------------------------------------------------------------------------
+# Early reductions of the raw rows (the only steps that read every row of the lake)
+
+
+def key_days(metrics: DataFrame) -> DataFrame:
+    """The per-topic and per-client series, one row per key and UTC day:
+    ``(cluster, series, topic, user, client_id, date, amount, last, first_ts, last_ts, positive_minutes)``.
+
+    ``amount`` is the day's sum of rate x 60 s, ``last`` the day's last sample (storage only), ``positive_minutes``
+    the minutes with a sample > 0 (throttling). A lake holds one row per label set and minute, so these are exact.
+    The last sample (``max_by``, several times the cost of a sum) is taken only for ``topic_size_bytes``, in its own
+    aggregation over that series' row groups.
+    """
+    s, v, ts = F.col("series"), F.col("value"), F.col("ts")
+    keys = ["cluster", "series", "topic", "user", "client_id", F.to_date("ts").alias("date")]
+    cols = ["cluster", "series", "topic", "user", "client_id", "date", "amount", "last", "first_ts", "last_ts",
+            "positive_minutes"]
+    sums = metrics.where(s.isin(*DAY_SERIES) & (s != "topic_size_bytes")).groupBy(*keys).agg(
+        F.sum(v * STEP_SECONDS).alias("amount"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"),
+        F.count(F.when(v > 0, F.lit(1))).alias("positive_minutes"))
+    sizes = metrics.where(s == "topic_size_bytes").groupBy(*keys).agg(
+        F.max_by(v, ts).alias("last"), F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"))
+    none = F.lit(None)
+    return (sums.select(*[F.col(c) if c in sums.columns else none.cast("double").alias(c) for c in cols])
+            .unionByName(sizes.select(*[F.col(c) if c in sizes.columns else
+                                        (F.lit(0).cast("long") if c == "positive_minutes" else
+                                         none.cast("double")).alias(c) for c in cols])))
+
+
+def cluster_minutes(metrics: DataFrame) -> DataFrame:
+    """One row per cluster and minute with a health sample (``OBSERVED_SERIES``): ``(cluster, ts, produce_p99,
+    fetch_p99)``, the worst broker's p99 latency in that minute (null without broker latency samples). The minutes
+    observed come from here. Traffic series do not count: a minute with traffic figures but no broker, disk,
+    partition-state or lag sample says nothing about availability (and skipping them skips most of the lake)."""
+    s, v = F.col("series"), F.col("value")
+    return metrics.where(s.isin(*OBSERVED_SERIES)).groupBy("cluster", "ts").agg(
+        F.max(F.when(s == "broker_produce_p99_seconds", v)).alias("produce_p99"),
+        F.max(F.when(s == "broker_fetch_p99_seconds", v)).alias("fetch_p99"))
+
+
+def minute_rows(metrics: DataFrame) -> DataFrame:
+    """The per-minute rows tenants own by name, reduced to what a figure reads: partition-state and throttle
+    samples > 0 (a zero counts nowhere), every consumer-group lag sample, firing alerts and advisor findings."""
+    s, v = F.col("series"), F.col("value")
+    return metrics.where((s.isin(*STATE_SERIES, "client_throttle_seconds", *ALERT_SERIES, *FINDING_SERIES) & (v > 0))
+                         | s.isin(*GROUP_SERIES))
+
+
+def cluster_sets(selectors: DataFrame) -> DataFrame:
+    """``(owner, cset, cluster)``: each tenant's set of clusters as one key (``"a,b"``), with the set's clusters.
+    Cluster-wide figures are computed once per set, not once per tenant (hundreds of tenants share a cluster)."""
+    m = memberships(selectors)
+    sets = m.groupBy("owner").agg(F.concat_ws(",", F.array_sort(F.collect_set("cluster"))).alias("cset"))
+    return sets.join(m, "owner")
+
+
+@dataclass(frozen=True)
+class Reduced:
+    """The raw rows reduced and attributed: what every figure below reads."""
+
+    sets: DataFrame  # cluster_sets
+    days: DataFrame  # key_days, not attributed (cluster figures)
+    clusters: DataFrame  # cluster_minutes
+    rows: DataFrame  # minute_rows, not attributed (cluster figures)
+    owned_days: DataFrame  # key_days + owner
+    mins: DataFrame  # minute_rows + owner
+
+    def owner_days(self) -> DataFrame:
+        return owner_days(self.owned_days, self.mins, set_days(self.clusters, self.sets), self.sets)
+
+
+def reduce(metrics: DataFrame, selectors: DataFrame, *,
+           keep: Callable[[str, DataFrame], DataFrame] = lambda _name, df: df) -> Reduced:
+    """Reduce the raw rows early, then attribute the reductions to tenants. ``keep(name, frame)`` is the caller's
+    hook to materialize a frame that is read more than once (the job checkpoints them; tests need not)."""
+    sets = keep("cluster sets", cluster_sets(selectors))
+    days = keep("per-key daily reduction", key_days(metrics))
+    clusters = keep("per-cluster minutes", cluster_minutes(metrics))
+    rows = minute_rows(metrics)
+    keys = attribution_keys(days).unionByName(attribution_keys(rows)).distinct()
+    lookup = keep("tenant attribution", ownership(keys, selectors))
+    return Reduced(sets, days, clusters, rows, keep("owned daily rows", attribute(days, lookup)),
+                   keep("owned minute rows", attribute(rows, lookup)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Daily figures, wide: one row per (owner, date)
+
+OWNER_DAY_COLUMNS = ("bytes_in", "bytes_out", "messages_in", "messages_out", "bad_minutes", "offline_minutes",
+                     "under_min_isr_minutes", "throttled_minutes", "lag_sum", "lag_minutes", "lag_max_messages",
+                     "observed_minutes", "produce_p99_sum", "produce_p99_minutes", "produce_p99_max_seconds",
+                     "fetch_p99_sum", "fetch_p99_minutes", "fetch_p99_max_seconds")
+
+
+def set_days(clusters: DataFrame, sets: DataFrame) -> DataFrame:
+    """Per cluster set and day: minutes observed (any sample on one of its clusters) and the p99 latency of the
+    worst broker of its clusters per minute, as sum / minutes / max (so weeks can be averaged exactly)."""
+    per_set = clusters.join(F.broadcast(sets.select("cset", "cluster").distinct()), "cluster")
+    minutes = per_set.groupBy("cset", "ts").agg(F.max("produce_p99").alias("produce"),
+                                                F.max("fetch_p99").alias("fetch"))
+    return minutes.groupBy("cset", F.to_date("ts").alias("date")).agg(
+        F.count("*").alias("observed_minutes"),
+        F.sum("produce").alias("produce_p99_sum"), F.count("produce").alias("produce_p99_minutes"),
+        F.max("produce").alias("produce_p99_max_seconds"),
+        F.sum("fetch").alias("fetch_p99_sum"), F.count("fetch").alias("fetch_p99_minutes"),
+        F.max("fetch").alias("fetch_p99_max_seconds"))
+
+
+def owner_days(days: DataFrame, mins: DataFrame, sets_daily: DataFrame, sets: DataFrame) -> DataFrame:
+    """Every daily figure of every tenant, wide (``OWNER_DAY_COLUMNS``), from the attributed ``key_days`` (``days``),
+    the attributed ``minute_rows`` (``mins``) and ``set_days`` of the tenants' cluster sets.
+
+    - amounts (bytes/messages in/out): sum over the tenant's topics of the day's rate x 60 s;
+    - ``bad_minutes``: minutes in which some partition of the tenant's topics was offline or under min ISR
+      (``offline_minutes``, ``under_min_isr_minutes`` each on its own; a minute with both counts once in bad);
+    - ``throttled_minutes``: minutes in which some client of the tenant had a throttle time > 0;
+    - lag: per minute the sum over the tenant's groups and topics, then the day's sum, minutes and max;
+    - observed minutes and p99 latency: the tenant's cluster set's (``set_days``).
+    """
+    s, ts = F.col("series"), F.col("ts")
+    amounts = (days.where(s.isin(*AMOUNTS)).groupBy("owner", "date")
+               .agg(*[F.sum(F.when(s == k, F.col("amount"))).alias(v) for k, v in AMOUNTS.items()]))
+    state = (mins.where(s.isin(*STATE_SERIES, "client_throttle_seconds"))
+             .groupBy("owner", F.to_date("ts").alias("date")).agg(
+                 F.countDistinct(F.when(s.isin(*STATE_SERIES), ts)).alias("bad_minutes"),
+                 F.countDistinct(F.when(s == "topic_offline_partitions", ts)).alias("offline_minutes"),
+                 F.countDistinct(F.when(s == "topic_under_min_isr_partitions", ts)).alias("under_min_isr_minutes"),
+                 F.countDistinct(F.when(s == "client_throttle_seconds", ts)).alias("throttled_minutes")))
+    lag_minute = mins.where(s.isin(*GROUP_SERIES)).groupBy("owner", "ts").agg(F.sum("value").alias("lag"))
+    lag = lag_minute.groupBy("owner", F.to_date("ts").alias("date")).agg(
+        F.sum("lag").alias("lag_sum"), F.count("lag").alias("lag_minutes"), F.max("lag").alias("lag_max_messages"))
+    shared = sets_daily.join(F.broadcast(sets.select("owner", "cset").distinct()), "cset").drop("cset")
+    out = amounts
+    for frame in (state, lag, shared):
+        out = out.join(frame, ["owner", "date"], "full_outer")
+    zero_if_null = ("bad_minutes", "offline_minutes", "under_min_isr_minutes", "throttled_minutes")
+    return out.select("owner", "date", *[F.coalesce(F.col(c), F.lit(0)).alias(c) if c in zero_if_null else F.col(c)
+                                         for c in OWNER_DAY_COLUMNS])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -132,38 +296,23 @@ def _long(df: DataFrame, metric: str, value: Column) -> DataFrame:
     return df.select("owner", "week_start", F.lit(metric).alias("metric"), value.cast("double").alias("value"))
 
 
-def weekly_figures(mins: DataFrame) -> DataFrame:
-    """From ``minutely``, per tenant and week, long:
-
-    - ``bytes_in``/``bytes_out``/``messages_in``/``messages_out``: sum over minutes of (rate x 60 s);
-    - ``produce_p99_mean_seconds``/``..._max_seconds`` (and fetch): per minute the worst broker of the tenant's
-      clusters, then the week's mean and max;
-    - ``throttled_minutes``: minutes in which some client of the tenant had a throttle time > 0;
-    - ``lag_mean_messages``/``lag_max_messages``: per minute the sum over the tenant's groups, then mean and max;
-    - ``bad_minutes`` (some partition of the tenant offline or under min ISR), ``observed_minutes`` (minutes with
-      any sample of the tenant, its clusters' broker series included) and ``availability_ratio`` = 1 - bad/observed.
-      A day missing from the lake lowers neither the numerator nor the denominator.
-    """
-    s, total, peak = F.col("series"), F.col("total"), F.col("peak")
-    rows = mins.withColumn("week_start", week_start())
-
-    def when(cond: Column, value: Column) -> Column:
-        return F.when(cond, value)
-
-    aggs = [F.sum(when(s == k, total * STEP_SECONDS)).alias(v) for k, v in AMOUNTS.items()]
-    for series, name in (("broker_produce_p99_seconds", "produce_p99"), ("broker_fetch_p99_seconds", "fetch_p99")):
-        aggs += [F.avg(when(s == series, peak)).alias(f"{name}_mean_seconds"),
-                 F.max(when(s == series, peak)).alias(f"{name}_max_seconds")]
-    aggs += [F.count(when((s == "client_throttle_seconds") & (peak > 0), F.lit(1))).alias("throttled_minutes"),
-             F.avg(when(s == "group_lag_messages", total)).alias("lag_mean_messages"),
-             F.max(when(s == "group_lag_messages", total)).alias("lag_max_messages"),
-             F.countDistinct(when(s.isin("topic_offline_partitions", "topic_under_min_isr_partitions") & (peak > 0),
-                                  F.col("ts"))).alias("bad_minutes"),
-             F.countDistinct("ts").alias("observed_minutes")]
-    wide = rows.groupBy("owner", "week_start").agg(*aggs)
-    wide = wide.withColumn("availability_ratio", F.when(F.col("observed_minutes") > 0,
-                                                        1 - F.col("bad_minutes") / F.col("observed_minutes")))
-    metrics = [c for c in wide.columns if c not in ("owner", "week_start")]
+def weekly_figures(daily: DataFrame) -> DataFrame:
+    """From ``owner_days``, per tenant and week, long: sums of the amounts and minute counts; p99 mean (over the
+    minutes with a sample) and max; lag mean and max; ``availability_ratio`` = 1 - bad / observed minutes.
+    A day missing from the lake lowers neither the numerator nor the denominator."""
+    c = F.col
+    wide = daily.groupBy("owner", week_start("date").alias("week_start")).agg(
+        *[F.sum(m).alias(m) for m in (*AMOUNTS.values(), "bad_minutes", "offline_minutes", "under_min_isr_minutes",
+                                      "throttled_minutes", "observed_minutes")],
+        (F.sum("produce_p99_sum") / F.sum("produce_p99_minutes")).alias("produce_p99_mean_seconds"),
+        F.max("produce_p99_max_seconds").alias("produce_p99_max_seconds"),
+        (F.sum("fetch_p99_sum") / F.sum("fetch_p99_minutes")).alias("fetch_p99_mean_seconds"),
+        F.max("fetch_p99_max_seconds").alias("fetch_p99_max_seconds"),
+        (F.sum("lag_sum") / F.sum("lag_minutes")).alias("lag_mean_messages"),
+        F.max("lag_max_messages").alias("lag_max_messages"))
+    wide = wide.withColumn("availability_ratio", F.when(c("observed_minutes") > 0,
+                                                        1 - c("bad_minutes") / c("observed_minutes")))
+    metrics = [m for m in wide.columns if m not in ("owner", "week_start")]
     stacked = ", ".join(f"'{m}', cast(`{m}` as double)" for m in metrics)
     return (wide.select("owner", "week_start", F.expr(f"stack({len(metrics)}, {stacked}) as (metric, value)"))
             .where(F.col("value").isNotNull()))
@@ -218,9 +367,9 @@ def alerts_weekly(episodes: DataFrame) -> DataFrame:
     return _long(rows.groupBy("owner", "week_start").agg(F.count("*").alias("n")), "alerts_raised", F.col("n"))
 
 
-def weekly(mins: DataFrame, episodes: DataFrame) -> DataFrame:
+def weekly(daily: DataFrame, episodes: DataFrame) -> DataFrame:
     """Every weekly figure of every tenant, long."""
-    return weekly_figures(mins).unionByName(alerts_weekly(episodes))
+    return weekly_figures(daily).unionByName(alerts_weekly(episodes))
 
 
 def compare(weekly_long: DataFrame, week: date) -> DataFrame:
@@ -253,11 +402,11 @@ def _day_index(col: str = "date") -> Column:
     return F.datediff(F.col(col), F.lit(date(1970, 1, 1))).cast("double")
 
 
-def storage_daily(attributed: DataFrame) -> DataFrame:
-    """Bytes stored per tenant and day: each topic's last sample of the day, summed over the tenant's topics."""
-    rows = attributed.where(F.col("series") == "topic_size_bytes").withColumn("date", F.to_date("ts"))
-    last = rows.groupBy("owner", "cluster", "topic", "date").agg(F.max_by("value", "ts").alias("value"))
-    return last.groupBy("owner", "date").agg(F.sum("value").alias("bytes"))
+def storage_daily(days: DataFrame) -> DataFrame:
+    """Bytes stored per tenant and day: each topic's last sample of the day (attributed ``key_days``), summed over
+    the tenant's topics."""
+    rows = days.where(F.col("series") == "topic_size_bytes")
+    return rows.groupBy("owner", "date").agg(F.sum("last").alias("bytes"))
 
 
 def linear_forecast(daily: DataFrame, key: list[str], value: str, limit: str) -> DataFrame:
@@ -286,16 +435,17 @@ def storage_forecast(daily: DataFrame, budgets: DataFrame) -> DataFrame:
 
 
 def disk_daily(metrics: DataFrame) -> DataFrame:
-    """Per cluster and day: filesystem size and used bytes over the brokers (each broker's last sample of the day)."""
-    rows = (metrics.where(F.col("series").isin("host_filesystem_size_bytes", "host_filesystem_free_bytes"))
-            .withColumn("date", F.to_date("ts")))
+    """Per cluster and day: filesystem size and used bytes over the brokers (each broker's last sample of the day),
+    and how many brokers reported."""
+    rows = (metrics.where(F.col("series").isin(*HOST_SERIES)).withColumn("date", F.to_date("ts")))
     last = (rows.groupBy("cluster", "broker", "date")
             .agg(F.max_by(F.when(F.col("series") == "host_filesystem_size_bytes", F.col("value")),
                           F.when(F.col("series") == "host_filesystem_size_bytes", F.col("ts"))).alias("size"),
                  F.max_by(F.when(F.col("series") == "host_filesystem_free_bytes", F.col("value")),
                           F.when(F.col("series") == "host_filesystem_free_bytes", F.col("ts"))).alias("free")))
     return (last.groupBy("cluster", "date")
-            .agg(F.sum("size").alias("size_bytes"), F.sum(F.col("size") - F.col("free")).alias("used_bytes")))
+            .agg(F.sum("size").alias("size_bytes"), F.sum(F.col("size") - F.col("free")).alias("used_bytes"),
+                 F.count("*").alias("brokers")))
 
 
 def disk_forecast(daily: DataFrame) -> DataFrame:
@@ -304,17 +454,18 @@ def disk_forecast(daily: DataFrame) -> DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Clients, daily series, first data, operator summary
+# Clients, advisor findings, daily series, first data, operator summary
 
 
-def noisy_clients(attributed: DataFrame, week: date, n: int = 5) -> DataFrame:
-    """Top ``n`` clients per tenant by bytes produced plus fetched in ``week``, with their throttled minutes."""
-    rows = attributed.where(F.col("series").isin(*CLIENT_SERIES) & (week_start() == F.lit(week)))
+def noisy_clients(days: DataFrame, week: date, n: int = 5) -> DataFrame:
+    """Top ``n`` clients per tenant by bytes produced plus fetched in ``week`` (attributed ``key_days``), with their
+    throttled minutes."""
     s = F.col("series")
+    rows = days.where(s.isin(*CLIENT_SERIES) & (week_start("date") == F.lit(week)))
     agg = rows.groupBy("owner", "cluster", "user", "client_id").agg(
-        F.sum(F.when(s == "client_produce_bytes_rate", F.col("value") * STEP_SECONDS)).alias("produce_bytes"),
-        F.sum(F.when(s == "client_fetch_bytes_rate", F.col("value") * STEP_SECONDS)).alias("fetch_bytes"),
-        F.countDistinct(F.when((s == "client_throttle_seconds") & (F.col("value") > 0), F.col("ts")))
+        F.sum(F.when(s == "client_produce_bytes_rate", F.col("amount"))).alias("produce_bytes"),
+        F.sum(F.when(s == "client_fetch_bytes_rate", F.col("amount"))).alias("fetch_bytes"),
+        F.coalesce(F.sum(F.when(s == "client_throttle_seconds", F.col("positive_minutes"))), F.lit(0))
         .alias("throttled_minutes"))
     agg = agg.withColumn("total_bytes", F.coalesce(F.col("produce_bytes"), F.lit(0.0))
                          + F.coalesce(F.col("fetch_bytes"), F.lit(0.0)))
@@ -322,36 +473,52 @@ def noisy_clients(attributed: DataFrame, week: date, n: int = 5) -> DataFrame:
     return agg.withColumn("rank", F.row_number().over(w)).where(F.col("rank") <= n)
 
 
-def daily_series(mins: DataFrame) -> DataFrame:
+def client_findings(mins: DataFrame, week: date) -> DataFrame:
+    """Client-advisor findings that held in ``week``, per tenant: ``(owner, cluster, finding, client_id, group,
+    minutes, first_seen, last_seen)``; minutes are the minutes the finding's gauge was 1 (observed, not inferred)."""
+    rows = mins.where(F.col("series").isin(*FINDING_SERIES) & (week_start() == F.lit(week)))
+    return rows.groupBy("owner", "cluster", "finding", "client_id", "group").agg(
+        F.countDistinct("ts").alias("minutes"), F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"))
+
+
+def daily_series(daily: DataFrame) -> DataFrame:
     """Per tenant and day, for the charts: bytes in/out, produce p99 (worst minute), mean lag. Long."""
-    s = F.col("series")
-    rows = mins.where(s.isin("topic_bytes_in_rate", "topic_bytes_out_rate", "broker_produce_p99_seconds",
-                             "group_lag_messages")).withColumn("date", F.to_date("ts"))
-    metric = (F.when(s == "topic_bytes_in_rate", "bytes_in").when(s == "topic_bytes_out_rate", "bytes_out")
-              .when(s == "broker_produce_p99_seconds", "produce_p99_seconds").otherwise("lag_mean_messages"))
-    value = (F.when(s.isin("topic_bytes_in_rate", "topic_bytes_out_rate"), F.sum(F.col("total") * STEP_SECONDS))
-             .when(s == "broker_produce_p99_seconds", F.max("peak")).otherwise(F.avg("total")))
-    return rows.groupBy("owner", "date", "series").agg(value.alias("value")).select(
-        "owner", "date", metric.alias("metric"), "value")
+    cols = {"bytes_in": F.col("bytes_in"), "bytes_out": F.col("bytes_out"),
+            "produce_p99_seconds": F.col("produce_p99_max_seconds"),
+            "lag_mean_messages": F.col("lag_sum") / F.col("lag_minutes")}
+    stacked = F.explode(F.array(*[F.struct(F.lit(k).alias("metric"), v.cast("double").alias("value"))
+                                  for k, v in cols.items()]))
+    return (daily.select("owner", "date", stacked.alias("m")).select("owner", "date", "m.metric", "m.value")
+            .where(F.col("value").isNotNull()))
 
 
-def first_seen(mins: DataFrame) -> DataFrame:
+def first_seen(days: DataFrame, mins: DataFrame) -> DataFrame:
     """First and last minute with data of the tenant's own resources (topics, groups, clients; not cluster-wide)."""
     own = mins.where(F.col("series").isin(*TOPIC_SERIES, *GROUP_SERIES, *CLIENT_SERIES))
-    return own.groupBy("owner").agg(F.min("ts").alias("first_seen"), F.max("ts").alias("last_seen"))
+    spans = (days.select("owner", F.col("first_ts").alias("a"), F.col("last_ts").alias("b"))
+             .unionByName(own.select("owner", F.col("ts").alias("a"), F.col("ts").alias("b"))))
+    return spans.groupBy("owner").agg(F.min("a").alias("first_seen"), F.max("b").alias("last_seen"))
 
 
-def cluster_summary(metrics: DataFrame, week: date) -> DataFrame:
-    """Operator view per cluster in ``week``: traffic, worst p99, minutes with an offline/under-min-ISR partition."""
-    rows = metrics.where(week_start() == F.lit(week))
-    s, v = F.col("series"), F.col("value")
-    return rows.groupBy("cluster").agg(
-        F.sum(F.when(s == "topic_bytes_in_rate", v * STEP_SECONDS)).alias("bytes_in"),
-        F.sum(F.when(s == "topic_bytes_out_rate", v * STEP_SECONDS)).alias("bytes_out"),
-        F.sum(F.when(s == "topic_messages_in_rate", v * STEP_SECONDS)).alias("messages_in"),
-        F.max(F.when(s == "broker_produce_p99_seconds", v)).alias("produce_p99_max_seconds"),
-        F.max(F.when(s == "broker_fetch_p99_seconds", v)).alias("fetch_p99_max_seconds"),
-        F.countDistinct(F.when(s.isin("topic_offline_partitions", "topic_under_min_isr_partitions") & (v > 0),
-                               F.col("ts"))).alias("bad_minutes"),
-        F.countDistinct("topic").alias("topics"),
-        F.countDistinct("broker").alias("brokers"))
+def cluster_summary(days: DataFrame, clusters: DataFrame, rows: DataFrame, disk: DataFrame,
+                    week: date) -> DataFrame:
+    """Operator view per cluster in ``week``: traffic and topics (``key_days``), worst p99 (``cluster_minutes``),
+    minutes with an offline/under-min-ISR partition (``minute_rows``), brokers (most brokers with a log-dir sample
+    on one day, ``disk_daily``)."""
+    s = F.col("series")
+    d = days.where(week_start("date") == F.lit(week))
+    traffic = d.groupBy("cluster").agg(
+        F.sum(F.when(s == "topic_bytes_in_rate", F.col("amount"))).alias("bytes_in"),
+        F.sum(F.when(s == "topic_bytes_out_rate", F.col("amount"))).alias("bytes_out"),
+        F.sum(F.when(s == "topic_messages_in_rate", F.col("amount"))).alias("messages_in"),
+        F.countDistinct(F.when(s.isin(*TOPIC_SERIES), F.col("topic"))).alias("topics"))
+    latency = clusters.where(week_start() == F.lit(week)).groupBy("cluster").agg(
+        F.max("produce_p99").alias("produce_p99_max_seconds"), F.max("fetch_p99").alias("fetch_p99_max_seconds"))
+    bad = (rows.where(s.isin(*STATE_SERIES) & (week_start() == F.lit(week))).groupBy("cluster")
+           .agg(F.countDistinct("ts").alias("bad_minutes")))
+    brokers = disk.where(week_start("date") == F.lit(week)).groupBy("cluster").agg(F.max("brokers").alias("brokers"))
+    out = latency.join(traffic, "cluster", "full_outer").join(bad, "cluster", "left").join(brokers, "cluster", "left")
+    return out.select("cluster", "bytes_in", "bytes_out", "messages_in", "produce_p99_max_seconds",
+                      "fetch_p99_max_seconds", F.coalesce(F.col("bad_minutes"), F.lit(0)).alias("bad_minutes"),
+                      F.coalesce(F.col("topics"), F.lit(0)).alias("topics"),
+                      F.coalesce(F.col("brokers"), F.lit(0)).alias("brokers"))

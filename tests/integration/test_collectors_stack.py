@@ -63,7 +63,12 @@ def traffic(stack):
                 c.commit(message=m, asynchronous=False)
     c.close()  # the group is now Empty: no active members, lag still reported
     leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
-    return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader}
+    # Kafka accepts min.insync.replicas above the replication factor: two partitions that are under min ISR for good
+    strict = f"alpha.strict-{run}"
+    admin.create_topics([NewTopic(strict, num_partitions=2, replication_factor=1,
+                                  config={"min.insync.replicas": "2"})])[strict].result(30)
+    return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader,
+            "strict": strict}
 
 
 def generous(cfg):
@@ -103,6 +108,8 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
                         float(50 - traffic["consumed_until"]))]
         assert values(registry, "kafka_consumergroup_members", group=traffic["group"])[0][1] == 0.0
         assert values(registry, "kafka_topic_offline_partitions", topic=topic)[0][1] == 0.0
+        assert values(registry, "kafka_topic_under_min_isr_partitions", topic=topic, tenant="alpha")[0][1] == 0.0
+        assert values(registry, "kafka_topic_under_min_isr_partitions", topic=traffic["strict"])[0][1] == 2.0
         fs = values(registry, "kafka_host_filesystem_size_bytes")
         assert {lbl["broker"] for lbl, v in fs if v > 0} == {"1", "2", "3"}
 

@@ -45,9 +45,12 @@ def test_known_answers_come_out_exactly(known):
     bytes_in = acme["throughput"]["bytes_in"]
     assert bytes_in["growth_wow"] == KNOWN["acme_growth_wow"]
     assert bytes_in["this_week"] == pytest.approx(KNOWN["acme_bytes_in_base"] * 1.1**4, rel=1e-12)
-    assert acme["availability"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
-    assert acme["availability"]["observed_minutes"] == KNOWN["acme_observed_minutes"]
-    assert acme["availability"]["ratio"] == round(1 - 30 / 10080, 12)
+    av = acme["availability"]
+    assert av["offline_minutes"] == KNOWN["acme_offline_minutes"]
+    assert av["under_min_isr_minutes"] == KNOWN["acme_under_min_isr_minutes"]
+    assert av["bad_minutes"] == KNOWN["acme_bad_minutes"]  # a minute with both counts once
+    assert av["observed_minutes"] == KNOWN["acme_observed_minutes"]
+    assert av["ratio"] == round(1 - KNOWN["acme_bad_minutes"] / 10080, 12)
     assert acme["noisiest_clients"][0]["client_id"] == KNOWN["acme_top_client"]
     # the principal wins over the client-id prefix: acme-svc's "beta-thing" is acme's, not beta's
     assert "beta-thing" in [c["client_id"] for c in acme["noisiest_clients"]]
@@ -62,6 +65,20 @@ def test_known_answers_come_out_exactly(known):
     assert "KafkaBrokerUnreachable" in alerts  # cluster-wide alert reaches every tenant on the cluster
     assert acme["storage"]["disk"][0]["weeks_until_full"] == pytest.approx(KNOWN["disk_weeks_until_full"], rel=1e-11)
     assert [h["week"] for h in acme["history"]] == ["2026-W43", "2026-W44", "2026-W45", "2026-W46", "2026-W47"]
+
+
+def test_client_findings_of_the_week_per_tenant(known):
+    """Minutes observed, first and last seen of each advisor finding in the week; other weeks and other tenants'
+    findings stay out (a client's identity is its tenant's business)."""
+    docs = known["run"].documents
+    got = {(f["finding"], f["client_id"], f["group"]): (f["minutes"], f["first_seen"], f["last_seen"])
+           for f in docs["acme"]["client_findings"]}
+    assert got == KNOWN["acme_findings"]
+    assert [f["finding"] for f in docs["acme"]["client_findings"]] == ["poor_batching", "slow_consumer"]
+    assert [f["client_id"] for f in docs["beta"]["client_findings"]] == ["beta-loader"]
+    assert docs["gamma"]["client_findings"] == [] and docs["delta"]["client_findings"] == []
+    html = (known["lake"] / known["run"].paths["acme"][1]).read_text()
+    assert "Client findings this week" in html and "acme-reader" in html and "beta-loader" not in html
 
 
 def test_empty_midweek_and_whole_cluster_tenants(known):
@@ -82,7 +99,7 @@ def test_operator_summary_across_tenants_and_clusters(known):
     op = known["run"].operator
     assert [t["tenant"] for t in op["tenants"]][0] == "acme"  # sorted by traffic
     clusters = {c["cluster"]: c for c in op["clusters"]}
-    assert clusters["main"]["bad_minutes"] == 30
+    assert clusters["main"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
     assert any("cluster main: log-dir disks full in 6.6 weeks" == a for a in op["attention"])
     assert any(a.startswith("tenant acme: availability") for a in op["attention"])
 
@@ -128,7 +145,7 @@ def test_api_lists_and_serves_reports_as_json_and_html(client):
     listed = client.get("/api/v1/tenants/acme/reports", params={"limit": 1}).json()
     assert len(listed["items"]) == 1 and listed["items"][0]["week"] == "2026-W47" and listed["next_cursor"] is None
     doc = client.get("/api/v1/tenants/acme/reports/2026-W47").json()
-    assert doc["tenant"] == "acme" and doc["availability"]["bad_minutes"] == 30
+    assert doc["tenant"] == "acme" and doc["availability"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
     html = client.get("/api/v1/tenants/acme/reports/2026-W47", headers={"Accept": "text/html"})
     assert html.headers["content-type"].startswith("text/html") and "<svg" in html.text
     assert client.get("/api/v1/tenants/acme/reports/2026-W40").status_code == 404
@@ -167,5 +184,5 @@ def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp
     # the drifted day's values were cast back, the missing day is just absent: 6 of 7 days of bytes
     assert run.documents["acme"]["throughput"]["bytes_in"]["this_week"] == pytest.approx(
         KNOWN["acme_bytes_in_base"] * 1.1**4 * 6 / 7)
-    assert run.documents["acme"]["availability"]["bad_minutes"] == 30
+    assert run.documents["acme"]["availability"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
     assert run.operator is None and set(run.documents) == {"acme"}

@@ -88,6 +88,35 @@ def test_offline_and_under_replicated_from_metadata_with_broker_up():
     assert v[("kafka_topic_replicas", tl)] == 3 + 1 + 2  # replication factor per partition, summed
     assert v[("kafka_cluster_broker_up", (("cluster", "c1"), ("broker", "3")))] == 0
     assert v[("kafka_cluster_controller_id", (("cluster", "c1"),))] == 100
+    assert not any(name == "kafka_topic_under_min_isr_partitions" for name, _ in v)  # min ISR unknown: no series
+
+
+def test_under_min_isr_per_topic_from_isr_sizes_and_the_topic_config():
+    state = ClusterState(brokers=(1, 2, 3), controller_id=100, partitions=(
+        PartitionState("alpha.t", 0, 1, (1, 2, 3), (1,)),  # ISR 1 < 2: acks=all producers fail
+        PartitionState("alpha.t", 1, 2, (1, 2, 3), (2, 3)),  # at min ISR: fine
+        PartitionState("alpha.t", 2, -1, (3,), ()),  # offline: counted as offline, not here
+        PartitionState("b", 0, 1, (1, 2), (1,)),  # b's min ISR is 1
+        PartitionState("c", 0, 1, (1, 2), (1,)),  # c's config unknown
+    ), min_isr={"alpha.t": 2, "b": 1})
+    v = values(cluster_samples(state, base=(("cluster", "c1"),), configured=[1, 2, 3], tenants=TENANTS))
+    umi = {labels[1][1]: x for (name, labels), x in v.items() if name == "kafka_topic_under_min_isr_partitions"}
+    assert umi == {"alpha.t": 1, "b": 0}
+
+
+def test_min_insync_replicas_is_read_for_new_topics_and_refreshed_not_every_round():
+    admin = FakeAdmin()
+    clock = [0.0]
+    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=lambda: clock[0])
+    for t in (0.0, 15.0, 30.0):
+        clock[0] = t
+        r = ac.collect_target(ac.targets()[0], now=t)
+    assert admin.config_reads == [["alpha.t"]]  # once, not per round
+    assert values(r.samples)[("kafka_topic_under_min_isr_partitions", (("cluster", "c1"), ("topic", "alpha.t"),
+                                                                       ("tenant", "alpha")))] == 1
+    clock[0] = 400.0
+    ac.collect_target(ac.targets()[0], now=400.0)
+    assert admin.config_reads == [["alpha.t"], ["alpha.t"]]  # refreshed after MIN_ISR_REFRESH_SECONDS
 
 
 # (history [(t, hw)], committed, hw, now) -> expected lag seconds
@@ -139,12 +168,16 @@ class FakeAdmin:
     """Records call order; the real KafkaAdmin runs in the integration tests."""
 
     def __init__(self, fail_metadata=False):
-        self.calls, self.fail, self.fail_groups = [], fail_metadata, False
+        self.calls, self.fail, self.fail_groups, self.config_reads = [], fail_metadata, False, []
 
     def cluster(self):
         if self.fail:
             raise TargetUnreachable("Admin API metadata: all brokers are down")
-        return ClusterState((1, 2), 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1, 2)),))
+        return ClusterState((1, 2), 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1,)),))
+
+    def min_insync_replicas(self, topics):
+        self.config_reads.append(list(topics))
+        return {t: 2 for t in topics}
 
     def groups(self):
         if self.fail_groups:

@@ -56,6 +56,16 @@ def attributed(spark, selectors, rows):
     return T.attribute(metrics, T.ownership(T.attribution_keys(metrics), selectors))
 
 
+def reduced(spark, selectors, rows) -> T.Reduced:
+    return T.reduce(frame(spark, rows), selectors)
+
+
+def weekly_of(spark, selectors, rows, owner: str = "acme") -> dict:
+    r = reduced(spark, selectors, rows)
+    return {(o, m): v for o, _w, m, v in T.weekly(r.owner_days(), T.alert_episodes(r.mins)).collect()
+            if owner is None or o == owner}
+
+
 def test_attribution_matches_the_python_tenant_index(spark, selectors):
     """Every kind of key gets the owner TenantIndex gives (the Spark join and the matcher must agree)."""
     index = TenantIndex(TENANTS)
@@ -95,9 +105,9 @@ def test_growth_of_ten_percent_and_comparison_with_four_weeks(spark, selectors):
     rates = [1000.0 * 1.1**k for k in range(5)]
     rows = [row("topic_bytes_in_rate", T0 - timedelta(days=7 * (4 - k)) + timedelta(hours=5), r, topic="acme.a")
             for k, r in enumerate(rates)]
-    a = attributed(spark, selectors, rows)
-    cmp = {r["metric"]: r for r in T.compare(T.weekly(T.minutely(a), T.alert_episodes(a)), WEEK).collect()
-           if r["owner"] == "acme"}
+    r = reduced(spark, selectors, rows)
+    cmp = {c["metric"]: c for c in T.compare(T.weekly(r.owner_days(), T.alert_episodes(r.mins)), WEEK).collect()
+           if c["owner"] == "acme"}
     b = cmp["bytes_in"]
     assert b["this_week"] == pytest.approx(60 * rates[4])
     assert b["growth_wow"] == pytest.approx(0.10, abs=1e-12)
@@ -112,9 +122,10 @@ def test_availability_counts_exactly_the_bad_minutes(spark, selectors):
              for ts in minutes(T0 + timedelta(hours=1, minutes=20), 20)]  # 10 of them overlap the offline ones
     rows += [row("topic_offline_partitions", ts, 0, topic="acme.a") for ts in minutes(T0 + timedelta(hours=3), 30)]
     rows += [row("topic_offline_partitions", ts, 1, topic="beta.x") for ts in minutes(T0, 5)]
-    weekly = {(r["owner"], r["metric"]): r["value"] for r in T.weekly_figures(T.minutely(
-        attributed(spark, selectors, rows))).collect()}
+    weekly = weekly_of(spark, selectors, rows, owner=None)
     assert weekly[("acme", "bad_minutes")] == 40
+    assert weekly[("acme", "offline_minutes")] == 30
+    assert weekly[("acme", "under_min_isr_minutes")] == 20
     assert weekly[("acme", "observed_minutes")] == 600
     assert weekly[("acme", "availability_ratio")] == pytest.approx(1 - 40 / 600)
     assert weekly[("beta", "bad_minutes")] == 5
@@ -130,8 +141,7 @@ def test_throttled_minutes_lag_and_latency(spark, selectors):
     rows += [row("group_lag_messages", ts, 5, group="acme-h", topic="acme.b") for ts in minutes(T0, 4)]
     rows += [row("broker_produce_p99_seconds", ts, v, broker=b)
              for b, vs in (("1", (0.01, 0.02)), ("2", (0.03, 0.01))) for ts, v in zip(minutes(T0, 2), vs)]
-    w = {r["metric"]: r["value"] for r in T.weekly_figures(T.minutely(attributed(spark, selectors, rows))).collect()
-         if r["owner"] == "acme"}
+    w = {m: v for (_o, m), v in weekly_of(spark, selectors, rows).items()}
     assert w["throttled_minutes"] == 45
     assert w["lag_mean_messages"] == pytest.approx((15 + 25 + 35 + 45) / 4)  # summed over groups per minute
     assert w["lag_max_messages"] == 45
@@ -149,7 +159,7 @@ def test_alert_episodes_raised_firing_and_time_to_resolve(spark, selectors):
     # still firing at the end of the data
     rows += [row("alert_firing", ts, 1, alertname="KafkaConsumerLagHigh", severity="warning", tenant="acme")
              for ts in minutes(T0 + timedelta(days=7, minutes=-10), 10)]
-    ep = T.alert_episodes(attributed(spark, selectors, rows))
+    ep = T.alert_episodes(reduced(spark, selectors, rows).mins)
     got = {r["alertname"]: r for r in T.alerts_by_name(ep, WEEK).collect() if r["owner"] == "acme"}
     off = got["KafkaOfflinePartitions"]
     assert (off["raised"], off["firing_minutes"], off["resolved"]) == (2, 40, 2)
@@ -183,6 +193,43 @@ def test_top_clients_by_bytes(spark, selectors):
                  row("client_fetch_bytes_rate", ts, 1e6, user="acme-svc", client_id="acme-orders"),
                  row("client_produce_bytes_rate", ts, 5.5e6, client_id="acme-batch"),
                  row("client_produce_bytes_rate", ts, 1e3, client_id="acme-tiny")]
-    top = sorted(T.noisy_clients(attributed(spark, selectors, rows), WEEK, n=2).collect(), key=lambda r: r["rank"])
+    rows += [row("client_throttle_seconds", ts, v, client_id="acme-batch")
+             for ts, v in zip(minutes(T0, 10), [0.1] * 3 + [0.0] * 7)]
+    top = sorted(T.noisy_clients(reduced(spark, selectors, rows).owned_days, WEEK, n=2).collect(),
+                 key=lambda r: r["rank"])
     assert [r["client_id"] for r in top] == ["acme-orders", "acme-batch"]
     assert top[0]["total_bytes"] == pytest.approx(10 * 60 * 6e6)
+    assert (top[0]["throttled_minutes"], top[1]["throttled_minutes"]) == (0, 3)
+
+
+def test_shared_cluster_figures_are_computed_once_per_cluster_set(spark, selectors):
+    """Broker latency and observed minutes reach every tenant of the cluster through its cluster set, without
+    copying the broker rows per tenant; a tenant on two clusters gets the worse broker of both per minute."""
+    sel = selectors_frame(spark, TENANTS + (TenantConfig(name="both", whole_clusters=("edge",), selectors=(
+        TenantSelector(cluster="main", topic_prefixes=("both.",)),)),))
+    rows = [row("broker_produce_p99_seconds", ts, v, broker="1") for ts, v in zip(minutes(T0, 3), (0.01, 0.05, 0.01))]
+    rows += [row("broker_produce_p99_seconds", ts, 0.02, cluster="edge", broker="7") for ts in minutes(T0, 4)]
+    r = T.reduce(frame(spark, rows), sel)
+    sets = {x["owner"]: x["cset"] for x in r.sets.collect()}
+    assert sets["acme"] == sets["beta"] == "main" and sets["both"] == "edge,main"
+    w = {(o, m): v for o, _w, m, v in T.weekly_figures(r.owner_days()).collect()}
+    assert w[("acme", "observed_minutes")] == 3 and w[("both", "observed_minutes")] == 4
+    assert w[("acme", "produce_p99_mean_seconds")] == pytest.approx((0.01 + 0.05 + 0.01) / 3)
+    assert w[("both", "produce_p99_mean_seconds")] == pytest.approx((0.02 + 0.05 + 0.02 + 0.02) / 4)
+    assert w[("delta", "produce_p99_max_seconds")] == pytest.approx(0.02)
+
+
+def test_findings_reach_only_the_tenant_they_name(spark, selectors):
+    wed = T0 + timedelta(days=2)
+    rows = [row("client_advisor_finding", ts, 1, tenant="acme", finding="poor_batching", client_id="acme-batch")
+            for ts in minutes(wed, 12)]
+    rows += [row("client_advisor_finding", ts, 0, tenant="acme", finding="poor_batching", client_id="acme-batch")
+             for ts in minutes(wed + timedelta(hours=1), 5)]  # 0: the finding did not hold
+    rows += [row("client_advisor_finding", T0, 1, tenant="", finding="connection_churn")]  # nobody's
+    rows += [row("client_advisor_finding", T0, 1, tenant="delta", finding="poor_batching",
+                 client_id="x")]  # delta is not on main
+    got = T.client_findings(reduced(spark, selectors, rows).mins, WEEK).collect()
+    assert [(f["owner"], f["finding"], f["client_id"], f["minutes"]) for f in got] == [
+        ("acme", "poor_batching", "acme-batch", 12)]
+    assert (got[0]["first_seen"], got[0]["last_seen"]) == (wed.replace(tzinfo=None), (wed + timedelta(minutes=11))
+                                                           .replace(tzinfo=None))
