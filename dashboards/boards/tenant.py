@@ -69,10 +69,12 @@ LAG = Row("Consumer lag", (
 ))
 
 # When each finding that holds now first appeared in the last day (ms for Grafana's date unit): the series exists
-# only while the finding holds, so its earliest sample is when it started (or came back, within the day).
+# only while the finding holds, so its earliest sample is when it started (or came back, within the day). A finding
+# younger than the subquery's first step has no point there yet: its current sample's timestamp stands in.
+_FINDING = f"kafka_client_advisor_finding{{{CT}}}"
 FINDINGS_SINCE = (
-    f"min by (finding, client_id, group) (min_over_time(timestamp(kafka_client_advisor_finding{{{CT}}})[24h:1m]) "
-    f"and on (cluster, tenant, client_id, group, finding) kafka_client_advisor_finding{{{CT}}}) * 1000")
+    f"min by (finding, client_id, group) ((min_over_time(timestamp({_FINDING})[24h:1m]) or timestamp({_FINDING})) "
+    f"and on (cluster, tenant, client_id, group, finding) {_FINDING}) * 1000")
 
 ALERTS = Row("Alerts and clients", (
     Panel("Firing alerts", (Query(f'ALERTS{{alertstate="firing", {TT}}}', instant=True),), "none",
