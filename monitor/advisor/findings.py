@@ -163,25 +163,32 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 
 def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Requests fail (cluster-wide) or the client is throttled by its request quota, and the client spends broker
+    thread time out of proportion to the data it moves (``_costly`` against every other client: a big client
+    moving much data efficiently, or every client slowed alike by a warming-up broker, is not a storm), being either
+    a quarter of a thread or busy for nothing."""
     cl = s.cluster
     error_ratio = cl.errors_per_second / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
+    if error_ratio < t.storm_error_ratio and not any(c.request_throttle_seconds >= t.throttle_seconds
+                                                     for c in s.clients):
+        return []
+    top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
     out = []
-    for c in s.clients:
+    for c, cost, norm in _costly(s.clients, t, lambda c: c.bytes_per_second):
         throttled = c.request_throttle_seconds >= t.throttle_seconds
         if not (throttled or error_ratio >= t.storm_error_ratio):
             continue
         # Busy for nothing: a client that is not a consumer (an idle long-polling consumer is polling_too_often's
         # business) using a share of a thread without moving data is retrying or re-asking, not producing.
-        busy_for_nothing = (c.request_time_ratio >= t.min_thread_share and not c.fetch_seen
-                            and c.bytes_per_second < t.storm_max_bytes_per_second)
+        busy_for_nothing = not c.fetch_seen and c.bytes_per_second < t.storm_max_bytes_per_second
         if c.request_time_ratio < t.storm_thread_share and not busy_for_nothing:
             continue
-        top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
         out.append(_finding(
             FindingKind.REQUEST_STORM, c,
             evidence={"request_time_ratio": round(c.request_time_ratio, 4),
                       "request_throttle_seconds": round(c.request_throttle_seconds, 4),
                       "bytes_per_second": round(c.bytes_per_second, 1),
+                      "thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
                       "cluster_error_ratio": round(error_ratio, 4),
                       "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()}}))
     return out

@@ -17,6 +17,7 @@ real data), the capacity endpoint, and the CLI.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 from datetime import datetime, timezone
@@ -191,8 +192,9 @@ def test_each_misbehaving_client_gets_its_finding_and_the_good_one_none(advice):
     for f in advice["findings"]:
         by_kind.setdefault(f["kind"], []).append(f)
         assert f["tenant"] == "shop" and f["metrics"] and f["cause"] and f["fix"]
-        assert "shop-good" not in _names(f), f  # the well-configured producer ...
-        assert "shop-good-readers" not in _names(f) and "shop-good-consumer" not in _names(f), f  # ... and consumer
+        shown = json.dumps(f, sort_keys=True)
+        assert "shop-good" not in _names(f), shown  # the well-configured producer ...
+        assert "shop-good-readers" not in _names(f) and "shop-good-consumer" not in _names(f), shown  # ... consumer
     batch = next(f for f in by_kind["poor_batching"] if f["client_id"] == "shop-batchless")
     assert batch["evidence"]["thread_seconds_per_mib"] >= 5 * batch["evidence"]["cluster_norm_seconds_per_mib"]
     assert batch["evidence"]["tenant_topics_records_per_request"]["shop.batchless"] < 2  # one record per request

@@ -120,6 +120,13 @@ STORMS = [
     (8, cluster(err=10.0), [client("shop-idle-reader", rt=0.05, fetch_seen=True)], []),  # a consumer: not a storm
     (9, cluster(err=10.0), [client("shop-quiet", rt=0.01)], []),  # below min_thread_share
     (10, cluster(err=10.0), [client("shop-small", prod=2 * KIB, rt=0.05)], []),  # moves records: batching's case
+    (11, cluster(err=10.0), [client("shop-big", prod=64 * MIB, rt=0.5)], []),  # half a thread, but for 64 MiB/s
+    # A warming-up broker makes every client's requests slow alike: a quarter of a thread, but not out of line
+    (12, cluster(err=10.0), [client("shop-good", prod=40 * KIB, rt=0.3), client("shop-peer", prod=40 * KIB, rt=0.2),
+                             client("shop-peer2", prod=40 * KIB, rt=0.25)], []),
+    # ... while the one storming beside them is
+    (13, cluster(err=10.0), [client("shop-good", prod=40 * KIB, rt=0.3), client("shop-peer", prod=40 * KIB, rt=0.2),
+                             client("shop-storm", rt=0.06)], ["shop-storm"]),
 ]
 
 
