@@ -5,7 +5,8 @@ Each cycle (every ``config.rules.evaluation_interval_seconds``, in its own threa
   2. ``Engine.evaluate`` against Prometheus' HTTP API;
   3. in ONE transaction: save instances, enqueue their notifications in the outbox, upsert heartbeats;
   4. deliver due outbox rows (retries, backoff, dead letters);
-  5. export its own health into ``registry`` (``kafka_health_*``).
+  5. export its own health into ``registry`` (``kafka_health_*``); the client advisor's findings, computed by
+     KafkaClientHurtsOtherTenants during step 2, are exported there too (``kafka_client_advisor_finding``).
 A failing cycle is logged and counted, never fatal: the next cycle tries again.
 """
 
@@ -71,7 +72,12 @@ class AlertService:
         self.config = config
         self.store = store
         self.rules = load_rules(config.rules)  # ConfigError now, not at 3 a.m.
-        self.engine = Engine(config, self.rules, detectors or builtin_detectors())
+        # The client advisor's findings, a by-product of KafkaClientHurtsOtherTenants' evaluation, on /metrics.
+        from monitor.advisor.exported import FindingsBoard
+
+        self.findings = FindingsBoard(max_age_seconds=max(3 * config.rules.evaluation_interval_seconds, 60.0))
+        registry.register(self.findings)
+        self.engine = Engine(config, self.rules, detectors or builtin_detectors(findings=self.findings))
         self.source = source or PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
         self._notifier_for = notifier_for or self._default_notifier
         self._notifiers: dict[str, Notifier] = {}

@@ -256,6 +256,16 @@ def _broker_rules() -> tuple[Rule, ...]:
              "networkProcessor=*", "connections",
              labels=(("client_software_name", "clientSoftwareName"),
                      ("client_software_version", "clientSoftwareVersion"))))
+    # KIP-896: requests in API versions Kafka deprecated, by client software (KIP-511 name/version from ApiVersions).
+    # The MBean exists only once such a request arrived; Kafka 4.x removed every version 3.x deprecated, so today
+    # it appears on 3.7+ brokers (docs/advisor.md, outdated_client).
+    add(Rule("kafka_broker_deprecated_requests_total", "counter",
+             "Requests in a deprecated API version (KIP-896), by request, API version and client software",
+             "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=*,version=*,"
+             "clientSoftwareName=*,clientSoftwareVersion=*", "Count",
+             labels=(("request", "request"), ("api_version", "version"),
+                     ("client_software_name", "clientSoftwareName"),
+                     ("client_software_version", "clientSoftwareVersion"))))
     add(INFO_RULE)
     return tuple(r)
 

@@ -60,10 +60,15 @@ class Panel:
     height: int = 8
     stacked: bool = False
     needs: Needs = Needs.DATA
+    # Tables: (field, header) of the columns to show, in order (labels by name, the value as "Value"); Grafana's
+    # "Time" column is hidden. Empty: Grafana's default columns.
+    columns: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.queries:
             raise ValueError(f"panel {self.title!r} has no query")
+        if self.columns and self.kind is not Kind.TABLE:
+            raise ValueError(f"panel {self.title!r}: columns are for tables")
         values = [v for v, _ in self.thresholds]
         if values != sorted(values):
             raise ValueError(f"panel {self.title!r}: threshold steps must ascend")

@@ -97,6 +97,12 @@ def _panel(panel: Panel, panel_id: int, x: int, y: int):
             b = b.stacking(common_b.StackingConfig().mode(common.StackingMode.NORMAL))
     elif panel.kind is Kind.TABLE:
         b = b.show_header(True)
+        if panel.columns:
+            b = b.with_transformation(dm.DataTransformerConfig(id_val="organize", options={
+                "excludeByName": {"Time": True},
+                "indexByName": {field: i for i, (field, _) in enumerate(panel.columns)},
+                "renameByName": {field: header for field, header in panel.columns},
+            }))
     elif panel.kind in (Kind.STAT, Kind.BARGAUGE):
         b = b.reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
     return b

@@ -13,11 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING
 
 from alerts.prom import Source
 from alerts.types import Observation, Rule
 from monitor.config import Config
 from monitor.tenancy import TenantIndex
+
+if TYPE_CHECKING:
+    from monitor.advisor.exported import FindingsBoard
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,8 @@ class DetectorContext:
 Detector = Callable[[Rule, DetectorContext], list[Observation]]
 
 
-def builtin_detectors() -> dict[str, Detector]:
+def builtin_detectors(*, findings: FindingsBoard | None = None) -> dict[str, Detector]:
+    """``findings``: where ``noisy_clients`` publishes every advisor finding it computes (exported by serve)."""
     from alerts.detectors import clients, disk, lag, latency, noisy_clients, storage
 
     return {
@@ -42,7 +48,7 @@ def builtin_detectors() -> dict[str, Detector]:
         "outdated_clients": clients.detect_outdated_clients,
         "latency_regression": latency.detect,
         "consumer_lag": lag.detect,
-        "noisy_clients": noisy_clients.detect,
+        "noisy_clients": partial(noisy_clients.detect, board=findings) if findings else noisy_clients.detect,
     }
 
 

@@ -68,6 +68,14 @@ LAG = Row("Consumer lag", (
           description="A group with lag and no members is not consuming at all."),
 ))
 
+# When each finding that holds now first appeared in the last day (ms for Grafana's date unit): the series exists
+# only while the finding holds, so its earliest sample is when it started (or came back, within the day). A finding
+# younger than the subquery's first step has no point there yet: its current sample's timestamp stands in.
+_FINDING = f"kafka_client_advisor_finding{{{CT}}}"
+FINDINGS_SINCE = (
+    f"min by (finding, client_id, group) ((min_over_time(timestamp({_FINDING})[24h:1m]) or timestamp({_FINDING})) "
+    f"and on (cluster, tenant, client_id, group, finding) {_FINDING}) * 1000")
+
 ALERTS = Row("Alerts and clients", (
     Panel("Firing alerts", (Query(f'ALERTS{{alertstate="firing", {TT}}}', instant=True),), "none",
           kind=Kind.TABLE, thresholds=((1, RED),), needs=Needs.FAULT, width=12,
@@ -77,6 +85,13 @@ ALERTS = Row("Alerts and clients", (
         Query(f"sum by (client_id, user) (kafka_client_fetch_bytes_per_second{{{CT}}})", "fetch {{client_id}}"),
     ), "Bps", min=0, width=12,
         description="Per-client byte rates from the brokers' quota sensors (they exist once any quota is set)."),
+    Panel("Client advisor findings", (Query(FINDINGS_SINCE, instant=True),), "dateTimeAsIso", kind=Kind.TABLE,
+          needs=Needs.FAULT, width=24, columns=(("finding", "finding"), ("client_id", "client"), ("group", "group"),
+                                                ("Value", "since")),
+          description="What the client advisor finds now (GET /api/v1/tenants/{tenant}/advice has the evidence, "
+                      "cause and settings to change; docs/advisor.md). client: the client, or the first suspect of "
+                      "connection churn; group: the consumer group of frequent rebalances; since: first seen in "
+                      "the last 24 h. Exported by the alerts role (kafka_client_advisor_finding)."),
 ))
 
 BOARD = Dashboard(

@@ -31,6 +31,9 @@ class Thresholds:
     min_seconds_per_mib: float = 0.05  # ...and at least this (a cluster of excellent clients flags no good one)
     reference_seconds_per_mib: float = 0.02  # the norm when a client has no peer to compare with
     storm_thread_share: float = 0.25  # a quarter of a broker thread for one client's requests
+    # ... or min_thread_share while moving less than this: thread time spent on requests that carry no data
+    # (retried metadata lookups, failing requests), not on records
+    storm_max_bytes_per_second: float = 1024.0
     storm_error_ratio: float = 0.05  # with at least 5% of the cluster's responses being errors, or throttled
     throttle_seconds: float = 0.001  # average throttle above 1 ms: the quota is biting
     rebalance_changes: float = 3  # membership changes per window
@@ -160,18 +163,32 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 
 def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Requests fail (cluster-wide) or the client is throttled by its request quota, and the client spends broker
+    thread time out of proportion to the data it moves (``_costly`` against every other client: a big client
+    moving much data efficiently, or every client slowed alike by a warming-up broker, is not a storm), being either
+    a quarter of a thread or busy for nothing."""
     cl = s.cluster
     error_ratio = cl.errors_per_second / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
+    if error_ratio < t.storm_error_ratio and not any(c.request_throttle_seconds >= t.throttle_seconds
+                                                     for c in s.clients):
+        return []
+    top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
     out = []
-    for c in s.clients:
+    for c, cost, norm in _costly(s.clients, t, lambda c: c.bytes_per_second):
         throttled = c.request_throttle_seconds >= t.throttle_seconds
-        if c.request_time_ratio < t.storm_thread_share or not (throttled or error_ratio >= t.storm_error_ratio):
+        if not (throttled or error_ratio >= t.storm_error_ratio):
             continue
-        top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
+        # Busy for nothing: a client that is not a consumer (an idle long-polling consumer is polling_too_often's
+        # business) using a share of a thread without moving data is retrying or re-asking, not producing.
+        busy_for_nothing = not c.fetch_seen and c.bytes_per_second < t.storm_max_bytes_per_second
+        if c.request_time_ratio < t.storm_thread_share and not busy_for_nothing:
+            continue
         out.append(_finding(
             FindingKind.REQUEST_STORM, c,
             evidence={"request_time_ratio": round(c.request_time_ratio, 4),
                       "request_throttle_seconds": round(c.request_throttle_seconds, 4),
+                      "bytes_per_second": round(c.bytes_per_second, 1),
+                      "thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
                       "cluster_error_ratio": round(error_ratio, 4),
                       "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()}}))
     return out
@@ -216,20 +233,42 @@ def frequent_rebalances(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 
 def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Per client software (name, version): older than the supported minimum (KIP-511 connections), or sending
+    requests in deprecated API versions (KIP-896), or both in one finding."""
     mins = dict(t.min_versions)
+    connections = {(sw.name, sw.version): sw.connections for sw in s.software if sw.connections > 0}
+    deprecated: dict[tuple[str, str], dict[str, float]] = {}
+    for d in s.deprecated:
+        if d.requests_per_second > 0:
+            apis = deprecated.setdefault((d.name, d.version), {})
+            apis[f"{d.request} v{d.api_version}"] = apis.get(f"{d.request} v{d.api_version}", 0.0) + d.requests_per_second
     out = []
-    for sw in s.software:
-        if sw.connections <= 0 or not is_outdated(sw.name, sw.version, mins):
+    for name, version in sorted(set(connections) | set(deprecated)):
+        old = (name, version) in connections and is_outdated(name, version, mins)
+        apis = deprecated.get((name, version), {})
+        if not old and not apis:
             continue
+        evidence = {"client_software_name": name, "client_software_version": version,
+                    "connections": connections.get((name, version), 0.0), "minimum_version": mins.get(name)}
+        metrics, causes, fixes = [], [], []
+        if old:
+            metrics.append(M["client_connections"])
+            causes.append("client software older than the supported minimum: known bugs, old protocol versions "
+                          "that Kafka 4.0 removed (KIP-896), down-conversion cost on the brokers")
+            fixes.append(f"upgrade {name} to {mins[name]} or later")
+        if apis:
+            metrics.append("kafka_broker_deprecated_requests_total")
+            evidence["deprecated_requests_per_second_by_api"] = {k: round(v, 3) for k, v in sorted(apis.items())}
+            causes.append("the client sends requests in API versions this Kafka deprecated (KIP-896): the next major "
+                          "Kafka release refuses them, and the client stops working after that upgrade")
+            if not old:
+                fixes.append(f"upgrade {name} to a release that speaks the current API versions (Java 2.1+, "
+                             "librdkafka 1.0+; KIP-896 lists the minimum per API); a client that skips ApiVersions "
+                             "(api.version.request=false, broker.version.fallback) must stop doing so")
         out.append(Finding(
-            kind=FindingKind.OUTDATED_CLIENT, severity=Severity.WARNING, cluster=sw.cluster,
-            tenant=s.whole_cluster_tenant, client_id="", user="",
-            evidence={"client_software_name": sw.name, "client_software_version": sw.version,
-                      "connections": sw.connections, "minimum_version": mins[sw.name]},
-            metrics=(M["client_connections"],),
-            cause="client software older than the supported minimum: known bugs, old protocol versions that "
-                  "Kafka 4.0 removed (KIP-896), down-conversion cost on the brokers",
-            fix=f"upgrade {sw.name} to {mins[sw.name]} or later"))
+            kind=FindingKind.OUTDATED_CLIENT, severity=Severity.WARNING, cluster=s.cluster.cluster,
+            tenant=s.whole_cluster_tenant, client_id="", user="", evidence=evidence, metrics=tuple(metrics),
+            cause="; ".join(causes), fix="; ".join(fixes)))
     return out
 
 

@@ -15,8 +15,8 @@ from datetime import datetime
 from alerts.inputs import M
 from alerts.prom import Sample, Source
 from monitor.advisor.capacity import DAY, BrokerUsage, ClusterUsage, Limits, TenantUsage
-from monitor.advisor.types import (ClientSample, ClusterSample, GroupSample, Snapshot, SoftwareSample,
-                                   TopicSample)
+from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample, GroupSample, Snapshot,
+                                   SoftwareSample, TopicSample)
 from monitor.config import TenantConfig
 from monitor.tenancy import TenantIndex
 
@@ -101,6 +101,13 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         f"sum by (client_software_name, client_software_version) ({M['client_connections']}{{{sel}}})",
         "client_software_name", "client_software_version").items()))
 
+    sw_labels = ("client_software_name", "client_software_version", "request", "api_version")
+    deprecated = tuple(
+        DeprecatedSample(cluster=cluster, name=n, version=v, request=req, api_version=api, requests_per_second=rps)
+        for (n, v, req, api), rps in sorted(r.by(
+            f"sum by ({', '.join(sw_labels)}) (rate(kafka_broker_deprecated_requests_total{{{sel}}}[{w}]))",
+            *sw_labels).items()) if rps > 0)
+
     errors = r.by(f'sum by (request) (rate(kafka_broker_request_errors_total{{{sel},error!="NONE"}}[{w}]))', "request")
     cs = ClusterSample(
         cluster=cluster, window_seconds=wsec,
@@ -113,7 +120,7 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         open_connections=r.scalar(f"sum({M['client_connections']}{{{sel}}})"),
         errors_by_request={k[0]: v for k, v in errors.items() if v > 0})
     return Snapshot(cluster=cs, clients=clients, topics=topics, groups=groups, software=software,
-                    whole_cluster_tenant=index.for_topic(cluster, None))
+                    deprecated=deprecated, whole_cluster_tenant=index.for_topic(cluster, None))
 
 
 def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig], now: datetime,

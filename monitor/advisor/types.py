@@ -93,6 +93,19 @@ class SoftwareSample:
 
 
 @dataclass(frozen=True)
+class DeprecatedSample:
+    """Requests per second in one deprecated API version (KIP-896) from one client software, summed over brokers.
+    Kafka labels them with the KIP-511 software name and version only: no client id."""
+
+    cluster: str
+    name: str
+    version: str
+    request: str
+    api_version: str
+    requests_per_second: float
+
+
+@dataclass(frozen=True)
 class ClusterSample:
     """Cluster-wide request figures over the window."""
 
@@ -114,6 +127,7 @@ class Snapshot:
     topics: tuple[TopicSample, ...] = ()
     groups: tuple[GroupSample, ...] = ()
     software: tuple[SoftwareSample, ...] = ()
+    deprecated: tuple[DeprecatedSample, ...] = ()
     whole_cluster_tenant: str | None = None  # the tenant owning the whole cluster, if any
 
 

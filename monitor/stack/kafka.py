@@ -94,19 +94,28 @@ def jolokia_url(layout: StackLayout, node_id: int) -> str:
 
 def set_default_client_quota(layout: StackLayout, java: str, log: Path) -> None:
     """``kafka-configs --alter --entity-type clients --entity-default`` through Kafka's own ConfigCommand class."""
+    set_client_quota(layout, java, log, client_id=None, quota=DEFAULT_CLIENT_QUOTA)
+
+
+def set_client_quota(layout: StackLayout, java: str, log: Path, *, client_id: str | None, quota: str) -> None:
+    """``kafka-configs --alter --entity-type clients --entity-name CLIENT_ID`` (the default with None) ``--add-config
+    QUOTA`` (e.g. ``producer_byte_rate=16384``). confluent-kafka has no client-quota Admin API, so Kafka's own
+    ConfigCommand runs in a short JVM."""
+    entity = ["--entity-default"] if client_id is None else ["--entity-name", client_id]
     cmd = [
         java, "-Xmx128m", f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
         "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand",
-        "--bootstrap-server", layout.bootstrap_servers, "--alter", "--entity-type", "clients", "--entity-default",
-        "--add-config", DEFAULT_CLIENT_QUOTA,
+        "--bootstrap-server", layout.bootstrap_servers, "--alter", "--entity-type", "clients", *entity,
+        "--add-config", quota,
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
     if rc != 0:
-        raise StackError(f"setting the default client quota failed (exit {rc}); see {log}")
+        what = "the default client quota" if client_id is None else f"the quota of client {client_id}"
+        raise StackError(f"setting {what} failed (exit {rc}); see {log}")
 
 
 def new_cluster_id() -> str:

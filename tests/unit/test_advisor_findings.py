@@ -7,8 +7,8 @@ import pytest
 
 from monitor.advisor import findings
 from monitor.advisor.findings import Thresholds, advise, for_tenant, norms_without, seconds_per_mib
-from monitor.advisor.types import (ClientSample, ClusterSample, FindingKind, GroupSample, Snapshot, SoftwareSample,
-                                   TopicSample)
+from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample, FindingKind, GroupSample, Snapshot,
+                                   SoftwareSample, TopicSample)
 
 pytestmark = pytest.mark.unit
 T = Thresholds()
@@ -22,9 +22,10 @@ def client(cid, *, tenant="shop", user="", prod=0.0, fetch=0.0, rt=0.0, pt=0.0, 
                         fetch_seen=fetch > 0 if fetch_seen is None else fetch_seen)
 
 
-def snap(*clients, cluster=None, topics=(), groups=(), software=(), whole=None):
+def snap(*clients, cluster=None, topics=(), groups=(), software=(), whole=None, deprecated=()):
     return Snapshot(cluster=cluster or ClusterSample(cluster="c", window_seconds=600), clients=tuple(clients),
-                    topics=tuple(topics), groups=tuple(groups), software=tuple(software), whole_cluster_tenant=whole)
+                    topics=tuple(topics), groups=tuple(groups), software=tuple(software), whole_cluster_tenant=whole,
+                    deprecated=tuple(deprecated))
 
 
 def kinds_for(found, kind):
@@ -113,6 +114,19 @@ STORMS = [
     (3, cluster(), [client("shop-storm", prod=KIB, rt=0.5, qt=0.2)], ["shop-storm"]),  # throttled by request quota
     (4, cluster(), [client("shop-busy", prod=KIB, rt=0.5)], []),  # busy but no errors, not throttled
     (5, cluster(err=10.0), [client("shop-calm", prod=KIB, rt=0.1)], []),  # errors, but a small share of a thread
+    # Busy for nothing (retried metadata lookups of a missing topic): 5% of a thread, no bytes, while requests fail.
+    (6, cluster(err=10.0), [client("shop-storm", rt=0.05)], ["shop-storm"]),
+    (7, cluster(), [client("shop-storm", rt=0.05)], []),  # the same without errors or throttling
+    (8, cluster(err=10.0), [client("shop-idle-reader", rt=0.05, fetch_seen=True)], []),  # a consumer: not a storm
+    (9, cluster(err=10.0), [client("shop-quiet", rt=0.01)], []),  # below min_thread_share
+    (10, cluster(err=10.0), [client("shop-small", prod=2 * KIB, rt=0.05)], []),  # moves records: batching's case
+    (11, cluster(err=10.0), [client("shop-big", prod=64 * MIB, rt=0.5)], []),  # half a thread, but for 64 MiB/s
+    # A warming-up broker makes every client's requests slow alike: a quarter of a thread, but not out of line
+    (12, cluster(err=10.0), [client("shop-good", prod=40 * KIB, rt=0.3), client("shop-peer", prod=40 * KIB, rt=0.2),
+                             client("shop-peer2", prod=40 * KIB, rt=0.25)], []),
+    # ... while the one storming beside them is
+    (13, cluster(err=10.0), [client("shop-good", prod=40 * KIB, rt=0.3), client("shop-peer", prod=40 * KIB, rt=0.2),
+                             client("shop-storm", rt=0.06)], ["shop-storm"]),
 ]
 
 
@@ -176,6 +190,42 @@ SOFTWARE = [
 def test_outdated_clients(case, sw, whole, expected):
     found = findings.outdated_clients(snap(software=[sw], whole=whole), T)
     assert [(f.evidence["client_software_name"], f.tenant) for f in found] == expected
+
+
+def dep(name, version, request, api, rps):
+    return DeprecatedSample("c", name, version, request, api, rps)
+
+
+RDK_OLD = SoftwareSample("c", "librdkafka", "1.5.0", 2)  # below librdkafka's 1.9.0 minimum
+RDK_NEW = SoftwareSample("c", "librdkafka", "2.6.1", 2)
+DEPRECATED = [
+    # (id, software, deprecated samples, expected [(name, version, deprecated APIs or None, connection-based)])
+    (1, [RDK_NEW], [], []),
+    # a current client sending deprecated versions (api.version.request=false): a finding for its APIs alone
+    (2, [RDK_NEW], [dep("librdkafka", "2.6.1", "Produce", "2", 3.0), dep("librdkafka", "2.6.1", "Fetch", "3", 1.5)],
+     [("librdkafka", "2.6.1", {"Fetch v3": 1.5, "Produce v2": 3.0}, False)]),
+    # outdated and deprecated: one finding with both causes
+    (3, [RDK_OLD], [dep("librdkafka", "1.5.0", "Produce", "2", 3.0)],
+     [("librdkafka", "1.5.0", {"Produce v2": 3.0}, True)]),
+    # software Kafka could not name (no ApiVersions): still reported by its deprecated requests
+    (4, [], [dep("unknown", "unknown", "Produce", "1", 0.5)], [("unknown", "unknown", {"Produce v1": 0.5}, False)]),
+    (5, [RDK_NEW], [dep("librdkafka", "2.6.1", "Produce", "2", 0.0)], []),  # none in the window
+    (6, [RDK_OLD], [], [("librdkafka", "1.5.0", None, True)]),  # outdated alone, as before
+]
+
+
+@pytest.mark.parametrize("case,software,deprecated,expected", DEPRECATED, ids=[f"deprecated-{c[0]}" for c in DEPRECATED])
+def test_outdated_clients_by_deprecated_api_versions(case, software, deprecated, expected):
+    found = findings.outdated_clients(snap(software=software, deprecated=deprecated, whole="shop"), T)
+    got = [(f.evidence["client_software_name"], f.evidence["client_software_version"],
+            f.evidence.get("deprecated_requests_per_second_by_api"), "kafka_broker_connections" in f.metrics)
+           for f in found]
+    assert got == expected
+    for f in found:
+        assert f.tenant == "shop" and f.fix.startswith("upgrade")
+        assert ("kafka_broker_deprecated_requests_total" in f.metrics) == bool(
+            f.evidence.get("deprecated_requests_per_second_by_api"))
+        assert ("KIP-896" in f.cause)
 
 
 CHURN = [

@@ -159,3 +159,17 @@ def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
         for name in set(re.findall(r'"(kafka_(?:host|cluster|topic|consumergroup|health)_[a-z_]+)"', source)):
             shown = name if name in docs else name + "_total"  # counters are documented with their _total
             assert shown in docs, f"{name} ({module.__name__}) is not documented in docs/metrics.md"
+
+
+def test_deprecated_requests_by_api_version_and_client_software():
+    mbean = ("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Produce,version={v},"
+             "clientSoftwareName=librdkafka,clientSoftwareVersion=1.5.0")
+    readings = [Reading(mbean.format(v=2), "Count", 4.0), Reading(mbean.format(v=1), "Count", 1.0),
+                # the plain per-version meter of the same request is a different metric
+                Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=2", "Count", 9.0)]
+    got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
+    sw = (("client_software_name", "librdkafka"), ("client_software_version", "1.5.0"))
+    assert got[("kafka_broker_deprecated_requests_total", BASE + (("request", "Produce"), ("api_version", "2")) + sw)] == 4.0
+    assert got[("kafka_broker_deprecated_requests_total", BASE + (("request", "Produce"), ("api_version", "1")) + sw)] == 1.0
+    assert got[("kafka_broker_requests_total", BASE + (("request", "Produce"),))] == 9.0
+    assert any("DeprecatedRequestsPerSec" in q.mbean for q in queries_for(catalog.BROKER_RULES))
