@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from alerts import repo
 from alerts.models import AlertInstance, Silence
-from monitor.api.pagination import Page, PagingParams, page_of
+from monitor.api.pagination import Page, Paging, PagingParams, page_of
 from monitor.api.principal import Principal, current_principal
 from monitor.errors import NotFound
 

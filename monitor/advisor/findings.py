@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from alerts.detectors.clients import is_outdated
 from alerts.inputs import M
-from monitor.advisor.types import (ClientSample, Finding, FindingKind, GroupSample, Severity, Snapshot,
+from monitor.advisor.types import (ClientSample, Finding, FindingKind, Severity, Snapshot,
                                    TopicSample)
 
 MIB = 1048576.0

@@ -168,7 +168,6 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
 
 
 def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
-    name = layout.node_name(node_id)
     node_dir = layout.node_dir(node_id)
     jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
     heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
