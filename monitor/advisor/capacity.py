@@ -2,9 +2,11 @@
 
 Every formula is written out in docs/advisor.md with its source. The model, in one paragraph: a tenant's steady
 storage is what it writes during its retention, on every replica (ingress x retention x replication factor); until
-it gets there its storage grows at ingress x replication factor; broker threads are loaded in proportion to
-ingress; a broker holds at most ``max_partitions_per_broker`` replicas and should keep its log disk below
-``max_disk_fill``. Nothing here queries or reads the clock.
+it gets there its storage grows at ingress x replication factor (so the disks fill piecewise linearly, slowing as
+each tenant reaches its steady state); broker threads are loaded in proportion to ingress; a broker holds at most
+``max_partitions_per_broker`` replicas, leads at most ``max_leaders_per_broker`` partitions and should keep its log
+disk below ``max_disk_fill``. An input with no series is listed in ``Plan.missing`` and the figures needing it are
+None, never computed from zeros. Nothing here queries or reads the clock.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ DAY = 86400.0
 class Limits:
     max_disk_fill: float = 0.8  # keep log disks below 80%: room for reassignment and segment roll-over
     max_partitions_per_broker: int = 4000  # replicas per broker (Kafka operations guidance for ZK/KRaft brokers)
-    max_leaders_per_broker: int = 2000
+    max_leaders_per_broker: int = 2000  # leaders per broker: each leader serves its partition's produce and fetches
     handler_idle_floor: float = 0.2  # KafkaRequestHandlerSaturation's threshold
     network_idle_floor: float = 0.3  # KafkaNetworkProcessorSaturation's threshold
     default_retention_seconds: float = 7 * DAY  # Kafka's log.retention.hours=168
@@ -93,12 +95,24 @@ def seconds_until(level_bytes: float, stored_bytes: float, bytes_in_per_second: 
                   replication_factor: float, steady_bytes: float) -> float | None:
     """When storage reaches ``level_bytes``: 0 if already there, None if it never will (steady state below it or no
     ingress). Storage grows at ingress x RF until it reaches the steady state."""
-    if stored_bytes >= level_bytes:
+    return fill_time(level_bytes, stored_bytes,
+                     [(bytes_in_per_second * replication_factor, steady_bytes - stored_bytes)])
+
+
+def fill_time(level_bytes: float, used_bytes: float, growers: list[tuple[float, float]]) -> float | None:
+    """When ``used_bytes`` reaches ``level_bytes`` if each grower ``(rate B/s, room B)`` adds ``rate`` until it has
+    added ``room`` (its steady state) and nothing after: piecewise linear, the total rate dropping as each grower
+    reaches its steady state. 0 if already there; None if the growers stop below it."""
+    if used_bytes >= level_bytes:
         return 0.0
-    growth = bytes_in_per_second * replication_factor
-    if steady_bytes < level_bytes or growth <= 0:
-        return None
-    return (level_bytes - stored_bytes) / growth
+    ends = sorted((room / rate, rate) for rate, room in growers if rate > 0 and room > 0)
+    rate, t, left = sum(r for _, r in ends), 0.0, level_bytes - used_bytes
+    for end, r in ends:
+        if rate * (end - t) >= left:
+            return t + left / rate
+        left -= rate * (end - t)
+        t, rate = end, rate - r
+    return None
 
 
 def thread_headroom(idle_at_peak: float | None, floor: float) -> float | None:
@@ -109,20 +123,26 @@ def thread_headroom(idle_at_peak: float | None, floor: float) -> float | None:
     return math.inf if busy <= 0 else (1.0 - floor) / busy
 
 
-def brokers_for(*, disk_needed_bytes: float, disk_per_broker_bytes: float, partition_replicas: float,
-                handler_busy: float, network_busy: float, limits: Limits) -> dict[str, int]:
-    """Brokers each constraint needs (the answer is the largest): disk at ``max_disk_fill``, replicas per broker,
-    and request-handler / network thread busy time (summed over brokers) kept above their idle floors."""
+def brokers_for(*, disk_needed_bytes: float, disk_per_broker_bytes: float | None, partition_replicas: float,
+                leaders: float, handler_busy: float | None, network_busy: float | None,
+                limits: Limits) -> dict[str, int]:
+    """Brokers each constraint needs (the answer is the largest): disk at ``max_disk_fill``, replicas and leaders
+    per broker, and request-handler / network thread busy time (summed over brokers) kept above their idle floors.
+    A constraint whose input is unknown (None) is left out rather than read as needing no broker."""
     def ceil(x: float) -> int:
         return max(1, math.ceil(x - 1e-9))
 
-    return {
+    needed = {
         "disk": ceil(disk_needed_bytes / (disk_per_broker_bytes * limits.max_disk_fill))
-        if disk_per_broker_bytes else 0,
+        if disk_per_broker_bytes else None,
         "partitions": ceil(partition_replicas / limits.max_partitions_per_broker),
-        "request_handler_threads": ceil(handler_busy / (1.0 - limits.handler_idle_floor)),
-        "network_threads": ceil(network_busy / (1.0 - limits.network_idle_floor)),
+        # Kafka spreads leaders evenly (preferred-leader election); each broker leads at most the limit.
+        "leaders": ceil(leaders / limits.max_leaders_per_broker),
+        "request_handler_threads":
+            None if handler_busy is None else ceil(handler_busy / (1.0 - limits.handler_idle_floor)),
+        "network_threads": None if network_busy is None else ceil(network_busy / (1.0 - limits.network_idle_floor)),
     }
+    return {k: v for k, v in needed.items() if v is not None}
 
 
 # ------------------------------------------------------------------------------------------------ the plan
@@ -157,9 +177,10 @@ class Plan:
     leaders_per_broker_max: float
     handler_headroom: float | None  # min over brokers: load multiplier before the handler idle floor
     network_headroom: float | None
-    brokers_needed: dict[str, int]
+    brokers_needed: dict[str, int]  # a constraint whose input is missing is absent
     limits: Limits
     scenario: Scenario = field(default_factory=Scenario)
+    missing: tuple[str, ...] = ()  # inputs with no series (``missing_inputs``): the figures needing them are None
 
     @property
     def brokers_required(self) -> int:
@@ -177,7 +198,7 @@ class Plan:
                 "leaders_per_broker_max": self.leaders_per_broker_max,
                 "handler_headroom": _r(self.handler_headroom), "network_headroom": _r(self.network_headroom),
                 "brokers_needed": self.brokers_needed, "brokers_required": self.brokers_required,
-                "limits": dict(self.limits.__dict__),
+                "missing": {k: describe_missing(k) for k in self.missing}, "limits": dict(self.limits.__dict__),
                 "scenario": {"grow": dict(self.scenario.grow),
                              "add": [dict(n.__dict__) for n in self.scenario.add]}})
         return out
@@ -202,17 +223,54 @@ def apply_scenario(usage: ClusterUsage, scenario: Scenario) -> tuple[ClusterUsag
     return replace(usage, tenants=tuple(tenants)), load
 
 
+# Inputs of the plan that can be missing (no series in the window): what, and what then cannot be computed.
+MISSING = {
+    "brokers": ("broker series (kafka_host_filesystem_size_bytes, kafka_broker_partitions, "
+                "kafka_broker_request_handler_idle_ratio)", "no broker to plan with"),
+    "topics": ("topic series (kafka_topic_bytes_in_total, kafka_topic_log_size_bytes, kafka_topic_partitions)",
+               "ingress and stored bytes read as 0"),
+    "disk_size": ("a broker's log-dir filesystem size (kafka_host_filesystem_size_bytes)",
+                  "disk full time and brokers needed for disk unknown"),
+    "handler_idle": ("a broker's request-handler idle ratio (kafka_broker_request_handler_idle_ratio)",
+                     "handler headroom and brokers needed for handler threads unknown"),
+    "network_idle": ("a broker's network-processor idle ratio (kafka_broker_network_processor_avg_idle_ratio)",
+                     "network headroom and brokers needed for network threads unknown"),
+}
+
+
+def describe_missing(key: str) -> str:
+    what, then = MISSING[key]
+    return f"missing {what}: {then}"
+
+
+def missing_inputs(usage: ClusterUsage) -> tuple[str, ...]:
+    """The keys of ``MISSING`` that hold for ``usage``. A broker's sizes and idle ratios are never really 0 / absent,
+    so 0 (the shell's value for "no series") means missing; a figure over brokers is unknown if any broker lacks
+    its input (a sum over the others would understate it)."""
+    b = usage.brokers
+    topics = any(t.bytes_in_per_second or t.stored_bytes or t.partitions for t in usage.tenants) or \
+        usage.other_bytes_in_per_second or usage.other_stored_bytes
+    out = {"brokers": not b, "topics": not topics,
+           "disk_size": any(x.disk_size_bytes <= 0 for x in b),
+           "handler_idle": any(x.handler_idle_at_peak is None for x in b),
+           "network_idle": any(x.network_idle_at_peak is None for x in b)}
+    return tuple(k for k in MISSING if out[k])
+
+
 def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Scenario()) -> Plan:
+    """The plan for ``usage`` (with ``scenario`` applied). Callers must not plan a cluster with no brokers (``missing``
+    holds "brokers"): every cluster-wide figure would be made of zeros."""
+    missing = missing_inputs(usage)
     base_partitions = sum(b.partitions for b in usage.brokers)
     added_partitions = sum(n.partitions for n in scenario.add) * usage.replication_factor
+    added_leaders = sum(n.partitions for n in scenario.add)  # one leader per partition
     usage, load = apply_scenario(usage, scenario)
     tenants = []
-    growth = 0.0
+    growers = []  # (bytes/s, bytes until the steady state) of everything still filling its retention
     for t in usage.tenants:
         rf = t.replication_factor or usage.replication_factor
         steady = steady_storage_bytes(t.bytes_in_per_second, t.retention_seconds, rf)
-        if t.stored_bytes < steady:
-            growth += t.bytes_in_per_second * rf
+        growers.append((t.bytes_in_per_second * rf, steady - t.stored_bytes))
         tenants.append(TenantPlan(
             tenant=t.tenant, bytes_in_per_second=t.bytes_in_per_second, stored_bytes=t.stored_bytes,
             retention_seconds=t.retention_seconds, replication_factor=rf, steady_storage_bytes=steady,
@@ -222,26 +280,26 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
     other_steady = max(usage.other_stored_bytes,
                        steady_storage_bytes(usage.other_bytes_in_per_second, limits.default_retention_seconds,
                                             usage.replication_factor))
+    growers.append((usage.other_bytes_in_per_second * usage.replication_factor,
+                    other_steady - usage.other_stored_bytes))
     steady_total = sum(t.steady_storage_bytes for t in tenants) + other_steady
     disk_total = sum(b.disk_size_bytes for b in usage.brokers)
     disk_used = sum(b.disk_used_bytes for b in usage.brokers)
-    usable = disk_total * limits.max_disk_fill
-    # Disk fills at the summed growth of tenants not yet at their steady state; it stops growing once all are.
-    headroom_to_steady = steady_total - sum(t.stored_bytes for t in tenants) - usage.other_stored_bytes
-    if disk_used >= usable:
-        full_in = 0.0
-    elif growth <= 0 or headroom_to_steady < usable - disk_used:
-        full_in = None
-    else:
-        full_in = (usable - disk_used) / growth
+    disk_known = "disk_size" not in missing and disk_total > 0
+    # Each tenant fills at its own rate until its retention starts deleting: the disks fill piecewise linearly.
+    full_in = fill_time(disk_total * limits.max_disk_fill, disk_used, growers) if disk_known else None
     n = len(usage.brokers)
-    handler_busy = sum(1.0 - b.handler_idle_at_peak for b in usage.brokers if b.handler_idle_at_peak is not None)
-    network_busy = sum(1.0 - b.network_idle_at_peak for b in usage.brokers if b.network_idle_at_peak is not None)
+
+    def busy(idle: list[float | None]) -> float | None:
+        return None if not idle or None in idle else sum(1.0 - i for i in idle) * load
+
     needed = brokers_for(
         # Disk needed: the larger of what is on disk now (besides Kafka: other files) and the steady state.
-        disk_needed_bytes=max(steady_total, disk_used), disk_per_broker_bytes=disk_total / n if n else 0.0,
-        partition_replicas=base_partitions + added_partitions, handler_busy=handler_busy * load,
-        network_busy=network_busy * load, limits=limits)
+        disk_needed_bytes=max(steady_total, disk_used), disk_per_broker_bytes=disk_total / n if disk_known else None,
+        partition_replicas=base_partitions + added_partitions,
+        leaders=sum(b.leaders for b in usage.brokers) + added_leaders,
+        handler_busy=busy([b.handler_idle_at_peak for b in usage.brokers]),
+        network_busy=busy([b.network_idle_at_peak for b in usage.brokers]), limits=limits)
     heads = [thread_headroom(b.handler_idle_at_peak, limits.handler_idle_floor) for b in usage.brokers]
     nets = [thread_headroom(b.network_idle_at_peak, limits.network_idle_floor) for b in usage.brokers]
     return Plan(
@@ -250,11 +308,15 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
         disk_full_in_seconds=full_in,
         partitions_per_broker_max=max((b.partitions for b in usage.brokers), default=0.0)
         + (added_partitions / n if n else 0.0),
-        leaders_per_broker_max=max((b.leaders for b in usage.brokers), default=0.0),
-        handler_headroom=_min_known(heads, load), network_headroom=_min_known(nets, load),
-        brokers_needed=needed, limits=limits, scenario=scenario)
+        leaders_per_broker_max=max((b.leaders for b in usage.brokers), default=0.0)
+        + (added_leaders / n if n else 0.0),
+        handler_headroom=_min_over_brokers(heads, load), network_headroom=_min_over_brokers(nets, load),
+        brokers_needed=needed, limits=limits, scenario=scenario, missing=missing)
 
 
-def _min_known(values: list[float | None], load: float) -> float | None:
-    known = [v for v in values if v is not None]
-    return min(known) / load if known else None
+def _min_over_brokers(values: list[float | None], load: float) -> float | None:
+    """The smallest headroom over brokers, after ``load``; None if any broker's is unknown (the minimum of the others
+    could hide the saturated one)."""
+    if not values or None in values:
+        return None
+    return min(values) / load

@@ -66,13 +66,20 @@ def _advice(args) -> int:
     return 1 if any(c["status"] != "ok" for c in doc["clusters"]) else 0
 
 
+# How a cluster that is not "ok" is shown (DataStatus values): never as "no findings" alone.
+_NOT_OK = {"unavailable": "UNAVAILABLE", "no_data": "NO DATA"}
+
+
 def format_advice(doc: dict) -> str:
     lines = [f"advice for tenant {doc['tenant']} (window {doc['window']}, as of {doc['as_of']})"]
     for c in doc["clusters"]:
         if c["status"] != "ok":
-            lines.append(f"  cluster {c['cluster']}: UNAVAILABLE: {c['message']}")
+            lines.append(f"  cluster {c['cluster']}: {_NOT_OK.get(c['status'], c['status'])}: {c['message']}")
+    checked = sum(c["status"] == "ok" for c in doc["clusters"])
     if not doc["findings"]:
-        lines.append("  no findings")
+        lines.append("  no findings" if checked == len(doc["clusters"]) else
+                     f"  no findings on the {checked} cluster(s) with data" if checked else
+                     "  no findings, but no cluster had data: nothing was checked")
     for f in doc["findings"]:
         who = f["client_id"] or (f"group {f['group']}" if f["group"] else "") or \
             (f"suspects {', '.join(f['suspects'])}" if f["suspects"] else "cluster-wide")
@@ -120,22 +127,31 @@ def _when(seconds) -> str:
     return "now" if seconds <= 0 else f"in {seconds / 86400:.1f} days"
 
 
+def _times(v) -> str:
+    return "unknown" if v is None else f"x{v}"
+
+
 def format_capacity(doc: dict) -> str:
     if doc["status"] != "ok":
-        return f"cluster {doc['cluster']}: UNAVAILABLE: {doc['message']}"
+        return f"cluster {doc['cluster']}: {_NOT_OK.get(doc['status'], doc['status'])}: {doc['message']}"
     out = []
     for title, p in (("plan", doc["plan"]), ("what-if", doc["what_if"])):
         if p is None:
             continue
+        missing = p["missing"]
+        # A constraint whose input is missing is left out of brokers_needed: the others give a lower bound.
+        at_least = "at least " if missing.keys() - {"topics"} else ""
         out.append(f"cluster {doc['cluster']} {title} (window {doc['window']}), replication factor "
-                   f"{p['replication_factor']}: brokers {p['brokers']}, required {p['brokers_required']} "
+                   f"{p['replication_factor']}: brokers {p['brokers']}, required {at_least}{p['brokers_required']} "
                    f"{p['brokers_needed']}")
+        full = "unknown" if "disk_size" in missing else _when(p["disk_full_in_seconds"])
         out.append(f"  disk: {_bytes(p['disk_used_bytes'])} used of {_bytes(p['disk_total_bytes'])}, steady state "
-                   f"{_bytes(p['steady_storage_bytes'])}, {p['limits']['max_disk_fill']:.0%} full "
-                   f"{_when(p['disk_full_in_seconds'])}")
+                   f"{_bytes(p['steady_storage_bytes'])}, {p['limits']['max_disk_fill']:.0%} full {full}")
         out.append(f"  partitions/broker max {p['partitions_per_broker_max']} (limit "
-                   f"{p['limits']['max_partitions_per_broker']}), leaders/broker max {p['leaders_per_broker_max']}; "
-                   f"thread headroom x{p['handler_headroom']} handler, x{p['network_headroom']} network")
+                   f"{p['limits']['max_partitions_per_broker']}), leaders/broker max {p['leaders_per_broker_max']} "
+                   f"(limit {p['limits']['max_leaders_per_broker']}); thread headroom "
+                   f"{_times(p['handler_headroom'])} handler, {_times(p['network_headroom'])} network")
+        out += [f"  {why}" for why in missing.values()]
         for t in p["tenants"]:
             out.append(f"  tenant {t['tenant']}: {_bytes(t['bytes_in_per_second'])}/s in, "
                        f"{_bytes(t['stored_bytes'])} stored, steady {_bytes(t['steady_storage_bytes'])} "

@@ -1,7 +1,9 @@
 """What the API and the CLI call: one tenant's advice, one cluster's capacity plan.
 
 Both take the data source, the tenants and ``now`` as parameters. A cluster whose Prometheus query fails is reported
-as ``unavailable`` with the reason (never as "no findings": no data and failed stay distinct).
+as ``unavailable`` with the reason; one for which Prometheus answers but holds none of the brokers' series is
+``no_data``, with the inputs that were empty. Neither is ever reported as ``ok`` with no findings: no data, failed and
+"all good" stay distinct.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from datetime import datetime
 from alerts.prom import Source
 from monitor.advisor import capacity, findings
 from monitor.advisor.source import read_snapshot, read_usage
+from monitor.advisor.types import SNAPSHOT_INPUTS, DataStatus
 from monitor.config import TenantConfig
 from monitor.errors import QueryError
 
@@ -23,11 +26,15 @@ WINDOW = r"^[1-9][0-9]{0,4}[smhd]$"
 @dataclass(frozen=True)
 class ClusterStatus:
     cluster: str
-    status: str  # "ok" | "unavailable"
+    status: DataStatus
     message: str = ""
 
     def as_json(self) -> dict:
-        return {"cluster": self.cluster, "status": self.status, "message": self.message}
+        return {"cluster": self.cluster, "status": self.status.value, "message": self.message}
+
+
+def _no_data(cluster: str, window: str, empty: Iterable[str]) -> str:
+    return f"Prometheus holds no data for cluster {cluster!r} in the last {window}: no {'; no '.join(empty)}"
 
 
 def clusters_of(tenant: TenantConfig) -> list[str]:
@@ -44,9 +51,13 @@ def tenant_advice(*, source: Source, tenant: TenantConfig, tenants: Iterable[Ten
         try:
             snap = read_snapshot(source, cluster=cluster, tenants=tenants, now=now, window=window)
         except QueryError as exc:
-            statuses.append(ClusterStatus(cluster, "unavailable", str(exc)))
+            statuses.append(ClusterStatus(cluster, DataStatus.UNAVAILABLE, str(exc)))
             continue
-        statuses.append(ClusterStatus(cluster, "ok"))
+        if snap.has_broker_data:
+            statuses.append(ClusterStatus(cluster, DataStatus.OK))
+        else:  # the consumer-group rule may still find something; the client rules had nothing to read
+            empty = [SNAPSHOT_INPUTS[k] for k, seen in snap.inputs_seen().items() if not seen]
+            statuses.append(ClusterStatus(cluster, DataStatus.NO_DATA, _no_data(cluster, window, empty)))
         out.extend(findings.for_tenant(findings.advise(snap, thresholds), tenant.name))
     return {"tenant": tenant.name, "as_of": now.isoformat(), "window": window,
             "clusters": [s.as_json() for s in statuses], "findings": [f.as_json() for f in out]}
@@ -62,7 +73,11 @@ def cluster_capacity(*, source: Source, cluster: str, tenants: Iterable[TenantCo
     try:
         usage = read_usage(source, cluster=cluster, tenants=tenants, now=now, window=window, limits=limits)
     except QueryError as exc:
-        return {**head, "status": "unavailable", "message": str(exc), "plan": None, "what_if": None}
+        return {**head, "status": DataStatus.UNAVAILABLE.value, "message": str(exc), "plan": None, "what_if": None}
+    missing = capacity.missing_inputs(usage)
+    if "brokers" in missing:  # nothing to plan with: no plan rather than one made of zeros ("disks full now")
+        message = _no_data(cluster, window, [capacity.MISSING[k][0] for k in missing if k in ("brokers", "topics")])
+        return {**head, "status": DataStatus.NO_DATA.value, "message": message, "plan": None, "what_if": None}
     current = capacity.plan(usage, limits)
     what_if = capacity.plan(usage, limits, scenario) if not scenario.is_empty else None
 
@@ -74,7 +89,9 @@ def cluster_capacity(*, source: Source, cluster: str, tenants: Iterable[TenantCo
             body["tenants"] = [t for t in body["tenants"] if t["tenant"] == only_tenant]
         return body
 
-    return {**head, "status": "ok", "message": "", "plan": view(current), "what_if": view(what_if)}
+    # Some inputs missing: a plan, the figures needing them null, and the message (and ``plan.missing``) says which.
+    message = "; ".join(capacity.describe_missing(k) for k in missing)
+    return {**head, "status": DataStatus.OK.value, "message": message, "plan": view(current), "what_if": view(what_if)}
 
 
 def parse_scenario(grow: Iterable[str] = (), add: Iterable[str] = ()) -> capacity.Scenario:

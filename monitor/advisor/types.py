@@ -31,6 +31,15 @@ class Severity(str, Enum):
     WARNING = "warning"
 
 
+class DataStatus(str, Enum):
+    """What a cluster's answer rests on. ``NO_DATA``: Prometheus answered but held none of the series the answer needs
+    (never read as "all good"); ``UNAVAILABLE``: the query failed. The two stay distinct."""
+
+    OK = "ok"
+    NO_DATA = "no_data"
+    UNAVAILABLE = "unavailable"
+
+
 @dataclass(frozen=True)
 class ClientSample:
     """One client (user, client_id) on one cluster, summed over brokers (rates, thread share) or the worst broker
@@ -118,6 +127,15 @@ class ClusterSample:
     errors_by_request: dict[str, float] = field(default_factory=dict)
 
 
+# The snapshot's inputs, as a "no data" message names them.
+SNAPSHOT_INPUTS = {
+    "brokers": "broker requests and connections (kafka_broker_requests_total, kafka_broker_connections)",
+    "clients": "client quota sensors (kafka_client_*)",
+    "topics": "topic produce metrics (kafka_topic_*)",
+    "groups": "consumer groups (kafka_consumergroup_*)",
+}
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything the rules read for one cluster."""
@@ -129,6 +147,22 @@ class Snapshot:
     software: tuple[SoftwareSample, ...] = ()
     deprecated: tuple[DeprecatedSample, ...] = ()
     whole_cluster_tenant: str | None = None  # the tenant owning the whole cluster, if any
+
+    def inputs_seen(self) -> dict[str, bool]:
+        """Whether each input of the rules (``SNAPSHOT_INPUTS``) had any sample in the window. Broker request
+        figures are rates the query sums, so "no series" and "all zero" look alike; a live broker always serves some
+        requests (the collectors' own among them), so zero is read as none."""
+        c = self.cluster
+        return {"brokers": bool(c.requests_per_second > 0 or c.new_connections_per_second > 0
+                                or c.open_connections > 0 or c.errors_by_request or self.software or self.deprecated),
+                "clients": bool(self.clients), "topics": bool(self.topics), "groups": bool(self.groups)}
+
+    @property
+    def has_broker_data(self) -> bool:
+        """Any series from the brokers' JMX (requests, connections, client quota sensors, topics). Without them only
+        the consumer-group rule can run, and "no finding" would say nothing about the clients."""
+        seen = self.inputs_seen()
+        return seen["brokers"] or seen["clients"] or seen["topics"]
 
 
 @dataclass(frozen=True)

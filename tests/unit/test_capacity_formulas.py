@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from monitor.advisor.capacity import (DAY, BrokerUsage, ClusterUsage, Limits, NewTenant, Scenario, TenantUsage,
-                                      brokers_for, plan, seconds_until, steady_storage_bytes, thread_headroom)
+                                      brokers_for, fill_time, missing_inputs, plan, seconds_until,
+                                      steady_storage_bytes, thread_headroom)
 from monitor.advisor.service import parse_scenario
 from monitor.errors import Invalid
 
@@ -44,9 +45,33 @@ def test_thread_headroom():
 
 def test_brokers_for_each_constraint():
     got = brokers_for(disk_needed_bytes=5.5728e12, disk_per_broker_bytes=1e12, partition_replicas=9000,
-                      handler_busy=2.8, network_busy=0.5, limits=Limits())
-    # 5.5728 / 0.8 = 6.97 -> 7; 9000 / 4000 = 2.25 -> 3; 2.8 / 0.8 = 3.5 -> 4; 0.5 / 0.7 -> 1
-    assert got == {"disk": 7, "partitions": 3, "request_handler_threads": 4, "network_threads": 1}
+                      leaders=4500, handler_busy=2.8, network_busy=0.5, limits=Limits())
+    # 5.5728 / 0.8 = 6.97 -> 7; 9000 / 4000 = 2.25 -> 3; 4500 / 2000 = 2.25 -> 3; 2.8 / 0.8 = 3.5 -> 4; 0.5 / 0.7 -> 1
+    assert got == {"disk": 7, "partitions": 3, "leaders": 3, "request_handler_threads": 4, "network_threads": 1}
+
+
+def test_brokers_for_leaves_out_a_constraint_whose_input_is_unknown():
+    got = brokers_for(disk_needed_bytes=5e12, disk_per_broker_bytes=None, partition_replicas=10, leaders=4,
+                      handler_busy=None, network_busy=0.5, limits=Limits())
+    assert got == {"partitions": 1, "leaders": 1, "network_threads": 1}  # no "disk": 0, no "threads": 1
+
+
+FILL_TIME = [
+    # (level, used, growers (rate, room), expected)
+    (100.0, 10.0, [(2.0, 1000.0)], 45.0),  # one grower, never stops before: 90 / 2
+    # Two growers: 3 B/s together until the second stops at t=10 (room 10), having added 30; then 2 B/s for the
+    # other 60: 10 + 30 = 40 (at a constant 3 B/s the answer would be 30: an underestimate).
+    (100.0, 10.0, [(2.0, 1000.0), (1.0, 10.0)], 40.0),
+    (100.0, 10.0, [(2.0, 40.0), (1.0, 10.0)], None),  # both stop at 10 + 40 + 10 = 60 < 100: never
+    (100.0, 100.0, [], 0.0),  # already there
+    (100.0, 10.0, [(0.0, 50.0), (5.0, -3.0)], None),  # no growth, or already past the steady state
+]
+
+
+@pytest.mark.parametrize("level,used,growers,expected", FILL_TIME)
+def test_fill_time_is_piecewise_linear(level, used, growers, expected):
+    got = fill_time(level, used, growers)
+    assert got == (None if expected is None else pytest.approx(expected))
 
 
 def usage() -> ClusterUsage:
@@ -67,8 +92,11 @@ def test_plan_today():
     assert (p.disk_total_bytes, p.disk_used_bytes) == (3000 * GB, 300 * GB)
     # Disks stop growing at 1.944 TB + nothing else, below 80% of 3 TB = 2.4 TB: never full.
     assert p.disk_full_in_seconds is None
-    # disk 1.944 / 0.8 = 2.43 -> 3; 300 replicas -> 1; handler 3 x 0.4 / 0.8 = 1.5 -> 2; network 3 x 0.35 / 0.7 -> 2
-    assert p.brokers_needed == {"disk": 3, "partitions": 1, "request_handler_threads": 2, "network_threads": 2}
+    # disk 1.944 / 0.8 = 2.43 -> 3; 300 replicas -> 1; 102 leaders -> 1; handler 3 x 0.4 / 0.8 = 1.5 -> 2;
+    # network 3 x 0.35 / 0.7 -> 2
+    assert p.brokers_needed == {"disk": 3, "partitions": 1, "leaders": 1, "request_handler_threads": 2,
+                                "network_threads": 2}
+    assert p.missing == ()
     assert p.brokers_required == 3
     assert p.handler_headroom == pytest.approx(2.0) and p.network_headroom == pytest.approx(2.0)
 
@@ -78,10 +106,14 @@ def test_what_if_a_tenant_grows_three_times():
     shop = p.tenants[0]
     assert shop.steady_storage_bytes == pytest.approx(5.4432e12)  # 3 MB/s x 7 d x 3
     assert shop.budget_full_in_seconds == pytest.approx((2000 * GB - 50 * GB) / 9e6)  # 216,667 s = 2.5 days
-    # Disk grows at (3 + 0.5) MB/s x 3 = 10.5 MB/s from 0.3 TB to 2.4 TB: 2.1e12 / 10.5e6 = 200,000 s.
-    assert p.disk_full_in_seconds == pytest.approx(200000)
+    # Disk grows from 0.3 TB towards 2.4 TB (2.1e12 to go) at (3 + 0.5) MB/s x 3 = 10.5 MB/s until ads reaches its
+    # steady state: (129.6 - 100) GB / 1.5 MB/s = 19,733.3 s, adding 207.2 GB; then at shop's 9 MB/s for the
+    # remaining 1,892.8 GB: 210,311.1 s. Full in 230,044.4 s (2.66 days; a constant 10.5 MB/s would say 200,000).
+    assert p.disk_full_in_seconds == pytest.approx(29.6e9 / 1.5e6 + (2.1e12 - 29.6e9 / 1.5e6 * 10.5e6) / 9e6)
+    assert p.disk_full_in_seconds == pytest.approx(230044.4, abs=0.1)
     # Ingress 1.5 -> 3.5 MB/s: load x 7/3. Disk 5.5728 / 0.8 -> 7; handler 1.2 x 7/3 / 0.8 = 3.5 -> 4.
-    assert p.brokers_needed == {"disk": 7, "partitions": 1, "request_handler_threads": 4, "network_threads": 4}
+    assert p.brokers_needed == {"disk": 7, "partitions": 1, "leaders": 1, "request_handler_threads": 4,
+                                "network_threads": 4}
     assert p.brokers_required == 7
     assert p.handler_headroom == pytest.approx(2.0 * 3 / 7)
 
@@ -91,6 +123,7 @@ def test_what_if_a_new_tenant_is_added():
     newco = p.tenants[-1]
     assert newco.steady_storage_bytes == pytest.approx(9.072e12)  # 5 MB/s x 7 d x 3
     assert p.partitions_per_broker_max == pytest.approx(100 + 48 * 3 / 3)
+    assert p.leaders_per_broker_max == pytest.approx(34 + 48 / 3)  # one leader per new partition, spread
     # steady 1.944 + 9.072 = 11.016 TB / 0.8 TB per broker = 13.77 -> 14
     assert p.brokers_needed["disk"] == 14
     # load (1.5 + 5) / 1.5 = 4.333; handler 1.2 x 4.333 / 0.8 = 6.5 -> 7
@@ -119,3 +152,46 @@ def test_a_tenant_with_its_own_replication_factor():
     shop, ads = plan(u).tenants
     assert shop.replication_factor == 2.0 and shop.steady_storage_bytes == pytest.approx(1e6 * 604800 * 2)
     assert ads.replication_factor == 3.0  # the cluster's
+
+
+def test_leaders_per_broker_limit_the_brokers_required():
+    # 3 brokers each leading 2,500 partitions (RF 1: 2,500 replicas each): 7,500 leaders / 2,000 per broker = 3.75
+    # -> 4 brokers, though 7,500 replicas / 4,000 = 1.9 -> 2 and disk and threads need fewer.
+    u = usage()
+    u = replace(u, brokers=tuple(replace(b, partitions=2500, leaders=2500) for b in u.brokers), replication_factor=1.0,
+                tenants=())
+    p = plan(u)
+    assert p.brokers_needed["leaders"] == 4 and p.brokers_needed["partitions"] == 2
+    assert p.brokers_required == 4
+    # What-if: a tenant with 600 partitions adds 600 leaders: 8,100 / 2,000 = 4.05 -> 5.
+    p = plan(u, scenario=Scenario(add=(NewTenant("newco", 0.0, DAY, partitions=600),)))
+    assert p.brokers_needed["leaders"] == 5 and p.leaders_per_broker_max == pytest.approx(2500 + 600 / 3)
+    assert plan(u, limits=Limits(max_leaders_per_broker=4000)).brokers_needed["leaders"] == 2  # 7,500 / 4,000
+
+
+def test_a_broker_without_disk_size_is_not_full_now():
+    # The shell reads a missing filesystem series as size 0 (and avail 0): "used >= 80% of 0" must not mean full.
+    u = usage()
+    u = replace(u, brokers=(replace(u.brokers[0], disk_size_bytes=0.0, disk_avail_bytes=0.0), *u.brokers[1:]))
+    p = plan(u)
+    assert p.missing == ("disk_size",)
+    assert p.disk_full_in_seconds is None and "disk" not in p.brokers_needed
+    doc = p.as_json()
+    assert doc["disk_full_in_seconds"] is None and set(doc["missing"]) == {"disk_size"}
+    assert "kafka_host_filesystem_size_bytes" in doc["missing"]["disk_size"]
+
+
+def test_a_broker_without_thread_idle_leaves_headroom_unknown():
+    u = usage()
+    u = replace(u, brokers=(replace(u.brokers[0], handler_idle_at_peak=None), *u.brokers[1:]))
+    p = plan(u)
+    assert p.missing == ("handler_idle",)
+    assert p.handler_headroom is None and "request_handler_threads" not in p.brokers_needed
+    assert p.network_headroom == pytest.approx(2.0)
+
+
+def test_missing_inputs_of_an_empty_cluster():
+    empty = ClusterUsage(cluster="c", brokers=(), tenants=(TenantUsage("shop", 0.0, 0.0, DAY),),
+                         replication_factor=1.0)
+    assert missing_inputs(empty) == ("brokers", "topics")
+    assert missing_inputs(usage()) == ()
