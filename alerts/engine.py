@@ -6,8 +6,9 @@
     no data:         one query counts every rule input per cluster; a missing input raises KafkaHealthRuleNoData
     attribution:     each observation becomes one instance per tenant hurt (alerts.attribution)
     state machine:   alerts.state.step per instance
-    mute + dedup:    silences and inhibition hold notifications back; ``notified_state`` makes notifications
-                     idempotent, so replaying a cycle after a restart sends nothing twice and loses no resolve.
+    mute + dedup:    silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
+                     firing keeps being refreshed there); ``notified_state`` makes notifications idempotent, so
+                     replaying a cycle after a restart sends nothing twice and loses no resolve.
 """
 
 from __future__ import annotations
@@ -128,8 +129,8 @@ class Engine:
 
     def evaluate(self, prev: dict[str, Instance], source: Source, now: datetime, *,
                  silences: Muter | None = None, resend_seconds: float = 60.0) -> CycleResult:
-        """``resend_seconds``: firing alerts are refreshed to Alertmanager this often (it resolves alerts whose
-        ``endsAt`` passes), as Prometheus' resend delay does."""
+        """``resend_seconds``: firing alerts already sent are refreshed to Alertmanager this often, muted or not (it
+        resolves alerts whose ``endsAt`` passes), as Prometheus' resend delay does."""
         ctx = DetectorContext(source=source, now=now, config=self.config, tenants=self.tenants)
         try:
             placement = placement_from_samples(
@@ -210,8 +211,13 @@ class Engine:
                 inst = inst.evolve(**updates)
                 keep[fp] = inst
             decision = _dedup(inst)
-            if (decision is Decision.NONE and inst.state is AlertState.FIRING and not inst.muted_by
-                    and inst.last_sent_at is not None and now - inst.last_sent_at >= timedelta(seconds=resend_seconds)):
+            # Refresh whatever Alertmanager already holds as firing, muted or not (Prometheus too keeps sending
+            # firing alerts whatever Alertmanager's silences say): else Alertmanager times its copy out and reports
+            # a false resolve, and the end of the silence pages again. A mute holds back pages not yet sent and
+            # webhooks (refreshes never go to webhooks: alerts.notify.targets_for).
+            if (decision is Decision.NONE and inst.state is AlertState.FIRING
+                    and inst.notified_state is AlertState.FIRING and inst.last_sent_at is not None
+                    and now - inst.last_sent_at >= timedelta(seconds=resend_seconds)):
                 decision = Decision.REFRESH
             if decision is not Decision.NONE:
                 inst = inst.evolve(notified_state=inst.state, last_sent_at=now)

@@ -1,7 +1,10 @@
 """Silences and inhibition behind one interface (Alertmanager's ``types.Muter``): ``mutes(labels) -> reason | None``.
 
-A muted alert is still evaluated, persisted and visible in the API (with ``muted_by``); only its notifications are
-held back. A resolve is always delivered for an alert whose firing was delivered, muted or not.
+A muted alert is still evaluated, persisted and visible in the API (with ``muted_by``); only the pages not yet sent
+are held back (a firing that starts muted is sent when the mute ends, if it still fires). An alert whose firing was
+already delivered stays delivered: Alertmanager keeps getting its refreshes (as from Prometheus, which ignores
+silences), so it neither times out into a false resolve nor pages again when the mute ends; webhooks get nothing
+more. A resolve is always delivered for an alert whose firing was delivered, muted or not.
 """
 
 from __future__ import annotations
@@ -70,9 +73,14 @@ class InhibitRule:
 
 
 DEFAULT_INHIBIT_RULES = (
-    # A broker down: its own under-replication is a consequence, not news.
-    InhibitRule("KafkaBrokerUnreachable", ("KafkaUnderReplicatedPartitions", "KafkaUnderMinIsrPartitions"),
-                ("cluster", "broker")),
+    # A broker down: the under-replication it causes is a consequence, not news. Under-replicated counts come from
+    # JMX on the partition *leaders*; the dead broker exports nothing, so they are reported by the surviving brokers
+    # and carry their `broker` label, never the dead one's: only `cluster` can be equal. The price: while a broker
+    # is down, under-replication of another cause on that cluster is hidden too (it is a warning; offline and
+    # under-min-ISR partitions still page). KafkaUnderMinIsrPartitions is deliberately not a target: acks=all
+    # writes are failing, which the broker-down page does not say and which needs its own decision
+    # (restart, or lower min.insync.replicas).
+    InhibitRule("KafkaBrokerUnreachable", ("KafkaUnderReplicatedPartitions",), ("cluster",)),
     # No data because the collector cannot scrape: the scrape alert says why.
     InhibitRule("KafkaHealthScrapeFailing", ("KafkaHealthRuleNoData",), ("cluster",)),
 )

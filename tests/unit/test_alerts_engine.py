@@ -9,6 +9,7 @@ from alerts.engine import FAILING, NO_DATA, Engine, RuleHealth
 from alerts.inputs import M
 from alerts.models import AlertState
 from alerts.mute import Matcher, SilenceView, Silencer
+from alerts.notify import ALERTMANAGER, targets_for
 from alerts.prom import Sample
 from alerts.rules import builtin_variant, load_rules
 from alerts.types import Decision
@@ -96,20 +97,30 @@ def test_broker_alert_is_one_instance_per_tenant_on_the_broker():
     assert shop.annotations["runbook"].endswith("#kafkabrokerunreachable")
 
 
-def test_inhibition_mutes_under_replication_of_the_down_broker_only():
+def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leaders():
+    """As on a real cluster: the killed broker exports nothing; the leaders that lost a follower (brokers 2 and 3)
+    report the under-replicated and under-min-ISR partitions under their own ``broker`` label."""
     eng, src = _engine(), FakeSource()
     _placement(src)
     src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
-    src.answers[M["under_replicated"]] = [Sample({"cluster": "c1", "broker": "1"}, 4),
-                                         Sample({"cluster": "c1", "broker": "2"}, 4)]
-    r = {}
-    for s in (0, 30, 60, 90):
+    src.answers[M["under_replicated"]] = [Sample({"cluster": "c1", "broker": "2"}, 4),
+                                         Sample({"cluster": "c1", "broker": "3"}, 2)]
+    src.answers[M["under_min_isr"]] = [Sample({"cluster": "c1", "broker": "2"}, 1)]
+    r, notified = {}, []
+    for s in (0, 30, 60, 90, 120):
         res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
         r = res.instances
-    urp = {i.labels["broker"]: i for i in by_rule(res, "KafkaUnderReplicatedPartitions")}
-    assert urp["1"].state is AlertState.FIRING and urp["1"].muted_by == "inhibited:KafkaBrokerUnreachable"
-    assert urp["2"].state is AlertState.FIRING and urp["2"].muted_by is None
-    assert urp["1"].notified_state is None and urp["2"].notified_state is AlertState.FIRING
+        notified += [n.instance.rule for n in res.notifications]
+    assert {i.state for i in by_rule(res, "KafkaBrokerUnreachable")} == {AlertState.FIRING}
+    urp = by_rule(res, "KafkaUnderReplicatedPartitions")
+    assert {i.labels["broker"] for i in urp} == {"2", "3"}
+    assert all(i.state is AlertState.FIRING and i.muted_by == "inhibited:KafkaBrokerUnreachable"
+               and i.notified_state is None for i in urp)
+    assert "KafkaUnderReplicatedPartitions" not in notified
+    # Writes with acks=all fail: that still pages, broker down or not.
+    [minisr] = by_rule(res, "KafkaUnderMinIsrPartitions")
+    assert minisr.muted_by is None and minisr.notified_state is AlertState.FIRING
+    assert "KafkaUnderMinIsrPartitions" in notified
 
 
 def test_silence_mutes_and_its_expiry_releases_the_page():
@@ -122,6 +133,36 @@ def test_silence_mutes_and_its_expiry_releases_the_page():
     later = T0 + timedelta(minutes=6)
     r = eng.evaluate(r.instances, src, later, silences=Silencer([sil], later))
     assert [n.decision for n in r.notifications if n.instance.rule == wd.rule] == [Decision.NOTIFY_FIRING]
+
+
+def test_silencing_an_alert_that_paged_keeps_it_firing_in_alertmanager_and_never_pages_again():
+    """Alertmanager resolves an alert whose ``endsAt`` passed: a delivered firing must keep being refreshed there
+    while our silence holds it (no false resolve, no second page when the silence ends); webhooks get nothing."""
+    eng, src = _engine(), FakeSource()
+    _placement(src)
+    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
+    r = eng.evaluate({}, src, T0).instances
+    res = eng.evaluate(r, src, T0 + timedelta(seconds=30))
+    shop = next(n for n in res.notifications if n.instance.labels.get("tenant") == "shop")
+    assert shop.decision is Decision.NOTIFY_FIRING
+    fp = shop.instance.fingerprint
+    start, end = T0 + timedelta(seconds=45), T0 + timedelta(minutes=16)
+    sil = SilenceView("s1", (Matcher("tenant", "shop"),), start, end)
+    r, sent = res.instances, [T0 + timedelta(seconds=30)]
+    for t in range(45, 20 * 60, 15):
+        now = T0 + timedelta(seconds=t)
+        res = eng.evaluate(r, src, now, silences=Silencer([sil], now))
+        r = res.instances
+        assert r[fp].muted_by == ("silence:s1" if start <= now < end else None)
+        for n in res.notifications:
+            if n.instance.fingerprint == fp:
+                assert n.decision is Decision.REFRESH, (now, n.decision)  # never resolved, never paged again
+                assert targets_for(n.instance.labels, n.decision, CONFIG) == [ALERTMANAGER]  # no webhook
+                sent.append(now)
+    gaps = [(b - a).total_seconds() for a, b in zip(sent, sent[1:] + [T0 + timedelta(minutes=20)])]
+    assert max(gaps) <= 75  # resend every 60 s on a 15 s cycle: far inside Alertmanager's 5 min endsAt
+    assert sum(start <= t < end for t in sent) >= 14  # refreshed while silenced, not only after
+
 
 
 def test_failing_rule_keeps_its_incidents_and_raises_rule_failing():
