@@ -1,8 +1,8 @@
 """Evaluation cost of one alert-engine cycle for a large cluster, on synthetic data; and, with --latency, detection
 latency on the real stack against equivalent Prometheus alerting rules.
 
-    /work/venv/bin/python bench/alerts.py [--brokers 100] [--cycles 30]
-    /work/venv/bin/python bench/alerts.py --latency [--reps 3] [--dir /tmp/alerts-bench] [--port-base 21000]
+    .venv/bin/python bench/alerts.py [--brokers 100] [--cycles 30]
+    .venv/bin/python bench/alerts.py --latency [--reps 3] [--dir /tmp/alerts-bench] [--port-base 21000]
 
 --latency: the local stack (started, or reused if running in --dir), the real collectors scraped by its Prometheus,
 the alert engine with the built-in catalog evaluated every 15 s (the default), and Strimzi-style rules (`> 0 for
