@@ -108,8 +108,9 @@ def spark():
     session.stop()
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.5, what: str = "condition"):
-    """Poll ``predicate`` until it returns a truthy value; return it, or fail the test naming ``what``."""
+def wait_until(predicate, timeout: float, interval: float = 0.5, what="condition"):
+    """Poll ``predicate`` until it returns a truthy value; return it, or fail the test naming ``what`` (a string, or
+    a callable giving one: what was seen by then)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -117,7 +118,7 @@ def wait_until(predicate, timeout: float, interval: float = 0.5, what: str = "co
         if last:
             return last
         time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what() if callable(what) else what} (last: {last!r})")
 
 
 _ORDER = {"unit": 0, "integration": 1, "e2e": 2}
