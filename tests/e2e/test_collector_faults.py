@@ -1,4 +1,4 @@
-"""Real faults: a broker frozen (SIGSTOP), a broker killed (SIGKILL), a closed JMX port.
+"""Real faults: a broker frozen (SIGSTOP), a broker killed (SIGKILL), a closed JMX port, malformed transport output.
 
 Each: the target is marked failed within its timeout, every other target keeps reporting, nothing raises, and the
 target recovers by itself once the broker is back. Every test restores the broker so the session stack stays usable.
@@ -30,11 +30,12 @@ def unused_port() -> int:
         return s.getsockname()[1]
 
 
-def jmx_service(stack, *, extra_brokers=()):
-    """The JMX collector of the stack (plus any extra, broken broker targets), with a short per-target timeout."""
+def jmx_service(stack, *, extra_brokers=(), transport: str = "jmxquery"):
+    """The JMX collector of the stack (plus any extra, broken broker targets) over ``transport``, with a short
+    per-target timeout."""
     cfg = stack.config()
     cluster = cfg.clusters[0]
-    cluster = cluster.model_copy(update={"jmx": JmxSettings(timeout_seconds=TIMEOUT),
+    cluster = cluster.model_copy(update={"jmx": JmxSettings(transport=transport, timeout_seconds=TIMEOUT),
                                          "brokers": cluster.brokers + tuple(extra_brokers)})
     # An interval longer than the timeout: results older than two intervals are served as stale, and a healthy
     # broker's result must still be fresh when the frozen one finally times out.
@@ -43,8 +44,9 @@ def jmx_service(stack, *, extra_brokers=()):
     from collectors.catalog import TenantLookup
     from collectors.jmx import JmxCollector
     from collectors.transports.jmxquery import JmxQueryTransport
+    from collectors.transports.jolokia import JolokiaTransport
 
-    t = JmxQueryTransport()
+    t = JolokiaTransport() if transport == "jolokia" else JmxQueryTransport()
     collector = JmxCollector(cluster, transport=t, controller_transport=t, tenants=TenantLookup(None, "local"),
                              max_series=100000)
     registry = CollectorRegistry()
@@ -109,3 +111,79 @@ def test_killed_broker_is_unreachable_others_report_and_it_recovers_after_restar
         wait_until(recovered, timeout=60, interval=0.5, what="broker-3 JMX after restart")
     finally:
         svc.stop()
+
+
+class _FlakyJolokia:
+    """An HTTP endpoint posing as a broker's Jolokia agent: garbage answers until ``heal()``, then it relays every
+    request to a real broker's agent (the broker "returns")."""
+
+    def __init__(self, upstream: str):
+        import http.server
+        import threading
+        import urllib.request
+
+        self.healed = threading.Event()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if outer.healed.is_set():
+                    req = urllib.request.Request(upstream + "/", data=body,
+                                                 headers={"Content-Type": "application/json"})
+                    with urllib.request.urlopen(req, timeout=10) as r:
+                        answer = r.read()
+                else:
+                    answer = b'[{"status": 200, "value": {"Count": 1\x00, unterminated'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *_):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/jolokia"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def heal(self):
+        self.healed.set()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_malformed_transport_output_fails_that_target_only_and_it_recovers(stack):
+    """The bulk transport against a real cluster plus one endpoint answering garbage: that target fails as
+    ``malformed`` (not timeout, not no-data), the real brokers keep reporting, and once the endpoint answers properly
+    again the target recovers without a restart."""
+    upstream = stack.config().clusters[0].brokers[0].jolokia
+    flaky = _FlakyJolokia(upstream=upstream.rstrip("/"))
+    svc, registry = jmx_service(stack, extra_brokers=[BrokerTarget(id=8, jolokia=flaky.url)], transport="jolokia")
+    try:
+        results = statuses(svc.collect_once(timeout=TIMEOUT + 10))
+        bad = results["broker-8"]
+        assert bad.status is TargetStatus.FAILED and str(bad.reason) == "malformed", (bad.status, bad.message)
+        assert "invalid JSON" in bad.message and bad.duration_seconds < TIMEOUT
+        for name in ("broker-1", "broker-2", "broker-3"):
+            assert results[name].status is TargetStatus.OK, (name, results[name].status, results[name].message)
+        text = generate_latest(registry).decode()
+        assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-8"} 0.0' in text
+        assert ('kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="malformed",'
+                'target="broker-8"} 1.0') in text
+        assert 'kafka_jvm_heap_used_bytes{broker="2",cluster="local"}' in text
+        assert 'kafka_jvm_heap_used_bytes{broker="8"' not in text
+
+        flaky.heal()
+        healed = statuses(svc.collect_once(timeout=TIMEOUT + 10))["broker-8"]
+        assert healed.status is TargetStatus.OK, (healed.status, healed.message)
+        text = generate_latest(registry).decode()
+        assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-8"} 1.0' in text
+        assert 'kafka_jvm_heap_used_bytes{broker="8",cluster="local"}' in text
+    finally:
+        svc.stop()
+        flaky.close()
