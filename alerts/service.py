@@ -5,8 +5,10 @@ Each cycle (every ``config.rules.evaluation_interval_seconds``, in its own threa
   2. ``Engine.evaluate`` against Prometheus' HTTP API;
   3. in ONE transaction: save instances, enqueue their notifications in the outbox, upsert heartbeats;
   4. deliver due outbox rows (retries, backoff, dead letters);
-  5. export its own health into ``registry`` (``kafka_health_*``); the client advisor's findings, computed by
-     KafkaClientHurtsOtherTenants during step 2, are exported there too (``kafka_client_advisor_finding``).
+  5. export its own health into ``registry`` (``kafka_health_*``), and every pending or firing instance with its
+     labels (``kafka_health_alert_instance``, ``alerts.exported``: what the dashboards show beside ``ALERTS``); the
+     client advisor's findings, computed by KafkaClientHurtsOtherTenants during step 2, are exported there too
+     (``kafka_client_advisor_finding``).
 A failing cycle is logged and counted, never fatal: the next cycle tries again.
 """
 
@@ -23,6 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from alerts import repo
 from alerts.detectors import Detector, builtin_detectors
 from alerts.engine import CycleResult, Engine, RuleHealth
+from alerts.exported import ActiveAlerts
 from alerts.mute import Silencer
 from alerts.notify import (ALERTMANAGER, AlertmanagerNotifier, DeliveryPolicy, DeliveryReport, Notifier,
                            WebhookNotifier, deliver_due, enqueue_notifications)
@@ -85,6 +88,8 @@ class AlertService:
         self.policy = policy
         self.resolved_retention = resolved_retention
         self.metrics = _Metrics(registry)
+        self.active_alerts = ActiveAlerts()  # the instances themselves, labelled like ALERTS, for Grafana
+        registry.register(self.active_alerts)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_ok: float | None = None  # time.monotonic() of the last good cycle
@@ -187,3 +192,4 @@ class AlertService:
             counts[inst.state.value] = counts.get(inst.state.value, 0) + 1
         for state, n in counts.items():
             self.metrics.active.labels(state).set(n)
+        self.active_alerts.publish(result.instances.values())

@@ -107,7 +107,7 @@ class Dashboard:
     rows: tuple[Row, ...]
     variables: tuple[Var, ...] = (Var.DATASOURCE, Var.CLUSTER)
     tags: tuple[str, ...] = ("kafka", "kafka-health")
-    # Alert annotations: the ALERTS series, filtered by the variables the dashboard has.
+    # Alert annotations: firing alerts (the engine's and Prometheus' ALERTS), filtered by the dashboard's variables.
     alert_annotation: bool = True
 
     @property

@@ -14,6 +14,7 @@ from grafana_foundation_sdk.builders import bargauge, common as common_b, dashbo
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common, dashboard as dm, prometheus as prom_models
 
+from dashboards.boards.selectors import alerts
 from dashboards.model import VARIABLE_SOURCES, Dashboard, Kind, Panel, Var
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -36,12 +37,14 @@ def variable_query(var: Var) -> str:
 
 
 def alert_annotation_expr(board: Dashboard) -> str:
+    """Firing alerts (the engine's and Prometheus' own, ``boards.selectors.alerts``) filtered by the board's
+    variables."""
     filters = ['alertstate="firing"']
     if Var.CLUSTER in board.variables:
         filters.append('cluster=~"$cluster"')
     if Var.TENANT in board.variables:
         filters.append('tenant=~"$tenant"')
-    return "ALERTS{" + ", ".join(filters) + "}"
+    return alerts(", ".join(filters))
 
 
 def _variable(var: Var):

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from dashboards.boards.selectors import C, RI
+from dashboards.boards.selectors import ALERT_COLUMNS, C, RI, alerts
 from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row
 
 JOB = 'job=~"kafka-health.*"'
+FIRING, PENDING = f'alertstate="firing", {C}', f'alertstate="pending", {C}'
+CRITICAL, WARNING = f'{FIRING}, severity="critical"', f'{FIRING}, severity="warning"'
 
 ALERTS = Row("Alerts", (
-    Panel("Critical firing", (Query(f'count(ALERTS{{alertstate="firing", severity="critical", {C}}}) or vector(0)',
-                                    "critical"),), "none", kind=Kind.STAT, thresholds=((1, RED),), width=4,
-          height=5),
-    Panel("Warning firing", (Query(f'count(ALERTS{{alertstate="firing", severity="warning", {C}}}) or vector(0)',
-                                   "warning"),), "none", kind=Kind.STAT, thresholds=((1, ORANGE),), width=4,
-          height=5),
-    Panel("Pending", (Query(f'count(ALERTS{{alertstate="pending", {C}}}) or vector(0)', "pending"),), "none",
-          kind=Kind.STAT, thresholds=((1, ORANGE),), width=4, height=5),
-    Panel("Firing alerts", (Query(f'ALERTS{{alertstate="firing", {C}}}', instant=True),), "none", kind=Kind.TABLE,
-          thresholds=((1, RED),), width=12, height=5, needs=Needs.FAULT),
+    Panel("Critical firing", (Query(f"count({alerts(CRITICAL)}) or vector(0)", "critical"),),
+          "none", kind=Kind.STAT, thresholds=((1, RED),), width=4, height=5),
+    Panel("Warning firing", (Query(f"count({alerts(WARNING)}) or vector(0)", "warning"),),
+          "none", kind=Kind.STAT, thresholds=((1, ORANGE),), width=4, height=5),
+    Panel("Pending", (Query(f"count({alerts(PENDING)}) or vector(0)", "pending"),), "none", kind=Kind.STAT,
+          thresholds=((1, ORANGE),), width=4, height=5),
+    Panel("Firing alerts", (Query(alerts(FIRING), instant=True),), "none", kind=Kind.TABLE,
+          thresholds=((1, RED),), width=12, height=5, needs=Needs.FAULT, columns=ALERT_COLUMNS,
+          description="The alert engine's instances (kafka_health_alert_instance) and Prometheus' own ALERTS of "
+                      "rules the engine does not evaluate; the watchdog is left out."),
     Panel("Firing alerts over time", (Query(
-        f'count by (alertname, severity) (ALERTS{{alertstate="firing", {C}}})', "{{alertname}} ({{severity}})"),),
+        f"count by (alertname, severity) ({alerts(FIRING)})", "{{alertname}} ({{severity}})"),),
         "none", min=0, thresholds=((1, RED),), width=24, needs=Needs.FAULT, stacked=True),
 ))
 

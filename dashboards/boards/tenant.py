@@ -6,10 +6,11 @@ selectors. The contract (quotas, budget) comes from the service config as ``kafk
 
 from __future__ import annotations
 
-from dashboards.boards.selectors import CT, client_throttle, rate
+from dashboards.boards.selectors import ALERT_COLUMNS, CT, alerts, client_throttle, rate
 from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row, Var
 
 TT = 'tenant=~"$tenant"'
+FIRING = f'alertstate="firing", {TT}'
 
 OVERVIEW = Row("Contract", (
     Panel("Produce quota used", (Query(
@@ -24,7 +25,7 @@ OVERVIEW = Row("Contract", (
         f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}}) / on (tenant) "
         f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})", "{{tenant}}"),),
         "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
-    Panel("Firing alerts", (Query(f'count(ALERTS{{alertstate="firing", {TT}}}) or vector(0)', "firing"),),
+    Panel("Firing alerts", (Query(f"count({alerts(FIRING)}) or vector(0)", "firing"),),
           "none", kind=Kind.STAT, thresholds=((1, RED),), width=6, height=5),
 ))
 
@@ -77,9 +78,10 @@ FINDINGS_SINCE = (
     f"and on (cluster, tenant, client_id, group, finding) {_FINDING}) * 1000")
 
 ALERTS = Row("Alerts and clients", (
-    Panel("Firing alerts", (Query(f'ALERTS{{alertstate="firing", {TT}}}', instant=True),), "none",
-          kind=Kind.TABLE, thresholds=((1, RED),), needs=Needs.FAULT, width=12,
-          description="The tenant's alerts that fire now (empty when all is well)."),
+    Panel("Firing alerts", (Query(alerts(FIRING), instant=True),), "none", kind=Kind.TABLE,
+          thresholds=((1, RED),), needs=Needs.FAULT, width=12, columns=ALERT_COLUMNS,
+          description="The tenant's alerts that fire now (empty when all is well): the alert engine's, its Python "
+                      "detectors' included, and Prometheus' own for rules the engine does not evaluate."),
     Panel("Clients by produce / fetch rate", (
         Query(f"sum by (client_id, user) (kafka_client_produce_bytes_per_second{{{CT}}})", "produce {{client_id}}"),
         Query(f"sum by (client_id, user) (kafka_client_fetch_bytes_per_second{{{CT}}})", "fetch {{client_id}}"),

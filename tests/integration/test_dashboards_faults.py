@@ -4,10 +4,14 @@ Faults made here, all real: a configured broker whose JMX port is closed (collec
 record larger than the brokers accept (a request error), and an alert that fires in Prometheus (a probe rule on the
 failing collection, attributed to a tenant the way the engine attributes cluster-wide trouble). "Disk full in"
 needs a filling disk: the disk-fill scenario of the collectors/alerts fault tests covers its input.
+
+When the alert engine is installed, the alerts role runs too (its own store, no Alertmanager, so nothing leaks into
+other modules): the engine's alerts on the same faults reach the alert panels through kafka_health_alert_instance.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import threading
 
@@ -17,8 +21,8 @@ import uvicorn
 import yaml
 from confluent_kafka import KafkaError, Producer
 
-from dashboards.boards import ALL
-from dashboards.model import Needs
+from dashboards.boards import ALL, service, tenant
+from dashboards.model import Kind, Needs
 from dashboards.promql import substitute
 from monitor.config import BrokerTarget
 from monitor.demo import DEMO_TENANTS
@@ -33,6 +37,7 @@ VARIABLES = {"cluster": "local", "broker": ".*", "tenant": "payments", "__rate_i
 # runs its query against the live Prometheus while they run.
 NOT_INDUCED = {"Disk full in", "Client advisor findings"}
 PROBE_RULE = "KafkaHealthDashboardsProbe"
+ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.service", "monitor.store.migrate"))
 
 
 def _closed_port() -> int:
@@ -42,13 +47,17 @@ def _closed_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def faulty(stack):
+def faulty(stack, tmp_path_factory):
     L = stack.layout
-    config = stack.config(tenants=DEMO_TENANTS)
+    config = stack.config(tenants=DEMO_TENANTS, store_url=f"sqlite:///{tmp_path_factory.mktemp('faults') / 'kh.db'}")
     (cluster,) = config.clusters
     ghost = BrokerTarget(id=9, jmx=f"127.0.0.1:{_closed_port()}", host="localhost")
-    config = config.model_copy(update={"clusters": (cluster.model_copy(update={"brokers": cluster.brokers + (ghost,)}),)})
-    server = uvicorn.Server(uvicorn.Config(build_app(config, ("collector",)), host="127.0.0.1", port=L.service_port,
+    config = config.model_copy(update={
+        "clusters": (cluster.model_copy(update={"brokers": cluster.brokers + (ghost,)}),),
+        "alertmanager": config.alertmanager.model_copy(update={"url": None}),
+    })
+    roles = ("collector", "alerts") if ENGINE else ("collector",)
+    server = uvicorn.Server(uvicorn.Config(build_app(config, roles), host="127.0.0.1", port=L.service_port,
                                            log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, name="dashboards-faults-serve", daemon=True)
     thread.start()
@@ -97,3 +106,30 @@ def test_fault_panels_show_the_faults(stack, faulty):
     # The healthy-path panels say it too: the ghost broker is down and its target fails.
     assert _has_data(faulty, 'count by (cluster) (kafka_cluster_broker_up{cluster="local"} == 0)')
     assert _has_data(faulty, f'ALERTS{{alertname="{PROBE_RULE}", alertstate="firing", tenant="payments"}}')
+
+
+def _result(prom: httpx.Client, expr: str) -> list[dict]:
+    body = prom.get("/api/v1/query", params={"query": expr}).json()
+    return body["data"]["result"] if body["status"] == "success" else []
+
+
+def _engine_alerts(prom: httpx.Client, board, title: str, variables: dict[str, str]) -> set[tuple[str, str, str]]:
+    """(alertname, broker, tenant) of the engine's series in a firing-alerts table."""
+    (panel,) = [p for p in board.panels() if p.title == title and p.kind is Kind.TABLE]
+    rows = _result(prom, substitute(panel.queries[0].expr, variables))
+    return {(r["metric"]["alertname"], r["metric"].get("broker", ""), r["metric"].get("tenant", ""))
+            for r in rows if r["metric"].get("__name__") == "kafka_health_alert_instance"}
+
+
+@pytest.mark.skipif(not ENGINE, reason="the alert engine is not installed")
+def test_the_engines_alerts_show_on_the_alert_panels(faulty):
+    # The ghost broker is down (KafkaBrokerUnreachable, for 30s) and its collection fails (KafkaHealthScrapeFailing,
+    # for 2m; cluster-wide: every tenant on the cluster, so the tenant's table shows it with its tenant).
+    def seen():
+        on_service = _engine_alerts(faulty, service.BOARD, "Firing alerts", VARIABLES)
+        on_tenant = _engine_alerts(faulty, tenant.BOARD, "Firing alerts", VARIABLES)
+        return (any(name == "KafkaBrokerUnreachable" and broker == "9" for name, broker, _ in on_service)
+                and ("KafkaHealthScrapeFailing", "", "payments") in on_tenant
+                and all(t == "payments" for _, _, t in on_tenant))
+
+    wait_until(seen, timeout=300, interval=5, what="the engine's alerts in the firing-alerts tables")

@@ -17,6 +17,7 @@ import pytest
 import uvicorn
 
 from dashboards.boards import ALL
+from dashboards.boards.selectors import alerts
 from dashboards.model import VARIABLE_SOURCES, Needs, Var
 from dashboards.promql import substitute
 from monitor.demo import DEMO_LOAD, DEMO_TENANTS
@@ -89,6 +90,15 @@ def test_fault_and_engine_panels_are_at_least_valid_promql(live):
     for uid, title, expr in _panels(Needs.FAULT, Needs.ALERT_ENGINE):
         body = live.get("/api/v1/query", params={"query": expr}).json()
         assert body["status"] == "success", (uid, title, body.get("error"))
+
+
+@pytest.mark.skipif(not ENGINE, reason="the alert engine is not installed")
+def test_the_engines_alerts_reach_prometheus_and_the_watchdog_stays_off_the_boards(live):
+    # The watchdog always fires: the alerts role exports it as kafka_health_alert_instance, Prometheus scrapes it.
+    watchdog = 'kafka_health_alert_instance{alertname="KafkaHealthWatchdog", alertstate="firing"}'
+    wait_until(lambda: _query(live, watchdog), timeout=120, interval=5, what="the engine's watchdog in Prometheus")
+    # The boards' union of the engine's alerts and ALERTS is valid PromQL and leaves the watchdog out.
+    assert _query(live, alerts('alertname="KafkaHealthWatchdog"')) == []
 
 
 def test_variables_list_the_demo_cluster_brokers_and_tenants(live):

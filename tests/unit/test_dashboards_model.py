@@ -65,11 +65,12 @@ def test_variables_per_dashboard():
                 assert v["includeAll"] and v["multi"] and v["allValue"] == ".*"  # queries use =~"$var"
 
 
-def test_alert_annotations_read_the_alerts_series():
+def test_alert_annotations_read_the_engines_alerts_and_prometheus_alerts():
     for uid, doc in RENDERED.items():
         (ann,) = doc["annotations"]["list"]
         assert ann["enable"] and ann["datasource"]["uid"] == "${datasource}"
-        assert metric_names(ann["expr"]) == {"ALERTS"} and 'alertstate="firing"' in ann["expr"], uid
+        assert {"ALERTS", "kafka_health_alert_instance"} <= metric_names(ann["expr"]), uid
+        assert ann["expr"].count('alertstate="firing"') == 2, uid  # both sides of the union
     assert 'tenant=~"$tenant"' in RENDERED["kafka-health-tenant"]["annotations"]["list"][0]["expr"]
 
 
