@@ -77,9 +77,13 @@ SERIES: tuple[ArchiveSeries, ...] = (
     ArchiveSeries("client_advisor_finding",
                   "max by (cluster, tenant, client_id, group, finding) (kafka_client_advisor_finding)",
                   "1", "1 while a client-advisor finding holds for the client (exported by serve)"),
+    # The alert engine's own instances (its Python detectors included), and Prometheus' ALERTS for rules it loaded
+    # itself; max by collapses an alert both evaluate into one series. The watchdog always fires: not an alert.
     ArchiveSeries("alert_firing",
-                  'max by (cluster, alertname, severity, tenant, broker, topic, group) (ALERTS{alertstate="firing"})',
-                  "1", "1 while the alert fires"),
+                  'max by (cluster, alertname, severity, tenant, broker, topic, group) '
+                  '(kafka_health_alert_instance{alertstate="firing", watchdog!="true"} '
+                  'or ALERTS{alertstate="firing", watchdog!="true"})',
+                  "1", "1 while the alert fires (the engine's instances, and Prometheus' own alerts)"),
 )
 
 BY_NAME = {s.name: s for s in SERIES}
