@@ -4,7 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+PY=${PYTHON:-python3}
 need=()
+# Debian splits ensurepip out of the interpreter: without python3-venv, `python3 -m venv` fails. Only needed to
+# create the virtualenv, so not asked for once it exists.
+[ -x .venv/bin/python ] || "$PY" -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v prometheus >/dev/null || need+=(prometheus)
@@ -28,7 +32,6 @@ if [ ${#need[@]} -gt 0 ]; then
   done
 fi
 
-PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   "$PY" -m venv .venv
