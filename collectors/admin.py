@@ -14,6 +14,16 @@ whose offsets cannot be read is skipped and counted in ``kafka_health_admin_skip
 a partition without a committed offset has no lag (it is not "zero lag"). Committed offsets are read *before* the
 high watermarks, so a lag is never negative (and is clamped at 0 should a truncation happen in between).
 Groups with no active members (state Empty) are included: a stopped consumer is exactly when lag matters.
+
+Round deadline: one round has the target's timeout in all (``jmx.timeout_seconds`` of the cluster), not per call.
+A dead or hanging broker would otherwise make each of the sequential calls wait its own timeout, and the cluster
+state would go stale (dropped after two intervals) exactly when a broker dies. Every call gets the time left:
+metadata and topic configs first, then the group listing, the committed offsets group by group, and last the
+high watermarks, for which the offsets leave ``WATERMARK_RESERVE`` of the budget (without watermarks no lag can
+be computed). When time runs out the round ends with what it has: the cluster state is exported, the groups not
+finished (not listed, offsets not read, or no watermarks read for them) are skipped and counted like the failures
+above, and the round says so in its result message and a warning. A watermark call failing is handled the same
+way: it no longer fails the target, since the cluster state read before it is still good.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from monitor.config import ClusterConfig
 from monitor.errors import KafkaHealthError, TargetTimeout, TargetUnreachable, TransportError
@@ -37,6 +47,31 @@ log = logging.getLogger(__name__)
 
 TP = tuple[str, int]
 MIN_ISR_REFRESH_SECONDS = 300.0
+# Share of the round's budget the committed-offset reads leave for the high watermarks.
+WATERMARK_RESERVE = 0.2
+# A call with less time than this left is not started: librdkafka counts whole milliseconds, and a call that can
+# only time out would just add a library error to the log.
+MIN_CALL_SECONDS = 0.05
+
+
+class RoundDeadline:
+    """The time left in one collection round, on an injected monotonic clock."""
+
+    def __init__(self, budget: float, monotonic: Callable[[], float]):
+        self.budget = budget
+        self._clock = monotonic
+        self._start = monotonic()
+        self._end = self._start + budget
+
+    def elapsed(self) -> float:
+        return self._clock() - self._start
+
+    def remaining(self, *, reserve: float = 0.0) -> float:
+        """Seconds left before the deadline, keeping ``reserve`` seconds back for a later call; never negative."""
+        return max(0.0, self._end - reserve - self._clock())
+
+    def allows(self, *, reserve: float = 0.0) -> bool:
+        return self.remaining(reserve=reserve) >= MIN_CALL_SECONDS
 
 
 @dataclass(frozen=True)
@@ -208,7 +243,12 @@ def group_samples(
 
 
 class KafkaAdmin:
-    """Plain-data calls on confluent-kafka's AdminClient. ``timeout`` bounds each call."""
+    """Plain-data calls on confluent-kafka's AdminClient.
+
+    Every call takes ``timeout``: the whole call, all its requests and futures together, returns or raises
+    ``TargetTimeout`` within it (the collector passes what is left of its round). The constructor's ``timeout``
+    only sets librdkafka's socket timeout.
+    """
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
         from confluent_kafka.admin import AdminClient
@@ -219,7 +259,7 @@ class KafkaAdmin:
         quiet.addHandler(logging.NullHandler())
         self._admin = AdminClient({**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000)})
 
-    def _call(self, what: str, fn: Callable):
+    def _call(self, what: str, timeout: float, fn: Callable):
         from confluent_kafka import KafkaException
 
         try:
@@ -233,30 +273,30 @@ class KafkaAdmin:
                 raise TargetUnreachable(f"Admin API {what}: {text}") from None
             raise TransportError(f"Admin API {what}: {text}") from None
         except TimeoutError:  # concurrent.futures' result(timeout) expired
-            raise TargetTimeout(f"Admin API {what}: no answer within {self._timeout:g}s") from None
+            raise TargetTimeout(f"Admin API {what}: no answer within {timeout:g}s") from None
 
-    def cluster(self) -> ClusterState:
-        md = self._call("metadata", lambda: self._admin.list_topics(timeout=self._timeout))
+    def cluster(self, *, timeout: float) -> ClusterState:
+        md = self._call("metadata", timeout, lambda: self._admin.list_topics(timeout=timeout))
         parts = tuple(
             PartitionState(t.topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
             for t in md.topics.values() if t.error is None for p in t.partitions.values()
         )
         return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
 
-    def min_insync_replicas(self, topics: Iterable[str]) -> dict[str, int]:
+    def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         """Effective ``min.insync.replicas`` per topic (topic override or broker default). Topics whose config cannot
-        be read are left out."""
+        be read (in time) are left out."""
         from confluent_kafka.admin import ConfigResource
 
-        t = self._timeout
+        t, end = timeout, time.monotonic() + timeout
         wanted = [ConfigResource("topic", name) for name in topics]
         if not wanted:
             return {}
-        futs = self._call("describe configs", lambda: self._admin.describe_configs(wanted, request_timeout=t))
+        futs = self._call("describe configs", t, lambda: self._admin.describe_configs(wanted, request_timeout=t))
         out = {}
         for res, fut in futs.items():
             try:
-                entry = self._call("describe configs", lambda: fut.result(t)).get("min.insync.replicas")
+                entry = self._call("describe configs", t, lambda: fut.result(_left(end))).get("min.insync.replicas")
             except KafkaHealthError as exc:
                 log.debug("topic %s: min.insync.replicas unknown: %s", res.name, exc)
                 continue
@@ -264,17 +304,21 @@ class KafkaAdmin:
                 out[res.name] = int(entry.value)
         return out
 
-    def groups(self) -> list[GroupInfo]:
-        t = self._timeout
-        listing = self._call("list groups", lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
+    def groups(self, *, timeout: float) -> list[GroupInfo]:
+        """Every consumer group, described. Raises if the listing fails; a group that cannot be described (in time)
+        is left out."""
+        t, end = timeout, time.monotonic() + timeout
+        listing = self._call("list groups", t,
+                             lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
         ids = [g.group_id for g in listing.valid]
         if not ids:
             return []
-        described = self._admin.describe_consumer_groups(ids, request_timeout=t)
+        described = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
+            ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
         out = []
         for gid, fut in described.items():
             try:
-                d = self._call("describe group", lambda: fut.result(t))
+                d = self._call("describe group", t, lambda: fut.result(_left(end)))
             except KafkaHealthError as exc:
                 log.warning("group %s: %s", gid, exc)
                 continue
@@ -282,30 +326,36 @@ class KafkaAdmin:
                                  tuple((m.client_id, m.host) for m in d.members)))
         return out
 
-    def committed(self, group: str) -> dict[TP, int]:
+    def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        t = self._timeout
-        futs = self._admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=t)
-        res = self._call("group offsets", lambda: futs[group].result(t))
+        t = timeout
+        futs = self._call("group offsets", t, lambda: self._admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=t))
+        res = self._call("group offsets", t, lambda: futs[group].result(t))
         return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.error is None}
 
-    def high_watermarks(self, tps: Iterable[TP]) -> dict[TP, int]:
+    def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
         if not request:
             return {}
-        t = self._timeout
-        futs = self._call("list offsets", lambda: self._admin.list_offsets(request, request_timeout=t))
+        t, end = timeout, time.monotonic() + timeout
+        futs = self._call("list offsets", t, lambda: self._admin.list_offsets(request, request_timeout=t))
         out = {}
         for tp, fut in futs.items():
             try:
-                out[(tp.topic, tp.partition)] = self._call("list offsets", lambda: fut.result(t)).offset
+                out[(tp.topic, tp.partition)] = self._call("list offsets", t, lambda: fut.result(_left(end))).offset
             except KafkaHealthError:
-                continue  # e.g. an offline partition: no watermark, no lag for it
+                continue  # e.g. an offline partition, or no answer in time: no watermark, no lag for it
         return out
+
+
+def _left(end: float) -> float:
+    """Seconds until ``end`` (time.monotonic): the futures of one call share its timeout instead of each getting it."""
+    return max(0.0, end - time.monotonic())
 
 
 def _state(state) -> str:
@@ -314,7 +364,11 @@ def _state(state) -> str:
 
 
 class AdminCollector:
-    """One target per cluster: the Admin API through the bootstrap servers."""
+    """One target per cluster: the Admin API through the bootstrap servers.
+
+    ``clock`` (wall time) dates the min.insync.replicas refresh; ``monotonic`` times the round against its deadline
+    (the cluster's ``jmx.timeout_seconds``). Both are injectable so tests can make calls "take" time.
+    """
 
     def __init__(
         self,
@@ -324,6 +378,7 @@ class AdminCollector:
         max_series: int = 20000,
         admin_factory: Callable[[ClusterConfig], KafkaAdmin] | None = None,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ):
         self._cluster = cluster
         self._tenants = tenants
@@ -333,6 +388,8 @@ class AdminCollector:
         self._history = WatermarkHistory()
         self._known_groups = 0  # groups of the last good listing: what a failed listing skips
         self._clock = clock
+        self._monotonic = monotonic
+        self._budget = cluster.jmx.timeout_seconds
         # min.insync.replicas per topic changes rarely and costs one request per topic: read it for new topics and
         # every MIN_ISR_REFRESH_SECONDS, not every round.
         self._min_isr: dict[str, int] = {}
@@ -343,14 +400,17 @@ class AdminCollector:
     def targets(self) -> Sequence[Target]:
         return (self._target,)
 
-    def _with_min_isr(self, admin: KafkaAdmin, state: ClusterState) -> ClusterState:
+    def _with_min_isr(self, admin: KafkaAdmin, state: ClusterState, deadline: RoundDeadline) -> ClusterState:
         topics = {p.topic for p in state.partitions}
         now = self._clock()
         stale = now - self._min_isr_at >= MIN_ISR_REFRESH_SECONDS
         missing = topics - set(self._min_isr)
-        if stale or missing:
+        if (stale or missing) and not deadline.allows():
+            log.warning("%s: min.insync.replicas not read: round deadline of %gs reached", self._target.key,
+                        deadline.budget)
+        elif stale or missing:
             try:
-                fresh = admin.min_insync_replicas(sorted(topics if stale else missing))
+                fresh = admin.min_insync_replicas(sorted(topics if stale else missing), timeout=deadline.remaining())
             except KafkaHealthError as exc:  # the partition states are still good: only this series is missing
                 log.warning("%s: min.insync.replicas not read: %s", self._target.key, exc)
             else:
@@ -360,33 +420,65 @@ class AdminCollector:
         return ClusterState(state.brokers, state.controller_id, state.partitions,
                             {t: v for t, v in self._min_isr.items() if t in topics})
 
+    def _read_groups(self, admin: KafkaAdmin, deadline: RoundDeadline) -> tuple[list[GroupOffsets], dict[TP, int],
+                                                                                int, str]:
+        """Groups with their committed offsets, the high watermarks, the groups skipped and why the round was cut
+        short ("" when it was not). Never raises a KafkaHealthError: the cluster state is read already."""
+        key, budget = self._target.key, deadline.budget
+        if not deadline.allows():
+            return [], {}, self._known_groups, (f"round deadline of {budget:g}s reached before the consumer groups "
+                                                f"were listed: {self._known_groups} groups skipped")
+        try:
+            listed = admin.groups(timeout=deadline.remaining())
+            self._known_groups = len(listed)
+        except KafkaHealthError as exc:
+            log.warning("%s: consumer groups skipped this round: %s", key, exc)
+            return [], {}, self._known_groups, ""
+        groups: list[GroupOffsets] = []
+        skipped, cut = 0, ""
+        reserve = WATERMARK_RESERVE * budget
+        for i, info in enumerate(listed):
+            if not deadline.allows(reserve=reserve):
+                skipped += len(listed) - i
+                cut = (f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
+                       f"groups read, {skipped} groups skipped")
+                break
+            try:  # before the watermarks
+                committed = admin.committed(info.group, timeout=deadline.remaining(reserve=reserve))
+                groups.append(GroupOffsets(info, committed))
+            except KafkaHealthError as exc:
+                log.warning("%s: group %s skipped: %s", key, info.group, exc)
+                skipped += 1
+        wanted = {tp for g in groups for tp in g.committed}
+        if not wanted:
+            return groups, {}, skipped, cut
+        why = ""
+        if not deadline.allows():
+            why = f"round deadline of {budget:g}s reached before the high watermarks were read"
+        else:
+            try:
+                return groups, admin.high_watermarks(sorted(wanted), timeout=deadline.remaining()), skipped, cut
+            except KafkaHealthError as exc:
+                why = f"high watermarks not read: {exc}"
+        # No watermarks, no lag: a group with committed offsets is not finished this round.
+        unfinished = sum(1 for g in groups if g.committed)
+        why = f"{why}: {unfinished} groups whose offsets were read skipped"
+        return [g for g in groups if not g.committed], {}, skipped + unfinished, f"{cut}; {why}" if cut else why
+
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
-        start = time.monotonic()
+        deadline = RoundDeadline(self._budget, self._monotonic)
         base = (("cluster", target.cluster),)
         try:
             with self._lock:  # one round at a time per cluster: the history is shared state
                 if self._admin is None:
                     self._admin = self._factory(self._cluster)
                 admin = self._admin
-                state = admin.cluster()
-                state = self._with_min_isr(admin, state)
+                # Cluster state first: it is what matters when a broker dies, and what the rest of the round keeps.
+                state = admin.cluster(timeout=deadline.remaining())
+                state = self._with_min_isr(admin, state, deadline)
                 samples = cluster_samples(state, base=base, configured=[b.id for b in self._cluster.brokers],
                                           tenants=self._tenants)
-                groups, skipped = [], 0
-                try:
-                    listed = admin.groups()
-                    self._known_groups = len(listed)
-                except KafkaHealthError as exc:
-                    log.warning("%s: consumer groups skipped this round: %s", target.key, exc)
-                    listed, skipped = [], self._known_groups
-                for info in listed:
-                    try:
-                        groups.append(GroupOffsets(info, admin.committed(info.group)))  # before the watermarks
-                    except KafkaHealthError as exc:
-                        log.warning("%s: group %s skipped: %s", target.key, info.group, exc)
-                        skipped += 1
-                wanted = {tp for g in groups for tp in g.committed}
-                watermarks = admin.high_watermarks(sorted(wanted))
+                groups, watermarks, skipped, cut = self._read_groups(admin, deadline)
                 for tp, hw in watermarks.items():
                     self._history.add(tp, now, hw)
                 samples += group_samples(groups, watermarks, self._history, now=now, base=base, tenants=self._tenants)
@@ -394,6 +486,9 @@ class AdminCollector:
                                       "Consumer groups whose offsets could not be read this round", base, float(skipped)))
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
-            return failed(target, exc, started_at=now, duration=time.monotonic() - start)
-        return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
-                         max_series=self._max_series)
+            return failed(target, exc, started_at=now, duration=deadline.elapsed())
+        result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series)
+        if cut:
+            log.warning("%s: %s; cluster state exported", target.key, cut)
+            result = replace(result, message=f"{cut}; cluster state exported")
+        return result

@@ -170,25 +170,25 @@ class FakeAdmin:
     def __init__(self, fail_metadata=False):
         self.calls, self.fail, self.fail_groups, self.config_reads = [], fail_metadata, False, []
 
-    def cluster(self):
+    def cluster(self, *, timeout):
         if self.fail:
             raise TargetUnreachable("Admin API metadata: all brokers are down")
         return ClusterState((1, 2), 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1,)),))
 
-    def min_insync_replicas(self, topics):
+    def min_insync_replicas(self, topics, *, timeout):
         self.config_reads.append(list(topics))
         return {t: 2 for t in topics}
 
-    def groups(self):
+    def groups(self, *, timeout):
         if self.fail_groups:
             raise TargetTimeout("Admin API list groups: no answer within 10s")
         return [GroupInfo("alpha-g", "stable", 1)]
 
-    def committed(self, group):
+    def committed(self, group, *, timeout):
         self.calls.append("committed")
         return {("alpha.t", 0): 3}
 
-    def high_watermarks(self, tps):
+    def high_watermarks(self, tps, *, timeout):
         self.calls.append("watermarks")
         return {tp: 8 for tp in tps}
 

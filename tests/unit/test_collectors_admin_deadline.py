@@ -1,0 +1,160 @@
+"""Admin API collector: one round ends within the target's timeout, whatever the broker does.
+
+A fake KafkaAdmin whose calls "take" time on a fake monotonic clock (nothing sleeps): a call that needs more than
+the timeout it is given spends the whole timeout and raises TargetTimeout, as the real one does.
+"""
+
+import pytest
+
+from collectors.admin import AdminCollector, ClusterState, GroupInfo, PartitionState
+from collectors.catalog import TenantLookup
+from collectors.types import FailureReason, TargetStatus
+from monitor.config import BrokerTarget, ClusterConfig, JmxSettings, TenantConfig, TenantSelector
+from monitor.errors import TargetTimeout
+from monitor.tenancy import TenantIndex
+
+pytestmark = pytest.mark.unit
+
+BUDGET = 10.0
+CLUSTER = ClusterConfig(name="c1", bootstrap_servers="h:9092", jmx=JmxSettings(timeout_seconds=BUDGET),
+                        brokers=(BrokerTarget(id=1), BrokerTarget(id=2), BrokerTarget(id=3)))
+TENANTS = TenantLookup(TenantIndex([TenantConfig(name="alpha", selectors=(
+    TenantSelector(cluster="c1", topic_prefixes=("alpha.",), group_prefixes=("alpha-",)),))]), "c1")
+GROUPS = [f"alpha-g{i}" for i in range(1, 6)]
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+class SlowAdmin:
+    """Each call costs ``cost[name]`` seconds of the fake clock, bounded by the timeout it is given. The default
+    timeout is the old per-call one, so the old collector (which passed none) runs too and shows its round length."""
+
+    def __init__(self, clock, **cost):
+        self.clock = clock
+        self.cost = {"cluster": 0.1, "min_insync_replicas": 0.1, "groups": 0.1, "committed": 0.1,
+                     "high_watermarks": 0.1, **cost}
+        self.fail_watermarks = False
+        self.calls = []  # (call, started at, timeout given)
+
+    def _take(self, name, timeout):
+        assert timeout >= 0, (name, timeout)
+        self.calls.append((name, self.clock.t, timeout))
+        cost = self.cost[name]
+        self.clock.t += min(cost, timeout)
+        if cost > timeout:
+            raise TargetTimeout(f"Admin API {name}: no answer within {timeout:g}s")
+
+    def cluster(self, *, timeout=BUDGET):
+        self._take("cluster", timeout)
+        # broker 3 died: its partition is offline, the other is under-replicated
+        return ClusterState((1, 2), 1, (PartitionState("alpha.t", 0, -1, (3,), ()),
+                                        PartitionState("alpha.t", 1, 1, (1, 3), (1,))))
+
+    def min_insync_replicas(self, topics, *, timeout=BUDGET):
+        self._take("min_insync_replicas", timeout)
+        return {t: 1 for t in topics}
+
+    def groups(self, *, timeout=BUDGET):
+        self._take("groups", timeout)
+        return [GroupInfo(g, "stable", 1) for g in GROUPS]
+
+    def committed(self, group, *, timeout=BUDGET):
+        self._take("committed", timeout)
+        return {("alpha.t", 1): 3}
+
+    def high_watermarks(self, tps, *, timeout=BUDGET):
+        self._take("high_watermarks", timeout)
+        if self.fail_watermarks:
+            raise TargetTimeout("Admin API list offsets: no answer within 1s")
+        return {tp: 8 for tp in tps}
+
+
+def collector(admin, clock):
+    return AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=clock, monotonic=clock)
+
+
+def values(samples):
+    return {(s.name, s.labels): s.value for s in samples}
+
+
+def lagging_groups(result):
+    return sorted(dict(s.labels)["group"] for s in result.samples if s.name == "kafka_consumergroup_lag")
+
+
+def assert_cluster_state_exported(result):
+    got = values(result.samples)
+    base = (("cluster", "c1"),)
+    assert got[("kafka_cluster_broker_up", base + (("broker", "3"),))] == 0
+    assert got[("kafka_topic_offline_partitions", base + (("topic", "alpha.t"), ("tenant", "alpha")))] == 1
+    assert got[("kafka_topic_under_replicated_partitions", base + (("topic", "alpha.t"), ("tenant", "alpha")))] == 1
+
+
+def skipped(result):
+    return values(result.samples)[("kafka_health_admin_skipped_groups", (("cluster", "c1"),))]
+
+
+def test_slow_group_offsets_end_the_round_in_time_with_the_cluster_state_and_the_rest_counted_as_skipped():
+    # A group coordinator on a dying broker: each offsets call takes 1.5 s. Called one after the other with their own
+    # timeout, the round would take 2 + 1 + 1 + 5 x 1.5 + 0.5 = 12 s, past the target's 10 s.
+    clock = FakeClock()
+    admin = SlowAdmin(clock, cluster=2.0, min_insync_replicas=1.0, groups=1.0, committed=1.5, high_watermarks=0.5)
+    ac = collector(admin, clock)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+
+    assert clock.t <= BUDGET and r.duration_seconds == clock.t
+    assert all(start + timeout <= BUDGET + 1e-9 for _, start, timeout in admin.calls)  # each got only what was left
+    assert r.status is TargetStatus.OK
+    assert_cluster_state_exported(r)
+    # Offsets leave a fifth of the budget to the watermarks: two groups done (t=7), the third cut at t=8 (timeout),
+    # two never started; the watermarks still read, so the finished groups have their lag.
+    assert [c for c, _, _ in admin.calls][-1] == "high_watermarks"
+    assert lagging_groups(r) == ["alpha-g1", "alpha-g2"]
+    assert skipped(r) == 3
+    assert r.message.startswith("round deadline of 10s reached: offsets of 2 of 5 consumer groups read, 3 "
+                                "groups skipped")
+
+
+def test_a_slow_metadata_answer_leaves_no_time_for_groups_but_the_cluster_state_is_exported():
+    clock = FakeClock()
+    admin = SlowAdmin(clock)
+    ac = collector(admin, clock)
+    ac.collect_target(ac.targets()[0], now=100.0)  # a good round: 5 groups listed
+    admin.cost["cluster"] = 9.99
+    admin.calls.clear()
+    start = clock.t
+    r = ac.collect_target(ac.targets()[0], now=115.0)
+
+    assert clock.t - start <= BUDGET and [c for c, _, _ in admin.calls] == ["cluster"]
+    assert r.status is TargetStatus.OK
+    assert_cluster_state_exported(r)
+    assert lagging_groups(r) == [] and skipped(r) == 5  # the groups of the last good listing
+    assert "before the consumer groups were listed" in r.message
+
+
+def test_watermarks_failing_keep_the_cluster_state_and_skip_the_groups_that_have_no_lag():
+    clock = FakeClock()
+    admin = SlowAdmin(clock)
+    admin.fail_watermarks = True
+    ac = collector(admin, clock)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+
+    assert r.status is TargetStatus.OK  # not a failed target: the broker-down series are exactly what is needed
+    assert_cluster_state_exported(r)
+    assert lagging_groups(r) == [] and skipped(r) == 5
+    assert "high watermarks not read" in r.message
+
+
+def test_metadata_hanging_fails_the_target_within_its_timeout():
+    clock = FakeClock()
+    admin = SlowAdmin(clock, cluster=60.0)
+    ac = collector(admin, clock)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+
+    assert r.status is TargetStatus.FAILED and r.reason is FailureReason.TIMEOUT and r.samples == ()
+    assert clock.t == BUDGET and r.duration_seconds == BUDGET
