@@ -8,14 +8,23 @@ producer + consumer load per tenant, serves API + exporter + alert engine, print
 from __future__ import annotations
 
 import logging
+import shlex
+import shutil
 import signal
+import sys
 import threading
 import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
 
-from monitor.config import TenantConfig, TenantContract, TenantSelector
+from monitor import REPO_ROOT
+from monitor.config import TenantConfig, TenantContract, TenantSelector, load_config
+from monitor.errors import ComponentFailed, PortInUse
 from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack
 from monitor.stack.cli import add_stack_args, layout_from_args
+from monitor.stack.layout import StackLayout
+from monitor.stack.procs import port_open
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +65,12 @@ def run_demo(args) -> int:
 
     stack = Stack(layout_from_args(args))
     L = stack.layout
+    # The service port is the demo's own (not the stack's): check it before anything starts, so another demo or any
+    # other process there is one clear line instead of URLs followed by "service stopped".
+    if port_open(L.service_port):
+        raise PortInUse(f"the demo's service port {L.service_port} (--port-base {L.port_base} + 30) is in use by "
+                        "another process (another demo?): stop it, or pick another --port-base")
+    stack.prepare_dir()  # it holds the demo's config, store and lake too: an unusable --dir fails here, in one line
     already_up = all(s.healthy for s in stack.status())
     if not already_up:
         print(f"starting the local stack in {L.dir} (first run downloads Kafka jars) ...", flush=True)
@@ -67,16 +82,19 @@ def run_demo(args) -> int:
     demo_tokens: dict[str, tuple[str, str]] = {}
     config = None
     try:
+        # The demo runs on the file it writes, so the archive/report commands it prints (--config) see the same.
+        config_file = stack.write_config(stack.config(tenants=DEMO_TENANTS))
+        config = load_config(config_file)
         load.start()
-        config = stack.config(tenants=DEMO_TENANTS)
         server = threading.Thread(
             target=serve.run, args=(config, config.service.roles, "127.0.0.1", L.service_port),
             kwargs={"stop_event": stop}, name="serve", daemon=True,
         )
         server.start()
-        _wait_ready(L.service_url, server)
+        _wait_ready(L.service_url, L.service_port, server)
         demo_tokens = _issue_demo_tokens(config)
-        _print_urls(stack, demo_tokens)
+        print(demo_text(L, demo_tokens, config_file, today=datetime.now(timezone.utc).date(), cli=_cli()),
+              flush=True)
         deadline = time.monotonic() + args.duration if args.duration else None
         while not stop.is_set() and server.is_alive():
             if deadline and time.monotonic() > deadline:
@@ -102,7 +120,8 @@ def run_demo(args) -> int:
     return 0
 
 
-def _wait_ready(url: str, server: threading.Thread, timeout: float = 60.0) -> None:
+def _wait_ready(url: str, port: int, server: threading.Thread, timeout: float = 120.0) -> None:
+    """Until the embedded service answers /healthz; a service that dies or never answers is a one-line error."""
     import httpx
 
     deadline = time.monotonic() + timeout
@@ -113,6 +132,11 @@ def _wait_ready(url: str, server: threading.Thread, timeout: float = 60.0) -> No
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
+    if not server.is_alive():
+        # Someone took the port between the check and the bind (uvicorn logged "address already in use" above).
+        raise ComponentFailed("service", f"stopped during start-up on port {port} (see the log above; if the port "
+                                         "is taken, pick another --port-base)")
+    raise ComponentFailed("service", f"did not answer {url}/healthz within {timeout:.0f}s")
 
 
 def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
@@ -155,27 +179,58 @@ def _revoke_demo_tokens(config, demo_tokens: dict[str, tuple[str, str]]) -> None
         store.dispose()
 
 
-def _print_urls(stack: Stack, demo_tokens: dict[str, tuple[str, str]]) -> None:
-    L = stack.layout
+def _cli() -> str:
+    """How to call this kafka-health in a shell, so the printed commands work verbatim (venv active or not)."""
+    venv_script = Path(sys.executable).parent / "kafka-health"
+    on_path = shutil.which("kafka-health")
+    if on_path and (not venv_script.exists() or Path(on_path).resolve() == venv_script.resolve()):
+        return "kafka-health"
+    if venv_script.exists():
+        return shlex.quote(str(venv_script))
+    return f"{shlex.quote(sys.executable)} -m monitor.cli"
+
+
+def demo_text(L: StackLayout, demo_tokens: dict[str, tuple[str, str]], config_file: Path, *, today: date,
+              cli: str) -> str:
+    """What the demo prints once it runs: where everything is, and what to try. Pure, for the tests."""
+    url = L.service_url
     op = demo_tokens.get("operator", ("", "<none>"))[1]
     pay = demo_tokens.get("payments", ("", "<none>"))[1]
-    print(f"""
+    year, week_no, _ = today.isocalendar()
+    week = f"{year}-W{week_no:02d}"
+    cfg = shlex.quote(str(config_file))
+    as_pay, as_op = f'curl -H "Authorization: Bearer {pay}"', f'curl -H "Authorization: Bearer {op}"'
+    return f"""
 kafka-health demo is running (Ctrl-C stops everything it started)
 
-  Service (API, /metrics): {L.service_url}
-    health:                {L.service_url}/healthz
-    metrics:               {L.service_url}/metrics
-    API docs:              {L.service_url}/docs
+  Service (API, /metrics): {url}
+    health:                {url}/healthz
+    metrics:               {url}/metrics
+    API docs:              {url}/docs
   Prometheus:              {L.prometheus_url}
   Alertmanager:            {L.alertmanager_url}
   Kafka bootstrap:         {L.bootstrap_servers}
+  Config (YAML):           {config_file}
 
   Tenants: payments (topics payments.*, clients payments-*), search (topics search.*, clients search-*)
 
   Demo API tokens (valid until the demo stops):
     operator:        {op}
     tenant payments: {pay}
-  Try:
-    curl -H "Authorization: Bearer {pay}" {L.service_url}/api/v1/tenants/payments/health
-    curl -H "Authorization: Bearer {op}" {L.service_url}/api/v1/alerts
-""", flush=True)
+
+  Try the API (the tenant token sees payments only, the operator token everything):
+    health:            {as_pay} {url}/api/v1/tenants/payments/health
+    client advice:     {as_pay} {url}/api/v1/tenants/payments/advice
+    alerts:            {as_op} {url}/api/v1/alerts
+    cluster capacity:  {as_op} {url}/api/v1/clusters/local/capacity
+    weekly reports:    {as_pay} {url}/api/v1/tenants/payments/reports
+
+  A weekly report from the demo's data (in another terminal while the demo runs; Spark takes a minute or two):
+    {cli} archive --config {cfg} --from {today} --to {today + timedelta(days=1)}
+    {cli} report --config {cfg} --week {week}
+    {as_pay} -H "Accept: text/html" {url}/api/v1/tenants/payments/reports/{week} > payments-{week}.html
+
+  Grafana dashboards (Grafana itself is not part of the demo):
+    JSON:          {REPO_ROOT / "dashboards" / "json"}/*.json
+    provisioning:  {REPO_ROOT / "deploy" / "grafana" / "provisioning"}/ (set the datasource url to {L.prometheus_url})
+"""

@@ -12,8 +12,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from monitor.errors import StackError
 
 log = logging.getLogger(__name__)
 _QUIET = logging.getLogger("kafka_health.loadgen.librdkafka")
@@ -34,23 +36,40 @@ class TenantLoad:
 
 def ensure_topics(bootstrap: str, topics: list[str], *, partitions: int = 3, replication: int = 3,
                   timeout: float = 30.0) -> None:
+    """Create the topics that do not exist yet and wait until each partition has a leader.
+
+    A cluster that does not answer or refuses a topic raises ``StackError`` (one line for the CLI): confluent-kafka's
+    ``KafkaException`` stops at this seam."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
-    existing = set(admin.list_topics(timeout=10).topics)
-    new = [NewTopic(t, num_partitions=partitions, replication_factor=replication) for t in topics if t not in existing]
-    if not new:
-        return
-    for topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
-        try:
-            fut.result(timeout)
-        except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:  # metadata propagates to all brokers asynchronously
-        md = admin.list_topics(timeout=10).topics
-        if all(t in md and md[t].partitions and all(p.leader >= 0 for p in md[t].partitions.values()) for t in topics):
+    try:
+        existing = set(admin.list_topics(timeout=min(10.0, timeout)).topics)
+        new = [NewTopic(t, num_partitions=partitions, replication_factor=replication)
+               for t in topics if t not in existing]
+        if not new:
             return
-        time.sleep(0.2)
+        for topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
+            try:
+                fut.result(timeout)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise StackError(f"could not create topic {topic} on {bootstrap}: {kafka_reason(exc)}") from exc
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:  # metadata propagates to all brokers asynchronously
+            md = admin.list_topics(timeout=min(10.0, timeout)).topics
+            if all(t in md and md[t].partitions and all(p.leader >= 0 for p in md[t].partitions.values())
+                   for t in topics):
+                return
+            time.sleep(0.2)
+    except KafkaException as exc:
+        raise StackError(f"Kafka at {bootstrap} did not answer: {kafka_reason(exc)}") from exc
+
+
+def kafka_reason(exc: KafkaException) -> str:
+    """``KafkaError{code=_TRANSPORT,val=-195,str="..."}`` -> its message and code name."""
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError):
+        return f"{err.str()} ({err.name()})"
+    return str(exc)
 
 
 class LoadGenerator:

@@ -35,7 +35,7 @@ from monitor.stack import kafka, observability
 from monitor.stack.layout import CONTROLLER_ID, StackLayout
 from monitor.stack.procs import ProcessTable, port_open, require_ports_free, tail
 
-__all__ = ["Stack", "StackLayout", "ComponentStatus"]
+__all__ = ["Stack", "StackLayout", "ComponentStatus", "os_reason"]
 
 
 @dataclass(frozen=True)
@@ -80,10 +80,27 @@ class Stack:
 
     # --- up --------------------------------------------------------------------------------------------------------
     def up(self, timeout: float = 180.0) -> None:
+        self.prepare_dir()
+        try:
+            self._up(timeout)
+        except OSError as exc:  # a file or process the stack needs (cache dir full, binary gone): one line, no trace
+            raise StackError(f"stack up failed: {os_reason(exc)}") from exc
+
+    def prepare_dir(self) -> None:
+        """Create the stack directory; a path that cannot be one (under a file, read-only) is a one-line StackError."""
         L = self.layout
-        L.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            L.logs_dir.mkdir(parents=True, exist_ok=True)
+            probe = L.dir / ".write-probe"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as exc:
+            raise StackError(f"cannot use {L.dir} as the stack directory ({os_reason(exc)}); "
+                             "pick another --dir") from exc
+
+    def _up(self, timeout: float) -> None:
+        L = self.layout
         setup_log = L.logs_dir / "setup.log"
-        L.logs_dir.mkdir(parents=True, exist_ok=True)
         state = self._read_state()
         if state.get("kafka_version") and state["kafka_version"] != L.kafka_version:
             raise StackError(
@@ -218,6 +235,26 @@ class Stack:
         self._state_file().write_text(json.dumps(state, indent=2))
 
     # --- config for the rest of kafka-health ---------------------------------------------------------------------
+    def write_config(self, config: Config) -> Path:
+        """Write ``config`` as YAML to ``layout.config_file``, so ``--config FILE`` of serve, archive and report runs
+        on exactly what the demo runs on. Only non-default values are written; the file passes ``check-config``."""
+        import yaml
+
+        path = self.layout.config_file
+        data = config.model_dump(mode="json", exclude_defaults=True)
+        if "tenants" in data:  # name first: it is what a reader looks for
+            data["tenants"] = [{"name": t.pop("name"), **t} for t in data["tenants"]]
+        body = yaml.safe_dump(data, sort_keys=False)
+        text = (f"# kafka-health config of the local stack in {self.layout.dir}, written by `kafka-health demo`.\n"
+                f"# Use it with --config (serve, archive, report, tenants); check it with check-config.\n{body}")
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_text(text)
+            tmp.replace(path)  # atomic: a reader never sees half a file
+        except OSError as exc:
+            raise StackError(f"cannot write the config file: {os_reason(exc)}") from exc
+        return path
+
     def config(self, *, tenants: tuple[TenantConfig, ...] = (), store_url: str | None = None) -> Config:
         L = self.layout
         brokers = tuple(
@@ -247,6 +284,12 @@ class Stack:
             service=ServiceSettings(port=L.service_port),
             collection=CollectionSettings(interval_seconds=L.scrape_interval_seconds),
         )
+
+
+def os_reason(exc: OSError) -> str:
+    """An OSError in a user's words: ``Not a directory: /x/y`` rather than ``[Errno 20] ...``."""
+    what = exc.strerror or str(exc)
+    return f"{what}: {exc.filename}" if exc.filename else what
 
 
 # librdkafka logs every refused connection while brokers start; start-up probing should not spam the terminal.

@@ -85,7 +85,7 @@ def ensure_agents(log: Path) -> Path:
 
 def jolokia_port(layout: StackLayout, node_id: int) -> int:
     """Jolokia agent port of a broker: base+41..43 (beside the JMX ports base+11..13)."""
-    return layout.port_base + 40 + node_id
+    return layout.broker_jolokia_port(node_id)
 
 
 def jolokia_url(layout: StackLayout, node_id: int) -> str:

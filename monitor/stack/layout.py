@@ -63,6 +63,10 @@ class StackLayout:
     def broker_jmx_port(self, broker_id: int) -> int:
         return self.port_base + 10 + broker_id
 
+    def broker_jolokia_port(self, broker_id: int) -> int:
+        """The broker's Jolokia agent (the collectors' bulk JMX transport), beside its JMX port."""
+        return self.port_base + 40 + broker_id
+
     @property
     def prometheus_port(self) -> int:
         return self.port_base + 20
@@ -134,11 +138,21 @@ class StackLayout:
     def alertmanager_dir(self) -> Path:
         return self.dir / "alertmanager"
 
+    @property
+    def config_file(self) -> Path:
+        """The kafka-health config YAML the demo runs on (written by the demo, for ``--config``)."""
+        return self.dir / "kafka-health.yaml"
+
     def all_ports(self) -> dict[str, int]:
+        """Every port of this layout by name (docs/architecture.md lists the same offsets)."""
         ports = {"controller": self.controller_port, "controller-jmx": self.controller_jmx_port}
         for b in self.broker_ids:
             ports[f"broker-{b}"] = self.broker_port(b)
             ports[f"broker-{b}-jmx"] = self.broker_jmx_port(b)
+            ports[f"broker-{b}-jolokia"] = self.broker_jolokia_port(b)
+            if self.client_listener_host:
+                ports[f"broker-{b}-clients"] = self.client_listener_port(b)
         ports["prometheus"] = self.prometheus_port
         ports["alertmanager"] = self.alertmanager_port
+        ports["service"] = self.service_port
         return ports

@@ -1,7 +1,9 @@
 """The README's main job: ``kafka-health demo`` on the running stack serves the API and metrics with both demo
-tenants' traffic visible, Prometheus scrapes it, and it stops cleanly (leaving a stack it did not start running)."""
+tenants' traffic visible, Prometheus scrapes it, what it prints works as printed (advice, capacity, the config file,
+archive + report and the report in the API), and it stops cleanly (leaving a stack it did not start running)."""
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -26,7 +28,7 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack):
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
     reader.start()
     try:
-        wait_until(lambda: _get(f"{L.service_url}/healthz") == 200, 90, what="demo service /healthz")
+        wait_until(lambda: _get(f"{L.service_url}/healthz") == 200, 150, what="demo service /healthz")
         token = wait_until(lambda: _token(lines, "tenant payments:"), 60, what="the demo's tenant token")
 
         # The printed tenant token answers for its tenant, and another tenant is invisible to it.
@@ -46,6 +48,28 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack):
             return [s for s in r.json()["data"]["result"] if s["value"][1] == "1"]
 
         wait_until(scraped, 60, 2, what="Prometheus scraping the demo service")
+
+        # The printed commands work verbatim: the config file, the advice and capacity endpoints with the printed
+        # tokens, then archive + report from the demo's own data, whose report the demo's API serves.
+        config_file = _token(lines, "Config (YAML):")
+        check = subprocess.run([sys.executable, "-m", "monitor.cli", "check-config", config_file],
+                               capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stderr
+        operator = {"Authorization": f"Bearer {_token(lines, 'operator:')}"}
+        for path, headers in (("/api/v1/tenants/payments/advice", auth), ("/api/v1/clusters/local/capacity", operator)):
+            assert f"{L.service_url}{path}" in "".join(lines)
+            r = httpx.get(f"{L.service_url}{path}", headers=headers, timeout=60)
+            assert r.status_code == 200, (path, r.text)
+        archive, report = _command(lines, " archive --config "), _command(lines, " report --config ")
+        for argv, timeout in ((archive, 300), (report, 900)):
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+            assert done.returncode == 0, (argv, done.stderr[-3000:])
+        week = report[report.index("--week") + 1]
+        listed = httpx.get(f"{L.service_url}/api/v1/tenants/payments/reports", headers=auth, timeout=10)
+        assert week in [item["week"] for item in listed.json()["items"]], listed.text
+        page = httpx.get(f"{L.service_url}/api/v1/tenants/payments/reports/{week}",
+                         headers={**auth, "Accept": "text/html"}, timeout=30)
+        assert page.status_code == 200 and "<html" in page.text.lower()
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
@@ -63,6 +87,14 @@ def _token(lines, prefix):
         if line.strip().startswith(prefix):
             return line.split(prefix, 1)[1].strip()
     return None
+
+
+def _command(lines, marker):
+    """The printed shell command containing ``marker``, as argv."""
+    for line in list(lines):
+        if marker in line:
+            return shlex.split(line.strip())
+    pytest.fail(f"the demo printed no command with {marker!r}")
 
 
 def _get(url):
