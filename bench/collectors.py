@@ -1,6 +1,6 @@
 """Collector transports side by side on the same broker: jmxquery vs jolokia vs the Prometheus JMX exporter.
 
-    /work/venv/bin/python bench/collectors.py --dir /tmp/kh-bench --port-base 19200 [--levels 100,2000,10000]
+    .venv/bin/python bench/collectors.py --dir /tmp/kh-bench --port-base 19200 [--levels 100,2000,10000]
 
 Starts (or reuses) the local stack in --dir, restarts broker-1 with io.prometheus.jmx:jmx_prometheus_javaagent 1.0.1
 (bench/jmx_exporter_kafka.yml) beside its Jolokia agent, then for each partition level (partitions on broker-1,
