@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
@@ -17,7 +17,8 @@ from alerts import repo
 from alerts.models import AlertInstance, Silence
 from monitor.api.pagination import Page, Paging, PagingParams, page_of
 from monitor.api.principal import Principal, current_principal
-from monitor.errors import NotFound
+from monitor.api.schema import IsoTime
+from monitor.errors import Invalid, NotFound
 
 # Say nothing about what was asked for: a 404 must read the same for "absent" and "someone else's".
 TENANT_NOT_FOUND = "tenant not found"
@@ -43,9 +44,56 @@ class SilenceIn(BaseModel):
     comment: str = Field(default="", max_length=1000)
 
 
+# Response models: exactly what alert_json and silence_json build (times as their isoformat strings).
+
+
+class AlertInstanceRead(BaseModel):
+    fingerprint: str
+    alertname: str
+    state: str = Field(description="inactive | pending | firing | resolved")
+    severity: str = Field(description="warning | critical")
+    cluster: str | None
+    broker: str | None
+    tenant: str | None
+    labels: dict[str, Any]
+    annotations: dict[str, Any] = Field(description="summary, description, runbook")
+    evidence: dict[str, Any] = Field(description="the values that made it fire")
+    value: float | None
+    active_at: IsoTime | None
+    fired_at: IsoTime | None
+    resolved_at: IsoTime | None
+    muted_by: str | None = Field(description="what mutes it: silence:<id> or inhibited:<alertname>; null if nothing")
+
+
+class MatcherRead(BaseModel):
+    name: str
+    value: str
+    is_regex: bool
+    is_equal: bool
+
+
+class SilenceRead(BaseModel):
+    id: str
+    matchers: list[MatcherRead]
+    starts_at: IsoTime
+    ends_at: IsoTime
+    created_by: str = Field(description="id of the token that created it (or the CLI author)")
+    comment: str
+    tenant: str | None = Field(description="the tenant it is confined to; null for an operator's silence")
+    state: str = Field(description="pending | active | expired, at the time of the answer")
+
+
 def _now(request: Request) -> datetime:
     clock = getattr(request.app.state, "clock", None)
     return clock() if clock else datetime.now(timezone.utc)
+
+
+def _in_utc(dt: datetime | None, field: str) -> datetime | None:
+    """A time from a request, in UTC: the store keeps times without their offset (SQLite), read back as UTC."""
+    try:
+        return repo._utc(dt).astimezone(timezone.utc) if dt is not None else None
+    except OverflowError:
+        raise Invalid("out of range once converted to UTC", field=field) from None
 
 
 def _iso(dt: datetime | None) -> str | None:
@@ -82,7 +130,7 @@ def _list_alerts(request: Request, *, tenant: str | None, all_tenants: bool, sta
         return page_of(list(s.scalars(q)), paging, key=lambda r: r.fingerprint, convert=alert_json)
 
 
-@router.get("/api/v1/alerts")
+@router.get("/api/v1/alerts", response_model=Page[AlertInstanceRead])
 def list_alerts(request: Request, paging: PagingParams, state: StateParam | None = None,
                 principal: Principal = Depends(current_principal)) -> Page:
     """Operators: every alert instance. Tenant tokens: only their tenant's.
@@ -91,25 +139,32 @@ def list_alerts(request: Request, paging: PagingParams, state: StateParam | None
                         paging=paging)
 
 
-@router.post("/api/v1/silences", status_code=201)
+@router.post("/api/v1/silences", status_code=201, response_model=SilenceRead)
 def create_silence(body: SilenceIn, request: Request, principal: Principal = Depends(current_principal)) -> dict:
+    # Every refusal here is a 422 naming the field (the API's error contract), like the body's schema checks.
     now = _now(request)
-    starts = repo._utc(body.starts_at) or now
+    starts = _in_utc(body.starts_at, "starts_at") or now
     if body.ends_at is not None:
-        ends = repo._utc(body.ends_at)
+        ends, end_field = _in_utc(body.ends_at, "ends_at"), "ends_at"
     elif body.duration_seconds is not None:
-        ends = starts + timedelta(seconds=body.duration_seconds)
+        end_field = "duration_seconds"
+        try:
+            ends = starts + timedelta(seconds=body.duration_seconds)
+        except OverflowError:
+            raise Invalid("starts_at plus duration_seconds is past the year 9999", field=end_field) from None
     else:
-        raise HTTPException(400, "give ends_at or duration_seconds")
-    if ends <= starts or ends <= now:
-        raise HTTPException(400, "the silence must end after it starts and in the future")
+        raise Invalid("give ends_at or duration_seconds", field="ends_at")
+    if ends <= starts:
+        raise Invalid("the silence must end after it starts", field=end_field)
+    if ends <= now:
+        raise Invalid("the silence must end in the future", field=end_field)
     matchers = [m.model_dump() for m in body.matchers]
-    for m in matchers:
+    for i, m in enumerate(matchers):
         if m["is_regex"]:
             try:
                 re.compile(m["value"])
             except re.error as exc:
-                raise HTTPException(400, f"matcher {m['name']}: invalid regex: {exc}") from None
+                raise Invalid(f"invalid regex: {exc}", field=f"matchers[{i}].value") from None
     tenant = None
     if not principal.is_operator:
         tenant = principal.tenant
@@ -120,14 +175,14 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
         matchers = [m for m in matchers if m["name"] != "tenant"] + [
             {"name": "tenant", "value": tenant, "is_regex": False, "is_equal": True}]
     if all(m["value"] in ("", ".*") and (m["is_regex"] or not m["is_equal"]) for m in matchers):
-        raise HTTPException(400, "a silence must match something specific")
+        raise Invalid("a silence must match something specific", field="matchers")
     with request.app.state.store.session() as s:
         row = repo.create_silence(matchers, starts, ends, created_by=principal.token_id, comment=body.comment,
                                   tenant=tenant, now=now, session=s)
         return silence_json(row, now)
 
 
-@router.get("/api/v1/silences")
+@router.get("/api/v1/silences", response_model=Page[SilenceRead])
 def list_silences(request: Request, paging: PagingParams,
                   principal: Principal = Depends(current_principal)) -> Page:
     now = _now(request)
@@ -137,7 +192,7 @@ def list_silences(request: Request, paging: PagingParams,
         return page_of(rows, paging, key=lambda r: r.id, convert=lambda r: silence_json(r, now))
 
 
-@router.delete("/api/v1/silences/{silence_id}")
+@router.delete("/api/v1/silences/{silence_id}", response_model=SilenceRead)
 def expire_silence(silence_id: str, request: Request, principal: Principal = Depends(current_principal)) -> dict:
     now = _now(request)
     with request.app.state.store.session() as s:

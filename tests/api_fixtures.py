@@ -11,13 +11,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import create_engine, text
 
-from alerts.models import AlertInstance, EngineHeartbeat
+from alerts.models import AlertInstance, EngineHeartbeat, Silence
 from monitor.api import tokens
 from monitor.api.app import mount_api
 from monitor.config import Config, parse_config
@@ -148,6 +149,27 @@ def beat(cluster: str, *, age_s: float = 5, data_ok: bool = True, detail: str = 
                            detail=detail)
 
 
+def silence(sid: str, *, tenant: str | None, matchers: list[dict] | None = None, comment: str = "",
+            hours: float = 24) -> Silence:
+    """A silence active from an hour before NOW for ``hours``; a tenant's is confined by a tenant matcher."""
+    matchers = list(matchers or [{"name": "alertname", "value": "KafkaConsumerLag"}])
+    if tenant:
+        matchers.append({"name": "tenant", "value": tenant})
+    return Silence(id=sid, matchers=[{"is_regex": False, "is_equal": True, **m} for m in matchers],
+                   starts_at=NOW - timedelta(hours=1), ends_at=NOW + timedelta(hours=hours), created_by="test",
+                   comment=comment, tenant=tenant, created_at=NOW - timedelta(hours=1))
+
+
+def report(lake: Path, tenant: str, week: str, *, doc: dict, html: str):
+    """A weekly report as the job leaves it: its JSON and HTML files in the lake, and its row in the index."""
+    from monitor.reports.load import write_report
+    from monitor.reports.models import ReportIndex
+
+    json_path, html_path = write_report(lake, {**doc, "week": week}, html, tenant=tenant)
+    return ReportIndex(tenant=tenant, week=week, status="ok", problems=0, json_path=json_path, html_path=html_path,
+                       generated_at=NOW)
+
+
 def add(store: Store, *rows) -> None:
     with store.session() as s:
         s.add_all(rows)
@@ -155,5 +177,5 @@ def add(store: Store, *rows) -> None:
 
 __all__ = [
     "NOW", "CONFIG_YAML", "make_config", "store_url", "store", "config", "build_api", "app", "client", "Tokens",
-    "new_token", "tok", "alert", "beat", "add",
+    "new_token", "tok", "alert", "beat", "silence", "report", "add",
 ]

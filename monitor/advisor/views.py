@@ -7,13 +7,15 @@ row, never cluster-wide totals (they describe the other tenants' usage), and may
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from alerts.prom import PrometheusSource
 from monitor.advisor import service
 from monitor.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
+from monitor.api.schema import IsoTime, Number
 from monitor.errors import Invalid
 from monitor.tenants import service as tenant_service
 from monitor.tenants.views import ClusterName, TenantName, _cluster_scope, _tenant_row
@@ -23,11 +25,118 @@ router = APIRouter(prefix="/api/v1", tags=["advisor"])
 WINDOW = service.WINDOW
 
 
+# Response models: exactly the dicts monitor.advisor.service builds. Statuses and kinds stay plain strings, and extra
+# keys pass through, so what the service adds (a finding kind, a cluster status, a figure) is answered, never refused
+# with a 500 or dropped by the response model.
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ClusterStatusRead(_Open):
+    cluster: str
+    status: str = Field(description="ok | no_data (Prometheus holds none of the series) | unavailable (query failed)")
+    message: str = Field(description="the reason when not ok; empty otherwise")
+
+
+class FindingRead(_Open):
+    kind: str = Field(description="poor_batching, request_storm, throttled_by_quota, ... (docs/advisor.md)")
+    severity: str = Field(description="info | warning")
+    cluster: str
+    tenant: str | None
+    client_id: str = Field(description="empty when Kafka cannot say which client (cluster-level evidence)")
+    user: str
+    group: str
+    evidence: dict[str, Any] = Field(description="the figures behind the finding")
+    metrics: list[str] = Field(description="the exported metrics the evidence comes from")
+    cause: str
+    fix: str = Field(description="the concrete setting(s) to change")
+    suspects: list[str] = Field(description="clients that may cause a cluster-level finding (correlation)")
+    hurts_other_tenants: bool
+
+
+class TenantAdvice(_Open):
+    tenant: str
+    as_of: IsoTime
+    window: str
+    clusters: list[ClusterStatusRead] = Field(description="each cluster the tenant is on, and whether it could be read")
+    findings: list[FindingRead]
+
+
+class TenantPlanRead(_Open):
+    """One tenant's row of a plan. Null figures: never at this rate, or no budget."""
+
+    tenant: str
+    bytes_in_per_second: Number | None
+    stored_bytes: Number | None
+    retention_seconds: Number | None
+    replication_factor: Number | None
+    steady_storage_bytes: Number | None
+    budget_bytes: Number | None
+    budget_full_in_seconds: Number | None
+
+
+class PlanRead(_Open):
+    """A plan as a tenant token sees it: its own row, no cluster-wide totals."""
+
+    cluster: str
+    replication_factor: Number | None
+    tenants: list[TenantPlanRead]
+
+
+class NewTenantRead(_Open):
+    name: str
+    bytes_in_per_second: Number
+    retention_seconds: Number
+    partitions: Number
+
+
+class ScenarioRead(_Open):
+    grow: dict[str, Number] = Field(description="tenant -> ingress factor")
+    add: list[NewTenantRead]
+
+
+class ClusterPlanRead(PlanRead):
+    """A plan as an operator sees it: every tenant's row and the cluster-wide figures."""
+
+    brokers: int
+    disk_total_bytes: Number | None
+    disk_used_bytes: Number | None
+    steady_storage_bytes: Number | None
+    disk_full_in_seconds: Number | None = Field(description="until log disks reach max_disk_fill; null: never")
+    partitions_per_broker_max: Number
+    leaders_per_broker_max: Number
+    handler_headroom: Number | None = Field(description="load multiplier before the request-handler idle floor")
+    network_headroom: Number | None
+    brokers_needed: dict[str, int] = Field(description="brokers each constraint needs (absent: input missing)")
+    brokers_required: int = Field(description="the largest of brokers_needed")
+    missing: dict[str, str] = Field(default_factory=dict, description=(
+        "inputs with no series, and what could therefore not be computed (those figures are null)"))
+    limits: dict[str, Number]
+    scenario: ScenarioRead
+
+
+# The operator's shape first: it is the one with every field (pydantic tries union members left to right).
+AnyPlan = Annotated[ClusterPlanRead | PlanRead, Field(union_mode="left_to_right")]
+
+
+class ClusterCapacity(_Open):
+    cluster: str
+    as_of: IsoTime
+    window: str
+    status: str = Field(description="ok | no_data (no plan: no broker series) | unavailable (query failed)")
+    message: str = Field(description="why there is no plan, or which inputs are missing from it; empty otherwise")
+    plan: AnyPlan | None
+    what_if: AnyPlan | None = Field(description="the plan with grow/add applied; null without a scenario")
+
+
 def _source(config) -> PrometheusSource:
     return PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
 
 
-@router.get("/tenants/{tenant}/advice", summary="What this tenant's clients should change, with evidence")
+@router.get("/tenants/{tenant}/advice", response_model=TenantAdvice,
+            summary="What this tenant's clients should change, with evidence")
 def tenant_advice(name: TenantName, db_session: DbSession, config: AppConfig, now: Now,
                   window: Annotated[str, Query(pattern=WINDOW, description="look-back window, e.g. 10m")] = "10m"
                   ) -> dict:
@@ -41,7 +150,9 @@ def tenant_advice(name: TenantName, db_session: DbSession, config: AppConfig, no
         source.close()
 
 
-@router.get("/clusters/{cluster}/capacity",
+# exclude_unset: a field with a default (plan.missing) is answered only when the service sets it, so the answer is the
+# service's dict exactly.
+@router.get("/clusters/{cluster}/capacity", response_model=ClusterCapacity, response_model_exclude_unset=True,
             summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if")
 def cluster_capacity(
     cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig, now: Now,

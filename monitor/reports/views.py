@@ -5,16 +5,96 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
 
 from monitor.api.pagination import Page, PagingParams, page_of
 from monitor.api.principal import Principal, current_principal
+from monitor.api.schema import IsoTime, Number, iso_utc
 from monitor.errors import NotFound
 from monitor.reports import service
 
 router = APIRouter(prefix="/api/v1", tags=["reports"])
+
+
+class ReportRead(BaseModel):
+    """One row of the report index."""
+
+    tenant: str
+    week: str = Field(description="ISO week, e.g. 2026-W47")
+    status: str = Field(description="ok | partial | no_data")
+    problems: int = Field(description="how many problems the report names (missing or partial data)")
+    generated_at: IsoTime
+    url: str = Field(description="where the report itself is (JSON, or HTML with Accept: text/html)")
+
+
+# The report documents (monitor.reports.document) as stored in the lake. Top-level fields are typed; the figures
+# inside are open-ended tables, kept loose. Extra keys are allowed: a newer job may add sections.
+
+
+class ReportPeriod(BaseModel):
+    start: str = Field(description="first day (ISO date), a Monday")
+    end: str = Field(description="the day after the last (ISO date)")
+
+
+class Compared(BaseModel):
+    """One figure of the week against the previous week and the mean of the four before."""
+
+    model_config = ConfigDict(extra="allow")
+    this_week: Number | None
+    previous_week: Number | None
+    previous4_mean: Number | None
+    previous4_weeks: Number | None
+    growth_wow: Number | None = Field(description="this_week / previous_week - 1")
+    vs_previous4: Number | None = Field(description="this_week / previous4_mean - 1")
+
+
+class ReportAlerts(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    raised: Number
+    firing_minutes: Number
+    by_name: list[dict[str, Any]]
+
+
+class _Report(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    version: int
+    week: str
+    period: ReportPeriod
+    generated_at: IsoTime
+    status: str = Field(description="ok | partial | no_data")
+    problems: list[str] = Field(description="what is missing or partial, in words")
+
+
+class TenantReport(_Report):
+    kind: Literal["kafka-health/tenant-report"]
+    tenant: str
+    throughput: dict[str, Compared]
+    storage: dict[str, Any]
+    latency: dict[str, Compared]
+    throttling: dict[str, Compared]
+    consumer_lag: dict[str, Compared]
+    alerts: ReportAlerts
+    availability: dict[str, Any]
+    noisiest_clients: list[dict[str, Any]]
+    client_findings: list[dict[str, Any]]
+    history: list[dict[str, Any]] = Field(description="this week and the four before, one row per week")
+    daily: dict[str, list[Any]] = Field(description="per-day series over five weeks; `dates` names the days")
+
+
+class OperatorReport(_Report):
+    """The platform team's summary of the week, indexed under the tenant name ``_operator`` (operators only)."""
+
+    kind: Literal["kafka-health/operator-report"]
+    tenants: list[dict[str, Any]]
+    clusters: list[dict[str, Any]]
+    attention: list[str] = Field(description="what will run out first")
+
+
+ReportDocument = Annotated[TenantReport | OperatorReport, Field(discriminator="kind")]
 
 
 def _visible(principal: Principal, tenant: str) -> None:
@@ -26,7 +106,7 @@ def _lake(request: Request) -> Path:
     return Path(request.app.state.config.lake.path)
 
 
-@router.get("/tenants/{tenant}/reports")
+@router.get("/tenants/{tenant}/reports", response_model=Page[ReportRead])
 def list_reports(tenant: str, request: Request, paging: PagingParams,
                  principal: Principal = Depends(current_principal)) -> Page:
     _visible(principal, tenant)
@@ -34,10 +114,13 @@ def list_reports(tenant: str, request: Request, paging: PagingParams,
         rows = service.list_reports(db_session=s, tenant=tenant, limit=paging.limit + 1, before_week=paging.after)
     return page_of(rows, paging, key=lambda r: r.week, convert=lambda r: {
         "tenant": r.tenant, "week": r.week, "status": r.status, "problems": r.problems,
-        "generated_at": r.generated_at.isoformat(), "url": f"/api/v1/tenants/{r.tenant}/reports/{r.week}"})
+        "generated_at": iso_utc(r.generated_at), "url": f"/api/v1/tenants/{r.tenant}/reports/{r.week}"})
 
 
-@router.get("/tenants/{tenant}/reports/{week}", response_model=None)
+# The answer is sent as read from the lake (a Response: FastAPI does not re-validate it); the model documents it.
+@router.get("/tenants/{tenant}/reports/{week}", response_model=ReportDocument, responses={200: {
+    "description": "The report: its JSON document, or with `Accept: text/html` the HTML page with charts",
+    "content": {"text/html": {"schema": {"type": "string"}}}}})
 def get_report(tenant: str, week: str, request: Request,
                principal: Principal = Depends(current_principal)) -> JSONResponse | HTMLResponse:
     _visible(principal, tenant)

@@ -15,7 +15,7 @@ from monitor.errors import Conflict
 from monitor.tenants import service
 from tests.api_fixtures import *  # noqa: F401,F403
 from tests.conftest import wait_until
-from tests.api_fixtures import NOW, add, alert, beat, build_api, make_config, new_token
+from tests.api_fixtures import NOW, add, alert, beat, build_api, make_config, new_token, report
 
 pytestmark = pytest.mark.integration
 
@@ -301,6 +301,32 @@ def test_tenant_alerts_filtered_by_state_and_paginated(client, store, tok):
     assert sorted(a["fingerprint"] for a in every) == ["f0", "f1", "f2", "f3", "f4", "p1", "r1"]
     r = client.get("/api/v1/tenants/acme/alerts", headers=tok.h("acme"), params={"state": "bogus"})
     assert r.status_code == 422 and r.json()["error"]["fields"][0]["field"] == "state"
+
+
+# --- silences and reports (routers of other packages, through the whole app) ------------------------------------
+
+
+def test_silence_refusals_are_422_naming_the_field(client, tok):
+    r = client.post("/api/v1/silences", headers=tok.h("operator"), json={"matchers": [{"name": "a", "value": "b"}]})
+    assert r.status_code == 422
+    assert r.json()["error"]["fields"] == [{"field": "ends_at", "message": "give ends_at or duration_seconds"}]
+    r = client.post("/api/v1/silences", headers=tok.h("acme"), json={"matchers": [{"name": "a", "value": "("}],
+                                                                     "duration_seconds": 60, "comment": "x" * 1001})
+    assert r.status_code == 422 and [f["field"] for f in r.json()["error"]["fields"]] == ["comment"]
+
+
+def test_reports_through_the_api_carry_utc_offsets_and_serve_html(config, store, tok, tmp_path):
+    from fastapi.testclient import TestClient
+
+    cfg = config.model_copy(update={"lake": config.lake.model_copy(update={"path": str(tmp_path)})})
+    add(store, report(tmp_path, "acme", "2026-W47", doc={"kind": "kafka-health/tenant-report", "tenant": "acme"},
+                      html="<h1>acme, week 47</h1>"))
+    with TestClient(build_api(cfg, store)) as c:
+        (item,) = c.get("/api/v1/tenants/acme/reports", headers=tok.h("acme")).json()["items"]
+        assert item["generated_at"] == NOW.isoformat()  # SQLite hands it back naive: the API adds the offset
+        assert c.get(item["url"], headers=tok.h("acme")).json()["tenant"] == "acme"
+        html = c.get(item["url"], headers={**tok.h("acme"), "Accept": "text/html"})
+        assert html.headers["content-type"].startswith("text/html") and html.text == "<h1>acme, week 47</h1>"
 
 
 # --- clusters ----------------------------------------------------------------------------------------------------

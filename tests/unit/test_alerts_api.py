@@ -3,16 +3,15 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from alerts import repo
 from alerts.models import AlertState, Severity
 from alerts.types import Instance
 from alerts.views import router
+from monitor.api.errors import install_error_handlers
 from monitor.api.principal import Principal, PrincipalKind
-from monitor.errors import NotFound
 from monitor.store import Store
 
 pytestmark = pytest.mark.unit
@@ -37,13 +36,7 @@ def client(tmp_path):
             request.state.principal = Principal(PrincipalKind.TENANT, f"{who}-token", tenant=who)
         return await call_next(request)
 
-    @app.exception_handler(NotFound)
-    async def not_found(_req, exc):
-        return JSONResponse({"error": {"code": "not_found", "message": str(exc)}}, status_code=404)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_req, exc):
-        return JSONResponse({"error": {"code": "bad_request", "message": exc.detail}}, status_code=exc.status_code)
+    install_error_handlers(app)  # the API's own: 404, 422 with fields, ...
 
     insts = {}
     for tenant, state, broker in (("shop", AlertState.FIRING, "1"), ("ads", AlertState.FIRING, "1"),
@@ -104,11 +97,39 @@ def test_tenant_silence_is_confined_to_its_tenant(client):
     assert r.status_code == 200 and r.json()["state"] == "expired"
 
 
-def test_silence_validation(client):
-    h = {"x-test-principal": "operator"}
-    assert client.post("/api/v1/silences", json={"matchers": [{"name": "a", "value": "b"}]}, headers=h).status_code == 400
-    bad_re = {"matchers": [{"name": "a", "value": "(", "is_regex": True}], "duration_seconds": 60}
-    assert "invalid regex" in client.post("/api/v1/silences", json=bad_re, headers=h).json()["error"]["message"]
-    match_all = {"matchers": [{"name": "alertname", "value": ".*", "is_regex": True}], "duration_seconds": 60}
-    assert client.post("/api/v1/silences", json=match_all, headers=h).status_code == 400
-    assert client.delete("/api/v1/silences/nope", headers=h).status_code == 404
+@pytest.mark.parametrize("body,field,fragment", [
+    ({"matchers": [{"name": "a", "value": "b"}]}, "ends_at", "give ends_at or duration_seconds"),
+    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-21T00:00:00Z",
+      "ends_at": "2026-11-22T00:00:00Z"}, "ends_at", "in the future"),
+    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-23T00:00:00Z",
+      "ends_at": "2026-11-22T12:00:00Z"}, "ends_at", "after it starts"),
+    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-20T00:00:00Z", "duration_seconds": 60},
+     "duration_seconds", "in the future"),
+    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "9999-12-31T00:00:00Z", "duration_seconds": 86400},
+     "duration_seconds", "year 9999"),
+    ({"matchers": [{"name": "a", "value": "b"}, {"name": "a", "value": "(", "is_regex": True}],
+      "duration_seconds": 60}, "matchers[1].value", "invalid regex"),
+    ({"matchers": [{"name": "alertname", "value": ".*", "is_regex": True}], "duration_seconds": 60}, "matchers",
+     "must match something specific"),
+    ({"matchers": [], "duration_seconds": 60}, "matchers", "at least 1 item"),
+])
+def test_silence_validation_is_422_naming_the_field(client, body, field, fragment):
+    r = client.post("/api/v1/silences", json=body, headers={"x-test-principal": "operator"})
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["code"] == "invalid" and fragment in err["message"]
+    assert [f["field"] for f in err["fields"]] == [field]
+
+
+def test_silence_times_are_kept_in_utc_whatever_the_offset_given(client):
+    body = {"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-22T03:00:00+02:00",
+            "ends_at": "2026-11-22T05:00:00+02:00"}
+    r = client.post("/api/v1/silences", json=body, headers={"x-test-principal": "operator"})
+    assert r.status_code == 201, r.text
+    (stored,) = get(client, "operator", "/api/v1/silences").json()["items"]  # read back from the store
+    assert (stored["starts_at"], stored["ends_at"]) == ("2026-11-22T01:00:00+00:00", "2026-11-22T03:00:00+00:00")
+    assert stored["state"] == "active"
+
+
+def test_expiring_an_unknown_silence_is_404(client):
+    assert client.delete("/api/v1/silences/nope", headers={"x-test-principal": "operator"}).status_code == 404

@@ -1,0 +1,25 @@
+"""Field types the response models of every router share, so ``/openapi.json`` says what the JSON really holds.
+
+Response models describe the dicts the services already build; they must not change a byte of those answers:
+
+- ``Number``: an integer or a float, whichever the code produced. A plain ``float`` field would turn ``5`` into
+  ``5.0`` on the way out.
+- ``IsoTime``: a timestamp the code formatted itself with ``isoformat()`` (``+00:00``), documented as RFC 3339
+  ``date-time``. A ``datetime`` field would re-serialize it as ``Z``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated
+
+from pydantic import Field
+
+Number = int | float
+IsoTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+def iso_utc(dt: datetime) -> str:
+    """RFC 3339 with offset: SQLite hands back naive datetimes for timezone-aware columns, and every stored time is
+    UTC."""
+    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).isoformat()
