@@ -6,6 +6,8 @@ Layout under ``config.lake.path``::
     metrics/_markers/2026-11-16.json                        written last: the day is complete (see DayMarker)
     reports/week=2026-W47/tenant=acme/report.json|.html     weekly reports (monitor.reports.load)
     reports/week=2026-W47/operator.json|.html               the operator summary
+    reduced/<kind>/date=2026-11-16/part-*.parquet           derived: the report's cached daily reductions
+    reduced/_days/2026-11-16.json                           ... and what they were computed from (monitor.reports.cache)
 
 A day is replaced as a whole: the new day is written to ``metrics/.staging-*``, the old directory is renamed aside,
 the staging directory renamed into place, the marker written, the old one deleted. A reader that finds a
@@ -54,6 +56,11 @@ def marker_path(lake: Path, day: date) -> Path:
 
 def reports_dir(lake: Path) -> Path:
     return Path(lake) / "reports"
+
+
+def reduced_dir(lake: Path) -> Path:
+    """Derived data (the report's cached reductions): may be deleted at any time, it is recomputed."""
+    return Path(lake) / "reduced"
 
 
 @dataclass(frozen=True)

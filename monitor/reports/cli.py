@@ -1,4 +1,5 @@
-"""``kafka-health report --week 2026-W47 [--tenant T] [--master URL]``: the weekly per-tenant Spark report."""
+"""``kafka-health report --week 2026-W47 [--tenant T] [--master URL] [--no-cache]``: the weekly per-tenant Spark
+report."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ def register(sub) -> None:
     p.add_argument("--master", default=None, help="Spark master URL, e.g. spark://host:7077 "
                                                    "(default: reports.spark_master, local[2])")
     p.add_argument("--no-index", action="store_true", help="write the reports to the lake but not the store index")
+    p.add_argument("--no-cache", action="store_true", help="reduce every day from the raw lake rows; neither read "
+                                                            "nor write the cached daily reductions (lake/reduced)")
     p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
     add_stack_args(p)
     p.set_defaults(func=_report)
@@ -52,7 +55,7 @@ def _report(args) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         run = run_report(spark, config, args.week, tenant=args.tenant, now=datetime.now(timezone.utc), store=store,
-                         lake=Path(config.lake.path), progress=progress)
+                         lake=Path(config.lake.path), use_cache=not args.no_cache, progress=progress)
     finally:
         spark.stop()
         if store is not None:

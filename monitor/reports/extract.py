@@ -4,6 +4,9 @@ Faults are contained here and become ``problems`` (plain sentences that go into 
 a missing or incomplete day, a file that is not readable Parquet (skipped), a file whose schema drifted from
 ``lake.SCHEMA`` (missing columns become null, other types are cast with ``try_cast``: unparseable values dropped).
 Files are checked by their Parquet footer (cheap); a file with a valid footer and corrupt pages still fails the job.
+
+``scan`` checks (no Spark) and says per day whether the day is *final* (see ``DayFiles``), which is what the cache of
+reductions (``monitor.reports.cache``) needs; ``read`` then reads the files of the days that are not cached.
 """
 
 from __future__ import annotations
@@ -69,13 +72,40 @@ class Window:
         return [self.start + timedelta(days=i) for i in range((self.end - self.start).days)]
 
 
+@dataclass(frozen=True)
+class DayFiles:
+    """One day of the window that has a directory in the lake."""
+
+    day: date
+    marker: lakefs.DayMarker | None
+    files: tuple[str, ...]  # every Parquet file of the day, readable or not (the day's content, for the cache)
+    faulty: bool  # an unreadable or schema-drifted file: read as documented, but never cached
+    contained: bool  # every readable file's ``ts`` statistics lie inside the day (False when unknown)
+
+    @property
+    def final(self) -> bool:
+        """Archived completely and read as is: its reductions will not change until the day is re-archived."""
+        return self.marker is not None and self.marker.complete and not self.faulty and self.contained
+
+
 @dataclass
-class Extracted:
-    metrics: DataFrame
-    problems: list[str] = field(default_factory=list)
-    days_present: list[date] = field(default_factory=list)
-    files: int = 0
-    bytes: int = 0
+class Scanned:
+    """What ``scan`` found: the readable files grouped by schema drift, the days, and the problems to report."""
+
+    groups: dict[tuple[str, ...], list[str]]
+    present: list[date]  # days with at least one file
+    problems: list[str]
+    days: dict[date, DayFiles] = field(default_factory=dict)
+
+    @property
+    def files(self) -> int:
+        return sum(len(v) for v in self.groups.values())
+
+    def groups_of(self, days: Iterable[date]) -> dict[tuple[str, ...], list[str]]:
+        """``groups`` restricted to the files of ``days``."""
+        wanted = {f for d in days if d in self.days for f in self.days[d].files}
+        out = {drift: [f for f in files if f in wanted] for drift, files in self.groups.items()}
+        return {drift: files for drift, files in out.items() if files}
 
 
 def _drift(schema: pa.Schema) -> tuple[str, ...]:
@@ -92,11 +122,30 @@ def _drift(schema: pa.Schema) -> tuple[str, ...]:
     return tuple(out)
 
 
-def scan(lake: Path, window: Window, *, today: date) -> tuple[dict[tuple[str, ...], list[str]], list[date],
-                                                                 list[str]]:
-    """Check the window's days and files. -> (files grouped by drift, days with data, problems). No Spark."""
+def _inside(meta: pq.FileMetaData, day: date) -> bool:
+    """Whether the file's ``ts`` statistics (every row group's min and max) lie inside ``day``; False when a row
+    group has no statistics (unknown). Footer only: no page is read."""
+    names = meta.schema.to_arrow_schema().names
+    if "ts" not in names:
+        return False
+    i = names.index("ts")
+    lo = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    hi = lo + timedelta(days=1)
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(i).statistics
+        if st is None or not st.has_min_max or not isinstance(st.min, datetime) or not isinstance(st.max, datetime):
+            return False
+        mn, mx = (t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in (st.min, st.max))
+        if mn < lo or mx >= hi:
+            return False
+    return True
+
+
+def scan(lake: Path, window: Window, *, today: date) -> Scanned:
+    """Check the window's days and files (directories, markers, Parquet footers). No Spark."""
     groups: dict[tuple[str, ...], list[str]] = {}
     present, problems, missing = [], [], []
+    days: dict[date, DayFiles] = {}
     for day in window.days():
         if day > today:
             continue  # the future is not missing
@@ -112,19 +161,28 @@ def scan(lake: Path, window: Window, *, today: date) -> tuple[dict[tuple[str, ..
         files = sorted(d.glob("cluster=*/*.parquet"))
         if files:
             present.append(day)
+        faulty, contained = False, True
         for f in files:
             try:
-                schema = pq.read_schema(f)
+                meta = pq.read_metadata(f)
+                schema = meta.schema.to_arrow_schema()
             except (pa.ArrowException, OSError) as exc:
                 problems.append(f"{day}: unreadable Parquet file {f.relative_to(lake)} skipped "
                                 f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+                faulty = True
                 continue
             drift = _drift(schema)
             if drift:
                 problems.append(f"{day}: schema drift in {f.relative_to(lake)}: {'; '.join(drift)}; "
                                 "read with nulls for missing columns and unparseable values dropped")
+                faulty = True
+            contained = contained and _inside(meta, day)
             groups.setdefault(drift, []).append(str(f))
-    return groups, present, _missing_runs(missing) + problems
+        days[day] = DayFiles(day, marker, tuple(str(f) for f in files), faulty, contained)
+    problems = _missing_runs(missing) + problems
+    for p in problems:
+        log.warning("report input: %s", p)
+    return Scanned(groups, present, problems, days)
 
 
 def _missing_runs(days: list[date]) -> list[str]:
@@ -184,15 +242,12 @@ def read(spark: SparkSession, groups: dict[tuple[str, ...], list[str]]) -> DataF
                      & ~F.isnan("value"))
 
 
-def extract(spark: SparkSession, lake: Path, window: Window, *, today: date) -> Extracted:
-    groups, present, problems = scan(lake, window, today=today)
-    for p in problems:
-        log.warning("report input: %s", p)
+def extract(spark: SparkSession, scanned: Scanned, window: Window, days: Iterable[date] | None = None) -> DataFrame:
+    """The rows of ``days`` (default: every day ``scan`` found) inside the window, as one DataFrame."""
     start = datetime(window.start.year, window.start.month, window.start.day, tzinfo=timezone.utc)
     end = datetime(window.end.year, window.end.month, window.end.day, tzinfo=timezone.utc)
-    df = read(spark, groups).where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(end)))
-    files = [f for v in groups.values() for f in v]
-    return Extracted(df, problems, present, len(files), sum(Path(f).stat().st_size for f in files))
+    groups = scanned.groups if days is None else scanned.groups_of(days)
+    return read(spark, groups).where((F.col("ts") >= F.lit(start)) & (F.col("ts") < F.lit(end)))
 
 
 def selectors_frame(spark: SparkSession, tenants: Iterable[TenantConfig]) -> DataFrame:

@@ -2,7 +2,8 @@
 
 ``run_report`` is the one place that wires the steps; the Spark session, config, ``now``, lake and store are
 parameters, so the same code runs in tests, in ``kafka-health report`` (local or ``--master spark://...``) and in a
-scheduler.
+scheduler. The early reductions of final days come from the cache of the previous runs (``cache``); only the other
+days' raw rows are read.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pyspark.sql import functions as F
 
 from monitor.config import Config
 from monitor.errors import ReportError
+from monitor.reports import cache
 from monitor.reports import document as D
 from monitor.reports import transforms as T
-from monitor.reports.extract import (Window, budgets_frame, extract, parse_week, selectors_frame, week_name)
+from monitor.reports.extract import Window, budgets_frame, parse_week, scan, selectors_frame, week_name
 from monitor.reports.load import index_report, write_report
 from monitor.reports.render import operator_html, tenant_html
 from monitor.store.base import Store
@@ -67,33 +69,38 @@ def _utc(x: int | None) -> datetime | None:
     return datetime.fromtimestamp(x, tz=timezone.utc) if x is not None else None
 
 
-def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: str, *, problems: list[str],
-            now: datetime, progress: Callable[[str], None] = lambda _m: None) -> D.Collected:
-    """Run every transform on ``metrics`` and collect the (small) results to the driver.
+class Steps:
+    """The transform stage's progress: each materialized frame and collected result, numbered and timed."""
 
-    The raw rows are read three times, each time reduced at once (see ``transforms``): ``key_days`` (per-topic
-    and per-client series -> one row per key and day), ``cluster_minutes`` (one row per cluster and minute) and
-    ``minute_rows`` (the few per-minute rows tenants own by name; the series predicate skips the other row groups).
-    Everything after that works on frames small enough to keep in memory.
-    """
-    monday = parse_week(week_text)
-    step = [0]
-    steps = 16
+    COMPUTE = 14  # steps of ``compute`` (attribution, figures)
 
-    def timed(name: str, fn: Callable[[], Any]) -> Any:
+    def __init__(self, progress: Callable[[str], None], total: int):
+        self.progress, self.total, self.done = progress, total, 0
+
+    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.monotonic()
         result = fn()
-        step[0] += 1
+        self.done += 1
         size = f"{len(result)} rows" if isinstance(result, list) else "ready"
-        progress(f"      {name} ({step[0]}/{steps}): {size} in {time.monotonic() - t0:.1f}s")
+        self.progress(f"      {name} ({self.done}/{self.total}): {size} in {time.monotonic() - t0:.1f}s")
         return result
 
-    def keep(name: str, df: DataFrame) -> DataFrame:
+    def keep(self, name: str, df: DataFrame) -> DataFrame:
         # localCheckpoint: materialized once (memory, spilling to disk) and cut from the lineage of the raw scan.
-        return timed(name, df.localCheckpoint)
+        return self.timed(name, df.localCheckpoint)
 
+
+def compute(spark: SparkSession, config: Config, parts: T.Reductions, week_text: str, *, problems: list[str],
+            now: datetime, steps: Steps | None = None) -> D.Collected:
+    """Attribute the window's early reductions (``parts``, materialized: see ``cache.reductions``) to the tenants,
+    run every transform and collect the (small) results to the driver. Everything here works on frames small
+    enough to keep in memory; the raw rows were read (at most) once per reduction, before.
+    """
+    monday = parse_week(week_text)
+    steps = steps or Steps(lambda _m: None, Steps.COMPUTE)
+    timed, keep = steps.timed, steps.keep
     selectors = selectors_frame(spark, config.tenants)
-    r = T.reduce(metrics, selectors, keep=keep)
+    r = T.reduce(parts, selectors, keep=keep)
     episodes = T.alert_episodes(r.mins).persist(StorageLevel.MEMORY_AND_DISK)
     daily_frame = r.owner_days()
     daily = timed("daily figures", daily_frame.collect)
@@ -109,7 +116,7 @@ def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: 
     out = {
         "weekly": timed("weekly figures", lambda: T.weekly(daily_df, episodes).collect()),
         "storage": timed("storage", lambda: T.storage_daily(r.owned_days).collect()),
-        "disk": timed("disk", lambda: T.disk_daily(metrics).collect()),  # small: the clusters' days
+        "disk": timed("disk", lambda: r.disk.collect()),  # small: the clusters' days
         "alerts": timed("alerts", lambda: T.alerts_by_name(episodes, monday, data_end).collect()),
         "clients": timed("noisiest clients", lambda: T.noisy_clients(r.owned_days, monday).collect()),
         "findings": timed("client findings", lambda: T.client_findings(r.mins, monday)
@@ -143,8 +150,9 @@ def compute(spark: SparkSession, config: Config, metrics: DataFrame, week_text: 
 
 
 def run_report(spark: SparkSession, config: Config, week_text: str, *, now: datetime, tenant: str | None = None,
-               store: Store | None = None, lake: Path | None = None,
+               store: Store | None = None, lake: Path | None = None, use_cache: bool = True,
                progress: Callable[[str], None] = lambda _m: None) -> ReportRun:
+    """``use_cache=False`` reads every day from the lake and leaves the reductions cache as it is."""
     monday = parse_week(week_text)
     week = week_name(monday)
     if tenant is not None and tenant not in {t.name for t in config.tenants}:
@@ -158,14 +166,22 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
         progress(f"[{n}/{STAGES}] {text} (+{time.monotonic() - started:.0f}s)")
 
     stage(1, f"extract: checking the lake's files for {week} and the 4 weeks before")
-    ex = extract(spark, lake, Window.for_week(monday), today=now.date())
-    progress(f"      {ex.files} file(s) over {len(ex.days_present)} day(s); {len(ex.problems)} problem(s)")
+    window = Window.for_week(monday)
+    ex = scan(lake, window, today=now.date())
+    current_week = now.date() - timedelta(days=now.date().weekday())  # its days may still be archived again
+    plan = cache.plan(lake, ex, current_week=current_week, schemas=cache.schema_record(spark), enabled=use_cache)
+    progress(f"      {ex.files} file(s) over {len(ex.present)} day(s); {len(ex.problems)} problem(s)")
     for p in ex.problems:
         progress(f"      problem: {p}")
+    progress(f"      reductions cache: {plan.summary() if use_cache else 'not used (every day from the lake)'}")
+    for _level, note in plan.notes:
+        progress(f"      cache: {note}")
     if not ex.files:
         ex.problems.append(f"the lake at {lake} has no readable data for {week} or the 4 weeks before")
     stage(2, f"transform: {len(config.tenants)} tenant(s), every figure")
-    collected = compute(spark, config, ex.metrics, week, problems=ex.problems, now=now, progress=progress)
+    steps = Steps(progress, Steps.COMPUTE + 4 + 5 * bool(plan.to_cache))
+    parts = cache.reductions(spark, lake, ex, window, plan, now=now, keep=steps.keep, timed=steps.timed)
+    collected = compute(spark, config, parts, week, problems=ex.problems, now=now, steps=steps)
     stage(3, "documents")
     run = ReportRun(week, problems=ex.problems)
     wanted = [t for t in config.tenants if tenant is None or t.name == tenant]

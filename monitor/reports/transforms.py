@@ -19,10 +19,14 @@ Shape of the job (why it is fast): the raw minute rows are reduced *before* anyt
 3. ``minute_rows``: the per-minute series a tenant owns by name -- partition-state and throttle samples > 0
    (only those count), consumer-group lag, alerts, advisor findings.
 
-Only these small frames are joined with the tenant lookup (``attribute``, a broadcast join). Daily figures are
-wide, one row per (owner, date) (``owner_days``); weekly figures are long: ``(owner, week_start, metric, value)``,
-so one ``compare`` serves every metric. Weeks start on Monday 00:00 UTC (Spark's ``date_trunc('week')``). Every
-method is documented in docs/reports.md.
+These reductions (with ``disk_daily``, the clusters' disks per day) involve no tenant, and each of their rows
+belongs to one UTC day and depends on that day's rows only (``Reductions``): a final day's are cached and read back
+by later reports (``monitor.reports.cache``). Only they are joined with the tenant lookup (``attribute``, a broadcast
+join), on every report, so selectors changed since a day was cached still apply.
+
+Daily figures are wide, one row per (owner, date) (``owner_days``); weekly figures are long: ``(owner, week_start,
+metric, value)``, so one ``compare`` serves every metric. Weeks start on Monday 00:00 UTC (Spark's
+``date_trunc('week')``). Every method is documented in docs/reports.md.
 """
 
 from __future__ import annotations
@@ -204,6 +208,59 @@ def cluster_sets(selectors: DataFrame) -> DataFrame:
     return sets.join(m, "owner")
 
 
+# Bump when a reduction of ``Reductions`` changes what it computes (not only its schema): cached reductions written
+# by another version are recomputed from the lake.
+REDUCTION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Reductions:
+    """The raw rows reduced before any tenant is involved: one row per key and day, cluster and minute, ... Every
+    row belongs to one UTC day (``date``, else the day of ``ts``) and depends only on that day's raw rows, so the
+    reductions of a set of days are the union of each day's (what lets ``monitor.reports.cache`` keep them)."""
+
+    days: DataFrame  # key_days
+    clusters: DataFrame  # cluster_minutes
+    rows: DataFrame  # minute_rows
+    disk: DataFrame  # disk_daily
+
+    KINDS = ("key_days", "cluster_minutes", "minute_rows", "disk_days")  # names of the frames, in field order
+
+    def frames(self) -> dict[str, DataFrame]:
+        return dict(zip(self.KINDS, (self.days, self.clusters, self.rows, self.disk)))
+
+    @classmethod
+    def of(cls, frames: dict[str, DataFrame]) -> "Reductions":
+        return cls(*(frames[k] for k in cls.KINDS))
+
+    def union(self, other: "Reductions") -> "Reductions":
+        mine, theirs = self.frames(), other.frames()
+        return Reductions.of({k: mine[k].unionByName(theirs[k]) for k in self.KINDS})
+
+    def canonical(self, partitions: int) -> "Reductions":
+        return Reductions.of({k: canonical(df, partitions) for k, df in self.frames().items()})
+
+
+def canonical(df: DataFrame, partitions: int) -> DataFrame:
+    """``df`` hash-partitioned on all its columns and sorted within each partition: the same rows give the same
+    partitions in the same order, whichever days came from the cache or the lake and however the lake's files were
+    split. Spark adds doubles in the order it meets them (and a double sum depends on that order in its last bits),
+    so this is what makes every figure computed from the reductions the same number for the same data."""
+    return df.repartition(partitions, *df.columns).sortWithinPartitions(*df.columns)
+
+
+def ordered_sum(col: str | Column) -> Column:
+    """Sum of a double column in ascending order of its values (null when there is none): the same double however
+    the rows were partitioned, unlike ``sum``, which adds partial sums in the order they arrive. For small groups."""
+    c = F.col(col) if isinstance(col, str) else col
+    return F.when(F.count(c) > 0, F.aggregate(F.array_sort(F.collect_list(c)), F.lit(0.0), lambda acc, x: acc + x))
+
+
+def reductions(metrics: DataFrame) -> Reductions:
+    """Every early reduction of the raw rows (lazy: each is one pruned read of ``metrics`` when materialized)."""
+    return Reductions(key_days(metrics), cluster_minutes(metrics), minute_rows(metrics), disk_daily(metrics))
+
+
 @dataclass(frozen=True)
 class Reduced:
     """The raw rows reduced and attributed: what every figure below reads."""
@@ -212,6 +269,7 @@ class Reduced:
     days: DataFrame  # key_days, not attributed (cluster figures)
     clusters: DataFrame  # cluster_minutes
     rows: DataFrame  # minute_rows, not attributed (cluster figures)
+    disk: DataFrame  # disk_daily
     owned_days: DataFrame  # key_days + owner
     mins: DataFrame  # minute_rows + owner
 
@@ -219,18 +277,17 @@ class Reduced:
         return owner_days(self.owned_days, self.mins, set_days(self.clusters, self.sets), self.sets)
 
 
-def reduce(metrics: DataFrame, selectors: DataFrame, *,
+def reduce(parts: Reductions, selectors: DataFrame, *,
            keep: Callable[[str, DataFrame], DataFrame] = lambda _name, df: df) -> Reduced:
-    """Reduce the raw rows early, then attribute the reductions to tenants. ``keep(name, frame)`` is the caller's
-    hook to materialize a frame that is read more than once (the job checkpoints them; tests need not)."""
+    """Attribute the early reductions (``reductions(metrics)``, or cached ones) to tenants. ``keep(name, frame)``
+    is the caller's hook to materialize a frame that is read more than once (the job checkpoints them; tests need
+    not). ``parts`` should be materialized already: its frames are read several times."""
     sets = keep("cluster sets", cluster_sets(selectors))
-    days = keep("per-key daily reduction", key_days(metrics))
-    clusters = keep("per-cluster minutes", cluster_minutes(metrics))
-    rows = minute_rows(metrics)
-    keys = attribution_keys(days).unionByName(attribution_keys(rows)).distinct()
+    keys = attribution_keys(parts.days).unionByName(attribution_keys(parts.rows)).distinct()
     lookup = keep("tenant attribution", ownership(keys, selectors))
-    return Reduced(sets, days, clusters, rows, keep("owned daily rows", attribute(days, lookup)),
-                   keep("owned minute rows", attribute(rows, lookup)))
+    return Reduced(sets, parts.days, parts.clusters, parts.rows, parts.disk,
+                   keep("owned daily rows", attribute(parts.days, lookup)),
+                   keep("owned minute rows", attribute(parts.rows, lookup)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -443,9 +500,11 @@ def disk_daily(metrics: DataFrame) -> DataFrame:
                           F.when(F.col("series") == "host_filesystem_size_bytes", F.col("ts"))).alias("size"),
                  F.max_by(F.when(F.col("series") == "host_filesystem_free_bytes", F.col("value")),
                           F.when(F.col("series") == "host_filesystem_free_bytes", F.col("ts"))).alias("free")))
+    # summed over a cluster's brokers (a few hundred at most) in an order that does not depend on the partitioning:
+    # a day's figure is the same whether it was reduced with the 35 days of a report or alone (cached days)
     return (last.groupBy("cluster", "date")
-            .agg(F.sum("size").alias("size_bytes"), F.sum(F.col("size") - F.col("free")).alias("used_bytes"),
-                 F.count("*").alias("brokers")))
+            .agg(ordered_sum("size").alias("size_bytes"),
+                 ordered_sum(F.col("size") - F.col("free")).alias("used_bytes"), F.count("*").alias("brokers")))
 
 
 def disk_forecast(daily: DataFrame) -> DataFrame:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from fastapi import FastAPI, Request
@@ -17,6 +18,8 @@ from fastapi.testclient import TestClient
 
 from bench.gen_lake import KNOWN, KNOWN_WEEK, known_answer_lake
 from monitor.api.principal import Principal, PrincipalKind
+from monitor.archive import lake as lakefs
+from monitor.config import TenantConfig, TenantSelector
 from monitor.errors import NotFound
 from monitor.reports.job import run_report
 from monitor.reports.models import ReportIndex
@@ -186,3 +189,60 @@ def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp
         KNOWN["acme_bytes_in_base"] * 1.1**4 * 6 / 7)
     assert run.documents["acme"]["availability"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
     assert run.operator is None and set(run.documents) == {"acme"}
+
+
+def test_a_second_run_reads_every_day_from_the_cache_and_gives_the_same_documents(known, spark):
+    """The module's run cached the reductions of every day (all final at NOW); a second run reads no raw row and
+    writes identical documents."""
+    assert any("0 day(s) from the cache, 35 from the lake (35 to be cached)" in m for m in known["progress"])
+    assert len(list((known["lake"] / "reduced" / "_days").glob("*.json"))) == 35
+    messages: list[str] = []
+    again = run_report(spark, known["config"], KNOWN_WEEK, now=NOW, progress=messages.append)
+    assert any("35 day(s) from the cache, 0 from the lake (0 to be cached)" in m for m in messages)
+    assert not any("days from the lake)" in m for m in messages)  # no reduction of raw rows ran
+    assert again.documents == known["run"].documents and again.operator == known["run"].operator
+
+
+def test_a_day_archived_again_a_corrupt_cache_and_a_new_tenant_give_what_the_lake_says(known, spark, tmp_path,
+                                                                                        caplog):
+    """On the cache of the module's run: Wednesday is archived again with twice acme's bytes in, the cache of Friday
+    is corrupted, a tenant is added that takes a topic from beta. The report shows the new data, recomputes both
+    days (and caches them again), attributes the cached days to the new tenant, and equals a run without cache."""
+    lake = tmp_path / "lake"
+    shutil.copytree(known["lake"] / "metrics", lake / "metrics")
+    shutil.copytree(known["lake"] / "reduced", lake / "reduced")
+    wed, fri = date(2026, 11, 18), date(2026, 11, 20)
+    tables = {}
+    for f in sorted(lakefs.day_dir(lake, wed).glob("cluster=*/part-0.parquet")):
+        t = pq.read_table(f)
+        acme_in = pc.fill_null(pc.and_(pc.equal(t["series"], "topic_bytes_in_rate"),
+                                       pc.equal(t["topic"], "acme.orders")), False)
+        value = pc.if_else(acme_in, pc.multiply(t["value"], 2.0), t["value"])
+        tables[f.parent.name.removeprefix("cluster=")] = t.set_column(t.schema.get_field_index("value"), "value",
+                                                                      value)
+    archived_at = NOW - timedelta(minutes=30)
+    start = datetime(wed.year, wed.month, wed.day, tzinfo=timezone.utc)
+    lakefs.write_day(lake, wed, tables, start=start, end=start + timedelta(days=1), complete=True, now=archived_at)
+    cached = next((lake / "reduced" / "key_days" / f"date={fri}").glob("*.parquet"))
+    data = bytearray(cached.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cached.write_bytes(bytes(data))
+    config = known["config"].model_copy(update={"tenants": known["config"].tenants + (TenantConfig(
+        name="events", selectors=(TenantSelector(cluster="main", topic_prefixes=("beta.events",)),)),)})
+
+    messages: list[str] = []
+    with caplog.at_level("INFO"):
+        run = run_report(spark, config, KNOWN_WEEK, now=NOW, lake=lake, progress=messages.append)
+    assert any("33 day(s) from the cache, 2 from the lake (2 to be cached)" in m for m in messages)
+    assert "2026-11-20: corrupt cache" in caplog.text and "2026-11-18: re-archived" in caplog.text
+    acme = run.documents["acme"]
+    assert acme["status"] == "ok"  # a corrupt cache is not a problem of the report
+    assert acme["throughput"]["bytes_in"]["this_week"] == pytest.approx(
+        KNOWN["acme_bytes_in_base"] * 1.1**4 * 8 / 7, rel=1e-12)  # Wednesday's seventh counts twice
+    assert run.documents["events"]["throughput"]["bytes_in"]["this_week"] == 1000 * 60 * 24 * 7
+    assert run.documents["events"]["throughput"]["bytes_in"]["previous4_weeks"] == 4  # cached weeks too
+    record = json.loads((lake / "reduced" / "_days" / f"{wed}.json").read_text())
+    assert record["source"]["marker"]["written_at"] == archived_at.isoformat()
+
+    without = run_report(spark, config, KNOWN_WEEK, now=NOW, lake=lake, use_cache=False)
+    assert run.documents == without.documents and run.operator == without.operator

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
+from pyspark.sql import functions as F
 
 from monitor.config import TenantConfig, TenantContract, TenantSelector
 from monitor.reports import transforms as T
@@ -57,7 +58,7 @@ def attributed(spark, selectors, rows):
 
 
 def reduced(spark, selectors, rows) -> T.Reduced:
-    return T.reduce(frame(spark, rows), selectors)
+    return T.reduce(T.reductions(frame(spark, rows)), selectors)
 
 
 def weekly_of(spark, selectors, rows, owner: str = "acme") -> dict:
@@ -209,7 +210,7 @@ def test_shared_cluster_figures_are_computed_once_per_cluster_set(spark, selecto
         TenantSelector(cluster="main", topic_prefixes=("both.",)),)),))
     rows = [row("broker_produce_p99_seconds", ts, v, broker="1") for ts, v in zip(minutes(T0, 3), (0.01, 0.05, 0.01))]
     rows += [row("broker_produce_p99_seconds", ts, 0.02, cluster="edge", broker="7") for ts in minutes(T0, 4)]
-    r = T.reduce(frame(spark, rows), sel)
+    r = T.reduce(T.reductions(frame(spark, rows)), sel)
     sets = {x["owner"]: x["cset"] for x in r.sets.collect()}
     assert sets["acme"] == sets["beta"] == "main" and sets["both"] == "edge,main"
     w = {(o, m): v for o, _w, m, v in T.weekly_figures(r.owner_days()).collect()}
@@ -233,3 +234,23 @@ def test_findings_reach_only_the_tenant_they_name(spark, selectors):
         ("acme", "poor_batching", "acme-batch", 12)]
     assert (got[0]["first_seen"], got[0]["last_seen"]) == (wed.replace(tzinfo=None), (wed + timedelta(minutes=11))
                                                            .replace(tzinfo=None))
+
+
+def test_canonical_order_makes_sums_independent_of_where_the_rows_came_from(spark):
+    """The same rows split differently (cached days + fresh days, or one read of the lake) become the same partitions
+    in the same order, so any sum computed after them is the same double; ``ordered_sum`` needs no such help. The
+    values are chosen so that the order of the additions shows in the result."""
+    values = [1e16, 1.0, -1e16, 1.0, 3.3, 1e-3, 7e15, -7e15, 0.1, 0.2] * 4
+    rows = [(f"k{i % 3}", v) for i, v in enumerate(values)]
+    one_read = spark.createDataFrame(rows, "k string, v double").repartition(3)
+    cache_and_lake = (spark.createDataFrame(rows[::2], "k string, v double").coalesce(1)
+                      .unionByName(spark.createDataFrame(rows[1::2][::-1], "k string, v double")))
+    a, b = T.canonical(one_read, 4), T.canonical(cache_and_lake, 4)
+    assert a.rdd.glom().collect() == b.rdd.glom().collect()
+    assert a.groupBy("k").agg(F.sum("v")).sort("k").collect() == b.groupBy("k").agg(F.sum("v")).sort("k").collect()
+
+    def ordered(df):
+        return df.groupBy("k").agg(T.ordered_sum("v").alias("s")).sort("k").collect()
+
+    assert ordered(one_read) == ordered(cache_and_lake)
+    assert spark.createDataFrame([("x", None)], "k string, v double").agg(T.ordered_sum("v")).first()[0] is None
