@@ -9,17 +9,28 @@ Two baselines, measured in the same run so that a loaded machine does not fake t
 - the *scan floor*: one Spark aggregation over every row of the same lake (sum and count per series), the least
   any report must do. ``report / scan`` says how many full scans the report costs;
 - the 1-week run: later runs are also given as ratios to it (how the time grows with history);
-- with ``--compare-ref main``, the report as written at that git ref, run on the same lake in a subprocess just
+- with ``--compare-ref REF``, the report as written at that git ref, run on the same lake in a subprocess just
   before the current code (before/after under the same load). Only its ``run_report`` call is timed.
+
+These runs read every day from the lake (``use_cache=False``, as before the reductions cache). ``--cache-runs N``
+instead times, N times each and interleaved on one lake of ``--weeks`` weeks, what a weekly schedule sees:
+
+- *cold*: the report of the last week with the cache off (all 35 days reduced from the raw rows);
+- *fill*: the cache emptied, the report of the week before (last week's scheduled run: it caches its days);
+- *warm*: the report of the last week on that cache (28 days from the cache, its own 7 from the lake, then cached);
+
+and prints the medians, warm / cold, and whether warm and cold documents are equal.
 
     python bench/spark.py --brokers 100 --topics 5000 --tenants 500            # the issue's size
     python bench/spark.py --scale 0.1                                          # 10 brokers, 500 topics, 50 tenants
+    python bench/spark.py --scale 0.05 --weeks 5 --cache-runs 3                # cold vs warm (cached) reports
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import resource
 import shutil
 import subprocess
@@ -129,6 +140,39 @@ def ref_wall(ref: str, root: Path, config, lake: Path, week: str, now: datetime)
     raise SystemExit(f"the {ref} report failed:\n{done.stderr[-3000:]}")
 
 
+def cache_runs(spark, config, lake: Path, end_week: date, now: datetime, runs: int) -> None:
+    """Cold (no cache) against warm (cache filled by the previous week's report) reports, ``runs`` times each."""
+    week, before = week_name(end_week), week_name(end_week - timedelta(days=7))
+    walls: dict[str, list[float]] = {"cold": [], "fill": [], "warm": []}
+    loads: list[float] = []
+    equal = True
+
+    def timed(kind: str, week_text: str, use_cache: bool):
+        loads.append(os.getloadavg()[0])
+        t0 = time.monotonic()
+        run = run_report(spark, config, week_text, now=now, lake=lake, use_cache=use_cache,
+                         progress=lambda m: print("   ", m, flush=True))
+        walls[kind].append(time.monotonic() - t0)
+        loads.append(os.getloadavg()[0])
+        print(f"  {kind} #{len(walls[kind])}: {walls[kind][-1]:.1f}s (load average {loads[-1]:.1f})", flush=True)
+        return run
+
+    for _ in range(runs):
+        cold = timed("cold", week, False)
+        shutil.rmtree(lakefs.reduced_dir(lake), ignore_errors=True)
+        timed("fill", before, True)
+        warm = timed("warm", week, True)
+        equal = equal and warm.documents == cold.documents and warm.operator == cold.operator
+    med = {k: statistics.median(v) for k, v in walls.items()}
+    every = "; ".join(f"{k} " + " ".join(f"{x:.1f}" for x in v) for k, v in walls.items())
+    cached = sum(f.stat().st_size for f in lakefs.reduced_dir(lake).rglob("*.parquet"))
+    print(f"cache: medians of {runs} run(s): cold {med['cold']:.1f}s, warm {med['warm']:.1f}s, warm / cold "
+          f"{med['warm'] / med['cold']:.2f} (x{med['cold'] / med['warm']:.2f}); fill (the week before: its days "
+          f"reduced and cached) {med['fill']:.1f}s", flush=True)
+    print(f"cache: every run (s): {every}; warm documents equal cold: {equal}; cache {cached / 2**20:.1f} MiB; "
+          f"load average {min(loads):.1f} to {max(loads):.1f}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--brokers", type=int, default=100)
@@ -139,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--week", default="2026-W47")
     p.add_argument("--dir", type=Path, default=None, help="where to put the lakes (default: a temp dir, removed)")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--compare-ref", default=None, help="also time the report as written at this git ref (e.g. main)")
+    p.add_argument("--compare-ref", default=None,
+                   help="also time the report as written at this git ref (02a3647: before reduce-then-attribute)")
+    p.add_argument("--cache-runs", type=int, default=0,
+                   help="time cold (no cache) against warm (cache of the previous week's report) N times each")
     a = p.parse_args(argv)
     brokers, topics, tenants = (max(1, round(x * a.scale)) for x in (a.brokers, a.topics, a.tenants))
     y, w = a.week.split("-W")
@@ -160,12 +207,19 @@ def main(argv: list[str] | None = None) -> int:
             gen = time.monotonic() - t0
             rows = rows_in(lake)
             size = sum(f.stat().st_size for f in lakefs.metrics_dir(lake).rglob("*.parquet"))
+            if a.cache_runs:
+                print(f"weeks={weeks}: {rows:,} rows ({size / 2**20:.0f} MiB Parquet, generated in {gen:.0f}s)",
+                      flush=True)
+                cache_runs(spark, config, lake, end_week, now, a.cache_runs)
+                if a.dir is None:
+                    shutil.rmtree(lake, ignore_errors=True)
+                continue
             before = (ref_wall(a.compare_ref, root, config, lake, week_name(end_week), now)
                       if a.compare_ref else None)
             scan = scan_floor(spark, lake)
             t0 = time.monotonic()
             with PeakMemory() as mem:
-                run = run_report(spark, config, week_name(end_week), now=now, lake=lake,
+                run = run_report(spark, config, week_name(end_week), now=now, lake=lake, use_cache=False,
                                  progress=lambda m: print("   ", m, flush=True))
             wall = time.monotonic() - t0
             py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -184,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
         if a.dir is None:
             shutil.rmtree(root, ignore_errors=True)
+    if not results:
+        return 0
     base_weeks, base_rows, base_wall, _ = results[0]
     for weeks, rows, wall, scan in results:
         print(f"weeks={weeks}: rows x{rows / base_rows:.2f}, wall x{wall / base_wall:.2f} of {base_weeks} week(s); "
