@@ -10,5 +10,5 @@ demo: setup
 # Two sessions: the tests marked own_stack assert on what a Prometheus holds, so they get a stack of their own
 # that no other test has fed.
 test: setup
-	.venv/bin/python -m pytest tests -m "not own_stack"
-	.venv/bin/python -m pytest tests -m own_stack
+	.venv/bin/python -m pytest tests -m "not own_stack" --durations=15
+	.venv/bin/python -m pytest tests -m own_stack --durations=8

@@ -109,6 +109,13 @@ def fault_stack(link, tmp_path_factory):
         yield s
 
 
+# The saturation rule's threshold in this module. The built-in 0.2 is for a production broker; here a flood driven
+# from Python on 2 cores shared with the brokers holds broker 1's handlers at 0.15-0.45 idle (one CI run: median
+# 0.24), so 0.2 made the test depend on the machine's mood. What the test proves is the detection and the attribution
+# to the producer, at a threshold that the flood crosses for sure.
+FLOOD_IDLE_THRESHOLD = 0.3
+
+
 @pytest.fixture(scope="module")
 def watched(fault_stack, tmp_path_factory):
     if collectors_dir() is None:
@@ -119,7 +126,8 @@ def watched(fault_stack, tmp_path_factory):
     config = config.model_copy(update={
         "collection": CollectionSettings(interval_seconds=5),
         "rules": RulesSettings(files=(str(tmp / "backlog-rule.yaml"),),
-                               overrides={"KafkaRequestHandlerSaturation": RuleOverride(for_seconds=20)})})
+                               overrides={"KafkaRequestHandlerSaturation": RuleOverride(
+                                   threshold=FLOOD_IDLE_THRESHOLD, for_seconds=20)})})
     _create(fault_stack, "shop.slow", [[SLOW_BROKER]])
     # Led by FLOOD_BROKER, replicated: the followers' fetches are handler work on the leader too.
     _create(fault_stack, "ads.flood", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
@@ -277,7 +285,7 @@ def test_flood_of_tiny_produce_requests_saturates_handlers_and_names_the_produce
             idle = prom_query(fault_stack, "kafka_broker_request_handler_idle_ratio[2m]")
             raise AssertionError(f"{exc}; idle ratios: {idle}") from None
         ev = inst.evidence
-        assert inst.labels["cluster"] == "local" and ev["value"] < 0.2, ev
+        assert inst.labels["cluster"] == "local" and ev["value"] < FLOOD_IDLE_THRESHOLD, ev
         assert ev["busy_client"] == "ads-flood", ev
         top = ev["clients"][0]
         assert top["client_id"] == "ads-flood" and top["tenant"] == "ads" and top["request_time_ratio"] > 0.1, top
