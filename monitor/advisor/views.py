@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from alerts.prom import PrometheusSource
 from monitor.advisor import service
 from monitor.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
-from monitor.api.schema import IsoTime, Number
+from monitor.api.schema import IsoTime, Number, OpenModel
 from monitor.errors import Invalid
 from monitor.tenants import service as tenant_service
 from monitor.tenants.views import ClusterName, TenantName, _cluster_scope, _tenant_row
@@ -30,17 +30,13 @@ WINDOW = service.WINDOW
 # with a 500 or dropped by the response model.
 
 
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class ClusterStatusRead(_Open):
+class ClusterStatusRead(OpenModel):
     cluster: str
     status: str = Field(description="ok | no_data (Prometheus holds none of the series) | unavailable (query failed)")
     message: str = Field(description="the reason when not ok; empty otherwise")
 
 
-class FindingRead(_Open):
+class FindingRead(OpenModel):
     kind: str = Field(description="poor_batching, request_storm, throttled_by_quota, ... (docs/advisor.md)")
     severity: str = Field(description="info | warning")
     cluster: str
@@ -56,7 +52,7 @@ class FindingRead(_Open):
     hurts_other_tenants: bool
 
 
-class TenantAdvice(_Open):
+class TenantAdvice(OpenModel):
     tenant: str
     as_of: IsoTime
     window: str
@@ -64,7 +60,7 @@ class TenantAdvice(_Open):
     findings: list[FindingRead]
 
 
-class TenantPlanRead(_Open):
+class TenantPlanRead(OpenModel):
     """One tenant's row of a plan. Null figures: never at this rate, or no budget."""
 
     tenant: str
@@ -77,7 +73,7 @@ class TenantPlanRead(_Open):
     budget_full_in_seconds: Number | None
 
 
-class PlanRead(_Open):
+class PlanRead(OpenModel):
     """A plan as a tenant token sees it: its own row, no cluster-wide totals."""
 
     cluster: str
@@ -85,14 +81,14 @@ class PlanRead(_Open):
     tenants: list[TenantPlanRead]
 
 
-class NewTenantRead(_Open):
+class NewTenantRead(OpenModel):
     name: str
     bytes_in_per_second: Number
     retention_seconds: Number
     partitions: Number
 
 
-class ScenarioRead(_Open):
+class ScenarioRead(OpenModel):
     grow: dict[str, Number] = Field(description="tenant -> ingress factor")
     add: list[NewTenantRead]
 
@@ -121,7 +117,7 @@ class ClusterPlanRead(PlanRead):
 AnyPlan = Annotated[ClusterPlanRead | PlanRead, Field(union_mode="left_to_right")]
 
 
-class ClusterCapacity(_Open):
+class ClusterCapacity(OpenModel):
     cluster: str
     as_of: IsoTime
     window: str

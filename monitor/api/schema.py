@@ -6,6 +6,8 @@ Response models describe the dicts the services already build; they must not cha
   ``5.0`` on the way out.
 - ``IsoTime``: a timestamp the code formatted itself with ``isoformat()`` (``+00:00``), documented as RFC 3339
   ``date-time``. A ``datetime`` field would re-serialize it as ``Z``.
+- ``OpenModel``: a document whose producer may add keys (a new finding figure, a report section): they pass through
+  instead of being dropped or refused by the response model.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Number = int | float
 IsoTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+class OpenModel(BaseModel):
+    model_config = ConfigDict(extra="allow")
 
 
 def iso_utc(dt: datetime) -> str:

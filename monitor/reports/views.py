@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from monitor.api.pagination import Page, PagingParams, page_of
 from monitor.api.principal import Principal, current_principal
-from monitor.api.schema import IsoTime, Number, iso_utc
+from monitor.api.schema import IsoTime, Number, OpenModel, iso_utc
 from monitor.errors import NotFound
 from monitor.reports import service
 
@@ -40,10 +40,9 @@ class ReportPeriod(BaseModel):
     end: str = Field(description="the day after the last (ISO date)")
 
 
-class Compared(BaseModel):
+class Compared(OpenModel):
     """One figure of the week against the previous week and the mean of the four before."""
 
-    model_config = ConfigDict(extra="allow")
     this_week: Number | None
     previous_week: Number | None
     previous4_mean: Number | None
@@ -52,15 +51,13 @@ class Compared(BaseModel):
     vs_previous4: Number | None = Field(description="this_week / previous4_mean - 1")
 
 
-class ReportAlerts(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class ReportAlerts(OpenModel):
     raised: Number
     firing_minutes: Number
     by_name: list[dict[str, Any]]
 
 
-class _Report(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class _Report(OpenModel):
     version: int
     week: str
     period: ReportPeriod
