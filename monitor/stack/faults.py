@@ -1,7 +1,13 @@
-"""Faults on the local stack that need more than a signal: a broker's log dir on a small filesystem.
+"""Faults on the local stack that need more than a signal, shared by the e2e tests and ``bench/alerts.py``:
+
+- a broker's log dir on a small filesystem:
 
     with small_log_dir(stack, broker_id=3, size_mib=128) as path:
         ...   # broker 3 now writes to a 128 MiB tmpfs mounted on its log dir; fill it, watch the alerts
+
+- a broker on fewer request handler threads (``fewer_io_threads``), and the misbehaving clients that hurt it: a
+  flood of tiny produce requests (``tiny_produce_flood``) and a consumer that reads big fetches slowly
+  (``SLOW_READER``, run inside a ``slow_link.SlowLink`` namespace behind ``tc``).
 
 Needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
 real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again, so nothing
@@ -13,14 +19,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from monitor.errors import StackError
-from monitor.stack.kafka import jolokia_port
+from monitor.stack.kafka import NUM_IO_THREADS, jolokia_port
 from monitor.stack.procs import port_open
 
 _FS_NAME = "kafka-health-fault"
@@ -90,3 +98,121 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
             (kept if kept.exists() else saved).rename(data)
             shutil.rmtree(saved, ignore_errors=True)
         stack.up(timeout=timeout)
+
+
+@contextmanager
+def fewer_io_threads(stack, broker_id: int, threads: int = 1, *, timeout: float = 30.0) -> Iterator[None]:
+    """Run a broker on ``threads`` request handler threads (``num.io.threads`` as a dynamic broker config, as
+    ``kafka-configs --alter`` sets it); on exit the override is deleted, back to server.properties. On 2 shared
+    cores a flood driven from Python cannot outrun 4 handler threads; one is what a busier production broker's pool
+    looks like to it. Kafka accepts at most halving (or doubling) the pool per change, so it steps."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
+
+    def current() -> int:
+        [f] = admin.describe_configs([ConfigResource("broker", str(broker_id))]).values()
+        return int(f.result(timeout)["num.io.threads"].value)
+
+    def apply(value: int | None) -> None:
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        res = ConfigResource("broker", str(broker_id), incremental_configs=[
+            ConfigEntry("num.io.threads", "" if value is None else str(value), incremental_operation=op)])
+        for f in admin.incremental_alter_configs([res]).values():
+            f.result(timeout)
+        # The change reaches the broker through the metadata log; the next step is validated against what the
+        # broker has applied, or Kafka refuses it.
+        want = NUM_IO_THREADS if value is None else value
+        deadline = time.monotonic() + timeout
+        while current() != want:
+            if time.monotonic() > deadline:
+                raise StackError(f"broker {broker_id}: num.io.threads={want} not applied within {timeout:.0f}s")
+            time.sleep(0.5)
+
+    def steps(frm: int, to: int) -> list[int]:
+        out = []
+        while frm != to:
+            frm = max(to, (frm + 1) // 2) if to < frm else min(to, frm * 2)
+            out.append(frm)
+        return out
+
+    for n in steps(NUM_IO_THREADS, threads):
+        apply(n)
+    try:
+        yield
+    finally:
+        for n in steps(threads, NUM_IO_THREADS):
+            apply(n)
+        apply(None)  # the override deleted: back to server.properties
+
+
+# Producers sharing one client id, each request carrying one 16-byte record: no linger, no batching.
+# argv: bootstrap servers, topic, client id, number of producers.
+TINY_PRODUCE_FLOOD = """
+import sys
+from confluent_kafka import Producer
+servers, topic, client_id, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ps = [Producer({"bootstrap.servers": servers, "client.id": client_id, "linger.ms": 0, "acks": 1,
+                "batch.num.messages": 1, "queue.buffering.max.messages": 20000}) for _ in range(n)]
+while True:
+    full = 0
+    for p in ps:
+        try:
+            for _ in range(200):
+                p.produce(topic, b"0123456789abcdef")
+        except BufferError:
+            full += 1
+        p.poll(0)
+    if full == len(ps):  # every queue full: the broker is the bottleneck, as intended; let it drain a little
+        ps[0].poll(0.005)
+"""
+
+def fill_topic(servers: str, topic: str, count: int, size: int, client_id: str) -> None:
+    """``count`` records of ``size`` bytes (the backlog a slow reader then fetches); StackError if not all are
+    acknowledged within a minute."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": servers, "linger.ms": 50, "client.id": client_id})
+    for i in range(count):
+        p.produce(topic, b"x" * size)
+        if i % 200 == 0:
+            p.poll(0)
+    if left := p.flush(60):
+        raise StackError(f"{left} of {count} records to {topic} not acknowledged within 60s")
+
+
+# A consumer reading everything from the start with big fetches and a small socket receive buffer.
+# argv: bootstrap servers, topic, client id, group.
+SLOW_READER = """
+import sys
+from confluent_kafka import Consumer
+servers, topic, client_id, group = sys.argv[1:5]
+c = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": client_id,
+              "auto.offset.reset": "earliest", "enable.auto.commit": True, "socket.receive.buffer.bytes": 4096,
+              "fetch.max.bytes": 4194304, "max.partition.fetch.bytes": 2097152})
+c.subscribe([topic])
+while True:
+    c.poll(1.0)
+"""
+
+
+@contextmanager
+def tiny_produce_flood(servers: str, topic: str, client_id: str, *, processes: int = 2,
+                       producers: int = 12) -> Iterator[list[subprocess.Popen]]:
+    """``processes`` × ``producers`` tiny-request producers (TINY_PRODUCE_FLOOD) until exit. Several processes:
+    on a busy machine one Python process cannot feed a broker fast enough."""
+    procs = [subprocess.Popen([sys.executable, "-c", TINY_PRODUCE_FLOOD, servers, topic, client_id, str(producers)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+             for _ in range(processes)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(10)

@@ -19,6 +19,7 @@ from monitor.stack.procs import ProcSpec
 
 DEPLOY_KAFKA = REPO_ROOT / "deploy" / "kafka"
 HEAP = {"controller": "256m", "broker": "384m"}
+NUM_IO_THREADS = 4  # request handler threads per broker (faults.fewer_io_threads lowers it at run time)
 
 
 def require_java() -> str:
@@ -158,7 +159,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
             "transaction.state.log.min.isr": 2,
             "group.initial.rebalance.delay.ms": 0,
             "num.network.threads": 3,
-            "num.io.threads": 4,
+            "num.io.threads": NUM_IO_THREADS,
             # Small segments and a short retention check make retention (the disk sawtooth) visible in minutes.
             "log.segment.bytes": 16 * 1024 * 1024,
             "log.retention.check.interval.ms": 30000,

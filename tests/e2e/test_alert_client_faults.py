@@ -26,9 +26,9 @@ import yaml
 from alerts.models import AlertState
 from alerts.service import AlertService
 from monitor.config import CollectionSettings, RuleOverride, RulesSettings, TenantConfig, TenantSelector
-from monitor.stack import StackLayout
+from monitor.stack import StackLayout, slow_link
+from monitor.stack.faults import SLOW_READER, fewer_io_threads, fill_topic, tiny_produce_flood
 from tests.conftest import running_stack, wait_until
-from tests.e2e import slow_link
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
@@ -49,38 +49,6 @@ def _fast_backlog_rule(path: Path) -> None:
                 if r["name"] == "KafkaResponseQueueBacklog")
     spec = {**spec, "for": "20s", "params": {**spec["params"], "window": "3m", "socket_window": "1m"}}
     path.write_text(yaml.safe_dump({"rules": [spec]}))
-
-
-# A consumer reading everything from the start with big fetches and a small socket receive buffer.
-SLOW_READER = """
-import sys
-from confluent_kafka import Consumer
-c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "shop-slow", "client.id": "shop-slow-reader",
-              "auto.offset.reset": "earliest", "enable.auto.commit": True, "socket.receive.buffer.bytes": 4096,
-              "fetch.max.bytes": 4194304, "max.partition.fetch.bytes": 2097152})
-c.subscribe(["shop.slow"])
-while True:
-    c.poll(1.0)
-"""
-
-# Producers sharing one client id, each request carrying one 16-byte record: no linger, no batching.
-FLOOD = """
-import sys
-from confluent_kafka import Producer
-ps = [Producer({"bootstrap.servers": sys.argv[1], "client.id": "ads-flood", "linger.ms": 0, "acks": 1,
-                "batch.num.messages": 1, "queue.buffering.max.messages": 20000}) for _ in range(int(sys.argv[2]))]
-while True:
-    full = 0
-    for p in ps:
-        try:
-            for _ in range(200):
-                p.produce("ads.flood", b"0123456789abcdef")
-        except BufferError:
-            full += 1
-        p.poll(0)
-    if full == len(ps):  # every queue full: the broker is the bottleneck, as intended; let it drain a little
-        ps[0].poll(0.005)
-"""
 
 
 def _port_base() -> int:
@@ -177,23 +145,13 @@ def _wait_resolved(svc, rule, broker, timeout, what):
     wait_until(resolved, timeout, interval=5, what=what)
 
 
-def _produce(servers: str, topic: str, count: int, size: int) -> None:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": servers, "linger.ms": 50, "client.id": "shop-filler"})
-    for i in range(count):
-        p.produce(topic, b"x" * size)
-        if i % 200 == 0:
-            p.poll(0)
-    assert p.flush(60) == 0
-
-
 def test_slow_reader_behind_a_thin_link_is_named_by_the_backlog_alert(fault_stack, watched, engine, link):
     svc = engine
     servers = fault_stack.layout.bootstrap_servers
-    _produce(servers, "shop.slow", 2500, 10_000)  # 25 MB for the reader to fetch
+    fill_topic(servers, "shop.slow", 2500, 10_000, "shop-filler")  # 25 MB for the reader to fetch
     qdisc = link.slow(delay_ms=50, rate="1mbit")
-    link.popen([sys.executable, "-c", SLOW_READER, fault_stack.layout.client_bootstrap_servers],
+    link.popen([sys.executable, "-c", SLOW_READER, fault_stack.layout.client_bootstrap_servers, "shop.slow",
+                "shop-slow-reader", "shop-slow"],
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     [inst] = _wait_firing(svc, "KafkaResponseQueueBacklog", SLOW_BROKER,
@@ -239,44 +197,15 @@ def _healthy_reader(servers: str, stop: threading.Event) -> None:
 
 @pytest.fixture
 def one_io_thread(fault_stack):
-    """Broker FLOOD_BROKER on one request handler thread (a dynamic broker config, as ``kafka-configs --alter``
-    would set it), restored afterwards. On 2 shared cores a flood driven from Python cannot outrun 4 handler
-    threads; one is what a busier production broker's pool looks like to this flood."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-
-    admin = AdminClient({"bootstrap.servers": fault_stack.layout.bootstrap_servers})
-
-    def threads() -> str:
-        [f] = admin.describe_configs([ConfigResource("broker", str(FLOOD_BROKER))]).values()
-        return f.result(30)["num.io.threads"].value
-
-    def set_threads(value: str, op=AlterConfigOpType.SET) -> None:
-        res = ConfigResource("broker", str(FLOOD_BROKER), incremental_configs=[
-            ConfigEntry("num.io.threads", value, incremental_operation=op)])
-        for f in admin.incremental_alter_configs([res]).values():
-            f.result(30)
-        # The change reaches the broker through the metadata log; the next step is validated against what the
-        # broker has applied.
-        wait_until(lambda: threads() == (value or "4"), 30, what=f"num.io.threads={value or 4} applied")
-
-    for n in ("2", "1"):  # Kafka accepts at most halving the pool per change
-        set_threads(n)
-    try:
+    """Broker FLOOD_BROKER on one request handler thread, restored afterwards (see faults.fewer_io_threads)."""
+    with fewer_io_threads(fault_stack, FLOOD_BROKER, 1):
         yield
-    finally:
-        set_threads("2")
-        set_threads("4")
-        set_threads("", AlterConfigOpType.DELETE)  # back to the static server.properties value (4)
 
 
 def test_flood_of_tiny_produce_requests_saturates_handlers_and_names_the_producer(fault_stack, watched, engine,
                                                                                   one_io_thread):
     svc = engine
-    # Two processes of 12 producers: on a busy machine one Python process cannot feed the broker fast enough.
-    floods = [subprocess.Popen([sys.executable, "-c", FLOOD, fault_stack.layout.bootstrap_servers, "12"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-              for _ in range(2)]
-    try:
+    with tiny_produce_flood(fault_stack.layout.bootstrap_servers, "ads.flood", "ads-flood"):
         try:
             [inst] = _wait_firing(svc, "KafkaRequestHandlerSaturation", FLOOD_BROKER,
                                   lambda i: i.labels.get("tenant") == "ads", 240,
@@ -291,15 +220,6 @@ def test_flood_of_tiny_produce_requests_saturates_handlers_and_names_the_produce
         assert top["client_id"] == "ads-flood" and top["tenant"] == "ads" and top["request_time_ratio"] > 0.1, top
         wait_until(lambda: [a for a in am_alerts(fault_stack, "KafkaRequestHandlerSaturation")
                             if a["labels"].get("tenant") == "ads"], 30, what="the saturation alert in Alertmanager")
-    finally:
-        for flood in floods:
-            flood.terminate()
-        for flood in floods:
-            try:
-                flood.wait(15)
-            except subprocess.TimeoutExpired:
-                flood.kill()
-                flood.wait(10)
     _wait_resolved(svc, "KafkaRequestHandlerSaturation", FLOOD_BROKER, 120, "the saturation alert resolved")
     wait_until(lambda: not am_alerts(fault_stack, "KafkaRequestHandlerSaturation"), 60, interval=2,
                what="the resolve reaching Alertmanager")
