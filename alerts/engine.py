@@ -4,6 +4,7 @@
                      an error marks the rule health=err, keeps its instances as they were (a failing query must
                      not resolve incidents) and raises KafkaHealthRuleFailing; the loop goes on
     no data:         one query counts every rule input per cluster; a missing input raises KafkaHealthRuleNoData
+                     (and per live broker for broker-scoped rules: a broker no collector watches)
     attribution:     each observation becomes one instance per tenant hurt (alerts.attribution)
     state machine:   alerts.state.step per instance
     mute + dedup:    silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
@@ -28,7 +29,7 @@ from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, MuteStage
 from alerts.prom import Source
 from alerts.rules import render_annotations
 from alerts.state import step
-from alerts.types import Decision, Instance, Observation, Rule, fingerprint
+from alerts.types import Decision, Instance, Observation, Rule, Scope, fingerprint
 from monitor.config import Config
 from monitor.errors import KafkaHealthError
 from monitor.tenancy import TenantIndex
@@ -123,7 +124,43 @@ class Engine:
                         out.append(Observation(labels={"cluster": cluster, "rule": r.name, "metric": metric},
                                                value=0.0, evidence={"rule": r.name, "metric": metric,
                                                                     "reason": "no series in Prometheus"}))
-        return out, present, None
+        return out + self._no_data_per_broker(source, now, clusters), present, None
+
+    def _no_data_per_broker(self, source: Source, now: datetime, clusters: list[str]) -> list[Observation]:
+        """Broker-scoped rules' inputs that some live brokers have and others lack: a broker left out of the JMX or
+        host collector's targets is otherwise watched by nothing, with no word about it. Live = in the metadata
+        (``broker_up == 1``); a dead broker is KafkaBrokerUnreachable's business. An input absent on every broker
+        is already reported for the whole cluster above."""
+        rules = [r for r in self.rules if r.scope is Scope.BROKER]
+        metrics = sorted({m for r in rules for m in r.inputs} - {M["broker_up"]})
+        if not metrics:
+            return []
+        try:
+            rows = source.query(f'count by (__name__, cluster, broker) ({{__name__=~"{"|".join(metrics)}"}})', now)
+            up = source.query(f"max by (cluster, broker) ({M['broker_up']}) == 1", now)
+        except KafkaHealthError:
+            return []  # the cluster-level check stands; the next cycle tries again
+        seen: dict[tuple[str, str], set[str]] = {}
+        for row in rows:
+            seen.setdefault((row.labels.get("cluster", ""), row.labels.get("__name__", "")), set()).add(
+                row.labels.get("broker", ""))
+        live: dict[str, set[str]] = {}
+        for row in up:
+            live.setdefault(row.labels.get("cluster", ""), set()).add(row.labels.get("broker", ""))
+        out = []
+        for cluster in clusters:
+            for r in rules:
+                for metric in r.inputs:
+                    have = seen.get((cluster, metric))
+                    if metric == M["broker_up"] or not have:
+                        continue
+                    for broker in sorted(live.get(cluster, set()) - have, key=lambda b: (len(b), b)):
+                        out.append(Observation(
+                            labels={"cluster": cluster, "rule": r.name, "metric": metric, "broker": broker},
+                            value=0.0, evidence={"rule": r.name, "metric": metric, "broker": broker, "reason": (
+                                f"broker {broker} is up but has no {metric} series while "
+                                f"{len(have)} node(s) of the cluster have it: is the broker in the collectors' targets?")}))
+        return out
 
     # ------------------------------------------------------------------------------------------- the cycle
 
@@ -172,7 +209,8 @@ class Engine:
         for o in no_data:
             name = o.labels["rule"]
             if statuses.get(name) and statuses[name].health is RuleHealth.OK:
-                statuses[name] = RuleStatus(RuleHealth.NO_DATA, f"no data for {o.labels['metric']}",
+                where = f" on broker {o.labels['broker']}" if "broker" in o.labels else ""
+                statuses[name] = RuleStatus(RuleHealth.NO_DATA, f"no data for {o.labels['metric']}{where}",
                                             statuses[name].duration_seconds)
 
         # state machine over the union of known and observed instances of every rule that evaluated

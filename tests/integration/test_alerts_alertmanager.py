@@ -66,10 +66,15 @@ rules:
     # Inputs without data are reported instead of rules silently never firing. Which inputs have data depends on
     # what earlier tests fed this Prometheus, so check the engine against Prometheus itself: every input it calls
     # missing really has no series, and every catalog input without series is called missing.
-    reported = {a["labels"]["metric"] for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthRuleNoData"}
+    no_data = [a["labels"] for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthRuleNoData"]
+    reported = {a["metric"] for a in no_data if "broker" not in a}
     checked = reported | {"kafka_cluster_broker_up", "kafka_broker_under_replicated_partitions"}
     missing = {m for m in checked if not _prom(stack, f"count({m})")}
     assert reported == missing
+    for a in no_data:  # per broker: a live broker lacks the input that others have
+        if "broker" in a:
+            assert _prom(stack, f"count({a['metric']})"), a
+            assert not _prom(stack, f'count({a["metric"]}{{broker="{a["broker"]}"}})'), a
     assert "kafka_health_alert_rule_health" in generate_latest(registry).decode()
 
     svc.run_once(now - timedelta(seconds=2))  # the probe's condition is now false -> resolved, sent with endsAt

@@ -157,3 +157,53 @@ def test_jmxquery_and_jolokia_give_the_same_series_for_the_same_broker(stack, tr
     names = {n for n, _ in series["jolokia"]}
     assert {"kafka_topic_bytes_in_total", "kafka_broker_request_latency_seconds", "kafka_jvm_gc_collections_total",
             "kafka_client_produce_bytes_per_second"} <= names
+
+
+def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack, tmp_path):
+    """Broker 3 is in the cluster but missing from the config's broker targets (no JMX, no host collection): the
+    engine, reading the real Prometheus, raises KafkaHealthRuleNoData for broker 3's inputs (its disk and request
+    handlers are watched by nothing) and for no other broker."""
+    from alerts.engine import NO_DATA
+    from alerts.service import AlertService
+    from monitor.store import Store
+
+    cfg = stack.config(store_url=f"sqlite:///{tmp_path / 'a.db'}")
+    cluster = cfg.clusters[0]
+    cfg = cfg.model_copy(update={"clusters": (cluster.model_copy(update={
+        "brokers": tuple(b for b in cluster.brokers if b.id != 3)}),)})
+    registry = CollectorRegistry()
+    svc = CollectionService(cfg, registry=registry)
+    server = None
+    try:
+        svc.collect_once()
+        svc.collect_once()  # the idle ratio needs two
+        server, _ = start_http_server(stack.layout.service_port, addr="127.0.0.1", registry=registry)
+
+        def brokers(expr: str) -> set[str]:
+            q = urllib.parse.urlencode({"query": f"count by (broker) ({expr})"})
+            with urllib.request.urlopen(f"{stack.layout.prometheus_url}/api/v1/query?{q}", timeout=5) as r:
+                return {x["metric"].get("broker") for x in json.load(r)["data"]["result"]}
+
+        def scraped():  # this registry's series, not those of an earlier collector on the same port
+            return (brokers("kafka_broker_request_handler_idle_ratio") == {"1", "2"}
+                    and brokers("kafka_cluster_broker_up == 1") == {"1", "2", "3"})
+
+        wait_until(scraped, timeout=30, what="Prometheus to scrape the partial collector")
+        store = Store(cfg.store.url)
+        store.create_all()
+        try:
+            result = AlertService(cfg, store=store, registry=CollectorRegistry()).run_once()
+        finally:
+            store.dispose()
+        no_data = [i.labels for i in result.instances.values() if i.rule == NO_DATA]
+        per_broker = {(lbl["broker"], lbl["metric"]) for lbl in no_data if "broker" in lbl}
+        assert {b for b, _ in per_broker} == {"3"}, per_broker
+        assert {m for _, m in per_broker} >= {"kafka_broker_request_handler_idle_ratio",
+                                              "kafka_host_filesystem_avail_bytes", "kafka_jvm_heap_max_bytes"}
+        assert result.rules["KafkaDiskFullRisk"].health.value == "nodata"
+        assert "broker 3" in result.rules["KafkaDiskFullRisk"].error
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        svc.stop()

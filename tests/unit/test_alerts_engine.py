@@ -199,6 +199,37 @@ def test_missing_input_raises_no_data_for_the_cluster():
     assert eng.evaluate(r, src, T0 + timedelta(seconds=315)).data_ok == {"c1": False}
 
 
+def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
+    """Broker 3 is in the metadata but missing from the JMX targets (no request-handler series), broker 4 is down
+    (not live), and the GC input is absent on every broker (the cluster-level instance covers it)."""
+    eng, src = _engine(), FakeSource()
+    idle, gc = M["request_handler_idle"], M["gc_seconds"]
+    src.answers["count by (__name__, cluster, broker)"] = [
+        Sample({"__name__": m, "cluster": "c1", "broker": b}, 1)
+        for m in sorted(src.present - {gc}) for b in ("1", "2", "3") if not (m == idle and b == "3")]
+    src.answers[f"max by (cluster, broker) ({M['broker_up']}) == 1"] = [
+        Sample({"cluster": "c1", "broker": b}, 1) for b in ("1", "2", "3")]
+    src.present.discard(gc)
+    r = {}
+    for s in (0, 300):
+        res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
+        r = res.instances
+    per_broker = {(i.labels["rule"], i.labels["metric"], i.labels["broker"]) for i in by_rule(res, NO_DATA)
+                  if "broker" in i.labels and i.state is AlertState.FIRING}
+    assert per_broker == {("KafkaRequestHandlerSaturation", idle, "3")}
+    whole = {i.labels["rule"] for i in by_rule(res, NO_DATA) if "broker" not in i.labels}
+    assert whole == {"KafkaGcPressure"}
+    assert res.rules["KafkaRequestHandlerSaturation"].health is RuleHealth.NO_DATA
+    assert "broker 3" in res.rules["KafkaRequestHandlerSaturation"].error
+    assert res.rules["KafkaRequestQueueSaturation"].health is RuleHealth.OK
+
+    # the broker added to the targets: its series appear, the instance resolves
+    src.answers["count by (__name__, cluster, broker)"].append(Sample({"__name__": idle, "cluster": "c1",
+                                                                       "broker": "3"}, 1))
+    res = eng.evaluate(r, src, T0 + timedelta(seconds=315))
+    assert not [i for i in by_rule(res, NO_DATA) if "broker" in i.labels and i.state is AlertState.FIRING]
+
+
 def test_resolve_is_notified_once_and_instances_of_cleared_pending_are_dropped():
     eng, src = _engine(), FakeSource()
     src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "3"}, 0)]
