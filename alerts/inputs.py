@@ -2,8 +2,8 @@
 
 Rule expressions (rules.yaml) and detectors refer to these by key (``${under_replicated}`` in PromQL templates,
 ``M["under_replicated"]`` in Python), so reconciling names with the collectors is an edit here only. Names are those
-of the collectors' docs/metrics.md (branch ``collectors``); the two marked NOT EXPORTED YET are read when present
-and the detectors fall back without them.
+of docs/metrics.md. Optional inputs are read when present and the detectors fall back without them (e.g. the lag
+detector derives commits from produced messages minus lag when committed offsets are missing).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ M: dict[str, str] = {
     "group_lag": "kafka_consumergroup_lag",  # messages, summed over partitions
     "group_lag_seconds": "kafka_consumergroup_lag_seconds",  # worst partition
     "group_members": "kafka_consumergroup_members",  # {cluster, group, tenant}
-    "group_committed_offset": "kafka_consumergroup_committed_offset",  # NOT EXPORTED YET: sum over partitions
+    "group_committed_offset": "kafka_consumergroup_committed_offset",  # sum over partitions with a commit
 }
 
 # Label values the rules select on.

@@ -214,7 +214,10 @@ def group_samples(
                               "1 per (client id, client host) of the group's active members", gl +
                               (("client_id", client_id), ("client_host", host.lstrip("/"))), 1.0))
         per_topic: dict[str, list[float]] = {}
+        committed_sum: dict[str, float] = {}
         for (topic, part), committed in sorted(g.committed.items()):
+            if committed >= 0:  # with or without a watermark this round: a missed read must not look like a rewind
+                committed_sum[topic] = committed_sum.get(topic, 0.0) + committed
             hw = watermarks.get((topic, part))
             if hw is None or committed < 0:
                 continue  # no commit or no watermark: lag unknown, not zero
@@ -235,6 +238,10 @@ def group_samples(
                        "Estimated age of the oldest unconsumed message, worst partition", tl, secs),
                 Sample("kafka_consumergroup_partitions", "gauge", "Partitions with a committed offset", tl, float(n)),
             ]
+        for topic, total in sorted(committed_sum.items()):
+            out.append(Sample("kafka_consumergroup_committed_offset", "gauge",
+                              "Committed offsets summed over the partitions that have one (falls only on a rewind)",
+                              base + (("group", g.group.group), ("topic", topic), ("tenant", tenant)), total))
     return out
 
 

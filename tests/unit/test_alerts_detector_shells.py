@@ -98,6 +98,33 @@ def test_consumer_lag_shell_stopped_group_without_committed_offsets():
     assert obs.evidence["active_members"] == 0  # a group with no members is still evaluated
 
 
+def test_consumer_lag_shell_reads_committed_offsets_so_sampling_jitter_is_no_rewind():
+    """A stopped group under steady production: the produced-minus-lag estimate jitters (increase() over a short
+    step extrapolates) and once called it REWIND on the latency bench; the exported committed offsets are frozen:
+    STOP. A committed offset that really falls is REWIND."""
+    ts = times(11, 60)
+    key = {"cluster": "c1", "group": "shop.billing", "topic": "orders.a"}
+    jittery = tuple(50.0 + (30.0 if i % 2 else -30.0) for i in range(11))  # what increase() reports: 20, 80, 20...
+
+    def src(committed):
+        return Source(
+            instant={M["group_lag_seconds"]: [Sample(key, 30.0)]},
+            ranges={M["group_lag"]: [Series(key, ts, tuple(100.0 + 50 * i for i in range(11)))],
+                    M["group_committed_offset"]: [Series(key, ts, committed)],
+                    M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, jittery)],
+                    M["group_members"]: [Series({"cluster": "c1", "group": "shop.billing"}, ts, (0.0,) * 11)]})
+
+    [obs] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src((900.0,) * 11)))
+    assert obs.labels["status"] == "STOP" and obs.evidence["offsets_from"] == "committed_offset"
+    # the same series without committed offsets: the derived ones are what made it REWIND
+    no_commits = src((900.0,) * 11)
+    del no_commits.ranges[M["group_committed_offset"]]
+    [derived] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(no_commits))
+    assert derived.evidence["offsets_from"] == "produced_minus_lag" and derived.labels["status"] == "REWIND"
+    [obs] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src((900.0,) * 5 + (400.0,) * 6)))
+    assert obs.labels["status"] == "REWIND"
+
+
 def test_consumer_lag_shell_does_not_judge_a_group_seen_for_less_than_half_the_window():
     # a healthy group that just started: one or two samples with lag (auto-commit trails the producers) made it
     # STOP or STALL on the false-alarm bench; Burrow calls such a window incomplete

@@ -157,6 +157,7 @@ def test_group_lag_per_topic_includes_empty_groups_and_skips_uncommitted():
     tl = (("cluster", "c1"), ("group", "alpha-g"), ("topic", "alpha.t"), ("tenant", "alpha"))
     assert v[("kafka_consumergroup_lag", tl)] == 6
     assert v[("kafka_consumergroup_partitions", tl)] == 2  # partition 2 never committed: unknown, not zero
+    assert v[("kafka_consumergroup_committed_offset", tl)] == 14  # 4 + 10, the uncommitted partition left out
     assert v[("kafka_consumergroup_lag_seconds", tl)] == 60.0
     assert v[("kafka_consumergroup_members", (("cluster", "c1"), ("group", "alpha-g"), ("tenant", "alpha")))] == 0
     assert v[("kafka_consumergroup_state",
