@@ -76,18 +76,23 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
     _stop_broker(stack, broker_id)  # a clean shutdown trims Kafka's preallocated index files
     data.rename(saved)
     data.mkdir()
-    mounted = False
+    mounted = copied = False
     try:
         _run("mount", "-t", "tmpfs", "-o", f"size={size_mib}m,mode=0755", _FS_NAME, str(data))
         mounted = True
-        _copy(saved, data)
+        try:
+            _copy(saved, data)
+        except StackError as exc:
+            raise StackError(f"broker {broker_id}'s data does not fit in a {size_mib} MiB tmpfs: "
+                             f"{exc}") from None
+        copied = True
         stack.up(timeout=timeout)
         yield data
     finally:
         _stop_broker(stack, broker_id)
         kept = data.with_name(data.name + ".from-tmpfs")
         try:
-            if mounted:
+            if copied:  # only then did the broker run on the tmpfs; a partial copy is not its data
                 _copy(data, kept)  # what the broker wrote meanwhile (offsets, other tenants' data)
         except StackError:
             shutil.rmtree(kept, ignore_errors=True)  # fall back to the state before the fault

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -156,3 +157,47 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
             if producer_thread is not None:
                 producer_thread.join(20)
             store.dispose()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_log_dir_that_does_not_fit_the_small_filesystem_is_refused_and_loses_nothing(stack):
+    """The fault helper itself: a broker whose data is larger than the tmpfs gets a clear error, and its real data
+    (not the partial copy) is put back, so the broker comes back with every record. A partial copy once replaced the
+    broker's data here and the broker could not start again."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from monitor.errors import StackError
+
+    L = stack.layout
+    victim = L.broker_ids[0]
+    topic = f"fit.check.{os.getpid()}"
+    admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[victim]])],
+                        operation_timeout=30)[topic].result(60)
+    producer = Producer({"bootstrap.servers": L.bootstrap_servers, "linger.ms": 20})
+    for i in range(300):  # 3 MB: more than the 1 MiB filesystem below
+        producer.produce(topic, os.urandom(10_000), key=str(i).encode())
+    assert producer.flush(60) == 0
+
+    with pytest.raises(StackError, match="does not fit in a 1 MiB tmpfs"):
+        with small_log_dir(stack, victim, 1):
+            pytest.fail("the broker must not run on a partial copy of its data")
+
+    data = L.log_dir(victim)
+    assert not os.path.ismount(data) and not data.with_name(data.name + ".before-tmpfs").exists()
+    assert all(s.healthy for s in stack.status())
+    consumer = Consumer({"bootstrap.servers": L.bootstrap_servers, "group.id": topic,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    keys: set[bytes] = set()
+    deadline = time.monotonic() + 90
+    try:
+        while len(keys) < 300 and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is not None and not msg.error():
+                keys.add(msg.key())
+    finally:
+        consumer.close()
+    assert len(keys) == 300
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
