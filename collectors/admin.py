@@ -96,7 +96,7 @@ class ClusterState:
 class GroupInfo:
     group: str
     state: str  # lower case: stable, empty, preparingrebalance, dead, unknown, ...
-    members: int
+    members: int | None  # None: the group could not be described (its offsets and lag are still read)
     simple: bool = False
     # (client id, client host) of each active member: the host is the address the coordinator sees, which is how
     # a slow peer found by the host collector's socket backlogs is tied to a client id.
@@ -205,8 +205,9 @@ def group_samples(
     for g in groups:
         tenant = tenants.group(g.group.group)
         gl = base + (("group", g.group.group), ("tenant", tenant))
-        out.append(Sample("kafka_consumergroup_members", "gauge", "Active members of the group", gl,
-                          float(g.group.members)))
+        if g.group.members is not None:
+            out.append(Sample("kafka_consumergroup_members", "gauge", "Active members of the group", gl,
+                              float(g.group.members)))
         out.append(Sample("kafka_consumergroup_state", "gauge", "1 for the group's current state",
                           base + (("group", g.group.group), ("state", g.group.state), ("tenant", tenant)), 1.0))
         for client_id, host in sorted(set(g.group.member_clients)):
@@ -274,6 +275,8 @@ class KafkaAdmin:
         except KafkaException as exc:
             err = exc.args[0] if exc.args else None
             text = err.str() if hasattr(err, "str") else str(exc)
+            if hasattr(err, "name") and err.name() not in text:  # librdkafka's text can be empty ("X: ")
+                text = f"{text} [{err.name()}]"
             if "timed out" in text.lower() or "timeout" in text.lower():
                 raise TargetTimeout(f"Admin API {what}: {text}") from None
             if "transport" in text.lower() or "connect" in text.lower() or "brokers are down" in text.lower():
@@ -312,26 +315,41 @@ class KafkaAdmin:
         return out
 
     def groups(self, *, timeout: float) -> list[GroupInfo]:
-        """Every consumer group, described. Raises if the listing fails; a group that cannot be described (in time)
-        is left out."""
+        """Every consumer group, described. Raises if the listing fails. Groups whose description fails are asked
+        again in a request of their own; a group that still cannot be described is kept with the listing's state and
+        unknown members (0 if the listing says empty), so its offsets and lag are still read. (librdkafka 2.16
+        against Kafka 4.1 answered "ConsumerGroupDescribe: " for some classic groups of a long-lived client, round
+        after round; leaving them out made their lag vanish, and the lag alert with it.)"""
         t, end = timeout, time.monotonic() + timeout
         listing = self._call("list groups", t,
                              lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
-        ids = [g.group_id for g in listing.valid]
-        if not ids:
+        listed = {g.group_id: g for g in listing.valid}
+        if not listed:
             return []
-        described = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
-            ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
-        out = []
-        for gid, fut in described.items():
-            try:
-                d = self._call("describe group", t, lambda: fut.result(_left(end)))
-            except KafkaHealthError as exc:
-                log.warning("group %s: %s", gid, exc)
-                continue
-            out.append(GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
-                                 tuple((m.client_id, m.host) for m in d.members)))
-        return out
+        described: dict[str, GroupInfo] = {}
+        failed: dict[str, KafkaHealthError] = {}
+        for attempt in (list(listed), None):
+            ids = attempt if attempt is not None else sorted(failed)
+            if not ids or (attempt is None and _left(end) < MIN_CALL_SECONDS):
+                break
+            futs = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
+                ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
+            for gid, fut in futs.items():
+                try:
+                    d = self._call("describe group", t, lambda: fut.result(_left(end)))
+                except KafkaHealthError as exc:
+                    failed[gid] = exc
+                    continue
+                failed.pop(gid, None)
+                described[gid] = GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
+                                           tuple((m.client_id, m.host) for m in d.members))
+        for gid, exc in sorted(failed.items()):
+            g = listed[gid]
+            state = _state(g.state)
+            log.warning("group %s: not described (%s); offsets and lag read anyway, members unknown", gid, exc)
+            described[gid] = GroupInfo(gid, state, 0 if state == "empty" else None,
+                                       bool(getattr(g, "is_simple_consumer_group", False)))
+        return [described[gid] for gid in listed if gid in described]
 
     def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
         from confluent_kafka import ConsumerGroupTopicPartitions

@@ -242,3 +242,59 @@ def test_tcp_backlogs_sum_unacknowledged_bytes_per_broker_and_peer():
     # and the client side of a loopback connection (local port not a listener) are not counted.
     assert v == {(m, (("cluster", "c1"), ("broker", "1"), ("peer", "10.220.220.2"))): 0x1F768 + 0x100,
                  (m, (("cluster", "c1"), ("broker", "2"), ("peer", "127.0.0.5"))): 0x800}
+
+
+class _Fut:
+    def __init__(self, value=None, exc=None):
+        self.value, self.exc = value, exc
+
+    def result(self, timeout=None):
+        if self.exc is not None:
+            raise self.exc
+        return self.value
+
+
+def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_describe():
+    """A group whose description fails is asked again alone; one that still fails keeps its listing state and
+    unknown members (exported without kafka_consumergroup_members), so its lag is still read."""
+    from types import SimpleNamespace
+
+    from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
+
+    from collectors.admin import KafkaAdmin
+
+    def failure():
+        return KafkaException(KafkaError(KafkaError.UNKNOWN, "ConsumerGroupDescribe: "))
+
+    listing = [SimpleNamespace(group_id=g, state=s, is_simple_consumer_group=False)
+               for g, s in (("a", ConsumerGroupState.STABLE), ("flaky", ConsumerGroupState.STABLE),
+                            ("stuck", ConsumerGroupState.STABLE), ("stuck-empty", ConsumerGroupState.EMPTY))]
+    member = SimpleNamespace(client_id="c", host="/10.0.0.1")
+    desc = SimpleNamespace(state=ConsumerGroupState.STABLE, members=[member], is_simple_consumer_group=False)
+    requests = []
+
+    class FakeClient:
+        def list_consumer_groups(self, request_timeout):
+            return _Fut(SimpleNamespace(valid=listing))
+
+        def describe_consumer_groups(self, ids, request_timeout):
+            requests.append(list(ids))
+            first = len(requests) == 1
+            return {g: _Fut(exc=failure()) if g.startswith("stuck") or (g == "flaky" and first) else _Fut(desc)
+                    for g in ids}
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    admin._admin, admin._timeout = FakeClient(), 10.0
+    groups = {g.group: g for g in admin.groups(timeout=10.0)}
+    assert requests == [["a", "flaky", "stuck", "stuck-empty"], ["flaky", "stuck", "stuck-empty"]]
+    assert groups["a"].members == 1 and groups["flaky"].members == 1
+    assert groups["flaky"].member_clients == (("c", "/10.0.0.1"),)
+    assert (groups["stuck"].state, groups["stuck"].members) == ("stable", None)
+    assert (groups["stuck-empty"].state, groups["stuck-empty"].members) == ("empty", 0)
+
+    h = WatermarkHistory()
+    samples = values(group_samples([GroupOffsets(groups["stuck"], {("alpha.t", 0): 4})], {("alpha.t", 0): 10}, h,
+                                   now=1.0, base=(("cluster", "c1"),), tenants=TENANTS))
+    assert [k for k in samples if k[0] == "kafka_consumergroup_members"] == []
+    assert samples[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "stuck"), ("topic", "alpha.t"),
+                                                ("tenant", "")))] == 6
