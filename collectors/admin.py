@@ -262,6 +262,10 @@ class KafkaAdmin:
         from confluent_kafka.admin import AdminClient
 
         self._timeout = timeout
+        # Set when a call failed with NOT_COORDINATOR: the client's coordinator for some group is stale (librdkafka
+        # 2.16 kept sending that group's ConsumerGroupDescribe and OffsetFetch to the old coordinator, round after
+        # round, after the __consumer_offsets leaders moved). The collector then builds a fresh client.
+        self.stale_coordinator = False
         quiet = logging.getLogger("kafka_health.collectors.librdkafka")
         quiet.propagate = False
         quiet.addHandler(logging.NullHandler())
@@ -277,6 +281,8 @@ class KafkaAdmin:
             text = err.str() if hasattr(err, "str") else str(exc)
             if hasattr(err, "name") and err.name() not in text:  # librdkafka's text can be empty ("X: ")
                 text = f"{text} [{err.name()}]"
+            if hasattr(err, "name") and err.name() in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
+                self.stale_coordinator = True
             if "timed out" in text.lower() or "timeout" in text.lower():
                 raise TargetTimeout(f"Admin API {what}: {text}") from None
             if "transport" in text.lower() or "connect" in text.lower() or "brokers are down" in text.lower():
@@ -512,6 +518,11 @@ class AdminCollector:
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=deadline.elapsed())
+        finally:
+            with self._lock:
+                if getattr(self._admin, "stale_coordinator", False):
+                    log.info("%s: a group coordinator moved; the next round uses a fresh Admin client", target.key)
+                    self._admin = None
         result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series)
         if cut:
             log.warning("%s: %s; cluster state exported", target.key, cut)

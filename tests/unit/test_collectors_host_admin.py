@@ -264,7 +264,7 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
     from collectors.admin import KafkaAdmin
 
     def failure():
-        return KafkaException(KafkaError(KafkaError.UNKNOWN, "ConsumerGroupDescribe: "))
+        return KafkaException(KafkaError(KafkaError.NOT_COORDINATOR, "ConsumerGroupDescribe: "))
 
     listing = [SimpleNamespace(group_id=g, state=s, is_simple_consumer_group=False)
                for g, s in (("a", ConsumerGroupState.STABLE), ("flaky", ConsumerGroupState.STABLE),
@@ -285,7 +285,9 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
 
     admin = KafkaAdmin.__new__(KafkaAdmin)
     admin._admin, admin._timeout = FakeClient(), 10.0
+    admin.stale_coordinator = False
     groups = {g.group: g for g in admin.groups(timeout=10.0)}
+    assert admin.stale_coordinator  # NOT_COORDINATOR: the collector replaces the client after this round
     assert requests == [["a", "flaky", "stuck", "stuck-empty"], ["flaky", "stuck", "stuck-empty"]]
     assert groups["a"].members == 1 and groups["flaky"].members == 1
     assert groups["flaky"].member_clients == (("c", "/10.0.0.1"),)
@@ -298,3 +300,21 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
     assert [k for k in samples if k[0] == "kafka_consumergroup_members"] == []
     assert samples[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "stuck"), ("topic", "alpha.t"),
                                                 ("tenant", "")))] == 6
+
+
+def test_admin_collector_replaces_a_client_whose_group_coordinator_is_stale():
+    made = []
+
+    def factory(cluster):
+        made.append(FakeAdmin())
+        return made[-1]
+
+    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=factory)
+    target = ac.targets()[0]
+    assert ac.collect_target(target, now=10.0).status is TargetStatus.OK
+    ac.collect_target(target, now=20.0)
+    assert len(made) == 1  # kept while healthy
+    made[0].stale_coordinator = True
+    ac.collect_target(target, now=30.0)
+    assert ac.collect_target(target, now=40.0).status is TargetStatus.OK
+    assert len(made) == 2
