@@ -2,16 +2,31 @@
 latency on the real stack against equivalent Prometheus alerting rules.
 
     .venv/bin/python bench/alerts.py [--brokers 100] [--cycles 30]
-    .venv/bin/python bench/alerts.py --latency [--reps 3] [--dir /tmp/alerts-bench] [--port-base 21000]
+    .venv/bin/python bench/alerts.py --latency [--reps 3] [--scenarios kill,disk,lag,slow,flood] [--dir D]
+                                               [--port-base 21000]
 
---latency: the local stack (started, or reused if running in --dir), the real collectors scraped by its Prometheus,
-the alert engine with the built-in catalog evaluated every 15 s (the default), and Strimzi-style rules (`> 0 for
-10s`) loaded into the same Prometheus (evaluated every 5 s). Scenarios, each repeated --reps times: a broker killed
-(SIGKILL; restarted between repetitions), and once a broker's log dir on a 128 MiB tmpfs filled at ~0.5 MiB/s
-(needs root; the engine's disk detector with a 2 min window as in the e2e test, against `predict_linear` over the
-same window and Strimzi's "less than 15 % free"; the free space left when each fired is printed too: it is what an
-early warning buys). Prints, per alert, the median seconds from the fault to firing in
-the engine and in Prometheus, and their ratio.
+--latency: the local stack (started, or reused if running in --dir), the real collectors in their own process
+scraped by its Prometheus, the alert engine with the built-in catalog evaluated every 15 s (the default), and
+Strimzi-style rules (`for: 10s`) loaded into the same Prometheus (evaluated every 5 s). Each scenario's fault is
+started at t0; the bench records when each alert is first seen firing, on the broker (or group) the fault hits, and
+whom the engine's first firing instance names. Scenarios (--reps each, except the disk, run once):
+
+- kill: a broker SIGKILLed (restarted between repetitions): broker unreachable, under-replicated and offline
+  partitions, against Strimzi's rules;
+- disk: a broker's log dir on a 128 MiB tmpfs filled at 0.5 MiB/s (needs root): the disk detector on a 2 min
+  window, against `predict_linear` over the same window and Strimzi's "less than 15 % free"; prints the free space
+  left when each fired (what an early warning buys);
+- lag: a consumer group that consumed, committed and left while production goes on (40 messages/s): Burrow-style
+  STOP on a 1 min window, against Strimzi's `kafka_consumergroup_lag > 1000`;
+- slow: a consumer in a network namespace behind `tc netem` (1 Mbit/s, 50 ms; needs root and iproute2) reading
+  25 MB with big fetches: the response-queue backlog detector on a 3 min window, against a response-queue-size
+  threshold (Strimzi has none);
+- flood: 24 producers with linger 0 and one 16-byte record per request at a broker on one request handler thread:
+  request-handler saturation at idle < 0.3, against the same threshold as a plain rule (Strimzi has none).
+
+The rule variants (shorter windows and `for`, the thresholds the e2e tests use) are in VARIANTS below. Prints, per
+alert, the median seconds from the fault to firing in the engine and in Prometheus, their ratio, how many
+repetitions fired within the wait, and whom the engine named.
 
 Feeds the full catalog (threshold rules + every detector + no-data check + attribution to 20 tenants) from an
 in-memory source shaped like Prometheus' answers for N brokers (range queries: 120 points per series), and prints
@@ -36,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alerts.detectors import builtin_detectors  # noqa: E402
 from alerts.engine import Engine  # noqa: E402
-from alerts.inputs import M  # noqa: E402
+from alerts.inputs import PHASE_RESPONSE_SEND, M  # noqa: E402
 from alerts.prom import Sample, Series  # noqa: E402
 from alerts.rules import builtin_variant, load_rules  # noqa: E402
 from monitor.config import parse_config  # noqa: E402
@@ -164,7 +179,9 @@ def run(engine: Engine, source: SyntheticSource, cycles: int) -> tuple[list[floa
 
 # ------------------------------------------------------------------------------------------ detection latency
 
-# Strimzi's kafka rules (packaging/examples/metrics/prometheus-install/prometheus-rules.yaml) on our metric names.
+# Strimzi's rules (packaging/examples/metrics/prometheus-install/prometheus-rules.yaml: the kafka group, and
+# TooLargeConsumerGroupLag of the kafka-exporter group) on our metric names. Strimzi has no rule for the network or
+# request-handler threads; the last two are the usual threshold on the same JMX value, at the engine's threshold.
 STRIMZI_STYLE_RULES = """
 groups:
   - name: strimzi-style
@@ -184,31 +201,65 @@ groups:
       - alert: PromDiskFullPredicted
         expr: predict_linear(kafka_host_filesystem_avail_bytes[2m], 21600) < 0
         for: 10s
+      - alert: PromConsumerGroupLag
+        expr: kafka_consumergroup_lag > 1000
+        for: 10s
+      - alert: PromResponseQueueSize
+        expr: max by (cluster, broker) (kafka_broker_response_queue_size) > 50
+        for: 10s
+      - alert: PromRequestHandlerIdle
+        expr: avg by (cluster, broker) (kafka_broker_request_handler_idle_ratio) < 0.3
+        for: 10s
 """
 
-# (engine alert, Prometheus alert) per scenario
-PAIRS = {
-    "broker killed": [("KafkaBrokerUnreachable", "PromBrokerDown"),
-                      ("KafkaUnderReplicatedPartitions", "PromUnderReplicatedPartitions"),
-                      ("KafkaOfflinePartitions", "PromOfflinePartitions")],
-    "log dir filling": [("KafkaDiskFullRisk", "PromDiskFullPredicted"), ("KafkaDiskFullRisk", "PromRunningOutOfSpace")],
+SCENARIOS = {  # key: (title, [(engine alert, Prometheus alert)])
+    "kill": ("broker killed", [("KafkaBrokerUnreachable", "PromBrokerDown"),
+                               ("KafkaUnderReplicatedPartitions", "PromUnderReplicatedPartitions"),
+                               ("KafkaOfflinePartitions", "PromOfflinePartitions")]),
+    "disk": ("log dir filling", [("KafkaDiskFullRisk", "PromDiskFullPredicted"),
+                                 ("KafkaDiskFullRisk", "PromRunningOutOfSpace")]),
+    "lag": ("group stopped", [("KafkaConsumerGroupLag", "PromConsumerGroupLag")]),
+    "slow": ("slow reader", [("KafkaResponseQueueBacklog", "PromResponseQueueSize")]),
+    "flood": ("tiny produces", [("KafkaRequestHandlerSaturation", "PromRequestHandlerIdle")]),
 }
 
-# The disk detector over 2 minutes, as in tests/e2e/test_alert_disk_fault.py (the default window is 6 h).
-FAST_DISK_RULE = builtin_variant("KafkaDiskFullRisk", for_="10s", window="2m", min_points=5)
+# Rule variants, as in the e2e tests (tests/e2e/), so one repetition waits for a short window, not hours. Each is
+# the built-in rule with its thresholds unchanged unless said:
+VARIANTS = {
+    # the disk detector over 2 minutes (the default window is 6 h)
+    "disk": builtin_variant("KafkaDiskFullRisk", for_="10s", window="2m", min_points=5),
+    # Burrow's evaluation over a 1-minute window (default 10 min)
+    "lag": builtin_variant("KafkaConsumerGroupLag", window="1m"),
+    # the backlog's trend over 3 minutes (default 15) and sockets over 1 (default 2), `for` 20 s (default 2 min)
+    "slow": builtin_variant("KafkaResponseQueueBacklog", for_="20s", window="3m", socket_window="1m"),
+    # idle below 0.3 (default 0.2: a flood driven from Python on 2 shared cores holds the handlers at 0.15-0.45
+    # idle; see FLOOD_IDLE_THRESHOLD in tests/e2e/test_alert_client_faults.py), `for` 20 s (default 5 min)
+    "flood": builtin_variant("KafkaRequestHandlerSaturation", for_="20s", threshold=0.3),
+}
+VICTIM = {"kill": 3, "disk": 3, "slow": 2, "flood": 1}  # the broker each fault hits
+TENANT = "bench"  # topics, groups and client ids prefixed "bench."/"bench-"
+
+
+def _match(labels: dict, want: dict) -> bool:
+    return all(labels.get(k) == v for k, v in want.items())
 
 
 class Watch:
-    """First time each alert is seen firing after ``t0``: the engine's (its own loop thread, as `serve --role
-    alerts` runs it) and Prometheus' (polled every second)."""
+    """First time each alert is seen firing (with ``labels``) after ``t0``: the engine's (its own loop thread, as
+    `serve --role alerts` runs it, on a fresh store) and Prometheus' (polled every second). Keeps the evidence of the
+    engine's first firing instance, to check whom it blames."""
 
-    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float, prom_labels: dict | None = None):
+    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float, labels: dict | None = None,
+                 prom_labels: dict | None = None):
         import threading
 
         self.stack, self.svc, self.t0 = stack, svc, t0
-        self.prom_labels = prom_labels or {}  # e.g. only the victim broker's filesystem
+        self.labels = labels or {}
+        self.prom_labels = self.labels if prom_labels is None else prom_labels
         self.names, self.prom_names = names, prom_names
         self.first: dict[str, float] = {}
+        self.evidence: dict[str, dict] = {}
+        self.firing: list[dict] = []  # labels of every firing instance of the watched rules, matching or not
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._engine, daemon=True),
                         threading.Thread(target=self._prom, daemon=True)]
@@ -224,7 +275,11 @@ class Watch:
             r = self.svc.run_once()
             for i in (r.instances.values() if r else ()):
                 if i.rule in self.names and i.state is AlertState.FIRING:
-                    self.first.setdefault(i.rule, time.monotonic() - self.t0)
+                    self.firing.append(dict(i.labels))
+                if i.rule in self.names and i.state is AlertState.FIRING and _match(i.labels, self.labels):
+                    if i.rule not in self.first:
+                        self.first[i.rule] = time.monotonic() - self.t0
+                        self.evidence[i.rule] = {**i.labels, **i.evidence}
             self.stop.wait(max(0.0, interval - (time.monotonic() - t)))
 
     def _prom(self):
@@ -235,15 +290,22 @@ class Watch:
                 alerts = httpx.get(f"{self.stack.layout.prometheus_url}/api/v1/alerts", timeout=5).json()
                 for a in alerts["data"]["alerts"]:
                     if (a["labels"]["alertname"] in self.prom_names and a["state"] == "firing"
-                            and all(a["labels"].get(k) == v for k, v in self.prom_labels.items())):
+                            and _match(a["labels"], self.prom_labels)):
                         self.first.setdefault(a["labels"]["alertname"], time.monotonic() - self.t0)
             except Exception:  # noqa: BLE001 - a slow answer is a missed poll, not a failed bench
                 pass
             self.stop.wait(1.0)
 
-    def wait(self, timeout: float) -> dict[str, float]:
+    def wait(self, timeout: float, *, grace: float | None = None, until=None) -> dict[str, float]:
+        """Until every alert fired or ``timeout``; with ``grace``, at most that long after the engine's alerts all
+        fired (a Prometheus rule that never fires must not hold the bench for the whole timeout); ``until()`` true
+        also stops it (the fault is over, e.g. the disk is nearly full)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not (self.names | self.prom_names) <= set(self.first):
+            if until is not None and until():
+                break
+            if grace is not None and self.names <= set(self.first):
+                deadline = min(deadline, self.t0 + max(self.first[n] for n in self.names) + grace)
             time.sleep(1.0)
         self.stop.set()
         for th in self.threads:
@@ -251,131 +313,378 @@ class Watch:
         return dict(self.first)
 
 
-def _prom_quiet(stack, names: set[str], timeout: float = 180.0, labels: dict | None = None) -> None:
-    """Wait until none of ``names`` (with ``labels``) is pending or firing in Prometheus (the previous repetition
-    is over)."""
-    import httpx
+class Bench:
+    """The stack, the collectors, the Prometheus rules and the engine's config shared by every scenario."""
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        alerts = httpx.get(f"{stack.layout.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
-        if not [a for a in alerts if a["labels"]["alertname"] in names
-                and all(a["labels"].get(k) == v for k, v in (labels or {}).items())]:
-            return
-        time.sleep(2.0)
+    def __init__(self, args, stack, config, tmp: Path, link):
+        self.args, self.stack, self.config, self.tmp, self.link = args, stack, config, tmp, link
+        self.L = stack.layout
+        self.results: dict[str, list[tuple[str, str, float | None, float | None]]] = {}
+        self.blamed: dict[str, list[str]] = {}
+        self.notes: list[str] = []
 
+    # ------------------------------------------------------------------ helpers
+    def service(self, name: str):
+        from prometheus_client import CollectorRegistry
 
-def latency(args) -> int:
-    import shutil
-    import signal
-    import tempfile
-    import threading
+        from alerts.service import AlertService
+        from monitor.store import Store
+        from monitor.store.migrate import upgrade
 
-    import httpx
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-    from prometheus_client import CollectorRegistry
-
-    from alerts.service import AlertService
-    from monitor import serve
-    from monitor.config import RulesSettings, TenantConfig, TenantSelector
-    from monitor.stack import Stack, StackLayout
-    from monitor.stack.faults import small_log_dir
-    from monitor.store import Store
-    from monitor.store.migrate import upgrade
-
-    stack = Stack(StackLayout(dir=args.dir, port_base=args.port_base), log=lambda *_: None)
-    already_up = all(s.healthy for s in stack.status())
-    if not already_up:
-        print(f"starting the stack in {args.dir} ...", flush=True)
-        stack.up(timeout=240)
-    L = stack.layout
-    tmp = Path(tempfile.mkdtemp(prefix="alerts-latency-"))
-    (tmp / "disk-rule.yaml").write_text(FAST_DISK_RULE)
-    rules_file = L.prometheus_rules_dir / "strimzi-style.yml"
-    rules_file.write_text(STRIMZI_STYLE_RULES)
-    httpx.post(f"{L.prometheus_url}/-/reload", timeout=10).raise_for_status()
-    tenant = TenantConfig(name="bench", selectors=(TenantSelector(cluster="local", topic_prefixes=("bench.",)),))
-    config = stack.config(tenants=(tenant,))
-    config = config.model_copy(update={"rules": RulesSettings(files=(str(tmp / "disk-rule.yaml"),))})
-
-    def fresh_store(name: str) -> Store:  # each repetition starts with no instances
-        store = Store(f"sqlite:///{tmp / name}.db")
+        store = Store(f"sqlite:///{self.tmp / name}.db")  # each repetition starts with no instances
         upgrade(store)
-        return store
+        return AlertService(self.config, store=store, registry=CollectorRegistry())
 
-    victim = L.broker_ids[-1]
-    admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
-    for t in (NewTopic("bench.rf1", num_partitions=1, replica_assignment=[[victim]]),
-              NewTopic("bench.rf3", num_partitions=3, replication_factor=3)):
-        for f in admin.create_topics([t]).values():
+    def quiet(self, key: str, labels: dict, timeout: float = 300.0, *, while_waiting=None) -> None:
+        """Wait until neither the engine (a scratch instance on a fresh store) nor Prometheus holds the scenario's
+        alerts pending or firing with ``labels``: the previous repetition is over, so the next one times a fault
+        from its start. ``while_waiting`` runs once per check (e.g. keep a healthy reader polling)."""
+        import httpx
+
+        from alerts.models import AlertState
+
+        names = {e for e, _ in SCENARIOS[key][1]}
+        prom = {p for _, p in SCENARIOS[key][1]}
+        svc = self.service(f"quiet-{key}-{time.monotonic_ns()}")
+        deadline = time.monotonic() + timeout
+        while True:
+            r = svc.run_once()
+            busy = {i.rule for i in (r.instances.values() if r else ()) if i.rule in names and _match(i.labels, labels)
+                    and i.state in (AlertState.PENDING, AlertState.FIRING)}
+            alerts = httpx.get(f"{self.L.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+            busy |= {a["labels"]["alertname"] for a in alerts
+                     if a["labels"]["alertname"] in prom and _match(a["labels"], labels)}
+            if not busy:
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{SCENARIOS[key][0]}: {sorted(busy)} still active {timeout:.0f}s after the last "
+                                 "repetition's fault was removed")
+            if while_waiting:
+                while_waiting()
+            time.sleep(5.0)
+
+    def settled(self, expr: str, while_waiting, timeout: float = 600.0) -> None:
+        """Until the PromQL condition ``expr`` holds (returns a series), running ``while_waiting`` meanwhile."""
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while not httpx.get(f"{self.L.prometheus_url}/api/v1/query", params={"query": expr},
+                            timeout=5).json()["data"]["result"]:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"not settled within {timeout:.0f}s: {expr}")
+            while_waiting()
+            time.sleep(2.0)
+
+    def record(self, key: str, first: dict[str, float], watch: Watch | None = None, blame: str | None = None) -> None:
+        for e, p in SCENARIOS[key][1]:
+            self.results.setdefault(key, []).append((e, p, first.get(e), first.get(p)))
+        named = ""
+        if watch is not None and blame is not None:
+            ev = next(iter(watch.evidence.values()), {})
+            who = f"{blame}={ev.get(blame)} tenant={ev.get('tenant')}" if ev else "-"
+            self.blamed.setdefault(key, []).append(who)
+            named = f"; {who}"
+        print(f"  {SCENARIOS[key][0]} #{len(self.results[key]) // len(SCENARIOS[key][1])}: "
+              + ", ".join(f"{k} {v:.0f}s" for k, v in sorted(first.items())) + named, flush=True)
+
+    def create_topic(self, name: str, assignment: list[list[int]]) -> None:
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.L.bootstrap_servers})  # fresh: see the disk scenario
+        for f in admin.create_topics([NewTopic(name, num_partitions=len(assignment),
+                                               replica_assignment=assignment)], operation_timeout=30).values():
             try:
                 f.result(60)
             except Exception as exc:  # noqa: BLE001 - reused stack
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
-    stop = threading.Event()
-    collector = threading.Thread(target=serve.run, args=(config, ("collector",), "127.0.0.1", L.service_port),
-                                 kwargs={"stop_event": stop}, daemon=True)
-    collector.start()
-    results: dict[str, list[tuple[str, str, float | None, float | None]]] = {}
-    try:
-        time.sleep(20)  # a few scrapes, so every series exists before the first fault
-        for rep in range(args.reps):
-            names = {e for e, _ in PAIRS["broker killed"]}
-            prom = {p for _, p in PAIRS["broker killed"]}
-            _prom_quiet(stack, prom)
-            svc = AlertService(config, store=fresh_store(f"kill-{rep}"), registry=CollectorRegistry())
+
+    def delete_topic(self, name: str) -> None:
+        """A scenario's bulk data goes with it: a reused stack's broker must still fit the disk scenario's tmpfs."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.L.bootstrap_servers})
+        try:
+            admin.delete_topics([name], operation_timeout=30)[name].result(60)
+        except Exception as exc:  # noqa: BLE001 - not there is fine
+            if "UNKNOWN_TOPIC" not in str(exc):
+                raise
+
+    # ------------------------------------------------------------------ scenarios
+    def kill(self) -> None:
+        import signal
+
+        victim = VICTIM["kill"]
+        self.create_topic("bench.rf1", [[victim]])
+        self.create_topic("bench.rf3", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+        names, prom = ({e for e, _ in SCENARIOS["kill"][1]}, {p for _, p in SCENARIOS["kill"][1]})
+        for rep in range(self.args.reps):
+            self.quiet("kill", {})
+            svc = self.service(f"kill-{rep}")
             svc.run_once()  # the engine's state before the fault
             t0 = time.monotonic()
-            stack.procs.signal(L.node_name(victim), signal.SIGKILL)
-            first = Watch(stack, svc, names, prom, t0).wait(240)
-            for e, p in PAIRS["broker killed"]:
-                results.setdefault("broker killed", []).append((e, p, first.get(e), first.get(p)))
-            print(f"  broker killed #{rep + 1}: " + ", ".join(f"{k} {v:.0f}s" for k, v in sorted(first.items())),
-                  flush=True)
-            stack.procs.stop(L.node_name(victim))
-            stack.up(timeout=240)
-        if args.disk and os.geteuid() == 0:
-            prom = {p for _, p in PAIRS["log dir filling"]}
-            _prom_quiet(stack, {"PromBrokerDown", "PromUnderReplicatedPartitions", "PromOfflinePartitions"})
-            with small_log_dir(stack, victim, 128):
-                # predict_linear's 2 min range must not straddle the move from the root filesystem to the tmpfs
-                time.sleep(130)
-                _prom_quiet(stack, prom, labels={"broker": str(victim)})
-                # a fresh client: librdkafka once crashed here in a client that had lived through the broker restarts
-                admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
-                admin.create_topics([NewTopic("bench.fill", num_partitions=1, replica_assignment=[[victim]])])[
-                    "bench.fill"].result(60)
-                svc = AlertService(config, store=fresh_store("disk"), registry=CollectorRegistry())
-                producer = Producer({"bootstrap.servers": L.bootstrap_servers, "linger.ms": 50})
-                payload = os.urandom(64 * 1024)
-                t0 = time.monotonic()
-                watch = Watch(stack, svc, {"KafkaDiskFullRisk"}, prom, t0, prom_labels={"broker": str(victim)})
-                free_at: dict[str, float] = {}
-                while time.monotonic() - t0 < 400 and not ({"KafkaDiskFullRisk"} | prom) <= set(watch.first):
-                    fs = os.statvfs(L.log_dir(victim))
-                    free = fs.f_bavail / fs.f_blocks
-                    for name in watch.first:
-                        free_at.setdefault(name, free)
-                    if free < 0.08:  # never really fill it: the broker would stop
-                        time.sleep(1.0)
-                        continue
-                    for _ in range(4):  # 256 KiB every 0.5 s: a steady 0.5 MiB/s
-                        producer.produce("bench.fill", payload)
+            self.stack.procs.signal(self.L.node_name(victim), signal.SIGKILL)
+            self.record("kill", Watch(self.stack, svc, names, prom, t0).wait(240))
+            self.stack.procs.stop(self.L.node_name(victim))
+            self.stack.up(timeout=240)
+
+    def disk(self) -> None:
+        from confluent_kafka import Producer
+
+        from monitor.stack.faults import small_log_dir
+
+        if os.geteuid() != 0:
+            self.notes.append("log dir filling: skipped (a tmpfs needs root)")
+            return
+        victim = VICTIM["disk"]
+        prom = {p for _, p in SCENARIOS["disk"][1]}
+        labels = {"broker": str(victim)}
+        self.quiet("kill", {})
+        with small_log_dir(self.stack, victim, 128):
+            # predict_linear's 2 min range must not straddle the move from the root filesystem to the tmpfs
+            time.sleep(130)
+            self.quiet("disk", labels)
+            # a fresh client: librdkafka once crashed here in a client that had lived through the broker restarts
+            self.create_topic("bench.fill", [[victim]])
+            svc = self.service("disk")
+            producer = Producer({"bootstrap.servers": self.L.bootstrap_servers, "linger.ms": 50})
+            payload = os.urandom(64 * 1024)
+            t0 = time.monotonic()
+            watch = Watch(self.stack, svc, {"KafkaDiskFullRisk"}, prom, t0, labels=labels)
+            free_at: dict[str, float] = {}
+            while time.monotonic() - t0 < 400 and not ({"KafkaDiskFullRisk"} | prom) <= set(watch.first):
+                fs = os.statvfs(self.L.log_dir(victim))
+                free = fs.f_bavail / fs.f_blocks
+                for name in watch.first:
+                    free_at.setdefault(name, free)
+                if free < 0.08:  # never really fill it: the broker would stop
+                    time.sleep(1.0)
+                    continue
+                for _ in range(4):  # 256 KiB every 0.5 s: a steady 0.5 MiB/s
+                    producer.produce("bench.fill", payload)
+                producer.poll(0)
+                time.sleep(0.5)
+            first = watch.wait(0)
+            fs = os.statvfs(self.L.log_dir(victim))
+            for name in first:  # the last to fire ended the loop before its turn
+                free_at.setdefault(name, fs.f_bavail / fs.f_blocks)
+            producer.flush(10)
+            self.delete_topic("bench.fill")
+        self.record("disk", first)
+        print("  free space when each fired: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in sorted(free_at.items(), key=lambda kv: -kv[1])), flush=True)
+
+    def lag(self) -> None:
+        """A group consumes everything, commits and leaves while production goes on (40 messages/s): the fault
+        starts when it leaves. The engine's STOP needs its window to hold only the member-less past; Strimzi's rule
+        needs 1,000 messages of lag (25 s at this rate)."""
+        import threading
+
+        from confluent_kafka import Consumer, Producer
+        from confluent_kafka.admin import AdminClient
+
+        self.create_topic("bench.lag", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+        servers = self.L.bootstrap_servers
+        for rep in range(self.args.reps):
+            group = f"bench.lag-{rep}-{os.getpid()}"
+            labels = {"group": group}
+            stop = threading.Event()
+            producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
+
+            def produce():
+                while not stop.is_set():
+                    for _ in range(20):
+                        producer.produce("bench.lag", b"x" * 100)
                     producer.poll(0)
-                    time.sleep(0.5)
-                first = watch.wait(0)
-                print("  free space when each fired: " + ", ".join(
-                    f"{k} {v:.0%}" for k, v in sorted(free_at.items(), key=lambda kv: -kv[1])), flush=True)
+                    stop.wait(0.5)
                 producer.flush(10)
-                admin.delete_topics(["bench.fill"])["bench.fill"].result(60)
-            for e, p in PAIRS["log dir filling"]:
-                results.setdefault("log dir filling", []).append((e, p, first.get(e), first.get(p)))
-            print("  log dir filling: " + ", ".join(f"{k} {v:.0f}s" for k, v in sorted(first.items())), flush=True)
+
+            thread = threading.Thread(target=produce, daemon=True)
+            thread.start()
+            try:
+                consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": "bench-lag",
+                                     "auto.offset.reset": "latest", "enable.auto.commit": False})
+                consumer.subscribe(["bench.lag"])
+                t_end = time.monotonic() + 60  # consume for a while, caught up: a healthy group
+                got = 0
+                while time.monotonic() < t_end:
+                    msg = consumer.poll(0.5)
+                    if msg is not None and not msg.error():
+                        got += 1
+                        if got % 50 == 0:
+                            consumer.commit(asynchronous=False)
+                consumer.commit(asynchronous=False)
+                svc = self.service(f"lag-{rep}")
+                svc.run_once()
+                consumer.close()  # the group stops: no member, no commits
+                t0 = time.monotonic()
+                # STOP is the status of this fault; another one firing first is reported apart (a false status)
+                watch = Watch(self.stack, svc, {"KafkaConsumerGroupLag"}, {"PromConsumerGroupLag"}, t0,
+                              labels={**labels, "status": "STOP"}, prom_labels=labels)
+                self.record("lag", watch.wait(300, grace=120), watch, blame="lag_seconds")
+                others = sorted({lbl.get("status", "") for lbl in watch.firing if _match(lbl, labels)} - {"STOP"})
+                if others:
+                    self.notes.append(f"group stopped #{rep + 1}: the engine also raised {', '.join(others)}")
+            finally:
+                stop.set()
+                thread.join(20)
+            admin = AdminClient({"bootstrap.servers": servers})  # held: its futures die with it
+            for f in admin.delete_consumer_groups([group], request_timeout=30).values():
+                f.result(60)
+        self.delete_topic("bench.lag")
+
+    def slow(self) -> None:
+        """A consumer in a network namespace whose link is cut to 1 Mbit/s with 50 ms delay, reading 25 MB from the
+        start with big fetches and a 4 KiB receive buffer: its responses sit in the broker's socket buffers and
+        the response send time climbs. The fault starts when the reader starts; between repetitions the link is
+        fast again and a healthy reader polls until nothing is active."""
+        import subprocess
+
+        from monitor.stack.faults import SLOW_READER, fill_topic
+
+        if self.link is None:
+            self.notes.append("slow reader: skipped (needs root and iproute2 for a network namespace)")
+            return
+        victim = VICTIM["slow"]
+        labels = {"broker": str(victim)}
+        self.create_topic("bench.slow", [[victim]])
+        fill_topic(self.L.bootstrap_servers, "bench.slow", 2500, 10_000, "bench-filler")  # 25 MB to read
+        for rep in range(self.args.reps):
+            if rep:
+                # The detector compares the response send time at the end of its 3 min window with the start: the
+                # next repetition starts once the whole window is back to fast sends, or its "before" is the last
+                # repetition's fault. A healthy reader refills the broker's send-time histogram meanwhile, and is
+                # closed before the next fault: its librdkafka keeps fetching in the background, and a hundred
+                # fast sends a second dilute the slow reader's few slow ones out of the p99 (see docs/alerts.md).
+                healthy = _Reader(self.L.bootstrap_servers, "bench.slow")
+                self.quiet("slow", labels, while_waiting=healthy.poll)
+                self.settled(f'max_over_time(max({M["request_latency"]}{{broker="{victim}",'
+                             f'phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})[3m:15s]) < 0.25', healthy.poll)
+                healthy.close()
+            svc = self.service(f"slow-{rep}")
+            svc.run_once()
+            self.link.slow(delay_ms=50, rate="1mbit")
+            t0 = time.monotonic()
+            self.link.popen([sys.executable, "-c", SLOW_READER, self.L.client_bootstrap_servers, "bench.slow",
+                             "bench-slow-reader", f"bench.slow-{rep}-{os.getpid()}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            watch = Watch(self.stack, svc, {"KafkaResponseQueueBacklog"}, {"PromResponseQueueSize"}, t0,
+                          labels=labels)
+            self.record("slow", watch.wait(300, grace=60), watch, blame="slow_client")
+            self.link.stop_processes()
+            self.link.fast()
+        self.delete_topic("bench.slow")
+
+    def flood(self) -> None:
+        """24 producers (2 processes) with linger 0 and one 16-byte record per request, at a broker on one request
+        handler thread. The fault starts with the producers."""
+        from monitor.stack.faults import fewer_io_threads, tiny_produce_flood
+
+        victim = VICTIM["flood"]
+        labels = {"broker": str(victim)}
+        others = [b for b in self.L.broker_ids if b != victim]
+        self.create_topic("bench.flood", [[victim] + others] * 4)  # led by the victim, replicated
+        with fewer_io_threads(self.stack, victim, 1):
+            for rep in range(self.args.reps):
+                self.quiet("flood", labels)
+                svc = self.service(f"flood-{rep}")
+                svc.run_once()
+                t0 = time.monotonic()
+                with tiny_produce_flood(self.L.bootstrap_servers, "bench.flood", "bench-flood"):
+                    watch = Watch(self.stack, svc, {"KafkaRequestHandlerSaturation"}, {"PromRequestHandlerIdle"}, t0,
+                                  labels=labels)
+                    first = watch.wait(300, grace=60)
+                self.record("flood", first, watch, blame="busy_client")
+        self.delete_topic("bench.flood")
+
+
+class _Reader:
+    """A healthy consumer on loopback polling often, so a broker's send-time histogram (a decaying reservoir)
+    fills with fast sends after the slow reader is gone."""
+
+    def __init__(self, servers: str, topic: str):
+        from confluent_kafka import Consumer
+
+        self.c = Consumer({"bootstrap.servers": servers, "group.id": "bench.healthy", "client.id": "bench-healthy",
+                           "auto.offset.reset": "latest", "fetch.wait.max.ms": 10})
+        self.c.subscribe([topic])
+
+    def poll(self) -> None:
+        for _ in range(25):
+            self.c.poll(0.2)
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def latency(args) -> int:
+    import shutil
+    import signal
+    import subprocess
+    import tempfile
+
+    import httpx
+    import yaml
+
+    from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+    from monitor.stack import Stack, StackLayout, slow_link
+
+    keys = [k for k in args.scenarios.split(",") if k]
+    unknown = sorted(set(keys) - set(SCENARIOS))
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    if not args.disk:
+        keys = [k for k in keys if k != "disk"]
+    link = None
+    if "slow" in keys and slow_link.available() is None:
+        # before the stack: its brokers listen on the host side of the link (StackLayout.client_listener_host)
+        n = (args.port_base // 10) % 250
+        link = slow_link.SlowLink(f"kh{args.port_base}", f"10.232.{n}.1", f"10.232.{n}.2").create()
+    stack = Stack(StackLayout(dir=args.dir, port_base=args.port_base,
+                              client_listener_host=link.host_addr if link else None), log=lambda *_: None)
+    already_up = all(s.healthy for s in stack.status())
+    if already_up and link is not None:
+        print("the stack in --dir is already up: restarting it so its brokers listen on the slow link", flush=True)
+        stack.down()
+        already_up = False
+    tmp = Path(tempfile.mkdtemp(prefix="alerts-latency-"))
+    collector = None
+    L = stack.layout
+    rules_file = L.prometheus_rules_dir / "strimzi-style.yml"
+    try:
+        if not already_up:
+            print(f"starting the stack in {args.dir} ...", flush=True)
+            stack.up(timeout=240)
+        rules_file.write_text(STRIMZI_STYLE_RULES)
+        httpx.post(f"{L.prometheus_url}/-/reload", timeout=10).raise_for_status()
+        files = []
+        for key, text in VARIANTS.items():
+            (tmp / f"{key}-rule.yaml").write_text(text)
+            files.append(str(tmp / f"{key}-rule.yaml"))
+        tenant = TenantConfig(name=TENANT, selectors=(TenantSelector(
+            cluster="local", topic_prefixes=("bench.",), group_prefixes=("bench.",), client_id_prefixes=("bench-",)),))
+        config = stack.config(tenants=(tenant,), store_url=f"sqlite:///{tmp / 'unused.db'}")
+        config = config.model_copy(update={"rules": RulesSettings(files=tuple(files)),
+                                           "collection": CollectionSettings(interval_seconds=5)})
+        # The collectors in their own process, as `serve --role collector` runs beside the engine in production.
+        (tmp / "collector.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
+        run = ("import sys; from monitor.config import load_config; from monitor.serve import run; "
+               "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
+        collector = subprocess.Popen([sys.executable, "-c", run, str(tmp / "collector.yaml")],
+                                     cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
+                                     stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
+        bench = Bench(args, stack, config, tmp, link)
+        time.sleep(30)  # a few scrapes, so every series exists before the first fault
+        for key in keys:
+            print(f"{SCENARIOS[key][0]} ...", flush=True)
+            getattr(bench, key)()
     finally:
-        stop.set()
-        collector.join(15)
+        if collector is not None:
+            os.killpg(collector.pid, signal.SIGTERM)
+            try:
+                collector.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(collector.pid, signal.SIGKILL)
         rules_file.unlink(missing_ok=True)
         try:
             httpx.post(f"{L.prometheus_url}/-/reload", timeout=10)
@@ -383,6 +692,8 @@ def latency(args) -> int:
             pass
         if not already_up:
             stack.down()
+        if link is not None:
+            link.destroy()
         shutil.rmtree(tmp, ignore_errors=True)
 
     def med(xs):
@@ -390,16 +701,22 @@ def latency(args) -> int:
         return statistics.median(xs) if xs else None
 
     fmt = lambda v: f"{v:7.0f}s" if v is not None else "  never"  # noqa: E731
-    print(f"\ndetection latency, fault -> firing (median of {args.reps} for the broker, 1 for the disk; engine every "
+    print(f"\ndetection latency, fault -> firing (median of {args.reps}, 1 for the disk; engine every "
           f"{config.rules.evaluation_interval_seconds:.0f}s with its own `for`, Prometheus every "
-          f"{L.scrape_interval_seconds}s with `for: 10s`)")
-    print(f"  {'scenario':<16} {'engine alert':<32} {'engine':>8} {'Prometheus rule':<30} {'Prom':>8} {'ratio':>6}")
-    for scenario, rows in results.items():
+          f"{L.scrape_interval_seconds}s with `for: 10s`; never = not within the wait)")
+    print(f"  {'scenario':<16} {'engine alert':<31} {'engine':>8} {'Prometheus rule':<30} {'Prom':>8} {'ratio':>6}")
+    for key, rows in bench.results.items():
         for e, p in dict.fromkeys((e, p) for e, p, _, _ in rows):
-            me = med([x for a, b, x, _ in rows if (a, b) == (e, p)])
-            mp = med([y for a, b, _, y in rows if (a, b) == (e, p)])
+            xs = [x for a, b, x, _ in rows if (a, b) == (e, p)]
+            ys = [y for a, b, _, y in rows if (a, b) == (e, p)]
+            me, mp = med(xs), med(ys)
             ratio = f"{me / mp:5.2f}x" if me and mp else "   n/a"
-            print(f"  {scenario:<16} {e:<32} {fmt(me)} {p:<30} {fmt(mp)} {ratio}")
+            fired = f"  (engine fired {len(xs) - xs.count(None)}/{len(xs)}, Prometheus {len(ys) - ys.count(None)}/{len(ys)})"
+            print(f"  {SCENARIOS[key][0]:<16} {e:<31} {fmt(me)} {p:<30} {fmt(mp)} {ratio}{fired}")
+    for key, who in bench.blamed.items():
+        print(f"  {SCENARIOS[key][0]}, the engine's first firing instance: {'; '.join(who)}")
+    for note in bench.notes:
+        print(f"  {note}")
     return 0
 
 
@@ -407,6 +724,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--latency", action="store_true", help="detection latency on the real stack (see above)")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS),
+                    help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)")
     ap.add_argument("--no-disk", dest="disk", action="store_false", help="skip the log-dir scenario")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kafka-health-alerts-bench"))
     ap.add_argument("--port-base", type=int, default=21000)
