@@ -334,10 +334,8 @@ class KafkaAdmin:
             return []
         described: dict[str, GroupInfo] = {}
         failed: dict[str, KafkaHealthError] = {}
-        for attempt in (list(listed), None):
-            ids = attempt if attempt is not None else sorted(failed)
-            if not ids or (attempt is None and _left(end) < MIN_CALL_SECONDS):
-                break
+
+        def describe(ids: list[str]) -> None:
             futs = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
                 ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
             for gid, fut in futs.items():
@@ -349,6 +347,10 @@ class KafkaAdmin:
                 failed.pop(gid, None)
                 described[gid] = GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
                                            tuple((m.client_id, m.host) for m in d.members))
+
+        describe(list(listed))
+        if failed and _left(end) >= MIN_CALL_SECONDS:
+            describe(sorted(failed))  # once more, in a request of their own
         for gid, exc in sorted(failed.items()):
             g = listed[gid]
             state = _state(g.state)

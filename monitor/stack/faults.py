@@ -9,7 +9,7 @@
   flood of tiny produce requests (``tiny_produce_flood``) and a consumer that reads big fetches slowly
   (``SLOW_READER``, run inside a ``slow_link.SlowLink`` namespace behind ``tc``).
 
-Needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
+``small_log_dir`` needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
 real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again, so nothing
 is left mounted and the cluster keeps its data. Only a process killed hard (SIGKILL, a crash in a native library)
 cannot clean up; the next call then refuses to start and says how to restore by hand.
@@ -172,20 +172,6 @@ while True:
         ps[0].poll(0.005)
 """
 
-def fill_topic(servers: str, topic: str, count: int, size: int, client_id: str) -> None:
-    """``count`` records of ``size`` bytes (the backlog a slow reader then fetches); StackError if not all are
-    acknowledged within a minute."""
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": servers, "linger.ms": 50, "client.id": client_id})
-    for i in range(count):
-        p.produce(topic, b"x" * size)
-        if i % 200 == 0:
-            p.poll(0)
-    if left := p.flush(60):
-        raise StackError(f"{left} of {count} records to {topic} not acknowledged within 60s")
-
-
 # A consumer reading everything from the start with big fetches and a small socket receive buffer.
 # argv: bootstrap servers, topic, client id, group.
 SLOW_READER = """
@@ -221,3 +207,17 @@ def tiny_produce_flood(servers: str, topic: str, client_id: str, *, processes: i
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(10)
+
+
+def fill_topic(servers: str, topic: str, count: int, size: int, client_id: str) -> None:
+    """``count`` records of ``size`` bytes (the backlog a slow reader then fetches); StackError if not all are
+    acknowledged within a minute."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": servers, "linger.ms": 50, "client.id": client_id})
+    for i in range(count):
+        p.produce(topic, b"x" * size)
+        if i % 200 == 0:
+            p.poll(0)
+    if left := p.flush(60):
+        raise StackError(f"{left} of {count} records to {topic} not acknowledged within 60s")
