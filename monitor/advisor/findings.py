@@ -44,6 +44,9 @@ class Thresholds:
         ("apache-kafka-java", "2.8.0"), ("librdkafka", "1.9.0"), ("confluent-kafka-python", "1.9.0"))
     churn_suspect_share: float = 0.002  # a churn suspect uses at least 0.2% of a thread (idle consumers use less)
     top_suspects: int = 3
+    # Cost rules judge a client only once it has been seen for this share of the window: in its first seconds a
+    # consumer joins its group and sends empty fetches before any data flows, which looks like polling too often.
+    min_seen_share: float = 0.5
 
 
 def _mib(bytes_per_second: float) -> float:
@@ -112,8 +115,9 @@ def _finding(kind: FindingKind, c: ClientSample, evidence: dict, severity: Sever
 
 
 def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]) -> list:
-    """(client, cost, norm) for the clients whose thread time per MiB is far above the others'."""
-    pool = list(clients)
+    """(client, cost, norm) for the clients whose thread time per MiB is far above the others'. Clients seen for less
+    than ``min_seen_share`` of the window are neither judged nor part of the norm."""
+    pool = [c for c in clients if c.seen_share >= t.min_seen_share]
     costs = {_key(c): seconds_per_mib(c.request_time_ratio, bytes_of(c)) for c in pool}
     norms = norms_without(costs, t.reference_seconds_per_mib)
     out = []

@@ -69,10 +69,18 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         "request_throttle_seconds": per_client(M["client_request_throttle"], "max"),
     }
     keys = sorted({k for rows in fields.values() for k in rows})
+    wsec = window_seconds(window)
+    # When each client was first seen inside the window: the earliest sample timestamp, by a subquery at a tenth of
+    # the window (the lookback makes a client older than the window report a timestamp before its start).
+    step = max(1, int(wsec // 10))
+    first = r.by(f"min by ({by_client}) (min_over_time(timestamp({M['client_request_time']}{{{sel}}})[{w}:{step}s]))",
+                 *cb)
+    now_s = now.timestamp()
     clients = tuple(ClientSample(
         cluster=cluster, user=user, client_id=cid,
         tenant=index.for_client(cluster, client_id=cid, user=user),
         fetch_seen=(user, cid) in fields["fetch_bytes_per_second"],
+        seen_share=min(1.0, max(0.0, now_s - first[(user, cid)]) / wsec) if (user, cid) in first else 1.0,
         **{f: rows.get((user, cid), 0.0) for f, rows in fields.items()}) for user, cid in keys)
 
     def per_topic(metric: str) -> dict[tuple[str, ...], float]:
@@ -90,7 +98,6 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
     samples = r.by(f"max by (group) (count_over_time({M['group_members']}{{{sel}}}[{w}]))", "group")
     rebal = r.by(f'sum by (group) (sum_over_time(kafka_consumergroup_state{{{sel},state=~"{REBALANCING_STATES}"}}'
                  f"[{w}]))", "group")
-    wsec = window_seconds(window)
     groups = tuple(GroupSample(cluster=cluster, group=g, tenant=index.for_group(cluster, g), members=members[(g,)],
                                member_changes=changes.get((g,), 0.0),
                                rebalancing_share=rebal.get((g,), 0.0) / samples[(g,)] if samples.get((g,)) else 0.0,

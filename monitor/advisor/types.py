@@ -56,6 +56,9 @@ class ClientSample:
     fetch_throttle_seconds: float = 0.0
     request_throttle_seconds: float = 0.0
     fetch_seen: bool = False  # a fetch quota sensor exists: the client has sent fetches (a consumer)
+    # The share of the window since the client's first sample (1.0: seen all along). A client that has just started
+    # is judged on its start-up (group join, metadata, offset lookups, first empty fetches), not on how it runs.
+    seen_share: float = 1.0
 
     @property
     def bytes_per_second(self) -> float:

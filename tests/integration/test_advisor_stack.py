@@ -58,6 +58,7 @@ TENANTS = (
                                                        client_id_prefixes=("ads-",)),)),
 )
 WINDOW = "2m"
+STARTED: dict[str, datetime] = {}  # when the fixture's clients started
 QUIET = {"logger": __import__("logging").getLogger("advisor-test-librdkafka")}
 
 
@@ -161,6 +162,7 @@ def watched(stack, tmp_path_factory):
     for th in threads:
         th.start()
     load.start()
+    STARTED["load"] = datetime.now(timezone.utc)
     try:
         yield config
     finally:
@@ -243,6 +245,32 @@ def _prom(stack, expr: str) -> list[dict]:
 def _key(labels: dict) -> tuple[str, str, str]:
     # Prometheus drops empty labels: a finding without a client (rebalances) has no client_id label at all.
     return labels["finding"], labels.get("client_id", ""), labels.get("group", "")
+
+
+def test_a_client_is_judged_only_once_seen_for_half_the_window(stack, watched, advice):
+    """The snapshot read as of 45 s after the clients started, then 150 s after: the first sees every client of the
+    fixture for under half the 2-minute window (the cost rules skip them: a new consumer's group join and empty
+    first fetches once named the well-behaved shop-good-2-consumer as polling too often), the second all along."""
+    from datetime import timedelta
+
+    from monitor.advisor.source import read_snapshot
+
+    started = STARTED["load"]
+    wait_until(lambda: datetime.now(timezone.utc) >= started + timedelta(seconds=160), 170, interval=5,
+               what="150 s of the fixture's clients in Prometheus")
+    source = PrometheusSource(stack.layout.prometheus_url)
+    try:
+        def shares(after: float) -> dict[str, float]:
+            snap = read_snapshot(source, cluster="local", tenants=TENANTS, now=started + timedelta(seconds=after),
+                                 window=WINDOW)
+            return {c.client_id: c.seen_share for c in snap.clients if c.client_id.startswith("shop-good")}
+
+        early, later = shares(45), shares(150)
+    finally:
+        source.close()
+    assert {"shop-good", "shop-good-2-consumer"} <= set(early), early
+    assert all(0 < v < 0.5 for v in early.values()), early
+    assert set(later) >= set(early) and all(v >= 0.9 for v in later.values()), later
 
 
 def test_findings_reach_prometheus_and_the_tenant_dashboard(stack, watched, advice):

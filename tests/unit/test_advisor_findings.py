@@ -15,11 +15,12 @@ T = Thresholds()
 KIB, MIB = 1024.0, 1048576.0
 
 
-def client(cid, *, tenant="shop", user="", prod=0.0, fetch=0.0, rt=0.0, pt=0.0, ft=0.0, qt=0.0, fetch_seen=None):
+def client(cid, *, tenant="shop", user="", prod=0.0, fetch=0.0, rt=0.0, pt=0.0, ft=0.0, qt=0.0, fetch_seen=None,
+           seen=1.0):
     return ClientSample(cluster="c", user=user, client_id=cid, tenant=tenant, produce_bytes_per_second=prod,
                         fetch_bytes_per_second=fetch, request_time_ratio=rt, produce_throttle_seconds=pt,
                         fetch_throttle_seconds=ft, request_throttle_seconds=qt,
-                        fetch_seen=fetch > 0 if fetch_seen is None else fetch_seen)
+                        fetch_seen=fetch > 0 if fetch_seen is None else fetch_seen, seen_share=seen)
 
 
 def snap(*clients, cluster=None, topics=(), groups=(), software=(), whole=None, deprecated=()):
@@ -93,6 +94,13 @@ POLLING = [
     (3, [GOOD_CONSUMER, client("shop-empty", fetch=0, rt=0.05, fetch_seen=True)], ["shop-empty"]),  # empty fetches
     (4, [GOOD_CONSUMER, client("shop-admin", fetch=0, rt=0.05, fetch_seen=False)], []),  # never fetched: not polling
     (5, [GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.01)], []),  # cheap: under 2% of a thread
+    # A consumer in its first seconds (group join, empty fetches before data flows) is not judged yet...
+    (6, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.2)], []),
+    # ...and is, once it has been seen for half the window
+    (7, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.5)], ["shop-new"]),
+    # a young client does not set the norm either: with it gone the spinning one is held to GOOD_CONSUMER
+    (8, [GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.05), client("shop-x", fetch=KIB, rt=0.9, seen=0.1),
+         client("shop-y", fetch=KIB, rt=0.9, seen=0.1)], ["shop-spin"]),
 ]
 
 
