@@ -392,6 +392,14 @@ class KafkaAdmin:
         return out
 
 
+def _isolated_admin(cluster: ClusterConfig):
+    """The production client: a KafkaAdmin in a child process (collectors.admin_process), so a librdkafka crash
+    fails one round of this target instead of killing the collector."""
+    from collectors.admin_process import IsolatedAdmin
+
+    return IsolatedAdmin(cluster.client_settings(), timeout=cluster.jmx.timeout_seconds)
+
+
 def _left(end: float) -> float:
     """Seconds until ``end`` (time.monotonic): the futures of one call share its timeout instead of each getting it."""
     return max(0.0, end - time.monotonic())
@@ -422,7 +430,7 @@ class AdminCollector:
         self._cluster = cluster
         self._tenants = tenants
         self._max_series = max_series
-        self._factory = admin_factory or (lambda c: KafkaAdmin(c.client_settings(), timeout=c.jmx.timeout_seconds))
+        self._factory = admin_factory or _isolated_admin
         self._admin: KafkaAdmin | None = None
         self._history = WatermarkHistory()
         self._known_groups = 0  # groups of the last good listing: what a failed listing skips
@@ -504,6 +512,20 @@ class AdminCollector:
         why = f"{why}: {unfinished} groups whose offsets were read skipped"
         return [g for g in groups if not g.committed], {}, skipped + unfinished, f"{cut}; {why}" if cut else why
 
+    def _drop_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None and hasattr(admin, "close"):
+            admin.close()
+
+    def close(self) -> None:
+        """Stop the Admin client (its process): after the round in flight, or at once if that round hangs."""
+        got = self._lock.acquire(timeout=self._budget + 10)
+        try:
+            self._drop_admin()
+        finally:
+            if got:
+                self._lock.release()
+
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         deadline = RoundDeadline(self._budget, self._monotonic)
         base = (("cluster", target.cluster),)
@@ -528,9 +550,12 @@ class AdminCollector:
             return failed(target, exc, started_at=now, duration=deadline.elapsed())
         finally:
             with self._lock:
-                if getattr(self._admin, "stale_coordinator", False):
+                if getattr(self._admin, "broken", False):
+                    log.warning("%s: the Admin client process is gone; the next round starts a fresh one", target.key)
+                    self._drop_admin()
+                elif getattr(self._admin, "stale_coordinator", False):
                     log.info("%s: a group coordinator moved; the next round uses a fresh Admin client", target.key)
-                    self._admin = None
+                    self._drop_admin()
         result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series)
         if cut:
             log.warning("%s: %s; cluster state exported", target.key, cut)

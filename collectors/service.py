@@ -160,6 +160,10 @@ class CollectionService:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for collector in self._collectors:  # e.g. the Admin client's process
+            close = getattr(collector, "close", None)
+            if close is not None:
+                close()
 
     def ready(self) -> bool:
         """Ready once the first round completed (failed targets included: they are reported, not a readiness bug)."""

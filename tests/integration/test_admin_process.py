@@ -1,0 +1,101 @@
+"""The Admin API client in its own process (collectors.admin_process) against the real stack: it answers as the
+in-process client does; when its process dies (the way librdkafka#5040 and #4605 kill it: SIGSEGV, SIGABRT) or hangs
+(SIGSTOP), the call says so within its timeout, the round fails as a failed Admin target, and the next round works
+with a fresh process. The signals are real; only their cause (a librdkafka fault) is stood in for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from collectors.admin import AdminCollector, KafkaAdmin
+from collectors.admin_process import GRACE_SECONDS, IsolatedAdmin
+from collectors.catalog import TenantLookup
+from collectors.types import TargetStatus
+from monitor.errors import TargetTimeout, TransportError
+from monitor.tenancy import TenantIndex
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster(stack):
+    return stack.config().clusters[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed child not yet reaped is a zombie: dead for this purpose.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_isolated_client_answers_like_the_in_process_one(cluster):
+    settings = cluster.client_settings()
+    local = KafkaAdmin(settings, timeout=10)
+    isolated = IsolatedAdmin(settings, timeout=10)
+    try:
+        a, b = local.cluster(timeout=10), isolated.cluster(timeout=10)
+        assert a.brokers == b.brokers and len(a.brokers) == 3
+        assert {(p.topic, p.partition, p.replicas) for p in a.partitions} == \
+               {(p.topic, p.partition, p.replicas) for p in b.partitions}
+        topics = sorted({p.topic for p in a.partitions})[:5]
+        assert isolated.min_insync_replicas(topics, timeout=10) == local.min_insync_replicas(topics, timeout=10)
+        assert {g.group for g in isolated.groups(timeout=10)} == {g.group for g in local.groups(timeout=10)}
+        assert isolated.pid != os.getpid() and _alive(isolated.pid)
+    finally:
+        isolated.close()
+    assert not _alive(isolated.pid)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGABRT])
+def test_a_crashed_client_process_fails_one_round_and_the_next_round_recovers(cluster, sig):
+    collector = AdminCollector(cluster, tenants=TenantLookup(TenantIndex(()), cluster.name))
+    target = collector.targets()[0]
+    try:
+        first = collector.collect_target(target, now=time.time())
+        assert first.status is TargetStatus.OK, first.message
+        pid = collector._admin.pid
+        os.kill(pid, sig)
+        time.sleep(0.5)
+        crashed = collector.collect_target(target, now=time.time())
+        assert crashed.status is not TargetStatus.OK
+        assert sig.name in crashed.message and "librdkafka" in crashed.message, crashed.message
+        assert collector._admin is None and not _alive(pid)
+        again = collector.collect_target(target, now=time.time())
+        assert again.status is TargetStatus.OK, again.message
+        assert collector._admin.pid != pid
+        assert {s.name for s in again.samples} >= {"kafka_cluster_broker_up", "kafka_health_admin_skipped_groups"}
+    finally:
+        collector.close()
+
+
+def test_a_hung_client_process_times_out_is_killed_and_replaced(cluster):
+    admin = IsolatedAdmin(cluster.client_settings(), timeout=2)
+    pid = admin.pid
+    os.kill(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TargetTimeout, match="did not answer within"):
+            admin.cluster(timeout=2)
+        took = time.monotonic() - started
+        assert 2 <= took < 2 + GRACE_SECONDS + 3, took
+        assert admin.broken and not _alive(pid)
+        with pytest.raises(TransportError, match="fresh one starts next round"):
+            admin.cluster(timeout=2)
+    finally:
+        admin.close()
+
+
+def test_bad_client_settings_fail_at_start_with_a_clear_error_and_no_secret(cluster):
+    settings = {**cluster.client_settings(), "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "NOPE",
+                "sasl.username": "u", "sasl.password": "s3cr3t-do-not-show"}
+    with pytest.raises(TransportError) as info:
+        IsolatedAdmin(settings, timeout=5)
+    assert "Admin client not created" in str(info.value) and "s3cr3t" not in str(info.value)
