@@ -23,12 +23,19 @@ high watermarks, for which the offsets leave ``WATERMARK_RESERVE`` of the budget
 be computed). When time runs out the round ends with what it has: the cluster state is exported, the groups not
 finished (not listed, offsets not read, or no watermarks read for them) are skipped and counted like the failures
 above, and the round says so in its result message and a warning. A watermark call failing is handled the same
-way: it no longer fails the target, since the cluster state read before it is still good.
+way: it no longer fails the target, since the cluster state read before it is still good. Within the round, the
+group listing and descriptions get ``GROUPS_SHARE`` of the budget and one group's offsets ``OFFSETS_CALL_SHARE``, and
+groups whose offsets failed go last next round: a group on a dead coordinator cannot take the lag of all the others.
+
+Process: in production the ``KafkaAdmin`` runs in a child process (``collectors.admin_process.IsolatedAdmin``), so a
+librdkafka crash fails one round of this target instead of killing the collector; the client is replaced after a
+round in which it died, hung, or met a moved or dead group coordinator (``replace_client``).
 """
 
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
 import logging
 import threading
 import time
@@ -52,6 +59,15 @@ WATERMARK_RESERVE = 0.2
 # A call with less time than this left is not started: librdkafka counts whole milliseconds, and a call that can
 # only time out would just add a library error to the log.
 MIN_CALL_SECONDS = 0.05
+# Calls about one consumer group: a timeout or lost connection there means its coordinator is probably dead.
+GROUP_CALLS = ("describe groups", "describe group", "group offsets")
+# Shares of the round budget: listing and describing the groups, and one group's committed offsets. A group whose
+# coordinator is dead answers nothing; without these caps it takes the whole round and no group has a lag.
+GROUPS_SHARE = 0.4
+OFFSETS_CALL_SHARE = 0.25
+# The round budget is at most this share of the collection interval: a round longer than the interval is still
+# running when the next is due, and its result ages out (collectors.exporter) before the one after arrives.
+INTERVAL_SHARE = 0.8
 
 
 class RoundDeadline:
@@ -264,8 +280,12 @@ class KafkaAdmin:
         self._timeout = timeout
         # Set when a call failed with NOT_COORDINATOR: the client's coordinator for some group is stale (librdkafka
         # 2.16 kept sending that group's ConsumerGroupDescribe and OffsetFetch to the old coordinator, round after
-        # round, after the __consumer_offsets leaders moved). The collector then builds a fresh client.
+        # round, after the __consumer_offsets leaders moved). No offsets are asked of it (see ``committed``).
         self.stale_coordinator = False
+        # Set by a stale coordinator, and by a group call that timed out or lost its connection: librdkafka 2.16 keeps
+        # a dead coordinator for good (a long-lived client timed out on the group for minutes while a fresh one, 10 s
+        # after the kill, found the new coordinator), so the collector builds a fresh client after the round.
+        self.replace_client = False
         quiet = logging.getLogger("kafka_health.collectors.librdkafka")
         quiet.propagate = False
         quiet.addHandler(logging.NullHandler())
@@ -282,14 +302,21 @@ class KafkaAdmin:
             if hasattr(err, "name") and err.name() not in text:  # librdkafka's text can be empty ("X: ")
                 text = f"{text} [{err.name()}]"
             if hasattr(err, "name") and err.name() in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
-                self.stale_coordinator = True
+                self.stale_coordinator = self.replace_client = True
             if "timed out" in text.lower() or "timeout" in text.lower():
+                self._group_call_failed(what)
                 raise TargetTimeout(f"Admin API {what}: {text}") from None
             if "transport" in text.lower() or "connect" in text.lower() or "brokers are down" in text.lower():
+                self._group_call_failed(what)
                 raise TargetUnreachable(f"Admin API {what}: {text}") from None
             raise TransportError(f"Admin API {what}: {text}") from None
         except TimeoutError:  # concurrent.futures' result(timeout) expired
+            self._group_call_failed(what)
             raise TargetTimeout(f"Admin API {what}: no answer within {timeout:g}s") from None
+
+    def _group_call_failed(self, what: str) -> None:
+        if what in GROUP_CALLS:
+            self.replace_client = True
 
     def cluster(self, *, timeout: float) -> ClusterState:
         md = self._call("metadata", timeout, lambda: self._admin.list_topics(timeout=timeout))
@@ -338,9 +365,11 @@ class KafkaAdmin:
         def describe(ids: list[str]) -> None:
             futs = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
                 ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
+            # Waited for together: a group whose coordinator is dead must not use up the time of the others.
+            concurrent.futures.wait(list(futs.values()), timeout=_left(end))
             for gid, fut in futs.items():
                 try:
-                    d = self._call("describe group", t, lambda: fut.result(_left(end)))
+                    d = self._call("describe group", t, lambda: fut.result(0))
                 except KafkaHealthError as exc:
                     failed[gid] = exc
                     continue
@@ -426,6 +455,7 @@ class AdminCollector:
         admin_factory: Callable[[ClusterConfig], KafkaAdmin] | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        interval: float | None = None,
     ):
         self._cluster = cluster
         self._tenants = tenants
@@ -437,6 +467,11 @@ class AdminCollector:
         self._clock = clock
         self._monotonic = monotonic
         self._budget = cluster.jmx.timeout_seconds
+        if interval is not None and INTERVAL_SHARE * interval < self._budget:
+            self._budget = INTERVAL_SHARE * interval
+            log.info("%s: Admin round budget %gs (%g of the %gs collection interval, under jmx.timeout_seconds)",
+                     cluster.name, self._budget, INTERVAL_SHARE, interval)
+        self._slow_groups: set[str] = set()  # groups whose offsets could not be read last round: read last
         # min.insync.replicas per topic changes rarely and costs one request per topic: read it for new topics and
         # every MIN_ISR_REFRESH_SECONDS, not every round.
         self._min_isr: dict[str, int] = {}
@@ -476,7 +511,7 @@ class AdminCollector:
             return [], {}, self._known_groups, (f"round deadline of {budget:g}s reached before the consumer groups "
                                                 f"were listed: {self._known_groups} groups skipped")
         try:
-            listed = admin.groups(timeout=deadline.remaining())
+            listed = admin.groups(timeout=min(deadline.remaining(), GROUPS_SHARE * budget))
             self._known_groups = len(listed)
         except KafkaHealthError as exc:
             log.warning("%s: consumer groups skipped this round: %s", key, exc)
@@ -484,17 +519,22 @@ class AdminCollector:
         groups: list[GroupOffsets] = []
         skipped, cut = 0, ""
         reserve = WATERMARK_RESERVE * budget
+        slow, self._slow_groups = self._slow_groups, set()
+        listed = sorted(listed, key=lambda g: g.group in slow)  # stable: last round's slow groups go last
         for i, info in enumerate(listed):
             if not deadline.allows(reserve=reserve):
                 skipped += len(listed) - i
+                self._slow_groups.update(g.group for g in listed[i:] if g.group in slow)
                 cut = (f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
                        f"groups read, {skipped} groups skipped")
                 break
             try:  # before the watermarks
-                committed = admin.committed(info.group, timeout=deadline.remaining(reserve=reserve))
+                committed = admin.committed(info.group, timeout=min(deadline.remaining(reserve=reserve),
+                                                                    OFFSETS_CALL_SHARE * budget))
                 groups.append(GroupOffsets(info, committed))
             except KafkaHealthError as exc:
                 log.warning("%s: group %s skipped: %s", key, info.group, exc)
+                self._slow_groups.add(info.group)
                 skipped += 1
         wanted = {tp for g in groups for tp in g.committed}
         if not wanted:
@@ -553,8 +593,9 @@ class AdminCollector:
                 if getattr(self._admin, "broken", False):
                     log.warning("%s: the Admin client process is gone; the next round starts a fresh one", target.key)
                     self._drop_admin()
-                elif getattr(self._admin, "stale_coordinator", False):
-                    log.info("%s: a group coordinator moved; the next round uses a fresh Admin client", target.key)
+                elif getattr(self._admin, "replace_client", False):
+                    log.info("%s: a group coordinator moved or does not answer; the next round uses a fresh Admin "
+                             "client", target.key)
                     self._drop_admin()
         result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series)
         if cut:

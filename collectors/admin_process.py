@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 GRACE_SECONDS = 5.0  # beyond a call's own timeout, before the child is taken for hung
 START_SECONDS = 60.0  # the child imports confluent-kafka and the collectors; slow on a loaded machine
 STOP_SECONDS = 5.0
+CLOSE_SECONDS = 1.0  # a client has no state to save: one that does not exit at once is killed
 ERRORS = {cls.__name__: cls for cls in (TargetTimeout, TargetUnreachable, TransportError)}
 
 
@@ -59,10 +60,11 @@ def _serve(conn: Connection, settings: dict[str, str], timeout: float) -> None:
     try:
         admin = KafkaAdmin(settings, timeout=timeout)
     except CollectorError as exc:
-        conn.send(("err", (type(exc).__name__, str(exc), False)))
+        conn.send(("err", (type(exc).__name__, str(exc), (False, False))))
         return
     except Exception as exc:  # noqa: BLE001 - e.g. a setting librdkafka refuses
-        conn.send(("err", ("TransportError", f"Admin client not created: {type(exc).__name__}: {exc}", False)))
+        conn.send(("err", ("TransportError", f"Admin client not created: {type(exc).__name__}: {exc}",
+                           (False, False))))
         return
     conn.send(("ready", None))
     while True:
@@ -76,15 +78,19 @@ def _serve(conn: Connection, settings: dict[str, str], timeout: float) -> None:
         try:
             value = getattr(admin, name)(*args, **kwargs)
         except CollectorError as exc:
-            reply = ("err", (type(exc).__name__, str(exc), admin.stale_coordinator))
+            reply = ("err", (type(exc).__name__, str(exc), _flags(admin)))
         except Exception:  # noqa: BLE001 - a bug: the parent raises it as one, with the child's traceback
-            reply = ("bug", (traceback.format_exc(), admin.stale_coordinator))
+            reply = ("bug", (traceback.format_exc(), _flags(admin)))
         else:
-            reply = ("ok", (value, admin.stale_coordinator))
+            reply = ("ok", (value, _flags(admin)))
         try:
             conn.send(reply)
         except (EOFError, OSError):
             return
+
+
+def _flags(admin) -> tuple[bool, bool]:
+    return admin.stale_coordinator, admin.replace_client
 
 
 def _how(exitcode: int | None) -> str:
@@ -103,7 +109,8 @@ class IsolatedAdmin:
     ``AdminCollector`` makes one call at a time (its round lock)."""
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
-        self.stale_coordinator = False
+        self.stale_coordinator = False  # KafkaAdmin's flags, as of the child's last answer
+        self.replace_client = False
         self.broken = False  # the child died or hung: the collector replaces this client
         ctx = multiprocessing.get_context("spawn")
         self._conn, child_conn = ctx.Pipe()
@@ -142,15 +149,15 @@ class IsolatedAdmin:
             if kind == expect:
                 if expect == "ready":
                     return None
-                value, self.stale_coordinator = payload
+                value, (self.stale_coordinator, self.replace_client) = payload
                 return value
             if kind == "err":
-                cls, message, self.stale_coordinator = payload
+                cls, message, (self.stale_coordinator, self.replace_client) = payload
                 if expect == "ready":
                     self._kill()
                 raise ERRORS.get(cls, TransportError)(message)
             if kind == "bug":
-                text, self.stale_coordinator = payload
+                text, (self.stale_coordinator, self.replace_client) = payload
                 raise RuntimeError(f"Admin client process failed during {what}:\n{text}")
             self._kill()
             raise TransportError(f"Admin API {what}: the Admin client process answered {kind!r}")
@@ -187,7 +194,8 @@ class IsolatedAdmin:
         self._conn.close()
 
     def close(self) -> None:
-        """Stop the child: asked to exit, killed if it does not within STOP_SECONDS."""
+        """Stop the child: asked to exit, killed if it does not within CLOSE_SECONDS (destroying a librdkafka client
+        with requests to a dead broker can block, or abort)."""
         if self.broken:
             return
         self.broken = True
@@ -195,7 +203,7 @@ class IsolatedAdmin:
             self._conn.send(None)
         except (EOFError, OSError):
             pass
-        self._proc.join(STOP_SECONDS)
+        self._proc.join(CLOSE_SECONDS)
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join(STOP_SECONDS)

@@ -72,7 +72,8 @@ def build_collectors(
                                 tenants=tenants, max_series=config.collection.max_series_per_target))
         out.append(HostCollector(cluster, proc_root=proc_root, max_series=config.collection.max_series_per_target))
         out.append(AdminCollector(cluster, tenants=tenants, max_series=config.collection.max_series_per_target,
-                                  admin_factory=admin_factory, clock=clock))
+                                  admin_factory=admin_factory, clock=clock,
+                                  interval=config.collection.interval_seconds))
     return out
 
 

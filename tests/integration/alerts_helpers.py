@@ -112,9 +112,10 @@ def collectors_dir() -> Path | None:
 
 
 @contextmanager
-def running_collectors(config, workdir: Path, cdir: Path) -> Iterator[Path]:
+def running_collectors(config, workdir: Path, cdir: Path) -> Iterator[subprocess.Popen]:
     """``serve --role collector`` for ``config`` as a process (its exporter on the config's service port, which the
-    stack's Prometheus scrapes); yields the config file written for it. Stopped, with its children, on exit."""
+    stack's Prometheus scrapes); yields that process (its log is workdir/collector.log). Stopped, with its children,
+    on exit."""
     cfg_file = workdir / "kafka-health.yaml"
     cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     # Without the CLI's module discovery (which could pick other packages' commands up from an editable install of
@@ -126,7 +127,7 @@ def running_collectors(config, workdir: Path, cdir: Path) -> Iterator[Path]:
         cwd=cdir, env={**os.environ, "PYTHONPATH": str(cdir)}, stdout=subprocess.DEVNULL,
         stderr=open(workdir / "collector.log", "wb"), start_new_session=True)
     try:
-        yield cfg_file
+        yield proc
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

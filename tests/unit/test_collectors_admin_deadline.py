@@ -40,12 +40,13 @@ class SlowAdmin:
         self.cost = {"cluster": 0.1, "min_insync_replicas": 0.1, "groups": 0.1, "committed": 0.1,
                      "high_watermarks": 0.1, **cost}
         self.fail_watermarks = False
+        self.group_cost = {}  # group -> cost of its committed offsets (a dead coordinator: never answers)
         self.calls = []  # (call, started at, timeout given)
 
-    def _take(self, name, timeout):
+    def _take(self, name, timeout, group=None):
         assert timeout >= 0, (name, timeout)
-        self.calls.append((name, self.clock.t, timeout))
-        cost = self.cost[name]
+        self.calls.append((name if group is None else f"{name}:{group}", self.clock.t, timeout))
+        cost = self.group_cost.get(group, self.cost[name])
         self.clock.t += min(cost, timeout)
         if cost > timeout:
             raise TargetTimeout(f"Admin API {name}: no answer within {timeout:g}s")
@@ -65,7 +66,7 @@ class SlowAdmin:
         return [GroupInfo(g, "stable", 1) for g in GROUPS]
 
     def committed(self, group, *, timeout=BUDGET):
-        self._take("committed", timeout)
+        self._take("committed", timeout, group)
         return {("alpha.t", 1): 3}
 
     def high_watermarks(self, tps, *, timeout=BUDGET):
@@ -113,7 +114,7 @@ def test_slow_group_offsets_end_the_round_in_time_with_the_cluster_state_and_the
     assert_cluster_state_exported(r)
     # Offsets leave a fifth of the budget to the watermarks: two groups done (t=7), the third cut at t=8 (timeout),
     # two never started; the watermarks still read, so the finished groups have their lag.
-    assert [c for c, _, _ in admin.calls][-1] == "high_watermarks"
+    assert admin.calls[-1][0] == "high_watermarks"
     assert lagging_groups(r) == ["alpha-g1", "alpha-g2"]
     assert skipped(r) == 3
     assert r.message.startswith("round deadline of 10s reached: offsets of 2 of 5 consumer groups read, 3 "
@@ -158,3 +159,34 @@ def test_metadata_hanging_fails_the_target_within_its_timeout():
 
     assert r.status is TargetStatus.FAILED and r.reason is FailureReason.TIMEOUT and r.samples == ()
     assert clock.t == BUDGET and r.duration_seconds == BUDGET
+
+
+def test_a_group_whose_coordinator_is_dead_costs_a_quarter_of_the_round_then_goes_last():
+    """Its offsets never come: the call gets a quarter of the budget, the other groups are read and have their lag,
+    and the next round reads it last, so it cannot starve them."""
+    clock = FakeClock()
+    admin = SlowAdmin(clock)
+    admin.group_cost["alpha-g1"] = 60.0
+    ac = collector(admin, clock)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+
+    assert r.status is TargetStatus.OK and clock.t <= BUDGET
+    first = next((c, timeout) for c, _, timeout in admin.calls if c == "committed:alpha-g1")
+    assert first[1] == pytest.approx(0.25 * BUDGET)
+    assert lagging_groups(r) == GROUPS[1:] and skipped(r) == 1
+    admin.calls.clear()
+    r = ac.collect_target(ac.targets()[0], now=115.0)
+    order = [c.split(":")[1] for c, _, _ in admin.calls if c.startswith("committed:")]
+    assert order == GROUPS[1:] + ["alpha-g1"]
+    assert lagging_groups(r) == GROUPS[1:]
+
+
+def test_the_round_budget_fits_the_collection_interval():
+    """A 10 s timeout with a 5 s interval: a 10 s round would be stale on arrival (collectors.exporter), so the round
+    gets 0.8 x 5 s."""
+    clock = FakeClock()
+    admin = SlowAdmin(clock, cluster=60.0)
+    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=clock, monotonic=clock,
+                        interval=5.0)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+    assert r.status is TargetStatus.FAILED and clock.t == pytest.approx(4.0)

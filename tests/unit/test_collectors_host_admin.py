@@ -244,14 +244,18 @@ def test_tcp_backlogs_sum_unacknowledged_bytes_per_broker_and_peer():
                  (m, (("cluster", "c1"), ("broker", "2"), ("peer", "127.0.0.5"))): 0x800}
 
 
-class _Fut:
-    def __init__(self, value=None, exc=None):
-        self.value, self.exc = value, exc
+def _Fut(value=None, exc=None, *, pending=False):
+    """A finished concurrent.futures.Future (what confluent-kafka's admin calls return), or one never answered."""
+    import concurrent.futures
 
-    def result(self, timeout=None):
-        if self.exc is not None:
-            raise self.exc
-        return self.value
+    f = concurrent.futures.Future()
+    if pending:
+        return f
+    if exc is not None:
+        f.set_exception(exc)
+    else:
+        f.set_result(value)
+    return f
 
 
 def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_describe():
@@ -285,9 +289,9 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
 
     admin = KafkaAdmin.__new__(KafkaAdmin)
     admin._admin, admin._timeout = FakeClient(), 10.0
-    admin.stale_coordinator = False
+    admin.stale_coordinator = admin.replace_client = False
     groups = {g.group: g for g in admin.groups(timeout=10.0)}
-    assert admin.stale_coordinator  # NOT_COORDINATOR: the collector replaces the client after this round
+    assert admin.stale_coordinator and admin.replace_client  # NOT_COORDINATOR: replaced after this round
     # and asks it no offsets: librdkafka's OffsetFetch on NOT_COORDINATOR segfaults the process (librdkafka#5040)
     with pytest.raises(TransportError, match="stale"):
         admin.committed("a", timeout=5.0)
@@ -305,6 +309,38 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
                                                 ("tenant", "")))] == 6
 
 
+def test_a_group_whose_coordinator_never_answers_costs_its_own_description_only():
+    """The description of a group whose coordinator is dead never comes back: the others are still described (the
+    futures are waited for together), the group is kept from the listing, and the client is to be replaced."""
+    import time
+    from types import SimpleNamespace
+
+    from confluent_kafka import ConsumerGroupState
+
+    from collectors.admin import KafkaAdmin
+
+    listing = [SimpleNamespace(group_id=g, state=ConsumerGroupState.STABLE, is_simple_consumer_group=False)
+               for g in ("dead-coordinator", "b", "c")]
+    desc = SimpleNamespace(state=ConsumerGroupState.STABLE, members=[], is_simple_consumer_group=False)
+
+    class FakeClient:
+        def list_consumer_groups(self, request_timeout):
+            return _Fut(SimpleNamespace(valid=listing))
+
+        def describe_consumer_groups(self, ids, request_timeout):
+            return {g: _Fut(pending=True) if g == "dead-coordinator" else _Fut(desc) for g in ids}
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    admin._admin, admin._timeout = FakeClient(), 10.0
+    admin.stale_coordinator = admin.replace_client = False
+    started = time.monotonic()
+    groups = {g.group: g for g in admin.groups(timeout=0.3)}
+    assert time.monotonic() - started < 1.0
+    assert groups["b"].members == 0 and groups["c"].members == 0  # described
+    assert groups["dead-coordinator"].members is None  # from the listing
+    assert admin.replace_client and not admin.stale_coordinator  # fresh client next round; offsets still asked
+
+
 def test_admin_collector_replaces_a_client_whose_group_coordinator_is_stale():
     made = []
 
@@ -317,7 +353,7 @@ def test_admin_collector_replaces_a_client_whose_group_coordinator_is_stale():
     assert ac.collect_target(target, now=10.0).status is TargetStatus.OK
     ac.collect_target(target, now=20.0)
     assert len(made) == 1  # kept while healthy
-    made[0].stale_coordinator = True
+    made[0].replace_client = True
     ac.collect_target(target, now=30.0)
     assert ac.collect_target(target, now=40.0).status is TargetStatus.OK
     assert len(made) == 2
