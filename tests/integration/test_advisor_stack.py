@@ -248,29 +248,23 @@ def _key(labels: dict) -> tuple[str, str, str]:
 
 
 def test_a_client_is_judged_only_once_seen_for_half_the_window(stack, watched, advice):
-    """The snapshot read as of 45 s after the clients started, then 150 s after: the first sees every client of the
-    fixture for under half the 2-minute window (the cost rules skip them: a new consumer's group join and empty
-    first fetches once named the well-behaved shop-good-2-consumer as polling too often), the second all along."""
+    """The snapshot read as of 45 s after the clients started sees every client of the fixture for under half the
+    2-minute window, so the cost rules skip them: a new consumer's group join and empty first fetches once named the
+    well-behaved shop-good-2-consumer as polling too often. (That they are judged later is what the findings of the
+    misbehaving clients, all found by the ``advice`` fixture, show.)"""
     from datetime import timedelta
 
     from monitor.advisor.source import read_snapshot
 
-    started = STARTED["load"]
-    wait_until(lambda: datetime.now(timezone.utc) >= started + timedelta(seconds=160), 170, interval=5,
-               what="150 s of the fixture's clients in Prometheus")
     source = PrometheusSource(stack.layout.prometheus_url)
     try:
-        def shares(after: float) -> dict[str, float]:
-            snap = read_snapshot(source, cluster="local", tenants=TENANTS, now=started + timedelta(seconds=after),
-                                 window=WINDOW)
-            return {c.client_id: c.seen_share for c in snap.clients if c.client_id.startswith("shop-good")}
-
-        early, later = shares(45), shares(150)
+        snap = read_snapshot(source, cluster="local", tenants=TENANTS, now=STARTED["load"] + timedelta(seconds=45),
+                             window=WINDOW)
     finally:
         source.close()
-    assert {"shop-good", "shop-good-2-consumer"} <= set(early), early
+    early = {c.client_id: c.seen_share for c in snap.clients if c.client_id.startswith("shop-")}
+    assert {"shop-good", "shop-good-2-consumer", "shop-batchless"} <= set(early), early
     assert all(0 < v < 0.5 for v in early.values()), early
-    assert set(later) >= set(early) and all(v >= 0.9 for v in later.values()), later
 
 
 def test_findings_reach_prometheus_and_the_tenant_dashboard(stack, watched, advice):
