@@ -42,6 +42,7 @@ import math
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from datetime import datetime, timedelta, timezone
@@ -316,8 +317,9 @@ class Watch:
 class Bench:
     """The stack, the collectors, the Prometheus rules and the engine's config shared by every scenario."""
 
-    def __init__(self, args, stack, config, tmp: Path, link):
+    def __init__(self, args, stack, config, tmp: Path, link, collector: subprocess.Popen):
         self.args, self.stack, self.config, self.tmp, self.link = args, stack, config, tmp, link
+        self.collector = collector  # the collectors' process (its log: tmp/collector.log)
         self.L = stack.layout
         self.results: dict[str, list[tuple[str, str, float | None, float | None]]] = {}
         self.blamed: dict[str, list[str]] = {}
@@ -414,12 +416,20 @@ class Bench:
     def kill(self) -> None:
         import signal
 
+        from monitor.stack.faults import delete_group, group_coordinated_by
+
         victim = VICTIM["kill"]
         self.create_topic("bench.rf1", [[victim]])
         self.create_topic("bench.rf3", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
         names, prom = ({e for e, _ in SCENARIOS["kill"][1]}, {p for _, p in SCENARIOS["kill"][1]})
+        log = self.tmp / "collector.log"
         for rep in range(self.args.reps):
             self.quiet("kill", {})
+            # The victim coordinates a consumer group, as a real broker coordinates a share of them: describing that
+            # group once aborted the collector (librdkafka#4605), and the broker-down alerts lost their data.
+            group = group_coordinated_by(self.L.bootstrap_servers, victim, prefix=f"bench.coordinated-{rep}-",
+                                         topic="bench.rf3")
+            crashes = log.read_text(errors="replace").count("Admin client process died")
             svc = self.service(f"kill-{rep}")
             svc.run_once()  # the engine's state before the fault
             t0 = time.monotonic()
@@ -427,6 +437,11 @@ class Bench:
             self.record("kill", Watch(self.stack, svc, names, prom, t0).wait(240))
             self.stack.procs.stop(self.L.node_name(victim))
             self.stack.up(timeout=240)
+            crashes = log.read_text(errors="replace").count("Admin client process died") - crashes
+            self.notes.append(f"broker killed #{rep + 1}: it coordinated group {group}; Admin client process "
+                              f"crashes (a fresh one each time): {crashes}; collector process "
+                              f"{'alive' if self.collector.poll() is None else 'DEAD'}")
+            delete_group(self.L.bootstrap_servers, group)
 
     def disk(self) -> None:
         from confluent_kafka import Producer
@@ -538,8 +553,6 @@ class Bench:
         start with big fetches and a 4 KiB receive buffer: its responses sit in the broker's socket buffers and
         the response send time climbs. The fault starts when the reader starts; between repetitions the link is
         fast again and a healthy reader polls until nothing is active."""
-        import subprocess
-
         from monitor.stack.faults import SLOW_READER, fill_topic
 
         if self.link is None:
@@ -620,7 +633,6 @@ class _Reader:
 def latency(args) -> int:
     import shutil
     import signal
-    import subprocess
     import tempfile
 
     import httpx
@@ -673,7 +685,7 @@ def latency(args) -> int:
         collector = subprocess.Popen([sys.executable, "-c", run, str(tmp / "collector.yaml")],
                                      cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
                                      stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
-        bench = Bench(args, stack, config, tmp, link)
+        bench = Bench(args, stack, config, tmp, link, collector)
         time.sleep(30)  # a few scrapes, so every series exists before the first fault
         for key in keys:
             print(f"{SCENARIOS[key][0]} ...", flush=True)

@@ -7,7 +7,8 @@
 
 - a broker on fewer request handler threads (``fewer_io_threads``), and the misbehaving clients that hurt it: a
   flood of tiny produce requests (``tiny_produce_flood``) and a consumer that reads big fetches slowly
-  (``SLOW_READER``, run inside a ``slow_link.SlowLink`` namespace behind ``tc``).
+  (``SLOW_READER``, run inside a ``slow_link.SlowLink`` namespace behind ``tc``);
+- a consumer group whose coordinator is a given broker (``group_coordinated_by``), to kill that broker under it.
 
 ``small_log_dir`` needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
 real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again, so nothing
@@ -221,3 +222,81 @@ def fill_topic(servers: str, topic: str, count: int, size: int, client_id: str) 
             p.poll(0)
     if left := p.flush(60):
         raise StackError(f"{left} of {count} records to {topic} not acknowledged within 60s")
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (UTF-16 code units; the group ids used here are ASCII)."""
+    h = 0
+    for ch in s:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: str, timeout: float = 60.0) -> str:
+    """A consumer group (``prefix`` + a number) with an offset committed on ``topic`` partition 0, whose coordinator
+    is ``broker_id``: the leader of __consumer_offsets partition ``abs(hashCode(group)) % partitions`` (Kafka's
+    ``Utils.abs`` is ``& 0x7fffffff``). A fresh cluster gets __consumer_offsets from a first commit; a broker that
+    leads none of its partitions (after restarts) gets its preferred ones back by a leader election."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    def commit(group: str) -> None:
+        c = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
+        try:
+            c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+        finally:
+            c.close()
+
+    admin = AdminClient({"bootstrap.servers": servers})
+
+    def partitions() -> dict:
+        t = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+        ok = t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values())
+        return t.partitions if ok else {}
+
+    if not partitions():
+        commit(f"{prefix}first")
+    end = time.monotonic() + timeout
+    while not (parts := partitions()):
+        if time.monotonic() > end:
+            raise StackError(f"__consumer_offsets has no leader for every partition after {timeout:g}s")
+        time.sleep(1)
+    if not any(p.leader == broker_id for p in parts.values()):
+        # After restarts the leaders stay where they moved: give them back to their preferred replicas.
+        from confluent_kafka import ElectionType, TopicPartition
+
+        try:
+            admin.elect_leaders(ElectionType.PREFERRED,
+                                [TopicPartition("__consumer_offsets", p) for p in parts]).result(30)
+        except Exception:  # noqa: BLE001 - ELECTION_NOT_NEEDED for some partitions is fine; checked below
+            pass
+        while True:
+            parts = partitions()
+            if any(p.leader == broker_id for p in parts.values()):
+                break
+            if time.monotonic() > end:
+                raise StackError(f"broker {broker_id} leads no __consumer_offsets partition, even after a preferred "
+                                 "leader election")
+            time.sleep(1)
+    group = next(g for g in (f"{prefix}{i}" for i in range(10000))
+                 if parts[(java_string_hash(g) & 0x7FFFFFFF) % len(parts)].leader == broker_id)
+    commit(group)
+    return group
+
+
+def delete_group(servers: str, group: str, *, timeout: float = 90.0) -> bool:
+    """Delete a consumer group, with a fresh client per try (right after a restart its coordinator may move back,
+    and a client that asked the old one waits out its timeout). False if it is still there after ``timeout``."""
+    from confluent_kafka.admin import AdminClient
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        admin = AdminClient({"bootstrap.servers": servers})
+        try:
+            admin.delete_consumer_groups([group], request_timeout=10)[group].result(12)
+            return True
+        except Exception as exc:  # noqa: BLE001 - librdkafka's errors; gone already is done
+            if "GROUP_ID_NOT_FOUND" in str(exc):
+                return True
+        time.sleep(2)
+    return False

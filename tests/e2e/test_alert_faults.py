@@ -21,6 +21,7 @@ import pytest
 
 from alerts.models import AlertState
 from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+from monitor.stack.faults import delete_group, group_coordinated_by
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
 
@@ -63,44 +64,6 @@ rules:
 WATCH: dict = {}  # the collector process of this module, and its log
 
 
-def _java_hash(s: str) -> int:
-    h = 0
-    for ch in s:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _group_coordinated_by(stack, broker: int) -> str:
-    """A consumer group with a committed offset whose coordinator is ``broker``: the leader of __consumer_offsets
-    partition ``abs(hashCode(group)) % partitions`` (Kafka's Utils.abs is ``& 0x7fffffff``)."""
-    from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    servers = stack.layout.bootstrap_servers
-
-    def commit(group: str) -> None:
-        c = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
-        try:
-            c.commit(offsets=[TopicPartition("orders.rf3", 0, 0)], asynchronous=False)
-        finally:
-            c.close()
-
-    admin = AdminClient({"bootstrap.servers": servers})
-
-    def partitions():
-        topic = admin.list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
-        return topic.error is None and topic.partitions and all(p.leader >= 0 for p in topic.partitions.values()) \
-            and topic.partitions
-
-    if not partitions():  # a fresh stack: the first group commit creates __consumer_offsets
-        commit("shop.first")
-    parts = wait_until(partitions, 60, interval=1, what="__consumer_offsets with its leaders")
-    group = next(g for g in (f"shop.coordinated-{i}" for i in range(1000))
-                 if parts[(_java_hash(g) & 0x7FFFFFFF) % len(parts)].leader == broker)
-    commit(group)
-    return group
-
-
 @pytest.fixture(scope="module")
 def watched(stack, tmp_path_factory):
     """The collectors running against the stack (the stack's Prometheus scrapes them) and the engine's config."""
@@ -130,7 +93,8 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
     librdkafka abort the collector process (librdkafka#4605), and the broker-down alerts lost their data. The Admin
     client now runs in a process of its own: the collector lives on, and the group's offsets come back."""
     victim = str(stack.layout.broker_ids[-1])
-    group = _group_coordinated_by(stack, int(victim))
+    group = group_coordinated_by(stack.layout.bootstrap_servers, int(victim), prefix="shop.coordinated-",
+                                 topic="orders.rf3")
     committed = f'kafka_consumergroup_committed_offset{{group="{group}"}}'
     wait_until(lambda: prom_query(stack, committed), 60, interval=2, what=f"{group}'s offsets exported")
     svc = engine
@@ -198,23 +162,7 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
     finally:
         if killed:
             stack.up(timeout=180)
-        _delete_group(stack, group)
-
-
-def _delete_group(stack, group: str) -> None:
-    """Best effort, with a fresh client per try: right after the restart the group's coordinator may move back to
-    the victim (preferred leaders), and a client that asked the old one waits out its timeout."""
-    from confluent_kafka.admin import AdminClient
-
-    def deleted():
-        admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-        try:
-            admin.delete_consumer_groups([group], request_timeout=10)[group].result(12)
-        except Exception as exc:  # noqa: BLE001 - GROUP_ID_NOT_FOUND: gone already
-            return "GROUP_ID_NOT_FOUND" in str(exc)
-        return True
-
-    wait_until(deleted, 90, interval=2, what=f"group {group} deleted")
+        delete_group(stack.layout.bootstrap_servers, group)  # best effort: a leftover group is harmless now
 
 
 def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recovers(stack, engine):
