@@ -32,6 +32,7 @@ class TenantLoad:
     messages_per_second: float = 20.0
     message_bytes: int = 512
     producer_settings: dict = field(default_factory=dict)  # e.g. linger.ms, batch.size for a badly batching client
+    consumer_settings: dict = field(default_factory=dict)  # e.g. fetch.min.bytes, fetch.wait.max.ms
 
 
 def ensure_topics(bootstrap: str, topics: list[str], *, partitions: int = 3, replication: int = 3,
@@ -122,7 +123,7 @@ class LoadGenerator:
     def _consume(self, load: TenantLoad) -> None:
         consumer = Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": load.group, "client.id": f"{load.client_id}-consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": True, "logger": _QUIET,
+            "auto.offset.reset": "earliest", "enable.auto.commit": True, "logger": _QUIET, **load.consumer_settings,
         })
         consumer.subscribe(list(load.topics))
         try:

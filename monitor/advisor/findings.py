@@ -44,9 +44,11 @@ class Thresholds:
         ("apache-kafka-java", "2.8.0"), ("librdkafka", "1.9.0"), ("confluent-kafka-python", "1.9.0"))
     churn_suspect_share: float = 0.002  # a churn suspect uses at least 0.2% of a thread (idle consumers use less)
     top_suspects: int = 3
-    # Cost rules judge a client only once it has been seen for this share of the window: in its first seconds a
-    # consumer joins its group and sends empty fetches before any data flows, which looks like polling too often.
-    min_seen_share: float = 0.5
+    # Cost rules judge a client only once it has been seen for (nearly) the whole window: its cost is an average over
+    # the window, and a client's start (a consumer's group join and empty first fetches, a producer ramping up on a
+    # loaded machine) looks like polling too often or poor batching. 0.9, not 1: the first-seen time is read at a
+    # tenth of the window's resolution.
+    min_seen_share: float = 0.9
 
 
 def _mib(bytes_per_second: float) -> float:

@@ -96,8 +96,9 @@ POLLING = [
     (5, [GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.01)], []),  # cheap: under 2% of a thread
     # A consumer in its first seconds (group join, empty fetches before data flows) is not judged yet...
     (6, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.2)], []),
-    # ...and is, once it has been seen for half the window
-    (7, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.5)], ["shop-new"]),
+    (7, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.6)], []),
+    # ...and is, once it has been seen for (nearly) the whole window
+    (9, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.9)], ["shop-new"]),
     # a young client does not set the norm either: with it gone the spinning one is held to GOOD_CONSUMER
     (8, [GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.05), client("shop-x", fetch=KIB, rt=0.9, seen=0.1),
          client("shop-y", fetch=KIB, rt=0.9, seen=0.1)], ["shop-spin"]),
