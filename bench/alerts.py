@@ -496,7 +496,8 @@ class Bench:
         import threading
 
         from confluent_kafka import Consumer, Producer
-        from confluent_kafka.admin import AdminClient
+
+        from monitor.stack.faults import delete_group
 
         self.create_topic("bench.lag", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
         servers = self.L.bootstrap_servers
@@ -543,9 +544,7 @@ class Bench:
             finally:
                 stop.set()
                 thread.join(20)
-            admin = AdminClient({"bootstrap.servers": servers})  # held: its futures die with it
-            for f in admin.delete_consumer_groups([group], request_timeout=30).values():
-                f.result(60)
+            delete_group(servers, group)
         self.delete_topic("bench.lag")
 
     def slow(self) -> None:

@@ -22,7 +22,7 @@ from alerts.models import AlertState
 from alerts.rules import builtin_variant
 from alerts.service import AlertService
 from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
-from monitor.stack.faults import small_log_dir
+from monitor.stack.faults import delete_group, small_log_dir
 from monitor.store import Store
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
@@ -200,7 +200,6 @@ def test_log_dir_that_does_not_fit_the_small_filesystem_is_refused_and_loses_not
     finally:
         consumer.close()
     assert len(keys) == 300
-    # Leave no group behind: the next module kills a broker, and a collector describing a group whose coordinator
-    # died can abort inside librdkafka (see docs/metrics.md, "Known librdkafka faults").
-    admin.delete_consumer_groups([topic], request_timeout=30)[topic].result(60)
+    # Leave no group behind: the next module kills a broker and picks its own group for the victim to coordinate.
+    assert delete_group(stack.layout.bootstrap_servers, topic)
     admin.delete_topics([topic], operation_timeout=30)[topic].result(60)
