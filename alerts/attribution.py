@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from alerts.types import Observation, Rule, Scope
-from monitor.config import Config
-from monitor.tenancy import TenantIndex
+from monitor.core.config import Config
+from monitor.core.tenancy import TenantIndex
 
 # (cluster, broker) -> tenants with partitions there; built once per cycle from the replica placement metric.
 Placement = dict[tuple[str, str], frozenset[str]]

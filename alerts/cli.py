@@ -9,7 +9,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from monitor.errors import KafkaHealthError
+from monitor.core.errors import KafkaHealthError
 
 
 def _common(p) -> None:
@@ -59,7 +59,7 @@ def _config(args):
 
 
 def _store(config):
-    from monitor.store import Store
+    from monitor.core.store import Store
 
     pw = config.store.password.resolve().get_secret_value() if config.store.password else None
     return Store(config.store.url, password=pw)

@@ -23,16 +23,16 @@ from enum import Enum
 
 from alerts.attribution import Attributor, placement_from_samples
 from alerts.detectors import Detector, DetectorContext
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import AlertState
 from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, MuteStage, Muter
-from alerts.prom import Source
+from monitor.core.prom import Source
 from alerts.rules import render_annotations
 from alerts.state import step
 from alerts.types import Decision, Instance, Observation, Rule, Scope, fingerprint
-from monitor.config import Config
-from monitor.errors import KafkaHealthError
-from monitor.tenancy import TenantIndex
+from monitor.core.config import Config
+from monitor.core.errors import KafkaHealthError
+from monitor.core.tenancy import TenantIndex
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from enum import Enum
 from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.store.base import Base
+from monitor.core.store import Base
 
 
 class AlertState(str, Enum):

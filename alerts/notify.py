@@ -28,8 +28,8 @@ from alerts import repo
 from alerts.engine import Notification
 from alerts.models import AlertState
 from alerts.types import Decision
-from monitor.config import Config
-from monitor.store import Store
+from monitor.core.config import Config
+from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
 ALERTMANAGER = "alertmanager"

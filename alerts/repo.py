@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from alerts.models import AlertInstance, AlertState, DeadLetter, EngineHeartbeat, OutboxEntry, Severity, Silence
 from alerts.mute import Matcher, SilenceView
 from alerts.types import Instance
-from monitor.errors import NotFound
+from monitor.core.errors import NotFound
 
 
 def _utc(dt: datetime | None) -> datetime | None:

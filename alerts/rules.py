@@ -15,11 +15,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import Severity
 from alerts.types import Rule, Scope
-from monitor.config import RulesSettings
-from monitor.errors import ConfigError, ConfigProblem
+from monitor.core.config import RulesSettings
+from monitor.core.errors import ConfigError, ConfigProblem
 
 BUILTIN = Path(__file__).with_name("rules.yaml")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
@@ -90,7 +90,7 @@ def builtin_variant(name: str, *, for_: str | None = None, **params: Any) -> str
 
 
 def render_expr(expr: str, params: dict[str, Any]) -> str:
-    """Substitute ``${key}``: metric names from alerts/inputs.py, then scalar params."""
+    """Substitute ``${key}``: metric names from monitor/core/metric_names.py, then scalar params."""
     values = {k: (format(v, "g") if isinstance(v, float) else v) for k, v in params.items()
               if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
     try:

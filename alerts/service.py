@@ -29,11 +29,11 @@ from alerts.exported import ActiveAlerts
 from alerts.mute import Silencer
 from alerts.notify import (ALERTMANAGER, AlertmanagerNotifier, DeliveryPolicy, DeliveryReport, Notifier,
                            WebhookNotifier, deliver_due, enqueue_notifications)
-from alerts.prom import PrometheusSource, Source
+from monitor.core.prom import PrometheusSource, Source
 from alerts.rules import load_rules
-from monitor.config import Config
-from monitor.errors import KafkaHealthError
-from monitor.store import Store
+from monitor.core.config import Config
+from monitor.core.errors import KafkaHealthError
+from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
 

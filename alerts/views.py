@@ -15,10 +15,10 @@ from sqlalchemy import select
 
 from alerts import repo
 from alerts.models import AlertInstance, Silence
-from monitor.api.pagination import Page, Paging, PagingParams, page_of
-from monitor.api.principal import Principal, current_principal
-from monitor.api.schema import IsoTime
-from monitor.errors import Invalid, NotFound
+from monitor.core.api.pagination import Page, Paging, PagingParams, page_of
+from monitor.core.api.principal import Principal, current_principal
+from monitor.core.api.schema import IsoTime
+from monitor.core.errors import Invalid, NotFound
 
 # Say nothing about what was asked for: a 404 must read the same for "absent" and "someone else's".
 TENANT_NOT_FOUND = "tenant not found"

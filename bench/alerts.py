@@ -52,10 +52,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alerts.detectors import builtin_detectors  # noqa: E402
 from alerts.engine import Engine  # noqa: E402
-from alerts.inputs import PHASE_RESPONSE_SEND, M  # noqa: E402
-from alerts.prom import Sample, Series  # noqa: E402
+from monitor.core.metric_names import PHASE_RESPONSE_SEND, M  # noqa: E402
+from monitor.core.prom import Sample, Series  # noqa: E402
 from alerts.rules import builtin_variant, load_rules  # noqa: E402
-from monitor.config import parse_config  # noqa: E402
+from monitor.core.config import parse_config  # noqa: E402
 
 
 class SyntheticSource:
@@ -330,7 +330,7 @@ class Bench:
         from prometheus_client import CollectorRegistry
 
         from alerts.service import AlertService
-        from monitor.store import Store
+        from monitor.core.store import Store
         from monitor.store.migrate import upgrade
 
         store = Store(f"sqlite:///{self.tmp / name}.db")  # each repetition starts with no instances
@@ -637,7 +637,7 @@ def latency(args) -> int:
     import httpx
     import yaml
 
-    from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+    from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
     from monitor.stack import Stack, StackLayout, slow_link
 
     keys = [k for k in args.scenarios.split(",") if k]
@@ -679,7 +679,7 @@ def latency(args) -> int:
                                            "collection": CollectionSettings(interval_seconds=5)})
         # The collectors in their own process, as `serve --role collector` runs beside the engine in production.
         (tmp / "collector.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-        run = ("import sys; from monitor.config import load_config; from monitor.serve import run; "
+        run = ("import sys; from monitor.core.config import load_config; from monitor.serve import run; "
                "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
         collector = subprocess.Popen([sys.executable, "-c", run, str(tmp / "collector.yaml")],
                                      cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,

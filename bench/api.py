@@ -60,7 +60,7 @@ def seed(config, store) -> tuple[list[tuple[str, str]], float]:
     """Tenants through the service (with its overlap check), alerts and heartbeats; returns (tenant, token) pairs."""
     from alerts.models import AlertInstance, EngineHeartbeat
     from monitor.api import tokens
-    from monitor.config import TenantConfig
+    from monitor.core.config import TenantConfig
     from monitor.tenants import service
 
     now = datetime.now(timezone.utc)
@@ -224,8 +224,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from monitor.api.launch import serve_process
-    from monitor.config import load_config
-    from monitor.store.base import Store
+    from monitor.core.config import load_config
+    from monitor.core.store import Store
     from monitor.store.migrate import upgrade
     from monitor.tenants import service
 

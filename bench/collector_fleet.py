@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.config import BrokerTarget, JmxSettings  # noqa: E402
+from monitor.core.config import BrokerTarget, JmxSettings  # noqa: E402
 from monitor.stack import Stack, StackLayout  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -41,7 +41,7 @@ from collectors.jmx import JmxCollector  # noqa: E402
 from collectors.transports.jmxquery import JmxQueryTransport  # noqa: E402
 from collectors.transports.jolokia import JolokiaTransport  # noqa: E402
 from collectors.types import TargetStatus  # noqa: E402
-from monitor.config import JmxSettings  # noqa: E402
+from monitor.core.config import JmxSettings  # noqa: E402
 from monitor.stack import Stack, StackLayout, kafka  # noqa: E402
 from monitor.stack.procs import ProcSpec, port_free  # noqa: E402
 

@@ -30,7 +30,7 @@ from monitor import serve  # noqa: E402
 from monitor.demo import DEMO_LOAD, DEMO_TENANTS  # noqa: E402
 from monitor.loadgen import LoadGenerator  # noqa: E402
 from monitor.stack import Stack, StackLayout  # noqa: E402
-from monitor.store import Store  # noqa: E402
+from monitor.core.store import Store  # noqa: E402
 from monitor.store.migrate import upgrade  # noqa: E402
 
 WATCHDOG = "KafkaHealthWatchdog"

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monitor.archive import lake as lakefs  # noqa: E402
 from monitor.archive.series import LABEL_COLUMNS  # noqa: E402
-from monitor.config import (ClusterConfig, Config, LakeSettings, TenantConfig, TenantContract,  # noqa: E402
+from monitor.core.config import (ClusterConfig, Config, LakeSettings, TenantConfig, TenantContract,  # noqa: E402
                             TenantSelector)
 
 UTC = timezone.utc

@@ -107,7 +107,7 @@ REF_RUNNER = """
 import sys, time, yaml
 from datetime import datetime
 sys.path.insert(0, sys.argv[1])
-from monitor.config import Config
+from monitor.core.config import Config
 from monitor.reports.job import run_report, spark_session
 config = Config.model_validate(yaml.safe_load(open(sys.argv[2])))
 spark = spark_session("local[2]")

@@ -43,8 +43,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from monitor.config import ClusterConfig
-from monitor.errors import KafkaHealthError, TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.config import ClusterConfig
+from monitor.core.errors import KafkaHealthError, TargetTimeout, TargetUnreachable, TransportError
 
 from collectors.catalog import TenantLookup
 from collectors.outcome import failed, succeeded

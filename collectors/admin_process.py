@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Iterable
 from multiprocessing.connection import Connection
 
-from monitor.errors import CollectorError, TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import CollectorError, TargetTimeout, TargetUnreachable, TransportError
 
 log = logging.getLogger(__name__)
 

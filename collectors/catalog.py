@@ -337,7 +337,7 @@ def queries_for(rules: Sequence[Rule]) -> tuple[MBeanQuery, ...]:
 
 
 class TenantLookup:
-    """What the catalog needs from monitor.tenancy.TenantIndex, bound to one cluster."""
+    """What the catalog needs from monitor.core.tenancy.TenantIndex, bound to one cluster."""
 
     def __init__(self, index, cluster: str):
         self._index, self._cluster = index, cluster

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from monitor.config import TenantConfig
+from monitor.core.config import TenantConfig
 
 # (metric, help, value of a contract or None)
 _FIELDS = (

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from monitor.config import ClusterConfig
-from monitor.errors import TargetUnreachable
+from monitor.core.config import ClusterConfig
+from monitor.core.errors import TargetUnreachable
 
 from collectors.outcome import failed, succeeded
 from collectors.types import Sample, Target, TargetResult

@@ -7,8 +7,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from monitor.config import ClusterConfig
-from monitor.errors import KafkaHealthError
+from monitor.core.config import ClusterConfig
+from monitor.core.errors import KafkaHealthError
 
 from collectors import catalog
 from collectors.outcome import failed, succeeded

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from monitor.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 from collectors.types import FailureReason, Sample, Target, TargetResult, TargetStatus
 

@@ -22,8 +22,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from prometheus_client import CollectorRegistry
 
-from monitor.config import Config
-from monitor.tenancy import TenantIndex
+from monitor.core.config import Config
+from monitor.core.tenancy import TenantIndex
 
 from collectors import catalog
 from collectors.exporter import KafkaHealthExporter, SnapshotStore

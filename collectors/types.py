@@ -9,7 +9,7 @@
 - A ``Collector`` turns one target into a ``TargetResult``: samples on success (possibly none: "no data"), or a
   classified failure ("failed"). It never raises for a target's own trouble; it returns ``TargetStatus.FAILED``.
 - A ``Transport`` reads a batch of ``MBeanQuery`` from one JVM in one round trip and returns flat ``Reading``s.
-  It raises only ``TargetTimeout``, ``TargetUnreachable`` or ``TransportError`` (monitor.errors), translating the
+  It raises only ``TargetTimeout``, ``TargetUnreachable`` or ``TransportError`` (monitor.core.errors), translating the
   library's own errors at the boundary, and must honour the timeout it is given.
 - ``Sample`` is one exported series. Metric families are rebuilt from samples on every scrape (the
   prometheus_client custom-collector style), so nothing leaks between scrapes.

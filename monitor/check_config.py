@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.config import load_config
+from monitor.core.config import load_config
 
 
 def register(sub) -> None:

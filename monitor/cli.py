@@ -12,7 +12,7 @@ import importlib
 import logging
 import sys
 
-from monitor.errors import ConfigError, KafkaHealthError
+from monitor.core.errors import ConfigError, KafkaHealthError
 
 # Modules contributing subcommands, in help order. Each has register(subparsers).
 COMMAND_MODULES = [

@@ -18,8 +18,8 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from monitor import REPO_ROOT
-from monitor.config import TenantConfig, TenantContract, TenantSelector, load_config
-from monitor.errors import ComponentFailed, PortInUse
+from monitor.core.config import TenantConfig, TenantContract, TenantSelector, load_config
+from monitor.core.errors import ComponentFailed, PortInUse
 from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack
 from monitor.stack.cli import add_stack_args, layout_from_args
@@ -144,7 +144,7 @@ def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
     from datetime import datetime, timezone
 
     from monitor.api import tokens
-    from monitor.store.base import Store
+    from monitor.core.store import Store
 
     store = Store(config.store.url)
     now = datetime.now(timezone.utc)
@@ -166,7 +166,7 @@ def _revoke_demo_tokens(config, demo_tokens: dict[str, tuple[str, str]]) -> None
     from datetime import datetime, timezone
 
     from monitor.api import tokens
-    from monitor.store.base import Store
+    from monitor.core.store import Store
 
     store = Store(config.store.url)
     try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from monitor.errors import StackError
+from monitor.core.errors import StackError
 
 log = logging.getLogger(__name__)
 _QUIET = logging.getLogger("kafka_health.loadgen.librdkafka")

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from monitor import __version__
-from monitor.config import Config, load_config
+from monitor.core.config import Config, load_config
 
 log = logging.getLogger(__name__)
 ROLES = ("api", "collector", "alerts")
@@ -65,7 +65,7 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
 
         components.append(CollectionService(config, registry=registry))
     if "api" in roles or "alerts" in roles:
-        from monitor.store.base import Store
+        from monitor.core.store import Store
         from monitor.store.migrate import upgrade
 
         store = Store(config.store.url, password=_secret(config.store.password))

@@ -21,8 +21,8 @@ from sqlalchemy import create_engine, text
 from alerts.models import AlertInstance, EngineHeartbeat, Silence
 from monitor.api import tokens
 from monitor.api.app import mount_api
-from monitor.config import Config, parse_config
-from monitor.store.base import Store
+from monitor.core.config import Config, parse_config
+from monitor.core.store import Store
 from monitor.store.migrate import upgrade
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)

@@ -16,10 +16,10 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
-from alerts.prom import Source
+from monitor.core.prom import Source
 from alerts.types import Observation, Rule
-from monitor.config import Config
-from monitor.tenancy import TenantIndex
+from monitor.core.config import Config
+from monitor.core.tenancy import TenantIndex
 
 if TYPE_CHECKING:
     from monitor.advisor.exported import FindingsBoard

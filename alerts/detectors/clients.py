@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
-from alerts.inputs import PHASE_RESPONSE_SEND, M
+from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 from alerts.types import Observation, Rule
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import Severity
 from alerts.types import Observation, Rule
 

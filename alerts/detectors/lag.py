@@ -27,7 +27,7 @@ from datetime import timedelta
 from enum import Enum
 
 from alerts.detectors import DetectorContext, window_seconds
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import Severity
 from alerts.types import Observation, Rule
 

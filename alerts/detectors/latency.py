@@ -11,7 +11,7 @@ from datetime import timedelta
 from statistics import median
 
 from alerts.detectors import DetectorContext, window_seconds
-from alerts.inputs import PHASE_TOTAL, M
+from monitor.core.metric_names import PHASE_TOTAL, M
 from alerts.types import Observation, Rule
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from alerts.detectors import DetectorContext
 from alerts.types import Observation, Rule
-from monitor.errors import QueryError
+from monitor.core.errors import QueryError
 
 if TYPE_CHECKING:
     from monitor.advisor.exported import FindingsBoard

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alerts.detectors import DetectorContext
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import Severity
 from alerts.types import Observation, Rule
 

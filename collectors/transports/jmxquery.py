@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from monitor.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 from collectors.types import Endpoint, MBeanQuery, Reading
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from monitor.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 from collectors.types import Endpoint, MBeanQuery, Reading
 

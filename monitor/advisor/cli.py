@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from monitor.errors import Invalid
+from monitor.core.errors import Invalid
 
 
 def _common(p) -> None:
@@ -40,7 +40,7 @@ def register(sub) -> None:
 def _setup(args):
     import re
 
-    from alerts.prom import PrometheusSource
+    from monitor.core.prom import PrometheusSource
     from monitor.advisor.service import WINDOW
     from monitor.serve import config_from_args
 

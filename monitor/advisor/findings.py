@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from alerts.detectors.clients import is_outdated
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from monitor.advisor.types import (ClientSample, Finding, FindingKind, Severity, Snapshot,
                                    TopicSample)
 

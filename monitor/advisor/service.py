@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from alerts.prom import Source
+from monitor.core.prom import Source
 from monitor.advisor import capacity, findings
 from monitor.advisor.source import read_snapshot, read_usage
 from monitor.advisor.types import SNAPSHOT_INPUTS, DataStatus
-from monitor.config import TenantConfig
-from monitor.errors import QueryError
+from monitor.core.config import TenantConfig
+from monitor.core.errors import QueryError
 
 # A look-back window as PromQL takes it (it is put into queries, so nothing else may pass).
 WINDOW = r"^[1-9][0-9]{0,4}[smhd]$"
@@ -97,7 +97,7 @@ def cluster_capacity(*, source: Source, cluster: str, tenants: Iterable[TenantCo
 def parse_scenario(grow: Iterable[str] = (), add: Iterable[str] = ()) -> capacity.Scenario:
     """``grow``: ``TENANT:FACTOR`` (e.g. ``shop:3``); ``add``: ``NAME:MB_PER_S:DAYS[:PARTITIONS]`` (MB = 10^6 B).
     Raises ``Invalid`` naming the bad entry."""
-    from monitor.errors import Invalid
+    from monitor.core.errors import Invalid
 
     g = []
     for item in grow:

@@ -1,6 +1,6 @@
 """The advisor's thin shell: PromQL in, ``Snapshot`` / ``ClusterUsage`` out. No decisions here.
 
-Reads through ``alerts.prom.Source`` (the alert engine's seam: ``QueryError`` on failure, [] for no data), at the
+Reads through ``monitor.core.prom.Source`` (the alert engine's seam: ``QueryError`` on failure, [] for no data), at the
 ``now`` it is given, over a window. Tenants are resolved here with a ``TenantIndex`` built from the caller's tenant
 list (the API's store, or the config), not from the series' ``tenant`` label, so a tenant created through the API
 after the collectors started is attributed too.
@@ -12,13 +12,13 @@ import math
 from collections.abc import Iterable
 from datetime import datetime
 
-from alerts.inputs import M
-from alerts.prom import Sample, Source
+from monitor.core.metric_names import M
+from monitor.core.prom import Sample, Source
 from monitor.advisor.capacity import DAY, BrokerUsage, ClusterUsage, Limits, TenantUsage
 from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample, GroupSample, Snapshot,
                                    SoftwareSample, TopicSample)
-from monitor.config import TenantConfig
-from monitor.tenancy import TenantIndex
+from monitor.core.config import TenantConfig
+from monitor.core.tenancy import TenantIndex
 
 REBALANCING_STATES = "preparingrebalance|completingrebalance|assigning|reconciling"
 

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from alerts.prom import PrometheusSource
+from monitor.core.prom import PrometheusSource
 from monitor.advisor import service
-from monitor.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
-from monitor.api.schema import IsoTime, Number, OpenModel
-from monitor.errors import Invalid
+from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
+from monitor.core.api.schema import IsoTime, Number, OpenModel
+from monitor.core.errors import Invalid
 from monitor.tenants import service as tenant_service
 from monitor.tenants.views import ClusterName, TenantName, _cluster_scope, _tenant_row
 

@@ -21,8 +21,8 @@ from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.routes import api_routes
 from monitor.api.watch import AnswerMemo, StoreWatch
-from monitor.config import Config
-from monitor.store.base import Store
+from monitor.core.config import Config
+from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monitor.api import tokens
 from monitor.api.errors import error_response, unavailable_response
-from monitor.api.principal import Principal
+from monitor.core.api.principal import Principal
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.watch import StoreWatch
-from monitor.errors import StoreError
-from monitor.store.base import Store
+from monitor.core.errors import StoreError
+from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
 

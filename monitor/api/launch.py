@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from monitor.errors import ComponentFailed
+from monitor.core.errors import ComponentFailed
 from monitor.stack.procs import ProcessTable, ProcSpec, tail
 
 REPO = Path(__file__).resolve().parents[2]

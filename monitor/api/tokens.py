@@ -22,9 +22,9 @@ from pydantic import BaseModel
 from sqlalchemy import DateTime, ForeignKey, String, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from monitor.api.principal import Principal, PrincipalKind
-from monitor.errors import Invalid
-from monitor.store.base import Base
+from monitor.core.api.principal import Principal, PrincipalKind
+from monitor.core.errors import Invalid
+from monitor.core.store import Base
 from monitor.tenants.health import UtcDatetime
 from monitor.tenants import models as _tenant_models  # noqa: F401  (api_tokens.tenant references tenants)
 

@@ -29,8 +29,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from alerts.models import EngineHeartbeat
-from monitor.errors import StoreError
-from monitor.store.base import Store
+from monitor.core.errors import StoreError
+from monitor.core.store import Store
 from monitor.tenants import service as tenant_service
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pyarrow as pa
 
-from alerts.prom import PrometheusSource
+from monitor.core.prom import PrometheusSource
 from monitor.archive import lake as lakefs
 from monitor.archive.series import LABEL_COLUMNS, SERIES, STEP_SECONDS, ArchiveSeries
 

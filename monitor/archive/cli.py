@@ -7,7 +7,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from monitor.errors import KafkaHealthError
+from monitor.core.errors import KafkaHealthError
 
 
 def parse_time(text: str) -> datetime:

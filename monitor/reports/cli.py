@@ -26,7 +26,7 @@ def register(sub) -> None:
 
 def open_store(config):
     """The store with its schema up to date (Alembic when the migrations are present, else create_all)."""
-    from monitor.store.base import Store
+    from monitor.core.store import Store
 
     ref = config.store.password
     store = Store(config.store.url, password=ref.resolve().get_secret_value() if ref else None)

@@ -26,8 +26,8 @@ from pyspark.sql import types as T
 
 from monitor.archive import lake as lakefs
 from monitor.archive.series import ADDED_COLUMNS
-from monitor.config import TenantConfig
-from monitor.errors import ReportError
+from monitor.core.config import TenantConfig
+from monitor.core.errors import ReportError
 
 log = logging.getLogger(__name__)
 WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")

@@ -21,15 +21,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from monitor.config import Config
-from monitor.errors import ReportError
+from monitor.core.config import Config
+from monitor.core.errors import ReportError
 from monitor.reports import cache
 from monitor.reports import document as D
 from monitor.reports import transforms as T
 from monitor.reports.extract import Window, budgets_frame, parse_week, scan, selectors_frame, week_name
 from monitor.reports.load import index_report, write_report
 from monitor.reports.render import operator_html, tenant_html
-from monitor.store.base import Store
+from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
 STAGES = 5

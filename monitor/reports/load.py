@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from monitor.reports.models import ReportIndex
-from monitor.store.base import Store
+from monitor.core.store import Store
 
 
 def report_paths(week: str, tenant: str) -> tuple[str, str]:

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.store.base import Base
+from monitor.core.store import Base
 
 
 class ReportIndex(Base):

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field
 
-from monitor.api.pagination import Page, PagingParams, page_of
-from monitor.api.principal import Principal, current_principal
-from monitor.api.schema import IsoTime, Number, OpenModel, iso_utc
-from monitor.errors import NotFound
+from monitor.core.api.pagination import Page, PagingParams, page_of
+from monitor.core.api.principal import Principal, current_principal
+from monitor.core.api.schema import IsoTime, Number, OpenModel, iso_utc
+from monitor.core.errors import NotFound
 from monitor.reports import service
 
 router = APIRouter(prefix="/api/v1", tags=["reports"])

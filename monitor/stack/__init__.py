@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from monitor.config import (
+from monitor.core.config import (
     AlertmanagerSettings,
     BrokerTarget,
     CollectionSettings,
@@ -30,7 +30,7 @@ from monitor.config import (
     LakeSettings,
     TenantConfig,
 )
-from monitor.errors import ComponentFailed, StackError
+from monitor.core.errors import ComponentFailed, StackError
 from monitor.stack import kafka, observability
 from monitor.stack.layout import CONTROLLER_ID, StackLayout
 from monitor.stack.procs import ProcessTable, port_open, require_ports_free, tail

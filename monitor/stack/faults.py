@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from monitor.errors import StackError
+from monitor.core.errors import StackError
 from monitor.stack.kafka import NUM_IO_THREADS, jolokia_port
 from monitor.stack.procs import port_open
 

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 from monitor import REPO_ROOT
-from monitor.errors import DependencyMissing, StackError
+from monitor.core.errors import DependencyMissing, StackError
 from monitor.stack.layout import CONTROLLER_ID, StackLayout, cache_dir
 from monitor.stack.procs import ProcSpec
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from monitor import REPO_ROOT
-from monitor.errors import DependencyMissing
+from monitor.core.errors import DependencyMissing
 from monitor.stack.layout import StackLayout
 from monitor.stack.procs import ProcSpec
 

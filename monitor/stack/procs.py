@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from monitor.errors import ComponentFailed, PortInUse
+from monitor.core.errors import ComponentFailed, PortInUse
 
 
 @dataclass(frozen=True)

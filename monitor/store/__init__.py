@@ -5,6 +5,6 @@ factory). Domain packages own their models (``monitor.tenants.models``, ``alerts
 and Alembic migrations under ``monitor/store/migrations`` create them all.
 """
 
-from monitor.store.base import Base, Store
+from monitor.core.store import Base, Store
 
 __all__ = ["Base", "Store"]

@@ -6,5 +6,5 @@
 - ``views.py``   ``/api/v1/tenants...`` and ``/api/v1/clusters...``
 - ``cli.py``     ``kafka-health tenants ...`` and ``kafka-health tokens ...``
 
-The shared matcher (which tenant owns a topic, client, group) and the overlap rule are ``monitor.tenancy``.
+The shared matcher (which tenant owns a topic, client, group) and the overlap rule are ``monitor.core.tenancy``.
 """

@@ -16,9 +16,9 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from monitor.config import Config
-from monitor.errors import ConfigError, ConfigProblem, Invalid, NotFound
-from monitor.store.base import Store
+from monitor.core.config import Config
+from monitor.core.errors import ConfigError, ConfigProblem, Invalid, NotFound
+from monitor.core.store import Store
 
 
 def _open(args) -> tuple[Config, Store]:

@@ -1,7 +1,7 @@
 """Tenants: the SQL row and the API's request/response schemas.
 
 A tenant's definition (selectors, contract, receivers) is one JSON ``spec`` column holding exactly the fields of
-``monitor.config.TenantConfig`` except ``name``: the config file and the API share one schema, so a tenant moves
+``monitor.core.config.TenantConfig`` except ``name``: the config file and the API share one schema, so a tenant moves
 between the two without translation. ``source`` says who owns the row: ``config`` rows are synced from the config
 file at start and are read-only through the API and CLI; ``api`` rows are created through the API or CLI.
 """
@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import JSON, DateTime, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.config import NAME_RE, TenantConfig, TenantContract, TenantDefinition, TenantReceivers, TenantSelector
-from monitor.store.base import Base
+from monitor.core.config import NAME_RE, TenantConfig, TenantContract, TenantDefinition, TenantReceivers, TenantSelector
+from monitor.core.store import Base
 from monitor.tenants.health import UtcDatetime
 
 

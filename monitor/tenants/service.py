@@ -4,7 +4,7 @@ Two sources, one table. Tenants from the config file are synced into the store a
 ``source=config``; they are read-only through the API and CLI (edit the file instead). Tenants created through the
 API or CLI are ``source=api``. A config tenant wins a name clash with an API tenant (the file is the operator's
 declared intent); any overlap of selectors between the two sources is refused with the same check the config file
-gets (``monitor.tenancy.find_overlaps``), so every resource keeps at most one owner.
+gets (``monitor.core.tenancy.find_overlaps``), so every resource keeps at most one owner.
 
 Service functions take keyword-only ``db_session``, return None for "not there", raise ``Conflict``/``Invalid`` for
 refused writes, and never commit: the caller's unit of work does.
@@ -23,9 +23,9 @@ from sqlalchemy import Text, bindparam, cast, select, text
 from sqlalchemy import update as sql_update  # `update` is this module's own (PUT)
 from sqlalchemy.orm import Session
 
-from monitor.config import Config, TenantConfig
-from monitor.errors import Conflict, Invalid
-from monitor.tenancy import TenantIndex, find_overlaps
+from monitor.core.config import Config, TenantConfig
+from monitor.core.errors import Conflict, Invalid
+from monitor.core.tenancy import TenantIndex, find_overlaps
 from monitor.tenants.models import RegistryVersion, Tenant, TenantSource
 
 log = logging.getLogger(__name__)

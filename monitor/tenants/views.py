@@ -27,13 +27,13 @@ from sqlalchemy import and_, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from alerts.models import AlertInstance, AlertState, EngineHeartbeat
-from monitor.api.deps import AppConfig, CurrentPrincipal, DbSession, Now, OperatorPrincipal
-from monitor.api.pagination import Page, PagingParams, page_in_memory, page_of
-from monitor.api.principal import Principal
+from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now, OperatorPrincipal
+from monitor.core.api.pagination import Page, PagingParams, page_in_memory, page_of
+from monitor.core.api.principal import Principal
 from monitor.api.watch import AnswerMemo, Marks, read_heartbeats
-from monitor.config import Config, TenantConfig
-from monitor.errors import NotFound
-from monitor.store.base import Store
+from monitor.core.config import Config, TenantConfig
+from monitor.core.errors import NotFound
+from monitor.core.store import Store
 from monitor.tenants import service
 from monitor.tenants.health import Component, HealthStatus, UtcDatetime, assess, data_gap, steady_until
 from monitor.tenants.models import Tenant, TenantCreate, TenantRead, TenantSpec

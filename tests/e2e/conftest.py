@@ -6,14 +6,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from alerts.service import AlertService
-from monitor.store import Store
+from monitor.core.store import Store
 
 
 @pytest.fixture
 def engine(watched):
     """A fresh AlertService (empty store) on the requesting module's ``watched`` config: the module defines how its
     stack is watched (collectors, tenants, rule overrides)."""
-    from monitor.store.base import Base
+    from monitor.core.store import Base
 
     store = Store(watched.store.url)
     Base.metadata.drop_all(store.engine)

@@ -21,9 +21,9 @@ from prometheus_client import CollectorRegistry
 from alerts.models import AlertState
 from alerts.rules import builtin_variant
 from alerts.service import AlertService
-from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
 from monitor.stack.faults import delete_group, small_log_dir
-from monitor.store import Store
+from monitor.core.store import Store
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
 
@@ -167,7 +167,7 @@ def test_log_dir_that_does_not_fit_the_small_filesystem_is_refused_and_loses_not
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from monitor.errors import StackError
+    from monitor.core.errors import StackError
 
     L = stack.layout
     victim = L.broker_ids[0]

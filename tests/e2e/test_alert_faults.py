@@ -20,7 +20,7 @@ import time
 import pytest
 
 from alerts.models import AlertState
-from monitor.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
 from monitor.stack.faults import delete_group, group_coordinated_by
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors

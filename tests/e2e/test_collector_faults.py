@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.service import CollectionService
 from collectors.types import TargetStatus
-from monitor.config import BrokerTarget, JmxSettings
+from monitor.core.config import BrokerTarget, JmxSettings
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.e2e

@@ -18,8 +18,8 @@ import httpx
 import yaml
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from alerts.inputs import M
-from alerts.prom import Sample
+from monitor.core.metric_names import M
+from monitor.core.prom import Sample
 
 
 def free_port() -> int:
@@ -120,7 +120,7 @@ def running_collectors(config, workdir: Path, cdir: Path) -> Iterator[subprocess
     cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     # Without the CLI's module discovery (which could pick other packages' commands up from an editable install of
     # another checkout).
-    run = ("import sys; from monitor.config import load_config; from monitor.serve import run; "
+    run = ("import sys; from monitor.core.config import load_config; from monitor.serve import run; "
            "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
     proc = subprocess.Popen(
         [sys.executable, "-c", run, str(cfg_file)],

@@ -15,8 +15,8 @@ from collectors.admin import AdminCollector, KafkaAdmin
 from collectors.admin_process import GRACE_SECONDS, IsolatedAdmin
 from collectors.catalog import TenantLookup
 from collectors.types import TargetStatus
-from monitor.errors import TargetTimeout, TransportError
-from monitor.tenancy import TenantIndex
+from monitor.core.errors import TargetTimeout, TransportError
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.integration
 

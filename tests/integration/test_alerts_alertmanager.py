@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.service import AlertService
-from monitor.config import RuleOverride, RulesSettings, TenantConfig, TenantSelector
-from monitor.store import Store
+from monitor.core.config import RuleOverride, RulesSettings, TenantConfig, TenantSelector
+from monitor.core.store import Store
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_stack]

@@ -14,8 +14,8 @@ from alerts import repo
 from alerts.models import AlertInstance, DeadLetter, EngineHeartbeat, OutboxEntry
 from alerts.notify import DeliveryPolicy
 from alerts.service import AlertService
-from monitor.config import AlertmanagerSettings, Config, TenantConfig, TenantReceivers, TenantSelector
-from monitor.store import Store
+from monitor.core.config import AlertmanagerSettings, Config, TenantConfig, TenantReceivers, TenantSelector
+from monitor.core.store import Store
 from monitor.stack import Stack, StackLayout
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import ScriptedSource, WebhookReceiver, run_cli
@@ -41,7 +41,7 @@ def store_url(request, tmp_path):
 @pytest.fixture
 def store(store_url):
     s = Store(store_url)
-    from monitor.store.base import Base
+    from monitor.core.store import Base
     Base.metadata.drop_all(s.engine)
     s.create_all()
     yield s

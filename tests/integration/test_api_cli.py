@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from monitor.api.launch import serve_process
 from monitor.cli import main
-from monitor.config import load_config
-from monitor.store.base import Store
+from monitor.core.config import load_config
+from monitor.core.store import Store
 from tests.api_fixtures import CONFIG_YAML, build_api
 from tests.conftest import wait_until
 

@@ -20,8 +20,8 @@ import pytest
 
 from monitor.api import tokens
 from monitor.api.launch import serve_process
-from monitor.config import load_config
-from monitor.store.base import Store
+from monitor.core.config import load_config
+from monitor.core.store import Store
 from monitor.store.migrate import upgrade
 from monitor.tenants import service
 from tests.api_fixtures import CONFIG_YAML, alert, beat

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from monitor.api import tokens
-from monitor.errors import Conflict
+from monitor.core.errors import Conflict
 from monitor.tenants import service
 from tests.api_fixtures import *  # noqa: F401,F403
 from tests.conftest import wait_until
@@ -380,7 +380,7 @@ def test_concurrent_overlapping_creates_admit_exactly_one(store, app):
     """The overlap check and the insert are one atomic step: racing creates cannot both pass the check."""
     import threading
 
-    from monitor.config import TenantConfig
+    from monitor.core.config import TenantConfig
 
     barrier = threading.Barrier(6)
     outcomes: list[str] = []

@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from monitor.archive import lake as lakefs
 from monitor.archive.archive import PrometheusClient, archive_range
 import monitor.cli
-from monitor.errors import QueryError
+from monitor.core.errors import QueryError
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_stack]

@@ -19,8 +19,8 @@ from collectors.service import CollectionService
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
-from monitor.config import JmxSettings, TenantConfig, TenantSelector
-from monitor.tenancy import TenantIndex
+from monitor.core.config import JmxSettings, TenantConfig, TenantSelector
+from monitor.core.tenancy import TenantIndex
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
@@ -165,7 +165,7 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
     handlers are watched by nothing) and for no other broker."""
     from alerts.engine import NO_DATA
     from alerts.service import AlertService
-    from monitor.store import Store
+    from monitor.core.store import Store
 
     cfg = stack.config(store_url=f"sqlite:///{tmp_path / 'a.db'}")
     cluster = cfg.clusters[0]

@@ -24,7 +24,7 @@ from confluent_kafka import KafkaError, Producer
 from dashboards.boards import ALL, service, tenant
 from dashboards.model import Kind, Needs
 from dashboards.promql import substitute
-from monitor.config import BrokerTarget
+from monitor.core.config import BrokerTarget
 from monitor.demo import DEMO_TENANTS
 from monitor.serve import build_app
 from tests.conftest import wait_until

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy import inspect, text
 
 from monitor.store import migrate
-from monitor.store.base import Store
+from monitor.core.store import Store
 from tests.api_fixtures import store_url  # noqa: F401
 
 pytestmark = pytest.mark.integration

@@ -10,14 +10,14 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.detectors import DetectorContext, builtin_detectors
-from alerts.prom import Sample
+from monitor.core.prom import Sample
 from alerts.rules import load_rules
 from monitor.advisor.exported import FINDING_METRIC, FindingsBoard, finding_series
 from monitor.advisor.findings import advise
 from monitor.advisor.types import ClientSample, ClusterSample, GroupSample, Snapshot
-from monitor.config import ClusterConfig, Config, TenantConfig, TenantSelector
-from monitor.errors import QueryError
-from monitor.tenancy import TenantIndex
+from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelector
+from monitor.core.errors import QueryError
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
 MIB = 1048576.0

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from alerts.prom import Sample
+from monitor.core.prom import Sample
 from monitor.advisor import service
 from monitor.advisor.cli import format_advice, format_capacity
-from monitor.config import TenantConfig, TenantSelector
-from monitor.errors import QueryError
+from monitor.core.config import TenantConfig, TenantSelector
+from monitor.core.errors import QueryError
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=timezone.utc)
@@ -126,7 +126,7 @@ def test_the_endpoints_serve_no_data_as_it_is(tmp_path, monkeypatch):
     from fastapi.testclient import TestClient
 
     from monitor.advisor import views
-    from monitor.store.base import Store
+    from monitor.core.store import Store
     from monitor.store.migrate import upgrade
     from tests.api_fixtures import NOW as API_NOW
     from tests.api_fixtures import build_api, make_config, new_token

@@ -11,8 +11,8 @@ from alerts.models import AlertState, Severity
 from alerts.types import Instance
 from alerts.views import router
 from monitor.api.errors import install_error_handlers
-from monitor.api.principal import Principal, PrincipalKind
-from monitor.store import Store
+from monitor.core.api.principal import Principal, PrincipalKind
+from monitor.core.store import Store
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)

@@ -6,12 +6,12 @@ import pytest
 
 from alerts.detectors import DetectorContext
 from alerts.detectors import clients, disk, lag, latency, storage
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import Severity
-from alerts.prom import Sample, Series
+from monitor.core.prom import Sample, Series
 from alerts.rules import load_rules
-from monitor.config import parse_config
-from monitor.tenancy import TenantIndex
+from monitor.core.config import parse_config
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)

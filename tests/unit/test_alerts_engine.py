@@ -6,15 +6,15 @@ import pytest
 
 from alerts.detectors import builtin_detectors
 from alerts.engine import FAILING, NO_DATA, Engine, RuleHealth
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import AlertState
 from alerts.mute import Matcher, SilenceView, Silencer
 from alerts.notify import ALERTMANAGER, targets_for
-from alerts.prom import Sample
+from monitor.core.prom import Sample
 from alerts.rules import builtin_variant, load_rules
 from alerts.types import Decision
-from monitor.config import RulesSettings, parse_config
-from monitor.errors import QueryError
+from monitor.core.config import RulesSettings, parse_config
+from monitor.core.errors import QueryError
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)

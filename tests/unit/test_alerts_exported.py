@@ -10,11 +10,11 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.exported import ALERT_METRIC, ActiveAlerts, alert_series
-from alerts.inputs import M
+from monitor.core.metric_names import M
 from alerts.models import AlertState, Severity
-from alerts.prom import Sample
+from monitor.core.prom import Sample
 from alerts.types import Instance
-from monitor.config import ClusterConfig, Config, TenantConfig, TenantSelector
+from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelector
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
@@ -106,7 +106,7 @@ class _Source:
 
 def test_the_alert_service_exports_its_instances_after_each_evaluation(tmp_path):
     from alerts.service import AlertService
-    from monitor.store import Store
+    from monitor.core.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 'alerts.db'}")
     store.create_all()

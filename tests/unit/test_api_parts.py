@@ -8,10 +8,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from monitor.api.errors import _field
-from monitor.api.pagination import Paging, decode_cursor, encode_cursor, page_in_memory
+from monitor.core.api.pagination import Paging, decode_cursor, encode_cursor, page_in_memory
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.tokens import _TOKEN_RE
-from monitor.errors import Invalid
+from monitor.core.errors import Invalid
 
 pytestmark = pytest.mark.unit
 
@@ -68,7 +68,7 @@ def test_token_format_is_what_create_emits():
     from datetime import datetime, timezone
 
     from monitor.api import tokens
-    from monitor.store.base import Store
+    from monitor.core.store import Store
 
     store = Store("sqlite://")
     store.create_all()
@@ -125,7 +125,7 @@ def test_auth_remembers_a_principal_only_while_the_registry_version_stands_still
     from starlette.responses import PlainTextResponse
 
     from monitor.api.auth import AuthMiddleware
-    from monitor.api.principal import Principal, PrincipalKind
+    from monitor.core.api.principal import Principal, PrincipalKind
 
     valid = {"tok-a"}
     lookups = []
@@ -189,7 +189,7 @@ TYPED_2XX = {
 
 @pytest.fixture(scope="module")
 def openapi() -> dict:
-    from monitor.store.base import Store
+    from monitor.core.store import Store
     from tests.api_fixtures import build_api, make_config
 
     store = Store("sqlite://")
@@ -248,7 +248,7 @@ def _sent(model, doc, **dump):
 def test_alert_and_silence_answers_match_their_models(openapi):
     from alerts.models import AlertInstance, Silence
     from alerts.views import AlertInstanceRead, SilenceRead, alert_json, silence_json
-    from monitor.api.pagination import Page
+    from monitor.core.api.pagination import Page
 
     t = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
     alert = AlertInstance(fingerprint="fp1", rule="KafkaBrokerUnreachable", state="firing", severity="critical",
@@ -320,7 +320,7 @@ def test_advice_and_capacity_answers_match_their_models(openapi, monkeypatch):
     from monitor.advisor import capacity, findings, service
     from monitor.advisor.types import Finding, FindingKind, Severity
     from monitor.advisor.views import ClusterCapacity, TenantAdvice
-    from monitor.errors import QueryError
+    from monitor.core.errors import QueryError
     from tests.api_fixtures import make_config
 
     now = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)

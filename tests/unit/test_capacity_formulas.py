@@ -11,7 +11,7 @@ from monitor.advisor.capacity import (DAY, BrokerUsage, ClusterUsage, Limits, Ne
                                       brokers_for, fill_time, missing_inputs, plan, seconds_until,
                                       steady_storage_bytes, thread_headroom)
 from monitor.advisor.service import parse_scenario
-from monitor.errors import Invalid
+from monitor.core.errors import Invalid
 
 pytestmark = pytest.mark.unit
 GB = 1e9

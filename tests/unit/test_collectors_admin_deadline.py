@@ -9,9 +9,9 @@ import pytest
 from collectors.admin import AdminCollector, ClusterState, GroupInfo, PartitionState
 from collectors.catalog import TenantLookup
 from collectors.types import FailureReason, TargetStatus
-from monitor.config import BrokerTarget, ClusterConfig, JmxSettings, TenantConfig, TenantSelector
-from monitor.errors import TargetTimeout
-from monitor.tenancy import TenantIndex
+from monitor.core.config import BrokerTarget, ClusterConfig, JmxSettings, TenantConfig, TenantSelector
+from monitor.core.errors import TargetTimeout
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
 

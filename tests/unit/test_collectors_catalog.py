@@ -7,8 +7,8 @@ import pytest
 from collectors import catalog
 from collectors.catalog import Rule, convert, derive_rates, parse_object_name, queries_for
 from collectors.types import Reading, Sample
-from monitor.config import TenantConfig, TenantSelector
-from monitor.tenancy import TenantIndex
+from monitor.core.config import TenantConfig, TenantSelector
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
 

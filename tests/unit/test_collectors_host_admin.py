@@ -19,9 +19,9 @@ from collectors.admin import (
 from collectors.catalog import TenantLookup
 from collectors.host import HostCollector, parse_tcp_backlogs
 from collectors.types import TargetStatus
-from monitor.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
-from monitor.errors import TargetTimeout, TargetUnreachable, TransportError
-from monitor.tenancy import TenantIndex
+from monitor.core.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ from collectors.exporter import KafkaHealthExporter, SnapshotStore
 from collectors.outcome import failed, succeeded
 from collectors.service import CollectionService, in_shard, parse_shard
 from collectors.types import Sample, Target, TargetStatus
-from monitor.config import CollectionSettings, Config
-from monitor.errors import TargetTimeout
+from monitor.core.config import CollectionSettings, Config
+from monitor.core.errors import TargetTimeout
 
 pytestmark = pytest.mark.unit
 
@@ -126,7 +126,7 @@ def test_shard_option_limits_the_service_to_its_targets():
 
 def test_several_clusters_in_one_config_get_their_own_targets_and_transports():
     from collectors.service import build_collectors
-    from monitor.config import BrokerTarget, ClusterConfig
+    from monitor.core.config import BrokerTarget, ClusterConfig
 
     clusters = (
         ClusterConfig(name="east", bootstrap_servers="e:9092", controller_jmx=("e:9999",),

@@ -14,7 +14,7 @@ import pytest
 from collectors.transports.jmxquery import JmxQueryTransport, parse_output
 from collectors.transports.jolokia import parse_response
 from collectors.types import Endpoint, MBeanQuery, Reading
-from monitor.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 pytestmark = pytest.mark.unit
 

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from monitor.config import load_config, parse_config
-from monitor.errors import ConfigError
+from monitor.core.config import load_config, parse_config
+from monitor.core.errors import ConfigError
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ from collectors.contract import contract_families
 from dashboards.model import Kind, Needs, Panel, Query, Var
 from dashboards.promql import metric_names, substitute
 from dashboards.render import build
-from monitor.config import TenantConfig, TenantContract, TenantSelector
+from monitor.core.config import TenantConfig, TenantContract, TenantSelector
 from tests.unit._deploy import collectors_catalog
 
 pytestmark = pytest.mark.unit

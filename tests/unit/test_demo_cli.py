@@ -14,9 +14,9 @@ import pytest
 
 from monitor import REPO_ROOT
 from monitor.cli import build_parser, main
-from monitor.config import load_config
+from monitor.core.config import load_config
 from monitor.demo import DEMO_TENANTS, _wait_ready, demo_text
-from monitor.errors import ComponentFailed, StackError
+from monitor.core.errors import ComponentFailed, StackError
 from monitor.loadgen import ensure_topics
 from monitor.stack import Stack
 from monitor.stack.kafka import jolokia_port

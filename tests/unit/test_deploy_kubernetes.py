@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from monitor.config import parse_config
+from monitor.core.config import parse_config
 from tests.unit._deploy import DEPLOY
 
 pytestmark = pytest.mark.unit

@@ -11,7 +11,7 @@ import pytest
 from monitor.archive import lake as lakefs
 from monitor.archive.archive import archive_range, day_windows, rows_from_result
 from monitor.archive.series import SERIES
-from monitor.errors import QueryError
+from monitor.core.errors import QueryError
 
 pytestmark = pytest.mark.unit
 UTC = timezone.utc

@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from monitor.errors import ReportError
+from monitor.core.errors import ReportError
 from monitor.reports import document as D
 from monitor.reports.extract import _missing_runs, parse_week, week_name
 from monitor.reports.render import human, line_chart, tenant_html

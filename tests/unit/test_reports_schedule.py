@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from prometheus_client import CollectorRegistry
 
-from monitor.config import ReportSettings
+from monitor.core.config import ReportSettings
 from monitor.reports.schedule import (STATE_FILE, ReportScheduler, due_slot, latest_slot, read_state,
                                       week_for_slot)
 

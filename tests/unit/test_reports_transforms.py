@@ -11,10 +11,10 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 from pyspark.sql import functions as F
 
-from monitor.config import TenantConfig, TenantContract, TenantSelector
+from monitor.core.config import TenantConfig, TenantContract, TenantSelector
 from monitor.reports import transforms as T
 from monitor.reports.extract import FRAME_SCHEMA, SPARK_SCHEMA, selectors_frame
-from monitor.tenancy import TenantIndex
+from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.integration
 

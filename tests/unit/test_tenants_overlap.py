@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.config import TenantConfig, parse_config
-from monitor.errors import ConfigError
-from monitor.tenancy import TenantIndex, find_overlaps
+from monitor.core.config import TenantConfig, parse_config
+from monitor.core.errors import ConfigError
+from monitor.core.tenancy import TenantIndex, find_overlaps
 
 pytestmark = pytest.mark.unit
 

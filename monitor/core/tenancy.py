@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from monitor.config import TenantConfig
+from monitor.core.config import TenantConfig
 
 
 @dataclass(frozen=True)

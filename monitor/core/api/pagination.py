@@ -15,7 +15,7 @@ from typing import Annotated, Generic, TypeVar
 from fastapi import Depends, Query
 from pydantic import BaseModel
 
-from monitor.errors import Invalid
+from monitor.core.errors import Invalid
 
 T = TypeVar("T")
 MAX_LIMIT = 500

@@ -10,7 +10,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
-from monitor.errors import StoreError
+from monitor.core.errors import StoreError
 
 # Stable constraint names so Alembic migrations are identical on SQLite and PostgreSQL.
 NAMING = {

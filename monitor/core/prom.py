@@ -14,7 +14,7 @@ from typing import Protocol
 
 import httpx
 
-from monitor.errors import QueryError
+from monitor.core.errors import QueryError
 
 
 @dataclass(frozen=True)

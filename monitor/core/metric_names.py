@@ -62,4 +62,4 @@ def metric(key: str) -> str:
     try:
         return M[key]
     except KeyError:
-        raise KeyError(f"unknown metric key {key!r}; add it to alerts/inputs.py") from None
+        raise KeyError(f"unknown metric key {key!r}; add it to monitor/core/metric_names.py") from None

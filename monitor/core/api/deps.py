@@ -22,8 +22,8 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from monitor.api.principal import Principal, current_principal
-from monitor.config import Config
+from monitor.core.api.principal import Principal, current_principal
+from monitor.core.config import Config
 
 
 async def _db(request: Request) -> AsyncIterator[Session]:
