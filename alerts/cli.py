@@ -6,17 +6,16 @@ Every command takes ``--config`` (and the stack options) exactly like ``kafka-he
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
+from alerts import repo
+from alerts.rules import export_prometheus, load_rules
+from alerts.views import silence_json
 from monitor.core.errors import KafkaHealthError
-
-
-def _common(p) -> None:
-    from monitor.stack.cli import add_stack_args
-
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
-    add_stack_args(p)
+from monitor.core.times import parse_duration, utc_now
+from monitor.stack.cli import add_config_args, config_from_args
+from monitor.store import open_store
 
 
 def register(sub) -> None:
@@ -24,7 +23,7 @@ def register(sub) -> None:
     rsub = p.add_subparsers(dest="rules_command", required=True)
     e = rsub.add_parser("export", help="write the Prometheus rule file equivalent to the built-in threshold rules")
     e.add_argument("--out", type=Path, default=None, help="file to write (default: stdout)")
-    _common(e)
+    add_config_args(e)
     e.set_defaults(func=_export)
 
     p = sub.add_parser("silences", help="silence alerts")
@@ -34,45 +33,30 @@ def register(sub) -> None:
     c.add_argument("--duration", default="2h", help="how long (30m, 2h, 1d); default 2h")
     c.add_argument("--comment", default="")
     c.add_argument("--author", default="cli")
-    _common(c)
+    add_config_args(c)
     c.set_defaults(func=_create)
     ls = ssub.add_parser("list", help="list silences")
-    _common(ls)
+    add_config_args(ls)
     ls.set_defaults(func=_list)
     x = ssub.add_parser("expire", help="expire a silence now")
     x.add_argument("id")
-    _common(x)
+    add_config_args(x)
     x.set_defaults(func=_expire)
 
     p = sub.add_parser("outbox", help="notification outbox")
     osub = p.add_subparsers(dest="outbox_command", required=True)
     r = osub.add_parser("replay", help="move dead letters back to the outbox for delivery")
     r.add_argument("--target", default=None, help="only this target ('alertmanager' or a webhook URL)")
-    _common(r)
+    add_config_args(r)
     r.set_defaults(func=_replay)
 
 
-def _config(args):
-    from monitor.serve import config_from_args
-
-    return config_from_args(args)
-
-
-def _store(config):
-    from monitor.core.store import Store
-
-    pw = config.store.password.resolve().get_secret_value() if config.store.password else None
-    return Store(config.store.url, password=pw)
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
+def _store(args):
+    return open_store(config_from_args(args).store)
 
 
 def _export(args) -> int:
-    from alerts.rules import export_prometheus, load_rules
-
-    config = _config(args)
+    config = config_from_args(args)
     text = export_prometheus(load_rules(config.rules), interval_seconds=config.rules.evaluation_interval_seconds)
     if args.out:
         args.out.write_text(text)
@@ -92,16 +76,13 @@ def parse_matcher(text: str) -> dict:
 
 
 def _create(args) -> int:
-    from alerts import repo
-    from alerts.rules import parse_duration
-
     try:
         seconds = parse_duration(args.duration)
     except ValueError as exc:
         raise KafkaHealthError(str(exc)) from None
     matchers = [parse_matcher(m) for m in args.matchers]
-    store = _store(_config(args))
-    now = _now()
+    store = _store(args)
+    now = utc_now()
     with store.session() as s:
         row = repo.create_silence(matchers, now, now + timedelta(seconds=seconds), created_by=args.author,
                                   comment=args.comment, tenant=None, now=now, session=s)
@@ -110,11 +91,8 @@ def _create(args) -> int:
 
 
 def _list(args) -> int:
-    from alerts import repo
-    from alerts.views import silence_json
-
-    store = _store(_config(args))
-    now = _now()
+    store = _store(args)
+    now = utc_now()
     with store.session() as s:
         rows = [silence_json(r, now) for r in repo.list_silences(session=s, limit=1000)]
     print(f"{'id':<38}{'state':<9}{'ends_at':<27}matchers")
@@ -129,20 +107,16 @@ def _op(m: dict) -> str:
 
 
 def _expire(args) -> int:
-    from alerts import repo
-
-    store = _store(_config(args))
+    store = _store(args)
     with store.session() as s:
-        repo.expire_silence(args.id, now=_now(), session=s)
+        repo.expire_silence(args.id, now=utc_now(), session=s)
     print(f"expired {args.id}")
     return 0
 
 
 def _replay(args) -> int:
-    from alerts import repo
-
-    store = _store(_config(args))
+    store = _store(args)
     with store.session() as s:
-        n = repo.replay_dead_letters(now=_now(), session=s, target=args.target)
+        n = repo.replay_dead_letters(now=utc_now(), session=s, target=args.target)
     print(f"{n} dead letter(s) back in the outbox")
     return 0

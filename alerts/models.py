@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 
-from sqlalchemy import JSON, DateTime, Float, Index, Integer, String, Text
+from sqlalchemy import JSON, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.core.store import Base
+from monitor.core.store import Base, UtcDateTime
 
 
 class AlertState(str, Enum):
@@ -49,15 +49,15 @@ class AlertInstance(Base):
     annotations: Mapped[dict] = mapped_column(JSON, default=dict)  # summary, description, runbook
     evidence: Mapped[dict] = mapped_column(JSON, default=dict)  # the values that made it fire
     value: Mapped[float | None] = mapped_column(Float, nullable=True)
-    active_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    fired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    keep_firing_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    last_evaluated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    active_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    fired_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    resolved_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    keep_firing_since: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    last_evaluated_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     # Added by the alert engine (issue 4): what was last handed to the outbox, so a restart neither re-pages nor
     # loses a resolve; when the firing state was last refreshed to Alertmanager; why it is muted, if it is.
     notified_state: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    last_sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     muted_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
     __table_args__ = (
@@ -76,7 +76,7 @@ class EngineHeartbeat(Base):
     __tablename__ = "engine_heartbeats"
 
     cluster: Mapped[str] = mapped_column(String(128), primary_key=True)
-    evaluated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    evaluated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     data_ok: Mapped[bool] = mapped_column(default=False)  # every core input (broker metrics) had data
     detail: Mapped[str] = mapped_column(String(500), default="")
 
@@ -92,13 +92,13 @@ class Silence(Base):
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     matchers: Mapped[list] = mapped_column(JSON, default=list)
-    starts_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    ends_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    starts_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    ends_at: Mapped[datetime] = mapped_column(UtcDateTime())
     created_by: Mapped[str] = mapped_column(String(128), default="")
     comment: Mapped[str] = mapped_column(String(1000), default="")
     tenant: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    expired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    expired_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class OutboxEntry(Base):
@@ -117,8 +117,8 @@ class OutboxEntry(Base):
     kind: Mapped[str] = mapped_column(String(16))  # firing | resolved | refresh
     payload: Mapped[dict] = mapped_column(JSON)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    next_attempt_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     __table_args__ = (Index("ix_alert_outbox_due", "next_attempt_at"),
@@ -137,6 +137,6 @@ class DeadLetter(Base):
     kind: Mapped[str] = mapped_column(String(16))
     payload: Mapped[dict] = mapped_column(JSON)
     attempts: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    dead_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    dead_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -8,34 +8,72 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, bindparam, delete, or_, select
 from sqlalchemy.orm import Session
 
 from alerts.models import AlertInstance, AlertState, DeadLetter, EngineHeartbeat, OutboxEntry, Severity, Silence
 from alerts.mute import Matcher, SilenceView
 from alerts.types import Instance
+from monitor.core.config import TenantConfig
 from monitor.core.errors import NotFound
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    # SQLite returns naive datetimes even for timezone=True columns; everything here is UTC.
-    if dt is None:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
-
-
 # ------------------------------------------------------------------------------------------------ instances
+
+@lru_cache(maxsize=None)
+def _tenant_alerts_clause(*, whole: bool, in_clusters: bool):
+    """A tenant's instances: labelled with it, or unlabelled on a cluster it owns whole (all of it is theirs).
+
+    Built once per shape with bound parameters (``tenant``, ``whole``, ``clusters``): SQLAlchemy then reuses the
+    statement's cache key and compiled SQL instead of rebuilding them on every request."""
+    cond = AlertInstance.tenant == bindparam("tenant")
+    if whole:
+        cond = or_(cond, and_(AlertInstance.tenant.is_(None),
+                              AlertInstance.cluster.in_(bindparam("whole", expanding=True))))
+    if in_clusters:
+        cond = and_(cond, AlertInstance.cluster.in_(bindparam("clusters", expanding=True)))
+    return cond
+
+
+def tenant_alerts_filter(cfg: TenantConfig, clusters: set[str] | None = None) -> tuple[Any, dict]:
+    """The clause selecting ``cfg``'s instances (on ``clusters`` only, if given) and its parameters."""
+    whole = sorted(set(cfg.whole_clusters) & clusters if clusters is not None else set(cfg.whole_clusters))
+    params: dict = {"tenant": cfg.name}
+    if whole:
+        params["whole"] = whole
+    if clusters is not None:
+        params["clusters"] = sorted(clusters)
+    return _tenant_alerts_clause(whole=bool(whole), in_clusters=clusters is not None), params
+
+
+_REASON_COLUMNS = (AlertInstance.rule, AlertInstance.state, AlertInstance.severity, AlertInstance.cluster,
+                   AlertInstance.broker, AlertInstance.labels, AlertInstance.annotations, AlertInstance.evidence)
+
+
+@lru_cache(maxsize=None)
+def _firing_query(cond):
+    return select(*_REASON_COLUMNS).where(AlertInstance.state == AlertState.FIRING.value, cond)
+
+
+def firing_reasons(db_session: Session, cond, params: dict | None = None) -> list:
+    """Firing instances as plain rows with just what ``assess`` reads: Core on the session's connection, no ORM
+    identity work on the hot path."""
+    return list(db_session.connection().execute(_firing_query(cond), params or {}))
+
+
 
 def to_instance(row: AlertInstance) -> Instance:
     return Instance(
         rule=row.rule, labels=dict(row.labels or {}), state=AlertState(row.state), severity=Severity(row.severity),
         annotations=dict(row.annotations or {}), evidence=dict(row.evidence or {}), value=row.value,
-        active_at=_utc(row.active_at), fired_at=_utc(row.fired_at), resolved_at=_utc(row.resolved_at),
-        keep_firing_since=_utc(row.keep_firing_since), last_evaluated_at=_utc(row.last_evaluated_at),
+        active_at=row.active_at, fired_at=row.fired_at, resolved_at=row.resolved_at,
+        keep_firing_since=row.keep_firing_since, last_evaluated_at=row.last_evaluated_at,
         notified_state=AlertState(row.notified_state) if row.notified_state else None,
-        last_sent_at=_utc(row.last_sent_at), muted_by=row.muted_by)
+        last_sent_at=row.last_sent_at, muted_by=row.muted_by)
 
 
 def _fill(row: AlertInstance, inst: Instance) -> None:
@@ -110,7 +148,7 @@ def get_silence(silence_id: str, *, session: Session) -> Silence:
 
 def expire_silence(silence_id: str, *, now: datetime, session: Session) -> Silence:
     row = get_silence(silence_id, session=session)
-    if _utc(row.ends_at) > now:
+    if row.ends_at > now:
         row.ends_at = now
     row.expired_at = row.expired_at or now
     return row
@@ -118,7 +156,7 @@ def expire_silence(silence_id: str, *, now: datetime, session: Session) -> Silen
 
 def active_silences(now: datetime, *, session: Session) -> list[SilenceView]:
     rows = session.scalars(select(Silence).where(Silence.ends_at > now))
-    return [SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), _utc(r.starts_at), _utc(r.ends_at))
+    return [SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), r.starts_at, r.ends_at)
             for r in rows]
 
 

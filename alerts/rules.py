@@ -16,33 +16,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from monitor.core.metric_names import M
+from monitor.core.times import format_duration, parse_duration
 from alerts.models import Severity
 from alerts.types import Rule, Scope
 from monitor.core.config import RulesSettings
 from monitor.core.errors import ConfigError, ConfigProblem
 
 BUILTIN = Path(__file__).with_name("rules.yaml")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str | float | int) -> float:
-    """'30s', '5m', '1h', '1d' -> seconds. Numbers are seconds."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h)")
-    return float(m.group(1)) * _UNITS[m.group(2)]
-
-
-def format_duration(seconds: float) -> str:
-    for unit in ("d", "h", "m"):
-        if seconds and seconds % _UNITS[unit] == 0:
-            return f"{int(seconds // _UNITS[unit])}{unit}"
-    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{int(seconds * 1000)}ms"
-
-
 class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

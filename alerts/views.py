@@ -19,6 +19,7 @@ from monitor.core.api.pagination import Page, Paging, PagingParams, page_of
 from monitor.core.api.principal import Principal, current_principal
 from monitor.core.api.schema import IsoTime
 from monitor.core.errors import Invalid, NotFound
+from monitor.core.times import as_utc, iso_utc
 
 # Say nothing about what was asked for: a 404 must read the same for "absent" and "someone else's".
 TENANT_NOT_FOUND = "tenant not found"
@@ -91,14 +92,13 @@ def _now(request: Request) -> datetime:
 def _in_utc(dt: datetime | None, field: str) -> datetime | None:
     """A time from a request, in UTC: the store keeps times without their offset (SQLite), read back as UTC."""
     try:
-        return repo._utc(dt).astimezone(timezone.utc) if dt is not None else None
+        return as_utc(dt).astimezone(timezone.utc) if dt is not None else None
     except OverflowError:
         raise Invalid("out of range once converted to UTC", field=field) from None
 
 
 def _iso(dt: datetime | None) -> str | None:
-    dt = repo._utc(dt)
-    return dt.isoformat() if dt else None
+    return iso_utc(dt) if dt else None
 
 
 def alert_json(row: AlertInstance) -> dict:
@@ -110,7 +110,7 @@ def alert_json(row: AlertInstance) -> dict:
 
 
 def silence_json(row: Silence, now: datetime) -> dict:
-    starts, ends = repo._utc(row.starts_at), repo._utc(row.ends_at)
+    starts, ends = row.starts_at, row.ends_at
     state = "expired" if ends <= now else "active" if starts <= now else "pending"
     return {"id": row.id, "matchers": row.matchers, "starts_at": _iso(starts), "ends_at": _iso(ends),
             "created_by": row.created_by, "comment": row.comment, "tenant": row.tenant, "state": state}

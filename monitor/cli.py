@@ -8,24 +8,35 @@ line (``error: ...``) and exit with the error's code: never a traceback for an e
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
+import alerts.cli
+import dashboards.cli
+import monitor.advisor.cli
+import monitor.api.cli
+import monitor.archive.cli
+import monitor.check_config
+import monitor.demo
+import monitor.reports.cli
+import monitor.serve
+import monitor.stack.cli
+import monitor.tenants.cli
 from monitor.core.errors import ConfigError, KafkaHealthError
 
 # Modules contributing subcommands, in help order. Each has register(subparsers).
 COMMAND_MODULES = [
-    "monitor.demo",
-    "monitor.stack.cli",
-    "monitor.serve",
-    "monitor.check_config",
-    "monitor.tenants.cli",
-    "alerts.cli",
-    "dashboards.cli",
-    "monitor.archive.cli",
-    "monitor.reports.cli",
-    "monitor.advisor.cli",
+    monitor.demo,
+    monitor.stack.cli,
+    monitor.serve,
+    monitor.check_config,
+    monitor.tenants.cli,
+    monitor.api.cli,
+    alerts.cli,
+    dashboards.cli,
+    monitor.archive.cli,
+    monitor.reports.cli,
+    monitor.advisor.cli,
 ]
 
 
@@ -33,13 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-health", description="Health monitoring for multi-tenant Kafka.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and (name == exc.name or name.startswith(exc.name + ".")):  # not written yet
-                continue
-            raise
+    for module in COMMAND_MODULES:
         module.register(sub)
     return parser
 

@@ -7,21 +7,27 @@ collector output and the service's own ``kafka_health_*`` metrics).
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import signal
 import threading
 from pathlib import Path
 from typing import Protocol
 
+import uvicorn
 from fastapi import FastAPI, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from alerts.service import AlertService
+from collectors.contract import TenantContractCollector
+from collectors.service import CollectionService
 from monitor import __version__
-from monitor.core.config import Config, load_config
+from monitor.api.app import mount_api
+from monitor.core.config import Config
+from monitor.reports.schedule import ReportScheduler, report_command
+from monitor.stack.cli import add_config_args, config_args, config_from_args
+from monitor.store import open_store
 
 log = logging.getLogger(__name__)
 ROLES = ("api", "collector", "alerts")
@@ -50,8 +56,6 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
     info.labels(__version__, ",".join(roles)).set(1)
     # The tenants' contracts (quotas, budget) as series, for the dashboards: config, not a measurement.
-    from collectors.contract import TenantContractCollector
-
     registry.register(TenantContractCollector(config.tenants))
     components: list[Component] = []
 
@@ -61,27 +65,14 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     app.state.components = components
 
     if "collector" in roles:
-        from collectors.service import CollectionService
-
         components.append(CollectionService(config, registry=registry))
     if "api" in roles or "alerts" in roles:
-        from monitor.core.store import Store
-        from monitor.store.migrate import upgrade
-
-        store = Store(config.store.url, password=_secret(config.store.password))
-        upgrade(store)
-        app.state.store = store
+        app.state.store = open_store(config.store)
     if "alerts" in roles:
-        from alerts.service import AlertService
-
         components.append(AlertService(config, store=app.state.store, registry=registry))
     if "api" in roles:
-        from monitor.api.app import mount_api
-
         mount_api(app, config=config, store=app.state.store)
         if config.reports.schedule:
-            from monitor.reports.schedule import ReportScheduler, report_command
-
             components.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
                                               command=report_command(report_args or []), registry=registry))
 
@@ -113,14 +104,8 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     return app
 
 
-def _secret(ref) -> str | None:
-    return ref.resolve().get_secret_value() if ref is not None else None
-
-
 def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None,
         report_args: list[str] | None = None):
-    import uvicorn
-
     app = build_app(config, roles, report_args=report_args)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     if stop_event is not None:  # embedded (demo): stop when asked
@@ -129,41 +114,13 @@ def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_ev
     server.run()
 
 
-def config_from_args(args: argparse.Namespace) -> Config:
-    path = args.config or os.environ.get("KAFKA_HEALTH_CONFIG")
-    if path:
-        return load_config(Path(path))
-    # No file: point at the local stack (the README's embedded default).
-    from monitor.stack import Stack
-    from monitor.stack.cli import layout_from_args
-
-    return Stack(layout_from_args(args)).config()
-
-
-def _config_args(args: argparse.Namespace) -> list[str]:
-    """The arguments that make a child ``kafka-health`` command load the same config as this one."""
-    if args.config:
-        return ["--config", str(Path(args.config).resolve())]
-    if os.environ.get("KAFKA_HEALTH_CONFIG"):
-        return []  # inherited through the environment
-    out = ["--port-base", str(args.port_base)]
-    if args.dir is not None:
-        out += ["--dir", str(Path(args.dir).resolve())]
-    if args.kafka_version:
-        out += ["--kafka-version", args.kafka_version]
-    return out
-
-
 def register(sub) -> None:
-    from monitor.stack.cli import add_stack_args
-
     p = sub.add_parser("serve", help="run API, collectors' exporter and alert engine")
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
     p.add_argument("--role", default=None, help="comma-separated subset of api,collector,alerts")
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--shard", default=None, help="i/n: this collector process scrapes the i-th of n target shards")
-    add_stack_args(p)
+    add_config_args(p)
     p.set_defaults(func=_serve)
 
 
@@ -177,5 +134,5 @@ def _serve(args) -> int:
         config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     run(config, roles, args.host or config.service.host, args.port or config.service.port,
-        report_args=_config_args(args))
+        report_args=config_args(args))
     return 0

@@ -20,6 +20,7 @@ from monitor.core.prom import Source
 from alerts.types import Observation, Rule
 from monitor.core.config import Config
 from monitor.core.tenancy import TenantIndex
+from monitor.core.times import parse_duration
 
 if TYPE_CHECKING:
     from monitor.advisor.exported import FindingsBoard
@@ -53,6 +54,4 @@ def builtin_detectors(*, findings: FindingsBoard | None = None) -> dict[str, Det
 
 
 def window_seconds(rule: Rule, key: str = "window", default: str = "10m") -> float:
-    from alerts.rules import parse_duration
-
     return parse_duration(rule.params.get(key, default))

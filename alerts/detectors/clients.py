@@ -8,11 +8,12 @@ evidence says ``clients: []`` with a reason instead of guessing when they are ab
 
 from __future__ import annotations
 
-import re
+
 from dataclasses import dataclass
 from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
+from monitor.core.clients import is_outdated
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 from alerts.types import Observation, Rule
 
@@ -117,18 +118,6 @@ def rank_busy_clients(clients: list[ClientStats], top: int, *, min_share: float 
 
     return sorted((c for c in clients if c.request_time_ratio >= min_share),
                   key=lambda c: (per_byte(c), c.request_time_ratio), reverse=True)[:top]
-
-
-def parse_version(v: str) -> tuple[int, ...]:
-    nums = re.findall(r"\d+", v.split("-")[0])
-    return tuple(int(n) for n in nums[:4])
-
-
-def is_outdated(name: str, version: str, min_versions: dict[str, str]) -> bool:
-    minimum = min_versions.get(name)
-    if minimum is None or not parse_version(version):
-        return False  # unknown software or unparseable version: not our call
-    return parse_version(version) < parse_version(minimum)
 
 
 # ---------------------------------------------------------------------------------------------- shells

@@ -7,17 +7,18 @@ come from the config file (tenants created through the API are served by the API
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import re
 
+from monitor.advisor import service
 from monitor.core.errors import Invalid
+from monitor.core.prom import PrometheusSource
+from monitor.core.times import utc_now
+from monitor.stack.cli import add_config_args, config_from_args
 
 
 def _common(p) -> None:
-    from monitor.stack.cli import add_stack_args
-
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
     p.add_argument("--json", action="store_true", help="print the JSON document the API serves")
-    add_stack_args(p)
+    add_config_args(p)
 
 
 def register(sub) -> None:
@@ -38,28 +39,20 @@ def register(sub) -> None:
 
 
 def _setup(args):
-    import re
-
-    from monitor.core.prom import PrometheusSource
-    from monitor.advisor.service import WINDOW
-    from monitor.serve import config_from_args
-
-    if not re.match(WINDOW, args.window):
+    if not re.match(service.WINDOW, args.window):
         raise Invalid(f"expected a duration like 10m, 1h, 7d; got {args.window!r}", field="--window")
     config = config_from_args(args)
     return config, PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
 
 
 def _advice(args) -> int:
-    from monitor.advisor import service
-
     config, source = _setup(args)
     tenant = next((t for t in config.tenants if t.name == args.tenant), None)
     if tenant is None:
         raise Invalid(f"no tenant {args.tenant!r} in the config", field="--tenant")
     try:
         doc = service.tenant_advice(source=source, tenant=tenant, tenants=config.tenants,
-                                    now=datetime.now(timezone.utc), window=args.window)
+                                    now=utc_now(), window=args.window)
     finally:
         source.close()
     print(json.dumps(doc, indent=2) if args.json else format_advice(doc))
@@ -93,8 +86,6 @@ def format_advice(doc: dict) -> str:
 
 
 def _capacity(args) -> int:
-    from monitor.advisor import service
-
     config, source = _setup(args)
     scenario = service.parse_scenario(args.grow, args.add)
     names = [c.name for c in config.clusters]
@@ -104,7 +95,7 @@ def _capacity(args) -> int:
     try:
         for cluster in [args.cluster] if args.cluster else names:
             docs.append(service.cluster_capacity(source=source, cluster=cluster, tenants=config.tenants,
-                                                 now=datetime.now(timezone.utc), window=args.window,
+                                                 now=utc_now(), window=args.window,
                                                  scenario=scenario))
     finally:
         source.close()

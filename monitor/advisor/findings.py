@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from alerts.detectors.clients import is_outdated
+from monitor.core.clients import is_outdated
 from monitor.core.metric_names import M
 from monitor.advisor.types import (ClientSample, Finding, FindingKind, Severity, Snapshot,
                                    TopicSample)

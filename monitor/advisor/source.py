@@ -19,6 +19,7 @@ from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample
                                    SoftwareSample, TopicSample)
 from monitor.core.config import TenantConfig
 from monitor.core.tenancy import TenantIndex
+from monitor.core.times import parse_duration
 
 REBALANCING_STATES = "preparingrebalance|completingrebalance|assigning|reconciling"
 
@@ -42,12 +43,6 @@ class Reader:
         return sum(s.value for s in rows)
 
 
-def window_seconds(window: str) -> float:
-    from alerts.rules import parse_duration
-
-    return parse_duration(window)
-
-
 def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime,
                   window: str = "10m") -> Snapshot:
     r = Reader(source, now=now, window=window)
@@ -69,7 +64,7 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         "request_throttle_seconds": per_client(M["client_request_throttle"], "max"),
     }
     keys = sorted({k for rows in fields.values() for k in rows})
-    wsec = window_seconds(window)
+    wsec = parse_duration(window)
     # When each client was first seen inside the window: the earliest sample timestamp, by a subquery at a tenth of
     # the window (the lookback makes a client older than the window report a timestamp before its start).
     step = max(1, int(wsec // 10))

@@ -18,7 +18,7 @@ from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
 from monitor.core.api.schema import IsoTime, Number, OpenModel
 from monitor.core.errors import Invalid
 from monitor.tenants import service as tenant_service
-from monitor.tenants.views import ClusterName, TenantName, _cluster_scope, _tenant_row
+from monitor.tenants.scope import ClusterName, TenantName, cluster_scope, tenant_row
 
 router = APIRouter(prefix="/api/v1", tags=["advisor"])
 
@@ -136,7 +136,7 @@ def _source(config) -> PrometheusSource:
 def tenant_advice(name: TenantName, db_session: DbSession, config: AppConfig, now: Now,
                   window: Annotated[str, Query(pattern=WINDOW, description="look-back window, e.g. 10m")] = "10m"
                   ) -> dict:
-    tenant = _tenant_row(db_session, name).to_config()
+    tenant = tenant_row(db_session, name).to_config()
     tenants = tenant_service.get_all_configs(db_session=db_session)
     db_session.close()  # nothing more from the database: do not hold a connection while Prometheus answers
     source = _source(config)
@@ -157,7 +157,7 @@ def cluster_capacity(
                    Query(max_length=20, description="what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS]")] = None,
     window: Annotated[str, Query(pattern=WINDOW, description="look-back window, e.g. 1h")] = "1h",
 ) -> dict:
-    own = _cluster_scope(db_session, principal, cluster)
+    own = cluster_scope(db_session, principal, cluster)
     tenants = tenant_service.get_all_configs(db_session=db_session)
     db_session.close()
     scenario = service.parse_scenario(grow or (), add or ())

@@ -1,14 +1,13 @@
 """``mount_api``: everything of the REST API onto the app ``monitor.serve`` builds.
 
 Wiring only, in this order: sync the config file's tenants into the store, error handlers, the auth + rate-limit
-middleware, the routers (tenants and clusters here; ``alerts.views``, ``monitor.reports.views`` and
-``monitor.advisor.views`` when those packages are installed), and an OpenAPI document that declares the bearer scheme
-and the error body on every operation, for routers added by other packages too.
+middleware, the routers of every domain (``alerts.views``, ``monitor.reports.views``, ``monitor.advisor.views``,
+``monitor.tenants.views``, ``monitor.health.views``), and an OpenAPI document that declares the bearer scheme and the error body on every
+operation.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from datetime import datetime, timezone
 
@@ -16,19 +15,24 @@ from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
+import alerts.views
+import monitor.advisor.views
+import monitor.reports.views
 from monitor.api.auth import AuthMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.routes import api_routes
-from monitor.api.watch import AnswerMemo, StoreWatch
+from monitor.health.watch import AnswerMemo, StoreWatch
 from monitor.core.config import Config
 from monitor.core.store import Store
+from monitor.tenants import service as tenant_service
+from monitor.health.views import routers as health_routers
+from monitor.tenants.views import routers as tenant_routers
 
 log = logging.getLogger(__name__)
 
-# Routers of other domains: (module, attribute). Absent until their packages land; then mounted automatically.
-OPTIONAL_ROUTERS = (("alerts.views", "router"), ("monitor.reports.views", "router"),
-                    ("monitor.advisor.views", "router"))
+# Routers of the other domains, mounted before the tenants' own (see ``mount_api``).
+DOMAIN_ROUTERS = (alerts.views.router, monitor.reports.views.router, monitor.advisor.views.router)
 
 ERROR_STATUSES = {
     "400": "Request body could not be parsed (not JSON, bad encoding)",
@@ -41,18 +45,6 @@ ERROR_STATUSES = {
     "500": "Internal error (details only in the server log)",
     "503": "Database unavailable",
 }
-
-
-def _optional_routers() -> list[APIRouter]:
-    found = []
-    for module, attr in OPTIONAL_ROUTERS:
-        try:
-            found.append(getattr(importlib.import_module(module), attr))
-        except ModuleNotFoundError as exc:
-            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-                continue  # that package has not landed
-            raise
-    return found
 
 
 def _include_missing(app: FastAPI, router: APIRouter) -> None:
@@ -100,9 +92,6 @@ def _openapi(app: FastAPI):
 
 def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
     """Mount the REST API on ``app`` (see the module docstring). ``upgrade(store)`` must have run."""
-    from monitor.tenants import service as tenant_service
-    from monitor.tenants.views import routers
-
     app.state.config = config
     app.state.store = store
     with store.session() as s:
@@ -111,7 +100,7 @@ def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
         log.info("config tenants synced: added %s, updated %s, removed %s",
                  list(result.added), list(result.updated), list(result.removed))
     install_error_handlers(app)
-    # What this server may remember of tokens and answers, and until when (see monitor.api.watch). The watch runs
+    # What this server may remember of tokens and answers, and until when (see monitor.health.watch). The watch runs
     # while the app does; without it nothing is remembered and every request reads the store.
     watch = StoreWatch(store)
     app.state.store_watch = watch
@@ -121,8 +110,8 @@ def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch)
     # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
-    for router in _optional_routers():
+    for router in DOMAIN_ROUTERS:
         app.include_router(router)
-    for router in routers():
+    for router in [*tenant_routers(), *health_routers()]:
         _include_missing(app, router)
     app.openapi = _openapi(app)

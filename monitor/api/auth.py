@@ -7,7 +7,7 @@ wrong secret, revoked), so a caller learns nothing from the difference. Paths ou
 ``/readyz``, ``/metrics``, ``/openapi.json``) are public.
 
 A valid token's principal is remembered (keyed by the token's SHA-256) while the store's registry version stands
-still (``monitor.api.watch``), so a client polling health authenticates from memory instead of the database: under
+still (``monitor.health.watch``), so a client polling health authenticates from memory instead of the database: under
 load the thread-pool hop for the lookup cost more than the rest of the request. A revocation or a tenant deletion
 bumps that version: through this server it counts from the next request; through the CLI or another server within
 the watch's interval (0.25 s). Without fresh marks nothing is remembered. Failures are never remembered, so the
@@ -30,7 +30,7 @@ from monitor.api import tokens
 from monitor.api.errors import error_response, unavailable_response
 from monitor.core.api.principal import Principal
 from monitor.api.ratelimit import TokenBuckets
-from monitor.api.watch import StoreWatch
+from monitor.health.watch import StoreWatch
 from monitor.core.errors import StoreError
 from monitor.core.store import Store
 

@@ -19,14 +19,15 @@ from datetime import datetime
 from enum import Enum
 
 from pydantic import BaseModel
-from sqlalchemy import DateTime, ForeignKey, String, select
+from sqlalchemy import ForeignKey, String, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from monitor.core.api.principal import Principal, PrincipalKind
+from monitor.core.api.schema import UtcDatetime
 from monitor.core.errors import Invalid
-from monitor.core.store import Base
-from monitor.tenants.health import UtcDatetime
+from monitor.core.store import Base, UtcDateTime
 from monitor.tenants import models as _tenant_models  # noqa: F401  (api_tokens.tenant references tenants)
+from monitor.tenants import service as tenant_service
 
 _TOKEN_RE = re.compile(r"^kh_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 
@@ -49,8 +50,8 @@ class ApiToken(Base):
         String(64), ForeignKey("tenants.name", ondelete="CASCADE"), nullable=True, index=True
     )
     secret_sha256: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class TokenRead(BaseModel):
@@ -76,8 +77,6 @@ def create(*, db_session: Session, kind: TokenKind, tenant: str | None, name: st
 
     ``tenant`` must be given for tenant tokens and must exist; operator tokens have none.
     """
-    from monitor.tenants import service as tenant_service  # tokens depend on tenants, not the reverse
-
     if kind is TokenKind.TENANT:
         if not tenant:
             raise Invalid("a tenant token needs a tenant", field="tenant")
@@ -107,8 +106,6 @@ def get_all(*, db_session: Session, tenant: str | None = None) -> list[ApiToken]
 
 def revoke(*, db_session: Session, token: ApiToken, now: datetime) -> ApiToken:
     """Revoke (idempotent). The row stays, so listings show who had access until when."""
-    from monitor.tenants import service as tenant_service
-
     if token.revoked_at is None:
         token.revoked_at = now
         tenant_service.bump_version(db_session=db_session)  # servers forget the token they remembered

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
+from monitor.archive.archive import PrometheusClient, archive_range
 from monitor.core.errors import KafkaHealthError
+from monitor.core.times import as_utc, utc_now
+from monitor.stack.cli import add_config_args, config_from_args
 
 
 def parse_time(text: str) -> datetime:
@@ -16,32 +19,26 @@ def parse_time(text: str) -> datetime:
         t = datetime.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date or ISO time: {text!r}") from None
-    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
+    return as_utc(t)
 
 
 def register(sub) -> None:
-    from monitor.stack.cli import add_stack_args
-
     p = sub.add_parser("archive", help="copy a time range from Prometheus into the Parquet lake")
     p.add_argument("--from", dest="start", type=parse_time, required=True, help="start date/time (UTC), inclusive")
     p.add_argument("--to", dest="end", type=parse_time, required=True, help="end date/time (UTC), exclusive")
     p.add_argument("--replace", action="store_true", help="re-archive days that are already complete")
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
-    add_stack_args(p)
+    add_config_args(p)
     p.set_defaults(func=_archive)
 
 
 def _archive(args) -> int:
-    from monitor.archive.archive import PrometheusClient, archive_range
-    from monitor.serve import config_from_args
-
     if args.end <= args.start:
         raise KafkaHealthError("--to must be after --from")
     config = config_from_args(args)
     client = PrometheusClient(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
     lake = Path(config.lake.path)
     try:
-        summary = archive_range(lake, client.query_range, args.start, args.end, now=datetime.now(timezone.utc),
+        summary = archive_range(lake, client.query_range, args.start, args.end, now=utc_now(),
                                 replace=args.replace, progress=lambda m: print(m, file=sys.stderr, flush=True))
     finally:
         client.close()

@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from monitor.core.errors import ConfigError, ConfigProblem
+from monitor.core.tenancy import find_overlaps
 
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 
@@ -276,8 +277,6 @@ class Config(_Strict):
             for c in list(t.whole_clusters) + [s.cluster for s in t.selectors]:
                 if c not in known:
                     raise ValueError(f"tenant {t.name!r} refers to unknown cluster {c!r}")
-        from monitor.core.tenancy import find_overlaps  # late: tenancy builds on this module's types
-
         overlaps = find_overlaps(self.tenants)
         if overlaps:
             raise ValueError("; ".join(str(o) for o in overlaps))

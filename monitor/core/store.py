@@ -1,16 +1,23 @@
-"""Declarative base, engine and sessions. SQLite file by default, PostgreSQL supported."""
+"""Declarative base, engine and sessions. SQLite file by default, PostgreSQL supported.
+
+``Store.from_settings`` is the one way to open the store of a configuration (it resolves the password reference);
+``monitor.store.open_store`` does that and brings the schema to head. ``UtcDateTime`` is the one column type for a
+point in time: every time stored is UTC and every time read back is timezone-aware, on SQLite too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import MetaData, create_engine, event
+from sqlalchemy import DateTime, MetaData, TypeDecorator, create_engine, event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
+from monitor.core.config import StoreSettings
 from monitor.core.errors import StoreError
+from monitor.core.times import as_utc
 
 # Stable constraint names so Alembic migrations are identical on SQLite and PostgreSQL.
 NAMING = {
@@ -24,6 +31,17 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+
+class UtcDateTime(TypeDecorator):
+    """``DateTime(timezone=True)`` that hands back aware UTC datetimes: SQLite returns naive ones for such columns.
+    The DDL is the plain type's, so the migrations (which name ``sa.DateTime(timezone=True)``) match the models."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else as_utc(value)
 
 
 def _url(url: str, password: str | None) -> URL:
@@ -52,6 +70,11 @@ class Store:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
+    @classmethod
+    def from_settings(cls, settings: StoreSettings) -> Store:
+        ref = settings.password
+        return cls(settings.url, password=ref.resolve().get_secret_value() if ref is not None else None)
+
     @contextmanager
     def session(self) -> Iterator[Session]:
         s = self._sessions()
@@ -67,12 +90,6 @@ class Store:
             raise
         finally:
             s.close()
-
-    def create_all(self) -> None:
-        """Create every table without Alembic: for unit tests only. Production uses ``migrate``."""
-        from monitor.store.migrate import models_metadata  # imports every domain's models
-
-        models_metadata().create_all(self.engine)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -7,10 +7,28 @@ most one owner; if overlaps slip through, the longest matching prefix wins, so t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from monitor.core.config import TenantConfig
+
+class SelectorLike(Protocol):
+    """What ownership reads of a selector (``monitor.core.config.TenantSelector`` is one)."""
+
+    cluster: str
+    topic_prefixes: Sequence[str]
+    client_id_prefixes: Sequence[str]
+    group_prefixes: Sequence[str]
+    principals: Sequence[str]
+
+
+class TenantLike(Protocol):
+    """What ownership reads of a tenant (``monitor.core.config.TenantConfig`` is one). A Protocol, so the config
+    module can validate with ``find_overlaps`` without the two modules importing each other."""
+
+    name: str
+    whole_clusters: Sequence[str]
+    selectors: Sequence[SelectorLike]
 
 
 @dataclass(frozen=True)
@@ -20,7 +38,7 @@ class _Rule:
 
 
 class TenantIndex:
-    def __init__(self, tenants: Iterable[TenantConfig]):
+    def __init__(self, tenants: Iterable[TenantLike]):
         self._whole: dict[str, str] = {}
         self._topics: dict[str, list[_Rule]] = {}
         self._clients: dict[str, list[_Rule]] = {}
@@ -118,7 +136,7 @@ _PREFIX_KINDS = (
 )
 
 
-def find_overlaps(tenants: Iterable[TenantConfig]) -> list[Overlap]:
+def find_overlaps(tenants: Iterable[TenantLike]) -> list[Overlap]:
     """Every pair of distinct tenants whose claims intersect, sorted; empty when ownership is unambiguous.
 
     Claims intersect when, on one cluster: one tenant owns the whole cluster and the other has anything there; a

@@ -4,13 +4,14 @@ report."""
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
+
+from monitor.core.times import utc_now
+from monitor.stack.cli import add_config_args, config_from_args
+from monitor.store import open_store
 
 
 def register(sub) -> None:
-    from monitor.stack.cli import add_stack_args
-
     p = sub.add_parser("report", help="weekly per-tenant trend report (Spark) from the Parquet lake")
     p.add_argument("--week", required=True, help="ISO week, e.g. 2026-W47")
     p.add_argument("--tenant", default=None, help="only this tenant's report (default: every tenant + operator)")
@@ -19,29 +20,13 @@ def register(sub) -> None:
     p.add_argument("--no-index", action="store_true", help="write the reports to the lake but not the store index")
     p.add_argument("--no-cache", action="store_true", help="reduce every day from the raw lake rows; neither read "
                                                             "nor write the cached daily reductions (lake/reduced)")
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
-    add_stack_args(p)
+    add_config_args(p)
     p.set_defaults(func=_report)
 
 
-def open_store(config):
-    """The store with its schema up to date (Alembic when the migrations are present, else create_all)."""
-    from monitor.core.store import Store
-
-    ref = config.store.password
-    store = Store(config.store.url, password=ref.resolve().get_secret_value() if ref else None)
-    try:
-        from monitor.store.migrate import upgrade
-    except ModuleNotFoundError:
-        store.create_all()  # before the lead's migrations land on this branch
-    else:
-        upgrade(store)
-    return store
-
-
 def _report(args) -> int:
+    # PySpark is imported when a report runs, not at every start of the command line.
     from monitor.reports.job import run_report, spark_session
-    from monitor.serve import config_from_args
 
     config = config_from_args(args)
     master = args.master or config.reports.spark_master
@@ -49,12 +34,12 @@ def _report(args) -> int:
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    store = None if args.no_index else open_store(config)
+    store = None if args.no_index else open_store(config.store)
     progress(f"starting Spark ({master}) ...")
     spark = spark_session(master)
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        run = run_report(spark, config, args.week, tenant=args.tenant, now=datetime.now(timezone.utc), store=store,
+        run = run_report(spark, config, args.week, tenant=args.tenant, now=utc_now(), store=store,
                          lake=Path(config.lake.path), use_cache=not args.no_cache, progress=progress)
     finally:
         spark.stop()

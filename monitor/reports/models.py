@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Integer, String, UniqueConstraint
+from sqlalchemy import Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.core.store import Base
+from monitor.core.store import Base, UtcDateTime
 
 
 class ReportIndex(Base):
@@ -26,4 +26,4 @@ class ReportIndex(Base):
     problems: Mapped[int] = mapped_column(Integer, default=0)
     json_path: Mapped[str] = mapped_column(String(512))
     html_path: Mapped[str] = mapped_column(String(512))
-    generated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    generated_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,10 +1,18 @@
-"""``kafka-health stack up|down|status``."""
+"""``kafka-health stack up|down|status``, and the options every command uses to find its configuration.
+
+Every command that reads a configuration takes ``add_config_args`` and calls ``config_from_args``: ``--config``,
+else ``$KAFKA_HEALTH_CONFIG``, else the local stack's embedded default (its ``--dir``, ``--port-base``,
+``--kafka-version``). It lives here because the fallback is the local stack; capabilities import it instead of the
+service wiring (``monitor.serve``), which sits above them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
+from monitor.core.config import Config, load_config
 from monitor.stack import Stack
 from monitor.stack.layout import DEFAULT_PORT_BASE, StackLayout, default_stack_dir, resolve_kafka_version
 
@@ -13,6 +21,33 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=None, help="stack state directory (default ~/.kafka-health/stack)")
     p.add_argument("--kafka-version", default=None, help="4.1.1 (default) or 3.9")
     p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
+    add_stack_args(p)
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    path = args.config or os.environ.get("KAFKA_HEALTH_CONFIG")
+    if path:
+        return load_config(Path(path))
+    # No file: point at the local stack (the README's embedded default).
+    return Stack(layout_from_args(args)).config()
+
+
+def config_args(args: argparse.Namespace) -> list[str]:
+    """The arguments that make a child ``kafka-health`` command load the same config as this one."""
+    if args.config:
+        return ["--config", str(Path(args.config).resolve())]
+    if os.environ.get("KAFKA_HEALTH_CONFIG"):
+        return []  # inherited through the environment
+    out = ["--port-base", str(args.port_base)]
+    if args.dir is not None:
+        out += ["--dir", str(Path(args.dir).resolve())]
+    if args.kafka_version:
+        out += ["--kafka-version", args.kafka_version]
+    return out
 
 
 def layout_from_args(args: argparse.Namespace) -> StackLayout:

@@ -1,16 +1,12 @@
-"""``kafka-health tenants list|show|create|delete`` and ``kafka-health tokens create|list|revoke``.
+"""``kafka-health tenants list|show|create|delete``.
 
-Both work on the store named by the config (``--config``, else ``$KAFKA_HEALTH_CONFIG``, else the local stack's),
-which is first migrated and synced with the config file's tenants, exactly as ``serve`` does at start. A token is
-printed once, on stdout alone, so ``TOKEN=$(kafka-health tokens create --tenant t)`` captures just the token.
+Works on the store named by the config (``--config``, else ``$KAFKA_HEALTH_CONFIG``, else the local stack's), which
+``open_registry`` first migrates and syncs with the config file's tenants, exactly as ``serve`` does at start. The
+``tokens`` commands (``monitor.api.cli``) open it the same way.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -19,31 +15,20 @@ from pydantic import ValidationError
 from monitor.core.config import Config
 from monitor.core.errors import ConfigError, ConfigProblem, Invalid, NotFound
 from monitor.core.store import Store
+from monitor.core.times import utc_now
+from monitor.stack.cli import add_config_args, config_from_args
+from monitor.store import open_store
+from monitor.tenants import service
+from monitor.tenants.models import TenantCreate, TenantRead
 
 
-def _open(args) -> tuple[Config, Store]:
-    from monitor.serve import config_from_args
-    from monitor.store.migrate import upgrade
-    from monitor.tenants import service
-
+def open_registry(args) -> tuple[Config, Store]:
+    """The command's config and its store, migrated and synced with the config file's tenants."""
     config = config_from_args(args)
-    ref = config.store.password
-    store = Store(config.store.url, password=ref.resolve().get_secret_value() if ref is not None else None)
-    upgrade(store)
+    store = open_store(config.store)
     with store.session() as s:
-        service.sync_config(db_session=s, config=config, now=_now())
+        service.sync_config(db_session=s, config=config, now=utc_now())
     return config, store
-
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    from monitor.stack.cli import add_stack_args
-
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
-    add_stack_args(p)
 
 
 def _pairs(values: list[str], flag: str) -> list[tuple[str, str]]:
@@ -82,9 +67,6 @@ def _spec_from_args(args) -> dict:
 
 
 def _tenants_create(args) -> int:
-    from monitor.tenants import service
-    from monitor.tenants.models import TenantCreate, TenantRead
-
     try:
         tenant_in = TenantCreate.model_validate({**_spec_from_args(args), "name": args.name})
     except ValidationError as exc:
@@ -93,18 +75,16 @@ def _tenants_create(args) -> int:
             for e in exc.errors(include_url=False)
         )
         raise Invalid(problems) from None
-    config, store = _open(args)
+    config, store = open_registry(args)
     with store.session() as s:
         row = service.create(db_session=s, tenant_in=tenant_in.to_config(args.name),
-                             clusters=[c.name for c in config.clusters], now=_now())
+                             clusters=[c.name for c in config.clusters], now=utc_now())
         print(TenantRead.of(row).model_dump_json(indent=2))
     return 0
 
 
 def _tenants_list(args) -> int:
-    from monitor.tenants import service
-
-    _, store = _open(args)
+    _, store = open_registry(args)
     with store.session() as s:
         rows = service.get_page(db_session=s, after=None, limit=1_000_000)
         print(f"{'name':<32}{'source':<8}clusters")
@@ -116,8 +96,6 @@ def _tenants_list(args) -> int:
 
 
 def _existing(db_session, name: str):
-    from monitor.tenants import service
-
     row = service.get(db_session=db_session, name=name)
     if row is None:
         raise NotFound(f"no tenant named {name!r}")
@@ -125,63 +103,17 @@ def _existing(db_session, name: str):
 
 
 def _tenants_show(args) -> int:
-    from monitor.tenants.models import TenantRead
-
-    _, store = _open(args)
+    _, store = open_registry(args)
     with store.session() as s:
         print(TenantRead.of(_existing(s, args.name)).model_dump_json(indent=2))
     return 0
 
 
 def _tenants_delete(args) -> int:
-    from monitor.tenants import service
-
-    _, store = _open(args)
+    _, store = open_registry(args)
     with store.session() as s:
         service.delete(db_session=s, tenant=_existing(s, args.name))
     print(f"deleted tenant {args.name} and its tokens")
-    return 0
-
-
-def _tokens_create(args) -> int:
-    from monitor.api import tokens
-
-    _, store = _open(args)
-    kind = tokens.TokenKind.OPERATOR if args.operator else tokens.TokenKind.TENANT
-    with store.session() as s:
-        row, token = tokens.create(db_session=s, kind=kind, tenant=args.tenant, name=args.name or "", now=_now())
-    who = "operator" if args.operator else f"tenant {args.tenant}"
-    print(f"created {who} token {row.id}; it is shown once, store it now:", file=sys.stderr)
-    print(token)
-    return 0
-
-
-def _tokens_list(args) -> int:
-    from monitor.api import tokens
-
-    _, store = _open(args)
-    with store.session() as s:
-        rows = tokens.get_all(db_session=s, tenant=args.tenant)
-        if args.json:
-            print(json.dumps([tokens.TokenRead.of(r).model_dump(mode="json") for r in rows], indent=2))
-            return 0
-        print(f"{'id':<14}{'kind':<10}{'tenant':<24}{'name':<24}{'created':<22}revoked")
-        for r in rows:
-            print(f"{r.id:<14}{r.kind:<10}{r.tenant or '-':<24}{r.name or '-':<24}"
-                  f"{r.created_at:%Y-%m-%d %H:%M:%S}   {r.revoked_at or '-'}")
-    return 0
-
-
-def _tokens_revoke(args) -> int:
-    from monitor.api import tokens
-
-    _, store = _open(args)
-    with store.session() as s:
-        row = tokens.get(db_session=s, token_id=args.id)
-        if row is None:
-            raise NotFound(f"no token with id {args.id!r}")
-        tokens.revoke(db_session=s, token=row, now=_now())
-    print(f"revoked token {args.id}")
     return 0
 
 
@@ -189,11 +121,11 @@ def register(sub) -> None:
     t = sub.add_parser("tenants", help="list, show, create and delete tenants")
     tsub = t.add_subparsers(dest="tenants_command", required=True)
     p = tsub.add_parser("list", help="every tenant, with its source (config or api) and clusters")
-    _common(p)
+    add_config_args(p)
     p.set_defaults(func=_tenants_list)
     p = tsub.add_parser("show", help="one tenant's definition as JSON")
     p.add_argument("name")
-    _common(p)
+    add_config_args(p)
     p.set_defaults(func=_tenants_show)
     p = tsub.add_parser("create", help="create a tenant (selectors as flags, or --file with config-file keys)")
     p.add_argument("name")
@@ -204,28 +136,9 @@ def register(sub) -> None:
     p.add_argument("--principal", action="append", metavar="CLUSTER:PRINCIPAL")
     p.add_argument("--client-id-prefix", action="append", metavar="CLUSTER:PREFIX")
     p.add_argument("--group-prefix", action="append", metavar="CLUSTER:PREFIX")
-    _common(p)
+    add_config_args(p)
     p.set_defaults(func=_tenants_create)
     p = tsub.add_parser("delete", help="delete a tenant created through the API or CLI, and its tokens")
     p.add_argument("name")
-    _common(p)
+    add_config_args(p)
     p.set_defaults(func=_tenants_delete)
-
-    k = sub.add_parser("tokens", help="create, list and revoke API tokens")
-    ksub = k.add_subparsers(dest="tokens_command", required=True)
-    p = ksub.add_parser("create", help="create a token and print it once")
-    who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("--operator", action="store_true", help="sees and manages everything")
-    who.add_argument("--tenant", help="sees only this tenant")
-    p.add_argument("--name", help="what the token is for (shown in listings)")
-    _common(p)
-    p.set_defaults(func=_tokens_create)
-    p = ksub.add_parser("list", help="tokens (never their secrets)")
-    p.add_argument("--tenant", default=None, help="only this tenant's tokens")
-    p.add_argument("--json", action="store_true")
-    _common(p)
-    p.set_defaults(func=_tokens_list)
-    p = ksub.add_parser("revoke", help="revoke a token by id; it stops working at once")
-    p.add_argument("id")
-    _common(p)
-    p.set_defaults(func=_tokens_revoke)

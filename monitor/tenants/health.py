@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from enum import Enum
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import BaseModel, Field
+
+from monitor.core.api.schema import UtcDatetime
+from monitor.core.times import as_utc
 
 
 class HealthStatus(str, Enum):
@@ -92,15 +95,6 @@ class Assessment(BaseModel):
     score: int = Field(ge=0, le=100)
     as_of: UtcDatetime
     components: list[Component]
-
-
-def as_utc(dt: datetime) -> datetime:
-    """SQLite hands back naive datetimes for timezone-aware columns; every time we store is UTC."""
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt
-
-
-# A datetime that always leaves the API with its UTC offset (RFC 3339), whatever the database returned.
-UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
 
 
 def component_of(alert: AlertLike) -> tuple[ComponentKind, str, str]:

@@ -12,12 +12,12 @@ from datetime import datetime
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import JSON, DateTime, Integer, String
+from sqlalchemy import JSON, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.core.config import NAME_RE, TenantConfig, TenantContract, TenantDefinition, TenantReceivers, TenantSelector
-from monitor.core.store import Base
-from monitor.tenants.health import UtcDatetime
+from monitor.core.store import Base, UtcDateTime
+from monitor.core.api.schema import UtcDatetime
 
 
 class TenantSource(str, Enum):
@@ -32,8 +32,8 @@ class Tenant(Base):
     display_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
     source: Mapped[str] = mapped_column(String(16))  # TenantSource value
     spec: Mapped[dict] = mapped_column(JSON)  # TenantConfig fields except name and display_name
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
     def to_config(self) -> TenantConfig:
         """The tenant as the one schema the matcher, the alert engine and the reports understand."""
@@ -44,7 +44,7 @@ class RegistryVersion(Base):
     """One row (``id`` 1): a counter bumped in the same transaction as every change that can take access away or
     change what a tenant owns (tenant created, replaced, deleted or synced; token revoked).
 
-    Servers remember tokens and tenant answers while it stands still (``monitor.api.watch``); a new value makes them
+    Servers remember tokens and tenant answers while it stands still (``monitor.health.watch``); a new value makes them
     forget. Writers must bump it with ``monitor.tenants.service.bump_version``, never set it.
     """
 

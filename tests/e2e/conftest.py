@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry
 
 from alerts.service import AlertService
 from monitor.core.store import Store
+from monitor.schema import create_all
 
 
 @pytest.fixture
@@ -17,6 +18,6 @@ def engine(watched):
 
     store = Store(watched.store.url)
     Base.metadata.drop_all(store.engine)
-    store.create_all()
+    create_all(store)
     yield AlertService(watched, store=store, registry=CollectorRegistry())
     store.dispose()

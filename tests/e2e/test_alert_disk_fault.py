@@ -26,6 +26,7 @@ from monitor.stack.faults import delete_group, small_log_dir
 from monitor.core.store import Store
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
+from monitor.schema import create_all
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 SIZE_MIB = 128
@@ -77,7 +78,7 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
                                        "rules": RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))})
     store = Store(config.store.url)
-    store.create_all()
+    create_all(store)
     svc = AlertService(config, store=store, registry=CollectorRegistry())
     stop = threading.Event()
     producer_thread = None

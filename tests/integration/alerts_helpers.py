@@ -89,11 +89,9 @@ class ScriptedSource:
 
 
 def run_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
-    """``kafka-health <argv>`` in-process through ``monitor.cli.main`` (its real error handling), with the command
-    modules limited to the ones these tests exercise so other packages' commands are not imported."""
+    """``kafka-health <argv>`` in-process through ``monitor.cli.main`` (its real error handling)."""
     import monitor.cli
 
-    monkeypatch.setattr(monitor.cli, "COMMAND_MODULES", ["monitor.serve", "alerts.cli"])
     capsys.readouterr()
     rc = monitor.cli.main(list(argv))
     out = capsys.readouterr()

@@ -12,6 +12,7 @@ from alerts.service import AlertService
 from monitor.core.config import RuleOverride, RulesSettings, TenantConfig, TenantSelector
 from monitor.core.store import Store
 from tests.conftest import wait_until
+from monitor.schema import create_all
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_stack]
 
@@ -48,7 +49,7 @@ rules:
     config = config.model_copy(update={"rules": RulesSettings(
         files=(str(probe),), overrides={"KafkaHealthRuleNoData": RuleOverride(for_seconds=0)})})
     store = Store(config.store.url)
-    store.create_all()
+    create_all(store)
     registry = CollectorRegistry()
     svc = AlertService(config, store=store, registry=registry)
     result = svc.run_once(now - timedelta(seconds=10))

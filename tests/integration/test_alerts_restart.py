@@ -19,6 +19,8 @@ from monitor.core.store import Store
 from monitor.stack import Stack, StackLayout
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import ScriptedSource, WebhookReceiver, run_cli
+from monitor.schema import create_all
+from monitor.core.times import as_utc
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
@@ -43,7 +45,7 @@ def store(store_url):
     s = Store(store_url)
     from monitor.core.store import Base
     Base.metadata.drop_all(s.engine)
-    s.create_all()
+    create_all(s)
     yield s
     s.dispose()
 
@@ -92,7 +94,7 @@ def test_restart_mid_incident_neither_repages_nor_loses_the_resolve(tmp_path, st
         row = s.scalars(select(AlertInstance).where(AlertInstance.rule == "KafkaBrokerUnreachable")).one()
         assert (row.state, row.tenant, row.broker, row.notified_state) == ("resolved", "shop", "2", "resolved")
         hb = s.get(EngineHeartbeat, "local")
-        assert hb.data_ok and repo._utc(hb.evaluated_at) == T0 + timedelta(seconds=90)
+        assert hb.data_ok and as_utc(hb.evaluated_at) == T0 + timedelta(seconds=90)
     doc = next(d for d in hook.received if d["alerts"][0]["labels"]["alertname"] == "KafkaBrokerUnreachable")
     assert doc["version"] == "4" and doc["alerts"][0]["annotations"]["summary"].startswith("Broker 2")
 
@@ -108,7 +110,7 @@ def test_webhook_down_then_up_loses_nothing_and_dead_letters_replay(tmp_path, st
     with store.session() as s:
         [row] = [r for r in s.scalars(select(OutboxEntry)) if r.kind == "firing"
                  and r.payload["labels"]["alertname"] == "KafkaBrokerUnreachable"]
-        assert row.attempts == 1 and repo._utc(row.next_attempt_at) == T0 + timedelta(seconds=40)
+        assert row.attempts == 1 and as_utc(row.next_attempt_at) == T0 + timedelta(seconds=40)
         assert "unreachable" in row.last_error and hook.url not in row.last_error
     svc.deliver(T0 + timedelta(seconds=35))  # not due yet: no attempt
     with store.session() as s:
@@ -169,7 +171,7 @@ def test_cli_silences_and_outbox_replay(tmp_path, monkeypatch, capsys):
     db = tmp_path / "cli.db"
     cfg = tmp_path / "kh.yaml"
     cfg.write_text(f"store: {{url: 'sqlite:///{db}'}}\n")
-    Store(f"sqlite:///{db}").create_all()
+    create_all(Store(f"sqlite:///{db}"))
 
     def cli(*args):
         return run_cli(monkeypatch, capsys, *args, "--config", str(cfg))

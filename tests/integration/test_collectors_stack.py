@@ -22,6 +22,7 @@ from collectors.types import TargetStatus
 from monitor.core.config import JmxSettings, TenantConfig, TenantSelector
 from monitor.core.tenancy import TenantIndex
 from tests.conftest import wait_until
+from monitor.schema import create_all
 
 pytestmark = pytest.mark.integration
 
@@ -190,7 +191,7 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
 
         wait_until(scraped, timeout=30, what="Prometheus to scrape the partial collector")
         store = Store(cfg.store.url)
-        store.create_all()
+        create_all(store)
         try:
             result = AlertService(cfg, store=store, registry=CollectorRegistry()).run_once()
         finally:

@@ -25,6 +25,7 @@ from monitor.reports.job import run_report
 from monitor.reports.models import ReportIndex
 from monitor.reports.views import router
 from monitor.core.store import Store
+from monitor.schema import create_all
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)
@@ -35,7 +36,7 @@ def known(tmp_path_factory, spark):
     lake = tmp_path_factory.mktemp("lake")
     config = known_answer_lake(lake)
     store = Store(f"sqlite:///{lake / 'store.db'}")
-    store.create_all()
+    create_all(store)
     messages: list[str] = []
     run = run_report(spark, config, KNOWN_WEEK, now=NOW, store=store, progress=messages.append)
     yield {"lake": lake, "config": config, "store": store, "run": run, "progress": messages}

@@ -11,6 +11,7 @@ from alembic.runtime.migration import MigrationContext
 import sqlalchemy as sa
 from sqlalchemy import inspect, text
 
+from monitor import schema
 from monitor.store import migrate
 from monitor.core.store import Store
 from tests.api_fixtures import store_url  # noqa: F401
@@ -38,7 +39,7 @@ def test_upgrade_empty_database_to_head_and_models_match(empty):
     assert {"tenants", "api_tokens", "alert_instances", "engine_heartbeats"} <= _tables(empty)
     with empty.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}),
-                                migrate.models_metadata())
+                                schema.metadata())
     assert diff == [], f"models and migrations differ; autogenerate a revision: {diff}"
     migrate.upgrade(empty)  # idempotent
     assert migrate.current(empty) == migrate.head()

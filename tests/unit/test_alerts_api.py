@@ -13,6 +13,7 @@ from alerts.views import router
 from monitor.api.errors import install_error_handlers
 from monitor.core.api.principal import Principal, PrincipalKind
 from monitor.core.store import Store
+from monitor.schema import create_all
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
@@ -21,7 +22,7 @@ NOW = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
 @pytest.fixture
 def client(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'api.db'}")
-    store.create_all()
+    create_all(store)
     app = FastAPI()
     app.state.store = store
     app.state.clock = lambda: NOW

@@ -15,6 +15,7 @@ from alerts.models import AlertState, Severity
 from monitor.core.prom import Sample
 from alerts.types import Instance
 from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelector
+from monitor.schema import create_all
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
@@ -109,7 +110,7 @@ def test_the_alert_service_exports_its_instances_after_each_evaluation(tmp_path)
     from monitor.core.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 'alerts.db'}")
-    store.create_all()
+    create_all(store)
     registry = CollectorRegistry()
     service = AlertService(CONFIG, store=store, registry=registry, source=_Source(), clock=lambda: T0)
     result = service.evaluate(T0)

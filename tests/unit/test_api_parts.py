@@ -12,6 +12,7 @@ from monitor.core.api.pagination import Paging, decode_cursor, encode_cursor, pa
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.tokens import _TOKEN_RE
 from monitor.core.errors import Invalid
+from monitor.schema import create_all
 
 pytestmark = pytest.mark.unit
 
@@ -71,7 +72,7 @@ def test_token_format_is_what_create_emits():
     from monitor.core.store import Store
 
     store = Store("sqlite://")
-    store.create_all()
+    create_all(store)
     with store.session() as s:
         row, token = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="",
                                    now=datetime.now(timezone.utc))
@@ -92,13 +93,13 @@ class _Watch:
 
 
 def _marks(registry: int, *beats):
-    from monitor.api.watch import Marks
+    from monitor.health.watch import Marks
 
     return Marks(registry=registry, heartbeats=tuple(beats), read_at=0.0)
 
 
 def _beat(at: datetime):
-    from monitor.api.watch import Beat
+    from monitor.health.watch import Beat
 
     return Beat(cluster="c1", evaluated_at=at, data_ok=True, detail="")
 
@@ -151,7 +152,7 @@ def test_auth_remembers_a_principal_only_while_the_registry_version_stands_still
 
 
 def test_answer_memo_serves_only_under_the_marks_and_before_until():
-    from monitor.api.watch import AnswerMemo
+    from monitor.health.watch import AnswerMemo
 
     t0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
     b1, b2 = _beat(t0), _beat(t0 + timedelta(seconds=15))
@@ -193,7 +194,7 @@ def openapi() -> dict:
     from tests.api_fixtures import build_api, make_config
 
     store = Store("sqlite://")
-    store.create_all()
+    create_all(store)
     try:
         return build_api(make_config(), store).openapi()
     finally:

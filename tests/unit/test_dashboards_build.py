@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
 
 
 def test_command_is_wired_into_kafka_health():
-    assert "dashboards.cli" in COMMAND_MODULES
+    assert cli in COMMAND_MODULES
 
 
 def test_check_detects_stale_missing_and_leftover_files_and_build_fixes_them(tmp_path, capsys):

@@ -7,7 +7,7 @@ for a request that needs the loop to give it back.
 
 ``DbSession`` commits when the endpoint function returns and *before* the response is sent
 (``scope="function"``), so a client never sees success for a write that then failed to commit. After a write commits,
-the server re-reads the store's change marks (``monitor.api.watch``) in the same hop, so what it remembered of
+the server re-reads the store's change marks (``monitor.health.watch``) in the same hop, so what it remembered of
 tenants and tokens is forgotten before the client hears of the change: a deleted tenant's token is refused from the
 very next request.
 """

@@ -8,14 +8,18 @@ Response models describe the dicts the services already build; they must not cha
   ``date-time``. A ``datetime`` field would re-serialize it as ``Z``.
 - ``OpenModel``: a document whose producer may add keys (a new finding figure, a report section): they pass through
   instead of being dropped or refused by the response model.
+- ``UtcDatetime``: a ``datetime`` that always leaves the API with its UTC offset (RFC 3339), whatever the database
+  returned.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from monitor.core.times import as_utc
 
 Number = int | float
 IsoTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
@@ -25,7 +29,4 @@ class OpenModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def iso_utc(dt: datetime) -> str:
-    """RFC 3339 with offset: SQLite hands back naive datetimes for timezone-aware columns, and every stored time is
-    UTC."""
-    return (dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)).isoformat()
+UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]

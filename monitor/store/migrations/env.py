@@ -5,9 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import text
 
-from monitor.store.migrate import models_metadata
-
-target_metadata = models_metadata()
+# The models, handed over only to autogenerate (``monitor.schema``); upgrades run the revision files alone.
+target_metadata = context.config.attributes.get("metadata")
 
 
 def run_migrations_online() -> None:

@@ -1,6 +1,6 @@
 """What the API may remember, and until when: the store's change marks, re-read a few times a second.
 
-A server remembers authenticated tokens (``monitor.api.auth``) and tenant health answers (``monitor.tenants.views``)
+A server remembers authenticated tokens (``monitor.api.auth``) and tenant health answers (``monitor.health.views``)
 so that a client polling health costs no database work. Everything remembered is tagged with the ``Marks`` that
 were current *before* it was read from the store, and is used only while the latest marks are the same:
 

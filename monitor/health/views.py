@@ -1,0 +1,205 @@
+"""Health answers: a tenant's or a cluster's health, its brokers' status and a tenant's alert instances. Each reads
+the alert engine's instances and heartbeats and judges them with the pure ``monitor.tenants.health.assess``.
+
+Tenant health, the endpoint clients poll, is an ``async`` endpoint answered from ``AnswerMemo`` while the store's
+change marks stand still (``monitor.health.watch``): no thread hop, no query. A miss makes one hop that reads the
+tenant, the heartbeats and then the firing instances, and remembers the serialized answer.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated
+
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, Field
+from sqlalchemy import bindparam, select
+from sqlalchemy.orm import Session
+
+from alerts.models import AlertInstance, AlertState, EngineHeartbeat
+from alerts.repo import firing_reasons, tenant_alerts_filter
+from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
+from monitor.core.api.pagination import Page, PagingParams, page_in_memory, page_of
+from monitor.core.api.schema import UtcDatetime
+from monitor.core.config import Config, TenantConfig
+from monitor.core.errors import NotFound
+from monitor.core.store import Store
+from monitor.health.watch import AnswerMemo, Marks, read_heartbeats
+from monitor.tenants import service
+from monitor.tenants.health import Component, HealthStatus, assess, data_gap, steady_until
+from monitor.tenants.scope import TENANT_NOT_FOUND, ClusterName, TenantName, cluster_scope, tenant_row
+
+router = APIRouter(prefix="/api/v1", tags=["tenants"])
+clusters_router = APIRouter(prefix="/api/v1", tags=["clusters"])
+
+
+def _stale_after(config: Config) -> timedelta:
+    # Three missed evaluation cycles: one late cycle is jitter, three mean the engine is not evaluating.
+    return timedelta(seconds=3 * config.rules.evaluation_interval_seconds)
+
+
+def _heartbeats(db_session: Session, clusters: set[str]) -> dict[str, EngineHeartbeat]:
+    if not clusters:
+        return {}
+    rows = db_session.scalars(select(EngineHeartbeat).where(EngineHeartbeat.cluster.in_(sorted(clusters))))
+    return {r.cluster: r for r in rows}
+
+
+class TenantHealth(BaseModel):
+    tenant: str
+    status: HealthStatus
+    score: int = Field(ge=0, le=100)
+    as_of: UtcDatetime
+    components: list[Component]
+
+
+@router.get("/tenants/{tenant}/health", response_model=TenantHealth,
+            summary="Is this tenant's Kafka healthy, and if not, why (with evidence)")
+async def tenant_health(name: TenantName, request: Request, config: AppConfig, now: Now) -> Response:
+    state = request.app.state
+    marks = state.store_watch.current()  # before anything is read: see AnswerMemo.put
+    body = state.health_memo.get(name, marks, now)
+    if body is None:
+        body = await anyio.to_thread.run_sync(_tenant_health_json, state.store, state.health_memo, name, marks,
+                                              config, now, limiter=_miss_limiter(state))
+    return Response(body, media_type="application/json")
+
+
+def _miss_limiter(state) -> anyio.CapacityLimiter:
+    # After a new evaluation every tenant misses at once; 32 threads computing together spent more CPU passing the
+    # GIL around than computing. A few at a time, the rest wait their turn (created here: it needs the event loop).
+    limiter = getattr(state, "health_miss_limiter", None)
+    if limiter is None:
+        limiter = state.health_miss_limiter = anyio.CapacityLimiter(4)
+    return limiter
+
+
+def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config,
+                        now) -> bytes:
+    with store.session() as s:
+        cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
+        if cfg is None:
+            raise NotFound(TENANT_NOT_FOUND)
+        # Heartbeats before instances: the answer is at least as new as the heartbeats it is remembered under.
+        beats = read_heartbeats(s)
+        firing = firing_reasons(s, *tenant_alerts_filter(cfg))
+    clusters = service.clusters_of(cfg)
+    by_cluster = {b.cluster: b for b in beats}
+    stale_after = _stale_after(config)
+    result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
+    body = TenantHealth(tenant=cfg.name, status=result.status, score=result.score, as_of=result.as_of,
+                        components=result.components).model_dump_json().encode()
+    if marks is not None:
+        memo.put(name, registry=marks.registry, heartbeats=beats, body=body,
+                 until=steady_until(clusters=clusters, heartbeats=by_cluster, now=now, stale_after=stale_after))
+    return body
+
+
+class AlertRead(BaseModel):
+    fingerprint: str
+    rule: str
+    state: AlertState
+    severity: str
+    cluster: str | None
+    broker: str | None
+    tenant: str | None
+    labels: dict
+    annotations: dict
+    evidence: dict
+    value: float | None
+    active_at: UtcDatetime | None
+    fired_at: UtcDatetime | None
+    resolved_at: UtcDatetime | None
+
+    @classmethod
+    def of(cls, row: AlertInstance) -> "AlertRead":
+        return cls.model_validate(row, from_attributes=True)
+
+
+@router.get("/tenants/{tenant}/alerts", response_model=Page[AlertRead], summary="This tenant's alert instances")
+def tenant_alerts(
+    name: TenantName,
+    db_session: DbSession,
+    paging: PagingParams,
+    state: Annotated[AlertState | None, Query(description="only instances in this state")] = None,
+) -> Page[AlertRead]:
+    tenant = tenant_row(db_session, name)
+    cond, params = tenant_alerts_filter(tenant.to_config())
+    q = select(AlertInstance).where(cond)
+    q = q.where(AlertInstance.state == state.value) if state else q.where(
+        AlertInstance.state != AlertState.INACTIVE.value)
+    if paging.after is not None:
+        q = q.where(AlertInstance.fingerprint > paging.after)
+    rows = list(db_session.scalars(q.order_by(AlertInstance.fingerprint).limit(paging.limit + 1), params))
+    return page_of(rows, paging, key=lambda r: r.fingerprint, convert=AlertRead.of)
+
+
+class ClusterHealth(BaseModel):
+    cluster: str
+    status: HealthStatus
+    score: int = Field(ge=0, le=100)
+    as_of: UtcDatetime
+    components: list[Component]
+
+
+def _cluster_firing(db_session: Session, cluster: str, own: TenantConfig | None) -> list:
+    if own is None:
+        return firing_reasons(db_session, AlertInstance.cluster == bindparam("cluster"), {"cluster": cluster})
+    return firing_reasons(db_session, *tenant_alerts_filter(own, {cluster}))
+
+
+@clusters_router.get("/clusters/{cluster}/health", response_model=ClusterHealth,
+                     summary="A cluster's health (for a tenant token: its slice of the cluster)")
+def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
+                   now: Now) -> ClusterHealth:
+    own = cluster_scope(db_session, principal, cluster)
+    result = assess(
+        clusters={cluster},
+        firing=_clusterfiring_reasons(db_session, cluster, own),
+        heartbeats=_heartbeats(db_session, {cluster}),
+        now=now,
+        stale_after=_stale_after(config),
+    )
+    return ClusterHealth(cluster=cluster, status=result.status, score=result.score, as_of=result.as_of,
+                         components=result.components)
+
+
+class BrokerRead(BaseModel):
+    id: int
+    host: str
+    status: HealthStatus
+    alerts: list[str]  # names of firing alerts on this broker (for a tenant: those attributed to it)
+
+
+@clusters_router.get("/clusters/{cluster}/brokers", response_model=Page[BrokerRead],
+                     summary="The cluster's brokers from the config, with their latest known status")
+def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
+                    now: Now, paging: PagingParams) -> Page[BrokerRead]:
+    own = cluster_scope(db_session, principal, cluster)
+    gap = data_gap(cluster, _heartbeats(db_session, {cluster}).get(cluster), now=now,
+                   stale_after=_stale_after(config))
+    by_broker: dict[str, list] = {}
+    for a in _clusterfiring_reasons(db_session, cluster, own):
+        broker = a.broker or (a.labels or {}).get("broker")
+        if broker not in (None, ""):
+            by_broker.setdefault(str(broker), []).append(a)
+
+    def status_of(alerts: list) -> HealthStatus:
+        if any(a.severity == "critical" for a in alerts):
+            return HealthStatus.CRITICAL
+        if gap is not None:
+            return HealthStatus.UNKNOWN
+        return HealthStatus.DEGRADED if alerts else HealthStatus.OK
+
+    def convert(b) -> BrokerRead:
+        alerts = by_broker.get(str(b.id), [])
+        return BrokerRead(id=b.id, host=b.host, status=status_of(alerts), alerts=sorted({a.rule for a in alerts}))
+
+    # Sort key zero-padded so the cursor order matches numeric order.
+    return page_in_memory(config.cluster(cluster).brokers, paging, key=lambda b: f"{b.id:010d}", convert=convert)
+
+
+def routers() -> list[APIRouter]:
+    return [router, clusters_router]

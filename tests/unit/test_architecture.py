@@ -1,0 +1,182 @@
+"""The import graph shows the architecture: ``monitor.core`` at the bottom, capabilities above it, adapters and
+wiring on top, and no cycle between packages.
+
+Nodes are ``alerts``, ``collectors``, ``dashboards`` and each direct child of ``monitor`` (``monitor.core``,
+``monitor.api``, ``monitor.serve``...). Every import counts: module level, inside functions, under
+``TYPE_CHECKING``, and ``importlib.import_module("...")`` with a literal name, because an import that dodges a
+cycle is still a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("alerts", "collectors", "dashboards", "monitor")
+BASE = "monitor.core"
+
+pytestmark = pytest.mark.unit
+
+
+def node_of(module: str) -> str | None:
+    """The graph node a dotted module name belongs to; None for the ``monitor`` package itself and third parties."""
+    parts = module.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    if parts[0] == "monitor":
+        return f"monitor.{parts[1]}" if len(parts) > 1 else None
+    return parts[0]
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[str, int]]:
+    """Every module name an AST imports, with its line: ``from a import b`` yields ``a.b`` as well as ``a`` (b may
+    be a module), relative imports resolved against ``module``."""
+    out: list[tuple[str, int]] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out += [(a.name, n.lineno) for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            base = n.module or ""
+            if n.level:
+                anchor = module.split(".")
+                anchor = anchor[:len(anchor) - n.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            out.append((base, n.lineno))
+            out += [(f"{base}.{a.name}", n.lineno) for a in n.names]
+        elif (isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
+              and getattr(n.func, "attr", getattr(n.func, "id", None)) == "import_module"
+              and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            out.append((n.args[0].value, n.lineno))
+    return out
+
+
+def import_graph() -> dict[str, dict[str, list[str]]]:
+    """node -> imported node -> ["file:line", ...], over every .py of the project's packages."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = _module_name(path)
+            source = node_of(module)
+            if source is None:
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            for name, line in _imported(tree, module, path.name == "__init__.py"):
+                target = node_of(name)
+                if target and target != source:
+                    graph.setdefault(source, {}).setdefault(target, []).append(
+                        f"{path.relative_to(ROOT)}:{line}")
+    return graph
+
+
+def find_cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """One cycle per strongly connected component with more than one node (Tarjan), as a closed path."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                components.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_path_within(graph, comp) for comp in components]
+
+
+def _path_within(graph: dict[str, dict[str, list[str]]], comp: list[str]) -> list[str]:
+    """A closed path through the component from its first node (breadth-first back to the start)."""
+    start, members = comp[0], set(comp)
+    parents: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in graph.get(v, {}):
+                if w == start:
+                    path = [start]
+                    while v != start:
+                        path.insert(1, v)
+                        v = parents[v]
+                    return [*path, start]
+                if w in members and w not in parents:
+                    parents[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return comp
+
+
+def _explain(graph, path: list[str]) -> str:
+    return " -> ".join(path) + "\n" + "\n".join(
+        f"  {a} -> {b}: {', '.join(graph[a][b][:3])}" for a, b in zip(path, path[1:]))
+
+
+def test_no_cycle_between_packages():
+    graph = import_graph()
+    cycles = find_cycles(graph)
+    assert not cycles, "import cycles between packages:\n" + "\n".join(_explain(graph, c) for c in cycles)
+
+
+def test_core_imports_no_other_package():
+    graph = import_graph()
+    assert BASE in {n for targets in graph.values() for n in targets}, "nothing imports monitor.core: wrong root?"
+    assert graph.get(BASE, {}) == {}, f"{BASE} must import nothing else of the project: {graph[BASE]}"
+
+
+def test_pure_alert_types_do_not_pull_in_the_orm():
+    """The state machine and its types are pure: importing them must not import SQLAlchemy (alerts.models)."""
+    for module in ("alerts/types.py", "alerts/state.py", "alerts/mute.py"):
+        names = {n for n, _ in _imported(ast.parse((ROOT / module).read_text()), module, False)}
+        assert not any(n == "sqlalchemy" or n.startswith(("sqlalchemy.", "alerts.models")) for n in names), module
+
+
+# The checker itself, on small graphs: it must find what it exists to find.
+
+@pytest.mark.parametrize("n, graph, expected", [
+    (1, {"a": {"b": []}, "b": {"c": []}}, []),
+    (2, {"a": {"b": []}, "b": {"a": []}}, [["a", "b", "a"]]),
+    (3, {"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}, [["a", "b", "c", "a"]]),
+    (4, {"a": {"b": []}, "b": {"a": []}, "c": {"d": []}, "d": {"c": []}}, [["a", "b", "a"], ["c", "d", "c"]]),
+])
+def test_find_cycles_table(n, graph, expected):
+    assert sorted(find_cycles(graph)) == expected, n
+
+
+def test_imports_are_all_counted():
+    src = ("import alerts.engine\n"
+           "from monitor.core import config\n"
+           "from monitor import schema\n"
+           "def f():\n    from monitor.api import app\n"
+           "if TYPE_CHECKING:\n    from monitor.tenants.views import x\n"
+           "importlib.import_module('monitor.reports.cli')\n"
+           "from . import sibling\n")
+    found = {node_of(n) for n, _ in _imported(ast.parse(src), "monitor.advisor.views", False)} - {None}
+    assert found == {"alerts", "monitor.core", "monitor.schema", "monitor.api", "monitor.tenants",
+                     "monitor.reports", "monitor.advisor"}
