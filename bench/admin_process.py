@@ -54,7 +54,8 @@ def main() -> int:
     ap.add_argument("--down", action="store_true", help="stop the stack at the end")
     args = ap.parse_args()
 
-    from collectors.admin import AdminCollector, KafkaAdmin
+    from collectors.admin import AdminCollector
+    from collectors.admin_client import KafkaAdmin
     from collectors.admin_process import IsolatedAdmin
     from collectors.catalog import TenantLookup
 
@@ -68,10 +69,11 @@ def main() -> int:
         starts = []
         for _ in range(5):
             t0 = time.perf_counter()
-            IsolatedAdmin(settings, timeout=timeout).close()
+            IsolatedAdmin(settings, timeout=timeout, client=KafkaAdmin).close()
             starts.append(time.perf_counter() - t0)
 
-        local, isolated = KafkaAdmin(settings, timeout=timeout), IsolatedAdmin(settings, timeout=timeout)
+        local = KafkaAdmin(settings, timeout=timeout)
+        isolated = IsolatedAdmin(settings, timeout=timeout, client=KafkaAdmin)
         calls = {
             "metadata": lambda a: a.cluster(timeout=timeout),
             "groups (list + describe)": lambda a: a.groups(timeout=timeout),

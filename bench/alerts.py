@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from alerts.detectors import builtin_detectors  # noqa: E402
 from alerts.engine import Engine  # noqa: E402
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M  # noqa: E402
-from monitor.core.prom import Sample, Series  # noqa: E402
+from monitor.core.prom import InstantSample, Series  # noqa: E402
 from alerts.rules import builtin_variant, load_rules  # noqa: E402
 from monitor.core.config import parse_config  # noqa: E402
 
@@ -83,22 +83,22 @@ class SyntheticSource:
     def query(self, expr, at):
         self.queries += 1
         if expr.startswith("count by (__name__, cluster)"):
-            return [Sample({"__name__": m, "cluster": "big"}, 100) for m in M.values()]
+            return [InstantSample({"__name__": m, "cluster": "big"}, 100) for m in M.values()]
         if "vector(1)" in expr:
-            return [Sample({}, 1.0)]
+            return [InstantSample({}, 1.0)]
         if M["topic_size"] in expr and "last_over_time" in expr:
-            return [Sample({"cluster": "big", "broker": b, "topic": t}, 1)
+            return [InstantSample({"cluster": "big", "broker": b, "topic": t}, 1)
                     for i, t in enumerate(self.topics) for b in self.brokers[i % 7::7][:3]]
         if M["topic_size"] in expr:
-            return [Sample({"cluster": "big", "topic": t}, 1e9) for t in self.topics]
+            return [InstantSample({"cluster": "big", "topic": t}, 1e9) for t in self.topics]
         if M["group_lag_seconds"] in expr:
-            return [Sample({"cluster": "big", "group": g, "topic": self.topics[i % len(self.topics)]}, 30.0)
+            return [InstantSample({"cluster": "big", "group": g, "topic": self.topics[i % len(self.topics)]}, 30.0)
                     for i, g in enumerate(self.groups)]
         if 'broker="' in expr:  # per-broker client detail
-            return [Sample({"user": f"u{i}", "client_id": f"t{i % 20}-client{i}"}, self.rng.random())
+            return [InstantSample({"user": f"u{i}", "client_id": f"t{i % 20}-client{i}"}, self.rng.random())
                     for i in range(20)]
         if M["client_connections"] in expr:
-            return [Sample({"cluster": "big", "broker": b, "client_software_name": "apache-kafka-java",
+            return [InstantSample({"cluster": "big", "broker": b, "client_software_name": "apache-kafka-java",
                             "client_software_version": "2.4.0" if int(b) % 50 == 0 else "3.7.0"}, 5)
                     for b in self.brokers]
         out = []
@@ -107,7 +107,7 @@ class SyntheticSource:
             # threshold rules return only violating series, as Prometheus does
             if (" > " in expr and v <= 0) or (" < " in expr and v >= 0.5) or (" == 0" in expr and v != 0):
                 continue
-            out.append(Sample({"cluster": "big", "broker": b}, v))
+            out.append(InstantSample({"cluster": "big", "broker": b}, v))
         return out
 
     def query_range(self, expr, start, end, step):
@@ -329,7 +329,7 @@ class Bench:
     def service(self, name: str):
         from prometheus_client import CollectorRegistry
 
-        from alerts.service import AlertService
+        from alerts.component import AlertService
         from monitor.core.store import Store
         from monitor.store.migrate import upgrade
 

@@ -12,7 +12,7 @@ Traps handled here (DESIGN.md "known traps"):
 - RequestHandlerAvgIdlePercent: exported from the meter's ``Count`` (idle nanoseconds / threads), and the ratio is
   the rate of that counter between two collections (``derive_rates``), never ``MeanRate`` (average since start).
 - RequestsPerSec / ErrorsPerSec have one MBean per API version / error code: summed per request.
-- Quota sensor averages are NaN when a client is idle: exported as 0 (nothing throttled), see ``Rule.nan``.
+- Quota sensor averages are NaN when a client is idle: exported as 0 (nothing throttled), see ``MBeanRule.nan``.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class _Pattern:
 
 
 @dataclass(frozen=True)
-class Rule:
+class MBeanRule:
     """One exported metric from one MBean attribute.
 
     ``labels`` maps exported label names to MBean properties (missing property -> ""); ``const`` adds fixed labels;
@@ -165,55 +165,55 @@ TOPIC_METERS = (
 )
 
 
-INFO_RULE = Rule("kafka_broker_info", "gauge", "Kafka version of the node (1)", "kafka.server:type=app-info,id=*",
+INFO_RULE = MBeanRule("kafka_broker_info", "gauge", "Kafka version of the node (1)", "kafka.server:type=app-info,id=*",
                  "Version", value_label="version")
 
 
-def _broker_rules() -> tuple[Rule, ...]:
-    r: list[Rule] = []
+def _broker_rules() -> tuple[MBeanRule, ...]:
+    r: list[MBeanRule] = []
     add = r.append
     # --- threads and queues
-    add(Rule("kafka_broker_request_handler_idle_seconds_total", "counter",
+    add(MBeanRule("kafka_broker_request_handler_idle_seconds_total", "counter",
              "Idle time of the request handler pool, averaged over its threads (rate = idle ratio)",
              "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "Count", scale=NS))
-    add(Rule("kafka_broker_network_processor_avg_idle_ratio", "gauge",
+    add(MBeanRule("kafka_broker_network_processor_avg_idle_ratio", "gauge",
              "Average idle ratio of the network processor threads",
              "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value"))
-    add(Rule("kafka_broker_network_processor_idle_ratio", "gauge", "Idle ratio of one network processor thread",
+    add(MBeanRule("kafka_broker_network_processor_idle_ratio", "gauge", "Idle ratio of one network processor thread",
              "kafka.network:type=Processor,name=IdlePercent,networkProcessor=*", "Value",
              labels=(("processor", "networkProcessor"),)))
-    add(Rule("kafka_broker_request_queue_size", "gauge", "Requests waiting for a request handler thread",
+    add(MBeanRule("kafka_broker_request_queue_size", "gauge", "Requests waiting for a request handler thread",
              "kafka.network:type=RequestChannel,name=RequestQueueSize", "Value"))
-    add(Rule("kafka_broker_response_queue_size", "gauge", "Responses waiting for a network processor (all)",
+    add(MBeanRule("kafka_broker_response_queue_size", "gauge", "Responses waiting for a network processor (all)",
              "kafka.network:type=RequestChannel,name=ResponseQueueSize", "Value"))
-    add(Rule("kafka_broker_processor_response_queue_size", "gauge", "Responses waiting for one network processor",
+    add(MBeanRule("kafka_broker_processor_response_queue_size", "gauge", "Responses waiting for one network processor",
              "kafka.network:type=RequestChannel,name=ResponseQueueSize,processor=*", "Value",
              labels=(("processor", "processor"),)))
     # --- requests
     for mbean_name, phase in PHASES:
         for req in BUSY_REQUESTS:
             for attr, q in QUANTILES:
-                add(Rule("kafka_broker_request_latency_seconds", "gauge",
+                add(MBeanRule("kafka_broker_request_latency_seconds", "gauge",
                          "Request latency by phase (Kafka's histogram quantile over its recent reservoir)",
                          f"kafka.network:type=RequestMetrics,name={mbean_name},request={req}", attr, scale=MS,
                          labels=(("request", "request"),), const=(("phase", phase), ("quantile", q))))
-    add(Rule("kafka_broker_requests_total", "counter", "Requests received, summed over API versions",
+    add(MBeanRule("kafka_broker_requests_total", "counter", "Requests received, summed over API versions",
              "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*", "Count",
              labels=(("request", "request"),)))
-    add(Rule("kafka_broker_request_errors_total", "counter",
+    add(MBeanRule("kafka_broker_request_errors_total", "counter",
              "Responses by request and error code (error=\"NONE\" counts successes)",
              "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=*,error=*", "Count",
              labels=(("request", "request"), ("error", "error"))))
     # --- throughput, broker-wide and per topic
     for mbean_name, stem, what in TOPIC_METERS:
-        add(Rule(f"kafka_broker_{stem}_total", "counter", f"{what} this broker",
+        add(MBeanRule(f"kafka_broker_{stem}_total", "counter", f"{what} this broker",
                  f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
-        add(Rule(f"kafka_topic_{stem}_total", "counter", f"{what} this topic on this broker",
+        add(MBeanRule(f"kafka_topic_{stem}_total", "counter", f"{what} this topic on this broker",
                  f"{BTM},name={mbean_name},topic=*", "Count", labels=(("topic", "topic"),), tenant="topic",
                  query=BTM_QUERY))
     for mbean_name, stem in (("ReplicationBytesInPerSec", "replication_bytes_in"),
                              ("ReplicationBytesOutPerSec", "replication_bytes_out")):
-        add(Rule(f"kafka_broker_{stem}_total", "counter", "Replication traffic between brokers",
+        add(MBeanRule(f"kafka_broker_{stem}_total", "counter", "Replication traffic between brokers",
                  f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
     # --- partitions and replication
     for mbean_name, metric, what in (
@@ -224,34 +224,34 @@ def _broker_rules() -> tuple[Rule, ...]:
         ("PartitionCount", "kafka_broker_partitions", "Partition replicas on this broker"),
         ("LeaderCount", "kafka_broker_leader_partitions", "Partitions this broker leads"),
     ):
-        add(Rule(metric, "gauge", what, f"kafka.server:type=ReplicaManager,name={mbean_name}", "Value"))
-    add(Rule("kafka_broker_isr_shrinks_total", "counter", "ISR shrinks of partitions led by this broker",
+        add(MBeanRule(metric, "gauge", what, f"kafka.server:type=ReplicaManager,name={mbean_name}", "Value"))
+    add(MBeanRule("kafka_broker_isr_shrinks_total", "counter", "ISR shrinks of partitions led by this broker",
              "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec", "Count"))
-    add(Rule("kafka_broker_isr_expands_total", "counter", "ISR expands of partitions led by this broker",
+    add(MBeanRule("kafka_broker_isr_expands_total", "counter", "ISR expands of partitions led by this broker",
              "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec", "Count"))
-    add(Rule("kafka_broker_metadata_lag_seconds", "gauge", "Age of the last metadata record this broker applied",
+    add(MBeanRule("kafka_broker_metadata_lag_seconds", "gauge", "Age of the last metadata record this broker applied",
              "kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms", scale=MS))
     # --- storage
-    add(Rule("kafka_topic_log_size_bytes", "gauge", "Size of this topic's partition logs on this broker",
+    add(MBeanRule("kafka_topic_log_size_bytes", "gauge", "Size of this topic's partition logs on this broker",
              "kafka.log:type=Log,name=Size,topic=*,partition=*", "Value", labels=(("topic", "topic"),),
              tenant="topic"))
-    add(Rule("kafka_broker_offline_log_dirs", "gauge", "Log directories this broker has taken offline",
+    add(MBeanRule("kafka_broker_offline_log_dirs", "gauge", "Log directories this broker has taken offline",
              "kafka.log:type=LogManager,name=OfflineLogDirectoryCount", "Value"))
     # --- clients (quota sensors exist only once a quota of that type is configured: see docs/metrics.md)
     client = (("user", "user"), ("client_id", "client-id"))
     for typ, stem in (("Produce", "produce"), ("Fetch", "fetch")):
-        add(Rule(f"kafka_client_{stem}_bytes_per_second", "gauge", f"{typ} byte rate of the client (quota sensor)",
+        add(MBeanRule(f"kafka_client_{stem}_bytes_per_second", "gauge", f"{typ} byte rate of the client (quota sensor)",
                  f"kafka.server:type={typ},*", "byte-rate", labels=client, tenant="client", nan="zero"))
-        add(Rule(f"kafka_client_{stem}_throttle_time_seconds", "gauge",
+        add(MBeanRule(f"kafka_client_{stem}_throttle_time_seconds", "gauge",
                  f"Average {stem} throttle time of the client's requests (quota sensor)",
                  f"kafka.server:type={typ},*", "throttle-time", scale=MS, labels=client, tenant="client", nan="zero"))
-    add(Rule("kafka_client_request_time_ratio", "gauge",
+    add(MBeanRule("kafka_client_request_time_ratio", "gauge",
              "Share of one broker thread the client's requests used (quota sensor; 1 = one thread busy)",
              "kafka.server:type=Request,*", "request-time", scale=0.01, labels=client, tenant="client", nan="zero"))
-    add(Rule("kafka_client_request_throttle_time_seconds", "gauge",
+    add(MBeanRule("kafka_client_request_throttle_time_seconds", "gauge",
              "Average throttle time of the client's requests for the request-rate quota (quota sensor)",
              "kafka.server:type=Request,*", "throttle-time", scale=MS, labels=client, tenant="client", nan="zero"))
-    add(Rule("kafka_broker_connections", "gauge", "Open connections by client software name and version",
+    add(MBeanRule("kafka_broker_connections", "gauge", "Open connections by client software name and version",
              "kafka.server:type=socket-server-metrics,clientSoftwareName=*,clientSoftwareVersion=*,listener=*,"
              "networkProcessor=*", "connections",
              labels=(("client_software_name", "clientSoftwareName"),
@@ -259,7 +259,7 @@ def _broker_rules() -> tuple[Rule, ...]:
     # KIP-896: requests in API versions Kafka deprecated, by client software (KIP-511 name/version from ApiVersions).
     # The MBean exists only once such a request arrived; Kafka 4.x removed every version 3.x deprecated, so today
     # it appears on 3.7+ brokers (docs/advisor.md, outdated_client).
-    add(Rule("kafka_broker_deprecated_requests_total", "counter",
+    add(MBeanRule("kafka_broker_deprecated_requests_total", "counter",
              "Requests in a deprecated API version (KIP-896), by request, API version and client software",
              "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=*,version=*,"
              "clientSoftwareName=*,clientSoftwareVersion=*", "Count",
@@ -270,10 +270,10 @@ def _broker_rules() -> tuple[Rule, ...]:
     return tuple(r)
 
 
-def _controller_rules() -> tuple[Rule, ...]:
+def _controller_rules() -> tuple[MBeanRule, ...]:
     kc = "kafka.controller:type=KafkaController"
     r = [
-        Rule(metric, "gauge", what, f"{kc},name={name}", "Value", scale=scale, query=f"{kc},*")
+        MBeanRule(metric, "gauge", what, f"{kc},name={name}", "Value", scale=scale, query=f"{kc},*")
         for name, metric, what, scale in (
             ("ActiveControllerCount", "kafka_cluster_active_controllers", "1 on the active controller", 1.0),
             ("OfflinePartitionsCount", "kafka_cluster_offline_partitions", "Partitions without a leader", 1.0),
@@ -288,36 +288,36 @@ def _controller_rules() -> tuple[Rule, ...]:
              "Age of the last metadata record the controller applied", MS),
         )
     ]
-    r.append(Rule("kafka_cluster_unclean_leader_elections_total", "counter", "Unclean leader elections",
+    r.append(MBeanRule("kafka_cluster_unclean_leader_elections_total", "counter", "Unclean leader elections",
                   "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count"))
-    r.append(Rule("kafka_cluster_raft_state", "gauge", "KRaft state of this node (1 for the current state)",
+    r.append(MBeanRule("kafka_cluster_raft_state", "gauge", "KRaft state of this node (1 for the current state)",
                   "kafka.server:type=raft-metrics", "current-state", value_label="state"))
     return tuple(r)
 
 
-JVM_RULES: tuple[Rule, ...] = (
-    Rule("kafka_jvm_gc_collections_total", "counter", "GC runs per collector",
+JVM_RULES: tuple[MBeanRule, ...] = (
+    MBeanRule("kafka_jvm_gc_collections_total", "counter", "GC runs per collector",
          "java.lang:type=GarbageCollector,name=*", "CollectionCount", labels=(("gc", "name"),)),
-    Rule("kafka_jvm_gc_collection_seconds_total", "counter", "GC time per collector",
+    MBeanRule("kafka_jvm_gc_collection_seconds_total", "counter", "GC time per collector",
          "java.lang:type=GarbageCollector,name=*", "CollectionTime", scale=MS, labels=(("gc", "name"),)),
-    Rule("kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage", key="used"),
-    Rule("kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage", key="max"),
+    MBeanRule("kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage", key="used"),
+    MBeanRule("kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage", key="max"),
     # CollectionUsage exists only for heap pools: the sum is the heap left after each pool's last GC.
-    Rule("kafka_jvm_heap_after_gc_used_bytes", "gauge", "Heap in use right after the last GC of each pool (sum)",
+    MBeanRule("kafka_jvm_heap_after_gc_used_bytes", "gauge", "Heap in use right after the last GC of each pool (sum)",
          "java.lang:type=MemoryPool,name=*", "CollectionUsage", key="used"),
-    Rule("kafka_jvm_open_fds", "gauge", "Open file descriptors", "java.lang:type=OperatingSystem",
+    MBeanRule("kafka_jvm_open_fds", "gauge", "Open file descriptors", "java.lang:type=OperatingSystem",
          "OpenFileDescriptorCount"),
-    Rule("kafka_jvm_max_fds", "gauge", "File descriptor limit", "java.lang:type=OperatingSystem",
+    MBeanRule("kafka_jvm_max_fds", "gauge", "File descriptor limit", "java.lang:type=OperatingSystem",
          "MaxFileDescriptorCount"),
-    Rule("kafka_jvm_process_cpu_seconds_total", "counter", "CPU time of the JVM process",
+    MBeanRule("kafka_jvm_process_cpu_seconds_total", "counter", "CPU time of the JVM process",
          "java.lang:type=OperatingSystem", "ProcessCpuTime", scale=NS),
 )
 
-BROKER_RULES: tuple[Rule, ...] = _broker_rules() + JVM_RULES
+BROKER_RULES: tuple[MBeanRule, ...] = _broker_rules() + JVM_RULES
 # A broker also answers the controller queries: on Kafka 3.9 in ZooKeeper mode the controller metrics live on the
 # brokers; on KRaft brokers the patterns simply match nothing.
-BROKER_TARGET_RULES: tuple[Rule, ...] = BROKER_RULES + _controller_rules()
-CONTROLLER_RULES: tuple[Rule, ...] = _controller_rules() + (INFO_RULE,) + JVM_RULES
+BROKER_TARGET_RULES: tuple[MBeanRule, ...] = BROKER_RULES + _controller_rules()
+CONTROLLER_RULES: tuple[MBeanRule, ...] = _controller_rules() + (INFO_RULE,) + JVM_RULES
 
 # Rate-derived gauges: (counter, gauge, help). Computed from two collections, clamped to [0, 1].
 RATIOS = (
@@ -326,7 +326,7 @@ RATIOS = (
 )
 
 
-def queries_for(rules: Sequence[Rule]) -> tuple[MBeanQuery, ...]:
+def queries_for(rules: Sequence[MBeanRule]) -> tuple[MBeanQuery, ...]:
     """The MBean queries that read everything ``rules`` need, each pattern once with its attributes."""
     by_pattern: dict[str, list[str]] = {}
     for rule in rules:
@@ -356,12 +356,12 @@ class TenantLookup:
 
 @dataclass(frozen=True)
 class _Compiled:
-    rule: Rule
+    rule: MBeanRule
     pattern: _Pattern
 
 
 @lru_cache(maxsize=8)
-def _compile(rules: tuple[Rule, ...]) -> dict[tuple[str, str | None], list[_Compiled]]:
+def _compile(rules: tuple[MBeanRule, ...]) -> dict[tuple[str, str | None], list[_Compiled]]:
     out: dict[tuple[str, str | None], list[_Compiled]] = {}
     for rule in rules:
         out.setdefault((rule.attribute, rule.key), []).append(_Compiled(rule, rule.pattern))
@@ -370,7 +370,7 @@ def _compile(rules: tuple[Rule, ...]) -> dict[tuple[str, str | None], list[_Comp
 
 def convert(
     readings: Iterable[Reading],
-    rules: tuple[Rule, ...],
+    rules: tuple[MBeanRule, ...],
     *,
     base: tuple[tuple[str, str], ...],
     tenants: TenantLookup,
@@ -381,7 +381,7 @@ def convert(
     """
     table = _compile(rules)
     sums: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
-    meta: dict[str, Rule] = {}
+    meta: dict[str, MBeanRule] = {}
     for rd in readings:
         candidates = table.get((rd.attribute, rd.key))
         if not candidates:

@@ -2,7 +2,9 @@
 
     Target ──(Collector.collect_target)──> TargetResult ──(SnapshotStore)──> KafkaHealthExporter.collect() ──> /metrics
                     │
-                    └── JmxCollector uses a Transport (jmxquery | jolokia) to read MBeans
+                    ├── JmxCollector uses a Transport (jmxquery | jolokia) to read MBeans
+                    └── AdminCollector uses an AdminApi (KafkaAdmin, in a child process: IsolatedAdmin) to read
+                        ClusterState, GroupInfo, committed offsets and high watermarks
 
 - A ``Target`` is one thing scraped on its own schedule slot: a broker's JMX, a controller's JMX, a host, a
   cluster's Admin API. Failures are per target: one broken broker never hides another.
@@ -11,18 +13,23 @@
 - A ``Transport`` reads a batch of ``MBeanQuery`` from one JVM in one round trip and returns flat ``Reading``s.
   It raises only ``TargetTimeout``, ``TargetUnreachable`` or ``TransportError`` (monitor.core.errors), translating the
   library's own errors at the boundary, and must honour the timeout it is given.
+- An ``AdminApi`` makes the Admin API calls of one cluster and answers with plain data (``ClusterState``,
+  ``GroupInfo``, offsets by ``TP``), which crosses a process boundary as is. Like a transport it raises only
+  ``TargetTimeout``, ``TargetUnreachable`` or ``TransportError`` and honours the timeout it is given.
 - ``Sample`` is one exported series. Metric families are rebuilt from samples on every scrape (the
   prometheus_client custom-collector style), so nothing leaks between scrapes.
 
 Everything here is plain data; the modules beside it implement it: ``catalog`` (MBean queries and the pure
 readings -> samples conversion), ``transports`` (jmxquery, jolokia), ``jmx``, ``host``, ``admin`` (collectors),
-``exporter`` (last results -> Prometheus families), ``service`` (the one place that wires them and schedules).
+``admin_convert`` (the pure Admin answers -> samples conversion), ``admin_client`` (``KafkaAdmin``, the seam around
+confluent-kafka) and ``admin_process`` (``IsolatedAdmin``: the same calls answered by a child process), ``exporter``
+(last results -> Prometheus families), ``service`` (the one place that wires them and schedules).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -146,3 +153,79 @@ class Transport(Protocol):
     name: str
 
     def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery], *, timeout: float) -> list[Reading]: ...
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Admin API: what an AdminApi answers. Plain frozen data: it is pickled from the Admin client's child process.
+
+TP = tuple[str, int]  # (topic, partition)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # -1 when offline
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    brokers: tuple[int, ...]
+    controller_id: int
+    partitions: tuple[PartitionState, ...]
+    # topic -> its effective min.insync.replicas; a topic missing here has no under-min-ISR series (unknown, not 0)
+    min_isr: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    group: str
+    state: str  # lower case: stable, empty, preparingrebalance, dead, unknown, ...
+    members: int | None  # None: the group could not be described (its offsets and lag are still read)
+    simple: bool = False
+    # (client id, client host) of each active member: the host is the address the coordinator sees, which is how
+    # a slow peer found by the host collector's socket backlogs is tied to a client id.
+    member_clients: tuple[tuple[str, str], ...] = ()
+
+
+class AdminApi(Protocol):
+    """The Admin API calls the ``AdminCollector`` makes on one cluster, answered as plain data.
+
+    Implemented by ``collectors.admin_client.KafkaAdmin`` (the seam around confluent-kafka) and by
+    ``collectors.admin_process.IsolatedAdmin`` (the same calls, answered by a ``KafkaAdmin`` in a child process).
+
+    Implementers must: finish every call, all its requests together, within the ``timeout`` it is given (the
+    collector passes what is left of its round) and raise ``TargetTimeout`` otherwise; translate the library's errors
+    at the boundary into ``TargetTimeout``, ``TargetUnreachable`` or ``TransportError``; leave out what one part of a
+    call could not read (a topic's config, a partition's watermark: unknown, never 0) rather than fail the call; set
+    ``stale_coordinator`` when a group call answered NOT_COORDINATOR and ``replace_client`` when this client should
+    not serve another round (a dead or moved group coordinator: librdkafka keeps it for good). A client with a
+    process of its own also has ``broken`` (it died or hung) and ``close()``; the collector replaces a broken client.
+    They must not: keep a group out of ``groups`` because its description failed (kept with unknown members, so
+    its lag is still read), or put a secret of the client settings into an error message or a log.
+    """
+
+    stale_coordinator: bool
+    replace_client: bool
+
+    def cluster(self, *, timeout: float) -> ClusterState:
+        """Brokers, controller and partition states (``min_isr`` empty: see ``min_insync_replicas``)."""
+        ...
+
+    def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
+        """Effective ``min.insync.replicas`` per topic; a topic whose config cannot be read is left out."""
+        ...
+
+    def groups(self, *, timeout: float) -> list[GroupInfo]:
+        """Every consumer group, described where possible. Raises if the listing fails."""
+        ...
+
+    def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
+        """The group's committed offsets (negative: no commit on that partition)."""
+        ...
+
+    def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
+        """Latest offset per partition; a partition without an answer is left out."""
+        ...

@@ -19,7 +19,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from alerts.service import AlertService
+from alerts.component import AlertService
 from collectors.contract import TenantContractCollector
 from collectors.service import CollectionService
 from monitor import __version__

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from monitor.core.clients import is_outdated
 from monitor.core.metric_names import M
-from monitor.advisor.types import (ClientSample, Finding, FindingKind, Severity, Snapshot,
+from monitor.advisor.types import (ClientSample, Finding, FindingKind, FindingSeverity, Snapshot,
                                    TopicSample)
 
 MIB = 1048576.0
@@ -109,7 +109,7 @@ ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
 }
 
 
-def _finding(kind: FindingKind, c: ClientSample, evidence: dict, severity: Severity = Severity.WARNING,
+def _finding(kind: FindingKind, c: ClientSample, evidence: dict, severity: FindingSeverity = FindingSeverity.WARNING,
              cause: str | None = None) -> Finding:
     metrics, default_cause, fix = ADVICE[kind]
     return Finding(kind=kind, severity=severity, cluster=c.cluster, tenant=c.tenant, client_id=c.client_id,
@@ -208,7 +208,7 @@ def throttled_by_quota(s: Snapshot, t: Thresholds) -> list[Finding]:
         if not quotas:
             continue
         out.append(_finding(
-            FindingKind.THROTTLED_BY_QUOTA, c, severity=Severity.INFO,
+            FindingKind.THROTTLED_BY_QUOTA, c, severity=FindingSeverity.INFO,
             evidence={"throttle_seconds_by_quota": {k: round(v, 4) for k, v in quotas.items()},
                       "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
                       "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
@@ -224,7 +224,7 @@ def frequent_rebalances(s: Snapshot, t: Thresholds) -> list[Finding]:
             continue
         per_hour = g.member_changes * 3600 / g.window_seconds if g.window_seconds else None
         out.append(Finding(
-            kind=FindingKind.FREQUENT_REBALANCES, severity=Severity.WARNING, cluster=g.cluster, tenant=g.tenant,
+            kind=FindingKind.FREQUENT_REBALANCES, severity=FindingSeverity.WARNING, cluster=g.cluster, tenant=g.tenant,
             client_id="", user="", group=g.group,
             evidence={"member_changes": g.member_changes, "member_changes_per_hour": round(per_hour, 1)
                       if per_hour is not None else None, "rebalancing_share": round(g.rebalancing_share, 3),
@@ -272,7 +272,7 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
                              "librdkafka 1.0+; KIP-896 lists the minimum per API); a client that skips ApiVersions "
                              "(api.version.request=false, broker.version.fallback) must stop doing so")
         out.append(Finding(
-            kind=FindingKind.OUTDATED_CLIENT, severity=Severity.WARNING, cluster=s.cluster.cluster,
+            kind=FindingKind.OUTDATED_CLIENT, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
             tenant=s.whole_cluster_tenant, client_id="", user="", evidence=evidence, metrics=tuple(metrics),
             cause="; ".join(causes), fix="; ".join(fixes)))
     return out
@@ -302,7 +302,7 @@ def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
     for tenant, clients in by_tenant.items():
         names = tuple(c.client_id for c in clients[:t.top_suspects])
         out.append(Finding(
-            kind=FindingKind.CONNECTION_CHURN, severity=Severity.WARNING, cluster=cl.cluster, tenant=tenant,
+            kind=FindingKind.CONNECTION_CHURN, severity=FindingSeverity.WARNING, cluster=cl.cluster, tenant=tenant,
             client_id=names[0] if len(names) == 1 else "", user="", suspects=names,
             evidence={"new_connections_per_second": round(rate, 3), "open_connections": cl.open_connections,
                       "mean_connection_lifetime_seconds": round(lifetime, 1),

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from monitor.core.metric_names import M
-from monitor.core.prom import Sample, Source
+from monitor.core.prom import InstantSample, Source
 from monitor.advisor.capacity import DAY, BrokerUsage, ClusterUsage, Limits, TenantUsage
 from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample, GroupSample, Snapshot,
                                    SoftwareSample, TopicSample)
@@ -32,7 +32,7 @@ class Reader:
     def __init__(self, source: Source, *, now: datetime, window: str = "10m"):
         self.source, self.now, self.window = source, now, window
 
-    def q(self, expr: str) -> list[Sample]:
+    def q(self, expr: str) -> list[InstantSample]:
         return [s for s in self.source.query(expr, self.now) if _ok(s.value)]
 
     def by(self, expr: str, *labels: str) -> dict[tuple[str, ...], float]:

@@ -26,7 +26,7 @@ HURTS_OTHERS = frozenset({FindingKind.POOR_BATCHING, FindingKind.REQUEST_STORM, 
                           FindingKind.CONNECTION_CHURN})
 
 
-class Severity(str, Enum):
+class FindingSeverity(str, Enum):
     INFO = "info"
     WARNING = "warning"
 
@@ -171,7 +171,7 @@ class Snapshot:
 @dataclass(frozen=True)
 class Finding:
     kind: FindingKind
-    severity: Severity
+    severity: FindingSeverity
     cluster: str
     tenant: str | None
     client_id: str  # "" when Kafka cannot say which client (cluster-level evidence); the group for rebalances

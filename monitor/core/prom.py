@@ -18,7 +18,7 @@ from monitor.core.errors import QueryError
 
 
 @dataclass(frozen=True)
-class Sample:
+class InstantSample:
     labels: dict[str, str]
     value: float
 
@@ -34,7 +34,7 @@ class Source(Protocol):
     """Implementers must evaluate at the given time (never "now"), return [] for no data, raise QueryError on
     failure (never return [] for a failure: "no data" and "failed" stay distinct)."""
 
-    def query(self, expr: str, at: datetime) -> list[Sample]: ...
+    def query(self, expr: str, at: datetime) -> list[InstantSample]: ...
 
     def query_range(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[Series]: ...
 
@@ -66,13 +66,13 @@ class PrometheusSource:
             raise QueryError(f"Prometheus query failed: {body.get('errorType', '')}: {body.get('error', '')}"[:500])
         return body["data"]
 
-    def query(self, expr: str, at: datetime) -> list[Sample]:
+    def query(self, expr: str, at: datetime) -> list[InstantSample]:
         data = self._get("/api/v1/query", {"query": expr, "time": f"{at.timestamp():.3f}"})
         if data["resultType"] == "scalar":
-            return [Sample({}, _num(data["result"][1]))]
+            return [InstantSample({}, _num(data["result"][1]))]
         if data["resultType"] != "vector":
             raise QueryError(f"expected an instant vector from {expr!r}, got {data['resultType']}")
-        return [Sample(r["metric"], _num(r["value"][1])) for r in data["result"]]
+        return [InstantSample(r["metric"], _num(r["value"][1])) for r in data["result"]]
 
     def query_range_raw(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[dict]:
         """Prometheus' own matrix result (``[{"metric": {...}, "values": [[t, "v"], ...]}]``), for callers that

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from alerts.service import AlertService
+from alerts.component import AlertService
 from monitor.core.store import Store
 from monitor.schema import create_all
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from alerts.models import AlertState
-from alerts.service import AlertService
+from alerts.component import AlertService
 from monitor.core.config import CollectionSettings, RuleOverride, RulesSettings, TenantConfig, TenantSelector
 from monitor.stack import StackLayout, slow_link
 from monitor.stack.faults import SLOW_READER, fewer_io_threads, fill_topic, tiny_produce_flood

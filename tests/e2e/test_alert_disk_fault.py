@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from alerts.models import AlertState
 from alerts.rules import builtin_variant
-from alerts.service import AlertService
+from alerts.component import AlertService
 from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
 from monitor.stack.faults import delete_group, small_log_dir
 from monitor.core.store import Store

@@ -19,7 +19,7 @@ import yaml
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from monitor.core.metric_names import M
-from monitor.core.prom import Sample
+from monitor.core.prom import InstantSample
 
 
 def free_port() -> int:
@@ -79,9 +79,9 @@ class ScriptedSource:
 
     def query(self, expr, at):
         if expr.startswith("count by (__name__, cluster)"):
-            return [Sample({"__name__": m, "cluster": "local"}, 1) for m in M.values()]
+            return [InstantSample({"__name__": m, "cluster": "local"}, 1) for m in M.values()]
         if M["broker_up"] in expr:
-            return [Sample({"cluster": "local", "broker": b}, 0) for b in sorted(self.down)]
+            return [InstantSample({"cluster": "local", "broker": b}, 0) for b in sorted(self.down)]
         return []
 
     def query_range(self, *a, **k):

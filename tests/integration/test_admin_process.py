@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from collectors.admin import AdminCollector, KafkaAdmin
+from collectors.admin import AdminCollector
+from collectors.admin_client import KafkaAdmin
 from collectors.admin_process import GRACE_SECONDS, IsolatedAdmin
 from collectors.catalog import TenantLookup
 from collectors.types import TargetStatus
@@ -39,7 +40,7 @@ def _alive(pid: int) -> bool:
 def test_isolated_client_answers_like_the_in_process_one(cluster):
     settings = cluster.client_settings()
     local = KafkaAdmin(settings, timeout=10)
-    isolated = IsolatedAdmin(settings, timeout=10)
+    isolated = IsolatedAdmin(settings, timeout=10, client=KafkaAdmin)
     try:
         a, b = local.cluster(timeout=10), isolated.cluster(timeout=10)
         assert a.brokers == b.brokers and len(a.brokers) == 3
@@ -77,7 +78,7 @@ def test_a_crashed_client_process_fails_one_round_and_the_next_round_recovers(cl
 
 
 def test_a_hung_client_process_times_out_is_killed_and_replaced(cluster):
-    admin = IsolatedAdmin(cluster.client_settings(), timeout=2)
+    admin = IsolatedAdmin(cluster.client_settings(), timeout=2, client=KafkaAdmin)
     pid = admin.pid
     os.kill(pid, signal.SIGSTOP)
     started = time.monotonic()
@@ -97,5 +98,5 @@ def test_bad_client_settings_fail_at_start_with_a_clear_error_and_no_secret(clus
     settings = {**cluster.client_settings(), "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "NOPE",
                 "sasl.username": "u", "sasl.password": "s3cr3t-do-not-show"}
     with pytest.raises(TransportError) as info:
-        IsolatedAdmin(settings, timeout=5)
+        IsolatedAdmin(settings, timeout=5, client=KafkaAdmin)
     assert "Admin client not created" in str(info.value) and "s3cr3t" not in str(info.value)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from alerts.service import AlertService
+from alerts.component import AlertService
 from monitor.core.config import RuleOverride, RulesSettings, TenantConfig, TenantSelector
 from monitor.core.store import Store
 from tests.conftest import wait_until

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from alerts import repo
 from alerts.models import AlertInstance, DeadLetter, EngineHeartbeat, OutboxEntry
 from alerts.notify import DeliveryPolicy
-from alerts.service import AlertService
+from alerts.component import AlertService
 from monitor.core.config import AlertmanagerSettings, Config, TenantConfig, TenantReceivers, TenantSelector
 from monitor.core.store import Store
 from monitor.stack import Stack, StackLayout

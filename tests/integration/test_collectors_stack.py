@@ -165,7 +165,7 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
     engine, reading the real Prometheus, raises KafkaHealthRuleNoData for broker 3's inputs (its disk and request
     handlers are watched by nothing) and for no other broker."""
     from alerts.engine import NO_DATA
-    from alerts.service import AlertService
+    from alerts.component import AlertService
     from monitor.core.store import Store
 
     cfg = stack.config(store_url=f"sqlite:///{tmp_path / 'a.db'}")

@@ -37,7 +37,7 @@ VARIABLES = {"cluster": "local", "broker": ".*", "tenant": "payments", "__rate_i
 # runs its query against the live Prometheus while they run.
 NOT_INDUCED = {"Disk full in", "Client advisor findings"}
 PROBE_RULE = "KafkaHealthDashboardsProbe"
-ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.service", "monitor.store.migrate"))
+ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.component", "monitor.store.migrate"))
 
 
 def _closed_port() -> int:

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 # 5 s, so Grafana's $__rate_interval (4 x scrape interval, at least) is 20 s: 1m is the safe side of it.
 VARIABLES = {"cluster": "local", "broker": "1", "tenant": "payments", "__rate_interval": "1m", "__interval": "15s",
              "__range": "1h"}
-ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.service", "monitor.store.migrate"))
+ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.component", "monitor.store.migrate"))
 ROLES = ("collector", "alerts") if ENGINE else ("collector",)
 
 

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.detectors import DetectorContext, builtin_detectors
-from monitor.core.prom import Sample
+from monitor.core.prom import InstantSample
 from alerts.rules import load_rules
 from monitor.advisor.exported import FINDING_METRIC, FindingsBoard, finding_series
 from monitor.advisor.findings import advise
@@ -84,15 +84,15 @@ class FakeSource:
     def __init__(self):
         self.queries = []
 
-    def query(self, expr: str, at: datetime) -> list[Sample]:
+    def query(self, expr: str, at: datetime) -> list[InstantSample]:
         self.queries.append(expr)
         if 'cluster="bad"' in expr:
             raise QueryError("Prometheus said no")
         row = {"user": "", "client_id": "shop-tiny"}
         if "avg_over_time(kafka_client_request_time_ratio" in expr:
-            return [Sample(row, 0.3)]
+            return [InstantSample(row, 0.3)]
         if "avg_over_time(kafka_client_produce_bytes_per_second" in expr:
-            return [Sample(row, 2048.0)]
+            return [InstantSample(row, 2048.0)]
         return []
 
     def query_range(self, *a, **k):

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from monitor.core.prom import Sample
+from monitor.core.prom import InstantSample
 from monitor.advisor import service
 from monitor.advisor.cli import format_advice, format_capacity
 from monitor.core.config import TenantConfig, TenantSelector
@@ -23,10 +23,10 @@ TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", 
 class FakeSource:
     """Answers each query with the samples of the first metric name it contains; [] (no data) otherwise."""
 
-    def __init__(self, series: dict[str, list[Sample]] | None = None, fail: bool = False, now: datetime = NOW):
+    def __init__(self, series: dict[str, list[InstantSample]] | None = None, fail: bool = False, now: datetime = NOW):
         self.series, self.fail, self.now, self.queries = series or {}, fail, now, []
 
-    def query(self, expr: str, at: datetime) -> list[Sample]:
+    def query(self, expr: str, at: datetime) -> list[InstantSample]:
         assert at == self.now  # the time it is given, never the clock
         self.queries.append(expr)
         if self.fail:
@@ -40,8 +40,8 @@ class FakeSource:
         pass
 
 
-def per_broker(value: float) -> list[Sample]:
-    return [Sample({"broker": b}, value) for b in ("1", "2", "3")]
+def per_broker(value: float) -> list[InstantSample]:
+    return [InstantSample({"broker": b}, value) for b in ("1", "2", "3")]
 
 
 def advice(source: FakeSource) -> dict:
@@ -67,7 +67,7 @@ def test_no_series_for_the_cluster_is_no_data_not_ok():
 
 
 def test_consumer_groups_alone_are_still_no_data_but_their_finding_is_kept():
-    flappy = {"kafka_consumergroup_members": [Sample({"group": "shop-flappy"}, 6.0)]}
+    flappy = {"kafka_consumergroup_members": [InstantSample({"group": "shop-flappy"}, 6.0)]}
     doc = advice(FakeSource(flappy))
     [cluster] = doc["clusters"]
     assert cluster["status"] == "no_data"
@@ -76,7 +76,7 @@ def test_consumer_groups_alone_are_still_no_data_but_their_finding_is_kept():
 
 
 def test_broker_series_make_the_cluster_ok():
-    doc = advice(FakeSource({"kafka_broker_requests_total": [Sample({}, 40.0)]}))
+    doc = advice(FakeSource({"kafka_broker_requests_total": [InstantSample({}, 40.0)]}))
     assert doc["clusters"] == [{"cluster": "local", "status": "ok", "message": ""}]
     assert format_advice(doc).splitlines()[-1] == "  no findings"
 
@@ -103,10 +103,10 @@ def test_capacity_with_brokers_but_no_disk_size_names_what_is_missing():
         "kafka_broker_partitions": per_broker(100.0), "kafka_broker_leader_partitions": per_broker(34.0),
         "kafka_broker_request_handler_idle_ratio": per_broker(0.6),
         "kafka_broker_network_processor_avg_idle_ratio": per_broker(0.65),
-        "kafka_topic_bytes_in_total": [Sample({"topic": "shop.orders"}, 1e6)],
-        "kafka_topic_log_size_bytes": [Sample({"topic": "shop.orders"}, 50e9)],
-        "kafka_topic_partitions": [Sample({"topic": "shop.orders"}, 30.0)],
-        "kafka_topic_replicas": [Sample({"topic": "shop.orders"}, 90.0)],
+        "kafka_topic_bytes_in_total": [InstantSample({"topic": "shop.orders"}, 1e6)],
+        "kafka_topic_log_size_bytes": [InstantSample({"topic": "shop.orders"}, 50e9)],
+        "kafka_topic_partitions": [InstantSample({"topic": "shop.orders"}, 30.0)],
+        "kafka_topic_replicas": [InstantSample({"topic": "shop.orders"}, 90.0)],
     })
     cap = capacity(source)
     assert cap["status"] == "ok" and "kafka_host_filesystem_size_bytes" in cap["message"]

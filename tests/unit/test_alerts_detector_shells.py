@@ -8,7 +8,7 @@ from alerts.detectors import DetectorContext
 from alerts.detectors import clients, disk, lag, latency, storage
 from monitor.core.metric_names import M
 from alerts.models import Severity
-from monitor.core.prom import Sample, Series
+from monitor.core.prom import InstantSample, Series
 from alerts.rules import load_rules
 from monitor.core.config import parse_config
 from monitor.core.tenancy import TenantIndex
@@ -54,7 +54,7 @@ def test_disk_shell_reports_eta_per_log_dir():
     ts = times(60, 300)
     labels = {"cluster": "c1", "broker": "2", "path": "/data/kafka"}
     used = tuple(80 * GiB + 2 * GiB * (t - ts[0]) / 3600 for t in ts)  # +2 GiB/h
-    src = Source(instant={M["fs_size"]: [Sample(labels, 100 * GiB)]},
+    src = Source(instant={M["fs_size"]: [InstantSample(labels, 100 * GiB)]},
                  ranges={M["fs_avail"]: [Series(labels, ts, used)]})
     [obs] = disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
     assert obs.labels == labels and obs.severity is Severity.CRITICAL
@@ -69,7 +69,7 @@ def test_disk_shell_judges_a_moved_log_dir_on_its_new_filesystem_only():
     labels = {"cluster": "c1", "broker": "3", "path": "/data/kafka"}
     used = tuple(180 * GiB if i < 20 else 100 * 2**20 + (t - ts[20]) * 2**20 for i, t in enumerate(ts))
     sizes = tuple(250 * GiB if i < 20 else GiB for i in range(40))
-    src = Source(instant={M["fs_size"]: [Sample(labels, GiB)]},
+    src = Source(instant={M["fs_size"]: [InstantSample(labels, GiB)]},
                  ranges={M["fs_avail"]: [Series(labels, ts, used)], f"({M['fs_size']})": [Series(labels, ts, sizes)]})
     [obs] = disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
     assert obs.evidence["method"] == "linear" and obs.severity is Severity.CRITICAL
@@ -78,8 +78,8 @@ def test_disk_shell_judges_a_moved_log_dir_on_its_new_filesystem_only():
 
 
 def test_storage_shell_sums_a_tenants_topics():
-    src = Source(instant={M["topic_size"]: [Sample({"cluster": "c1", "topic": "orders.a"}, 900),
-                                            Sample({"cluster": "c1", "topic": "other"}, 5000)]})
+    src = Source(instant={M["topic_size"]: [InstantSample({"cluster": "c1", "topic": "orders.a"}, 900),
+                                            InstantSample({"cluster": "c1", "topic": "other"}, 5000)]})
     [obs] = storage.detect(RULES["KafkaTenantStorageBudget"], ctx(src))
     assert obs.labels == {"tenant": "shop"} and obs.value == 0.9 and obs.severity is Severity.WARNING
 
@@ -88,7 +88,7 @@ def test_consumer_lag_shell_stopped_group_without_committed_offsets():
     ts = times(11, 60)
     key = {"cluster": "c1", "group": "shop.billing", "topic": "orders.a"}
     src = Source(
-        instant={M["group_lag_seconds"]: [Sample(key, 700.0)]},
+        instant={M["group_lag_seconds"]: [InstantSample(key, 700.0)]},
         ranges={M["group_lag"]: [Series(key, ts, tuple(100.0 + 50 * i for i in range(11)))],
                 M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (50.0,) * 11)],
                 M["group_members"]: [Series({"cluster": "c1", "group": "shop.billing"}, ts, (0.0,) * 11)]})
@@ -108,7 +108,7 @@ def test_consumer_lag_shell_reads_committed_offsets_so_sampling_jitter_is_no_rew
 
     def src(committed):
         return Source(
-            instant={M["group_lag_seconds"]: [Sample(key, 30.0)]},
+            instant={M["group_lag_seconds"]: [InstantSample(key, 30.0)]},
             ranges={M["group_lag"]: [Series(key, ts, tuple(100.0 + 50 * i for i in range(11)))],
                     M["group_committed_offset"]: [Series(key, ts, committed)],
                     M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, jittery)],
@@ -131,13 +131,13 @@ def test_consumer_lag_shell_does_not_judge_a_group_seen_for_less_than_half_the_w
     key = {"cluster": "c1", "group": "shop.new", "topic": "orders.a"}
     for n in (1, 2, 5):
         ts = times(n, 60)
-        src = Source(instant={M["group_lag_seconds"]: [Sample(key, 2.0)]},
+        src = Source(instant={M["group_lag_seconds"]: [InstantSample(key, 2.0)]},
                      ranges={M["group_lag"]: [Series(key, ts, (30.0,) * n)],
                              M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (50.0,) * n)],
                              M["group_members"]: [Series({"cluster": "c1", "group": "shop.new"}, ts, (1.0,) * n)]})
         assert lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src)) == [], n
     ts = times(6, 60)  # five minutes of a frozen offset with members: half the 10 min window, judged: STALL
-    src = Source(instant={M["group_lag_seconds"]: [Sample(key, 2.0)]},
+    src = Source(instant={M["group_lag_seconds"]: [InstantSample(key, 2.0)]},
                  ranges={M["group_lag"]: [Series(key, ts, (30.0,) * 6)],
                          M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (0.0,) * 6)],
                          M["group_members"]: [Series({"cluster": "c1", "group": "shop.new"}, ts, (1.0,) * 6)]})
@@ -149,10 +149,10 @@ def test_slow_clients_shell_names_the_client_and_its_tenant():
     ts = times(30, 30)
     bk = {"cluster": "c1", "broker": "1"}
     src = Source(
-        instant={M["client_request_time"]: [Sample({"user": "", "client_id": "shop-reader"}, 0.4),
-                                            Sample({"user": "", "client_id": "bulk"}, 0.3)],
-                 M["client_fetch_rate"]: [Sample({"user": "", "client_id": "shop-reader"}, 1000.0),
-                                          Sample({"user": "", "client_id": "bulk"}, 5e7)]},
+        instant={M["client_request_time"]: [InstantSample({"user": "", "client_id": "shop-reader"}, 0.4),
+                                            InstantSample({"user": "", "client_id": "bulk"}, 0.3)],
+                 M["client_fetch_rate"]: [InstantSample({"user": "", "client_id": "shop-reader"}, 1000.0),
+                                          InstantSample({"user": "", "client_id": "bulk"}, 5e7)]},
         ranges={M["response_queue_size"]: [Series(bk, ts, (120.0,) * 30)],
                 M["network_processor_idle"]: [Series(bk, ts, (0.9,) * 15 + (0.4,) * 15)]})
     [obs] = clients.detect_slow_clients(RULES["KafkaResponseQueueBacklog"], ctx(src))

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from alerts.exported import ALERT_METRIC, ActiveAlerts, alert_series
 from monitor.core.metric_names import M
 from alerts.models import AlertState, Severity
-from monitor.core.prom import Sample
+from monitor.core.prom import InstantSample
 from alerts.types import Instance
 from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelector
 from monitor.schema import create_all
@@ -94,11 +94,11 @@ class _Source:
 
     def query(self, expr, at):
         if expr.startswith("count by (__name__, cluster)"):
-            return [Sample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(set(M.values()))]
+            return [InstantSample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(set(M.values()))]
         if expr == "vector(1)":
-            return [Sample({}, 1.0)]
+            return [InstantSample({}, 1.0)]
         if M["broker_up"] in expr and "==" in expr:
-            return [Sample({"cluster": "c1", "broker": "1"}, 0.0)]
+            return [InstantSample({"cluster": "c1", "broker": "1"}, 0.0)]
         return []
 
     def query_range(self, expr, start, end, step):
@@ -106,7 +106,7 @@ class _Source:
 
 
 def test_the_alert_service_exports_its_instances_after_each_evaluation(tmp_path):
-    from alerts.service import AlertService
+    from alerts.component import AlertService
     from monitor.core.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 'alerts.db'}")

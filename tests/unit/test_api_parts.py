@@ -319,14 +319,14 @@ def test_advice_and_capacity_answers_match_their_models(openapi, monkeypatch):
     from types import SimpleNamespace
 
     from monitor.advisor import capacity, findings, service
-    from monitor.advisor.types import Finding, FindingKind, Severity
+    from monitor.advisor.types import Finding, FindingKind, FindingSeverity
     from monitor.advisor.views import ClusterCapacity, TenantAdvice
     from monitor.core.errors import QueryError
     from tests.api_fixtures import make_config
 
     now = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
     tenants = make_config().tenants
-    finding = Finding(kind=FindingKind.POOR_BATCHING, severity=Severity.WARNING, cluster="shared", tenant="acme",
+    finding = Finding(kind=FindingKind.POOR_BATCHING, severity=FindingSeverity.WARNING, cluster="shared", tenant="acme",
                       client_id="acme-app", user="User:acme", evidence={"thread_seconds_per_mib": 1.5, "records": 1},
                       metrics=("kafka_client_request_time_ratio",), cause="one record per request",
                       fix="linger.ms=20")

@@ -6,9 +6,9 @@ the timeout it is given spends the whole timeout and raises TargetTimeout, as th
 
 import pytest
 
-from collectors.admin import AdminCollector, ClusterState, GroupInfo, PartitionState
+from collectors.admin import AdminCollector
 from collectors.catalog import TenantLookup
-from collectors.types import FailureReason, TargetStatus
+from collectors.types import ClusterState, FailureReason, GroupInfo, PartitionState, TargetStatus
 from monitor.core.config import BrokerTarget, ClusterConfig, JmxSettings, TenantConfig, TenantSelector
 from monitor.core.errors import TargetTimeout
 from monitor.core.tenancy import TenantIndex

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from collectors import catalog
-from collectors.catalog import Rule, convert, derive_rates, parse_object_name, queries_for
+from collectors.catalog import MBeanRule, convert, derive_rates, parse_object_name, queries_for
 from collectors.types import Reading, Sample
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.tenancy import TenantIndex
@@ -150,11 +150,12 @@ def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
     docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     assert catalog.markdown_table() in docs, "docs/metrics.md is stale: regenerate with python -m collectors.catalog"
     import collectors.admin as admin
+    import collectors.admin_convert as admin_convert
     import collectors.exporter as exporter
     import collectors.host as host
     import re
 
-    for module in (admin, exporter, host):
+    for module in (admin, admin_convert, exporter, host):
         source = Path(module.__file__).read_text()
         for name in set(re.findall(r'"(kafka_(?:host|cluster|topic|consumergroup|health)_[a-z_]+)"', source)):
             shown = name if name in docs else name + "_total"  # counters are documented with their _total

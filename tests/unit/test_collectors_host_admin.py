@@ -5,20 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.admin import (
-    AdminCollector,
-    ClusterState,
-    GroupInfo,
-    GroupOffsets,
-    PartitionState,
-    WatermarkHistory,
-    cluster_samples,
-    group_samples,
-    lag_seconds,
-)
+from collectors.admin import AdminCollector
+from collectors.admin_convert import GroupOffsets, WatermarkHistory, cluster_samples, group_samples, lag_seconds
 from collectors.catalog import TenantLookup
 from collectors.host import HostCollector, parse_tcp_backlogs
-from collectors.types import TargetStatus
+from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
 from monitor.core.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
 from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.tenancy import TenantIndex
@@ -265,7 +256,7 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
 
     from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException
 
-    from collectors.admin import KafkaAdmin
+    from collectors.admin_client import KafkaAdmin
 
     def failure():
         return KafkaException(KafkaError(KafkaError.NOT_COORDINATOR, "ConsumerGroupDescribe: "))
@@ -317,7 +308,7 @@ def test_a_group_whose_coordinator_never_answers_costs_its_own_description_only(
 
     from confluent_kafka import ConsumerGroupState
 
-    from collectors.admin import KafkaAdmin
+    from collectors.admin_client import KafkaAdmin
 
     listing = [SimpleNamespace(group_id=g, state=ConsumerGroupState.STABLE, is_simple_consumer_group=False)
                for g in ("dead-coordinator", "b", "c")]
