@@ -6,10 +6,12 @@
     no data:         one query counts every rule input per cluster; a missing input raises KafkaHealthRuleNoData
                      (and per live broker for broker-scoped rules: a broker no collector watches)
     attribution:     each observation becomes one instance per tenant hurt (alerts.attribution)
-    state machine:   alerts.state.step per instance
-    mute + dedup:    silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
-                     firing keeps being refreshed there); ``notified_state`` makes notifications idempotent, so
-                     replaying a cycle after a restart sends nothing twice and loses no resolve.
+    state machine:   alerts.state.advance per instance, then its annotations rendered
+    mute:            silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
+                     firing keeps being refreshed there)
+    notify:          alerts.state.decide per instance, the one place that decides; ``notified_state`` makes
+                     notifications idempotent, so replaying a cycle after a restart sends nothing twice and loses no
+                     resolve.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import Enum
+from typing import NamedTuple
 
 from alerts.attribution import Attributor, placement_from_samples
 from alerts.detectors import Detector, DetectorContext
@@ -28,7 +31,7 @@ from alerts.models import AlertState
 from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, MuteStage, Muter
 from monitor.core.prom import Source
 from alerts.rules import render_annotations
-from alerts.state import step
+from alerts.state import advance, decide
 from alerts.types import Decision, Instance, Observation, Rule, Scope, fingerprint
 from monitor.core.config import Config
 from monitor.core.errors import KafkaHealthError
@@ -70,13 +73,21 @@ class CycleResult:
     detail: dict[str, str] = field(default_factory=dict)
 
 
-def _dedup(inst: Instance) -> Decision:
-    """Alertmanager's dedup stage: notify what the receiver has not been told yet."""
-    if inst.state is AlertState.FIRING and inst.notified_state is not AlertState.FIRING and not inst.muted_by:
-        return Decision.NOTIFY_FIRING
-    if inst.state is AlertState.RESOLVED and inst.notified_state is AlertState.FIRING:
-        return Decision.NOTIFY_RESOLVED
-    return Decision.NONE
+@dataclass
+class _RuleResults:
+    """What the rules said this cycle; filled by the engine's rule-evaluating steps."""
+
+    rules: dict[str, Rule]  # by name: every rule, and each of the engine's own rules that evaluated
+    statuses: dict[str, RuleStatus] = field(default_factory=dict)
+    # rule -> fingerprint -> (labels, observation)
+    observed: dict[str, dict[str, tuple[dict, Observation]]] = field(default_factory=dict)
+    failing: list[Observation] = field(default_factory=list)  # one per rule that raised: KafkaHealthRuleFailing's input
+
+
+class _InputCheck(NamedTuple):
+    missing: list[Observation]  # one per rule input with no series (per cluster, and per live broker)
+    present: dict[str, set[str]]  # cluster -> the inputs it has
+    error: str | None  # the check itself failed: which inputs are missing is unknown
 
 
 class Engine:
@@ -102,16 +113,16 @@ class Engine:
                                                                              if isinstance(v, (int, float))}})
                 for s in ctx.source.query(rule.expr, ctx.now)]
 
-    def _no_data(self, source: Source, now: datetime) -> tuple[list[Observation], dict[str, set[str]], str | None]:
+    def _no_data(self, source: Source, now: datetime) -> _InputCheck:
         """Observations for rule inputs with no series per configured cluster; also which inputs each cluster has."""
         metrics = sorted({m for r in self.rules for m in r.inputs})
         present: dict[str, set[str]] = {}
         if not metrics:
-            return [], present, None
+            return _InputCheck([], present, None)
         try:
             rows = source.query(f'count by (__name__, cluster) ({{__name__=~"{"|".join(metrics)}"}})', now)
         except KafkaHealthError as exc:
-            return [], present, str(exc)
+            return _InputCheck([], present, str(exc))
         for s in rows:
             present.setdefault(s.labels.get("cluster", ""), set()).add(s.labels.get("__name__", ""))
         clusters = [c.name for c in self.config.clusters] or sorted(c for c in present if c)
@@ -124,7 +135,7 @@ class Engine:
                         out.append(Observation(labels={"cluster": cluster, "rule": r.name, "metric": metric},
                                                value=0.0, evidence={"rule": r.name, "metric": metric,
                                                                     "reason": "no series in Prometheus"}))
-        return out + self._no_data_per_broker(source, now, clusters), present, None
+        return _InputCheck(out + self._no_data_per_broker(source, now, clusters), present, None)
 
     def _no_data_per_broker(self, source: Source, now: datetime, clusters: list[str]) -> list[Observation]:
         """Broker-scoped rules' inputs that some live brokers have and others lack: a broker left out of the JMX or
@@ -168,19 +179,31 @@ class Engine:
                  silences: Muter | None = None, resend_seconds: float = 60.0) -> CycleResult:
         """``resend_seconds``: firing alerts already sent are refreshed to Alertmanager this often, muted or not (it
         resolves alerts whose ``endsAt`` passes), as Prometheus' resend delay does."""
-        ctx = DetectorContext(source=source, now=now, config=self.config, tenants=self.tenants)
+        attributor = self._read_placement(source, now)
+        results = self._evaluate_rules(source, now, attributor)
+        inputs = self._no_data(source, now)
+        self._evaluate_engine_rules(results, inputs, attributor)
+        instances, deleted = _advance_instances(prev, results, now)
+        instances = _render_annotations(instances, results.rules, now)
+        instances = _mute(instances, silences, self.inhibit_rules)
+        instances, notes = _decide_notifications(instances, now, resend_seconds)
+        data_ok, detail = self._data_health(inputs)
+        return CycleResult(instances, deleted, notes, results.statuses, data_ok, detail)
+
+    def _read_placement(self, source: Source, now: datetime) -> Attributor:
+        """Which brokers hold which tenants' topics, to attribute broker alerts to the tenants they hurt."""
         try:
             placement = placement_from_samples(
                 source.query(f"count by (cluster, broker, topic) (last_over_time({M['topic_size']}[1h]))", now),
                 self.tenants)
         except KafkaHealthError:
             placement = {}  # fall back to every tenant on the cluster
-        attributor = Attributor(self.config, self.tenants, placement)
-        statuses: dict[str, RuleStatus] = {}
-        observed: dict[str, dict[str, tuple[dict, Observation]]] = {}  # rule -> fp -> (labels, obs)
-        failing: list[Observation] = []
-        by_name = {r.name: r for r in self.rules}
+        return Attributor(self.config, self.tenants, placement)
 
+    def _evaluate_rules(self, source: Source, now: datetime, attributor: Attributor) -> _RuleResults:
+        """Every rule's observations, one instance per tenant hurt; a rule that raises is marked health=err."""
+        ctx = DetectorContext(source=source, now=now, config=self.config, tenants=self.tenants)
+        out = _RuleResults(rules={r.name: r for r in self.rules})
         for rule in self.rules:
             t0 = time.perf_counter()
             try:
@@ -189,87 +212,44 @@ class Engine:
                 msg = str(exc) if isinstance(exc, KafkaHealthError) else f"{type(exc).__name__}: {exc}"
                 if not isinstance(exc, KafkaHealthError):
                     log.exception("rule %s failed", rule.name)
-                statuses[rule.name] = RuleStatus(RuleHealth.ERR, msg[:500], time.perf_counter() - t0)
-                failing.append(Observation(labels={"rule": rule.name}, value=1.0, evidence={"error": msg[:500]}))
+                out.statuses[rule.name] = RuleStatus(RuleHealth.ERR, msg[:500], time.perf_counter() - t0)
+                out.failing.append(Observation(labels={"rule": rule.name}, value=1.0, evidence={"error": msg[:500]}))
                 continue
-            statuses[rule.name] = RuleStatus(RuleHealth.OK, "", time.perf_counter() - t0, len(obs))
-            observed[rule.name] = self._expand(rule, obs, attributor)
+            out.statuses[rule.name] = RuleStatus(RuleHealth.OK, "", time.perf_counter() - t0, len(obs))
+            out.observed[rule.name] = self._expand(rule, obs, attributor)
+        return out
 
-        no_data, present, nd_error = self._no_data(source, now)
-        for rule_name, r in ((NO_DATA, self.engine_rules.get(NO_DATA)), (FAILING, self.engine_rules.get(FAILING))):
+    def _evaluate_engine_rules(self, results: _RuleResults, inputs: _InputCheck, attributor: Attributor) -> None:
+        """Adds the engine's own rules (no data, rule failing) to ``results``; rules missing an input get
+        health=nodata."""
+        for rule_name, obs in ((NO_DATA, inputs.missing), (FAILING, results.failing)):
+            r = self.engine_rules.get(rule_name)
             if r is None:
                 continue
-            obs = no_data if rule_name == NO_DATA else failing
-            if rule_name == NO_DATA and nd_error is not None:
-                statuses[NO_DATA] = RuleStatus(RuleHealth.ERR, nd_error)
+            if rule_name == NO_DATA and inputs.error is not None:
+                results.statuses[NO_DATA] = RuleStatus(RuleHealth.ERR, inputs.error)
                 continue  # unknown: keep its instances as they are
-            statuses.setdefault(rule_name, RuleStatus(RuleHealth.OK, observations=len(obs)))
-            observed[rule_name] = self._expand(r, obs, attributor)
-            by_name[rule_name] = r
-        for o in no_data:
-            name = o.labels["rule"]
-            if statuses.get(name) and statuses[name].health is RuleHealth.OK:
+            results.statuses.setdefault(rule_name, RuleStatus(RuleHealth.OK, observations=len(obs)))
+            results.observed[rule_name] = self._expand(r, obs, attributor)
+            results.rules[rule_name] = r
+        for o in inputs.missing:
+            status = results.statuses.get(o.labels["rule"])
+            if status and status.health is RuleHealth.OK:
                 where = f" on broker {o.labels['broker']}" if "broker" in o.labels else ""
-                statuses[name] = RuleStatus(RuleHealth.NO_DATA, f"no data for {o.labels['metric']}{where}",
-                                            statuses[name].duration_seconds)
+                results.statuses[o.labels["rule"]] = RuleStatus(
+                    RuleHealth.NO_DATA, f"no data for {o.labels['metric']}{where}", status.duration_seconds)
 
-        # state machine over the union of known and observed instances of every rule that evaluated
-        keep: dict[str, Instance] = {}
-        deleted: set[str] = set()
-        for fp, inst in prev.items():
-            if inst.rule not in observed:  # rule failed (or was removed/disabled: resolve below)
-                if inst.rule in by_name or inst.rule in statuses:
-                    keep[fp] = inst
-                    continue
-                nxt, _ = step(inst, None, now, Rule(name=inst.rule, severity=inst.severity, scope=None))  # type: ignore[arg-type]
-                self._keep(fp, nxt, keep, deleted)
-                continue
-            hit = observed[inst.rule].pop(fp, None)
-            nxt, _ = step(inst, hit[1] if hit else None, now, by_name[inst.rule])
-            self._keep(fp, nxt, keep, deleted, hit[0] if hit else None)
-        for rule_name, fresh in observed.items():
-            for fp, (labels, obs) in fresh.items():
-                nxt, _ = step(None, obs, now, by_name[rule_name], labels)
-                self._keep(fp, nxt, keep, deleted, labels)
-
-        # mute, then decide what to notify
-        mute = MuteStage(*(m for m in (silences, Inhibitor(self.inhibit_rules, keep.values())) if m is not None))
-        notes = []
-        for fp, inst in keep.items():
-            r = by_name.get(inst.rule)
-            updates: dict = {}
-            if r is not None and inst.last_evaluated_at == now and inst.state is not AlertState.RESOLVED:
-                ann = render_annotations(r.annotations, inst.labels, inst.value)
-                if ann != inst.annotations:
-                    updates["annotations"] = ann
-            muted = mute.mutes(inst.labels) if inst.state is not AlertState.RESOLVED else None
-            if muted != inst.muted_by:
-                updates["muted_by"] = muted
-            if updates:  # instances are immutable; copying thousands per cycle is the engine's main cost
-                inst = inst.evolve(**updates)
-                keep[fp] = inst
-            decision = _dedup(inst)
-            # Refresh whatever Alertmanager already holds as firing, muted or not (Prometheus too keeps sending
-            # firing alerts whatever Alertmanager's silences say): else Alertmanager times its copy out and reports
-            # a false resolve, and the end of the silence pages again. A mute holds back pages not yet sent and
-            # webhooks (refreshes never go to webhooks: alerts.notify.targets_for).
-            if (decision is Decision.NONE and inst.state is AlertState.FIRING
-                    and inst.notified_state is AlertState.FIRING and inst.last_sent_at is not None
-                    and now - inst.last_sent_at >= timedelta(seconds=resend_seconds)):
-                decision = Decision.REFRESH
-            if decision is not Decision.NONE:
-                inst = inst.evolve(notified_state=inst.state, last_sent_at=now)
-                keep[fp] = inst
-                notes.append(Notification(inst, decision))
-
+    def _data_health(self, inputs: _InputCheck) -> tuple[dict[str, bool], dict[str, str]]:
+        """Per configured cluster: whether every core input had data, and what is missing."""
         core = {M["broker_up"]}
+        wanted = {m for r in self.rules for m in r.inputs}
         data_ok, detail = {}, {}
         for c in self.config.clusters:
-            missing = sorted(m for m in {x for r in self.rules for x in r.inputs} if m not in present.get(c.name, set()))
-            data_ok[c.name] = nd_error is None and not (core & set(missing))
-            detail[c.name] = (f"prometheus: {nd_error}" if nd_error else
+            missing = sorted(m for m in wanted if m not in inputs.present.get(c.name, set()))
+            data_ok[c.name] = inputs.error is None and not (core & set(missing))
+            detail[c.name] = (f"prometheus: {inputs.error}" if inputs.error else
                               f"no data: {', '.join(missing)}" if missing else "ok")[:500]
-        return CycleResult(keep, deleted, notes, statuses, data_ok, detail)
+        return data_ok, detail
 
     @staticmethod
     def _expand(rule: Rule, obs: list[Observation], attributor: Attributor) -> dict[str, tuple[dict, Observation]]:
@@ -279,9 +259,72 @@ class Engine:
                 out[fingerprint(rule.name, labels)] = (labels, ob)
         return out
 
-    @staticmethod
-    def _keep(fp: str, inst: Instance | None, keep: dict, deleted: set, labels: dict | None = None) -> None:
+
+# The pure steps of the cycle. Instances are immutable, and copying thousands per cycle is the engine's main cost:
+# each step copies an instance only when it changes it.
+
+def _advance_instances(prev: dict[str, Instance], results: _RuleResults,
+                       now: datetime) -> tuple[dict[str, Instance], set[str]]:
+    """The state machine over the union of known and observed instances of every rule that evaluated. Returns
+    (fingerprint -> instance to keep, fingerprints to forget)."""
+    keep: dict[str, Instance] = {}
+    deleted: set[str] = set()
+    fresh = {name: dict(hits) for name, hits in results.observed.items()}  # what no known instance claims
+
+    def put(fp: str, inst: Instance | None) -> None:
         if inst is None:
             deleted.add(fp)
         else:
             keep[fp] = inst
+
+    for fp, inst in prev.items():
+        if inst.rule in fresh:
+            hit = fresh[inst.rule].pop(fp, None)
+            put(fp, advance(inst, hit[1] if hit else None, now, results.rules[inst.rule]))
+        elif inst.rule in results.statuses:
+            keep[fp] = inst  # the rule failed or its inputs are unknown: a failing query must not resolve incidents
+        else:  # the rule was removed or disabled: its incidents resolve
+            gone = Rule(name=inst.rule, severity=inst.severity, scope=None)  # type: ignore[arg-type]
+            put(fp, advance(inst, None, now, gone))
+    for name, hits in fresh.items():
+        for fp, (labels, obs) in hits.items():
+            put(fp, advance(None, obs, now, results.rules[name], labels))
+    return keep, deleted
+
+
+def _render_annotations(instances: dict[str, Instance], rules: dict[str, Rule],
+                        now: datetime) -> dict[str, Instance]:
+    """The annotations of the instances evaluated now, with their labels and value filled in."""
+    out = {}
+    for fp, inst in instances.items():
+        r = rules.get(inst.rule)
+        if r is not None and inst.last_evaluated_at == now and inst.state is not AlertState.RESOLVED:
+            ann = render_annotations(r.annotations, inst.labels, inst.value)
+            if ann != inst.annotations:
+                inst = inst.evolve(annotations=ann)
+        out[fp] = inst
+    return out
+
+
+def _mute(instances: dict[str, Instance], silences: Muter | None,
+          inhibit_rules: tuple[InhibitRule, ...]) -> dict[str, Instance]:
+    """What mutes each instance now: a silence, or inhibition by this cycle's firing instances. A resolve is always
+    delivered: a resolved instance is never muted."""
+    mute = MuteStage(*(m for m in (silences, Inhibitor(inhibit_rules, instances.values())) if m is not None))
+    out = {}
+    for fp, inst in instances.items():
+        muted = mute.mutes(inst.labels) if inst.state is not AlertState.RESOLVED else None
+        out[fp] = inst if muted == inst.muted_by else inst.evolve(muted_by=muted)
+    return out
+
+
+def _decide_notifications(instances: dict[str, Instance], now: datetime,
+                          resend_seconds: float) -> tuple[dict[str, Instance], list[Notification]]:
+    """``alerts.state.decide`` per instance: the notifications due, and the instances recording them."""
+    out, notes = {}, []
+    for fp, inst in instances.items():
+        inst, decision = decide(inst, now, resend_seconds=resend_seconds)
+        out[fp] = inst
+        if decision is not Decision.NONE:
+            notes.append(Notification(inst, decision))
+    return out, notes

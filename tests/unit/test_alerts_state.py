@@ -72,3 +72,51 @@ def test_observation_severity_overrides_rule():
     rule = _rule(0, 0)
     inst, _ = step(None, Observation({"a": "b"}, 1.0, severity=Severity.CRITICAL), T0, rule, {"a": "b"})
     assert inst.severity is Severity.CRITICAL
+
+
+RF = "~"  # decision: refresh
+M = "M"  # muted this minute (by a silence or inhibition)
+
+NOTIFY_CASES = [
+    # (no, for_min, keep_min, resend_min, conditions, muted, states, decisions); resend None: never refreshed
+    (1, 0, 0, None, "1111", "....", "FFFF", "f..."),  # told once
+    (2, 0, 0, 2, "11111", ".....", "FFFFF", "f.~.~"),  # a firing already sent is refreshed every resend interval
+    (3, 0, 0, 1, "1100", "....", "FFRR", "f~r."),  # a resolve is sent once, never refreshed
+    (4, 0, 0, None, "1111", "MM..", "FFFF", "..f."),  # a page held back by a mute goes out when the mute ends
+    (5, 1, 0, None, "1110", "MMM.", "PFFR", "...."),  # never sent, so no resolve either
+    (6, 0, 0, 1, "11110", ".MMMM", "FFFFR", "f~~~r"),  # muted after paging: refreshed, not paged again; resolved
+    (7, 0, 0, None, "1011", "M...", "FRFF", "..f."),  # a new incident is told afresh, whatever the old one was
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("no,for_min,keep_min,resend_min,conds,muted,states,decisions", NOTIFY_CASES,
+                         ids=[f"notify{c[0]}" for c in NOTIFY_CASES])
+def test_notifications_minute_by_minute(no, for_min, keep_min, resend_min, conds, muted, states, decisions):
+    rule = _rule(for_min, keep_min)
+    labels = {"alertname": "KafkaTest", "cluster": "c1"}
+    resend = None if resend_min is None else resend_min * 60
+    inst = None
+    got_states, got_decisions = "", ""
+    for minute, (c, m) in enumerate(zip(conds, muted)):
+        now = T0 + timedelta(minutes=minute)
+        obs = Observation(labels=labels, value=float(minute)) if c == "1" else None
+        inst, decision = step(inst, obs, now, rule, labels, muted_by="silence:s1" if m == M else None,
+                              resend_seconds=resend)
+        got_states += I if inst is None else {AlertState.PENDING: P, AlertState.FIRING: F, AlertState.RESOLVED: R}[inst.state]
+        got_decisions += {Decision.NONE: N, Decision.NOTIFY_FIRING: NF, Decision.NOTIFY_RESOLVED: NR,
+                          Decision.REFRESH: RF}[decision]
+    assert (got_states, got_decisions) == (states, decisions)
+
+
+@pytest.mark.unit
+def test_a_replayed_evaluation_loses_no_resolve_and_sends_nothing_twice():
+    """A restart replays the evaluation from the stored instance: the one stored before the hand-off was saved
+    decides the resolve again; the one stored after decides nothing."""
+    rule, labels = _rule(0, 0), {"alertname": "KafkaTest"}
+    firing, _ = step(None, Observation(labels, 1.0), T0, rule, labels)
+    t1 = T0 + timedelta(minutes=1)
+    resolved, decision = step(firing, None, t1, rule)
+    assert decision is Decision.NOTIFY_RESOLVED and resolved.notified_state is AlertState.RESOLVED
+    assert step(firing, None, t1, rule) == (resolved, Decision.NOTIFY_RESOLVED)
+    assert step(resolved, None, t1, rule) == (resolved, Decision.NONE)
