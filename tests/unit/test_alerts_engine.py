@@ -10,7 +10,7 @@ from monitor.core.metric_names import M
 from alerts.models import AlertState
 from alerts.mute import Matcher, SilenceView, Silencer
 from alerts.notify import ALERTMANAGER, targets_for
-from monitor.core.prom import Sample
+from monitor.core.prom import InstantSample
 from alerts.rules import builtin_variant, load_rules
 from alerts.types import Decision
 from monitor.core.config import RulesSettings, parse_config
@@ -41,7 +41,7 @@ class FakeSource:
 
     def query(self, expr, at):
         if expr.startswith("count by (__name__, cluster)"):
-            return [Sample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(self.present)]
+            return [InstantSample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(self.present)]
         for key, ans in self.answers.items():
             if key in expr:
                 if isinstance(ans, Exception):
@@ -59,9 +59,9 @@ def _engine():
 
 def _placement(src):
     src.answers[f"last_over_time({M['topic_size']}"] = [
-        Sample({"cluster": "c1", "broker": "1", "topic": "orders.eu"}, 3),
-        Sample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1),
-        Sample({"cluster": "c1", "broker": "2", "topic": "orders.eu"}, 3),
+        InstantSample({"cluster": "c1", "broker": "1", "topic": "orders.eu"}, 3),
+        InstantSample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1),
+        InstantSample({"cluster": "c1", "broker": "2", "topic": "orders.eu"}, 3),
     ]
 
 
@@ -71,7 +71,7 @@ def by_rule(result, rule):
 
 def test_watchdog_fires_every_cycle_and_notifies_once():
     eng, src = _engine(), FakeSource()
-    src.answers["vector(1)"] = [Sample({}, 1.0)]
+    src.answers["vector(1)"] = [InstantSample({}, 1.0)]
     r1 = eng.evaluate({}, src, T0)
     [wd] = by_rule(r1, "KafkaHealthWatchdog")
     assert wd.state is AlertState.FIRING and "tenant" not in wd.labels and wd.labels["watchdog"] == "true"
@@ -85,7 +85,7 @@ def test_watchdog_fires_every_cycle_and_notifies_once():
 def test_broker_alert_is_one_instance_per_tenant_on_the_broker():
     eng, src = _engine(), FakeSource()
     _placement(src)
-    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
+    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
     r = eng.evaluate({}, src, T0)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
     insts = by_rule(r, "KafkaBrokerUnreachable")
@@ -102,10 +102,10 @@ def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leader
     report the under-replicated and under-min-ISR partitions under their own ``broker`` label."""
     eng, src = _engine(), FakeSource()
     _placement(src)
-    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
-    src.answers[M["under_replicated"]] = [Sample({"cluster": "c1", "broker": "2"}, 4),
-                                         Sample({"cluster": "c1", "broker": "3"}, 2)]
-    src.answers[M["under_min_isr"]] = [Sample({"cluster": "c1", "broker": "2"}, 1)]
+    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
+    src.answers[M["under_replicated"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 4),
+                                         InstantSample({"cluster": "c1", "broker": "3"}, 2)]
+    src.answers[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
     r, notified = {}, []
     for s in (0, 30, 60, 90, 120):
         res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
@@ -125,7 +125,7 @@ def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leader
 
 def test_silence_mutes_and_its_expiry_releases_the_page():
     eng, src = _engine(), FakeSource()
-    src.answers["vector(1)"] = [Sample({}, 1.0)]
+    src.answers["vector(1)"] = [InstantSample({}, 1.0)]
     sil = SilenceView("s1", (Matcher("alertname", "KafkaHealthWatchdog"),), T0, T0 + timedelta(minutes=5))
     r = eng.evaluate({}, src, T0, silences=Silencer([sil], T0))
     [wd] = by_rule(r, "KafkaHealthWatchdog")
@@ -140,7 +140,7 @@ def test_silencing_an_alert_that_paged_keeps_it_firing_in_alertmanager_and_never
     while our silence holds it (no false resolve, no second page when the silence ends); webhooks get nothing."""
     eng, src = _engine(), FakeSource()
     _placement(src)
-    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "1"}, 0)]
+    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
     r = eng.evaluate({}, src, T0).instances
     res = eng.evaluate(r, src, T0 + timedelta(seconds=30))
     shop = next(n for n in res.notifications if n.instance.labels.get("tenant") == "shop")
@@ -167,7 +167,7 @@ def test_silencing_an_alert_that_paged_keeps_it_firing_in_alertmanager_and_never
 
 def test_failing_rule_keeps_its_incidents_and_raises_rule_failing():
     eng, src = _engine(), FakeSource()
-    src.answers[M["under_min_isr"]] = [Sample({"cluster": "c1", "broker": "2"}, 1)]
+    src.answers[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
     r = eng.evaluate({}, src, T0)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
     assert {i.state for i in by_rule(r, "KafkaUnderMinIsrPartitions")} == {AlertState.FIRING}
@@ -205,10 +205,10 @@ def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
     eng, src = _engine(), FakeSource()
     idle, gc = M["request_handler_idle"], M["gc_seconds"]
     src.answers["count by (__name__, cluster, broker)"] = [
-        Sample({"__name__": m, "cluster": "c1", "broker": b}, 1)
+        InstantSample({"__name__": m, "cluster": "c1", "broker": b}, 1)
         for m in sorted(src.present - {gc}) for b in ("1", "2", "3") if not (m == idle and b == "3")]
     src.answers[f"max by (cluster, broker) ({M['broker_up']}) == 1"] = [
-        Sample({"cluster": "c1", "broker": b}, 1) for b in ("1", "2", "3")]
+        InstantSample({"cluster": "c1", "broker": b}, 1) for b in ("1", "2", "3")]
     src.present.discard(gc)
     r = {}
     for s in (0, 300):
@@ -224,22 +224,22 @@ def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
     assert res.rules["KafkaRequestQueueSaturation"].health is RuleHealth.OK
 
     # the broker added to the targets: its series appear, the instance resolves
-    src.answers["count by (__name__, cluster, broker)"].append(Sample({"__name__": idle, "cluster": "c1",
-                                                                       "broker": "3"}, 1))
+    src.answers["count by (__name__, cluster, broker)"].append(InstantSample({"__name__": idle, "cluster": "c1",
+                                                                              "broker": "3"}, 1))
     res = eng.evaluate(r, src, T0 + timedelta(seconds=315))
     assert not [i for i in by_rule(res, NO_DATA) if "broker" in i.labels and i.state is AlertState.FIRING]
 
 
 def test_resolve_is_notified_once_and_instances_of_cleared_pending_are_dropped():
     eng, src = _engine(), FakeSource()
-    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "3"}, 0)]
+    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "3"}, 0)]
     r = eng.evaluate({}, src, T0)
     [p] = by_rule(r, "KafkaBrokerUnreachable")[:1]
     assert p.state is AlertState.PENDING
     del src.answers[M["broker_up"]]
     r2 = eng.evaluate(r.instances, src, T0 + timedelta(seconds=15))
     assert p.fingerprint in r2.deleted and not by_rule(r2, "KafkaBrokerUnreachable")
-    src.answers[M["broker_up"]] = [Sample({"cluster": "c1", "broker": "3"}, 0)]
+    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "3"}, 0)]
     r = eng.evaluate({}, src, T0)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
     del src.answers[M["broker_up"]]
