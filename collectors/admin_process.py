@@ -5,13 +5,15 @@ abort after describe timeouts when a group's coordinator dies (librdkafka#4605) 
 OffsetFetch answers NOT_COORDINATOR (librdkafka#5040). In the collector's own process either one takes every
 collector of the process down, and with them the broker-down alert exactly when a broker dies.
 
-``IsolatedAdmin`` has ``KafkaAdmin``'s calls; each is a message over a pipe to a child process (multiprocessing,
-spawn: no copy of the collector's threads or sockets) that runs a ``KafkaAdmin``. The child forwards its log records
-and answers with the plain data or the error ``KafkaAdmin`` raised. When the child dies during a call, or does not
-answer within the call's timeout plus ``GRACE_SECONDS``, the call raises a ``CollectorError`` that says so (with the
-signal, e.g. SIGSEGV or SIGABRT), the child is killed and ``broken`` is set: the ``AdminCollector`` reports the round
-as a failed Admin target and starts a fresh child for the next round. Secrets in the client settings go to the child
-through the pipe, never in its argv.
+``IsolatedAdmin`` implements ``collectors.types.AdminApi``, as ``KafkaAdmin`` (``collectors.admin_client``) does;
+each call is a message over a pipe to a child process (multiprocessing, spawn: no copy of the collector's threads or
+sockets) that runs the client it was given, in production a ``KafkaAdmin``. This module does not import
+``collectors.admin_client`` (nor it this one): the collector passes the class, which the child imports by name. The
+child forwards its log records and answers with the plain data or the error the client raised. When the child dies
+during a call, or does not answer within the call's timeout plus ``GRACE_SECONDS``, the call raises a
+``CollectorError`` that says so (with the signal, e.g. SIGSEGV or SIGABRT), the child is killed and ``broken`` is
+set: the ``AdminCollector`` reports the round as a failed Admin target and starts a fresh child for the next round.
+Secrets in the client settings go to the child through the pipe, never in its argv.
 
 The child exits when the pipe closes (the collector stopped or died), so it never outlives its collector.
 """
@@ -23,10 +25,12 @@ import multiprocessing
 import signal
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 
 from monitor.core.errors import CollectorError, TargetTimeout, TargetUnreachable, TransportError
+
+from collectors.types import TP, AdminApi, ClusterState, GroupInfo
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,10 @@ START_SECONDS = 60.0  # the child imports confluent-kafka and the collectors; sl
 STOP_SECONDS = 5.0
 CLOSE_SECONDS = 1.0  # a client has no state to save: one that does not exit at once is killed
 ERRORS = {cls.__name__: cls for cls in (TargetTimeout, TargetUnreachable, TransportError)}
+
+# What the child runs: called as client(settings, timeout=timeout). It crosses to the child pickled, so it must be
+# importable by name (a module-level class or function, e.g. collectors.admin_client.KafkaAdmin).
+ClientFactory = Callable[..., AdminApi]
 
 
 class _PipeLogHandler(logging.Handler):
@@ -49,16 +57,14 @@ class _PipeLogHandler(logging.Handler):
             pass
 
 
-def _serve(conn: Connection, settings: dict[str, str], timeout: float) -> None:
-    """The child: a KafkaAdmin answering calls until the pipe closes or it receives None."""
+def _serve(conn: Connection, settings: dict[str, str], timeout: float, client: ClientFactory) -> None:
+    """The child: the client (a KafkaAdmin) answering calls until the pipe closes or it receives None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the collector, which closes the pipe
     root = logging.getLogger()
     root.handlers[:] = [_PipeLogHandler(conn)]
     root.setLevel(logging.INFO)
-    from collectors.admin import KafkaAdmin
-
     try:
-        admin = KafkaAdmin(settings, timeout=timeout)
+        admin = client(settings, timeout=timeout)
     except CollectorError as exc:
         conn.send(("err", (type(exc).__name__, str(exc), (False, False))))
         return
@@ -89,7 +95,7 @@ def _serve(conn: Connection, settings: dict[str, str], timeout: float) -> None:
             return
 
 
-def _flags(admin) -> tuple[bool, bool]:
+def _flags(admin: AdminApi) -> tuple[bool, bool]:
     return admin.stale_coordinator, admin.replace_client
 
 
@@ -105,16 +111,16 @@ def _how(exitcode: int | None) -> str:
 
 
 class IsolatedAdmin:
-    """``KafkaAdmin``'s calls, answered by a ``KafkaAdmin`` in a child process. Not thread-safe: the
+    """The ``AdminApi`` calls, answered by ``client`` (a ``KafkaAdmin``) in a child process. Not thread-safe: the
     ``AdminCollector`` makes one call at a time (its round lock)."""
 
-    def __init__(self, settings: dict[str, str], *, timeout: float):
+    def __init__(self, settings: dict[str, str], *, timeout: float, client: ClientFactory):
         self.stale_coordinator = False  # KafkaAdmin's flags, as of the child's last answer
         self.replace_client = False
         self.broken = False  # the child died or hung: the collector replaces this client
         ctx = multiprocessing.get_context("spawn")
         self._conn, child_conn = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child_conn, settings, timeout), name="kafka-health-admin",
+        self._proc = ctx.Process(target=_serve, args=(child_conn, settings, timeout, client), name="kafka-health-admin",
                                  daemon=True)
         self._proc.start()
         child_conn.close()
@@ -171,19 +177,19 @@ class IsolatedAdmin:
             pass  # the child is dead already: _receive says how
         return self._receive(what, timeout + GRACE_SECONDS)
 
-    def cluster(self, *, timeout: float):
+    def cluster(self, *, timeout: float) -> ClusterState:
         return self._ask("cluster", "metadata", timeout)
 
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         return self._ask("min_insync_replicas", "describe configs", timeout, list(topics))
 
-    def groups(self, *, timeout: float):
+    def groups(self, *, timeout: float) -> list[GroupInfo]:
         return self._ask("groups", "list groups", timeout)
 
-    def committed(self, group: str, *, timeout: float):
+    def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
         return self._ask("committed", f"group offsets of {group}", timeout, group)
 
-    def high_watermarks(self, tps: Iterable, *, timeout: float):
+    def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
         return self._ask("high_watermarks", "list offsets", timeout, list(tps))
 
     def _kill(self) -> None:

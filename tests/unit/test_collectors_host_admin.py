@@ -348,3 +348,19 @@ def test_admin_collector_replaces_a_client_whose_group_coordinator_is_stale():
     ac.collect_target(target, now=30.0)
     assert ac.collect_target(target, now=40.0).status is TargetStatus.OK
     assert len(made) == 2
+
+
+def test_the_admin_seam_and_its_child_process_wrapper_do_not_import_each_other():
+    # Both implement collectors.types.AdminApi; the collector hands IsolatedAdmin the KafkaAdmin class to run.
+    import ast
+
+    import collectors.admin_client as admin_client
+    import collectors.admin_process as admin_process
+
+    def imported(module) -> set[str]:
+        tree = ast.parse(Path(module.__file__).read_text())
+        return ({a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+                | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module})
+
+    assert "collectors.admin_process" not in imported(admin_client)
+    assert not {"collectors.admin_client", "collectors.admin"} & imported(admin_process)

@@ -1,0 +1,208 @@
+"""The seam around confluent-kafka's AdminClient: ``KafkaAdmin``, the only code that touches the library.
+
+``KafkaAdmin`` implements ``collectors.types.AdminApi``: each call returns plain data (``ClusterState``,
+``GroupInfo``, offsets by ``TP``) and finishes within the ``timeout`` it is given. The library's errors are
+translated here, in ``KafkaAdmin._call``, and nowhere else:
+
+    confluent_kafka.KafkaException
+    ├── text says timed out / timeout ............................. TargetTimeout
+    ├── text says transport / connect / brokers are down .......... TargetUnreachable
+    └── anything else ............................................. TransportError
+    concurrent.futures TimeoutError (a future's result(timeout)) .. TargetTimeout
+
+(all three are monitor.core.errors.CollectorError). Partial answers inside one call: a topic whose config cannot be
+read is left out of ``min_insync_replicas``, a partition without an answer out of ``high_watermarks``, and a group
+that cannot be described stays in ``groups`` with unknown members; the collector decides what a failed call costs
+the round (``collectors.admin``).
+
+librdkafka 2.16 keeps a dead or moved group coordinator for good, and segfaults on an admin OffsetFetch that answers
+NOT_COORDINATOR (librdkafka#5040): a client sets ``stale_coordinator`` (no more offsets are asked of it) and
+``replace_client`` (the collector builds a fresh one after the round) when it meets either. In production this class
+runs in a child process (``collectors.admin_process.IsolatedAdmin``), which does not import this module: it is given
+the class.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from collections.abc import Callable, Iterable
+
+from monitor.core.errors import KafkaHealthError, TargetTimeout, TargetUnreachable, TransportError
+
+from collectors.types import TP, ClusterState, GroupInfo, PartitionState
+
+log = logging.getLogger(__name__)
+
+# A call with less time than this left is not started: librdkafka counts whole milliseconds, and a call that can
+# only time out would just add a library error to the log.
+MIN_CALL_SECONDS = 0.05
+# Calls about one consumer group: a timeout or lost connection there means its coordinator is probably dead.
+GROUP_CALLS = ("describe groups", "describe group", "group offsets")
+
+
+class KafkaAdmin:
+    """Plain-data calls on confluent-kafka's AdminClient (``collectors.types.AdminApi``).
+
+    Every call takes ``timeout``: the whole call, all its requests and futures together, returns or raises
+    ``TargetTimeout`` within it (the collector passes what is left of its round). The constructor's ``timeout``
+    only sets librdkafka's socket timeout.
+    """
+
+    def __init__(self, settings: dict[str, str], *, timeout: float):
+        from confluent_kafka.admin import AdminClient
+
+        self._timeout = timeout
+        # Set when a call failed with NOT_COORDINATOR: the client's coordinator for some group is stale (librdkafka
+        # 2.16 kept sending that group's ConsumerGroupDescribe and OffsetFetch to the old coordinator, round after
+        # round, after the __consumer_offsets leaders moved). No offsets are asked of it (see ``committed``).
+        self.stale_coordinator = False
+        # Set by a stale coordinator, and by a group call that timed out or lost its connection: librdkafka 2.16 keeps
+        # a dead coordinator for good (a long-lived client timed out on the group for minutes while a fresh one, 10 s
+        # after the kill, found the new coordinator), so the collector builds a fresh client after the round.
+        self.replace_client = False
+        quiet = logging.getLogger("kafka_health.collectors.librdkafka")
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        self._admin = AdminClient({**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000)})
+
+    def _call(self, what: str, timeout: float, fn: Callable):
+        from confluent_kafka import KafkaException
+
+        try:
+            return fn()
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            text = err.str() if hasattr(err, "str") else str(exc)
+            if hasattr(err, "name") and err.name() not in text:  # librdkafka's text can be empty ("X: ")
+                text = f"{text} [{err.name()}]"
+            if hasattr(err, "name") and err.name() in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
+                self.stale_coordinator = self.replace_client = True
+            if "timed out" in text.lower() or "timeout" in text.lower():
+                self._group_call_failed(what)
+                raise TargetTimeout(f"Admin API {what}: {text}") from exc
+            if "transport" in text.lower() or "connect" in text.lower() or "brokers are down" in text.lower():
+                self._group_call_failed(what)
+                raise TargetUnreachable(f"Admin API {what}: {text}") from exc
+            raise TransportError(f"Admin API {what}: {text}") from exc
+        except TimeoutError as exc:  # concurrent.futures' result(timeout) expired
+            self._group_call_failed(what)
+            raise TargetTimeout(f"Admin API {what}: no answer within {timeout:g}s") from exc
+
+    def _group_call_failed(self, what: str) -> None:
+        if what in GROUP_CALLS:
+            self.replace_client = True
+
+    def cluster(self, *, timeout: float) -> ClusterState:
+        md = self._call("metadata", timeout, lambda: self._admin.list_topics(timeout=timeout))
+        parts = tuple(
+            PartitionState(t.topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+            for t in md.topics.values() if t.error is None for p in t.partitions.values()
+        )
+        return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
+
+    def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
+        """Effective ``min.insync.replicas`` per topic (topic override or broker default). Topics whose config cannot
+        be read (in time) are left out."""
+        from confluent_kafka.admin import ConfigResource
+
+        t, end = timeout, time.monotonic() + timeout
+        wanted = [ConfigResource("topic", name) for name in topics]
+        if not wanted:
+            return {}
+        futs = self._call("describe configs", t, lambda: self._admin.describe_configs(wanted, request_timeout=t))
+        out = {}
+        for res, fut in futs.items():
+            try:
+                entry = self._call("describe configs", t, lambda: fut.result(_left(end))).get("min.insync.replicas")
+            except KafkaHealthError as exc:
+                log.debug("topic %s: min.insync.replicas unknown: %s", res.name, exc)
+                continue
+            if entry is not None and entry.value is not None:
+                out[res.name] = int(entry.value)
+        return out
+
+    def groups(self, *, timeout: float) -> list[GroupInfo]:
+        """Every consumer group, described. Raises if the listing fails. Groups whose description fails are asked
+        again in a request of their own; a group that still cannot be described is kept with the listing's state and
+        unknown members (0 if the listing says empty), so its offsets and lag are still read. (librdkafka 2.16
+        against Kafka 4.1 answered "ConsumerGroupDescribe: " for some classic groups of a long-lived client, round
+        after round; leaving them out made their lag vanish, and the lag alert with it.)"""
+        t, end = timeout, time.monotonic() + timeout
+        listing = self._call("list groups", t,
+                             lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
+        listed = {g.group_id: g for g in listing.valid}
+        if not listed:
+            return []
+        described: dict[str, GroupInfo] = {}
+        failed: dict[str, KafkaHealthError] = {}
+
+        def describe(ids: list[str]) -> None:
+            futs = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
+                ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
+            # Waited for together: a group whose coordinator is dead must not use up the time of the others.
+            concurrent.futures.wait(list(futs.values()), timeout=_left(end))
+            for gid, fut in futs.items():
+                try:
+                    d = self._call("describe group", t, lambda: fut.result(0))
+                except KafkaHealthError as exc:
+                    failed[gid] = exc
+                    continue
+                failed.pop(gid, None)
+                described[gid] = GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
+                                           tuple((m.client_id, m.host) for m in d.members))
+
+        describe(list(listed))
+        if failed and _left(end) >= MIN_CALL_SECONDS:
+            describe(sorted(failed))  # once more, in a request of their own
+        for gid, exc in sorted(failed.items()):
+            g = listed[gid]
+            state = _state(g.state)
+            log.warning("group %s: not described (%s); offsets and lag read anyway, members unknown", gid, exc)
+            described[gid] = GroupInfo(gid, state, 0 if state == "empty" else None,
+                                       bool(getattr(g, "is_simple_consumer_group", False)))
+        return [described[gid] for gid in listed if gid in described]
+
+    def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        if self.stale_coordinator:
+            # librdkafka (2.16 still, librdkafka#5040) dereferences a NULL consumer group when an admin OffsetFetch
+            # answers NOT_COORDINATOR, and the whole process dies (SIGSEGV, seen on the latency bench): with a stale
+            # coordinator known, no offsets are asked of this client; the next round's fresh client reads them.
+            raise TransportError(f"Admin API group offsets of {group}: skipped, the client's group coordinator is "
+                                 "stale (NOT_COORDINATOR); read next round with a fresh client")
+        t = timeout
+        futs = self._call("group offsets", t, lambda: self._admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=t))
+        res = self._call("group offsets", t, lambda: futs[group].result(t))
+        return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.error is None}
+
+    def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        request = {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}
+        if not request:
+            return {}
+        t, end = timeout, time.monotonic() + timeout
+        futs = self._call("list offsets", t, lambda: self._admin.list_offsets(request, request_timeout=t))
+        out = {}
+        for tp, fut in futs.items():
+            try:
+                out[(tp.topic, tp.partition)] = self._call("list offsets", t, lambda: fut.result(_left(end))).offset
+            except KafkaHealthError:
+                continue  # e.g. an offline partition, or no answer in time: no watermark, no lag for it
+        return out
+
+
+def _left(end: float) -> float:
+    """Seconds until ``end`` (time.monotonic): the futures of one call share its timeout instead of each getting it."""
+    return max(0.0, end - time.monotonic())
+
+
+def _state(state) -> str:
+    name = getattr(state, "name", str(state))
+    return name.lower().replace("_", "")
+
