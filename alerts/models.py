@@ -7,32 +7,11 @@ tenants is several instances, each with its own ``tenant``. Columns may be added
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 
 from sqlalchemy import JSON, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.core.store import Base, UtcDateTime
-
-
-class AlertState(str, Enum):
-    INACTIVE = "inactive"
-    PENDING = "pending"
-    FIRING = "firing"
-    RESOLVED = "resolved"
-
-    @property
-    def order(self) -> int:
-        return ["inactive", "pending", "firing", "resolved"].index(self.value)
-
-
-class Severity(str, Enum):
-    WARNING = "warning"
-    CRITICAL = "critical"
-
-    @property
-    def order(self) -> int:
-        return 1 if self is Severity.WARNING else 2
 
 
 class AlertInstance(Base):

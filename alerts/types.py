@@ -18,7 +18,25 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from alerts.models import AlertState, Severity
+
+class AlertState(str, Enum):
+    INACTIVE = "inactive"
+    PENDING = "pending"
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+    @property
+    def order(self) -> int:
+        return ["inactive", "pending", "firing", "resolved"].index(self.value)
+
+
+class Severity(str, Enum):
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def order(self) -> int:
+        return 1 if self is Severity.WARNING else 2
 
 
 class Scope(str, Enum):
