@@ -27,12 +27,20 @@ from alerts.detectors import Detector, builtin_detectors
 from alerts.engine import CycleResult, Engine, RuleHealth
 from alerts.exported import ActiveAlerts
 from alerts.mute import Silencer
-from alerts.notify import (ALERTMANAGER, AlertmanagerNotifier, DeliveryPolicy, DeliveryReport, Notifier,
-                           WebhookNotifier, deliver_due, enqueue_notifications)
-from monitor.core.prom import PrometheusSource, Source
+from alerts.notify import (
+    ALERTMANAGER,
+    AlertmanagerNotifier,
+    DeliveryPolicy,
+    DeliveryReport,
+    Notifier,
+    WebhookNotifier,
+    deliver_due,
+    enqueue_notifications,
+)
 from alerts.rules import load_rules
 from monitor.core.config import Config
 from monitor.core.errors import KafkaHealthError
+from monitor.core.prom import PrometheusSource, Source
 from monitor.core.store import Store
 
 log = logging.getLogger(__name__)

@@ -26,15 +26,22 @@ from typing import NamedTuple
 
 from alerts.attribution import Attributor, placement_from_samples
 from alerts.detectors import Detector, DetectorContext
-from monitor.core.metric_names import M
-from alerts.models import AlertState
-from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, MuteStage, Muter
-from monitor.core.prom import Source
+from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, Muter, MuteStage
 from alerts.rules import render_annotations
 from alerts.state import advance, decide
-from alerts.types import Decision, Instance, Observation, Rule, Scope, fingerprint
+from alerts.types import (
+    AlertState,
+    Decision,
+    Instance,
+    Observation,
+    Rule,
+    Scope,
+    fingerprint,
+)
 from monitor.core.config import Config
 from monitor.core.errors import KafkaHealthError
+from monitor.core.metric_names import M
+from monitor.core.prom import Source
 from monitor.core.tenancy import TenantIndex
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,7 @@ from collections.abc import Iterable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from alerts.models import AlertState
-from alerts.types import Instance
+from alerts.types import AlertState, Instance
 
 ALERT_METRIC = "kafka_health_alert_instance"
 _HELP = ("1 per pending or firing alert instance of the alert engine, with its labels and alertstate "

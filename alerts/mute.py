@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from alerts.models import AlertState
-from alerts.types import Instance
+from alerts.types import AlertState, Instance
 
 
 class Muter(Protocol):

@@ -26,8 +26,7 @@ import httpx
 
 from alerts import repo
 from alerts.engine import Notification
-from alerts.models import AlertState
-from alerts.types import Decision
+from alerts.types import AlertState, Decision
 from monitor.core.config import Config
 from monitor.core.store import Store
 

@@ -7,20 +7,25 @@ work decides, so a cycle's instances and the notifications it enqueues are commi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import and_, bindparam, delete, or_, select
 from sqlalchemy.orm import Session
 
-from alerts.models import AlertInstance, AlertState, DeadLetter, EngineHeartbeat, OutboxEntry, Severity, Silence
+from alerts.models import (
+    AlertInstance,
+    DeadLetter,
+    EngineHeartbeat,
+    OutboxEntry,
+    Silence,
+)
 from alerts.mute import Matcher, SilenceView
-from alerts.types import Instance
-from monitor.core.config import TenantConfig
+from alerts.types import AlertState, Instance, Severity
 from monitor.core.errors import NotFound
-
 
 # ------------------------------------------------------------------------------------------------ instances
 
@@ -39,7 +44,21 @@ def _tenant_alerts_clause(*, whole: bool, in_clusters: bool):
     return cond
 
 
-def tenant_alerts_filter(cfg: TenantConfig, clusters: set[str] | None = None) -> tuple[Any, dict]:
+class AlertOwner(Protocol):
+    """Whom instances belong to: the instances labelled with ``name``, and the unlabelled ones on the clusters it owns
+    whole. A ``TenantConfig`` is one; ``Owner`` is one for a name alone."""
+
+    name: str
+    whole_clusters: Sequence[str]
+
+
+@dataclass(frozen=True)
+class Owner:
+    name: str
+    whole_clusters: tuple[str, ...] = ()
+
+
+def tenant_alerts_filter(cfg: AlertOwner, clusters: set[str] | None = None) -> tuple[Any, dict]:
     """The clause selecting ``cfg``'s instances (on ``clusters`` only, if given) and its parameters."""
     whole = sorted(set(cfg.whole_clusters) & clusters if clusters is not None else set(cfg.whole_clusters))
     params: dict = {"tenant": cfg.name}
@@ -63,6 +82,23 @@ def firing_reasons(db_session: Session, cond, params: dict | None = None) -> lis
     """Firing instances as plain rows with just what ``assess`` reads: Core on the session's connection, no ORM
     identity work on the hot path."""
     return list(db_session.connection().execute(_firing_query(cond), params or {}))
+
+
+def list_instances(*, session: Session, tenant: AlertOwner | None, state: AlertState | None, after: str | None,
+                   limit: int) -> list[AlertInstance]:
+    """The one query for "alert instances", every tenant's (``tenant=None``, operators) or one tenant's (the same set
+    ``tenant_alerts_filter`` gives its health): in ``state``, else every state but inactive; keyset-paged on the
+    fingerprint, which stays stable while the engine adds and resolves instances between pages."""
+    q = select(AlertInstance)
+    params: dict = {}
+    if tenant is not None:
+        cond, params = tenant_alerts_filter(tenant)
+        q = q.where(cond)
+    q = q.where(AlertInstance.state == state.value) if state else q.where(
+        AlertInstance.state != AlertState.INACTIVE.value)
+    if after is not None:
+        q = q.where(AlertInstance.fingerprint > after)
+    return list(session.scalars(q.order_by(AlertInstance.fingerprint).limit(limit), params))
 
 
 

@@ -15,12 +15,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from monitor.core.metric_names import M
-from monitor.core.times import format_duration, parse_duration
-from alerts.models import Severity
-from alerts.types import Rule, Scope
+from alerts.types import Rule, Scope, Severity
 from monitor.core.config import RulesSettings
 from monitor.core.errors import ConfigError, ConfigProblem
+from monitor.core.metric_names import M
+from monitor.core.times import format_duration, parse_duration
 
 BUILTIN = Path(__file__).with_name("rules.yaml")
 class RuleSpec(BaseModel):

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from alerts.models import AlertState
-from alerts.types import Decision, Instance, Observation, Rule
+from alerts.types import AlertState, Decision, Instance, Observation, Rule
 
 
 def advance(

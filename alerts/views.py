@@ -7,22 +7,23 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from alerts import repo
 from alerts.models import AlertInstance, Silence
+from alerts.types import AlertState
+from monitor.core.api.deps import CurrentPrincipal, DbSession
 from monitor.core.api.pagination import Page, Paging, PagingParams, page_of
 from monitor.core.api.principal import Principal, current_principal
 from monitor.core.api.schema import IsoTime
 from monitor.core.errors import Invalid, NotFound
 from monitor.core.times import as_utc, iso_utc
-
-# Say nothing about what was asked for: a 404 must read the same for "absent" and "someone else's".
-TENANT_NOT_FOUND = "tenant not found"
+from monitor.tenants import service as tenant_service
+from monitor.tenants.scope import TENANT_NOT_FOUND, TenantName
 
 router = APIRouter(tags=["alerts"])
 StateParam = Literal["firing", "pending", "resolved"]
@@ -116,27 +117,32 @@ def silence_json(row: Silence, now: datetime) -> dict:
             "created_by": row.created_by, "comment": row.comment, "tenant": row.tenant, "state": state}
 
 
-def _list_alerts(request: Request, *, tenant: str | None, all_tenants: bool, state: str | None,
-                 paging: Paging) -> Page:
-    # Keyset on the fingerprint: stable while the engine adds and resolves instances between pages.
-    q = select(AlertInstance).order_by(AlertInstance.fingerprint).limit(paging.limit + 1)
-    if not all_tenants:
-        q = q.where(AlertInstance.tenant == tenant)
-    if state:
-        q = q.where(AlertInstance.state == state)
-    if paging.after:
-        q = q.where(AlertInstance.fingerprint > paging.after)
-    with request.app.state.store.session() as s:
-        return page_of(list(s.scalars(q)), paging, key=lambda r: r.fingerprint, convert=alert_json)
+def _alerts_page(db_session: Session, tenant: str | None, state: StateParam | None, paging: Paging) -> Page:
+    """``tenant=None``: every instance. A tenant: the instances its health is judged on (``repo.list_instances``)."""
+    owner = None
+    if tenant is not None:
+        # A tenant deleted since its token was checked owns nothing but what is labelled with its name.
+        owner = tenant_service.get_config(db_session=db_session, name=tenant) or repo.Owner(tenant)
+    rows = repo.list_instances(session=db_session, tenant=owner, state=AlertState(state) if state else None,
+                               after=paging.after, limit=paging.limit + 1)
+    return page_of(rows, paging, key=lambda r: r.fingerprint, convert=alert_json)
 
 
-@router.get("/api/v1/alerts", response_model=Page[AlertInstanceRead])
-def list_alerts(request: Request, paging: PagingParams, state: StateParam | None = None,
-                principal: Principal = Depends(current_principal)) -> Page:
-    """Operators: every alert instance. Tenant tokens: only their tenant's.
-    (``/api/v1/tenants/{tenant}/alerts`` is served by the tenants router.)"""
-    return _list_alerts(request, tenant=principal.tenant, all_tenants=principal.is_operator, state=state,
-                        paging=paging)
+@router.get("/api/v1/alerts", response_model=Page[AlertInstanceRead],
+            summary="Alert instances (operators: every one; a tenant token: its tenant's)")
+def list_alerts(db_session: DbSession, principal: CurrentPrincipal, paging: PagingParams,
+                state: StateParam | None = None) -> Page:
+    return _alerts_page(db_session, None if principal.is_operator else principal.tenant, state, paging)
+
+
+@router.get("/api/v1/tenants/{tenant}/alerts", response_model=Page[AlertInstanceRead],
+            summary="This tenant's alert instances (the same answer as /alerts with its token)")
+def tenant_alerts(name: TenantName, db_session: DbSession, paging: PagingParams,
+                  state: Annotated[StateParam | None, Query(description="only instances in this state")] = None
+                  ) -> Page:
+    if tenant_service.get(db_session=db_session, name=name) is None:
+        raise NotFound(TENANT_NOT_FOUND)
+    return _alerts_page(db_session, name, state, paging)
 
 
 @router.post("/api/v1/silences", status_code=201, response_model=SilenceRead)

@@ -52,10 +52,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from alerts.detectors import builtin_detectors  # noqa: E402
 from alerts.engine import Engine  # noqa: E402
-from monitor.core.metric_names import PHASE_RESPONSE_SEND, M  # noqa: E402
-from monitor.core.prom import InstantSample, Series  # noqa: E402
 from alerts.rules import builtin_variant, load_rules  # noqa: E402
 from monitor.core.config import parse_config  # noqa: E402
+from monitor.core.metric_names import PHASE_RESPONSE_SEND, M  # noqa: E402
+from monitor.core.prom import InstantSample, Series  # noqa: E402
 
 
 class SyntheticSource:
@@ -268,7 +268,7 @@ class Watch:
             th.start()
 
     def _engine(self):
-        from alerts.models import AlertState
+        from alerts.types import AlertState
 
         interval = self.svc.config.rules.evaluation_interval_seconds
         while not self.stop.is_set():
@@ -343,7 +343,7 @@ class Bench:
         from its start. ``while_waiting`` runs once per check (e.g. keep a healthy reader polling)."""
         import httpx
 
-        from alerts.models import AlertState
+        from alerts.types import AlertState
 
         names = {e for e, _ in SCENARIOS[key][1]}
         prom = {p for _, p in SCENARIOS[key][1]}
@@ -637,7 +637,12 @@ def latency(args) -> int:
     import httpx
     import yaml
 
-    from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+    from monitor.core.config import (
+        CollectionSettings,
+        RulesSettings,
+        TenantConfig,
+        TenantSelector,
+    )
     from monitor.stack import Stack, StackLayout, slow_link
 
     keys = [k for k in args.scenarios.split(",") if k]

@@ -65,8 +65,8 @@ def child(args) -> None:
     from prometheus_client import CollectorRegistry
 
     from collectors.catalog import TenantLookup
+    from collectors.component import CollectionService
     from collectors.jmx import JmxCollector
-    from collectors.service import CollectionService
     from collectors.transports.jmxquery import JmxQueryTransport
     from collectors.transports.jolokia import JolokiaTransport
     from collectors.types import TargetStatus

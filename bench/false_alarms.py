@@ -24,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from alerts.models import AlertState  # noqa: E402
 from alerts.component import AlertService  # noqa: E402
+from alerts.types import AlertState  # noqa: E402
 from monitor import serve  # noqa: E402
+from monitor.core.store import Store  # noqa: E402
 from monitor.demo import DEMO_LOAD, DEMO_TENANTS  # noqa: E402
 from monitor.loadgen import LoadGenerator  # noqa: E402
 from monitor.stack import Stack, StackLayout  # noqa: E402
-from monitor.core.store import Store  # noqa: E402
 from monitor.store.migrate import upgrade  # noqa: E402
 
 WATCHDOG = "KafkaHealthWatchdog"

@@ -27,8 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monitor.archive import lake as lakefs  # noqa: E402
 from monitor.archive.series import LABEL_COLUMNS  # noqa: E402
-from monitor.core.config import (ClusterConfig, Config, LakeSettings, TenantConfig, TenantContract,  # noqa: E402
-                            TenantSelector)
+from monitor.core.config import (  # noqa: E402
+    ClusterConfig,
+    Config,
+    LakeSettings,
+    TenantConfig,
+    TenantContract,
+    TenantSelector,
+)
 
 UTC = timezone.utc
 MIN = 60

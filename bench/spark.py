@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -47,15 +47,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from monitor.core.config import ClusterConfig
-from monitor.core.errors import KafkaHealthError
-
 from collectors.admin_client import MIN_CALL_SECONDS, KafkaAdmin
-from collectors.admin_convert import GroupOffsets, WatermarkHistory, cluster_samples, group_samples
+from collectors.admin_convert import (
+    GroupOffsets,
+    WatermarkHistory,
+    cluster_samples,
+    group_samples,
+)
 from collectors.admin_process import IsolatedAdmin
 from collectors.catalog import TenantLookup
 from collectors.outcome import failed, succeeded
 from collectors.types import TP, AdminApi, ClusterState, Sample, Target, TargetResult
+from monitor.core.config import ClusterConfig
+from monitor.core.errors import KafkaHealthError
 
 log = logging.getLogger(__name__)
 

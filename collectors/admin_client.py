@@ -29,9 +29,13 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from monitor.core.errors import KafkaHealthError, TargetTimeout, TargetUnreachable, TransportError
-
 from collectors.types import TP, ClusterState, GroupInfo, PartitionState
+from monitor.core.errors import (
+    KafkaHealthError,
+    TargetTimeout,
+    TargetUnreachable,
+    TransportError,
+)
 
 log = logging.getLogger(__name__)
 

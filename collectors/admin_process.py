@@ -28,9 +28,13 @@ import traceback
 from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 
-from monitor.core.errors import CollectorError, TargetTimeout, TargetUnreachable, TransportError
-
 from collectors.types import TP, AdminApi, ClusterState, GroupInfo
+from monitor.core.errors import (
+    CollectorError,
+    TargetTimeout,
+    TargetUnreachable,
+    TransportError,
+)
 
 log = logging.getLogger(__name__)
 

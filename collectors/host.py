@@ -16,11 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from monitor.core.config import ClusterConfig
-from monitor.core.errors import TargetUnreachable
-
 from collectors.outcome import failed, succeeded
 from collectors.types import Sample, Target, TargetResult
+from monitor.core.config import ClusterConfig
+from monitor.core.errors import TargetUnreachable
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size

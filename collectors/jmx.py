@@ -7,12 +7,11 @@ import threading
 import time
 from collections.abc import Sequence
 
-from monitor.core.config import ClusterConfig
-from monitor.core.errors import KafkaHealthError
-
 from collectors import catalog
 from collectors.outcome import failed, succeeded
 from collectors.types import Endpoint, Sample, Target, TargetResult, Transport
+from monitor.core.config import ClusterConfig
+from monitor.core.errors import KafkaHealthError
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
-
 from collectors.types import FailureReason, Sample, Target, TargetResult, TargetStatus
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 
 def succeeded(target: Target, samples: Sequence[Sample], *, started_at: float, duration: float,

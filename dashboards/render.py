@@ -10,9 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grafana_foundation_sdk.builders import bargauge, common as common_b, dashboard as db, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.builders import (
+    bargauge,
+    prometheus,
+    stat,
+    table,
+    timeseries,
+)
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as db
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models import common, dashboard as dm, prometheus as prom_models
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as dm
+from grafana_foundation_sdk.models import prometheus as prom_models
 
 from dashboards.boards.selectors import alerts
 from dashboards.model import VARIABLE_SOURCES, Dashboard, Kind, Panel, Var

@@ -18,7 +18,12 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from monitor import REPO_ROOT
-from monitor.core.config import TenantConfig, TenantContract, TenantSelector, load_config
+from monitor.core.config import (
+    TenantConfig,
+    TenantContract,
+    TenantSelector,
+    load_config,
+)
 from monitor.core.errors import ComponentFailed, PortInUse
 from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack

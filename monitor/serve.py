@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from alerts.component import AlertService
+from collectors.component import CollectionService
 from collectors.contract import TenantContractCollector
-from collectors.service import CollectionService
 from monitor import __version__
 from monitor.api.app import mount_api
 from monitor.core.config import Config

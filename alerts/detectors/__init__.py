@@ -16,9 +16,9 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
-from monitor.core.prom import Source
 from alerts.types import Observation, Rule
 from monitor.core.config import Config
+from monitor.core.prom import Source
 from monitor.core.tenancy import TenantIndex
 from monitor.core.times import parse_duration
 

@@ -8,14 +8,13 @@ evidence says ``clients: []`` with a reason instead of guessing when they are ab
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
 from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
+from alerts.types import Observation, Rule
 from monitor.core.clients import is_outdated
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
-from alerts.types import Observation, Rule
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
+from alerts.types import Observation, Rule, Severity
 from monitor.core.metric_names import M
-from alerts.models import Severity
-from alerts.types import Observation, Rule
 
 
 @dataclass(frozen=True)

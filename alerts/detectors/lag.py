@@ -27,9 +27,8 @@ from datetime import timedelta
 from enum import Enum
 
 from alerts.detectors import DetectorContext, window_seconds
+from alerts.types import Observation, Rule, Severity
 from monitor.core.metric_names import M
-from alerts.models import Severity
-from alerts.types import Observation, Rule
 
 
 class LagStatus(str, Enum):

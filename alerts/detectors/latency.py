@@ -11,8 +11,8 @@ from datetime import timedelta
 from statistics import median
 
 from alerts.detectors import DetectorContext, window_seconds
-from monitor.core.metric_names import PHASE_TOTAL, M
 from alerts.types import Observation, Rule
+from monitor.core.metric_names import PHASE_TOTAL, M
 
 
 def regression(current: float, history: list[float], peers: list[float], *, own_ratio: float, peer_ratio: float,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from alerts.detectors import DetectorContext
+from alerts.types import Observation, Rule, Severity
 from monitor.core.metric_names import M
-from alerts.models import Severity
-from alerts.types import Observation, Rule
 
 
 def budget_usage(topic_sizes: list[tuple[str, str, float]], owner, budgets: dict[str, int]) -> dict[str, dict]:

@@ -26,9 +26,8 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
-
 from collectors.types import Endpoint, MBeanQuery, Reading
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 
 def _jar() -> Path:

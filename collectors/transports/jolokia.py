@@ -12,9 +12,8 @@ from collections.abc import Sequence
 
 import httpx
 
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
-
 from collectors.types import Endpoint, MBeanQuery, Reading
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 
 
 def _num(v: object) -> float | str | None:

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from dashboards.boards.selectors import C, CB, RI, rate
-from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row, Var
+from dashboards.boards.selectors import CB, RI, C, rate
+from dashboards.model import (
+    GREEN,
+    ORANGE,
+    RED,
+    Dashboard,
+    Kind,
+    Needs,
+    Panel,
+    Query,
+    Row,
+    Var,
+)
 
 LEG = "broker {{broker}}"
 

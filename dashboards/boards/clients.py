@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashboards.boards.selectors import C, CT, client_throttle
+from dashboards.boards.selectors import CT, C, client_throttle
 from dashboards.model import ORANGE, RED, Dashboard, Kind, Panel, Query, Row, Var
 
 TOP = Row("Top clients", (

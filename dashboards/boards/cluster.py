@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from dashboards.boards.selectors import C, rate
-from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row
+from dashboards.model import (
+    GREEN,
+    ORANGE,
+    RED,
+    Dashboard,
+    Kind,
+    Needs,
+    Panel,
+    Query,
+    Row,
+)
 
 _stat = dict(kind=Kind.STAT, width=4, height=4)
 

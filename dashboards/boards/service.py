@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from dashboards.boards.selectors import ALERT_COLUMNS, C, RI, alerts
-from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row
+from dashboards.boards.selectors import ALERT_COLUMNS, RI, C, alerts
+from dashboards.model import (
+    GREEN,
+    ORANGE,
+    RED,
+    Dashboard,
+    Kind,
+    Needs,
+    Panel,
+    Query,
+    Row,
+)
 
 JOB = 'job=~"kafka-health.*"'
 FIRING, PENDING = f'alertstate="firing", {C}', f'alertstate="pending", {C}'

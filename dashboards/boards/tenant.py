@@ -7,7 +7,18 @@ selectors. The contract (quotas, budget) comes from the service config as ``kafk
 from __future__ import annotations
 
 from dashboards.boards.selectors import ALERT_COLUMNS, CT, alerts, client_throttle, rate
-from dashboards.model import GREEN, ORANGE, RED, Dashboard, Kind, Needs, Panel, Query, Row, Var
+from dashboards.model import (
+    GREEN,
+    ORANGE,
+    RED,
+    Dashboard,
+    Kind,
+    Needs,
+    Panel,
+    Query,
+    Row,
+    Var,
+)
 
 TT = 'tenant=~"$tenant"'
 FIRING = f'alertstate="firing", {TT}'

@@ -16,10 +16,16 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from monitor.advisor.types import (
+    ClientSample,
+    Finding,
+    FindingKind,
+    FindingSeverity,
+    Snapshot,
+    TopicSample,
+)
 from monitor.core.clients import is_outdated
 from monitor.core.metric_names import M
-from monitor.advisor.types import (ClientSample, Finding, FindingKind, FindingSeverity, Snapshot,
-                                   TopicSample)
 
 MIB = 1048576.0
 

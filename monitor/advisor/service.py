@@ -12,12 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from monitor.core.prom import Source
 from monitor.advisor import capacity, findings
 from monitor.advisor.source import read_snapshot, read_usage
 from monitor.advisor.types import SNAPSHOT_INPUTS, DataStatus
 from monitor.core.config import TenantConfig
 from monitor.core.errors import QueryError
+from monitor.core.prom import Source
 
 # A look-back window as PromQL takes it (it is put into queries, so nothing else may pass).
 WINDOW = r"^[1-9][0-9]{0,4}[smhd]$"

@@ -12,12 +12,19 @@ import math
 from collections.abc import Iterable
 from datetime import datetime
 
+from monitor.advisor.capacity import DAY, BrokerUsage, ClusterUsage, Limits, TenantUsage
+from monitor.advisor.types import (
+    ClientSample,
+    ClusterSample,
+    DeprecatedSample,
+    GroupSample,
+    Snapshot,
+    SoftwareSample,
+    TopicSample,
+)
+from monitor.core.config import TenantConfig
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample, Source
-from monitor.advisor.capacity import DAY, BrokerUsage, ClusterUsage, Limits, TenantUsage
-from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample, GroupSample, Snapshot,
-                                   SoftwareSample, TopicSample)
-from monitor.core.config import TenantConfig
 from monitor.core.tenancy import TenantIndex
 from monitor.core.times import parse_duration
 

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import Field
 
-from monitor.core.prom import PrometheusSource
 from monitor.advisor import service
 from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
 from monitor.core.api.schema import IsoTime, Number, OpenModel
 from monitor.core.errors import Invalid
+from monitor.core.prom import PrometheusSource
 from monitor.tenants import service as tenant_service
 from monitor.tenants.scope import ClusterName, TenantName, cluster_scope, tenant_row
 

@@ -22,11 +22,11 @@ from monitor.api.auth import AuthMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.routes import api_routes
-from monitor.health.watch import AnswerMemo, StoreWatch
 from monitor.core.config import Config
 from monitor.core.store import Store
-from monitor.tenants import service as tenant_service
 from monitor.health.views import routers as health_routers
+from monitor.health.watch import AnswerMemo, StoreWatch
+from monitor.tenants import service as tenant_service
 from monitor.tenants.views import routers as tenant_routers
 
 log = logging.getLogger(__name__)

@@ -28,11 +28,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from monitor.api import tokens
 from monitor.api.errors import error_response, unavailable_response
-from monitor.core.api.principal import Principal
 from monitor.api.ratelimit import TokenBuckets
-from monitor.health.watch import StoreWatch
+from monitor.core.api.principal import Principal
 from monitor.core.errors import StoreError
 from monitor.core.store import Store
+from monitor.health.watch import StoreWatch
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from monitor.core.errors import Conflict, Invalid, KafkaHealthError, NotFound, StoreError
+from monitor.core.errors import (
+    Conflict,
+    Invalid,
+    KafkaHealthError,
+    NotFound,
+    StoreError,
+)
 
 log = logging.getLogger(__name__)
 

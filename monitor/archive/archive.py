@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import pyarrow as pa
 
-from monitor.core.prom import PrometheusSource
 from monitor.archive import lake as lakefs
 from monitor.archive.series import LABEL_COLUMNS, SERIES, STEP_SECONDS, ArchiveSeries
+from monitor.core.prom import PrometheusSource
 
 log = logging.getLogger(__name__)
 DAY = timedelta(days=1)

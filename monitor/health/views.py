@@ -1,4 +1,4 @@
-"""Health answers: a tenant's or a cluster's health, its brokers' status and a tenant's alert instances. Each reads
+"""Health answers: a tenant's or a cluster's health and its brokers' status. Each reads
 the alert engine's instances and heartbeats and judges them with the pure ``monitor.tenants.health.assess``.
 
 Tenant health, the endpoint clients poll, is an ``async`` endpoint answered from ``AnswerMemo`` while the store's
@@ -9,27 +9,37 @@ tenant, the heartbeats and then the firing instances, and remembers the serializ
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated
 
 import anyio
 import anyio.to_thread
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from alerts.models import AlertInstance, AlertState, EngineHeartbeat
+from alerts.models import AlertInstance, EngineHeartbeat
 from alerts.repo import firing_reasons, tenant_alerts_filter
 from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
-from monitor.core.api.pagination import Page, PagingParams, page_in_memory, page_of
+from monitor.core.api.pagination import Page, PagingParams, page_in_memory
 from monitor.core.api.schema import UtcDatetime
 from monitor.core.config import Config, TenantConfig
 from monitor.core.errors import NotFound
 from monitor.core.store import Store
 from monitor.health.watch import AnswerMemo, Marks, read_heartbeats
 from monitor.tenants import service
-from monitor.tenants.health import Component, HealthStatus, assess, data_gap, steady_until
-from monitor.tenants.scope import TENANT_NOT_FOUND, ClusterName, TenantName, cluster_scope, tenant_row
+from monitor.tenants.health import (
+    Component,
+    HealthStatus,
+    assess,
+    data_gap,
+    steady_until,
+)
+from monitor.tenants.scope import (
+    TENANT_NOT_FOUND,
+    ClusterName,
+    TenantName,
+    cluster_scope,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["tenants"])
 clusters_router = APIRouter(prefix="/api/v1", tags=["clusters"])
@@ -97,45 +107,6 @@ def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks 
     return body
 
 
-class AlertRead(BaseModel):
-    fingerprint: str
-    rule: str
-    state: AlertState
-    severity: str
-    cluster: str | None
-    broker: str | None
-    tenant: str | None
-    labels: dict
-    annotations: dict
-    evidence: dict
-    value: float | None
-    active_at: UtcDatetime | None
-    fired_at: UtcDatetime | None
-    resolved_at: UtcDatetime | None
-
-    @classmethod
-    def of(cls, row: AlertInstance) -> "AlertRead":
-        return cls.model_validate(row, from_attributes=True)
-
-
-@router.get("/tenants/{tenant}/alerts", response_model=Page[AlertRead], summary="This tenant's alert instances")
-def tenant_alerts(
-    name: TenantName,
-    db_session: DbSession,
-    paging: PagingParams,
-    state: Annotated[AlertState | None, Query(description="only instances in this state")] = None,
-) -> Page[AlertRead]:
-    tenant = tenant_row(db_session, name)
-    cond, params = tenant_alerts_filter(tenant.to_config())
-    q = select(AlertInstance).where(cond)
-    q = q.where(AlertInstance.state == state.value) if state else q.where(
-        AlertInstance.state != AlertState.INACTIVE.value)
-    if paging.after is not None:
-        q = q.where(AlertInstance.fingerprint > paging.after)
-    rows = list(db_session.scalars(q.order_by(AlertInstance.fingerprint).limit(paging.limit + 1), params))
-    return page_of(rows, paging, key=lambda r: r.fingerprint, convert=AlertRead.of)
-
-
 class ClusterHealth(BaseModel):
     cluster: str
     status: HealthStatus
@@ -157,7 +128,7 @@ def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session
     own = cluster_scope(db_session, principal, cluster)
     result = assess(
         clusters={cluster},
-        firing=_clusterfiring_reasons(db_session, cluster, own),
+        firing=_cluster_firing(db_session, cluster, own),
         heartbeats=_heartbeats(db_session, {cluster}),
         now=now,
         stale_after=_stale_after(config),
@@ -181,7 +152,7 @@ def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_sessio
     gap = data_gap(cluster, _heartbeats(db_session, {cluster}).get(cluster), now=now,
                    stale_after=_stale_after(config))
     by_broker: dict[str, list] = {}
-    for a in _clusterfiring_reasons(db_session, cluster, own):
+    for a in _cluster_firing(db_session, cluster, own):
         broker = a.broker or (a.labels or {}).get("broker")
         if broker not in (None, ""):
             by_broker.setdefault(str(broker), []).append(a)

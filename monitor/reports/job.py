@@ -23,13 +23,20 @@ from pyspark.sql import functions as F
 
 from monitor.core.config import Config
 from monitor.core.errors import ReportError
+from monitor.core.store import Store
 from monitor.reports import cache
 from monitor.reports import document as D
 from monitor.reports import transforms as T
-from monitor.reports.extract import Window, budgets_frame, parse_week, scan, selectors_frame, week_name
+from monitor.reports.extract import (
+    Window,
+    budgets_frame,
+    parse_week,
+    scan,
+    selectors_frame,
+    week_name,
+)
 from monitor.reports.load import index_report, write_report
 from monitor.reports.render import operator_html, tenant_html
-from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
 STAGES = 5

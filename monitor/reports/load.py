@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from monitor.reports.models import ReportIndex
 from monitor.core.store import Store
+from monitor.reports.models import ReportIndex
 
 
 def report_paths(week: str, tenant: str) -> tuple[str, str]:

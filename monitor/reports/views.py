@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from monitor.core.api.pagination import Page, PagingParams, page_of
 from monitor.core.api.principal import Principal, current_principal
 from monitor.core.api.schema import IsoTime, Number, OpenModel
-from monitor.core.times import iso_utc
 from monitor.core.errors import NotFound
+from monitor.core.times import iso_utc
 from monitor.reports import service
 
 router = APIRouter(prefix="/api/v1", tags=["reports"])

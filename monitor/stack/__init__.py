@@ -20,14 +20,14 @@ from pathlib import Path
 from monitor.core.config import (
     AlertmanagerSettings,
     BrokerTarget,
-    CollectionSettings,
-    JmxSettings,
     ClusterConfig,
+    CollectionSettings,
     Config,
+    JmxSettings,
+    LakeSettings,
     PrometheusSettings,
     ServiceSettings,
     StoreSettings,
-    LakeSettings,
     TenantConfig,
 )
 from monitor.core.errors import ComponentFailed, StackError

@@ -14,7 +14,12 @@ from pathlib import Path
 
 from monitor.core.config import Config, load_config
 from monitor.stack import Stack
-from monitor.stack.layout import DEFAULT_PORT_BASE, StackLayout, default_stack_dir, resolve_kafka_version
+from monitor.stack.layout import (
+    DEFAULT_PORT_BASE,
+    StackLayout,
+    default_stack_dir,
+    resolve_kafka_version,
+)
 
 
 def add_stack_args(p: argparse.ArgumentParser) -> None:

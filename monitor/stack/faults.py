@@ -112,7 +112,12 @@ def fewer_io_threads(stack, broker_id: int, threads: int = 1, *, timeout: float 
     ``kafka-configs --alter`` sets it); on exit the override is deleted, back to server.properties. On 2 shared
     cores a flood driven from Python cannot outrun 4 handler threads; one is what a busier production broker's pool
     looks like to it. Kafka accepts at most halving (or doubling) the pool per change, so it steps."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
 
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
 

@@ -13,6 +13,7 @@ batch mode (table copy) for ALTERs it does not support, so one revision file ser
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import logging
 import threading
@@ -29,7 +30,7 @@ from alembic.runtime.migration import MigrationContext  # noqa: E402
 from alembic.script import ScriptDirectory  # noqa: E402
 from sqlalchemy import MetaData  # noqa: E402
 
-from monitor.core.store import Base, Store  # noqa: E402
+from monitor.core.store import Store  # noqa: E402
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -92,3 +93,17 @@ def revision(store: Store, *, message: str, metadata: MetaData) -> None:
     """Autogenerate a revision file from the difference between ``store`` (upgraded first) and ``metadata``."""
     upgrade(store)
     command.revision(_alembic_config(store, metadata), message=message, autogenerate=True)
+
+
+def _main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m monitor.store.migrate")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("upgrade", help="upgrade a database to head (new revisions: python -m monitor.schema)")
+    u.add_argument("--url", required=True)
+    args = p.parse_args(argv)
+    upgrade(Store(args.url))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

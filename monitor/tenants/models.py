@@ -15,9 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import JSON, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from monitor.core.config import NAME_RE, TenantConfig, TenantContract, TenantDefinition, TenantReceivers, TenantSelector
-from monitor.core.store import Base, UtcDateTime
 from monitor.core.api.schema import UtcDatetime
+from monitor.core.config import (
+    NAME_RE,
+    TenantConfig,
+    TenantContract,
+    TenantDefinition,
+    TenantReceivers,
+    TenantSelector,
+)
+from monitor.core.store import Base, UtcDateTime
 
 
 class TenantSource(str, Enum):

@@ -15,7 +15,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from pydantic import BaseModel
 
-from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now, OperatorPrincipal
+from monitor.core.api.deps import (
+    AppConfig,
+    CurrentPrincipal,
+    DbSession,
+    Now,
+    OperatorPrincipal,
+)
 from monitor.core.api.pagination import Page, PagingParams, page_in_memory, page_of
 from monitor.tenants import service
 from monitor.tenants.models import TenantCreate, TenantRead, TenantSpec

@@ -23,13 +23,29 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts.models import AlertState
 from alerts.component import AlertService
-from monitor.core.config import CollectionSettings, RuleOverride, RulesSettings, TenantConfig, TenantSelector
+from alerts.types import AlertState
+from monitor.core.config import (
+    CollectionSettings,
+    RuleOverride,
+    RulesSettings,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.stack import StackLayout, slow_link
-from monitor.stack.faults import SLOW_READER, fewer_io_threads, fill_topic, tiny_produce_flood
+from monitor.stack.faults import (
+    SLOW_READER,
+    fewer_io_threads,
+    fill_topic,
+    tiny_produce_flood,
+)
 from tests.conftest import running_stack, wait_until
-from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
+from tests.integration.alerts_helpers import (
+    am_alerts,
+    collectors_dir,
+    prom_query,
+    running_collectors,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 REPO = Path(__file__).resolve().parents[2]

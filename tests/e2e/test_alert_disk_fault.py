@@ -18,15 +18,25 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from alerts.models import AlertState
-from alerts.rules import builtin_variant
 from alerts.component import AlertService
-from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
-from monitor.stack.faults import delete_group, small_log_dir
+from alerts.rules import builtin_variant
+from alerts.types import AlertState
+from monitor.core.config import (
+    CollectionSettings,
+    RulesSettings,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.core.store import Store
-from tests.conftest import wait_until
-from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
 from monitor.schema import create_all
+from monitor.stack.faults import delete_group, small_log_dir
+from tests.conftest import wait_until
+from tests.integration.alerts_helpers import (
+    am_alerts,
+    collectors_dir,
+    prom_query,
+    running_collectors,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 SIZE_MIB = 128
@@ -53,7 +63,13 @@ def _create_topics(stack, victim: int, other: int) -> None:
 
 
 def _set_retention(stack, topic: str, ms: int) -> None:
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
 
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
     res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[

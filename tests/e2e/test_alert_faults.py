@@ -19,11 +19,21 @@ import time
 
 import pytest
 
-from alerts.models import AlertState
-from monitor.core.config import CollectionSettings, RulesSettings, TenantConfig, TenantSelector
+from alerts.types import AlertState
+from monitor.core.config import (
+    CollectionSettings,
+    RulesSettings,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.stack.faults import delete_group, group_coordinated_by
 from tests.conftest import wait_until
-from tests.integration.alerts_helpers import am_alerts, collectors_dir, prom_query, running_collectors
+from tests.integration.alerts_helpers import (
+    am_alerts,
+    collectors_dir,
+    prom_query,
+    running_collectors,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 

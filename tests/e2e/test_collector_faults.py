@@ -13,7 +13,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collectors.service import CollectionService
+from collectors.component import CollectionService
 from collectors.types import TargetStatus
 from monitor.core.config import BrokerTarget, JmxSettings
 from tests.conftest import wait_until

@@ -12,11 +12,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import yaml
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample

@@ -34,18 +34,18 @@ import yaml
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from alerts.detectors import DetectorContext, noisy_clients
-from monitor.core.prom import PrometheusSource
 from alerts.rules import load_rules
-from monitor import cli
-from monitor.advisor import service
 from dashboards.boards.tenant import FINDINGS_SINCE
 from dashboards.promql import substitute
+from monitor import cli
+from monitor.advisor import service
 from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
-from monitor.stack import kafka as stack_kafka
-from monitor.loadgen import LoadGenerator, TenantLoad, ensure_topics
-from monitor.serve import run
+from monitor.core.prom import PrometheusSource
 from monitor.core.store import Store
 from monitor.core.tenancy import TenantIndex
+from monitor.loadgen import LoadGenerator, TenantLoad, ensure_topics
+from monitor.serve import run
+from monitor.stack import kafka as stack_kafka
 from monitor.store.migrate import upgrade
 from tests.api_fixtures import build_api, new_token
 from tests.conftest import wait_until

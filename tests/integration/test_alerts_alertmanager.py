@@ -9,10 +9,15 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.component import AlertService
-from monitor.core.config import RuleOverride, RulesSettings, TenantConfig, TenantSelector
+from monitor.core.config import (
+    RuleOverride,
+    RulesSettings,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.core.store import Store
-from tests.conftest import wait_until
 from monitor.schema import create_all
+from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.own_stack]
 

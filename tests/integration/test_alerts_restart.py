@@ -11,16 +11,22 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 
 from alerts import repo
+from alerts.component import AlertService
 from alerts.models import AlertInstance, DeadLetter, EngineHeartbeat, OutboxEntry
 from alerts.notify import DeliveryPolicy
-from alerts.component import AlertService
-from monitor.core.config import AlertmanagerSettings, Config, TenantConfig, TenantReceivers, TenantSelector
+from monitor.core.config import (
+    AlertmanagerSettings,
+    Config,
+    TenantConfig,
+    TenantReceivers,
+    TenantSelector,
+)
 from monitor.core.store import Store
+from monitor.core.times import as_utc
+from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import ScriptedSource, WebhookReceiver, run_cli
-from monitor.schema import create_all
-from monitor.core.times import as_utc
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
@@ -170,8 +176,7 @@ def test_a_stored_silence_holds_the_page_until_it_is_expired(tmp_path, store, st
 def test_cli_silences_and_outbox_replay(tmp_path, monkeypatch, capsys):
     db = tmp_path / "cli.db"
     cfg = tmp_path / "kh.yaml"
-    cfg.write_text(f"store: {{url: 'sqlite:///{db}'}}\n")
-    create_all(Store(f"sqlite:///{db}"))
+    cfg.write_text(f"store: {{url: 'sqlite:///{db}'}}\n")  # an empty database: the CLI migrates it, as serve does
 
     def cli(*args):
         return run_cli(monkeypatch, capsys, *args, "--config", str(cfg))

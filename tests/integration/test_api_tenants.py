@@ -14,8 +14,17 @@ from monitor.api import tokens
 from monitor.core.errors import Conflict
 from monitor.tenants import service
 from tests.api_fixtures import *  # noqa: F401,F403
+from tests.api_fixtures import (
+    NOW,
+    add,
+    alert,
+    beat,
+    build_api,
+    make_config,
+    new_token,
+    report,
+)
 from tests.conftest import wait_until
-from tests.api_fixtures import NOW, add, alert, beat, build_api, make_config, new_token, report
 
 pytestmark = pytest.mark.integration
 

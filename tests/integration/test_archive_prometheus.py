@@ -18,9 +18,9 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+import monitor.cli
 from monitor.archive import lake as lakefs
 from monitor.archive.archive import PrometheusClient, archive_range
-import monitor.cli
 from monitor.core.errors import QueryError
 from tests.conftest import wait_until
 

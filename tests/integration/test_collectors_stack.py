@@ -14,15 +14,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client import CollectorRegistry, start_http_server
 
 from collectors import catalog
+from collectors.component import CollectionService
 from collectors.jmx import JmxCollector
-from collectors.service import CollectionService
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
 from monitor.core.config import JmxSettings, TenantConfig, TenantSelector
 from monitor.core.tenancy import TenantIndex
-from tests.conftest import wait_until
 from monitor.schema import create_all
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -164,8 +164,8 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
     """Broker 3 is in the cluster but missing from the config's broker targets (no JMX, no host collection): the
     engine, reading the real Prometheus, raises KafkaHealthRuleNoData for broker 3's inputs (its disk and request
     handlers are watched by nothing) and for no other broker."""
-    from alerts.engine import NO_DATA
     from alerts.component import AlertService
+    from alerts.engine import NO_DATA
     from monitor.core.store import Store
 
     cfg = stack.config(store_url=f"sqlite:///{tmp_path / 'a.db'}")

@@ -17,14 +17,14 @@ from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
 from bench.gen_lake import KNOWN, KNOWN_WEEK, known_answer_lake
-from monitor.core.api.principal import Principal, PrincipalKind
 from monitor.archive import lake as lakefs
+from monitor.core.api.principal import Principal, PrincipalKind
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.errors import NotFound
+from monitor.core.store import Store
 from monitor.reports.job import run_report
 from monitor.reports.models import ReportIndex
 from monitor.reports.views import router
-from monitor.core.store import Store
 from monitor.schema import create_all
 
 pytestmark = pytest.mark.integration

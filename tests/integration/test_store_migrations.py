@@ -6,14 +6,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-import sqlalchemy as sa
 from sqlalchemy import inspect, text
 
 from monitor import schema
-from monitor.store import migrate
 from monitor.core.store import Store
+from monitor.store import migrate
 from tests.api_fixtures import store_url  # noqa: F401
 
 pytestmark = pytest.mark.integration

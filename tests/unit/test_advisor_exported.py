@@ -10,13 +10,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.detectors import DetectorContext, builtin_detectors
-from monitor.core.prom import InstantSample
 from alerts.rules import load_rules
 from monitor.advisor.exported import FINDING_METRIC, FindingsBoard, finding_series
 from monitor.advisor.findings import advise
 from monitor.advisor.types import ClientSample, ClusterSample, GroupSample, Snapshot
 from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelector
 from monitor.core.errors import QueryError
+from monitor.core.prom import InstantSample
 from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit

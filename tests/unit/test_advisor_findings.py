@@ -6,9 +6,23 @@ from __future__ import annotations
 import pytest
 
 from monitor.advisor import findings
-from monitor.advisor.findings import Thresholds, advise, for_tenant, norms_without, seconds_per_mib
-from monitor.advisor.types import (ClientSample, ClusterSample, DeprecatedSample, FindingKind, GroupSample, Snapshot,
-                                   SoftwareSample, TopicSample)
+from monitor.advisor.findings import (
+    Thresholds,
+    advise,
+    for_tenant,
+    norms_without,
+    seconds_per_mib,
+)
+from monitor.advisor.types import (
+    ClientSample,
+    ClusterSample,
+    DeprecatedSample,
+    FindingKind,
+    GroupSample,
+    Snapshot,
+    SoftwareSample,
+    TopicSample,
+)
 
 pytestmark = pytest.mark.unit
 T = Thresholds()

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from monitor.core.prom import InstantSample
 from monitor.advisor import service
 from monitor.advisor.cli import format_advice, format_capacity
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.errors import QueryError
+from monitor.core.prom import InstantSample
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=timezone.utc)

@@ -7,8 +7,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from alerts import repo
-from alerts.models import AlertState, Severity
-from alerts.types import Instance
+from alerts.types import AlertState, Instance, Severity
 from alerts.views import router
 from monitor.api.errors import install_error_handlers
 from monitor.core.api.principal import Principal, PrincipalKind

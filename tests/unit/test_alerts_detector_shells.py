@@ -4,13 +4,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from alerts.detectors import DetectorContext
-from alerts.detectors import clients, disk, lag, latency, storage
-from monitor.core.metric_names import M
-from alerts.models import Severity
-from monitor.core.prom import InstantSample, Series
+from alerts.detectors import DetectorContext, clients, disk, lag, latency, storage
 from alerts.rules import load_rules
+from alerts.types import Severity
 from monitor.core.config import parse_config
+from monitor.core.metric_names import M
+from monitor.core.prom import InstantSample, Series
 from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit

@@ -2,14 +2,30 @@
 
 import pytest
 
-from alerts.detectors.clients import (ClientStats, is_outdated, name_slow_peers, rank_busy_clients,
-                                      rank_slow_clients, response_backlog)
-from alerts.detectors.disk import current_filesystem_start, forecast_disk_full, severity_for_eta
-from alerts.detectors.lag import (Commit, LagStatus, burrow_status, commits_from_samples, pseudo_offsets,
-                                  snap)
+from alerts.detectors.clients import (
+    ClientStats,
+    is_outdated,
+    name_slow_peers,
+    rank_busy_clients,
+    rank_slow_clients,
+    response_backlog,
+)
+from alerts.detectors.disk import (
+    current_filesystem_start,
+    forecast_disk_full,
+    severity_for_eta,
+)
+from alerts.detectors.lag import (
+    Commit,
+    LagStatus,
+    burrow_status,
+    commits_from_samples,
+    pseudo_offsets,
+    snap,
+)
 from alerts.detectors.latency import regression
 from alerts.detectors.storage import budget_usage
-from alerts.models import Severity
+from alerts.types import Severity
 
 pytestmark = pytest.mark.unit
 GiB = 1024**3

@@ -6,15 +6,14 @@ import pytest
 
 from alerts.detectors import builtin_detectors
 from alerts.engine import FAILING, NO_DATA, Engine, RuleHealth
-from monitor.core.metric_names import M
-from alerts.models import AlertState
-from alerts.mute import Matcher, SilenceView, Silencer
+from alerts.mute import Matcher, Silencer, SilenceView
 from alerts.notify import ALERTMANAGER, targets_for
-from monitor.core.prom import InstantSample
 from alerts.rules import builtin_variant, load_rules
-from alerts.types import Decision
+from alerts.types import AlertState, Decision
 from monitor.core.config import RulesSettings, parse_config
 from monitor.core.errors import QueryError
+from monitor.core.metric_names import M
+from monitor.core.prom import InstantSample
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)

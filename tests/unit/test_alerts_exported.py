@@ -10,11 +10,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from alerts.exported import ALERT_METRIC, ActiveAlerts, alert_series
-from monitor.core.metric_names import M
-from alerts.models import AlertState, Severity
-from monitor.core.prom import InstantSample
-from alerts.types import Instance
+from alerts.types import AlertState, Instance, Severity
 from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelector
+from monitor.core.metric_names import M
+from monitor.core.prom import InstantSample
 from monitor.schema import create_all
 
 pytestmark = pytest.mark.unit

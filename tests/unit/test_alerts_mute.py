@@ -2,9 +2,8 @@
 
 import pytest
 
-from alerts.models import AlertState, Severity
 from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor
-from alerts.types import Instance
+from alerts.types import AlertState, Instance, Severity
 
 pytestmark = pytest.mark.unit
 DOWN = "KafkaBrokerUnreachable"

@@ -5,9 +5,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from alerts.models import AlertState, Severity
 from alerts.state import step
-from alerts.types import Decision, Observation, Rule, Scope
+from alerts.types import AlertState, Decision, Observation, Rule, Scope, Severity
 
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
 I, P, F, R = "-", "P", "F", "R"  # inactive (no instance), pending, firing, resolved

@@ -8,9 +8,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from monitor.api.errors import _field
-from monitor.core.api.pagination import Paging, decode_cursor, encode_cursor, page_in_memory
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.tokens import _TOKEN_RE
+from monitor.core.api.pagination import (
+    Paging,
+    decode_cursor,
+    encode_cursor,
+    page_in_memory,
+)
 from monitor.core.errors import Invalid
 from monitor.schema import create_all
 

@@ -7,9 +7,22 @@ from dataclasses import replace
 
 import pytest
 
-from monitor.advisor.capacity import (DAY, BrokerUsage, ClusterUsage, Limits, NewTenant, Scenario, TenantUsage,
-                                      brokers_for, fill_time, missing_inputs, plan, seconds_until,
-                                      steady_storage_bytes, thread_headroom)
+from monitor.advisor.capacity import (
+    DAY,
+    BrokerUsage,
+    ClusterUsage,
+    Limits,
+    NewTenant,
+    Scenario,
+    TenantUsage,
+    brokers_for,
+    fill_time,
+    missing_inputs,
+    plan,
+    seconds_until,
+    steady_storage_bytes,
+    thread_headroom,
+)
 from monitor.advisor.service import parse_scenario
 from monitor.core.errors import Invalid
 

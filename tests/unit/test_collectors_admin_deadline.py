@@ -8,8 +8,20 @@ import pytest
 
 from collectors.admin import AdminCollector
 from collectors.catalog import TenantLookup
-from collectors.types import ClusterState, FailureReason, GroupInfo, PartitionState, TargetStatus
-from monitor.core.config import BrokerTarget, ClusterConfig, JmxSettings, TenantConfig, TenantSelector
+from collectors.types import (
+    ClusterState,
+    FailureReason,
+    GroupInfo,
+    PartitionState,
+    TargetStatus,
+)
+from monitor.core.config import (
+    BrokerTarget,
+    ClusterConfig,
+    JmxSettings,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.core.errors import TargetTimeout
 from monitor.core.tenancy import TenantIndex
 

@@ -5,8 +5,13 @@ import math
 import pytest
 
 from collectors import catalog
-from collectors.catalog import MBeanRule, convert, derive_rates, parse_object_name, queries_for
-from collectors.types import Reading, Sample
+from collectors.catalog import (
+    convert,
+    derive_rates,
+    parse_object_name,
+    queries_for,
+)
+from collectors.types import Reading
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.tenancy import TenantIndex
 
@@ -149,11 +154,12 @@ def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
 
     docs = (Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     assert catalog.markdown_table() in docs, "docs/metrics.md is stale: regenerate with python -m collectors.catalog"
+    import re
+
     import collectors.admin as admin
     import collectors.admin_convert as admin_convert
     import collectors.exporter as exporter
     import collectors.host as host
-    import re
 
     for module in (admin, admin_convert, exporter, host):
         source = Path(module.__file__).read_text()

@@ -6,11 +6,22 @@ from pathlib import Path
 import pytest
 
 from collectors.admin import AdminCollector
-from collectors.admin_convert import GroupOffsets, WatermarkHistory, cluster_samples, group_samples, lag_seconds
+from collectors.admin_convert import (
+    GroupOffsets,
+    WatermarkHistory,
+    cluster_samples,
+    group_samples,
+    lag_seconds,
+)
 from collectors.catalog import TenantLookup
 from collectors.host import HostCollector, parse_tcp_backlogs
 from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
-from monitor.core.config import BrokerTarget, ClusterConfig, TenantConfig, TenantSelector
+from monitor.core.config import (
+    BrokerTarget,
+    ClusterConfig,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.tenancy import TenantIndex
 

@@ -6,9 +6,9 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from collectors.component import CollectionService, in_shard, parse_shard
 from collectors.exporter import KafkaHealthExporter, SnapshotStore
 from collectors.outcome import failed, succeeded
-from collectors.service import CollectionService, in_shard, parse_shard
 from collectors.types import Sample, Target, TargetStatus
 from monitor.core.config import CollectionSettings, Config
 from monitor.core.errors import TargetTimeout
@@ -125,7 +125,7 @@ def test_shard_option_limits_the_service_to_its_targets():
 
 
 def test_several_clusters_in_one_config_get_their_own_targets_and_transports():
-    from collectors.service import build_collectors
+    from collectors.component import build_collectors
     from monitor.core.config import BrokerTarget, ClusterConfig
 
     clusters = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dashboards.boards import ALL
 from collectors.contract import METRICS
+from dashboards.boards import ALL
 from monitor import REPO_ROOT
 
 pytestmark = pytest.mark.unit

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from collectors.contract import contract_families
 from dashboards.boards import ALL
 from dashboards.catalog import is_known, known_metrics
-from collectors.contract import contract_families
 from dashboards.model import Kind, Needs, Panel, Query, Var
 from dashboards.promql import metric_names, substitute
 from dashboards.render import build

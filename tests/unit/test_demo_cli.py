@@ -15,8 +15,8 @@ import pytest
 from monitor import REPO_ROOT
 from monitor.cli import build_parser, main
 from monitor.core.config import load_config
-from monitor.demo import DEMO_TENANTS, _wait_ready, demo_text
 from monitor.core.errors import ComponentFailed, StackError
+from monitor.demo import DEMO_TENANTS, _wait_ready, demo_text
 from monitor.loadgen import ensure_topics
 from monitor.stack import Stack
 from monitor.stack.kafka import jolokia_port

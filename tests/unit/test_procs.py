@@ -1,6 +1,6 @@
 import signal
-import sys
 import subprocess
+import sys
 import time
 
 import pytest

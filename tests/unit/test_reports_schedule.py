@@ -9,8 +9,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.core.config import ReportSettings
-from monitor.reports.schedule import (STATE_FILE, ReportScheduler, due_slot, latest_slot, read_state,
-                                      week_for_slot)
+from monitor.reports.schedule import (
+    STATE_FILE,
+    ReportScheduler,
+    due_slot,
+    latest_slot,
+    read_state,
+    week_for_slot,
+)
 
 pytestmark = pytest.mark.unit
 UTC = timezone.utc

@@ -12,9 +12,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from monitor.core.config import TenantConfig, TenantContract, TenantSelector
+from monitor.core.tenancy import TenantIndex
 from monitor.reports import transforms as T
 from monitor.reports.extract import FRAME_SCHEMA, SPARK_SCHEMA, selectors_frame
-from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from monitor.tenants.health import ComponentKind, HealthStatus, assess, component_of, steady_until
+from monitor.tenants.health import (
+    ComponentKind,
+    HealthStatus,
+    assess,
+    component_of,
+    steady_until,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -22,13 +22,16 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from prometheus_client import CollectorRegistry
 
+from collectors import catalog
+from collectors.admin import AdminCollector
+from collectors.exporter import KafkaHealthExporter, SnapshotStore
+from collectors.host import HostCollector
+from collectors.jmx import JmxCollector
+from collectors.outcome import failed
+from collectors.transports import transport_for
+from collectors.types import Collector, Target, TargetResult, Transport
 from monitor.core.config import Config
 from monitor.core.tenancy import TenantIndex
-
-from collectors import catalog
-from collectors.exporter import KafkaHealthExporter, SnapshotStore
-from collectors.outcome import failed
-from collectors.types import Collector, Target, TargetResult, Transport
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +58,6 @@ def build_collectors(
     admin_factory: Callable | None = None,
     clock: Callable[[], float] = time.time,
 ) -> list[Collector]:
-    from collectors.admin import AdminCollector
-    from collectors.host import HostCollector
-    from collectors.jmx import JmxCollector
-    from collectors.transports import transport_for
-
     transports = dict(transports or {})
     index = TenantIndex(config.tenants)
     out: list[Collector] = []
