@@ -150,8 +150,11 @@ def _client_evidence(ctx: DetectorContext, cluster: str, ranked: list[ClientStat
     if not all_:
         return {"clients": [], "clients_note": "no per-client quota metrics on this broker (configure a quota to "
                                                "enable the sensors)"}
+    # The totals are anonymous: a tenant's copy keeps them, so "other clients' share" is of the whole broker's.
     return {"clients": [dict(c.as_evidence(), tenant=ctx.tenants.for_client(cluster, client_id=c.client_id,
-                                                                            user=c.user)) for c in ranked]}
+                                                                            user=c.user)) for c in ranked],
+            "all_clients": len(all_),
+            "all_clients_request_time_ratio": round(sum(c.request_time_ratio for c in all_), 4)}
 
 
 def slow_peers(ctx: DetectorContext, cluster: str, broker: str, window: str, top: int) -> list[dict]:
