@@ -89,6 +89,17 @@ class Attributor:
             out.append((labels, obs_copy))
         return out
 
+    def confine(self, scope: Scope | None, labels: Mapping[str, str], evidence: dict[str, Any]) -> dict[str, Any]:
+        """The evidence an instance labelled ``labels`` may carry: ``redact_evidence`` for its ``tenant``, unchanged
+        for an operator's. For instances the engine keeps without a new observation (resolved, or held while their
+        rule fails) whose evidence an older version stored whole. ``scope`` None (a rule gone): judged as shared."""
+        tenant = labels.get("tenant")
+        if not tenant or not any(isinstance(v, (Mapping, list, tuple)) for v in evidence.values()):
+            return evidence  # flat figures name no client
+        shared = scope in (Scope.BROKER, Scope.CLUSTER, None)
+        owners = self.owners_of(labels.get("cluster", ""), tenant, subject=None if shared else labels)
+        return redact_evidence(evidence, tenant, owners)
+
     def owners_of(self, cluster: str, tenant: str, *, subject: Mapping[str, str] | None = None) -> OwnersOf:
         """The tenants an evidence entry names as its owner on ``cluster``: the index's answer for its principal and
         client id, for its consumer group, and its own ``tenant`` stamp. ``subject``: the labels of an alert

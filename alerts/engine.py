@@ -5,7 +5,8 @@
                      not resolve incidents) and raises KafkaHealthRuleFailing; the loop goes on
     no data:         one query counts every rule input per cluster; a missing input raises KafkaHealthRuleNoData
                      (and per live broker for broker-scoped rules: a broker no collector watches)
-    attribution:     each observation becomes one instance per tenant hurt (alerts.attribution)
+    attribution:     each observation becomes one instance per tenant hurt (alerts.attribution), each tenant's
+                     copy confined to its own clients (the operator copy keeps all)
     state machine:   alerts.state.advance per instance, then its annotations rendered
     mute:            silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
                      firing keeps being refreshed there)
@@ -191,6 +192,7 @@ class Engine:
         inputs = self._no_data(source, now)
         self._evaluate_engine_rules(results, inputs, attributor)
         instances, deleted = _advance_instances(prev, results, now)
+        instances = _confine_kept_evidence(instances, results, attributor)
         instances = _render_annotations(instances, results.rules, now)
         instances = _mute(instances, silences, self.inhibit_rules)
         instances, notes = _decide_notifications(instances, now, resend_seconds)
@@ -297,6 +299,23 @@ def _advance_instances(prev: dict[str, Instance], results: _RuleResults,
         for fp, (labels, obs) in hits.items():
             put(fp, advance(None, obs, now, results.rules[name], labels))
     return keep, deleted
+
+
+def _confine_kept_evidence(instances: dict[str, Instance], results: _RuleResults,
+                           attributor: Attributor) -> dict[str, Instance]:
+    """Tenants' instances kept without a new observation this cycle (resolved ones, for a week; those of a failing
+    rule) hold the evidence they were stored with, which an older version did not confine to the tenant: confine it
+    (``Attributor.confine``; confined evidence comes back equal, and its instance is not copied)."""
+    fresh = {id(ob.evidence) for hits in results.observed.values() for _, ob in hits.values()}  # confined already
+    out = {}
+    for fp, inst in instances.items():
+        if id(inst.evidence) not in fresh and inst.labels.get("tenant"):
+            rule = results.rules.get(inst.rule)
+            evidence = attributor.confine(rule.scope if rule else None, inst.labels, inst.evidence)
+            if evidence != inst.evidence:
+                inst = inst.evolve(evidence=evidence)
+        out[fp] = inst
+    return out
 
 
 def _render_annotations(instances: dict[str, Instance], rules: dict[str, Rule],

@@ -15,7 +15,7 @@ from alerts.detectors import builtin_detectors
 from alerts.engine import Engine, Notification
 from alerts.notify import payload
 from alerts.rules import load_rules
-from alerts.types import Decision
+from alerts.types import AlertState, Decision, Instance, Severity
 from monitor.core.config import parse_config
 from monitor.core.metric_names import M, PHASE_RESPONSE_SEND
 from monitor.core.prom import InstantSample, Series
@@ -256,3 +256,19 @@ LABEL_CASES = [
 @pytest.mark.parametrize("no,labels,expected", LABEL_CASES, ids=[f"case{c[0]}" for c in LABEL_CASES])
 def test_redact_labels(no, labels, expected):
     assert redact_labels(labels, "shop", SHOP) == expected
+
+
+def test_a_resolved_instance_stored_whole_by_an_older_version_is_confined_at_the_next_cycle():
+    whole = {"clients": [rec("clicker-9f3a", "ads-svc", 0.5, tenant="ads"), rec("shop-a", "shop-svc", 0.1,
+                                                                               tenant="shop")],
+             "busy_client": "clicker-9f3a"}
+    labels = {"alertname": "KafkaRequestHandlerSaturation", "cluster": "c1", "broker": "3", "severity": "warning",
+              "tenant": "shop"}
+    old = Instance(rule="KafkaRequestHandlerSaturation", labels=labels, state=AlertState.RESOLVED,
+                   severity=Severity.WARNING, evidence=whole, active_at=T0, fired_at=T0, resolved_at=T0)
+    engine = Engine(CONFIG, load_rules(CONFIG.rules), builtin_detectors())
+    result = engine.evaluate({old.fingerprint: old}, _source(), T0)
+    kept = result.instances[old.fingerprint]
+    assert kept.state is AlertState.RESOLVED
+    assert kept.evidence["clients"] == [rec("shop-a", "shop-svc", 0.1, tenant="shop")]
+    assert not [s for s in SECRETS["ads"] if s in json.dumps(kept.evidence)]
