@@ -5,17 +5,41 @@ are held back (a firing that starts muted is sent when the mute ends, if it stil
 already delivered stays delivered: Alertmanager keeps getting its refreshes (as from Prometheus, which ignores
 silences), so it neither times out into a false resolve nor pages again when the mute ends; webhooks get nothing
 more. A resolve is always delivered for an alert whose firing was delivered, muted or not.
+
+Silences are written by tenants and run on the engine's thread against every alert, so no silence may cost the
+engine more than a bounded, predictable time:
+
+- regex matchers are RE2 (``google-re2``: Alertmanager's syntax, time linear in the label's length, no
+  backtracking), full-matched as Alertmanager anchors them, compiled once per pattern (``compile_regex``, cached);
+  a pattern RE2 refuses, or longer than MAX_REGEX_LENGTH, is refused when the silence is created (422) and, should
+  one reach the store another way, makes its silence inert (logged), never an error of the cycle;
+- a tenant's silence is only ever tried against that tenant's alerts: ``Silencer`` files silences by the tenant
+  they are confined to and picks them by the alert's ``tenant`` label before any matcher runs;
+- a tenant has at most MAX_ACTIVE_SILENCES_PER_TENANT silences not yet expired (refused with 409 beyond; the engine
+  uses the oldest that many should more reach the store), so an alert meets at most that many of its tenant's
+  silences plus the operators'.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Protocol
 
+import re2
+
 from alerts.types import AlertState, Instance
+
+log = logging.getLogger(__name__)
+
+MAX_ACTIVE_SILENCES_PER_TENANT = 100  # pending or active; an operator's silences are not counted
+MAX_REGEX_LENGTH = 512  # characters of one regex matcher's pattern
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is reported to whoever gave it, not printed to stderr
 
 
 class Muter(Protocol):
@@ -25,6 +49,30 @@ class Muter(Protocol):
         ...
 
 
+class PatternError(ValueError):
+    """A regex matcher's pattern that RE2 cannot compile, or too long; ``str()`` says why."""
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> "re2._Regexp | PatternError":
+    if len(pattern) > MAX_REGEX_LENGTH:
+        return PatternError(f"longer than {MAX_REGEX_LENGTH} characters")
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        why = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        return PatternError(why)
+
+
+def compile_regex(pattern: str) -> Callable[[str], bool]:
+    """Full match of ``pattern`` (RE2 syntax, as Alertmanager's ``^(?:pattern)$``) as a predicate on a label value.
+    Compiled once per distinct pattern (cached, refusals too). Raises PatternError."""
+    got = _compiled(pattern)
+    if isinstance(got, PatternError):
+        raise PatternError(str(got))
+    return lambda value: got.fullmatch(value) is not None
+
+
 @dataclass(frozen=True)
 class Matcher:
     name: str
@@ -32,10 +80,16 @@ class Matcher:
     is_regex: bool = False
     is_equal: bool = True
 
+    def compile(self) -> Callable[[dict[str, str]], bool]:
+        """This matcher as a predicate on an alert's labels (a missing label is ""). Raises PatternError."""
+        name, value, equal = self.name, self.value, self.is_equal
+        if self.is_regex:
+            hit = compile_regex(value)
+            return lambda labels: hit(labels.get(name, "")) is equal
+        return lambda labels: (labels.get(name, "") == value) is equal
+
     def matches(self, labels: dict[str, str]) -> bool:
-        got = labels.get(self.name, "")
-        hit = re.fullmatch(self.value, got) is not None if self.is_regex else got == self.value
-        return hit if self.is_equal else not hit
+        return self.compile()(labels)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Matcher":
@@ -48,19 +102,71 @@ class SilenceView:
     matchers: tuple[Matcher, ...]
     starts_at: datetime
     ends_at: datetime
+    tenant: str | None = None  # the tenant it is confined to (created with its token); None: an operator's
 
     def active(self, now: datetime) -> bool:
         return self.starts_at <= now < self.ends_at
 
+    @property
+    def scope(self) -> str | None:
+        """The only tenant whose alerts it can match: its own tenant, or the value of an equality ``tenant=``
+        matcher; None when it may match any alert."""
+        if self.tenant:
+            return self.tenant
+        return next((m.value for m in self.matchers
+                     if m.name == "tenant" and m.is_equal and not m.is_regex and m.value), None)
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    id: str
+    predicates: tuple[Callable[[dict[str, str]], bool], ...]  # equality matchers first: cheap ones decide most
+
+
+_inert_reported: set[str] = set()  # silence ids already logged as inert (a log line per silence, not per cycle)
+
 
 class Silencer:
+    """The silences active at ``now``, compiled once (per cycle) and filed by the tenant they are confined to.
+
+    ``mutes(labels)`` tries the silences of the alert's tenant (its ``tenant`` label), then the unconfined ones: an
+    alert of tenant A never meets tenant B's silences, whatever their regexes. A silence with a pattern RE2 cannot
+    compile is inert; a tenant with more than MAX_ACTIVE_SILENCES_PER_TENANT active silences gets its oldest that
+    many (both logged)."""
+
     def __init__(self, silences: Iterable[SilenceView], now: datetime):
-        self._active = [s for s in silences if s.active(now) and s.matchers]
+        self._by_scope: dict[str | None, list[_Compiled]] = {}
+        counted: dict[str, int] = {}
+        for s in sorted((s for s in silences if s.active(now) and s.matchers), key=lambda s: (s.starts_at, s.id)):
+            if s.tenant:
+                counted[s.tenant] = counted.get(s.tenant, 0) + 1
+                if counted[s.tenant] > MAX_ACTIVE_SILENCES_PER_TENANT:
+                    continue
+            compiled = self._compile(s)
+            if compiled is not None:
+                self._by_scope.setdefault(s.scope, []).append(compiled)
+        for tenant, n in counted.items():
+            if n > MAX_ACTIVE_SILENCES_PER_TENANT:
+                log.warning("tenant %s has %d active silences; the engine uses its oldest %d", tenant, n,
+                            MAX_ACTIVE_SILENCES_PER_TENANT)
+
+    @staticmethod
+    def _compile(s: SilenceView) -> _Compiled | None:
+        ordered = sorted(s.matchers, key=lambda m: (m.is_regex, m.name != "tenant"))
+        try:
+            return _Compiled(s.id, tuple(m.compile() for m in ordered))
+        except PatternError as exc:
+            if s.id not in _inert_reported and len(_inert_reported) < 10_000:
+                _inert_reported.add(s.id)
+                log.warning("silence %s is inert: a regex matcher cannot be compiled (%s)", s.id, exc)
+            return None
 
     def mutes(self, labels: dict[str, str]) -> str | None:
-        for s in self._active:
-            if all(m.matches(labels) for m in s.matchers):
-                return f"silence:{s.id}"
+        tenant = labels.get("tenant") or None
+        for scope in ((tenant, None) if tenant else (None,)):
+            for s in self._by_scope.get(scope, ()):
+                if all(p(labels) for p in s.predicates):
+                    return f"silence:{s.id}"
         return None
 
 

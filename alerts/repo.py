@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Protocol
 
-from sqlalchemy import and_, bindparam, delete, or_, select
+from sqlalchemy import and_, bindparam, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from alerts.models import (
@@ -192,8 +192,14 @@ def expire_silence(silence_id: str, *, now: datetime, session: Session) -> Silen
 
 def active_silences(now: datetime, *, session: Session) -> list[SilenceView]:
     rows = session.scalars(select(Silence).where(Silence.ends_at > now))
-    return [SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), r.starts_at, r.ends_at)
+    return [SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), r.starts_at, r.ends_at, r.tenant)
             for r in rows]
+
+
+def count_unexpired_silences(tenant: str, *, now: datetime, session: Session) -> int:
+    """The tenant's silences that are active or pending at ``now`` (what MAX_ACTIVE_SILENCES_PER_TENANT caps)."""
+    return session.scalar(select(func.count()).select_from(Silence).where(
+        Silence.tenant == tenant, Silence.ends_at > now)) or 0
 
 
 # ------------------------------------------------------------------------------------------------ outbox

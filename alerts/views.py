@@ -5,7 +5,6 @@ a tenant token sees only its tenant's alerts and silences, and anything else ans
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
@@ -15,12 +14,13 @@ from sqlalchemy.orm import Session
 
 from alerts import repo
 from alerts.models import AlertInstance, Silence
+from alerts.mute import MAX_ACTIVE_SILENCES_PER_TENANT, MAX_REGEX_LENGTH, PatternError, compile_regex
 from alerts.types import AlertState
 from monitor.core.api.deps import CurrentPrincipal, DbSession
 from monitor.core.api.pagination import Page, Paging, PagingParams, page_of
 from monitor.core.api.principal import Principal, current_principal
 from monitor.core.api.schema import IsoTime
-from monitor.core.errors import Invalid, NotFound
+from monitor.core.errors import Conflict, Invalid, NotFound
 from monitor.core.times import as_utc, iso_utc
 from monitor.tenants import service as tenant_service
 from monitor.tenants.scope import TENANT_NOT_FOUND, TenantName
@@ -167,10 +167,12 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
     matchers = [m.model_dump() for m in body.matchers]
     for i, m in enumerate(matchers):
         if m["is_regex"]:
+            # The engine's own compiler (RE2, Alertmanager's syntax): what is accepted here is what it runs.
             try:
-                re.compile(m["value"])
-            except re.error as exc:
-                raise Invalid(f"invalid regex: {exc}", field=f"matchers[{i}].value") from None
+                compile_regex(m["value"])
+            except PatternError as exc:
+                raise Invalid(f"invalid regex (RE2 syntax, at most {MAX_REGEX_LENGTH} characters): {exc}",
+                              field=f"matchers[{i}].value") from None
     tenant = None
     if not principal.is_operator:
         tenant = principal.tenant
@@ -183,6 +185,12 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
     if all(m["value"] in ("", ".*") and (m["is_regex"] or not m["is_equal"]) for m in matchers):
         raise Invalid("a silence must match something specific", field="matchers")
     with request.app.state.store.session() as s:
+        if tenant is not None:
+            n = repo.count_unexpired_silences(tenant, now=now, session=s)
+            if n >= MAX_ACTIVE_SILENCES_PER_TENANT:
+                raise Conflict(f"the tenant has {n} active or pending silences, the most allowed "
+                               f"({MAX_ACTIVE_SILENCES_PER_TENANT}): expire some (DELETE /api/v1/silences/{{id}}) "
+                               f"or widen one")
         row = repo.create_silence(matchers, starts, ends, created_by=principal.token_id, comment=body.comment,
                                   tenant=tenant, now=now, session=s)
         return silence_json(row, now)
