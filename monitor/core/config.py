@@ -3,7 +3,10 @@
 ``load_config(path)`` reads YAML, validates it with pydantic (unknown keys rejected) and raises ``ConfigError`` with
 *every* problem at once, each located as ``file:line``. Secrets never appear in the file: a value may be
 ``{env: KAFKA_HEALTH_X}`` or ``{file: /run/secrets/x}`` and is resolved at load time into a ``SecretStr`` whose
-``repr`` and ``str`` hide the value.
+``repr`` and ``str`` hide the value. Where a secret could slip in anyway, validation refuses it and names the place
+without echoing the value: credentials in a URL (``user:password@``; take ``username`` and ``password`` instead), a
+query string on a service URL, a confluent-kafka secret key given inline (``SECRET_KAFKA_KEYS``). A webhook URL is a
+secret as a whole (its path often is the token): errors say what is wrong with it, never what it is.
 
 ``embedded_default_config(...)`` builds the config the local stack and the demo run on, so the README's commands
 need no file at all.
@@ -28,6 +31,7 @@ from pydantic import (
 )
 
 from monitor.core.errors import ConfigError, ConfigProblem
+from monitor.core.redact import has_credentials
 from monitor.core.tenancy import find_overlaps
 
 NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
@@ -61,8 +65,50 @@ class SecretRef(_Strict):
             raise ValueError(f"cannot read secret file {self.file}: {exc.strerror}") from None
 
 
-# confluent-kafka settings that carry secrets: they may only be given as a SecretRef.
-SECRET_KAFKA_KEYS = {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret"}
+# Kafka client settings that carry secrets: they may only be given as a SecretRef. librdkafka's names, plus the Java
+# client's (users paste those too). A key not listed that still says password/secret/private key is treated alike
+# (``is_secret_kafka_key``), so a new client setting fails closed.
+SECRET_KAFKA_KEYS = frozenset({
+    "sasl.password", "sasl.jaas.config", "sasl.oauthbearer.config", "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.assertion.private.key.pem", "sasl.oauthbearer.assertion.private.key.passphrase",
+    "ssl.key.pem", "ssl.key.password", "ssl.keystore.key", "ssl.keystore.password", "ssl.truststore.password",
+})
+_SECRET_KEY_WORDS = re.compile(r"password|secret|passphrase|private\.key|jaas")
+
+
+def is_secret_kafka_key(key: str) -> bool:
+    k = key.strip().lower()
+    return k in SECRET_KAFKA_KEYS or bool(_SECRET_KEY_WORDS.search(k))
+
+
+def _service_url(v: str, credentials_in: str) -> str:
+    """An http(s) base URL with no credentials, query or fragment in it. Errors never echo the value."""
+    if not re.match(r"^https?://[^/?#]+", v):
+        raise ValueError("must be an http(s) URL (http://host:port[/path])")
+    if has_credentials(v):
+        raise ValueError(f"do not put credentials in the URL; use {credentials_in} ({{env: KAFKA_HEALTH_...}})")
+    if "?" in v or "#" in v:
+        raise ValueError("must not carry a query string or fragment (a token there would reach logs)")
+    return v
+
+
+class _BasicAuth(_Strict):
+    """HTTP basic auth for a service URL: ``username`` in the file, ``password`` a secret reference."""
+
+    username: str | None = None
+    password: SecretRef | None = None
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> "_BasicAuth":
+        if (self.username is None) != (self.password is None):
+            raise ValueError("give both username and password, or neither")
+        return self
+
+    def basic_auth(self) -> tuple[str, str] | None:
+        """(username, password) for httpx, resolved now; None without credentials. Never log the result."""
+        if self.username is None or self.password is None:
+            return None
+        return self.username, self.password.resolve().get_secret_value()
 
 
 class JmxSettings(_Strict):
@@ -75,7 +121,9 @@ class JmxSettings(_Strict):
 class BrokerTarget(_Strict):
     id: int = Field(ge=0)
     jmx: str | None = Field(default=None, description="host:port of the broker's remote JMX")
-    jolokia: str | None = Field(default=None, description="http://host:port/jolokia of the broker's Jolokia agent")
+    jolokia: str | None = Field(default=None, description=(
+        "http://host:port/jolokia of the broker's Jolokia agent; credentials go in the cluster's jmx.username and "
+        "jmx.password"))
     host: str = Field(default="localhost", description="host collector target; 'localhost' reads this machine")
     log_dirs: tuple[str, ...] = ()
     listener_ports: tuple[int, ...] = Field(default=(), description=(
@@ -88,6 +136,11 @@ class BrokerTarget(_Strict):
         if v is not None and not re.match(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$", v):
             raise ValueError("must be host:port")
         return v
+
+    @field_validator("jolokia")
+    @classmethod
+    def _jolokia_url(cls, v: str | None) -> str | None:
+        return v if v is None else _service_url(v, "the cluster's jmx.username and jmx.password")
 
 
 class ClusterConfig(_Strict):
@@ -102,9 +155,10 @@ class ClusterConfig(_Strict):
     @field_validator("security")
     @classmethod
     def _secrets_not_inline(cls, v: dict[str, Any]) -> dict[str, Any]:
-        for key, value in v.items():
-            if key in SECRET_KAFKA_KEYS and not isinstance(value, SecretRef):
-                raise ValueError(f"'{key}' is a secret: give it as {{env: KAFKA_HEALTH_...}} or {{file: ...}}")
+        inline = sorted(k for k, value in v.items() if is_secret_kafka_key(k) and not isinstance(value, SecretRef))
+        if inline:
+            raise ValueError(f"{', '.join(repr(k) for k in inline)}: a secret; give it as {{env: KAFKA_HEALTH_...}} "
+                             f"or {{file: ...}}, never inline")
         return v
 
     @model_validator(mode="after")
@@ -154,9 +208,10 @@ class TenantReceivers(_Strict):
     @field_validator("webhooks")
     @classmethod
     def _urls(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        for url in v:
-            if not re.match(r"^https?://", url):
-                raise ValueError(f"webhook must be an http(s) URL: {url!r}")
+        # A webhook URL is a secret as a whole (the path is often the token): say which entry and why, never echo it.
+        for i, url in enumerate(v):
+            if not re.match(r"^https?://[^/?#\s]+", url):
+                raise ValueError(f"entry {i} is not an http(s) URL (the value is not shown: it may hold a token)")
         return v
 
 
@@ -180,14 +235,24 @@ class TenantConfig(TenantDefinition):
     name: str = Field(pattern=NAME_RE)
 
 
-class PrometheusSettings(_Strict):
+class PrometheusSettings(_BasicAuth):
     url: str = "http://127.0.0.1:9090"
     timeout_seconds: float = Field(default=10.0, gt=0)
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _service_url(v, "prometheus.username and prometheus.password")
 
-class AlertmanagerSettings(_Strict):
+
+class AlertmanagerSettings(_BasicAuth):
     url: str | None = "http://127.0.0.1:9093"
     timeout_seconds: float = Field(default=10.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return v if v is None else _service_url(v, "alertmanager.username and alertmanager.password")
 
 
 class StoreSettings(_Strict):
@@ -343,6 +408,8 @@ def _resolve_secrets(cfg: Config, filename: str, lines: dict[tuple, int]) -> lis
             if isinstance(value, SecretRef):
                 check(value, ("clusters", ci, "security", key))
     check(cfg.store.password, ("store", "password"))
+    check(cfg.prometheus.password, ("prometheus", "password"))
+    check(cfg.alertmanager.password, ("alertmanager", "password"))
     return problems
 
 

@@ -114,3 +114,25 @@ def test_check_config_cli_accepts_good_file(tmp_path, monkeypatch):
                        env=env)
     assert r.returncode == 0, r.stderr
     assert "1 cluster(s), 1 broker target(s), 1 tenant(s)" in r.stdout
+
+
+def test_prometheus_and_alertmanager_credentials_are_secret_references(monkeypatch):
+    monkeypatch.setenv("KAFKA_HEALTH_PROM_PASSWORD", "pw")
+    monkeypatch.delenv("KAFKA_HEALTH_AM_PASSWORD", raising=False)
+    text = """prometheus:
+  url: https://prom.internal:9090
+  username: kafka-health
+  password: {env: KAFKA_HEALTH_PROM_PASSWORD}
+alertmanager:
+  url: https://am.internal:9093
+  username: kafka-health
+  password: {env: KAFKA_HEALTH_AM_PASSWORD}
+"""
+    with pytest.raises(ConfigError) as exc:
+        parse_config(text, "c.yaml")
+    assert [(p.line, p.path) for p in exc.value.problems] == [(8, "alertmanager.password")]
+    monkeypatch.setenv("KAFKA_HEALTH_AM_PASSWORD", "pw2")
+    cfg = parse_config(text)
+    assert cfg.prometheus.basic_auth() == ("kafka-health", "pw")
+    assert cfg.alertmanager.basic_auth() == ("kafka-health", "pw2")
+    assert parse_config("").prometheus.basic_auth() is None
