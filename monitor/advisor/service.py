@@ -1,13 +1,15 @@
 """What the API and the CLI call: one tenant's advice, one cluster's capacity plan.
 
 Both take the data source, the tenants and ``now`` as parameters. A cluster whose Prometheus query fails is reported
-as ``unavailable`` with the reason; one for which Prometheus answers but holds none of the brokers' series is
-``no_data``, with the inputs that were empty. Neither is ever reported as ``ok`` with no findings: no data, failed and
-"all good" stay distinct.
+as ``unavailable`` with the error's public message ("metrics backend unavailable": tenants read these answers and the
+detail names the operator's infrastructure; the detail goes to the log); one for which Prometheus answers but holds
+none of the brokers' series is ``no_data``, with the inputs that were empty. Neither is ever reported as ``ok`` with
+no findings: no data, failed and "all good" stay distinct.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +20,8 @@ from monitor.advisor.types import SNAPSHOT_INPUTS, DataStatus
 from monitor.core.config import TenantConfig
 from monitor.core.errors import QueryError
 from monitor.core.prom import Source
+
+log = logging.getLogger(__name__)
 
 # A look-back window as PromQL takes it (it is put into queries, so nothing else may pass).
 WINDOW = r"^[1-9][0-9]{0,4}[smhd]$"
@@ -51,7 +55,8 @@ def tenant_advice(*, source: Source, tenant: TenantConfig, tenants: Iterable[Ten
         try:
             snap = read_snapshot(source, cluster=cluster, tenants=tenants, now=now, window=window)
         except QueryError as exc:
-            statuses.append(ClusterStatus(cluster, DataStatus.UNAVAILABLE, str(exc)))
+            log.warning("advice for %s: cluster %s unavailable: %s", tenant.name, cluster, exc)
+            statuses.append(ClusterStatus(cluster, DataStatus.UNAVAILABLE, exc.public))
             continue
         if snap.has_broker_data:
             statuses.append(ClusterStatus(cluster, DataStatus.OK))
@@ -73,7 +78,8 @@ def cluster_capacity(*, source: Source, cluster: str, tenants: Iterable[TenantCo
     try:
         usage = read_usage(source, cluster=cluster, tenants=tenants, now=now, window=window, limits=limits)
     except QueryError as exc:
-        return {**head, "status": DataStatus.UNAVAILABLE.value, "message": str(exc), "plan": None, "what_if": None}
+        log.warning("capacity of cluster %s unavailable: %s", cluster, exc)
+        return {**head, "status": DataStatus.UNAVAILABLE.value, "message": exc.public, "plan": None, "what_if": None}
     missing = capacity.missing_inputs(usage)
     if "brokers" in missing:  # nothing to plan with: no plan rather than one made of zeros ("disks full now")
         message = _no_data(cluster, window, [capacity.MISSING[k][0] for k in missing if k in ("brokers", "topics")])

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from monitor.archive import lake as lakefs
 from monitor.archive.series import LABEL_COLUMNS, SERIES, STEP_SECONDS, ArchiveSeries
+from monitor.core.config import PrometheusSettings
 from monitor.core.prom import PrometheusSource
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,14 @@ class PrometheusClient:
     """The archive's seam to Prometheus: the engine's HTTP client (one place translates HTTP and PromQL errors
     into ``QueryError``), answering with the raw matrix the lake stores."""
 
-    def __init__(self, url: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None):
-        self._source = PrometheusSource(url, timeout=timeout, transport=transport)
+    def __init__(self, url: str, *, timeout: float = 30.0, auth: tuple[str, str] | None = None,
+                 transport: httpx.BaseTransport | None = None):
+        self._source = PrometheusSource(url, timeout=timeout, auth=auth, transport=transport)
+
+    @classmethod
+    def from_settings(cls, settings: PrometheusSettings) -> PrometheusClient:
+        """URL, timeout and basic auth from the config (``prometheus`` section)."""
+        return cls(settings.url, timeout=settings.timeout_seconds, auth=settings.basic_auth())
 
     def query_range(self, promql: str, start: datetime, end: datetime, step: int) -> list[dict]:
         return self._source.query_range_raw(promql, start, end, step)

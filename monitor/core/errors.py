@@ -14,7 +14,8 @@ catches a library's own exception types.
     │   ├── TargetTimeout            the target did not answer within its timeout
     │   ├── TargetUnreachable        connection refused / host down
     │   └── TransportError           the transport answered with something unusable (malformed output)
-    ├── QueryError                   Prometheus query failed (HTTP error, bad PromQL, timeout)
+    ├── QueryError                   Prometheus query failed (HTTP error, bad PromQL, timeout); ``public`` is
+    │                                the generic message for tenants, ``str(exc)`` the operator's detail
     ├── NotifyError                  a notification target failed; ``recoverable`` says whether to retry
     ├── StoreError                   database problem
     │   ├── NotFound                 the resource does not exist (or belongs to another tenant)
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 
 
 class KafkaHealthError(Exception):
-    """Base of every error kafka-health raises on purpose. ``str(exc)`` is safe to show to a user: no secrets."""
+    """Base of every error kafka-health raises on purpose. ``str(exc)`` is safe to show to an operator: no secrets
+    (URLs pass through ``monitor.core.redact``). What a tenant may read is narrower: see ``QueryError.public``."""
 
     exit_code = 1
 
@@ -93,7 +95,19 @@ class TransportError(CollectorError):
 
 
 class QueryError(KafkaHealthError):
-    pass
+    """Prometheus could not answer. Two messages, because two audiences read it:
+
+    - ``str(exc)``: the operator's detail (what failed, where, Prometheus' own words; URLs redacted): logs, the CLI,
+      the engine's own rule-health evidence;
+    - ``public``: what a tenant may read (advice, capacity, health): names no URL, host, query or selector, since
+      the query may be about other tenants and the URL is the operator's infrastructure.
+    """
+
+    PUBLIC = "metrics backend unavailable"
+
+    def __init__(self, detail: str, *, public: str = PUBLIC):
+        self.public = public
+        super().__init__(detail)
 
 
 class NotifyError(KafkaHealthError):

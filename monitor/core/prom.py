@@ -2,7 +2,9 @@
 
 ``Source`` is the seam: the engine and detectors take one and never build URLs themselves, so unit tests pass a small
 in-memory source and production passes ``PrometheusSource``. HTTP and PromQL failures are translated here into
-``QueryError`` (with Prometheus' own message), so callers never see httpx exceptions.
+``QueryError`` (with Prometheus' own message), so callers never see httpx exceptions. The error's text is the
+operator's (the URL in it redacted: no userinfo, no query); tenants get its ``public`` message. Credentials come from
+``prometheus.username`` / ``prometheus.password`` as HTTP basic auth, never from the URL (``prometheus_source``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Protocol
 
 import httpx
 
+from monitor.core.config import PrometheusSettings
 from monitor.core.errors import QueryError
+from monitor.core.redact import redact_url
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,12 @@ def _num(v: str) -> float:
 
 
 class PrometheusSource:
-    def __init__(self, url: str, *, timeout: float = 10.0, transport: httpx.BaseTransport | None = None):
-        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, transport=transport)
+    """``auth``: (username, password) for HTTP basic auth. Never put credentials into ``url``: errors show the URL."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0, auth: tuple[str, str] | None = None,
+                 transport: httpx.BaseTransport | None = None):
+        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, auth=auth, transport=transport)
+        self._shown_url = redact_url(url.rstrip("/"))
         self.queries = 0  # counted for the bench and the health metrics
 
     def close(self) -> None:
@@ -57,11 +65,11 @@ class PrometheusSource:
         try:
             resp = self._client.post(path, data=params)
         except httpx.HTTPError as exc:
-            raise QueryError(f"Prometheus unreachable at {self._client.base_url}: {type(exc).__name__}") from exc
+            raise QueryError(f"Prometheus unreachable at {self._shown_url}: {type(exc).__name__}") from exc
         try:
             body = resp.json()
         except ValueError:
-            raise QueryError(f"Prometheus answered HTTP {resp.status_code} without JSON") from None
+            raise QueryError(f"Prometheus at {self._shown_url} answered HTTP {resp.status_code} without JSON") from None
         if body.get("status") != "success":
             raise QueryError(f"Prometheus query failed: {body.get('errorType', '')}: {body.get('error', '')}"[:500])
         return body["data"]
@@ -88,3 +96,10 @@ class PrometheusSource:
             pts = [(t, v) for t, v in pts if not math.isnan(v)]
             out.append(Series(r["metric"], tuple(t for t, _ in pts), tuple(v for _, v in pts)))
         return out
+
+
+def prometheus_source(settings: PrometheusSettings, *,
+                      transport: httpx.BaseTransport | None = None) -> PrometheusSource:
+    """The source every component builds from the config: URL, timeout and basic auth in one place."""
+    return PrometheusSource(settings.url, timeout=settings.timeout_seconds, auth=settings.basic_auth(),
+                            transport=transport)
