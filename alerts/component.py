@@ -40,7 +40,7 @@ from alerts.notify import (
 from alerts.rules import load_rules
 from monitor.core.config import Config
 from monitor.core.errors import KafkaHealthError
-from monitor.core.prom import PrometheusSource, Source
+from monitor.core.prom import PrometheusSource, Source, prometheus_source
 from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class AlertService:
         self.findings = FindingsBoard(max_age_seconds=max(3 * config.rules.evaluation_interval_seconds, 60.0))
         registry.register(self.findings)
         self.engine = Engine(config, self.rules, detectors or builtin_detectors(findings=self.findings))
-        self.source = source or PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
+        self.source = source or prometheus_source(config.prometheus)
         self._notifier_for = notifier_for or self._default_notifier
         self._notifiers: dict[str, Notifier] = {}
         self.clock = clock
@@ -106,8 +106,7 @@ class AlertService:
     def _default_notifier(self, target: str) -> Notifier:
         if target not in self._notifiers:
             if target == ALERTMANAGER:
-                self._notifiers[target] = AlertmanagerNotifier(self.config.alertmanager.url or "",
-                                                               timeout=self.config.alertmanager.timeout_seconds)
+                self._notifiers[target] = AlertmanagerNotifier.from_settings(self.config.alertmanager)
             else:
                 self._notifiers[target] = WebhookNotifier(target)
         return self._notifiers[target]

@@ -10,6 +10,10 @@ The outbox (``alerts.repo``) makes delivery at-least-once and ordered per target
 batches per (target, group key), deleted only after the target accepted them, retried with exponential backoff and
 dead-lettered after ``max_attempts``. Nothing is dropped silently: a dead letter is counted in
 ``kafka_health_alert_dead_letters`` and replayable with ``kafka-health outbox replay``.
+
+A webhook URL is a secret as a whole (its path is often the token): logs and error texts name a webhook by
+``monitor.core.redact.target_id`` (``https://host/...#<hash>``), and what a webhook answers is scrubbed of its URL
+before it is logged or stored. Alertmanager's credentials come from ``alertmanager.username`` / ``.password``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ import httpx
 from alerts import repo
 from alerts.engine import Notification
 from alerts.types import AlertState, Decision
-from monitor.core.config import Config
+from monitor.core.config import AlertmanagerSettings, Config
+from monitor.core.redact import redact_url, scrub, target_id
 from monitor.core.store import Store
 
 log = logging.getLogger(__name__)
@@ -89,10 +94,19 @@ def _classify(resp: httpx.Response) -> tuple[bool, str | None]:
 
 
 class AlertmanagerNotifier:
+    """``auth``: (username, password) for HTTP basic auth; never put credentials into ``url``."""
+
     def __init__(self, url: str, *, timeout: float = 10.0, ttl_seconds: float = 300.0,
-                 transport: httpx.BaseTransport | None = None):
-        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, transport=transport)
+                 auth: tuple[str, str] | None = None, transport: httpx.BaseTransport | None = None):
+        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, auth=auth, transport=transport)
+        self._url = url
         self._ttl = ttl_seconds
+
+    @classmethod
+    def from_settings(cls, settings: AlertmanagerSettings, *,
+                      transport: httpx.BaseTransport | None = None) -> AlertmanagerNotifier:
+        return cls(settings.url or "", timeout=settings.timeout_seconds, auth=settings.basic_auth(),
+                   transport=transport)
 
     def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]:
         body = []
@@ -103,7 +117,7 @@ class AlertmanagerNotifier:
         try:
             resp = self._client.post("/api/v2/alerts", json=body)
         except httpx.HTTPError as exc:
-            return True, f"Alertmanager unreachable: {type(exc).__name__}"
+            return True, f"Alertmanager unreachable at {redact_url(self._url)}: {type(exc).__name__}"
         return _classify(resp)
 
 
@@ -123,8 +137,10 @@ class WebhookNotifier:
         try:
             resp = self._client.post(self._url, json=doc)
         except httpx.HTTPError as exc:
-            return True, f"webhook unreachable: {type(exc).__name__}"  # never echo the URL: it may hold a token
-        return _classify(resp)
+            return True, f"webhook {target_id(self._url)} unreachable: {type(exc).__name__}"
+        retry, error = _classify(resp)
+        # The receiver's answer may echo the URL it was called with (the token in its path): scrub it.
+        return retry, (scrub(error, self._url) if error else None)
 
 
 @dataclass(frozen=True)
@@ -162,6 +178,8 @@ def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: d
                 repo.delivered(ids, session=s)
                 report.delivered += len(ids)
                 continue
+            if target != ALERTMANAGER:  # whatever the notifier wrote, the webhook's URL stays out of logs and rows
+                error = scrub(error, target)
             log.warning("delivery to %s failed (%s, retry=%s)", _safe_target(target), error, retry)
             report.failed += len(ids)
             report.dead += repo.failed(ids, error, recoverable=retry, now=now, max_attempts=policy.max_attempts,
@@ -173,4 +191,5 @@ def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: d
 
 
 def _safe_target(target: str) -> str:
-    return target if target == ALERTMANAGER else httpx.URL(target).copy_with(query=None, userinfo=b"").__str__()
+    """How a target appears in logs: 'alertmanager', or a webhook's host and hash, never its path."""
+    return target if target == ALERTMANAGER else target_id(target)

@@ -14,6 +14,7 @@ import httpx
 
 from collectors.types import Endpoint, MBeanQuery, Reading
 from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.redact import redact_url
 
 
 def _num(v: object) -> float | str | None:
@@ -89,21 +90,22 @@ class JolokiaTransport:
         if not endpoint.jolokia:
             raise TransportError("no Jolokia URL configured for this target")
         url = endpoint.jolokia.rstrip("/") + "/"
+        shown = redact_url(url)  # errors are logged: no userinfo or query from a hand-built Endpoint
         auth = (endpoint.username, endpoint.password) if endpoint.username else None
         client = self._client or httpx.Client()
         try:
             resp = client.post(url, json=self.body(queries), auth=auth, timeout=httpx.Timeout(timeout))
         except httpx.TimeoutException:
-            raise TargetTimeout(f"Jolokia {url} did not answer within {timeout:g}s") from None
+            raise TargetTimeout(f"Jolokia {shown} did not answer within {timeout:g}s") from None
         except httpx.TransportError as exc:
-            raise TargetUnreachable(f"Jolokia {url} unreachable: {type(exc).__name__}") from None
+            raise TargetUnreachable(f"Jolokia {shown} unreachable: {type(exc).__name__}") from None
         finally:
             if self._client is None:
                 client.close()
         if resp.status_code != 200:
-            raise TransportError(f"Jolokia {url} answered HTTP {resp.status_code}")
+            raise TransportError(f"Jolokia {shown} answered HTTP {resp.status_code}")
         try:
             payload = json.loads(resp.text)
         except ValueError:
-            raise TransportError(f"Jolokia {url} answered with invalid JSON") from None
+            raise TransportError(f"Jolokia {shown} answered with invalid JSON") from None
         return parse_response(payload, queries)
