@@ -23,6 +23,7 @@ import monitor.serve
 import monitor.stack.cli
 import monitor.tenants.cli
 from monitor.core.errors import ConfigError, KafkaHealthError
+from monitor.core.redact import RedactingFilter
 
 # Modules contributing subcommands, in help order. Each has register(subparsers).
 COMMAND_MODULES = [
@@ -40,6 +41,21 @@ COMMAND_MODULES = [
 ]
 
 
+# Libraries that log what they were called with: httpx logs every request URL at INFO (a webhook's path is its
+# token), uvicorn every request line, alembic and py4j chatter. They stay at WARNING even with -v: -v is for our code.
+LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3", "uvicorn.access", "alembic", "kafka", "py4j")
+
+
+def configure_logging(*, verbose: bool) -> None:
+    """Our loggers at INFO (DEBUG with -v), libraries at WARNING, every line through ``RedactingFilter``."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-health", description="Health monitoring for multi-tenant Kafka.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -52,10 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(verbose=args.verbose)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
