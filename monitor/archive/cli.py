@@ -35,7 +35,7 @@ def _archive(args) -> int:
     if args.end <= args.start:
         raise KafkaHealthError("--to must be after --from")
     config = config_from_args(args)
-    client = PrometheusClient(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
+    client = PrometheusClient.from_settings(config.prometheus)
     lake = Path(config.lake.path)
     try:
         summary = archive_range(lake, client.query_range, args.start, args.end, now=utc_now(),
