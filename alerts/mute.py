@@ -17,12 +17,15 @@ engine more than a bounded, predictable time:
   they are confined to and picks them by the alert's ``tenant`` label before any matcher runs;
 - a tenant has at most MAX_ACTIVE_SILENCES_PER_TENANT silences not yet expired (refused with 409 beyond; the engine
   uses the oldest that many should more reach the store), so an alert meets at most that many of its tenant's
-  silences plus the operators'.
+  silences plus the operators';
+- a regex's answer per label value is remembered for the cycle, and a tenant's regex silences get at most
+  MUTE_BUDGET_SECONDS_PER_TENANT of a cycle (beyond it, its remaining alerts are not muted that cycle).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +40,8 @@ log = logging.getLogger(__name__)
 
 MAX_ACTIVE_SILENCES_PER_TENANT = 100  # pending or active; an operator's silences are not counted
 MAX_REGEX_LENGTH = 512  # characters of one regex matcher's pattern
+MUTE_BUDGET_SECONDS_PER_TENANT = 0.1  # per cycle, for one tenant's regex silences (see Silencer)
+MEMO_LIMIT = 200_000  # (pattern, label value) answers remembered per cycle
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # a refused pattern is reported to whoever gave it, not printed to stderr
@@ -120,7 +125,9 @@ class SilenceView:
 @dataclass(frozen=True)
 class _Compiled:
     id: str
+    scope: str | None
     predicates: tuple[Callable[[dict[str, str]], bool], ...]  # equality matchers first: cheap ones decide most
+    has_regex: bool
 
 
 _inert_reported: set[str] = set()  # silence ids already logged as inert (a log line per silence, not per cycle)
@@ -130,11 +137,22 @@ class Silencer:
     """The silences active at ``now``, compiled once (per cycle) and filed by the tenant they are confined to.
 
     ``mutes(labels)`` tries the silences of the alert's tenant (its ``tenant`` label), then the unconfined ones: an
-    alert of tenant A never meets tenant B's silences, whatever their regexes. A silence with a pattern RE2 cannot
-    compile is inert; a tenant with more than MAX_ACTIVE_SILENCES_PER_TENANT active silences gets its oldest that
-    many (both logged)."""
+    alert of tenant A never meets tenant B's silences, whatever their regexes. A regex's answer for a label value is
+    remembered for the cycle (alerts share most values). A silence with a pattern RE2 cannot compile is inert; a
+    tenant with more than MAX_ACTIVE_SILENCES_PER_TENANT active silences gets its oldest that many.
 
-    def __init__(self, silences: Iterable[SilenceView], now: datetime):
+    The one clock here: the time a tenant's regex silences take is summed per cycle (``clock``, monotonic seconds),
+    and once it passes ``budget_seconds`` that tenant's silences are not tried again this cycle: its remaining
+    alerts are not muted (they page; a tenant's silences can cost the others nothing more). Linear-time regexes
+    make that rare, but a tenant with many alerts of distinct, long labels and 100 silences of 32 regexes each could
+    otherwise spend seconds. All three are logged."""
+
+    def __init__(self, silences: Iterable[SilenceView], now: datetime, *,
+                 budget_seconds: float = MUTE_BUDGET_SECONDS_PER_TENANT,
+                 clock: Callable[[], float] = time.perf_counter):
+        self._budget, self._clock = budget_seconds, clock
+        self._memo: dict[tuple[str, str], bool] = {}  # (pattern, label value) -> full match
+        self._spent: dict[str, float] = {}  # tenant -> seconds its regex silences took this cycle
         self._by_scope: dict[str | None, list[_Compiled]] = {}
         counted: dict[str, int] = {}
         for s in sorted((s for s in silences if s.active(now) and s.matchers), key=lambda s: (s.starts_at, s.id)):
@@ -144,30 +162,70 @@ class Silencer:
                     continue
             compiled = self._compile(s)
             if compiled is not None:
-                self._by_scope.setdefault(s.scope, []).append(compiled)
+                self._by_scope.setdefault(compiled.scope, []).append(compiled)
         for tenant, n in counted.items():
             if n > MAX_ACTIVE_SILENCES_PER_TENANT:
                 log.warning("tenant %s has %d active silences; the engine uses its oldest %d", tenant, n,
                             MAX_ACTIVE_SILENCES_PER_TENANT)
 
-    @staticmethod
-    def _compile(s: SilenceView) -> _Compiled | None:
+    @property
+    def over_budget(self) -> list[str]:
+        """The tenants whose silences were cut short this cycle."""
+        return sorted(t for t, spent in self._spent.items() if spent > self._budget)
+
+    def _compile(self, s: SilenceView) -> _Compiled | None:
         ordered = sorted(s.matchers, key=lambda m: (m.is_regex, m.name != "tenant"))
         try:
-            return _Compiled(s.id, tuple(m.compile() for m in ordered))
+            predicates = tuple(self._regex(m) if m.is_regex else m.compile() for m in ordered)
         except PatternError as exc:
             if s.id not in _inert_reported and len(_inert_reported) < 10_000:
                 _inert_reported.add(s.id)
                 log.warning("silence %s is inert: a regex matcher cannot be compiled (%s)", s.id, exc)
             return None
+        return _Compiled(s.id, s.scope, predicates, any(m.is_regex for m in s.matchers))
+
+    def _regex(self, m: Matcher) -> Callable[[dict[str, str]], bool]:
+        hit, memo, name, pattern, equal = compile_regex(m.value), self._memo, m.name, m.value, m.is_equal
+
+        def predicate(labels: dict[str, str]) -> bool:
+            key = (pattern, labels.get(name, ""))
+            got = memo.get(key)
+            if got is None:
+                got = hit(key[1])
+                if len(memo) < MEMO_LIMIT:
+                    memo[key] = got
+            return got is equal
+
+        return predicate
 
     def mutes(self, labels: dict[str, str]) -> str | None:
         tenant = labels.get("tenant") or None
-        for scope in ((tenant, None) if tenant else (None,)):
-            for s in self._by_scope.get(scope, ()):
-                if all(p(labels) for p in s.predicates):
-                    return f"silence:{s.id}"
+        if tenant is not None:
+            hit = self._try_tenants(tenant, labels)
+            if hit:
+                return hit
+        for s in self._by_scope.get(None, ()):
+            if all(p(labels) for p in s.predicates):
+                return f"silence:{s.id}"
         return None
+
+    def _try_tenants(self, tenant: str, labels: dict[str, str]) -> str | None:
+        before = self._spent.get(tenant, 0.0)
+        if before > self._budget:
+            return None
+        clock, start, spent, found = self._clock, self._clock(), before, None
+        for s in self._by_scope.get(tenant, ()):
+            if all(p(labels) for p in s.predicates):
+                found = f"silence:{s.id}"
+                break
+            if s.has_regex:  # only regexes can be slow: the clock is read after those alone
+                spent = before + clock() - start
+                if spent > self._budget:
+                    log.warning("tenant %s's silences took over %.3f s of this cycle: its other alerts are not "
+                                "checked against them until the next", tenant, self._budget)
+                    break
+        self._spent[tenant] = before + clock() - start
+        return found
 
 
 @dataclass(frozen=True)

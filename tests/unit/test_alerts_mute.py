@@ -162,6 +162,29 @@ def test_the_engine_uses_a_tenants_oldest_silences_up_to_the_cap():
     assert silencer.mutes({"alertname": "Late", "tenant": "ads"}) == "silence:ads"  # another tenant's cap
 
 
+def test_a_regex_answer_remembered_for_a_label_value_is_the_answer_for_that_value_only():
+    silencer = Silencer([_sil("s", Matcher("topic", "orders\\..*", is_regex=True), tenant="shop")], T0)
+    answers = [silencer.mutes({"topic": t, "tenant": "shop"}) for t in ("orders.eu", "clicks", "orders.eu", "clicks")]
+    assert answers == ["silence:s", None, "silence:s", None]
+
+
+def test_a_tenant_whose_silences_exhaust_its_budget_is_not_muted_by_them_for_the_rest_of_the_cycle():
+    ticks = iter(range(10_000))
+    clock = lambda: next(ticks) * 0.03  # noqa: E731 - every reading 30 ms later than the one before
+    shop = [_sil(f"h{i}", Matcher("topic", f"x{i}.*", is_regex=True), tenant="shop") for i in range(3)]
+    shop.append(_sil("catch", Matcher("topic", ".*", is_regex=True), ("alertname", "Y"), tenant="shop"))
+    ads = [_sil("ads", Matcher("topic", ".*", is_regex=True), tenant="ads")]
+    operators = [_sil("op", ("alertname", "Z"))]
+    silencer = Silencer(shop + ads + operators, T0, budget_seconds=0.1, clock=clock)
+    # the first alert's three regex silences take 3 x 30 ms; the fourth reading puts shop over 100 ms
+    assert silencer.mutes({"alertname": "X", "topic": "t", "tenant": "shop"}) is None
+    assert silencer.over_budget == ["shop"]
+    # shop's own silence would mute this one, but shop is out of budget; the other tenant and operators are not
+    assert silencer.mutes({"alertname": "Y", "topic": "t", "tenant": "shop"}) is None
+    assert silencer.mutes({"alertname": "Z", "topic": "t", "tenant": "shop"}) == "silence:op"
+    assert silencer.mutes({"alertname": "Y", "topic": "t", "tenant": "ads"}) == "silence:ads"
+
+
 def test_expired_and_pending_silences_mute_nothing():
     done = SilenceView("done", (Matcher("a", "b"),), T0 - 2 * HOUR, T0)
     later = SilenceView("later", (Matcher("a", "b"),), T0 + HOUR, T0 + 2 * HOUR)
@@ -233,6 +256,7 @@ def test_a_tenant_beyond_its_cap_of_silences_gets_409_until_it_expires_one(api):
     assert f"({MAX_ACTIVE_SILENCES_PER_TENANT})" in r.json()["error"]["message"]
     assert _post(api, "ads", {"name": "alertname", "value": "One more"}).status_code == 201  # its own count
     assert _post(api, "operator", {"name": "alertname", "value": "One more"}).status_code == 201
-    first = api.get("/api/v1/silences", headers={"x-test-principal": "shop"}).json()["items"][0]["id"]
+    first = next(i["id"] for i in api.get("/api/v1/silences", headers={"x-test-principal": "shop"}).json()["items"]
+                 if i["state"] == "active")
     assert api.delete(f"/api/v1/silences/{first}", headers={"x-test-principal": "shop"}).status_code == 200
     assert _post(api, "shop", {"name": "alertname", "value": "One more"}).status_code == 201
