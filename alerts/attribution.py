@@ -75,13 +75,14 @@ class Attributor:
         shared = rule.scope in (Scope.BROKER, Scope.CLUSTER)  # copies for tenants the labels do not name
         out = []
         for tenant in self.tenants_for(rule, obs.labels):
-            own = obs.labels
+            own, obs_copy = obs.labels, obs  # the operator copy keeps everything
             if tenant:
                 owners = self.owners_of(obs.labels.get("cluster", ""), tenant, subject=None if shared else obs.labels)
-                own = redact_labels(obs.labels, tenant, owners) if shared else obs.labels
-                obs_copy = replace(obs, evidence=redact_evidence(obs.evidence, tenant, owners))
-            else:
-                obs_copy = obs  # the operator copy keeps everything
+                if shared:
+                    own = redact_labels(obs.labels, tenant, owners)
+                evidence = redact_evidence(obs.evidence, tenant, owners)
+                if evidence is not obs.evidence:
+                    obs_copy = replace(obs, evidence=evidence)
             labels = {**own, **rule.labels, "alertname": rule.name, "severity": severity}
             labels = {k: v for k, v in labels.items() if v not in (None, "")}
             if tenant:
@@ -157,6 +158,8 @@ def redact_labels(labels: Mapping[str, str], tenant: str, owners: OwnersOf) -> d
     """The labels of a tenant's copy of an alert shared by several tenants: a client, group or address label that is
     not the tenant's becomes OTHER_TENANT (annotations are rendered from labels, so they name nobody else either)."""
     out = dict(labels)
+    if not any(k in labels for k in IDENTIFYING_FIELDS):
+        return out
     if any(labels.get(k) for k in CLIENT_FIELDS) and owners(labels) != {tenant}:
         out.update({k: OTHER_TENANT for k in CLIENT_FIELDS if labels.get(k)})
     if labels.get("group") and owners({"group": labels["group"]}) != {tenant}:
@@ -167,7 +170,10 @@ def redact_labels(labels: Mapping[str, str], tenant: str, owners: OwnersOf) -> d
 
 def redact_evidence(evidence: Mapping[str, Any], tenant: str, owners: OwnersOf) -> dict[str, Any]:
     """``evidence`` as ``tenant``'s copy of the alert may carry it: its own clients, the others as counts (see the
-    vocabulary above). Pure; ``owners`` answers which tenants an entry names as its owner."""
+    vocabulary above). Pure; ``owners`` answers which tenants an entry names as its owner. Evidence with nothing to
+    take out comes back as the same object."""
+    if not any(isinstance(v, (Mapping, list, tuple)) or k in CLIENT_NAME_KEYS for k, v in evidence.items()):
+        return evidence  # flat figures (every threshold rule's): no entry to judge, so nothing to take out or scrub
     return _Redaction(tenant, owners, evidence).run()
 
 
