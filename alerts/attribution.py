@@ -95,8 +95,8 @@ class Attributor:
         for an operator's. For instances the engine keeps without a new observation (resolved, or held while their
         rule fails) whose evidence an older version stored whole. ``scope`` None (a rule gone): judged as shared."""
         tenant = labels.get("tenant")
-        if not tenant or not any(isinstance(v, (Mapping, list, tuple)) for v in evidence.values()):
-            return evidence  # flat figures name no client
+        if not tenant:
+            return evidence
         shared = scope in (Scope.BROKER, Scope.CLUSTER, None)
         owners = self.owners_of(labels.get("cluster", ""), tenant, subject=None if shared else labels)
         return redact_evidence(evidence, tenant, owners)
