@@ -25,6 +25,7 @@ from monitor.core.config import (
     load_config,
 )
 from monitor.core.errors import ComponentFailed, PortInUse
+from monitor.core.store import Store
 from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack
 from monitor.stack.cli import add_stack_args, layout_from_args
@@ -93,7 +94,7 @@ def run_demo(args) -> int:
         load.start()
         server = threading.Thread(
             target=serve.run, args=(config, config.service.roles, "127.0.0.1", L.service_port),
-            kwargs={"stop_event": stop}, name="serve", daemon=True,
+            kwargs={"stop_event": stop, "config_label": str(config_file)}, name="serve", daemon=True,
         )
         server.start()
         _wait_ready(L.service_url, L.service_port, server)
@@ -149,9 +150,8 @@ def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
     from datetime import datetime, timezone
 
     from monitor.api import tokens
-    from monitor.core.store import Store
 
-    store = Store(config.store.url)
+    store = Store.from_settings(config.store)
     now = datetime.now(timezone.utc)
     out = {}
     try:
@@ -171,9 +171,8 @@ def _revoke_demo_tokens(config, demo_tokens: dict[str, tuple[str, str]]) -> None
     from datetime import datetime, timezone
 
     from monitor.api import tokens
-    from monitor.core.store import Store
 
-    store = Store(config.store.url)
+    store = Store.from_settings(config.store)
     try:
         with store.session() as s:
             for token_id, _ in demo_tokens.values():

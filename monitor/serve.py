@@ -11,7 +11,6 @@ import logging
 import signal
 import threading
 from pathlib import Path
-from typing import Protocol
 
 import uvicorn
 from fastapi import FastAPI, Response
@@ -25,28 +24,24 @@ from collectors.contract import TenantContractCollector
 from monitor import __version__
 from monitor.api.app import mount_api
 from monitor.core.config import Config
+from monitor.core.lifecycle import Component, stop_all
 from monitor.reports.schedule import ReportScheduler, report_command
-from monitor.stack.cli import add_config_args, config_args, config_from_args
+from monitor.stack.cli import (
+    add_config_args,
+    config_args,
+    config_from_args,
+    find_config,
+)
 from monitor.store import open_store
+from monitor.tenants.presence import ServicePresence
+from monitor.tenants.service import ConfigOrigin
 
 log = logging.getLogger(__name__)
 ROLES = ("api", "collector", "alerts")
 
 
-class Component(Protocol):
-    """A long-running part of the service. ``start`` must return quickly (work runs in its own threads)."""
-
-    name: str
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def ready(self) -> bool: ...
-
-
 def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegistry | None = None,
-              report_args: list[str] | None = None) -> FastAPI:
+              report_args: list[str] | None = None, config_label: str = "") -> FastAPI:
     """The ASGI app for ``roles``. Components start on app startup and stop on shutdown.
 
     With ``config.reports.schedule`` set, the process serving the API also runs the weekly report at those times,
@@ -71,7 +66,9 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     if "alerts" in roles:
         components.append(AlertService(config, store=app.state.store, registry=registry))
     if "api" in roles:
-        mount_api(app, config=config, store=app.state.store)
+        mount_api(app, config=config, store=app.state.store,
+                  origin=ConfigOrigin.of(config, config_label) if config_label else None)
+        components.append(ServicePresence(app.state.store))
         if config.reports.schedule:
             components.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
                                               command=report_command(report_args or []), registry=registry))
@@ -98,16 +95,18 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
 
     @app.on_event("shutdown")
     def _stop() -> None:
-        for c in reversed(components):
-            c.stop()
+        # Within STOP_BOUND_SECONDS whatever a component is doing; a busy one is named and abandoned (daemon threads).
+        stop_all(list(reversed(components)))
 
     return app
 
 
 def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None,
-        report_args: list[str] | None = None):
-    app = build_app(config, roles, report_args=report_args)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        report_args: list[str] | None = None, config_label: str = ""):
+    app = build_app(config, roles, report_args=report_args, config_label=config_label)
+    # Open requests get a few seconds on shutdown, not forever: the whole stop stays within the stated bound.
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                                           timeout_graceful_shutdown=3))
     if stop_event is not None:  # embedded (demo): stop when asked
         threading.Thread(target=lambda: (stop_event.wait(), setattr(server, "should_exit", True)), daemon=True).start()
     log.info("kafka-health serving on http://%s:%d (roles: %s)", host, port, ",".join(roles))
@@ -134,5 +133,5 @@ def _serve(args) -> int:
         config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     run(config, roles, args.host or config.service.host, args.port or config.service.port,
-        report_args=config_args(args))
+        report_args=config_args(args), config_label=find_config(args).label)
     return 0

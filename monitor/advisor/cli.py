@@ -1,7 +1,7 @@
 """``kafka-health advice --tenant T`` and ``kafka-health capacity [--cluster C] [--grow T:F] [--add N:MB:DAYS]``.
 
-Both read the config (``--config``, else the local stack) and its Prometheus, like ``kafka-health serve``; tenants
-come from the config file (tenants created through the API are served by the API endpoints).
+Both read the configuration every command finds (``monitor.stack.cli.find_config``) and its Prometheus; tenants are
+the config file's and those created through the API or CLI (read from the store, never written).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from monitor.core.errors import Invalid
 from monitor.core.prom import PrometheusSource
 from monitor.core.times import utc_now
 from monitor.stack.cli import add_config_args, config_from_args
+from monitor.store import open_store
+from monitor.tenants import service as tenant_service
 
 
 def _common(p) -> None:
@@ -45,13 +47,27 @@ def _setup(args):
     return config, PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
 
 
+def _registry(config) -> list:
+    """Every tenant the service knows: the config file's and those created through the API or CLI (read only)."""
+    store = open_store(config.store)
+    try:
+        with store.session() as s:
+            stored = tenant_service.get_all_configs(db_session=s)
+    finally:
+        store.dispose()
+    names = {t.name for t in config.tenants}
+    return [*config.tenants, *(t for t in stored if t.name not in names)]
+
+
 def _advice(args) -> int:
     config, source = _setup(args)
-    tenant = next((t for t in config.tenants if t.name == args.tenant), None)
+    tenants = _registry(config)
+    tenant = next((t for t in tenants if t.name == args.tenant), None)
     if tenant is None:
-        raise Invalid(f"no tenant {args.tenant!r} in the config", field="--tenant")
+        source.close()
+        raise Invalid(f"no tenant {args.tenant!r} in the config or the store", field="--tenant")
     try:
-        doc = service.tenant_advice(source=source, tenant=tenant, tenants=config.tenants,
+        doc = service.tenant_advice(source=source, tenant=tenant, tenants=tenants,
                                     now=utc_now(), window=args.window)
     finally:
         source.close()
@@ -87,6 +103,7 @@ def format_advice(doc: dict) -> str:
 
 def _capacity(args) -> int:
     config, source = _setup(args)
+    tenants = _registry(config)
     scenario = service.parse_scenario(args.grow, args.add)
     names = [c.name for c in config.clusters]
     if args.cluster and args.cluster not in names:
@@ -94,7 +111,7 @@ def _capacity(args) -> int:
     docs = []
     try:
         for cluster in [args.cluster] if args.cluster else names:
-            docs.append(service.cluster_capacity(source=source, cluster=cluster, tenants=config.tenants,
+            docs.append(service.cluster_capacity(source=source, cluster=cluster, tenants=tenants,
                                                  now=utc_now(), window=args.window,
                                                  scenario=scenario))
     finally:

@@ -1,15 +1,19 @@
 """``kafka-health stack up|down|status``, and the options every command uses to find its configuration.
 
-Every command that reads a configuration takes ``add_config_args`` and calls ``config_from_args``: ``--config``,
-else ``$KAFKA_HEALTH_CONFIG``, else the local stack's embedded default (its ``--dir``, ``--port-base``,
-``--kafka-version``). It lives here because the fallback is the local stack; capabilities import it instead of the
-service wiring (``monitor.serve``), which sits above them.
+Every command that reads a configuration takes ``add_config_args`` and calls ``config_from_args``, which finds it
+in one order (``find_config``): ``--config``, else ``$KAFKA_HEALTH_CONFIG``, else the file the demo wrote in the
+local stack's directory (``<dir>/kafka-health.yaml``, so a CLI beside a running demo works on the demo's tenants and
+store), else the local stack's embedded default (its ``--dir``, ``--port-base``, ``--kafka-version``). ``-v`` and
+``check-config`` say which one was used. It lives here because the fallbacks are the local stack's; capabilities
+import it instead of the service wiring (``monitor.serve``), which sits above them.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from monitor.core.config import Config, load_config
@@ -20,6 +24,8 @@ from monitor.stack.layout import (
     default_stack_dir,
     resolve_kafka_version,
 )
+
+log = logging.getLogger(__name__)
 
 
 def add_stack_args(p: argparse.ArgumentParser) -> None:
@@ -33,11 +39,36 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     add_stack_args(p)
 
 
+@dataclass(frozen=True)
+class ConfigChoice:
+    """Which configuration a command uses: a file, or (``file`` None) the local stack's embedded default."""
+
+    file: Path | None
+    how: str  # why this one, in the user's words
+    label: str  # what it is called in messages and in the store's record of a sync
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.how})"
+
+
+def find_config(args: argparse.Namespace) -> ConfigChoice:
+    if args.config:
+        return ConfigChoice(Path(args.config).resolve(), "--config", str(Path(args.config).resolve()))
+    env = os.environ.get("KAFKA_HEALTH_CONFIG")
+    if env:
+        return ConfigChoice(Path(env).resolve(), "$KAFKA_HEALTH_CONFIG", str(Path(env).resolve()))
+    layout = layout_from_args(args)
+    if layout.config_file.is_file():
+        return ConfigChoice(layout.config_file, f"written by the demo in {layout.dir}", str(layout.config_file))
+    return ConfigChoice(None, "no file given, none written in the stack directory",
+                        f"the embedded default of the local stack in {layout.dir}")
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
-    path = args.config or os.environ.get("KAFKA_HEALTH_CONFIG")
-    if path:
-        return load_config(Path(path))
-    # No file: point at the local stack (the README's embedded default).
+    choice = find_config(args)
+    log.debug("configuration: %s", choice)
+    if choice.file is not None:
+        return load_config(choice.file)
     return Stack(layout_from_args(args)).config()
 
 

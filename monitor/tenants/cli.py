@@ -1,34 +1,63 @@
-"""``kafka-health tenants list|show|create|delete``.
+"""``kafka-health tenants list|show|create|delete|sync``.
 
-Works on the store named by the config (``--config``, else ``$KAFKA_HEALTH_CONFIG``, else the local stack's), which
-``open_registry`` first migrates and syncs with the config file's tenants, exactly as ``serve`` does at start. The
-``tokens`` commands (``monitor.api.cli``) open it the same way.
+Works on the store named by the configuration every command finds the same way (``monitor.stack.cli.find_config``).
+No command here but ``tenants sync`` writes the config file's tenants into the store: that happens where the service
+starts, and when an operator asks for it. So a read-only command (``list``, ``show``, ``tokens list``) never changes
+the registry, and a CLI pointed at another configuration cannot remove the running service's tenants, nor (by
+cascade) their tokens. ``sync`` shows what it would remove that still owns tokens, alerts or reports and wants
+``--yes`` for it, and refuses a configuration other than the one a running service synced from.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
 from monitor.core.config import Config
-from monitor.core.errors import ConfigError, ConfigProblem, Invalid, NotFound
+from monitor.core.errors import ConfigError, ConfigProblem, Conflict, Invalid, NotFound
 from monitor.core.store import Store
 from monitor.core.times import utc_now
-from monitor.stack.cli import add_config_args, config_from_args
+from monitor.stack.cli import add_config_args, config_from_args, find_config
 from monitor.store import open_store
 from monitor.tenants import service
 from monitor.tenants.models import TenantCreate, TenantRead
 
 
 def open_registry(args) -> tuple[Config, Store]:
-    """The command's config and its store, migrated and synced with the config file's tenants."""
+    """The command's config and its store, migrated; the registry itself is not written (see the module doc)."""
     config = config_from_args(args)
-    store = open_store(config.store)
-    with store.session() as s:
-        service.sync_config(db_session=s, config=config, now=utc_now())
-    return config, store
+    return config, open_store(config.store)
+
+
+def _tenants_sync(args) -> int:
+    choice = find_config(args)
+    config, store = open_registry(args)
+    origin = service.ConfigOrigin.of(config, choice.label)
+    try:
+        with store.session() as s:
+            now = utc_now()
+            running = service.running_service_source(db_session=s, now=now)
+            if running is not None and running.config_digest != origin.digest:
+                raise Conflict(f"a running service synced its tenants from {running.config_path}; this command uses "
+                               f"{choice}. Sync from the service's configuration (--config {running.config_path}), "
+                               "or stop the service first")
+            plan = service.plan_sync(db_session=s, config=config)
+            if plan.dependents and not args.yes:
+                for name, owned in sorted(plan.dependents.items()):
+                    print(f"would remove tenant {name}, which owns "
+                          + ", ".join(f"{n} {what}" for what, n in sorted(owned.items())), file=sys.stderr)
+                raise Invalid(f"{len(plan.dependents)} tenant(s) to remove still own tokens, alerts or reports "
+                              "(their tokens would stop working); run again with --yes to remove them",
+                              field="--yes")
+            result = service.sync_config(db_session=s, config=config, now=now, origin=origin, by="cli")
+    finally:
+        store.dispose()
+    print(f"synced the tenants of {choice}: added {list(result.added)}, updated {list(result.updated)}, "
+          f"removed {list(result.removed)}")
+    return 0
 
 
 def _pairs(values: list[str], flag: str) -> list[tuple[str, str]]:
@@ -142,3 +171,8 @@ def register(sub) -> None:
     p.add_argument("name")
     add_config_args(p)
     p.set_defaults(func=_tenants_delete)
+    p = tsub.add_parser("sync", help="write the config file's tenants into the store (serve does it at start)")
+    p.add_argument("--yes", action="store_true", help="also remove config tenants that still own tokens, alerts "
+                                                      "or reports")
+    add_config_args(p)
+    p.set_defaults(func=_tenants_sync)

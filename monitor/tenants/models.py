@@ -61,6 +61,22 @@ class RegistryVersion(Base):
     version: Mapped[int] = mapped_column(Integer, default=0)
 
 
+class RegistrySource(Base):
+    """One row (``id`` 1): which configuration the config tenants were last synced from, by what, and when a running
+    service last said it is alive. ``kafka-health tenants sync`` refuses to sync from another configuration while a
+    service that synced from its own is running (``service_seen_at`` recent), so a CLI pointed at the wrong file
+    cannot take the service's tenants (and, by cascade, their tokens) away."""
+
+    __tablename__ = "registry_source"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    config_path: Mapped[str] = mapped_column(String(1024))
+    config_digest: Mapped[str] = mapped_column(String(64))  # sha256 of the config tenants, as synced
+    synced_by: Mapped[str] = mapped_column(String(16))  # "serve" or "cli"
+    synced_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    service_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # API schemas
 

@@ -12,21 +12,22 @@ refused writes, and never commit: the caller's unit of work does.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 
-from sqlalchemy import Text, bindparam, cast, select, text
+from sqlalchemy import Text, bindparam, cast, column, func, select, table, text
 from sqlalchemy import update as sql_update  # `update` is this module's own (PUT)
 from sqlalchemy.orm import Session
 
 from monitor.core.config import Config, TenantConfig
 from monitor.core.errors import Conflict, Invalid
 from monitor.core.tenancy import TenantIndex, find_overlaps
-from monitor.tenants.models import RegistryVersion, Tenant, TenantSource
+from monitor.tenants.models import RegistrySource, RegistryVersion, Tenant, TenantSource
 
 log = logging.getLogger(__name__)
 
@@ -180,13 +181,56 @@ class SyncResult:
     taken_over: tuple[str, ...]  # API tenants now owned by the config file (same name)
 
 
-def sync_config(*, db_session: Session, config: Config, now: datetime) -> SyncResult:
-    """Make the store's config tenants equal ``config.tenants``. Idempotent; run at every start.
+@dataclass(frozen=True)
+class ConfigOrigin:
+    """Which configuration a sync comes from: its file (or what stands for it) and a digest of its tenants."""
 
-    Raises Conflict when a config tenant overlaps an API tenant: the operator must resolve it (delete or change the
-    API tenant, or change the file) before the service starts, rather than the API silently guessing an owner.
-    """
-    _serialize_writes(db_session)
+    path: str
+    digest: str
+
+    @classmethod
+    def of(cls, config: Config, path: str) -> ConfigOrigin:
+        tenants = sorted((t.model_dump(mode="json") for t in config.tenants), key=lambda t: t["name"])
+        return cls(path, hashlib.sha256(json.dumps(tenants, sort_keys=True).encode()).hexdigest())
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """What ``sync_config`` would change, and what each removed tenant still owns (removing it revokes its tokens
+    by cascade and orphans its alert history and reports)."""
+
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    removed: tuple[str, ...]
+    taken_over: tuple[str, ...]
+    dependents: dict[str, dict[str, int]]  # removed tenant -> {"tokens": n, "alerts": n, "reports": n}, non-zero only
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+
+# What depends on a tenant, counted by table so the registry imports none of its dependents' packages.
+_DEPENDENTS = {"tokens": "api_tokens", "alerts": "alert_instances", "reports": "report_index"}
+
+
+def _dependents(db_session: Session, names: Iterable[str]) -> dict[str, dict[str, int]]:
+    names = sorted(names)
+    out: dict[str, dict[str, int]] = {}
+    if not names:
+        return out
+    for what, table_name in _DEPENDENTS.items():
+        t = table(table_name, column("tenant"))
+        q = select(t.c.tenant, func.count()).where(t.c.tenant.in_(names)).group_by(t.c.tenant)
+        for tenant, n in db_session.execute(q):
+            out.setdefault(tenant, {})[what] = n
+    return out
+
+
+def plan_sync(*, db_session: Session, config: Config) -> SyncPlan:
+    """What syncing ``config``'s tenants would do, without doing it. Raises Conflict when a config tenant overlaps an
+    API tenant: the operator must resolve it (delete or change the API tenant, or change the file) before the service
+    starts, rather than the API silently guessing an owner."""
     rows = {r.name: r for r in db_session.scalars(select(Tenant))}
     wanted = {t.name: t for t in config.tenants}
     api_tenants = [r.to_config() for n, r in rows.items() if r.source == TenantSource.API.value and n not in wanted]
@@ -194,26 +238,66 @@ def sync_config(*, db_session: Session, config: Config, now: datetime) -> SyncRe
     if overlaps:
         raise Conflict("config tenants overlap tenants created through the API: "
                        + "; ".join(str(o) for o in overlaps))
-    added, updated, removed, taken = [], [], [], []
-    for name, cfg in wanted.items():
-        row = rows.get(name)
-        if row is None:
-            db_session.add(Tenant(name=name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
-                                  spec=_spec(cfg), created_at=now, updated_at=now))
-            added.append(name)
-            continue
-        if row.source != TenantSource.CONFIG.value:
-            log.warning("tenant %s was created through the API; the config file now defines it", name)
-            taken.append(name)
-        if row.source != TenantSource.CONFIG.value or row.spec != _spec(cfg) or row.display_name != cfg.display_name:
-            row.source, row.spec, row.display_name, row.updated_at = (
-                TenantSource.CONFIG.value, _spec(cfg), cfg.display_name, now)
-            updated.append(name)
-    for name, row in rows.items():
-        if row.source == TenantSource.CONFIG.value and name not in wanted:
-            db_session.delete(row)
-            removed.append(name)
-    if added or updated or removed:
+    added = tuple(n for n in wanted if n not in rows)
+    taken = tuple(n for n in wanted if n in rows and rows[n].source != TenantSource.CONFIG.value)
+    updated = tuple(n for n, cfg in wanted.items() if n in rows and (
+        rows[n].source != TenantSource.CONFIG.value or rows[n].spec != _spec(cfg)
+        or rows[n].display_name != cfg.display_name))
+    removed = tuple(n for n, r in rows.items() if r.source == TenantSource.CONFIG.value and n not in wanted)
+    return SyncPlan(added, updated, removed, taken, _dependents(db_session, removed))
+
+
+def sync_config(*, db_session: Session, config: Config, now: datetime, origin: ConfigOrigin | None = None,
+                by: str = "cli") -> SyncResult:
+    """Make the store's config tenants equal ``config.tenants`` (see ``plan_sync``) and record where they came from.
+    Idempotent. ``serve`` runs it at every start; the CLI only in ``kafka-health tenants sync``."""
+    _serialize_writes(db_session)
+    plan = plan_sync(db_session=db_session, config=config)
+    rows = {r.name: r for r in db_session.scalars(select(Tenant))}
+    for name in plan.added:
+        cfg = next(t for t in config.tenants if t.name == name)
+        db_session.add(Tenant(name=name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+                              spec=_spec(cfg), created_at=now, updated_at=now))
+    for name in plan.taken_over:
+        log.warning("tenant %s was created through the API; the config file now defines it", name)
+    for name in plan.updated:
+        cfg = next(t for t in config.tenants if t.name == name)
+        row = rows[name]
+        row.source, row.spec, row.display_name, row.updated_at = (
+            TenantSource.CONFIG.value, _spec(cfg), cfg.display_name, now)
+    for name in plan.removed:
+        db_session.delete(rows[name])
+    if plan.changes:
         bump_version(db_session=db_session)
+    if origin is not None:
+        _record_origin(db_session, origin, by=by, now=now)
     db_session.flush()
-    return SyncResult(tuple(added), tuple(updated), tuple(removed), tuple(taken))
+    return SyncResult(plan.added, plan.updated, plan.removed, plan.taken_over)
+
+
+# A running service marks itself alive every SERVICE_MARK_SECONDS; one not seen for SERVICE_ALIVE has stopped.
+SERVICE_MARK_SECONDS = 30.0
+SERVICE_ALIVE = timedelta(seconds=3 * SERVICE_MARK_SECONDS)
+
+
+def _record_origin(db_session: Session, origin: ConfigOrigin, *, by: str, now: datetime) -> None:
+    row = db_session.get(RegistrySource, 1)
+    if row is None:
+        row = RegistrySource(id=1)
+        db_session.add(row)
+    row.config_path, row.config_digest, row.synced_by, row.synced_at = origin.path[:1024], origin.digest, by, now
+    row.service_seen_at = now if by == "serve" else None
+
+
+def mark_service_alive(*, db_session: Session, now: datetime) -> None:
+    """A running service's periodic "still here" (only for the source it synced itself)."""
+    db_session.execute(sql_update(RegistrySource).where(RegistrySource.id == 1, RegistrySource.synced_by == "serve")
+                       .values(service_seen_at=now))
+
+
+def running_service_source(*, db_session: Session, now: datetime) -> RegistrySource | None:
+    """The configuration a running service synced from, or None when no service that synced is alive."""
+    row = db_session.get(RegistrySource, 1)
+    if row is None or row.synced_by != "serve" or row.service_seen_at is None:
+        return None
+    return row if now - row.service_seen_at <= SERVICE_ALIVE else None

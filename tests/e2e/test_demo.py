@@ -17,7 +17,7 @@ from tests.conftest import wait_until
 pytestmark = pytest.mark.e2e
 
 
-def test_demo_runs_on_the_stack_and_stops_cleanly(stack):
+def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
     L = stack.layout
     proc = subprocess.Popen(
         [sys.executable, "-m", "monitor.cli", "demo", "--dir", str(L.dir), "--port-base", str(L.port_base),
@@ -36,6 +36,8 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack):
         health = httpx.get(f"{L.service_url}/api/v1/tenants/payments/health", headers=auth, timeout=10)
         assert health.status_code == 200 and health.json()["tenant"] == "payments"
         assert httpx.get(f"{L.service_url}/api/v1/tenants/search/health", headers=auth, timeout=10).status_code == 404
+
+        _cli_beside_the_demo_leaves_it_working(L, auth, tmp_path)
 
         def tenant_series():
             body = httpx.get(f"{L.service_url}/metrics", timeout=10).text
@@ -102,3 +104,41 @@ def _get(url):
         return httpx.get(url, timeout=5).status_code
     except httpx.HTTPError:
         return None
+
+
+def _cli_beside_the_demo_leaves_it_working(L, auth: dict, tmp_path) -> None:
+    """Operator safety: every command run without --config beside the running demo finds the demo's configuration,
+    and none of them takes the demo's tenants or tokens away (a plain ``tokens create --operator`` used to sync an
+    embedded default without tenants into the demo's store, deleting both tenants and their tokens)."""
+    import yaml
+
+    stack_args = ["--dir", str(L.dir), "--port-base", str(L.port_base), "--kafka-version", L.kafka_version]
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "monitor.cli", *argv, *stack_args], capture_output=True,
+                              text=True, timeout=180)
+
+    check = cli("check-config")
+    assert check.returncode == 0 and f"using {L.config_file} (written by the demo" in check.stdout, check.stdout
+    for argv in (("tokens", "create", "--operator"), ("tokens", "list"), ("tenants", "list"),
+                 ("tenants", "show", "payments"), ("silences", "list"), ("rules", "export"), ("tenants", "sync")):
+        done = cli(*argv)
+        assert done.returncode == 0, (argv, done.stderr[-2000:])
+    for argv in (("advice", "--tenant", "payments"), ("capacity",)):  # 1: a finding or a cluster without data
+        done = cli(*argv)
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (argv, done.stderr[-2000:])
+    assert "advice for tenant payments" in cli("advice", "--tenant", "payments").stdout
+
+    # Another configuration on the same store (no tenants) may not sync while the demo's service runs.
+    data = yaml.safe_load(L.config_file.read_text())
+    data.pop("tenants", None)
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(data))
+    refused = subprocess.run([sys.executable, "-m", "monitor.cli", "tenants", "sync", "--yes", "--config", str(other)],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "a running service synced its tenants from" in refused.stderr, refused.stderr
+
+    listed = cli("tenants", "list").stdout
+    assert "payments" in listed and "search" in listed, listed
+    health = httpx.get(f"{L.service_url}/api/v1/tenants/payments/health", headers=auth, timeout=10)
+    assert health.status_code == 200, health.text  # the demo's printed token still works
