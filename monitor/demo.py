@@ -30,6 +30,7 @@ from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack
 from monitor.stack.cli import add_stack_args, layout_from_args
 from monitor.stack.layout import StackLayout
+from monitor.stack.observability import SCRAPE_TOKEN_PLACEHOLDER, write_scrape_token
 from monitor.stack.procs import port_open
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,8 @@ def run_demo(args) -> int:
         server.start()
         _wait_ready(L.service_url, L.service_port, server)
         demo_tokens = _issue_demo_tokens(config)
+        # Prometheus scrapes the service's /metrics with an operator token of its own (a tenant could not read it).
+        write_scrape_token(L, demo_tokens["prometheus"][1])
         print(demo_text(L, demo_tokens, config_file, today=datetime.now(timezone.utc).date(), cli=_cli()),
               flush=True)
         deadline = time.monotonic() + args.duration if args.duration else None
@@ -119,6 +122,7 @@ def run_demo(args) -> int:
             server.join(15)
         if demo_tokens and config is not None:
             _revoke_demo_tokens(config, demo_tokens)
+            write_scrape_token(L, SCRAPE_TOKEN_PLACEHOLDER)
         if not already_up:
             stack.down()
         print(f"demo stopped; produced {sum(load.produced.values())} and consumed "
@@ -146,7 +150,8 @@ def _wait_ready(url: str, port: int, server: threading.Thread, timeout: float = 
 
 
 def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
-    """An operator token and a tenant token for the demo, revoked when it stops. {who: (token id, token)}."""
+    """An operator token, a tenant token and Prometheus' scrape token for the demo, revoked when it stops.
+    {who: (token id, token)}."""
     from datetime import datetime, timezone
 
     from monitor.api import tokens
@@ -162,6 +167,9 @@ def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
             row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant="payments",
                                         name="demo-payments", now=now)
             out["payments"] = (row.id, secret)
+            row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None,
+                                        name="demo-prometheus-scrape", now=now)
+            out["prometheus"] = (row.id, secret)
     finally:
         store.dispose()
     return out
@@ -209,7 +217,7 @@ kafka-health demo is running (Ctrl-C stops everything it started)
 
   Service (API, /metrics): {url}
     health:                {url}/healthz
-    metrics:               {url}/metrics
+    metrics:               {url}/metrics (operator token; Prometheus scrapes it with its own)
     API docs:              {url}/docs
   Prometheus:              {L.prometheus_url}
   Alertmanager:            {L.alertmanager_url}

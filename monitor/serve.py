@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import uvicorn
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -22,9 +22,11 @@ from alerts.component import AlertService
 from collectors.component import CollectionService
 from collectors.contract import TenantContractCollector
 from monitor import __version__
+from monitor.api import tokens
 from monitor.api.app import mount_api
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component, stop_all
+from monitor.core.times import utc_now
 from monitor.reports.schedule import ReportScheduler, report_command
 from monitor.stack.cli import (
     add_config_args,
@@ -84,7 +86,14 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
         return JSONResponse({"ready": ok, "components": states}, status_code=200 if ok else 503)
 
     @app.get("/metrics", include_in_schema=False)
-    def metrics() -> Response:
+    def metrics(request: Request) -> Response:
+        # The exposition names tenants, their contracts, alert instances and client ids: where the API is served (and
+        # tenant tokens exist) only an operator token reads it. A collector-only process has no API and no store;
+        # its port is for Prometheus on the private network (docs/operations.md, "Who can read /metrics").
+        if "api" in roles:
+            refused = _operator_only(app.state.store, request.headers.get("authorization", ""))
+            if refused is not None:
+                return refused
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.on_event("startup")
@@ -99,6 +108,22 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
         stop_all(list(reversed(components)))
 
     return app
+
+
+def _operator_only(store, header: str) -> JSONResponse | None:
+    """None when ``header`` carries a valid operator token; else the API's 401 or 403 answer."""
+    scheme, _, presented = header.partition(" ")
+    principal = None
+    if scheme.lower() == "bearer" and presented.strip():
+        with store.session() as s:
+            principal = tokens.authenticate(db_session=s, presented=presented.strip(), now=utc_now())
+    if principal is None:
+        return JSONResponse({"error": {"code": "unauthorized", "message": "missing or invalid bearer token"}},
+                            status_code=401, headers={"WWW-Authenticate": "Bearer"})
+    if not principal.is_operator:
+        return JSONResponse({"error": {"code": "forbidden", "message": "this needs an operator token"}},
+                            status_code=403)
+    return None
 
 
 def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None,

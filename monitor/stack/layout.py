@@ -135,6 +135,11 @@ class StackLayout:
         return self.prometheus_dir / "rules"
 
     @property
+    def scrape_token_file(self) -> Path:
+        """Bearer token Prometheus scrapes the service with (an operator token, written by the demo)."""
+        return self.prometheus_dir / "service-token"
+
+    @property
     def alertmanager_dir(self) -> Path:
         return self.dir / "alertmanager"
 

@@ -46,6 +46,20 @@ def ensure_installed(components: list[str], log: Path) -> dict[str, str]:
     return {c: find_binary(c) for c in components}  # type: ignore[misc]
 
 
+SCRAPE_TOKEN_PLACEHOLDER = "no-token-yet"
+
+
+def write_scrape_token(layout: StackLayout, token: str) -> None:
+    """The bearer token Prometheus sends when it scrapes the service (mode 0600; Prometheus re-reads it each scrape)."""
+    path = layout.scrape_token_file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.touch(mode=0o600)
+    tmp.chmod(0o600)
+    tmp.write_text(token)
+    tmp.replace(path)
+
+
 def render_prometheus_config(layout: StackLayout) -> Path:
     tmpl = (REPO_ROOT / "deploy" / "prometheus" / "prometheus.local.yml.tmpl").read_text()
     interval = layout.scrape_interval_seconds
@@ -56,8 +70,11 @@ def render_prometheus_config(layout: StackLayout) -> Path:
         service_port=layout.service_port,
         prometheus_port=layout.prometheus_port,
         rules_dir=layout.prometheus_rules_dir,
+        scrape_token_file=layout.scrape_token_file,
     )
     layout.prometheus_rules_dir.mkdir(parents=True, exist_ok=True)
+    if not layout.scrape_token_file.exists():
+        write_scrape_token(layout, SCRAPE_TOKEN_PLACEHOLDER)
     path = layout.prometheus_dir / "prometheus.yml"
     path.write_text(text)
     return path

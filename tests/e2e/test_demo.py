@@ -39,8 +39,13 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
 
         _cli_beside_the_demo_leaves_it_working(L, auth, tmp_path)
 
+        # /metrics names every tenant: a tenant token is refused, the operator's reads it.
+        assert httpx.get(f"{L.service_url}/metrics", headers=auth, timeout=10).status_code == 403
+        assert httpx.get(f"{L.service_url}/metrics", timeout=10).status_code == 401
+        operator_auth = {"Authorization": f"Bearer {wait_until(lambda: _token(lines, 'operator:'), 10)}"}
+
         def tenant_series():
-            body = httpx.get(f"{L.service_url}/metrics", timeout=10).text
+            body = httpx.get(f"{L.service_url}/metrics", headers=operator_auth, timeout=10).text
             return all(f'tenant="{t}"' in body for t in ("payments", "search"))
 
         wait_until(tenant_series, 120, 2, what="metrics attributed to both demo tenants")

@@ -59,7 +59,7 @@ def test_serve_catches_up_a_missed_weekly_report(tmp_path):
         assert read_state(state).last_week == week and read_state(state).last_slot == slot.isoformat()
         assert (lake / f"reports/week={week}/tenant=acme/report.json").exists()
         assert "[5/5]" in log  # the report's own progress, kept for the operator
-        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=_operator(cfg), timeout=10).text
         success = [line for line in metrics.splitlines()
                    if line.startswith("kafka_health_report_last_success_timestamp_seconds ")]
         assert success and float(success[0].split()[1]) >= now.timestamp() - 5
@@ -68,3 +68,19 @@ def test_serve_catches_up_a_missed_weekly_report(tmp_path):
     finally:
         serve.terminate()
         serve.wait(timeout=30)
+
+
+def _operator(cfg) -> dict:
+    """An operator token on the served store: /metrics of a process serving the API is an operator's to read."""
+    from monitor.api import tokens
+    from monitor.core.config import load_config
+    from monitor.store import open_store
+
+    store = open_store(load_config(cfg).store)
+    try:
+        with store.session() as s:
+            _, secret = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="test",
+                                      now=datetime.now(timezone.utc))
+    finally:
+        store.dispose()
+    return {"Authorization": f"Bearer {secret}"}

@@ -50,6 +50,13 @@ def test_config_passes_promtool_with_the_exported_alert_rules(tmp_path, name):
     (tmp_path / "rules" / "kafka-health-alerts.yml").write_text(exported or "groups: []\n")
     text = (tmp_path / name).read_text().replace("/etc/prometheus/rules/", "rules/")
     (tmp_path / name).write_text(text)
+    # The operator token Prometheus scrapes the API process with (a secret the operator provides; promtool wants it).
+    for job in yaml.safe_load(text)["scrape_configs"]:
+        token = job.get("authorization", {}).get("credentials_file")
+        if token:
+            assert not token.startswith("/"), "a relative path: resolved beside the config file"
+            (tmp_path / token).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / token).write_text("kh_0123456789ab_secret")
     res = run([tool("promtool", "prometheus"), "check", "config", name], cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "SUCCESS: 2 rule files found" in res.stdout
