@@ -50,7 +50,8 @@ _RE2_OPTIONS.log_errors = False  # a refused pattern is reported to whoever gave
 class Muter(Protocol):
     def mutes(self, labels: dict[str, str]) -> str | None:
         """The reason ("silence:<id>", "inhibited:<alertname>") if ``labels`` must not be notified, else None.
-        Implementations must be pure over their inputs (no clock, no I/O)."""
+        Implementations must be pure over their inputs (no I/O, no wall clock); the one exception is ``Silencer``'s
+        time budget, read from a clock it is given, which only ever withholds a tenant's own silences."""
         ...
 
 
