@@ -11,7 +11,7 @@ import re
 
 from monitor.advisor import service
 from monitor.core.errors import Invalid
-from monitor.core.prom import PrometheusSource
+from monitor.core.prom import prometheus_source
 from monitor.core.times import utc_now
 from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
@@ -44,7 +44,7 @@ def _setup(args):
     if not re.match(service.WINDOW, args.window):
         raise Invalid(f"expected a duration like 10m, 1h, 7d; got {args.window!r}", field="--window")
     config = config_from_args(args)
-    return config, PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
+    return config, prometheus_source(config.prometheus)
 
 
 def _registry(config) -> list:
