@@ -1,10 +1,11 @@
 """``kafka-health tenants list|show|create|delete|sync``.
 
 Works on the store named by the configuration every command finds the same way (``monitor.stack.cli.find_config``).
-No command here but ``tenants sync`` writes the config file's tenants into the store: that happens where the service
-starts, and when an operator asks for it. So a read-only command (``list``, ``show``, ``tokens list``) never changes
-the registry, and a CLI pointed at another configuration cannot remove the running service's tenants, nor (by
-cascade) their tokens. ``sync`` shows what it would remove that still owns tokens, alerts or reports and wants
+No command here but ``tenants sync`` syncs the config file's tenants into the store (updates and removals): that
+happens where the service starts, and when an operator asks for it. A read-only command (``list``, ``show``,
+``tokens list``) never changes the registry; a writing one (``create``, ``delete``, ``tokens create``) only adds the
+file's tenants the store lacks. So a CLI pointed at another configuration cannot remove or redefine the running
+service's tenants, nor (by cascade) revoke their tokens. ``sync`` shows what it would remove that still owns tokens, alerts or reports and wants
 ``--yes`` for it, and refuses a configuration other than the one a running service synced from.
 """
 
@@ -23,13 +24,31 @@ from monitor.core.times import utc_now
 from monitor.stack.cli import add_config_args, config_from_args, find_config
 from monitor.store import open_store
 from monitor.tenants import service
-from monitor.tenants.models import TenantCreate, TenantRead
+from monitor.tenants.models import Tenant, TenantCreate, TenantRead, TenantSource
 
 
-def open_registry(args) -> tuple[Config, Store]:
-    """The command's config and its store, migrated; the registry itself is not written (see the module doc)."""
+def open_registry(args, *, writing: bool = False) -> tuple[Config, Store]:
+    """The command's config and its store, migrated. A ``writing`` command first adds the config file's tenants the
+    store does not have yet (``service.add_missing_config_tenants``: never an update or a removal), so a token for a
+    tenant of the file can be made before the service has started once; a reading command writes nothing."""
     config = config_from_args(args)
-    return config, open_store(config.store)
+    store = open_store(config.store)
+    if writing:
+        with store.session() as s:
+            service.add_missing_config_tenants(db_session=s, config=config, now=utc_now())
+    return config, store
+
+
+def _registry_view(db_session, config: Config) -> list[Tenant]:
+    """Every tenant, read only: the store's, and the config file's that the store does not have yet (not synced:
+    shown as the file says, not written)."""
+    rows = {r.name: r for r in service.get_page(db_session=db_session, after=None, limit=1_000_000)}
+    now = utc_now()
+    for cfg in config.tenants:
+        if cfg.name not in rows:
+            rows[cfg.name] = Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+                                    spec=service.spec_of(cfg), created_at=now, updated_at=now)
+    return [rows[n] for n in sorted(rows)]
 
 
 def _tenants_sync(args) -> int:
@@ -104,7 +123,7 @@ def _tenants_create(args) -> int:
             for e in exc.errors(include_url=False)
         )
         raise Invalid(problems) from None
-    config, store = open_registry(args)
+    config, store = open_registry(args, writing=True)
     with store.session() as s:
         row = service.create(db_session=s, tenant_in=tenant_in.to_config(args.name),
                              clusters=[c.name for c in config.clusters], now=utc_now())
@@ -113,9 +132,9 @@ def _tenants_create(args) -> int:
 
 
 def _tenants_list(args) -> int:
-    _, store = open_registry(args)
+    config, store = open_registry(args)
     with store.session() as s:
-        rows = service.get_page(db_session=s, after=None, limit=1_000_000)
+        rows = _registry_view(s, config)
         print(f"{'name':<32}{'source':<8}clusters")
         for r in rows:
             cfg = r.to_config()
@@ -132,14 +151,17 @@ def _existing(db_session, name: str):
 
 
 def _tenants_show(args) -> int:
-    _, store = open_registry(args)
+    config, store = open_registry(args)
     with store.session() as s:
-        print(TenantRead.of(_existing(s, args.name)).model_dump_json(indent=2))
+        row = next((r for r in _registry_view(s, config) if r.name == args.name), None)
+        if row is None:
+            raise NotFound(f"no tenant named {args.name!r}")
+        print(TenantRead.of(row).model_dump_json(indent=2))
     return 0
 
 
 def _tenants_delete(args) -> int:
-    _, store = open_registry(args)
+    _, store = open_registry(args, writing=True)
     with store.session() as s:
         service.delete(db_session=s, tenant=_existing(s, args.name))
     print(f"deleted tenant {args.name} and its tokens")

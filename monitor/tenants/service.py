@@ -92,6 +92,11 @@ def build_index(*, db_session: Session) -> TenantIndex:
     return TenantIndex(get_all_configs(db_session=db_session))
 
 
+def spec_of(cfg: TenantConfig) -> dict:
+    """What the store keeps of a tenant's definition (the ``spec`` column)."""
+    return _spec(cfg)
+
+
 def _spec(cfg: TenantConfig) -> dict:
     return cfg.model_dump(mode="json", exclude={"name", "display_name"})
 
@@ -273,6 +278,28 @@ def sync_config(*, db_session: Session, config: Config, now: datetime, origin: C
         _record_origin(db_session, origin, by=by, now=now)
     db_session.flush()
     return SyncResult(plan.added, plan.updated, plan.removed, plan.taken_over)
+
+
+def add_missing_config_tenants(*, db_session: Session, config: Config, now: datetime) -> tuple[str, ...]:
+    """Add the config file's tenants that the store does not have yet, and nothing else: no update, no removal.
+
+    What a writing CLI command (``tenants create``, ``tokens create --tenant``) needs before the service has started
+    once. Additive only, so a command pointed at another configuration can add, never take away or redefine."""
+    present = {r.name for r in db_session.scalars(select(Tenant))}
+    missing = [t for t in config.tenants if t.name not in present]
+    if not missing:
+        return ()
+    _serialize_writes(db_session)
+    others = get_all_configs(db_session=db_session)
+    clusters = [c.name for c in config.clusters]
+    for cfg in missing:
+        _check(cfg, others=others, clusters=clusters)
+        db_session.add(Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+                              spec=_spec(cfg), created_at=now, updated_at=now))
+        others.append(cfg)
+    bump_version(db_session=db_session)
+    db_session.flush()
+    return tuple(t.name for t in missing)
 
 
 # A running service marks itself alive every SERVICE_MARK_SECONDS; one not seen for SERVICE_ALIVE has stopped.

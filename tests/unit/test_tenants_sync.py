@@ -102,3 +102,21 @@ def test_config_tenants_are_selectors_not_just_names():
     a = service.ConfigOrigin.of(parse_config(BASE + PAYMENTS), "x")
     changed = parse_config(BASE + PAYMENTS.replace("[search.]", "[search2.]"))
     assert service.ConfigOrigin.of(changed, "x").digest != a.digest
+
+
+def test_a_writing_command_only_adds_the_config_tenants_the_store_lacks(store):
+    demo = parse_config(BASE + PAYMENTS)
+    with store.session() as s:
+        service.sync_config(db_session=s, config=demo, now=T0)
+    # Another file: no search, payments redefined, a new tenant billing.
+    other = parse_config(BASE + PAYMENTS.replace("[payments.]", "[payments2.]").replace(
+        "{name: search, selectors: [{cluster: local, topic_prefixes: [search.]}]}",
+        "{name: billing, selectors: [{cluster: local, topic_prefixes: [billing.]}]}"))
+    with store.session() as s:
+        assert service.add_missing_config_tenants(db_session=s, config=other, now=T0) == ("billing",)
+    with store.session() as s:
+        assert {r.name for r in service.get_page(db_session=s, after=None, limit=10)} == {"payments", "search",
+                                                                                             "billing"}
+        kept = service.get_config(db_session=s, name="payments")
+        assert kept.selectors[0].topic_prefixes == ("payments.",)  # not redefined by the other file
+        assert service.add_missing_config_tenants(db_session=s, config=other, now=T0) == ()
