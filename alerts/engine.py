@@ -40,7 +40,7 @@ from alerts.types import (
     fingerprint,
 )
 from monitor.core.config import Config
-from monitor.core.errors import KafkaHealthError
+from monitor.core.errors import KafkaHealthError, QueryError
 from monitor.core.metric_names import M
 from monitor.core.prom import Source
 from monitor.core.tenancy import TenantIndex
@@ -256,7 +256,9 @@ class Engine:
         for c in self.config.clusters:
             missing = sorted(m for m in wanted if m not in inputs.present.get(c.name, set()))
             data_ok[c.name] = inputs.error is None and not (core & set(missing))
-            detail[c.name] = (f"prometheus: {inputs.error}" if inputs.error else
+            # The heartbeat's detail reaches tenants (health reasons): the Prometheus error's public text only, never
+            # its URL or host (the operator detail is in the rule status and the log).
+            detail[c.name] = (f"prometheus: {QueryError.PUBLIC}" if inputs.error else
                               f"no data: {', '.join(missing)}" if missing else "ok")[:500]
         return data_ok, detail
 

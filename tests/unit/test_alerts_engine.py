@@ -256,3 +256,16 @@ def test_a_builtin_variant_file_replaces_the_rule_with_changed_params_only(tmp_p
     rule = {r.name: r for r in load_rules(RulesSettings(files=(str(f),)))}["KafkaDiskFullRisk"]
     assert rule.params == {**base.params, "window": "2m", "min_points": 5} and rule.for_seconds == 10
     assert (rule.detector, rule.scope, rule.inputs) == (base.detector, base.scope, base.inputs)
+
+
+def test_an_unreachable_prometheus_reaches_the_heartbeat_tenants_read_without_its_address():
+    """The heartbeat's detail is shown to tenants (health reasons): the public text, never Prometheus' URL."""
+
+    class Down(FakeSource):
+        def query(self, expr, at):
+            raise QueryError("Prometheus unreachable at http://prom-internal.example:9090: ConnectError")
+
+    r = _engine().evaluate({}, Down(), T0)
+    assert r.data_ok == {"c1": False}
+    assert r.detail["c1"] == "prometheus: metrics backend unavailable"
+    assert "prom-internal" in r.rules[NO_DATA].error  # the operator still sees where
