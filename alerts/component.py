@@ -38,10 +38,12 @@ from alerts.notify import (
     enqueue_notifications,
 )
 from alerts.rules import load_rules
+from monitor.advisor.exported import FindingsBoard
 from monitor.core.config import Config
 from monitor.core.errors import KafkaHealthError
 from monitor.core.prom import PrometheusSource, Source, prometheus_source
 from monitor.core.store import Store
+from monitor.core.tenancy import FixedTenants, Tenants
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +81,15 @@ class AlertService:
     def __init__(self, config: Config, *, store: Store, registry: CollectorRegistry,
                  source: Source | None = None, notifier_for: Callable[[str], Notifier] | None = None,
                  clock: Callable[[], datetime] = utcnow, detectors: dict[str, Detector] | None = None,
-                 policy: DeliveryPolicy = DeliveryPolicy(), resolved_retention: timedelta = timedelta(days=7)):
+                 policy: DeliveryPolicy = DeliveryPolicy(), resolved_retention: timedelta = timedelta(days=7),
+                 tenants: Tenants | None = None):
         self.config = config
+        # The live tenant set (serve passes monitor.tenants.live.LiveTenants): attribution, routing and webhooks
+        # follow a tenant created or deleted through the API from the next cycle on.
+        self.tenants = tenants or FixedTenants(config.tenants)
         self.store = store
         self.rules = load_rules(config.rules)  # ConfigError now, not at 3 a.m.
         # The client advisor's findings, a by-product of KafkaClientHurtsOtherTenants' evaluation, on /metrics.
-        from monitor.advisor.exported import FindingsBoard
-
         self.findings = FindingsBoard(max_age_seconds=max(3 * config.rules.evaluation_interval_seconds, 60.0))
         registry.register(self.findings)
         self.engine = Engine(config, self.rules, detectors or builtin_detectors(findings=self.findings))
@@ -160,7 +164,14 @@ class AlertService:
         self._last_ok = time.monotonic()
         return result
 
+    def _follow_tenants(self) -> None:
+        current = self.tenants.current()
+        if current is not self.config.tenants:
+            self.config = self.config.model_copy(update={"tenants": current})
+            self.engine.use_tenants(self.config, self.tenants.index())
+
     def evaluate(self, now: datetime) -> CycleResult:
+        self._follow_tenants()
         with self.store.session() as s:
             prev = repo.load_instances(session=s)
             silencer = Silencer(repo.active_silences(now, session=s), now)

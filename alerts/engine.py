@@ -111,6 +111,10 @@ class Engine:
         if unknown:
             raise KafkaHealthError(f"rules refer to unknown detectors: {', '.join(unknown)}")
 
+    def use_tenants(self, config: Config, index: TenantIndex) -> None:
+        """Follow a changed tenant set (``config.tenants`` and its index) from the next evaluation on."""
+        self.config, self.tenants = config, index
+
     # ------------------------------------------------------------------------------------------- observing
 
     def _observe(self, rule: Rule, ctx: DetectorContext) -> list[Observation]:

@@ -337,21 +337,30 @@ def queries_for(rules: Sequence[MBeanRule]) -> tuple[MBeanQuery, ...]:
 
 
 class TenantLookup:
-    """What the catalog needs from monitor.core.tenancy.TenantIndex, bound to one cluster."""
+    """What the catalog needs from the tenant set, bound to one cluster.
 
-    def __init__(self, index, cluster: str):
-        self._index, self._cluster = index, cluster
+    ``tenants`` is a ``monitor.core.tenancy.Tenants`` (the live set: asked at every lookup, so a tenant created or
+    deleted through the API labels the very next series), a fixed ``TenantIndex``, or None (no tenants)."""
+
+    def __init__(self, tenants, cluster: str):
+        self._tenants, self._cluster = tenants, cluster
+
+    def _index(self):
+        return self._tenants.index() if hasattr(self._tenants, "current") else self._tenants
 
     def topic(self, topic: str) -> str:
-        return (self._index.for_topic(self._cluster, topic) if self._index else None) or ""
+        index = self._index()
+        return (index.for_topic(self._cluster, topic) if index else None) or ""
 
     def client(self, client_id: str, user: str) -> str:
-        if not self._index:
+        index = self._index()
+        if not index:
             return ""
-        return self._index.for_client(self._cluster, client_id=client_id or None, user=user or None) or ""
+        return index.for_client(self._cluster, client_id=client_id or None, user=user or None) or ""
 
     def group(self, group: str) -> str:
-        return (self._index.for_group(self._cluster, group) if self._index else None) or ""
+        index = self._index()
+        return (index.for_group(self._cluster, group) if index else None) or ""
 
 
 @dataclass(frozen=True)

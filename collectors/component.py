@@ -31,7 +31,7 @@ from collectors.outcome import failed
 from collectors.transports import transport_for
 from collectors.types import Collector, Target, TargetResult, Transport
 from monitor.core.config import Config
-from monitor.core.tenancy import TenantIndex
+from monitor.core.tenancy import FixedTenants, Tenants
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,11 @@ def build_collectors(
     proc_root: str = "/proc",
     admin_factory: Callable | None = None,
     clock: Callable[[], float] = time.time,
+    tenants: Tenants | None = None,
 ) -> list[Collector]:
+    """``tenants``: the live tenant set (``monitor.tenants.live.LiveTenants`` in serve); default the config's."""
     transports = dict(transports or {})
-    index = TenantIndex(config.tenants)
+    index = tenants or FixedTenants(config.tenants)
     out: list[Collector] = []
     for cluster in config.clusters:
         name = cluster.jmx.transport
@@ -85,11 +87,13 @@ class CollectionService:
         registry: CollectorRegistry,
         collectors: Sequence[Collector] | None = None,
         clock: Callable[[], float] = time.time,
+        tenants: Tenants | None = None,
     ):
         self._config = config
         self._interval = config.collection.interval_seconds
         self._clock = clock
-        self._collectors = list(collectors) if collectors is not None else build_collectors(config, clock=clock)
+        self._collectors = (list(collectors) if collectors is not None
+                            else build_collectors(config, clock=clock, tenants=tenants))
         shard = config.collection.shard
         parse_shard(shard)
         self.work: list[tuple[Collector, Target]] = [

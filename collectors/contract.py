@@ -48,10 +48,13 @@ def contract_families(tenants: Sequence[TenantConfig]) -> list[Metric]:
 
 
 class TenantContractCollector:
-    """A prometheus_client custom collector over the configured tenants."""
+    """A prometheus_client custom collector over the tenants: a fixed sequence, or the live set
+    (``monitor.core.tenancy.Tenants``, asked at every scrape, so a tenant created through the API has its contract
+    series from the next scrape on)."""
 
-    def __init__(self, tenants: Sequence[TenantConfig]):
-        self._tenants = tuple(tenants)
+    def __init__(self, tenants):
+        self._tenants = tenants if hasattr(tenants, "current") else tuple(tenants)
 
     def collect(self) -> Iterable[Metric]:
-        return contract_families(self._tenants)
+        tenants = self._tenants.current() if hasattr(self._tenants, "current") else self._tenants
+        return contract_families(tenants)

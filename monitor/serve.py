@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from sqlalchemy.engine import make_url
 
 from alerts.component import AlertService
 from collectors.component import CollectionService
@@ -26,6 +27,8 @@ from monitor.api import tokens
 from monitor.api.app import mount_api
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component, stop_all
+from monitor.core.store import Store
+from monitor.core.tenancy import FixedTenants, Tenants
 from monitor.core.times import utc_now
 from monitor.reports.schedule import ReportScheduler, report_command
 from monitor.stack.cli import (
@@ -35,6 +38,7 @@ from monitor.stack.cli import (
     find_config,
 )
 from monitor.store import open_store
+from monitor.tenants.live import LiveTenants
 from monitor.tenants.presence import ServicePresence
 from monitor.tenants.service import ConfigOrigin
 
@@ -52,8 +56,6 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     registry = registry or CollectorRegistry()
     info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
     info.labels(__version__, ",".join(roles)).set(1)
-    # The tenants' contracts (quotas, budget) as series, for the dashboards: config, not a measurement.
-    registry.register(TenantContractCollector(config.tenants))
     components: list[Component] = []
 
     app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None)
@@ -61,15 +63,22 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     app.state.registry = registry
     app.state.components = components
 
-    if "collector" in roles:
-        components.append(CollectionService(config, registry=registry))
     if "api" in roles or "alerts" in roles:
         app.state.store = open_store(config.store)
+        if "api" in roles:  # the config file's tenants into the store before anyone reads the set
+            mount_api(app, config=config, store=app.state.store,
+                      origin=ConfigOrigin.of(config, config_label) if config_label else None)
+    # One live tenant set for every component of the process: a tenant created or deleted through the API is
+    # labelled, attributed, routed and shown from the next round, cycle or scrape on, without a restart.
+    tenants = _tenant_set(config, getattr(app.state, "store", None))
+    app.state.tenants = tenants
+    # The tenants' contracts (quotas, budget) as series, for the dashboards: config, not a measurement.
+    registry.register(TenantContractCollector(tenants))
+    if "collector" in roles:
+        components.append(CollectionService(config, registry=registry, tenants=tenants))
     if "alerts" in roles:
-        components.append(AlertService(config, store=app.state.store, registry=registry))
+        components.append(AlertService(config, store=app.state.store, registry=registry, tenants=tenants))
     if "api" in roles:
-        mount_api(app, config=config, store=app.state.store,
-                  origin=ConfigOrigin.of(config, config_label) if config_label else None)
         components.append(ServicePresence(app.state.store))
         if config.reports.schedule:
             components.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
@@ -108,6 +117,18 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
         stop_all(list(reversed(components)))
 
     return app
+
+
+def _tenant_set(config: Config, store: Store | None) -> Tenants:
+    """The live tenant set on the process's store. A collector-only process opens the store only to read it (no
+    migration); where the store is a SQLite file that does not exist, nothing was ever created through the API, so
+    the config file's tenants are the set."""
+    if store is None:
+        url = make_url(config.store.url)
+        if url.get_backend_name() == "sqlite" and not (url.database and Path(url.database).exists()):
+            return FixedTenants(config.tenants)
+        store = Store.from_settings(config.store)
+    return LiveTenants(config, store)
 
 
 def _operator_only(store, header: str) -> JSONResponse | None:

@@ -181,3 +181,33 @@ def find_overlaps(tenants: Iterable[TenantLike]) -> list[Overlap]:
                 if other != tenant:
                     found.add(Overlap(cluster, "principal", tenant, p, other, q))
     return sorted(found)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The tenant set as it is now: what every component asks, once per cycle, instead of holding the config's list.
+
+
+class Tenants(Protocol):
+    """The tenants as they are now: the config file's and those created through the API or CLI, one set.
+
+    Implementers must: answer from memory (components ask once per collection round, evaluation cycle or scrape);
+    follow a change within a few seconds; keep answering the last good set when their source fails. ``current``
+    returns the same tuple object while nothing changed, so callers can compare by identity."""
+
+    def current(self) -> tuple: ...
+
+    def index(self) -> TenantIndex: ...
+
+
+class FixedTenants:
+    """A set that never changes: the config file's tenants where no store is at hand (tests, config-only tools)."""
+
+    def __init__(self, tenants: Iterable[TenantLike]):
+        self._tenants = tuple(tenants)
+        self._index = TenantIndex(self._tenants)
+
+    def current(self) -> tuple:
+        return self._tenants
+
+    def index(self) -> TenantIndex:
+        return self._index

@@ -274,7 +274,9 @@ def sync_config(*, db_session: Session, config: Config, now: datetime, origin: C
         db_session.delete(rows[name])
     if plan.changes:
         bump_version(db_session=db_session)
-    if origin is not None:
+    # A CLI sync beside a running service (necessarily from the service's own configuration: see `tenants sync`)
+    # keeps the service's record, so another configuration stays refused while the service runs.
+    if origin is not None and not (by == "cli" and running_service_source(db_session=db_session, now=now)):
         _record_origin(db_session, origin, by=by, now=now)
     db_session.flush()
     return SyncResult(plan.added, plan.updated, plan.removed, plan.taken_over)

@@ -38,6 +38,7 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
         assert httpx.get(f"{L.service_url}/api/v1/tenants/search/health", headers=auth, timeout=10).status_code == 404
 
         _cli_beside_the_demo_leaves_it_working(L, auth, tmp_path)
+        _a_tenant_created_beside_the_demo_is_live_without_a_restart(L, lines)
 
         # /metrics names every tenant: a tenant token is refused, the operator's reads it.
         assert httpx.get(f"{L.service_url}/metrics", headers=auth, timeout=10).status_code == 403
@@ -147,3 +148,27 @@ def _cli_beside_the_demo_leaves_it_working(L, auth: dict, tmp_path) -> None:
     assert "payments" in listed and "search" in listed, listed
     health = httpx.get(f"{L.service_url}/api/v1/tenants/payments/health", headers=auth, timeout=10)
     assert health.status_code == 200, health.text  # the demo's printed token still works
+
+
+def _a_tenant_created_beside_the_demo_is_live_without_a_restart(L, lines: list[str]) -> None:
+    """The measured bug: a tenant created while the service runs (here through the CLI, into the demo's store) had
+    tenant="" on every one of its series for as long as the service ran. Its topic's series now carry it."""
+    from monitor.loadgen import ensure_topics
+
+    stack_args = ["--dir", str(L.dir), "--port-base", str(L.port_base), "--kafka-version", L.kafka_version]
+    made = subprocess.run([sys.executable, "-m", "monitor.cli", "tenants", "create", "ledger", "--topic-prefix",
+                           "local:ledger.", "--client-id-prefix", "local:ledger-", *stack_args],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    ensure_topics(L.bootstrap_servers, ["ledger.events"], partitions=1, replication=1)
+    operator = {"Authorization": f"Bearer {_token(lines, 'operator:')}"}
+
+    def labelled() -> bool:
+        body = httpx.get(f"{L.service_url}/metrics", headers=operator, timeout=10).text
+        return any('topic="ledger.events"' in line and 'tenant="ledger"' in line for line in body.splitlines())
+
+    try:
+        wait_until(labelled, 90, 2, what="the new tenant's topic series labelled with it")
+    finally:
+        subprocess.run([sys.executable, "-m", "monitor.cli", "tenants", "delete", "ledger", *stack_args],
+                       capture_output=True, text=True, timeout=120)

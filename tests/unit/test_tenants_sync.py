@@ -92,9 +92,14 @@ def test_a_running_service_is_known_by_its_recent_mark_and_its_configuration(sto
         assert service.running_service_source(db_session=s, now=T0 + service.SERVICE_ALIVE * 2) is None
         service.mark_service_alive(db_session=s, now=T0 + service.SERVICE_ALIVE * 2)
         assert service.running_service_source(db_session=s, now=T0 + service.SERVICE_ALIVE * 2) is not None
-    with store.session() as s:  # a CLI sync is no running service
-        service.sync_config(db_session=s, config=demo, now=T0, origin=other, by="cli")
-        assert service.running_service_source(db_session=s, now=T0) is None
+    with store.session() as s:  # a CLI sync beside the running service keeps the service's record
+        service.sync_config(db_session=s, config=demo, now=T0 + service.SERVICE_ALIVE * 2, origin=origin, by="cli")
+        seen = service.running_service_source(db_session=s, now=T0 + service.SERVICE_ALIVE * 2)
+        assert seen is not None and seen.synced_by == "serve"
+    with store.session() as s:  # once the service is gone, a CLI sync is recorded as the CLI's: no running service
+        later = T0 + service.SERVICE_ALIVE * 5
+        service.sync_config(db_session=s, config=demo, now=later, origin=other, by="cli")
+        assert service.running_service_source(db_session=s, now=later) is None
 
 
 def test_config_tenants_are_selectors_not_just_names():
