@@ -15,7 +15,7 @@ from monitor.core.prom import prometheus_source
 from monitor.core.times import utc_now
 from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
-from monitor.tenants import service as tenant_service
+from monitor.tenants.live import with_stored_tenants
 
 
 def _common(p) -> None:
@@ -47,16 +47,13 @@ def _setup(args):
     return config, prometheus_source(config.prometheus)
 
 
-def _registry(config) -> list:
+def _registry(config) -> tuple:
     """Every tenant the service knows: the config file's and those created through the API or CLI (read only)."""
     store = open_store(config.store)
     try:
-        with store.session() as s:
-            stored = tenant_service.get_all_configs(db_session=s)
+        return with_stored_tenants(config, store).tenants
     finally:
         store.dispose()
-    names = {t.name for t in config.tenants}
-    return [*config.tenants, *(t for t in stored if t.name not in names)]
 
 
 def _advice(args) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from monitor.core.times import utc_now
 from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
+from monitor.tenants.live import with_stored_tenants
 
 
 def register(sub) -> None:
@@ -35,6 +36,8 @@ def _report(args) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     store = None if args.no_index else open_store(config.store)
+    if store is not None:  # every tenant of the registry gets its report, not only the file's
+        config = with_stored_tenants(config, store)
     progress(f"starting Spark ({master}) ...")
     spark = spark_session(master)
     spark.sparkContext.setLogLevel("ERROR")

@@ -30,6 +30,14 @@ def merged(config_tenants: tuple[TenantConfig, ...], stored: list[TenantConfig])
     return (*config_tenants, *sorted((t for t in stored if t.name not in names), key=lambda t: t.name))
 
 
+def with_stored_tenants(config: Config, store: Store) -> Config:
+    """``config`` whose ``tenants`` are the whole registry (the file's and the store's), read once: what a command
+    (report, advice, capacity) works on, so a tenant created through the API has its report and advice too."""
+    with store.session() as s:
+        stored = service.get_all_configs(db_session=s)
+    return config.model_copy(update={"tenants": merged(tuple(config.tenants), stored)})
+
+
 class LiveTenants:
     def __init__(self, config: Config, store: Store, *, check_seconds: float = 2.0,
                  clock: Callable[[], float] = time.monotonic):

@@ -108,3 +108,13 @@ def test_a_store_that_cannot_be_read_keeps_the_last_known_set(store, tmp_path):
     (tmp_path / "kh.db").mkdir()
     clock.t += 1
     assert [t.name for t in live.current()] == ["shop", "ledger"]
+
+
+def test_commands_work_on_the_whole_registry(store):
+    """report, advice and capacity read the file's tenants and the store's: an API tenant has its report too."""
+    from monitor.tenants.live import with_stored_tenants
+
+    with store.session() as db:
+        service.create(db_session=db, tenant_in=LEDGER, clusters=["c1"], now=T0)
+    merged = with_stored_tenants(CONFIG, store)
+    assert [t.name for t in merged.tenants] == ["shop", "ledger"] and [t.name for t in CONFIG.tenants] == ["shop"]
