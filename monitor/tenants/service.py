@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from sqlalchemy import Text, bindparam, cast, column, func, select, table, text
+from sqlalchemy import delete as sql_delete
 from sqlalchemy import update as sql_update  # `update` is this module's own (PUT)
 from sqlalchemy.orm import Session
 
@@ -170,9 +171,23 @@ def update(*, db_session: Session, tenant: Tenant, tenant_in: TenantConfig, clus
     return tenant
 
 
+# What a tenant's name keys besides its tokens (which go by cascade): purged with the tenant, so a name re-used
+# later inherits nothing (its alert instances, silences and report index). By table, not by model, so the registry
+# imports none of the packages that own them.
+_PURGED_WITH_TENANT = ("alert_instances", "alert_silences", "report_index")
+
+
+def _purge(db_session: Session, name: str) -> None:
+    for table_name in _PURGED_WITH_TENANT:
+        t = table(table_name, column("tenant"))
+        db_session.execute(sql_delete(t).where(t.c.tenant == name))
+
+
 def delete(*, db_session: Session, tenant: Tenant) -> None:
-    """Delete an API tenant and (by cascade) its tokens. Its alert history stays."""
+    """Delete an API tenant, its tokens (by cascade), its alert instances, silences and report index: a tenant
+    created later under the same name starts with nothing of this one's."""
     _writable(tenant)
+    _purge(db_session, tenant.name)
     db_session.delete(tenant)
     bump_version(db_session=db_session)
     db_session.flush()
@@ -271,6 +286,7 @@ def sync_config(*, db_session: Session, config: Config, now: datetime, origin: C
         row.source, row.spec, row.display_name, row.updated_at = (
             TenantSource.CONFIG.value, _spec(cfg), cfg.display_name, now)
     for name in plan.removed:
+        _purge(db_session, name)
         db_session.delete(rows[name])
     if plan.changes:
         bump_version(db_session=db_session)

@@ -118,3 +118,25 @@ def test_commands_work_on_the_whole_registry(store):
         service.create(db_session=db, tenant_in=LEDGER, clusters=["c1"], now=T0)
     merged = with_stored_tenants(CONFIG, store)
     assert [t.name for t in merged.tenants] == ["shop", "ledger"] and [t.name for t in CONFIG.tenants] == ["shop"]
+
+
+def test_a_name_used_again_inherits_nothing_of_the_deleted_tenant(store):
+    from alerts import repo
+    from alerts.models import AlertInstance
+    from monitor.api import tokens
+
+    with store.session() as db:
+        service.create(db_session=db, tenant_in=LEDGER, clusters=["c1"], now=T0)
+        tokens.create(db_session=db, kind=tokens.TokenKind.TENANT, tenant="ledger", name="app", now=T0)
+        repo.create_silence([{"name": "alertname", "value": "X", "is_regex": False, "is_equal": True}], T0,
+                            T0 + timedelta(hours=1), created_by="t", comment="", tenant="ledger", now=T0, session=db)
+        db.add(AlertInstance(fingerprint="fp-ledger", rule="KafkaOfflinePartitions", state="firing",
+                             severity="critical", cluster="c1", broker=None, tenant="ledger",
+                             labels={"tenant": "ledger"}, annotations={}, evidence={}))
+    with store.session() as db:
+        service.delete(db_session=db, tenant=service.get(db_session=db, name="ledger"))
+        service.create(db_session=db, tenant_in=LEDGER, clusters=["c1"], now=T0)
+    with store.session() as db:
+        assert tokens.get_all(db_session=db, tenant="ledger") == []
+        assert repo.list_silences(session=db, limit=100) == []
+        assert db.get(AlertInstance, "fp-ledger") is None
