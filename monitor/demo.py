@@ -17,7 +17,8 @@ import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from monitor import REPO_ROOT
+from monitor import REPO_ROOT, serve
+from monitor.api import tokens
 from monitor.core.config import (
     TenantConfig,
     TenantContract,
@@ -68,8 +69,6 @@ def register(sub) -> None:
 
 
 def run_demo(args) -> int:
-    from monitor import serve
-
     stack = Stack(layout_from_args(args))
     L = stack.layout
     # The service port is the demo's own (not the stack's): check it before anything starts, so another demo or any
@@ -152,10 +151,6 @@ def _wait_ready(url: str, port: int, server: threading.Thread, timeout: float = 
 def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
     """An operator token, a tenant token and Prometheus' scrape token for the demo, revoked when it stops.
     {who: (token id, token)}."""
-    from datetime import datetime, timezone
-
-    from monitor.api import tokens
-
     store = Store.from_settings(config.store)
     now = datetime.now(timezone.utc)
     out = {}
@@ -176,10 +171,6 @@ def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
 
 
 def _revoke_demo_tokens(config, demo_tokens: dict[str, tuple[str, str]]) -> None:
-    from datetime import datetime, timezone
-
-    from monitor.api import tokens
-
     store = Store.from_settings(config.store)
     try:
         with store.session() as s:

@@ -12,20 +12,15 @@ snapshot is read once per cycle for both.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from alerts.detectors import DetectorContext
 from alerts.types import Observation, Rule
+from monitor.advisor.exported import FindingsBoard
+from monitor.advisor.findings import advise
+from monitor.advisor.source import read_snapshot
 from monitor.core.errors import QueryError
-
-if TYPE_CHECKING:
-    from monitor.advisor.exported import FindingsBoard
 
 
 def detect(rule: Rule, ctx: DetectorContext, *, board: FindingsBoard | None = None) -> list[Observation]:
-    from monitor.advisor.findings import advise
-    from monitor.advisor.source import read_snapshot
-
     window = str(rule.params.get("window", "10m"))
     out, failed = [], None
     for cluster in ctx.config.clusters:
