@@ -12,9 +12,11 @@ None, never computed from zeros. Nothing here queries or reads the clock.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 DAY = 86400.0
+MiB = 2**20
 
 
 @dataclass(frozen=True)
@@ -28,18 +30,84 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class LogDirDisk:
+    """The filesystem holding one broker log dir, as the host collector sees it (statvfs of the dir)."""
+
+    broker: str
+    path: str
+    host: str
+    size_bytes: float
+    avail_bytes: float
+    device: str = ""  # a device or mountpoint label, when the host collector exports one: then it alone decides
+
+    @property
+    def used_bytes(self) -> float:
+        return max(self.size_bytes - self.avail_bytes, 0.0)
+
+
+# Two log dirs of one host whose filesystems have the same size and free space within this are one filesystem. The
+# host collector reads every log dir of a host in one scrape, microseconds apart: the same filesystem differs by the
+# few blocks written in between. Two distinct filesystems of one size (JBOD disks of one model) whose free space is
+# this close are taken for one: the price of the collector exporting no device label (see docs/alerts.md).
+SAME_FILESYSTEM_SLACK_BYTES = 1 * MiB
+
+
+def same_filesystems(dirs: Iterable[LogDirDisk], *,
+                     slack_bytes: float = SAME_FILESYSTEM_SLACK_BYTES) -> list[tuple[LogDirDisk, ...]]:
+    """The log dirs grouped by the filesystem holding them: by (host, device) when a device is known, else by
+    (host, size) and free space within ``slack_bytes`` of a neighbour's. Several brokers on one machine (the local
+    stack) share one filesystem; counted once per broker it would be counted three times. Each group sorted by
+    broker id (numeric first) then path; groups by their first log dir. Pure."""
+    buckets: dict[tuple, list[LogDirDisk]] = {}
+    for d in dirs:
+        key = (d.host, "device", d.device) if d.device else (d.host, "size", d.size_bytes)
+        buckets.setdefault(key, []).append(d)
+    groups: list[list[LogDirDisk]] = []
+    for key, members in buckets.items():
+        if key[1] == "device":
+            groups.append(members)
+            continue
+        members.sort(key=lambda d: d.avail_bytes)
+        run = [members[0]]
+        for d in members[1:]:
+            if d.avail_bytes - run[-1].avail_bytes <= slack_bytes:
+                run.append(d)
+            else:
+                groups.append(run)
+                run = [d]
+        groups.append(run)
+    out = [tuple(sorted(g, key=_log_dir_order)) for g in groups]
+    return sorted(out, key=lambda g: _log_dir_order(g[0]))
+
+
+def _log_dir_order(d: LogDirDisk) -> tuple:
+    return (not d.broker.isdigit(), int(d.broker) if d.broker.isdigit() else 0, d.broker, d.path)
+
+
+@dataclass(frozen=True)
 class BrokerUsage:
     broker: str
-    disk_size_bytes: float
+    disk_size_bytes: float  # its log dirs' filesystems, each counted once
     disk_avail_bytes: float
     partitions: float
     leaders: float
     handler_idle_at_peak: float | None  # lowest request-handler idle ratio in the window
     network_idle_at_peak: float | None
+    disks: tuple[LogDirDisk, ...] = ()  # where its log dirs are: brokers sharing a filesystem count it once
 
     @property
     def disk_used_bytes(self) -> float:
         return max(self.disk_size_bytes - self.disk_avail_bytes, 0.0)
+
+
+def disk_totals(brokers: Iterable[BrokerUsage]) -> tuple[float, float]:
+    """(size, used) of the brokers' log disks, a filesystem shared by several brokers (or log dirs) counted once.
+    A broker without ``disks`` (its log dirs unknown) counts its own figures."""
+    brokers = tuple(brokers)
+    groups = same_filesystems(d for b in brokers for d in b.disks)
+    size = sum(g[0].size_bytes for g in groups) + sum(b.disk_size_bytes for b in brokers if not b.disks)
+    used = sum(g[0].used_bytes for g in groups) + sum(b.disk_used_bytes for b in brokers if not b.disks)
+    return size, used
 
 
 @dataclass(frozen=True)
@@ -283,8 +351,7 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
     growers.append((usage.other_bytes_in_per_second * usage.replication_factor,
                     other_steady - usage.other_stored_bytes))
     steady_total = sum(t.steady_storage_bytes for t in tenants) + other_steady
-    disk_total = sum(b.disk_size_bytes for b in usage.brokers)
-    disk_used = sum(b.disk_used_bytes for b in usage.brokers)
+    disk_total, disk_used = disk_totals(usage.brokers)  # a filesystem brokers share (one host) counted once
     disk_known = "disk_size" not in missing and disk_total > 0
     # Each tenant fills at its own rate until its retention starts deleting: the disks fill piecewise linearly.
     full_in = fill_time(disk_total * limits.max_disk_fill, disk_used, growers) if disk_known else None

@@ -12,7 +12,15 @@ import math
 from collections.abc import Iterable
 from datetime import datetime
 
-from monitor.advisor.capacity import DAY, BrokerUsage, ClusterUsage, Limits, TenantUsage
+from monitor.advisor.capacity import (
+    DAY,
+    BrokerUsage,
+    ClusterUsage,
+    Limits,
+    LogDirDisk,
+    TenantUsage,
+    same_filesystems,
+)
 from monitor.advisor.types import (
     ClientSample,
     ClusterSample,
@@ -140,8 +148,12 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
     index = TenantIndex(tenants)
     sel = f'cluster="{cluster}"'
     w = window
-    size = r.by(f"sum by (broker) ({M['fs_size']}{{{sel}}})", "broker")
-    avail = r.by(f"sum by (broker) ({M['fs_avail']}{{{sel}}})", "broker")
+    disks = read_log_dir_disks(r, sel)
+    size, avail = {}, {}
+    for b, dirs in disks.items():  # a broker's log dirs on one filesystem count it once
+        groups = same_filesystems(dirs)
+        size[(b,)] = sum(g[0].size_bytes for g in groups)
+        avail[(b,)] = sum(g[0].avail_bytes for g in groups)
     parts = r.by(f"max by (broker) (kafka_broker_partitions{{{sel}}})", "broker")
     leaders = r.by(f"max by (broker) (kafka_broker_leader_partitions{{{sel}}})", "broker")
     handler = r.by(f"min by (broker) (min_over_time({M['request_handler_idle']}{{{sel}}}[{w}]))", "broker")
@@ -149,7 +161,8 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
     ids = sorted(set(size) | set(parts) | set(handler), key=lambda k: (len(k[0]), k[0]))
     brokers = tuple(BrokerUsage(broker=b, disk_size_bytes=size.get((b,), 0.0), disk_avail_bytes=avail.get((b,), 0.0),
                                 partitions=parts.get((b,), 0.0), leaders=leaders.get((b,), 0.0),
-                                handler_idle_at_peak=handler.get((b,)), network_idle_at_peak=network.get((b,)))
+                                handler_idle_at_peak=handler.get((b,)), network_idle_at_peak=network.get((b,)),
+                                disks=tuple(disks.get(b, ())))
                     for (b,) in ids)
 
     bytes_in = r.by(f"sum by (topic) (rate(kafka_topic_bytes_in_total{{{sel}}}[{w}]))", "topic")
@@ -185,4 +198,27 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
                         other_bytes_in_per_second=other[0], other_stored_bytes=other[1])
 
 
-__all__ = ["read_snapshot", "read_usage", "DAY"]
+# Labels that name the filesystem itself, should the host collector export one (it exports none today): then
+# log dirs are on one filesystem when they say so, not when their sizes and free space agree.
+DEVICE_LABELS = ("device", "mountpoint")
+
+
+def read_log_dir_disks(r: Reader, sel: str) -> dict[str, list[LogDirDisk]]:
+    """The filesystem of each broker log dir (size and available bytes now), per broker."""
+    by = "broker, host, path, " + ", ".join(DEVICE_LABELS)
+    avail = {_dir_key(s.labels): s.value for s in r.q(f"max by ({by}) ({M['fs_avail']}{{{sel}}})")}
+    out: dict[str, list[LogDirDisk]] = {}
+    for s in r.q(f"max by ({by}) ({M['fs_size']}{{{sel}}})"):
+        labels = s.labels
+        device = next((labels[k] for k in DEVICE_LABELS if labels.get(k)), "")
+        out.setdefault(labels.get("broker", ""), []).append(LogDirDisk(
+            broker=labels.get("broker", ""), path=labels.get("path", ""), host=labels.get("host", ""),
+            size_bytes=s.value, avail_bytes=avail.get(_dir_key(labels), 0.0), device=device))
+    return out
+
+
+def _dir_key(labels: dict[str, str]) -> tuple[str, ...]:
+    return tuple(labels.get(k, "") for k in ("broker", "host", "path", *DEVICE_LABELS))
+
+
+__all__ = ["DAY", "read_log_dir_disks", "read_snapshot", "read_usage"]
