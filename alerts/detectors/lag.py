@@ -1,30 +1,44 @@
-"""Consumer lag with Burrow's statuses (core/internal/evaluator/caching.go), plus lag in seconds.
+"""Consumer lag with Burrow's statuses (core/internal/evaluator/caching.go, as of 2025), plus lag in seconds.
 
-Burrow evaluates a window of offset commits per partition; we evaluate per (group, topic) with offsets summed over
-partitions (the collectors export per topic, not per partition). When committed offsets are not exported, they are
-derived up to a constant as (messages produced since the window start) - lag, snapped to ignore sampling jitter. The rules, applied in this order, first match wins
-(only when the lag is non-zero now and was non-zero at every commit of the window, Rule 1):
+Burrow evaluates, per partition, its last ``intervals`` offset commits and the recent high watermarks; we evaluate per
+(group, topic) with offsets summed over partitions (the collectors export per topic, not per partition). When
+committed offsets are not exported, they are derived up to a constant as (messages produced since the range start) -
+lag, snapped to ignore sampling jitter. The high watermark at a sample is committed offset + lag.
 
-    Rule 2  REWIND  the committed offset decreased between two commits
-    Rule 3  STOP    now - last commit > last commit - first commit (the group stopped committing)
+Only when the lag now is over ``allowed_lag`` is anything judged; then the rules, in this order, first match wins:
+
+    Rule 3  STOP    now - last commit > last commit - first commit (the group stopped committing),
+                    unless a recent high watermark was <= the last commit (the group had caught up moments ago)
+    Rule 2  REWIND  the committed offset decreased between two commits and has not come back to where it was
+                    (a rebalance that re-commits an older offset and then catches up is not held against the group)
+    Rule 1  (gate)  the lag was over ``allowed_lag`` at every commit; otherwise OK
     Rule 4  STALL   committing, but the offset never changes
     Rule 5  WARN    offsets advance but the lag never decreases (the consumer is slower than the producers)
     else    OK
 
-Prometheus samples the committed offset; it does not see commits. A sample counts as a commit when the offset
-changed, or when the group has active members (an active group commits on its interval even without progress).
-So a group with no members and a frozen offset is STOP, and one with members and a frozen offset is STALL.
+STOP comes first because a stop is a problem even when the group had no lag earlier in its history. The rule numbers
+are Burrow's, kept so its numbered test table (tests/unit/test_lag_burrow.py) reads against ours.
+
+Commits are events, not samples. Prometheus samples the committed offset every step; a sample is a new commit only
+when the offset changed (repeated samples of one offset are the same commit, seen again), stamped with the first
+sample that showed it. Like Burrow's ring of ``intervals`` commits, the window is the last ``intervals`` commits found
+within ``lookback``, so a healthy group's status does not depend on how often it commits relative to the sampling step
+or the window: only a group that commits less than twice per ``lookback`` cannot be judged, and reads STOP.
+Prometheus cannot see a commit that repeats the same offset, which is what tells STALL from STOP; a group with active
+members stands for it (members commit on their interval), so such a group gets one commit at its latest sample.
 A (group, topic) whose samples span less than half the window (a group or a collector that just started) is not
-judged by rules 2-5 (Burrow marks such a window incomplete): one or two samples make any group look stopped or
-stalled. Our own extension: ERR when the lag in seconds (the collectors' ``kafka_consumergroup_lag_seconds``: age of the
+judged (Burrow marks such a window incomplete): one or two samples make any group look stopped or stalled.
+Our own extension: ERR when the lag in seconds (the collectors' ``kafka_consumergroup_lag_seconds``: age of the
 oldest unconsumed message) exceeds ``lag_seconds_warning`` while the status would be OK/WARN.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
+from itertools import pairwise
 
 from alerts.detectors import DetectorContext, window_seconds
 from alerts.types import Observation, Rule, Severity
@@ -48,38 +62,52 @@ class LagStatus(str, Enum):
 class Commit:
     timestamp: float  # seconds
     offset: float
-    lag: float
+    lag: float | None  # None: the lag at that commit is unknown (Burrow: a commit seen before any watermark)
 
 
-def lag_always_nonzero(commits: list[Commit]) -> bool:  # Rule 1
-    return all(c.lag > 0 for c in commits)
+def lag_always_over(commits: Sequence[Commit], allowed_lag: float = 0) -> bool:  # Rule 1
+    return all(c.lag is None or c.lag > allowed_lag for c in commits)
 
 
-def offsets_rewind(commits: list[Commit]) -> bool:  # Rule 2
-    return any(b.offset < a.offset for a, b in zip(commits, commits[1:]))
+def rewind_index(commits: Sequence[Commit]) -> int | None:  # Rule 2: the first commit below its predecessor
+    return next((i for i in range(1, len(commits)) if commits[i].offset < commits[i - 1].offset), None)
 
 
-def offsets_stopped(commits: list[Commit], now: float) -> bool:  # Rule 3
+def rewind_recovered(commits: Sequence[Commit], index: int) -> bool:  # Rule 2, part 2
+    before = commits[index - 1].offset
+    return any(c.offset >= before for c in commits[index:])
+
+
+def offsets_stopped(commits: Sequence[Commit], now: float) -> bool:  # Rule 3
     first, last = commits[0].timestamp, commits[-1].timestamp
     return now - last > last - first
 
 
-def offsets_stalled(commits: list[Commit]) -> bool:  # Rule 4
-    return all(b.offset == a.offset for a, b in zip(commits, commits[1:]))
+def offsets_stalled(commits: Sequence[Commit]) -> bool:  # Rule 4
+    return all(b.offset == a.offset for a, b in pairwise(commits))
 
 
-def lag_not_decreasing(commits: list[Commit]) -> bool:  # Rule 5
-    return all(b.lag >= a.lag for a, b in zip(commits, commits[1:]))
+def lag_not_decreasing(commits: Sequence[Commit]) -> bool:  # Rule 5 (commits of unknown lag are skipped)
+    lags = [c.lag for c in commits if c.lag is not None]
+    return all(b >= a for a, b in pairwise(lags))
 
 
-def burrow_status(commits: list[Commit], current_lag: float, now: float) -> LagStatus:
-    if not commits:
+def recently_caught_up(commits: Sequence[Commit], watermarks: Sequence[float]) -> bool:  # the exception to Rule 3
+    """A recent high watermark at or below the last commit: the group had read everything moments ago."""
+    return any(w <= commits[-1].offset for w in watermarks)
+
+
+def burrow_status(commits: Sequence[Commit], current_lag: float, now: float, *,
+                  recent_watermarks: Sequence[float] = (), allowed_lag: float = 0) -> LagStatus:
+    """Burrow's status of one commit window (see the module docstring); ``now`` in the commits' seconds."""
+    if not commits or current_lag <= allowed_lag:
         return LagStatus.OK
-    if current_lag > 0 and lag_always_nonzero(commits):
-        if offsets_rewind(commits):
-            return LagStatus.REWIND
-        if offsets_stopped(commits, now):
-            return LagStatus.STOP
+    if offsets_stopped(commits, now) and not recently_caught_up(commits, recent_watermarks):
+        return LagStatus.STOP
+    rewound = rewind_index(commits)
+    if rewound is not None and not rewind_recovered(commits, rewound):
+        return LagStatus.REWIND
+    if lag_always_over(commits, allowed_lag):
         if offsets_stalled(commits):
             return LagStatus.STALL
         if lag_not_decreasing(commits):
@@ -93,14 +121,16 @@ def window_complete(times: list[float], window: float) -> bool:
 
 
 def commits_from_samples(times: list[float], offsets: list[float], lags: list[float],
-                         members: list[float] | None) -> list[Commit]:
-    """Turn sampled committed offsets into Burrow's commit window (see the module docstring)."""
+                         members: list[float] | None = None, intervals: int | None = None) -> list[Commit]:
+    """Sampled committed offsets -> the commit events among them, the last ``intervals`` of them (see the module
+    docstring). A sample repeating the previous offset is not a commit; an active group's latest sample is."""
     out: list[Commit] = []
-    for i, (t, o, lag) in enumerate(zip(times, offsets, lags)):
-        active = bool(members) and members[min(i, len(members) - 1)] > 0
-        if not out or o != out[-1].offset or active:
+    for t, o, lag in zip(times, offsets, lags):
+        if not out or o != out[-1].offset:
             out.append(Commit(t, o, lag))
-    return out
+    if out and members and members[-1] > 0 and times[-1] > out[-1].timestamp:
+        out.append(Commit(times[-1], offsets[-1], lags[-1]))
+    return out[-intervals:] if intervals else out
 
 
 def snap(offsets: list[float], tolerance: float) -> list[float]:
@@ -112,7 +142,7 @@ def snap(offsets: list[float], tolerance: float) -> list[float]:
 
 
 def pseudo_offsets(produced_per_step: list[float], lags: list[float]) -> list[float]:
-    """Committed offset up to a constant, when it is not exported: messages produced since the window start minus
+    """Committed offset up to a constant, when it is not exported: messages produced since the range start minus
     the lag. A consumer that stops keeps it flat; one that is reset back makes it fall (REWIND)."""
     out, total = [], 0.0
     for produced, lag in zip(produced_per_step, lags):
@@ -121,9 +151,20 @@ def pseudo_offsets(produced_per_step: list[float], lags: list[float]) -> list[fl
     return out
 
 
+def recent_watermarks(times: list[float], offsets: list[float], lags: list[float], since: float) -> list[float]:
+    """High watermarks (committed offset + lag) sampled at or after ``since``: Burrow's recent broker offsets."""
+    return [o + lag for t, o, lag in zip(times, offsets, lags) if t >= since]
+
+
 def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     window = window_seconds(rule, default="10m")
-    start, step = ctx.now - timedelta(seconds=window), max(window / 10, 15)
+    # commits are looked for over a longer range than the window, so that a group committing less often than the
+    # sampling step still shows Burrow's ``intervals`` commits (module docstring)
+    lookback = max(window, window_seconds(rule, "lookback", default="1h"))
+    grace = window_seconds(rule, "caught_up_grace", default="2m")
+    intervals = int(rule.params.get("intervals", 10))
+    allowed_lag = float(rule.params.get("allowed_lag", 0))
+    start, step = ctx.now - timedelta(seconds=lookback), max(window / 10, 15)
     now = ctx.now.timestamp()
     by = "cluster, group, topic"
     lags = ctx.source.query_range(f"sum by ({by}) ({M['group_lag']})", start, ctx.now, step)
@@ -154,17 +195,20 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
             prod_at = dict(zip(p.times, p.values))
             times = [t for t in lag_series.times if t in prod_at]
             raw = pseudo_offsets([prod_at[t] for t in times], [lag_at[t] for t in times])
-            # jitter of two series sampled at different moments: 1% of what was produced, at least one message
-            offsets = snap(raw, max(1.0, 0.01 * sum(prod_at[t] for t in times)))
+            # jitter of two series sampled at different moments: 1% of what was produced in a window, at least one
+            offsets = snap(raw, max(1.0, 0.01 * sum(prod_at[t] for t in times) * window / lookback))
             source = "produced_minus_lag"
         if not times:
             continue
+        lag_values = [lag_at[t] for t in times]
         m = members.get((key[0], key[1]))
         m_at = dict(zip(m.times, m.values)) if m else {}
-        commits = commits_from_samples(times, offsets, [lag_at[t] for t in times],
-                                       [m_at.get(t, 0.0) for t in times] if m else None)
+        commits = commits_from_samples(times, offsets, lag_values,
+                                       [m_at.get(t, 0.0) for t in times] if m else None, intervals)
         current_lag = lag_series.values[-1]
-        status = burrow_status(commits, current_lag, now) if window_complete(times, window) else LagStatus.OK
+        status = (burrow_status(commits, current_lag, now, allowed_lag=allowed_lag,
+                                recent_watermarks=recent_watermarks(times, offsets, lag_values, now - grace))
+                  if window_complete(times, window) else LagStatus.OK)
         secs = lag_secs.get(key, 0.0)
         if status in (LagStatus.OK, LagStatus.WARN) and secs > limit:
             status = LagStatus.ERR

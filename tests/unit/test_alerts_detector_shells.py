@@ -115,11 +115,12 @@ def test_consumer_lag_shell_reads_committed_offsets_so_sampling_jitter_is_no_rew
 
     [obs] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src((900.0,) * 11)))
     assert obs.labels["status"] == "STOP" and obs.evidence["offsets_from"] == "committed_offset"
-    # the same series without committed offsets: the derived ones are what made it REWIND
+    # the same series without committed offsets: the derived ones jitter up and down and miss the stop (REWIND
+    # while a rewind counted however it ended; WARN since a rewind that came back is OK, as in Burrow)
     no_commits = src((900.0,) * 11)
     del no_commits.ranges[M["group_committed_offset"]]
     [derived] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(no_commits))
-    assert derived.evidence["offsets_from"] == "produced_minus_lag" and derived.labels["status"] == "REWIND"
+    assert derived.evidence["offsets_from"] == "produced_minus_lag" and derived.labels["status"] == "WARN"
     [obs] = lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src((900.0,) * 5 + (400.0,) * 6)))
     assert obs.labels["status"] == "REWIND"
 

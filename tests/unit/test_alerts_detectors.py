@@ -103,7 +103,7 @@ def C(*rows):
     return [Commit(t, o, lag) for t, o, lag in rows]
 
 
-# Numbered like Burrow's caching_test.go: (no, commits, current_lag, now, expected)
+# Our own small table: (no, commits, current_lag, now, expected); Burrow's own is in test_lag_burrow.py
 BURROW_CASES = [
     (1, C(), 0, 100, LagStatus.OK),  # no offsets: nothing to say
     (2, C((0, 10, 5), (10, 20, 0), (20, 30, 5)), 5, 25, LagStatus.OK),  # lag was zero once in the window
@@ -113,7 +113,7 @@ BURROW_CASES = [
     (6, C((0, 10, 5), (10, 10, 6), (20, 10, 7)), 7, 25, LagStatus.STALL),
     (7, C((0, 10, 5), (10, 20, 6), (20, 30, 7)), 7, 25, LagStatus.WARN),  # advancing, lag growing
     (8, C((0, 10, 5), (10, 20, 4), (20, 30, 7)), 7, 25, LagStatus.OK),  # lag decreased once
-    (9, C((0, 10, 5), (10, 5, 6), (20, 5, 7)), 7, 100, LagStatus.REWIND),  # rewind wins over stop
+    (9, C((0, 10, 5), (10, 5, 6), (20, 5, 7)), 7, 100, LagStatus.STOP),  # stop wins over rewind (Burrow since #290)
     (10, C((0, 10, 5), (10, 10, 5), (20, 10, 5)), 5, 100, LagStatus.STOP),  # stop wins over stall
     (11, C((0, 10, 5)), 5, 0, LagStatus.STALL),  # one commit, just now: not stopped, no movement
 ]
@@ -133,9 +133,19 @@ def test_samples_to_commits_without_members_is_stop():
 
 
 def test_samples_to_commits_with_members_is_stall():
+    # repeated samples of one offset are one commit; active members stand for the same-offset commits Prometheus
+    # cannot see, as one commit at the latest sample
     times, offsets, lags = [0, 10, 20, 30], [10, 10, 10, 10], [1, 2, 3, 5]
     commits = commits_from_samples(times, offsets, lags, members=[2, 2, 2, 2])
-    assert len(commits) == 4 and burrow_status(commits, 5, 35) is LagStatus.STALL
+    assert [(c.timestamp, c.offset) for c in commits] == [(0, 10), (30, 10)]
+    assert burrow_status(commits, 5, 35) is LagStatus.STALL
+
+
+def test_samples_to_commits_are_offset_changes_and_the_last_intervals_of_them():
+    times, offsets, lags = [0, 10, 20, 30, 40, 50], [1, 1, 2, 2, 2, 3], [4, 5, 3, 4, 5, 2]
+    commits = commits_from_samples(times, offsets, lags)
+    assert [(c.timestamp, c.offset, c.lag) for c in commits] == [(0, 1, 4), (20, 2, 3), (50, 3, 2)]
+    assert [c.offset for c in commits_from_samples(times, offsets, lags, intervals=2)] == [2, 3]
 
 
 def test_pseudo_offsets_from_production_and_lag():
