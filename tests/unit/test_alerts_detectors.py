@@ -13,6 +13,7 @@ from alerts.detectors.clients import (
 from alerts.detectors.disk import (
     current_filesystem_start,
     forecast_disk_full,
+    growth_rate,
     severity_for_eta,
 )
 from alerts.detectors.lag import (
@@ -255,3 +256,20 @@ def test_tenant_budget_usage():
                          lambda c, t: owner(t), {"shop": 100})
     assert usage == {"shop": {"used_bytes": 90.0, "budget_bytes": 100, "ratio": 0.9,
                               "by_cluster": {"c1": 60.0, "c2": 30.0}}}
+
+
+# ------------------------------------------------------------------------------------------------ disk: growth of a part
+# (issue 20) A part of the filesystem's growth (a tenant's log size) is measured like the filesystem itself, so a
+# tenant bounded by retention is not taken for the one filling the disk. The split's table is in test_disk_split.py.
+
+def test_growth_rate_of_a_part_follows_the_filesystem_method():
+    ts = [i * 300.0 for i in range(12)]
+    steady = [GiB + 2**20 * t for t in ts]  # 1 MiB/s, no deletion: least squares
+    assert growth_rate(ts, steady, drop_floor=2**20) == (pytest.approx(2**20), "linear", 0)
+    # retention deletes every hour back to 1 GiB: one cycle seen, below its peak: bounded (None, read as 0)
+    bounded = [GiB + 2**20 * (t % 3000) for t in ts]
+    assert growth_rate(ts, bounded, drop_floor=2**20) == (None, "envelope", 1)
+    # peaks rising 100 MiB per cycle: the envelope's slope, whatever each tooth's steepness
+    rising = [GiB + 100 * 2**20 * (t // 1200) + 2**20 * (t % 1200) for t in ts]
+    rate, method, drops = growth_rate(ts, rising, drop_floor=2**20)
+    assert method == "envelope" and drops == 2 and rate == pytest.approx(100 * 2**20 / 1200, rel=0.01)
