@@ -28,7 +28,7 @@ from typing import NamedTuple
 from alerts.attribution import Attributor, placement_from_samples
 from alerts.detectors import Detector, DetectorContext
 from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, Muter, MuteStage
-from alerts.rules import render_annotations
+from alerts.rules import EXPECTED_WHEN, render_annotations
 from alerts.state import advance, decide
 from alerts.types import (
     AlertState,
@@ -126,8 +126,10 @@ class Engine:
                 for s in ctx.source.query(rule.expr, ctx.now)]
 
     def _no_data(self, source: Source, now: datetime) -> _InputCheck:
-        """Observations for rule inputs with no series per configured cluster; also which inputs each cluster has."""
-        metrics = sorted({m for r in self.rules for m in r.inputs})
+        """Observations for rule inputs with no series per configured cluster; also which inputs each cluster has.
+        An optional input counts only on the clusters its rule's ``expected_when`` names (``_expected_inputs``)."""
+        expected = self._expected_inputs(source, now)
+        metrics = sorted({m for r in self.rules for m in r.inputs} | {m for _, m in expected})
         present: dict[str, set[str]] = {}
         if not metrics:
             return _InputCheck([], present, None)
@@ -147,7 +149,32 @@ class Engine:
                         out.append(Observation(labels={"cluster": cluster, "rule": r.name, "metric": metric},
                                                value=0.0, evidence={"rule": r.name, "metric": metric,
                                                                     "reason": "no series in Prometheus"}))
+                for metric, guard in r.params.get(EXPECTED_WHEN, {}).items():
+                    if cluster in expected.get((r.name, metric), ()) and metric not in have:
+                        out.append(Observation(labels={"cluster": cluster, "rule": r.name, "metric": metric},
+                                               value=0.0, evidence={"rule": r.name, "metric": metric, "reason": (
+                                                   f"no series in Prometheus, though the cluster should have "
+                                                   f"them: {guard}")}))
         return _InputCheck(out + self._no_data_per_broker(source, now, clusters), present, None)
+
+    def _expected_inputs(self, source: Source, now: datetime) -> dict[tuple[str, str], set[str]]:
+        """(rule, optional input) -> the clusters where the input must have data: those with a series in the answer
+        to the rule's ``expected_when`` guard for it (a cluster with consumer groups must have their lag; one whose
+        quota sensors show byte rates must show their throttle times). Each guard is asked once per cycle. A guard
+        that fails expects nothing this cycle (logged; the next cycle asks again): an optional input is reported
+        missing only where it is known to be expected, never on a guess."""
+        answers: dict[str, set[str] | None] = {}
+        out: dict[tuple[str, str], set[str]] = {}
+        for r in self.rules:
+            for metric, guard in r.params.get(EXPECTED_WHEN, {}).items():
+                if guard not in answers:
+                    try:
+                        answers[guard] = {s.labels.get("cluster", "") for s in source.query(guard, now)}
+                    except KafkaHealthError as exc:
+                        log.warning("expected_when guard of %s failed: %s", r.name, exc)
+                        answers[guard] = None
+                out[(r.name, metric)] = answers[guard] or set()
+        return out
 
     def _no_data_per_broker(self, source: Source, now: datetime, clusters: list[str]) -> list[Observation]:
         """Broker-scoped rules' inputs that some live brokers have and others lack: a broker left out of the JMX or

@@ -22,6 +22,10 @@ from monitor.core.metric_names import M
 from monitor.core.times import format_duration, parse_duration
 
 BUILTIN = Path(__file__).with_name("rules.yaml")
+# Rule.params key of a rule's rendered ``expected_when``: metric name -> PromQL naming the clusters that must have it
+EXPECTED_WHEN = "expected_when"
+
+
 class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -38,6 +42,9 @@ class RuleSpec(BaseModel):
     annotations: dict[str, str] = Field(default_factory=dict)
     inputs: tuple[str, ...] = ()
     optional_inputs: tuple[str, ...] = ()
+    # input key -> PromQL whose series' ``cluster`` labels name the clusters where that (optional) input must have
+    # data: there, its absence is KafkaHealthRuleNoData like a required input's (alerts/engine.py)
+    expected_when: dict[str, str] = Field(default_factory=dict)
 
 
 def _load_specs(path: Path) -> list[RuleSpec]:
@@ -106,6 +113,15 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
         for key in s.inputs + s.optional_inputs:
             if key not in M:
                 problems.append(ConfigProblem("rules", None, s.name, f"unknown input metric key {key!r}"))
+        for key in s.expected_when:
+            if key not in s.inputs + s.optional_inputs:
+                problems.append(ConfigProblem("rules", None, f"{s.name}.expected_when",
+                                              f"{key!r} is not one of the rule's inputs"))
+        if s.expected_when:
+            try:
+                params[EXPECTED_WHEN] = {M[k]: render_expr(e, params) for k, e in s.expected_when.items() if k in M}
+            except ConfigError as exc:
+                problems.extend(exc.problems)
         try:
             for_s = o.for_seconds if o and o.for_seconds is not None else parse_duration(s.for_)
             keep_s = (o.keep_firing_for_seconds if o and o.keep_firing_for_seconds is not None

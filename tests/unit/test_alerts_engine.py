@@ -269,3 +269,94 @@ def test_an_unreachable_prometheus_reaches_the_heartbeat_tenants_read_without_it
     assert r.data_ok == {"c1": False}
     assert r.detail["c1"] == "prometheus: metrics backend unavailable"
     assert "prom-internal" in r.rules[NO_DATA].error  # the operator still sees where
+
+
+# ------------------------------------------------------------------ no data for optional inputs where expected
+
+def _no_data_for(res, rule):
+    return {(i.labels["cluster"], i.labels["metric"]) for i in by_rule(res, NO_DATA)
+            if i.labels["rule"] == rule and i.state is AlertState.FIRING}
+
+
+def _run(eng, src, minutes=(0, 5)):
+    r, res = {}, None
+    for m in minutes:
+        res = eng.evaluate(r, src, T0 + timedelta(minutes=m))
+        r = res.instances
+    return res
+
+
+def test_a_cluster_with_active_groups_and_no_lag_raises_no_data_for_the_lag_rule():
+    """The group collector lists the groups (members) but exports no lag (e.g. it may describe the groups but not
+    the topics whose offsets lag needs): KafkaConsumerGroupLag is blind there, and says so."""
+    eng, src = _engine(), FakeSource()
+    src.present.discard(M["group_lag"])
+    src.answers[f"({M['group_members']} > 0)"] = [InstantSample({"cluster": "c1"}, 2)]
+    res = _run(eng, src)
+    assert _no_data_for(res, "KafkaConsumerGroupLag") == {("c1", M["group_lag"])}
+    assert res.rules["KafkaConsumerGroupLag"].health is RuleHealth.NO_DATA
+    [inst] = [i for i in by_rule(res, NO_DATA) if i.labels["rule"] == "KafkaConsumerGroupLag"][:1]
+    assert "should have them" in inst.evidence["reason"] and M["group_members"] in inst.evidence["reason"]
+
+
+def test_a_cluster_without_active_groups_needs_no_lag():
+    eng, src = _engine(), FakeSource()
+    src.present.discard(M["group_lag"])  # the guard answers nothing: no group with members on c1
+    res = _run(eng, src)
+    assert _no_data_for(res, "KafkaConsumerGroupLag") == set()
+    assert res.rules["KafkaConsumerGroupLag"].health is RuleHealth.OK
+
+
+def test_quota_sensors_without_their_throttle_time_raise_no_data_per_quota_type():
+    """A produce quota is configured (its sensor's byte rates are collected) but the throttle times are not (a
+    broken JMX mapping): KafkaClientThrottled cannot fire for produce. No fetch quota: nothing expected there."""
+    eng, src = _engine(), FakeSource()
+    for key in ("client_produce_throttle", "client_fetch_throttle", "client_fetch_rate"):
+        src.present.discard(M[key])
+    src.answers[f"count by (cluster) ({M['client_produce_rate']})"] = [InstantSample({"cluster": "c1"}, 4)]
+    res = _run(eng, src)
+    assert _no_data_for(res, "KafkaClientThrottled") == {("c1", M["client_produce_throttle"])}
+    assert _no_data_for(res, "KafkaClientHurtsOtherTenants") == set()  # the produce rates are there
+    # and the other way round: throttle times without the byte rates the noisy-client detector reads
+    src.present |= {M["client_produce_throttle"]}
+    src.present.discard(M["client_produce_rate"])
+    src.answers = {f"count by (cluster) ({M['client_produce_throttle']})": [InstantSample({"cluster": "c1"}, 4)]}
+    res = _run(eng, src)
+    assert _no_data_for(res, "KafkaClientHurtsOtherTenants") == {("c1", M["client_produce_rate"])}
+    assert _no_data_for(res, "KafkaClientThrottled") == set()
+
+
+def test_client_connections_are_expected_where_groups_are_active():
+    eng, src = _engine(), FakeSource()
+    src.present.discard(M["client_connections"])
+    assert _no_data_for(_run(eng, src), "KafkaOutdatedClient") == set()
+    src.answers[f"({M['group_members']} > 0)"] = [InstantSample({"cluster": "c1"}, 1)]
+    assert _no_data_for(_run(eng, src), "KafkaOutdatedClient") == {("c1", M["client_connections"])}
+
+
+def test_a_failing_guard_expects_nothing_and_the_cycle_goes_on():
+    eng, src = _engine(), FakeSource()
+    src.present.discard(M["group_lag"])
+    src.answers[f"({M['group_members']} > 0)"] = QueryError("guard timed out")
+    res = _run(eng, src)
+    assert _no_data_for(res, "KafkaConsumerGroupLag") == set()
+    assert res.rules[NO_DATA].health is RuleHealth.OK
+
+
+def test_expected_when_must_name_an_input_of_the_rule(tmp_path):
+    from monitor.core.errors import ConfigError
+    f = tmp_path / "rules.yaml"
+    f.write_text("""rules:
+  - name: KafkaSomethingOptional
+    kind: threshold
+    severity: warning
+    scope: cluster
+    expr: max by (cluster) (${group_lag}) > 0
+    optional_inputs: [group_lag]
+    expected_when: {group_members: "count by (cluster) (${group_members})"}
+""")
+    with pytest.raises(ConfigError, match="not one of the rule's inputs"):
+        load_rules(RulesSettings(files=[str(f)]))
+    f.write_text(f.read_text().replace("{group_members:", "{group_lag:"))
+    [rule] = [r for r in load_rules(RulesSettings(files=[str(f)])) if r.name == "KafkaSomethingOptional"]
+    assert rule.params["expected_when"] == {M["group_lag"]: f"count by (cluster) ({M['group_members']})"}
