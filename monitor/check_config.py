@@ -1,5 +1,8 @@
 """``kafka-health check-config [FILE]``: validate a configuration; every error with file:line; exit 2 on error.
 
+Beyond the config's own schema it loads the alert rules the config selects (``rules.files``, ``rules.overrides``) as
+``serve`` will, so an override naming no rule, or a parameter its rule lacks, fails here and not at the service's start.
+
 Without FILE it checks the configuration every other command would use (``monitor.stack.cli.find_config``) and says
 which one that is, so an operator can see what a CLI beside a running service reads.
 """
@@ -8,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.core.config import load_config
+from alerts.rules import load_rules
+from monitor.core.config import Config, key_line, load_config
+from monitor.core.errors import ConfigError, ConfigProblem
 from monitor.stack import Stack
 from monitor.stack.cli import add_stack_args, find_config, layout_from_args
 
@@ -23,15 +28,31 @@ def register(sub) -> None:
 
 def _check(args) -> int:
     if args.file is not None:
-        cfg, name = load_config(args.file), str(args.file)  # ConfigError -> every problem printed, exit 2
+        file, name = args.file, str(args.file)
+        cfg = load_config(file)  # ConfigError -> every problem printed, exit 2
     else:
         args.config = None
         choice = find_config(args)
         print(f"using {choice}")
-        cfg = load_config(choice.file) if choice.file else Stack(layout_from_args(args)).config()
-        name = choice.label
+        file, name = choice.file, choice.label
+        cfg = load_config(file) if file else Stack(layout_from_args(args)).config()
+    _check_rules(cfg, file)
     print(
         f"{name}: ok ({len(cfg.clusters)} cluster(s), "
         f"{sum(len(c.brokers) for c in cfg.clusters)} broker target(s), {len(cfg.tenants)} tenant(s))"
     )
     return 0
+
+
+def _check_rules(cfg: Config, file: Path | None) -> None:
+    try:
+        load_rules(cfg.rules)
+    except ConfigError as exc:
+        raise ConfigError([_located(p, file) for p in exc.problems]) from None
+
+
+def _located(problem: ConfigProblem, file: Path | None) -> ConfigProblem:
+    """``alerts.rules`` names the config file "config" (it never sees the file): give its name and line instead."""
+    if file is None or problem.file != "config":
+        return problem
+    return ConfigProblem(str(file), key_line(file, tuple(problem.path.split("."))), problem.path, problem.message)
