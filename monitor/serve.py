@@ -7,9 +7,12 @@ collector output and the service's own ``kafka_health_*`` metrics).
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import uvicorn
@@ -58,7 +61,19 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     info.labels(__version__, ",".join(roles)).set(1)
     components: list[Component] = []
 
-    app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None)
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        for c in components:
+            log.info("starting %s", c.name)
+            c.start()
+        try:
+            yield
+        finally:
+            # Within STOP_BOUND_SECONDS whatever a component is doing; a busy one is named and abandoned (daemon
+            # threads).
+            stop_all(list(reversed(components)))
+
+    app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
     app.state.config = config
     app.state.registry = registry
     app.state.components = components
@@ -105,17 +120,6 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
                 return refused
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.on_event("startup")
-    def _start() -> None:
-        for c in components:
-            log.info("starting %s", c.name)
-            c.start()
-
-    @app.on_event("shutdown")
-    def _stop() -> None:
-        # Within STOP_BOUND_SECONDS whatever a component is doing; a busy one is named and abandoned (daemon threads).
-        stop_all(list(reversed(components)))
-
     return app
 
 
@@ -159,9 +163,18 @@ def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_ev
     server.run()
 
 
+def roles_arg(text: str) -> tuple[str, ...]:
+    """argparse ``type`` for ``--role``: a bad role is a usage error (exit 2), found before the config is read."""
+    roles = tuple(r.strip() for r in text.split(","))
+    bad = [r for r in roles if r not in ROLES]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown role(s) {', '.join(map(repr, bad))}; choose from {', '.join(ROLES)}")
+    return roles
+
+
 def register(sub) -> None:
     p = sub.add_parser("serve", help="run API, collectors' exporter and alert engine")
-    p.add_argument("--role", default=None, help="comma-separated subset of api,collector,alerts")
+    p.add_argument("--role", type=roles_arg, default=None, help="comma-separated subset of api,collector,alerts")
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--shard", default=None, help="i/n: this collector process scrapes the i-th of n target shards")
@@ -171,10 +184,7 @@ def register(sub) -> None:
 
 def _serve(args) -> int:
     config = config_from_args(args)
-    roles = tuple(r.strip() for r in args.role.split(",")) if args.role else config.service.roles
-    bad = [r for r in roles if r not in ROLES]
-    if bad:
-        raise SystemExit(f"error: unknown role(s) {', '.join(bad)}; choose from {', '.join(ROLES)}")
+    roles = args.role or config.service.roles
     if args.shard:
         config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -9,6 +9,8 @@ operation.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 
 from fastapi import APIRouter, FastAPI
@@ -23,6 +25,7 @@ from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.routes import api_routes
 from monitor.core.config import Config
+from monitor.core.lifecycle import Component
 from monitor.core.store import Store
 from monitor.health.views import routers as health_routers
 from monitor.health.watch import AnswerMemo, StoreWatch
@@ -90,6 +93,22 @@ def _openapi(app: FastAPI):
     return build
 
 
+def _running(component: Component):
+    """A lifespan that runs ``component`` while the app does. On a router, FastAPI runs it inside the app's own
+    lifespan (``monitor.serve``'s, or the default one of a bare app in tests); startup/shutdown event handlers would
+    not run at all beside an app's ``lifespan``."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        component.start()
+        try:
+            yield
+        finally:
+            component.stop()
+
+    return lifespan
+
+
 def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
     """Mount the REST API on ``app`` (see the module docstring). ``upgrade(store)`` must have run."""
     app.state.config = config
@@ -105,8 +124,7 @@ def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
     watch = StoreWatch(store)
     app.state.store_watch = watch
     app.state.health_memo = AnswerMemo()
-    app.router.add_event_handler("startup", watch.start)
-    app.router.add_event_handler("shutdown", watch.stop)
+    app.include_router(APIRouter(lifespan=_running(watch)))  # merged into the app's lifespan, whatever it is
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch)
     # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
