@@ -5,6 +5,7 @@ Every command takes ``--config`` (and the stack options) exactly like ``kafka-he
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -36,6 +37,7 @@ def register(sub) -> None:
     add_config_args(c)
     c.set_defaults(func=_create)
     ls = ssub.add_parser("list", help="list silences")
+    ls.add_argument("--json", action="store_true", help="as the API shows them")
     add_config_args(ls)
     ls.set_defaults(func=_list)
     x = ssub.add_parser("expire", help="expire a silence now")
@@ -95,6 +97,9 @@ def _list(args) -> int:
     now = utc_now()
     with store.session() as s:
         rows = [silence_json(r, now) for r in repo.list_silences(session=s, limit=1000)]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
     print(f"{'id':<38}{'state':<9}{'ends_at':<27}matchers")
     for r in rows:
         ms = ",".join(f"{m['name']}{_op(m)}{m['value']}" for m in r["matchers"])

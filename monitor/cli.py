@@ -22,6 +22,7 @@ import monitor.reports.cli
 import monitor.serve
 import monitor.stack.cli
 import monitor.tenants.cli
+from monitor import __version__
 from monitor.core.errors import ConfigError, KafkaHealthError
 from monitor.core.redact import RedactingFilter
 
@@ -58,6 +59,7 @@ def configure_logging(*, verbose: bool) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-health", description="Health monitoring for multi-tenant Kafka.")
+    parser.add_argument("--version", action="version", version=f"kafka-health {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:

@@ -11,9 +11,10 @@ import it instead of the service wiring (``monitor.serve``), which sits above th
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from monitor.core.config import Config, load_config
@@ -28,10 +29,30 @@ from monitor.stack.layout import (
 log = logging.getLogger(__name__)
 
 
+def kafka_version_arg(text: str) -> str:
+    """argparse ``type`` for ``--kafka-version``: the text as given (children get it back), if the stack knows it.
+    Refused here, a bad value is a usage error (exit 2) before anything runs."""
+    try:
+        resolve_kafka_version(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def port_base_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1024 <= value <= 65000:
+        raise argparse.ArgumentTypeError("must be between 1024 and 65000")
+    return value
+
+
 def add_stack_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=None, help="stack state directory (default ~/.kafka-health/stack)")
-    p.add_argument("--kafka-version", default=None, help="4.1.1 (default) or 3.9")
-    p.add_argument("--port-base", type=int, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
+    p.add_argument("--kafka-version", type=kafka_version_arg, default=None, help="4.1.1 (default) or 3.9")
+    p.add_argument("--port-base", type=port_base_arg, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -69,7 +90,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
     log.debug("configuration: %s", choice)
     if choice.file is not None:
         return load_config(choice.file)
-    return Stack(layout_from_args(args)).config()
+    layout = layout_from_args(args)
+    # The embedded default keeps its store and lake in the stack's directory. On a fresh HOME nothing has made it
+    # yet (no demo, no `stack up`): make it, so a first `tenants list` answers "none" instead of failing to open it.
+    layout.dir.mkdir(parents=True, exist_ok=True)
+    return Stack(layout).config()
 
 
 def config_args(args: argparse.Namespace) -> list[str]:
@@ -87,13 +112,9 @@ def config_args(args: argparse.Namespace) -> list[str]:
 
 
 def layout_from_args(args: argparse.Namespace) -> StackLayout:
-    try:
-        version = resolve_kafka_version(args.kafka_version)
-    except ValueError as exc:
-        raise SystemExit(f"error: {exc}")
-    if not 1024 <= args.port_base <= 65000:
-        raise SystemExit("error: --port-base must be between 1024 and 65000")
-    return StackLayout(dir=(args.dir or default_stack_dir()).resolve(), port_base=args.port_base, kafka_version=version)
+    """The stack the options name; ``add_stack_args`` has already refused a bad version or port base."""
+    return StackLayout(dir=(args.dir or default_stack_dir()).resolve(), port_base=args.port_base,
+                       kafka_version=resolve_kafka_version(args.kafka_version))
 
 
 def register(sub) -> None:
@@ -108,6 +129,8 @@ def register(sub) -> None:
         add_stack_args(sp)
         if name == "up":
             sp.add_argument("--timeout", type=float, default=180.0)
+        if name == "status":
+            sp.add_argument("--json", action="store_true", help="the same as one JSON document")
         sp.set_defaults(func=func)
 
 
@@ -127,7 +150,21 @@ def _down(args) -> int:
 
 def _status(args) -> int:
     stack = Stack(layout_from_args(args))
-    return 0 if _print_status(stack) else 3
+    healthy = _print_status_json(stack) if args.json else _print_status(stack)
+    return 0 if healthy else 3
+
+
+def _print_status_json(stack: Stack) -> bool:
+    rows = stack.status()
+    L = stack.layout
+    healthy = all(r.healthy for r in rows)
+    print(json.dumps({
+        "healthy": healthy,
+        "components": [asdict(r) for r in rows],
+        "kafka_version": L.kafka_version, "bootstrap_servers": L.bootstrap_servers,
+        "prometheus_url": L.prometheus_url, "alertmanager_url": L.alertmanager_url, "dir": str(L.dir),
+    }, indent=2))
+    return healthy
 
 
 def _print_status(stack: Stack) -> bool:

@@ -11,6 +11,7 @@ service's tenants, nor (by cascade) revoke their tokens. ``sync`` shows what it 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -135,6 +136,9 @@ def _tenants_list(args) -> int:
     config, store = open_registry(args)
     with store.session() as s:
         rows = _registry_view(s, config)
+        if args.json:  # the API's shape (TenantRead), a list
+            print(json.dumps([TenantRead.of(r).model_dump(mode="json") for r in rows], indent=2))
+            return 0
         print(f"{'name':<32}{'source':<8}clusters")
         for r in rows:
             cfg = r.to_config()
@@ -172,6 +176,7 @@ def register(sub) -> None:
     t = sub.add_parser("tenants", help="list, show, create and delete tenants")
     tsub = t.add_subparsers(dest="tenants_command", required=True)
     p = tsub.add_parser("list", help="every tenant, with its source (config or api) and clusters")
+    p.add_argument("--json", action="store_true", help="every tenant's definition, as the API shows it")
     add_config_args(p)
     p.set_defaults(func=_tenants_list)
     p = tsub.add_parser("show", help="one tenant's definition as JSON")
