@@ -23,7 +23,7 @@ Commits are events, not samples. Prometheus samples the committed offset every s
 when the offset changed (repeated samples of one offset are the same commit, seen again), stamped with the first
 sample that showed it. Like Burrow's ring of ``intervals`` commits, the window is the last ``intervals`` commits found
 within ``lookback``, so a healthy group's status does not depend on how often it commits relative to the sampling step
-or the window: only a group that commits less than twice per ``lookback`` cannot be judged, and reads STOP.
+or the window: only one committing less often than every ``lookback``/2 can read STOP while healthy.
 Prometheus cannot see a commit that repeats the same offset, which is what tells STALL from STOP; a group with active
 members stands for it (members commit on their interval), so such a group gets one commit at its latest sample.
 A (group, topic) whose samples span less than half the window (a group or a collector that just started) is not
