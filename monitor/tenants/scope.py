@@ -4,13 +4,18 @@ them, shared by every router that takes a tenant or cluster in its path (tenants
 A tenant token asking for any other tenant gets the same 404 as for a tenant that does not exist, with a message that
 names nothing. Visibility is decided before existence, by ``async`` dependencies that do no I/O; the row is fetched
 inside the endpoint (see ``monitor.tenants.views`` for why).
+
+Clusters the same way: the auth middleware read the clusters a tenant token's tenant is on together with the token
+(``request.state.visible_clusters``), so a cluster that exists but is not the tenant's is refused by the same
+dependency, from memory, as one that does not exist. Before, it was refused only after the tenant's row was read in
+the thread pool, and that 404 took twice as long as the other: the timing told a tenant which cluster names exist.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path
+from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
 from monitor.core.api.deps import AppConfig, CurrentPrincipal
@@ -59,8 +64,15 @@ def principal_tenant(principal: Principal, db_session: Session) -> TenantConfig 
 async def _visible_cluster(
     cluster: Annotated[str, Path(max_length=128, description="cluster name")],
     config: AppConfig,
+    request: Request,
 ) -> str:
-    if cluster not in {c.name for c in config.clusters}:
+    """The cluster named in the path, if it exists and this token may see it; else one 404 for both.
+
+    A tenant token's clusters come with its principal (``monitor.api.auth``); without them (an app mounted without
+    that middleware) ``cluster_scope`` still refuses, later.
+    """
+    visible = getattr(request.state, "visible_clusters", None)
+    if cluster not in {c.name for c in config.clusters} or (visible is not None and cluster not in visible):
         raise NotFound(CLUSTER_NOT_FOUND)
     return cluster
 
@@ -69,7 +81,8 @@ ClusterName = Annotated[str, Depends(_visible_cluster)]
 
 
 def cluster_scope(db_session: Session, principal: Principal, cluster: str) -> TenantConfig | None:
-    """The tenant whose slice of ``cluster`` is shown (None: an operator sees everything); 404 if it is not on it."""
+    """The tenant whose slice of ``cluster`` is shown (None: an operator sees everything); 404 if it is not on it
+    (checked again here: the tenant may have changed since the token was looked up)."""
     own = principal_tenant(principal, db_session)
     if own is not None and cluster not in service.clusters_of(own):
         raise NotFound(CLUSTER_NOT_FOUND)

@@ -83,8 +83,10 @@ def test_token_format_is_what_create_emits():
                                    now=datetime.now(timezone.utc))
         assert _TOKEN_RE.match(token).group(1) == row.id
         assert token not in row.secret_sha256 and len(row.secret_sha256) == 64
-        assert tokens.authenticate(db_session=s, presented=token).is_operator
-        assert tokens.authenticate(db_session=s, presented=token[:-1] + ("A" if token[-1] != "A" else "B")) is None
+        now = datetime.now(timezone.utc)
+        assert tokens.authenticate(db_session=s, presented=token, now=now).is_operator
+        assert tokens.authenticate(db_session=s, presented=token[:-1] + ("A" if token[-1] != "A" else "B"),
+                                   now=now) is None
 
 
 class _Watch:
@@ -130,16 +132,18 @@ def _asgi_get(app, token: str) -> int:
 def test_auth_remembers_a_principal_only_while_the_registry_version_stands_still():
     from starlette.responses import PlainTextResponse
 
-    from monitor.api.auth import AuthMiddleware
+    from monitor.api.auth import AuthMiddleware, Known
+    from monitor.api.tokens import Verified
     from monitor.core.api.principal import Principal, PrincipalKind
 
     valid = {"tok-a"}
     lookups = []
 
     class Auth(AuthMiddleware):
-        def _authenticate(self, presented):  # the store, as far as this test is concerned
+        def _authenticate(self, presented, now):  # the store, as far as this test is concerned
             lookups.append(presented)
-            return Principal(kind=PrincipalKind.TENANT, token_id="a", tenant="acme") if presented in valid else None
+            principal = Principal(kind=PrincipalKind.TENANT, token_id="a", tenant="acme")
+            return Known(Verified(principal, None), frozenset({"c1"})) if presented in valid else None
 
     watch = _Watch(_marks(1))
     m = Auth(PlainTextResponse("ok"), store=None, limiter=TokenBuckets(rate=1000, burst=1000), watch=watch)
