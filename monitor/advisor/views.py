@@ -3,26 +3,42 @@
 Visibility is the tenants router's (reused, not repeated): a tenant token asking about another tenant, or about a
 cluster it is not on, gets the same 404 as for one that does not exist. On capacity a tenant token sees only its own
 row, never cluster-wide totals (they describe the other tenants' usage), and may only grow itself in a what-if.
+
+Both answers cost some twenty Prometheus queries per cluster, so neither may let one tenant starve the rest:
+
+- everything the caller chooses is bounded before any work: ``window`` (advice at most ``ADVICE_MAX_WINDOW``,
+  capacity ``CAPACITY_MAX_WINDOW``; the subquery resolution is a tenth of it) and every what-if figure
+  (``service.parse_scenario``): 422 naming the parameter;
+- they are ``async`` and run their work through ``CostlyWork`` (``monitor.core.api.deps``): a few per token (429), a
+  few per server on threads of their own (503 when none frees in time), a deadline (504); the Prometheus source stops
+  querying at that deadline (``service.DeadlineSource``);
+- advice answers are remembered per (tenant, window) for ``ADVICE_TTL_SECONDS`` while the registry version stands
+  still (a tenant change answers afresh), so a dashboard polling advice costs Prometheus one answer per interval.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from pydantic import Field
 
 from monitor.advisor import service
-from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
+from monitor.core.api.deps import AppConfig, Costly, CostlyWork, CurrentPrincipal, Now
+from monitor.core.api.principal import Principal
 from monitor.core.api.schema import IsoTime, Number, OpenModel
+from monitor.core.config import Config
 from monitor.core.errors import Invalid
-from monitor.core.prom import PrometheusSource
+from monitor.core.prom import PrometheusSource, prometheus_source
+from monitor.core.store import Store
 from monitor.tenants import service as tenant_service
 from monitor.tenants.scope import ClusterName, TenantName, cluster_scope, tenant_row
 
 router = APIRouter(prefix="/api/v1", tags=["advisor"])
 
 WINDOW = service.WINDOW
+ADVICE_TTL_SECONDS = 15.0
+ADVICE_CACHE_ENTRIES = 512
 
 
 # Response models: exactly the dicts monitor.advisor.service builds. Statuses and kinds stay plain strings, and extra
@@ -128,49 +144,94 @@ class ClusterCapacity(OpenModel):
 
 
 def _source(config) -> PrometheusSource:
-    return PrometheusSource(config.prometheus.url, timeout=config.prometheus.timeout_seconds)
+    return prometheus_source(config.prometheus)  # URL, timeout and basic auth as every component builds them
+
+
+def _deadline_source(config: Config, costly: Costly) -> service.DeadlineSource:
+    return service.DeadlineSource(_source(config), deadline=costly.deadline, clock=costly.clock)
+
+
+def _advice_cache(state) -> service.AnswerCache:
+    cache = getattr(state, "advice_cache", None)
+    if cache is None:
+        cache = state.advice_cache = service.AnswerCache(ttl=ADVICE_TTL_SECONDS, max_entries=ADVICE_CACHE_ENTRIES)
+    return cache
+
+
+def _advice(store: Store, config: Config, name: str, now, window: str, costly: Costly) -> dict:
+    """On the gate's thread: the tenants from the store (connection handed back first), then Prometheus."""
+    with store.session() as s:
+        tenant = tenant_row(s, name).to_config()
+        tenants = tenant_service.get_all_configs(db_session=s)
+    source = _deadline_source(config, costly)
+    try:
+        return service.tenant_advice(source=source, tenant=tenant, tenants=tenants, now=now, window=window)
+    finally:
+        source.inner.close()
 
 
 @router.get("/tenants/{tenant}/advice", response_model=TenantAdvice,
             summary="What this tenant's clients should change, with evidence")
-def tenant_advice(name: TenantName, db_session: DbSession, config: AppConfig, now: Now,
-                  window: Annotated[str, Query(pattern=WINDOW, description="look-back window, e.g. 10m")] = "10m"
-                  ) -> dict:
-    tenant = tenant_row(db_session, name).to_config()
-    tenants = tenant_service.get_all_configs(db_session=db_session)
-    db_session.close()  # nothing more from the database: do not hold a connection while Prometheus answers
-    source = _source(config)
-    try:
-        return service.tenant_advice(source=source, tenant=tenant, tenants=tenants, now=now, window=window)
-    finally:
-        source.close()
-
-
-# exclude_unset: a field with a default (plan.missing) is answered only when the service sets it, so the answer is the
-# service's dict exactly.
-@router.get("/clusters/{cluster}/capacity", response_model=ClusterCapacity, response_model_exclude_unset=True,
-            summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if")
-def cluster_capacity(
-    cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig, now: Now,
-    grow: Annotated[list[str] | None, Query(max_length=20, description="what-if TENANT:FACTOR, e.g. shop:3")] = None,
-    add: Annotated[list[str] | None,
-                   Query(max_length=20, description="what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS]")] = None,
-    window: Annotated[str, Query(pattern=WINDOW, description="look-back window, e.g. 1h")] = "1h",
+async def tenant_advice(
+    name: TenantName, request: Request, config: AppConfig, now: Now, costly: CostlyWork,
+    window: Annotated[str, Query(pattern=WINDOW, description=(
+        f"look-back window, e.g. 10m; at most {service.ADVICE_MAX_WINDOW}"))] = "10m",
 ) -> dict:
-    own = cluster_scope(db_session, principal, cluster)
-    tenants = tenant_service.get_all_configs(db_session=db_session)
-    db_session.close()
-    scenario = service.parse_scenario(grow or (), add or ())
+    service.check_window(window, most=service.ADVICE_MAX_WINDOW)
+    state = request.app.state
+    watch = getattr(state, "store_watch", None)
+    marks = watch.current() if watch is not None else None  # before the store is read: see AnswerMemo.put
+    cache = _advice_cache(state)
+    if marks is not None and (hit := cache.get((name, window), marks.registry)) is not None:
+        return hit
+    try:
+        answer = await costly.run(_advice, state.store, config, name, now, window, costly)
+    except service.DeadlineExceeded:
+        raise costly.deadline_passed() from None
+    if marks is not None:
+        cache.put((name, window), marks.registry, answer)
+    return answer
+
+
+def _capacity(store: Store, config: Config, principal: Principal, cluster: str, now, window: str,
+              scenario, costly: Costly) -> dict:
+    with store.session() as s:
+        own = cluster_scope(s, principal, cluster)
+        tenants = tenant_service.get_all_configs(db_session=s)
     on_cluster = {t.name for t in tenants if cluster in service.clusters_of(t)}
     for name, _ in scenario.grow:
         if own is not None and name != own.name:
             raise Invalid("a tenant token can only grow its own tenant", field="grow")
         if name not in on_cluster:
             raise Invalid(f"no tenant {name!r} on this cluster", field="grow")
-    source = _source(config)
+    source = _deadline_source(config, costly)
     try:
         return service.cluster_capacity(source=source, cluster=cluster, tenants=tenants, now=now,
                                         only_tenant=own.name if own is not None else None, window=window,
                                         scenario=scenario)
     finally:
-        source.close()
+        source.inner.close()
+
+
+# exclude_unset: a field with a default (plan.missing) is answered only when the service sets it, so the answer is the
+# service's dict exactly.
+@router.get("/clusters/{cluster}/capacity", response_model=ClusterCapacity, response_model_exclude_unset=True,
+            summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if")
+async def cluster_capacity(
+    cluster: ClusterName, request: Request, principal: CurrentPrincipal, config: AppConfig, now: Now,
+    costly: CostlyWork,
+    grow: Annotated[list[str] | None, Query(max_length=20, description=(
+        "what-if TENANT:FACTOR, e.g. shop:3 (factor > 0, at most 1000)"))] = None,
+    add: Annotated[list[str] | None, Query(max_length=20, description=(
+        "what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS] (MB/s at most 100000, days at most 3650, "
+        "partitions a whole number at most 1000000)"))] = None,
+    window: Annotated[str, Query(pattern=WINDOW, description=(
+        f"look-back window, e.g. 1h; at most {service.CAPACITY_MAX_WINDOW}"))] = "1h",
+) -> dict:
+    service.check_window(window, most=service.CAPACITY_MAX_WINDOW)
+    scenario = service.parse_scenario(grow or (), add or ())  # refused before any work
+    try:
+        return await costly.run(_capacity, request.app.state.store, config, principal, cluster, now, window,
+                                scenario, costly)
+    except service.DeadlineExceeded:
+        raise costly.deadline_passed() from None

@@ -1,7 +1,10 @@
 """Every API error is JSON ``{"error": {"code", "message"}}`` (plus ``fields`` for validation errors).
 
 The handlers translate at the boundary: ``NotFound`` -> 404, ``Conflict`` -> 409, ``Invalid`` and request
-validation -> 422 naming each field and why, ``StoreError`` -> 503, anything else -> 500 with a fixed message. No
+validation -> 422 naming each field and why, ``StoreError`` -> 503, anything else -> 500 with a fixed message.
+Refusals decided outside the routers (401 and 429 in ``monitor.api.auth``, 413 in ``monitor.api.bodylimit``, 429 /
+503 / 504 of costly requests in ``monitor.core.api.deps``) use ``error_response`` or ``HTTPException``, so they
+have the same body. No
 handler ever puts a stack trace, a SQL statement or a database URL into a response; the server log has the detail.
 """
 
@@ -40,6 +43,7 @@ CODES = {
     429: "rate_limited",
     500: "internal",
     503: "unavailable",
+    504: "timeout",
 }
 
 
