@@ -42,7 +42,6 @@ from monitor.stack.faults import (
 from tests.conftest import running_stack, wait_until
 from tests.integration.alerts_helpers import (
     am_alerts,
-    collectors_dir,
     prom_query,
     running_collectors,
 )
@@ -102,8 +101,6 @@ FLOOD_IDLE_THRESHOLD = 0.3
 
 @pytest.fixture(scope="module")
 def watched(fault_stack, tmp_path_factory):
-    if collectors_dir() is None:
-        pytest.skip("collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
     tmp = tmp_path_factory.mktemp("client-faults")
     _fast_backlog_rule(tmp / "backlog-rule.yaml")
     config = fault_stack.config(tenants=TENANTS, store_url=f"sqlite:///{tmp / 'alerts.db'}")
@@ -116,7 +113,7 @@ def watched(fault_stack, tmp_path_factory):
     # Led by FLOOD_BROKER, replicated: the followers' fetches are handler work on the leader too.
     _create(fault_stack, "ads.flood", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
                                                           if b != FLOOD_BROKER]] * 4)
-    with running_collectors(config, tmp, collectors_dir()):
+    with running_collectors(config, tmp):
         wait_until(lambda: len(prom_query(fault_stack, "kafka_cluster_broker_up == 1")) == 3
                    and prom_query(fault_stack, "kafka_broker_request_handler_idle_ratio"), 120, interval=2,
                    what="collectors' series in Prometheus")

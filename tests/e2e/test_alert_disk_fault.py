@@ -34,7 +34,6 @@ from monitor.schema import create_all
 from monitor.stack.faults import delete_group, small_log_dir
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import (
-    REPO,
     am_alerts,
     prom_query,
     running_collectors,
@@ -84,7 +83,6 @@ def _set_retention(stack, topic: str, ms: int) -> None:
 def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack, tmp_path):
     from confluent_kafka import Producer
 
-    cdir = REPO  # the collectors are in this repository (collectors_dir() still looks for collectors/service.py)
     victim, other = stack.layout.broker_ids[-1], stack.layout.broker_ids[0]
     path = str(stack.layout.log_dir(victim))
     (tmp_path / "disk-rule.yaml").write_text(FAST_DISK_RULE)
@@ -103,7 +101,7 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
         rows = prom_query(stack, f'{metric}{{broker="{victim}",path="{path}"}}')
         return float(rows[0]["value"][1]) if rows else None
 
-    with running_collectors(config, tmp_path, cdir), small_log_dir(stack, victim, SIZE_MIB):
+    with running_collectors(config, tmp_path), small_log_dir(stack, victim, SIZE_MIB):
         try:
             # The host collector reports the filesystem that holds the broker's log dir: now the tmpfs.
             wait_until(lambda: fs("kafka_host_filesystem_size_bytes") == SIZE_MIB * 2**20, 60, interval=2,
@@ -185,7 +183,6 @@ def test_a_file_that_is_not_kafka_data_filling_the_disk_is_an_operator_alert_wit
     """Something else than Kafka writes next to the broker's log dir, on the same filesystem (logs, core dumps,
     another service): the alert is the operators', says "not Kafka data" and names no tenant, although tenants
     have partitions on that broker. Written slowly enough (24 KiB/s) that the ETA reads in hours."""
-    cdir = REPO  # the collectors are in this repository (collectors_dir() still looks for collectors/service.py)
     victim = stack.layout.broker_ids[-1]
     path = str(stack.layout.log_dir(victim))
     (tmp_path / "disk-rule.yaml").write_text(FAST_DISK_RULE)
@@ -207,7 +204,7 @@ def test_a_file_that_is_not_kafka_data_filling_the_disk_is_an_operator_alert_wit
         return [i for i in instances if i.rule == RULE and i.labels.get("broker") == str(victim)
                 and i.labels.get("path") == path]
 
-    with running_collectors(config, tmp_path, cdir), small_log_dir(stack, victim, SIZE_MIB) as data:
+    with running_collectors(config, tmp_path), small_log_dir(stack, victim, SIZE_MIB) as data:
         filler = data / "not-kafka.fill"  # beside the partitions' dirs; Kafka loads directories only
         try:
             wait_until(lambda: fs("kafka_host_filesystem_size_bytes") == SIZE_MIB * 2**20, 60, interval=2,

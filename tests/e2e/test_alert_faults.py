@@ -30,7 +30,6 @@ from monitor.stack.faults import delete_group, group_coordinated_by
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import (
     am_alerts,
-    collectors_dir,
     prom_query,
     running_collectors,
 )
@@ -77,9 +76,6 @@ WATCH: dict = {}  # the collector process of this module, and its log
 @pytest.fixture(scope="module")
 def watched(stack, tmp_path_factory):
     """The collectors running against the stack (the stack's Prometheus scrapes them) and the engine's config."""
-    cdir = collectors_dir()
-    if cdir is None:
-        pytest.skip("collectors not on this branch; set KAFKA_HEALTH_COLLECTORS_DIR")
     tmp = tmp_path_factory.mktemp("alert-faults")
     (tmp / "lag-rule.yaml").write_text(FAST_LAG_RULE)
     tenants = (TenantConfig(name="shop", selectors=(TenantSelector(
@@ -89,7 +85,7 @@ def watched(stack, tmp_path_factory):
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
                                        "rules": RulesSettings(files=(str(tmp / "lag-rule.yaml"),))})
     _topics(stack)
-    with running_collectors(config, tmp, cdir) as proc:
+    with running_collectors(config, tmp) as proc:
         WATCH["collector"], WATCH["log"] = proc, tmp / "collector.log"
         wait_until(lambda: len(prom_query(stack, 'kafka_cluster_broker_up == 1')) == 3
                    and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')

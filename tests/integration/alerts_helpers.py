@@ -101,16 +101,8 @@ def run_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
 REPO = Path(__file__).resolve().parents[2]
 
 
-def collectors_dir() -> Path | None:
-    """This repository, or $KAFKA_HEALTH_COLLECTORS_DIR while the collectors branch is not merged."""
-    for cand in (os.environ.get("KAFKA_HEALTH_COLLECTORS_DIR"), str(REPO)):
-        if cand and (Path(cand) / "collectors" / "service.py").exists():
-            return Path(cand)
-    return None
-
-
 @contextmanager
-def running_collectors(config, workdir: Path, cdir: Path) -> Iterator[subprocess.Popen]:
+def running_collectors(config, workdir: Path) -> Iterator[subprocess.Popen]:
     """``serve --role collector`` for ``config`` as a process (its exporter on the config's service port, which the
     stack's Prometheus scrapes); yields that process (its log is workdir/collector.log). Stopped, with its children,
     on exit."""
@@ -122,7 +114,7 @@ def running_collectors(config, workdir: Path, cdir: Path) -> Iterator[subprocess
            "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
     proc = subprocess.Popen(
         [sys.executable, "-c", run, str(cfg_file)],
-        cwd=cdir, env={**os.environ, "PYTHONPATH": str(cdir)}, stdout=subprocess.DEVNULL,
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
         stderr=open(workdir / "collector.log", "wb"), start_new_session=True)
     try:
         yield proc

@@ -26,6 +26,4 @@ def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess
 
 
 def collectors_catalog() -> Path:
-    if not METRICS_DOC.exists():
-        pytest.skip("docs/metrics.md (the collectors' catalog) is not on this branch yet")
     return METRICS_DOC
