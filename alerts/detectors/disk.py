@@ -230,12 +230,11 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     logs = ctx.source.query_range(f"sum by (cluster, broker, topic) ({M['topic_size']})", start, ctx.now, step)
     params = rule.params
     out = []
-    for group in _filesystems(used, sizes):
+    for cluster, group in _filesystems(used, sizes):
         first = group[0]
-        cluster = first.host.partition(" ")[0]  # the cluster rides in front of the host (see _filesystems)
-        series = used[_key_of(first)]
+        series = used[_key_of(cluster, first)]
         times, values = list(series.times), list(series.values)
-        hist = size_history.get(_key_of(first))
+        hist = size_history.get(_key_of(cluster, first))
         if hist is not None:
             cut = current_filesystem_start(times, list(hist.times), list(hist.values), first.size_bytes)
             times, values = times[cut:], values[cut:]
@@ -310,19 +309,20 @@ def _common_evidence(split: GrowthSplit, group: Sequence[LogDirDisk], window: fl
         "window_seconds": window}
 
 
-def _filesystems(used: Mapping[tuple, Series], sizes: Mapping[tuple, float]) -> list[tuple[LogDirDisk, ...]]:
-    """The log dirs with usage and a size, grouped per filesystem (several brokers of one host share one). The
-    cluster goes in front of the host ("<cluster> <host>"), so only one cluster's log dirs are compared."""
-    dirs = []
+def _filesystems(used: Mapping[tuple, Series],
+                 sizes: Mapping[tuple, float]) -> list[tuple[str, tuple[LogDirDisk, ...]]]:
+    """(cluster, log dirs) per filesystem: the log dirs with usage and a size, grouped per cluster, then per
+    filesystem (several brokers of one host share one)."""
+    dirs: dict[str, list[LogDirDisk]] = {}
     for key, series in used.items():
         size = sizes.get(key)
         if size is None:
             continue
         cluster, host, broker, path = key
         # free space from the usage series' last point: every log dir compared at the same evaluation
-        dirs.append(LogDirDisk(broker=broker, path=path, host=f"{cluster} {host}", size_bytes=size,
-                               avail_bytes=size - series.values[-1]))
-    return same_filesystems(dirs)
+        dirs.setdefault(cluster, []).append(LogDirDisk(broker=broker, path=path, host=host, size_bytes=size,
+                                                       avail_bytes=size - series.values[-1]))
+    return [(cluster, group) for cluster in sorted(dirs) for group in same_filesystems(dirs[cluster])]
 
 
 def _kafka_series(logs: Sequence[Series], cluster: str, brokers: set[str], ctx: DetectorContext) -> dict[str | None, list[Points]]:
@@ -341,6 +341,5 @@ def _key(labels: dict[str, str]) -> tuple[str, str, str, str]:
     return tuple(labels.get(k, "") for k in ("cluster", "host", "broker", "path"))  # type: ignore[return-value]
 
 
-def _key_of(d: LogDirDisk) -> tuple[str, str, str, str]:
-    cluster, _, host = d.host.partition(" ")
-    return (cluster, host, d.broker, d.path)
+def _key_of(cluster: str, d: LogDirDisk) -> tuple[str, str, str, str]:
+    return (cluster, d.host, d.broker, d.path)

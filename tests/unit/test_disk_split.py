@@ -24,6 +24,7 @@ from monitor.advisor.capacity import (
     plan,
     same_filesystems,
 )
+from monitor.advisor.source import read_usage
 from monitor.core.config import parse_config
 from monitor.core.humanize import (
     humanize_bytes,
@@ -273,3 +274,21 @@ def test_detector_sums_the_tenants_data_of_every_broker_on_the_filesystem():
     assert obs.labels["tenant"] == "shop" and obs.labels["filled_by"] == "tenant shop"
     assert obs.evidence["tenant_share"] == 0.9
     assert obs.evidence["summary"].endswith("tenant shop's data, 90 % of the growth")
+
+
+def test_capacity_source_reads_each_log_dirs_filesystem_and_the_plan_counts_a_shared_one_once():
+    dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}"} for b in "123"]
+
+    class Prom:
+        def query(self, expr, at):
+            if M["fs_size"] in expr:
+                return [InstantSample(d, 1000 * GB) for d in dirs]
+            if M["fs_avail"] in expr:  # one scrape, the same filesystem: 4 KiB apart at most
+                return [InstantSample(d, 400 * GB + 4096 * i) for i, d in enumerate(dirs)]
+            return []
+
+    usage = read_usage(Prom(), cluster="local", tenants=(), now=NOW)
+    assert [b.disk_size_bytes for b in usage.brokers] == [1000 * GB] * 3  # each broker sees its filesystem
+    assert [[d.path for d in b.disks] for b in usage.brokers] == [[f"/stack/broker-{b}"] for b in "123"]
+    p = plan(usage)
+    assert p.disk_total_bytes == 1000 * GB and p.disk_used_bytes == 600 * GB  # not 3000 GB and 1800 GB
