@@ -5,13 +5,14 @@
 - ``as_utc``: every time the project stores or compares is UTC, but SQLite hands back naive datetimes even for
   timezone-aware columns; this is the one place that says "naive means UTC".
 - ``iso_utc``: RFC 3339 with its offset, as every API answer writes a time.
+- ``iso_week_monday``: ``2026-W47`` -> the Monday that starts it (the weekly report's week).
 - ``utc_now``: the wall clock, for the shells that read it once per loop or request and pass it down.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -46,3 +47,17 @@ def iso_utc(dt: datetime) -> str:
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+_WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
+
+
+def iso_week_monday(text: str) -> date:
+    """``2026-W47`` -> the Monday that starts ISO week 47 of 2026; ValueError with a message for anything else."""
+    m = _WEEK.match(text)
+    if not m:
+        raise ValueError(f"week must look like 2026-W47, not {text!r}")
+    try:
+        return date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
+    except ValueError:
+        raise ValueError(f"{text} is not a week of that year") from None

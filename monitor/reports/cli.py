@@ -3,18 +3,28 @@ report."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
-from monitor.core.times import utc_now
+from monitor.core.times import iso_week_monday, utc_now
 from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
 from monitor.tenants.live import with_stored_tenants
 
 
+def _week(text: str) -> str:
+    """Checked when the arguments are parsed (a usage error, exit 2), not after Spark has started."""
+    try:
+        iso_week_monday(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def register(sub) -> None:
     p = sub.add_parser("report", help="weekly per-tenant trend report (Spark) from the Parquet lake")
-    p.add_argument("--week", required=True, help="ISO week, e.g. 2026-W47")
+    p.add_argument("--week", required=True, type=_week, help="ISO week, e.g. 2026-W47")
     p.add_argument("--tenant", default=None, help="only this tenant's report (default: every tenant + operator)")
     p.add_argument("--master", default=None, help="Spark master URL, e.g. spark://host:7077 "
                                                    "(default: reports.spark_master, local[2])")

@@ -28,9 +28,9 @@ from monitor.archive import lake as lakefs
 from monitor.archive.series import ADDED_COLUMNS
 from monitor.core.config import TenantConfig
 from monitor.core.errors import ReportError
+from monitor.core.times import iso_week_monday
 
 log = logging.getLogger(__name__)
-WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
 HISTORY_WEEKS = 4  # weeks before the report week that are read for comparison and trends
 
 SPARK_SCHEMA = T.StructType(
@@ -43,14 +43,11 @@ FRAME_SCHEMA = T.StructType(SPARK_SCHEMA.fields + [T.StructField("cluster", T.St
 
 
 def parse_week(text: str) -> date:
-    """``2026-W47`` -> the Monday that starts ISO week 47 of 2026."""
-    m = WEEK_RE.match(text)
-    if not m:
-        raise ReportError(f"week must look like 2026-W47, not {text!r}")
+    """``2026-W47`` -> the Monday that starts ISO week 47 of 2026 (``monitor.core.times.iso_week_monday``)."""
     try:
-        return date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
-    except ValueError:
-        raise ReportError(f"{text} is not a week of that year") from None
+        return iso_week_monday(text)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def week_name(monday: date) -> str:

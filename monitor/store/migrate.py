@@ -30,6 +30,7 @@ from alembic.runtime.migration import MigrationContext  # noqa: E402
 from alembic.script import ScriptDirectory  # noqa: E402
 from sqlalchemy import MetaData  # noqa: E402
 
+from monitor.core.errors import StoreError
 from monitor.core.store import Store  # noqa: E402
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -56,6 +57,9 @@ def _exclusive(store: Store) -> Iterator[None]:
         if store.url.get_backend_name() != "sqlite" or not db or db == ":memory:":
             yield
             return
+        if not Path(db).parent.is_dir():
+            raise StoreError(f"the store's directory {Path(db).parent} does not exist (store.url); create it or "
+                             "point store.url elsewhere")
         with open(f"{db}.migrate-lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:

@@ -263,3 +263,17 @@ def test_every_declared_dependency_is_imported_somewhere():
     for name in names:
         module = imports.get(name, name.replace("-", "_"))
         assert re.search(rf"^\s*(from|import)\s+{module}\b", sources, re.M), f"{name} is declared, never imported"
+
+
+def test_a_bad_report_week_is_a_usage_error_before_spark_starts(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "--week", "2026-47"])
+    assert exc.value.code == 2 and "week must look like 2026-W47" in capsys.readouterr().err
+
+
+def test_a_store_in_a_missing_directory_is_one_error_line(tmp_path, capsys):
+    cfg = tmp_path / "kh.yaml"
+    cfg.write_text(f"store: {{url: 'sqlite:///{tmp_path / 'nowhere' / 'kh.db'}'}}\n")
+    assert main(["tenants", "list", "--config", str(cfg)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "does not exist" in err and "Traceback" not in err
