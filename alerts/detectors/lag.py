@@ -21,9 +21,10 @@ are Burrow's, kept so its numbered test table (tests/unit/test_lag_burrow.py) re
 
 Commits are events, not samples. Prometheus samples the committed offset every step; a sample is a new commit only
 when the offset changed (repeated samples of one offset are the same commit, seen again), stamped with the first
-sample that showed it. Like Burrow's ring of ``intervals`` commits, the window is the last ``intervals`` commits found
-within ``lookback``, so a healthy group's status does not depend on how often it commits relative to the sampling step
-or the window: only one committing less often than every ``lookback``/2 can read STOP while healthy.
+sample that showed it; the offset already there when the range starts was committed at an unknown time and is not
+one of them. Like Burrow's ring of ``intervals`` commits, the window is the last ``intervals`` commits found within
+``lookback`` (six windows), so a healthy group's status does not depend on how often it commits relative to the
+sampling step or the window: only one committing less often than every ``lookback``/2 can read STOP while healthy.
 Prometheus cannot see a commit that repeats the same offset, which is what tells STALL from STOP; a group with active
 members stands for it (members commit on their interval), so such a group gets one commit at its latest sample.
 A (group, topic) whose samples span less than half the window (a group or a collector that just started) is not
@@ -121,13 +122,21 @@ def window_complete(times: list[float], window: float) -> bool:
 
 
 def commits_from_samples(times: list[float], offsets: list[float], lags: list[float],
-                         members: list[float] | None = None, intervals: int | None = None) -> list[Commit]:
+                         members: list[float] | None = None, intervals: int | None = None, *,
+                         since: float | None = None) -> list[Commit]:
     """Sampled committed offsets -> the commit events among them, the last ``intervals`` of them (see the module
-    docstring). A sample repeating the previous offset is not a commit; an active group's latest sample is."""
+    docstring). A sample repeating the previous offset is not a commit; an active group's latest sample is.
+
+    ``since``: where the range queried starts. An offset already there when the range starts was committed at an
+    unknown time before it: it is not a commit of the window (Burrow never holds one), unless nothing was committed
+    after it (then it is all there is, and its silence counts from the range start). A series that starts inside
+    the range starts with the group's first commit."""
     out: list[Commit] = []
     for t, o, lag in zip(times, offsets, lags):
         if not out or o != out[-1].offset:
             out.append(Commit(t, o, lag))
+    if since is not None and len(out) > 1 and out[0].timestamp <= since:
+        out = out[1:]
     if out and members and members[-1] > 0 and times[-1] > out[-1].timestamp:
         out.append(Commit(times[-1], offsets[-1], lags[-1]))
     return out[-intervals:] if intervals else out
@@ -158,10 +167,12 @@ def recent_watermarks(times: list[float], offsets: list[float], lags: list[float
 
 def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     window = window_seconds(rule, default="10m")
-    # commits are looked for over a longer range than the window, so that a group committing less often than the
-    # sampling step still shows Burrow's ``intervals`` commits (module docstring)
-    lookback = max(window, window_seconds(rule, "lookback", default="1h"))
-    grace = window_seconds(rule, "caught_up_grace", default="2m")
+    # Commits are looked for over a longer range than the window, so that a group committing less often than the
+    # sampling step still shows Burrow's ``intervals`` commits (module docstring). Both defaults follow the window,
+    # so a short window (tests, benches) does not judge a group by its commits of an hour ago: Burrow keeps as many
+    # watermarks as commits, minutes at its refresh.
+    lookback = max(window, window_seconds(rule, "lookback") if "lookback" in rule.params else 6 * window)
+    grace = window_seconds(rule, "caught_up_grace") if "caught_up_grace" in rule.params else window / 5
     intervals = int(rule.params.get("intervals", 10))
     allowed_lag = float(rule.params.get("allowed_lag", 0))
     start, step = ctx.now - timedelta(seconds=lookback), max(window / 10, 15)
@@ -203,8 +214,8 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         lag_values = [lag_at[t] for t in times]
         m = members.get((key[0], key[1]))
         m_at = dict(zip(m.times, m.values)) if m else {}
-        commits = commits_from_samples(times, offsets, lag_values,
-                                       [m_at.get(t, 0.0) for t in times] if m else None, intervals)
+        commits = commits_from_samples(times, offsets, lag_values, [m_at.get(t, 0.0) for t in times] if m else None,
+                                       intervals, since=start.timestamp() + step)
         current_lag = lag_series.values[-1]
         status = (burrow_status(commits, current_lag, now, allowed_lag=allowed_lag,
                                 recent_watermarks=recent_watermarks(times, offsets, lag_values, now - grace))

@@ -13,7 +13,7 @@ offsets a collector reads at another: the status must follow from the commits an
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import pytest
@@ -23,6 +23,7 @@ from alerts.detectors.lag import (
     Commit,
     LagStatus,
     burrow_status,
+    commits_from_samples,
     lag_always_over,
     lag_not_decreasing,
     offsets_stalled,
@@ -275,3 +276,36 @@ def test_a_rewind_is_rewind_until_the_group_is_back_where_it_was_then_ok():
     group = Rewinding(commit_every=20, collect_every=15, rewind_at=T_NOW - 300, rewind_by=300)
     assert status(group, T_NOW - 240) == "REWIND"  # 60 s after the rewind: 1200 of 3000 messages read again
     assert status(group) == "OK"  # 300 s after: past the old offset
+
+
+def test_a_short_window_looks_back_over_its_own_span_only():
+    """The e2e case: a group that caught up 30 min ago and sat idle (no production) commits once now and leaves
+    while production resumes. On a 1 min window (lookback 6 min by default) that single commit is STOP within a
+    minute; the 10 min rule, looking back an hour, weighs the commits of 30 min ago as Burrow would and waits."""
+    class Resumed(Group):
+        def watermark(self, t: float) -> float:
+            return 1000.0 if t < T_NOW - 120 else 1000.0 + 40 * (t - (T_NOW - 120))
+
+        def committed(self, t: float) -> float:
+            if t < T_NOW - 1800:
+                return 500.0
+            return 1000.0 if t < T_NOW - 60 else self.watermark(T_NOW - 60)
+
+        def members(self, t: float) -> float:
+            return 0.0
+
+    group = Resumed(commit_every=60, collect_every=15)
+    short = replace(RULE, params={**RULE.params, "window": "1m"})
+    ctx = DetectorContext(source=GroupSource(group), now=NOW, config=CONFIG, tenants=TenantIndex(CONFIG.tenants))
+    [obs] = lag.detect(short, ctx)
+    assert obs.labels["status"] == "STOP"
+    assert status(group) == "OK"
+
+
+def test_an_offset_already_there_when_the_range_starts_is_no_commit_of_the_window():
+    times, offsets, lags = [0, 60, 120, 180], [7, 7, 9, 9], [1, 2, 1, 3]
+    assert [c.offset for c in commits_from_samples(times, offsets, lags, since=0)] == [9]
+    # nothing committed after it: it is all there is, silent since the range start
+    assert [c.timestamp for c in commits_from_samples(times, [7] * 4, lags, since=0)] == [0]
+    # a series that starts inside the range starts with the group's first commit
+    assert [c.offset for c in commits_from_samples(times, offsets, lags, since=-60)] == [7, 9]
