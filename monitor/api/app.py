@@ -21,6 +21,7 @@ import alerts.views
 import monitor.advisor.views
 import monitor.reports.views
 from monitor.api.auth import AuthMiddleware
+from monitor.api.bodylimit import MAX_BODY_BYTES, BodyLimitMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import TokenBuckets
 from monitor.api.routes import api_routes
@@ -43,10 +44,12 @@ ERROR_STATUSES = {
     "403": "Operator token required",
     "404": "Not found, or not visible to this token (the two are indistinguishable)",
     "409": "Conflicts with existing state (duplicate, overlapping selectors, config-file tenant)",
+    "413": "Request body larger than 64 KiB",
     "422": "Invalid request: `error.fields` names each field and why",
-    "429": "Rate limit of this token exceeded; see Retry-After",
+    "429": "Too many requests, costly requests in flight or failed authentications; see Retry-After",
     "500": "Internal error (details only in the server log)",
-    "503": "Database unavailable",
+    "503": "Database unavailable, or the server is busy with costly requests; see Retry-After",
+    "504": "A costly request (advice, capacity) did not finish within its deadline",
 }
 
 
@@ -127,6 +130,7 @@ def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
     app.include_router(APIRouter(lifespan=_running(watch)))  # merged into the app's lifespan, whatever it is
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=MAX_BODY_BYTES)  # added last: runs first, before auth
     # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
     for router in DOMAIN_ROUTERS:
         app.include_router(router)
