@@ -112,12 +112,14 @@ def _running(component: Component):
     return lifespan
 
 
-def mount_api(app: FastAPI, *, config: Config, store: Store) -> None:
-    """Mount the REST API on ``app`` (see the module docstring). ``upgrade(store)`` must have run."""
+def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_service.ConfigOrigin | None = None) -> None:
+    """Mount the REST API on ``app`` (see the module docstring). ``upgrade(store)`` must have run. ``origin``: the
+    configuration's file, recorded with the sync so ``kafka-health tenants sync`` can tell it from another."""
     app.state.config = config
     app.state.store = store
     with store.session() as s:
-        result = tenant_service.sync_config(db_session=s, config=config, now=datetime.now(timezone.utc))
+        result = tenant_service.sync_config(db_session=s, config=config, now=datetime.now(timezone.utc),
+                                            origin=origin, by="serve")
     if result.added or result.updated or result.removed:
         log.info("config tenants synced: added %s, updated %s, removed %s",
                  list(result.added), list(result.updated), list(result.removed))
