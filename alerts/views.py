@@ -14,7 +14,12 @@ from sqlalchemy.orm import Session
 
 from alerts import repo
 from alerts.models import AlertInstance, Silence
-from alerts.mute import MAX_ACTIVE_SILENCES_PER_TENANT, MAX_REGEX_LENGTH, PatternError, compile_regex
+from alerts.mute import (
+    MAX_ACTIVE_SILENCES_PER_TENANT,
+    MAX_REGEX_LENGTH,
+    PatternError,
+    compile_regex,
+)
 from alerts.types import AlertState
 from monitor.core.api.deps import CurrentPrincipal, DbSession
 from monitor.core.api.pagination import Page, Paging, PagingParams, page_of
