@@ -181,7 +181,9 @@ class Engine:
         host collector's targets is otherwise watched by nothing, with no word about it. Live = in the metadata
         (``broker_up == 1``); a dead broker is KafkaBrokerUnreachable's business. An input absent on every broker
         is already reported for the whole cluster above."""
-        rules = [r for r in self.rules if r.scope is Scope.BROKER]
+        # Broker-scoped rules, and rules whose inputs every broker has though the detector decides who is told
+        # (``params.every_broker``: the disk-full risk reads each broker's filesystem).
+        rules = [r for r in self.rules if r.scope is Scope.BROKER or r.params.get("every_broker")]
         metrics = sorted({m for r in rules for m in r.inputs} - {M["broker_up"]})
         if not metrics:
             return []

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from alerts.types import Rule, Scope, Severity
 from monitor.core.config import RulesSettings
 from monitor.core.errors import ConfigError, ConfigProblem
+from monitor.core.humanize import humanize_bytes, humanize_seconds, humanize_share
 from monitor.core.metric_names import M
 from monitor.core.times import format_duration, parse_duration
 
@@ -146,16 +147,23 @@ def runbook_url(name: str) -> str:
     return f"docs/alerts.md#{name.lower()}"
 
 
-_TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([A-Za-z_][A-Za-z0-9_]*)|value)\s*\}\}")
+_TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([A-Za-z_][A-Za-z0-9_]*)|value)\s*(?:\|\s*([A-Za-z0-9]+)\s*)?\}\}")
+# Prometheus' template functions the summaries use on $value (so the exported rule file renders the same words).
+_HUMANIZE = {"humanizeDuration": humanize_seconds, "humanize1024": humanize_bytes,
+             "humanizePercentage": humanize_share}
 
 
 def render_annotations(annotations: dict[str, str], labels: dict[str, str], value: float | None) -> dict[str, str]:
-    """The Prometheus template subset used in rules.yaml: ``{{ $labels.x }}`` and ``{{ $value }}``."""
+    """The Prometheus template subset used in rules.yaml: ``{{ $labels.x }}``, ``{{ $value }}`` and ``{{ $value |
+    humanizeDuration }}`` (also ``humanize1024``, ``humanizePercentage``)."""
 
     def sub(m: re.Match) -> str:
         if m.group(2):
             return labels.get(m.group(2), "")
-        return "" if value is None else f"{value:.4g}"
+        if value is None:
+            return ""
+        fn = _HUMANIZE.get(m.group(3) or "")
+        return fn(value) if fn else f"{value:.4g}"
 
     return {k: _TEMPLATE.sub(sub, v) for k, v in annotations.items()}
 

@@ -406,7 +406,9 @@ def test_prometheus_down_is_unavailable_not_no_findings():
     source = PrometheusSource("http://127.0.0.1:1", timeout=2)
     now = datetime.now(timezone.utc)
     doc = service.tenant_advice(source=source, tenant=TENANTS[0], tenants=TENANTS, now=now)
-    assert doc["clusters"][0]["status"] == "unavailable" and "unreachable" in doc["clusters"][0]["message"]
+    # A tenant reads the public text, never Prometheus' address (issue 15, item 4).
+    assert doc["clusters"][0]["status"] == "unavailable"
+    assert doc["clusters"][0]["message"] == "metrics backend unavailable"
     assert doc["findings"] == []
     cap = service.cluster_capacity(source=source, cluster="local", tenants=TENANTS, now=now)
     assert cap["status"] == "unavailable" and cap["plan"] is None

@@ -292,3 +292,13 @@ def test_capacity_source_reads_each_log_dirs_filesystem_and_the_plan_counts_a_sh
     assert [[d.path for d in b.disks] for b in usage.brokers] == [[f"/stack/broker-{b}"] for b in "123"]
     p = plan(usage)
     assert p.disk_total_bytes == 1000 * GB and p.disk_used_bytes == 600 * GB  # not 3000 GB and 1800 GB
+
+
+def test_the_disk_summary_reads_its_eta_in_words():
+    from alerts.rules import load_rules, render_annotations
+
+    (rule,) = [r for r in load_rules() if r.name == "KafkaDiskFullRisk"]
+    out = render_annotations(rule.annotations, {"path": "/data", "broker": "3", "cluster": "local",
+                                                "filled_by": "not Kafka data"}, 63360.0)
+    assert "predicted full in 17.6 h; filled by not Kafka data" in out["summary"]
+    assert rule.params.get("every_broker") is True  # a broker the host collector misses is reported (no data)
