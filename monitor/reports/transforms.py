@@ -47,6 +47,7 @@ GROUP_SERIES = ("group_lag_messages",)
 CLIENT_SERIES = ("client_produce_bytes_rate", "client_fetch_bytes_rate", "client_throttle_seconds")
 LATENCY_SERIES = ("broker_produce_p99_seconds", "broker_fetch_p99_seconds")
 HOST_SERIES = ("host_filesystem_size_bytes", "host_filesystem_free_bytes")
+FS_FREE_TOLERANCE_BYTES = 1 << 20  # brokers' free space within one MiB (and equal size): one shared filesystem
 CLUSTER_SERIES = (*LATENCY_SERIES, *HOST_SERIES)
 ALERT_SERIES = ("alert_firing",)
 FINDING_SERIES = ("client_advisor_finding",)
@@ -500,11 +501,19 @@ def disk_daily(metrics: DataFrame) -> DataFrame:
                           F.when(F.col("series") == "host_filesystem_size_bytes", F.col("ts"))).alias("size"),
                  F.max_by(F.when(F.col("series") == "host_filesystem_free_bytes", F.col("value")),
                           F.when(F.col("series") == "host_filesystem_free_bytes", F.col("ts"))).alias("free")))
-    # summed over a cluster's brokers (a few hundred at most) in an order that does not depend on the partitioning:
-    # a day's figure is the same whether it was reduced with the 35 days of a report or alone (cached days)
-    return (last.groupBy("cluster", "date")
+    # One filesystem holding several brokers' log dirs (one host, the local stack) is counted once: the lake keeps no
+    # host or device label, so brokers whose size is equal and whose free space is within the same MiB are taken for
+    # one filesystem (as the capacity plan does, monitor.advisor.capacity).
+    per_fs = (last.withColumn("fs", F.concat_ws(":", F.col("size").cast("long"),
+                                                F.floor(F.col("free") / FS_FREE_TOLERANCE_BYTES).cast("long")))
+              .groupBy("cluster", "date", "fs")
+              .agg(F.min("size").alias("size"), F.min("free").alias("free"), F.count("*").alias("brokers")))
+    # summed over a cluster's filesystems (a few hundred at most) in an order that does not depend on the
+    # partitioning: a day's figure is the same whether it was reduced with the 35 days of a report or alone (cached)
+    return (per_fs.groupBy("cluster", "date")
             .agg(ordered_sum("size").alias("size_bytes"),
-                 ordered_sum(F.col("size") - F.col("free")).alias("used_bytes"), F.count("*").alias("brokers")))
+                 ordered_sum(F.col("size") - F.col("free")).alias("used_bytes"),
+                 F.sum("brokers").cast("long").alias("brokers")))
 
 
 def disk_forecast(daily: DataFrame) -> DataFrame:

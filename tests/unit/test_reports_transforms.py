@@ -254,3 +254,17 @@ def test_canonical_order_makes_sums_independent_of_where_the_rows_came_from(spar
 
     assert ordered(one_read) == ordered(cache_and_lake)
     assert spark.createDataFrame([("x", None)], "k string, v double").agg(T.ordered_sum("v")).first()[0] is None
+
+
+def test_a_filesystem_shared_by_brokers_is_counted_once(spark):
+    """Brokers 1-3 keep their log dirs on one 100 GiB filesystem (one host: equal size, free within a MiB); broker 4
+    has a 50 GiB one of its own. The cluster has 150 GiB, not 350 GiB."""
+    gib, t = 1 << 30, datetime(2026, 11, 17, 23, 59, tzinfo=timezone.utc)
+    rows = []
+    for broker, size, free in (("1", 100 * gib, 40 * gib), ("2", 100 * gib, 40 * gib + 1000),
+                               ("3", 100 * gib, 40 * gib + 5000), ("4", 50 * gib, 10 * gib)):
+        rows += [row("host_filesystem_size_bytes", t, size, broker=broker),
+                 row("host_filesystem_free_bytes", t, free, broker=broker)]
+    (day,) = T.disk_daily(frame(spark, rows)).collect()
+    assert day["size_bytes"] == 150 * gib and day["brokers"] == 4
+    assert day["used_bytes"] == (100 - 40) * gib + (50 - 10) * gib
