@@ -20,10 +20,10 @@ from fastapi.routing import APIRoute
 import alerts.views
 import monitor.advisor.views
 import monitor.reports.views
-from monitor.api.auth import AuthMiddleware
+from monitor.api.auth import FAILURES_PER_ADDRESS, FAILURES_PER_TOKEN_ID, AuthMiddleware
 from monitor.api.bodylimit import MAX_BODY_BYTES, BodyLimitMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
-from monitor.api.ratelimit import TokenBuckets
+from monitor.api.ratelimit import FailureLimit, TokenBuckets
 from monitor.api.routes import api_routes
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component
@@ -131,7 +131,9 @@ def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_serv
     app.state.health_memo = AnswerMemo()
     app.include_router(APIRouter(lifespan=_running(watch)))  # merged into the app's lifespan, whatever it is
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
-    app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch)
+    failures = (FailureLimit(rate=FAILURES_PER_ADDRESS["rate"], burst=config.service.auth_failure_burst_per_address),
+                FailureLimit(**FAILURES_PER_TOKEN_ID))
+    app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch, failures=failures)
     app.add_middleware(BodyLimitMiddleware, max_bytes=MAX_BODY_BYTES)  # added last: runs first, before auth
     # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
     for router in DOMAIN_ROUTERS:

@@ -286,6 +286,9 @@ class ServiceSettings(_Strict):
     # Per API token: sustained requests per second and burst (token bucket); beyond it the API answers 429.
     api_rate_limit_per_second: float = Field(default=50.0, gt=0)
     api_rate_limit_burst: int = Field(default=100, ge=1)
+    # Failed authentications one client address may make at once before 429 (then one per 2 s): a flood of wrong
+    # tokens costs the store at most this many lookups per address.
+    auth_failure_burst_per_address: int = Field(default=20, ge=1)
 
 
 class RuleOverride(_Strict):
