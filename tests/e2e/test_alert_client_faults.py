@@ -168,7 +168,9 @@ def test_slow_reader_behind_a_thin_link_is_named_by_the_backlog_alert(fault_stac
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     [inst] = _wait_firing(svc, "KafkaResponseQueueBacklog", SLOW_BROKER,
-                          lambda i: i.labels.get("tenant") == "shop" and i.evidence.get("slow_client"), 240,
+                          # 420 s: the latency bench's median is 180 s; with the session stack up beside this
+                          # one (8 JVMs on 2 cores) one own_stack run saw nothing within 240 s, alone it took 126 s
+                          lambda i: i.labels.get("tenant") == "shop" and i.evidence.get("slow_client"), 420,
                           f"KafkaResponseQueueBacklog on broker {SLOW_BROKER} naming a client ({qdisc})")
     ev = inst.evidence
     assert inst.labels["cluster"] == "local" and ev["cause"] == "slow_readers", ev
