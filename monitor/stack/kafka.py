@@ -120,7 +120,12 @@ def set_client_quota(layout: StackLayout, java: str, log: Path, *, client_id: st
 
 
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id as Kafka makes them: URL-safe base64 of a random UUID, never starting with "-" (one in 64
+    did, and kafka-storage's argument parser then read the id as an option: "--cluster-id: expected one argument")."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def node_properties(layout: StackLayout, node_id: int) -> str:

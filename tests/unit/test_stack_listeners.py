@@ -34,3 +34,13 @@ def test_client_listener_on_the_given_address_for_brokers_only():
     assert "CLIENTS" not in _props(layout, 100)["listeners"]  # the controller keeps its own listener only
     assert layout.client_bootstrap_servers == "10.9.0.1:30061,10.9.0.1:30062,10.9.0.1:30063"
     assert Stack(layout).config().clusters[0].brokers[1].listener_ports == (30002, 30062)
+
+
+def test_a_new_cluster_id_never_reads_as_an_option():
+    """One in 64 ids began with "-", and kafka-storage format took it for an option (a stack that failed to start
+    at random)."""
+    from monitor.stack.kafka import new_cluster_id
+
+    ids = [new_cluster_id() for _ in range(3000)]
+    assert not [i for i in ids if i.startswith("-")]
+    assert all(len(i) == 22 for i in ids) and len(set(ids)) == len(ids)
