@@ -26,13 +26,12 @@ from alerts.component import AlertService
 from collectors.component import CollectionService
 from collectors.contract import TenantContractCollector
 from monitor import __version__
-from monitor.api import tokens
 from monitor.api.app import mount_api
+from monitor.core.api.principal import current_principal
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component, stop_all
 from monitor.core.store import Store
 from monitor.core.tenancy import FixedTenants, Tenants
-from monitor.core.times import utc_now
 from monitor.reports.schedule import ReportScheduler, report_command
 from monitor.stack.cli import (
     add_config_args,
@@ -114,10 +113,11 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
         # The exposition names tenants, their contracts, alert instances and client ids: where the API is served (and
         # tenant tokens exist) only an operator token reads it. A collector-only process has no API and no store;
         # its port is for Prometheus on the private network (docs/operations.md, "Who can read /metrics").
-        if "api" in roles:
-            refused = _operator_only(app.state.store, request.headers.get("authorization", ""))
-            if refused is not None:
-                return refused
+        # The API's auth middleware (mounted with the API) has already answered 401 to a missing or invalid token,
+        # with its failed-authentication limits; what is left is who the token is.
+        if "api" in roles and not current_principal(request).is_operator:
+            return JSONResponse({"error": {"code": "forbidden", "message": "this needs an operator token"}},
+                                status_code=403)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
@@ -133,22 +133,6 @@ def _tenant_set(config: Config, store: Store | None) -> Tenants:
             return FixedTenants(config.tenants)
         store = Store.from_settings(config.store)
     return LiveTenants(config, store)
-
-
-def _operator_only(store, header: str) -> JSONResponse | None:
-    """None when ``header`` carries a valid operator token; else the API's 401 or 403 answer."""
-    scheme, _, presented = header.partition(" ")
-    principal = None
-    if scheme.lower() == "bearer" and presented.strip():
-        with store.session() as s:
-            principal = tokens.authenticate(db_session=s, presented=presented.strip(), now=utc_now())
-    if principal is None:
-        return JSONResponse({"error": {"code": "unauthorized", "message": "missing or invalid bearer token"}},
-                            status_code=401, headers={"WWW-Authenticate": "Bearer"})
-    if not principal.is_operator:
-        return JSONResponse({"error": {"code": "forbidden", "message": "this needs an operator token"}},
-                            status_code=403)
-    return None
 
 
 def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None,

@@ -3,8 +3,9 @@
 Once per request: read ``Authorization: Bearer <token>``, resolve it to a ``Principal`` (``monitor.api.tokens``),
 charge the token's bucket, and set ``request.state.principal``. Routers never read tokens; they declare
 ``Depends(current_principal)``. Every authentication failure answers the same 401 (missing, malformed, unknown,
-wrong secret, revoked, expired), so a caller learns nothing from the difference. Paths outside ``/api/``
-(``/healthz``, ``/readyz``, ``/metrics``, ``/openapi.json``) are public.
+wrong secret, revoked, expired), so a caller learns nothing from the difference. It covers ``/api/`` and
+``/metrics`` (``PROTECTED``: the exposition names every tenant; ``monitor.serve`` lets operators only read it); the
+rest (``/healthz``, ``/readyz``, ``/openapi.json``) is public.
 
 For a tenant token the same lookup reads the clusters its tenant is on and sets ``request.state.visible_clusters``
 (a frozenset; absent for operators, who see every cluster). So "a cluster this tenant is not on" is decided from
@@ -55,6 +56,8 @@ MAX_REMEMBERED = 10_000
 
 # Failed authentications: per client address, enough for a person fixing a typo or a deploy rolling a secret; per
 # token id, fewer (one id is one token: a real holder never needs many tries). Sustained: one every 2 s / 10 s.
+# Everything under /api/, and the service's own /metrics (it names every tenant: operators only, see monitor.serve).
+PROTECTED = ("/api/", "/metrics")
 FAILURES_PER_ADDRESS = {"rate": 0.5, "burst": 20}
 FAILURES_PER_TOKEN_ID = {"rate": 0.1, "burst": 5}
 
@@ -70,7 +73,7 @@ class Known:
 
 class AuthMiddleware:
     def __init__(self, app: ASGIApp, *, store: Store, limiter: TokenBuckets, watch: StoreWatch,
-                 prefix: str = "/api/", clock: Callable[[], float] = time.monotonic,
+                 prefix: tuple[str, ...] = PROTECTED, clock: Callable[[], float] = time.monotonic,
                  failures: tuple[FailureLimit, FailureLimit] | None = None):
         self.app, self.store, self.limiter, self.watch, self.prefix, self.clock = (
             app, store, limiter, watch, prefix, clock)
@@ -107,7 +110,7 @@ class AuthMiddleware:
         return clock() if clock else utc_now()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):  # a str or a tuple of prefixes
             await self.app(scope, receive, send)
             return
         header = Headers(scope=scope).get("authorization", "")
