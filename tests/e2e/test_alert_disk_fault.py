@@ -78,6 +78,24 @@ def _set_retention(stack, topic: str, ms: int) -> None:
     for f in admin.incremental_alter_configs([res]).values():
         f.result(30)
 
+def _watched(stack, tmp_path, tenant_names: tuple[str, ...]):
+    """The config (tenants owning ``<name>.`` topics, the fast disk rule, 5 s collection), its store and the alert
+    service the disk tests drive."""
+    (tmp_path / "disk-rule.yaml").write_text(FAST_DISK_RULE)
+    tenants = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",)),))
+                    for n in tenant_names)
+    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'alerts.db'}")
+    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
+                                       "rules": RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))})
+    store = Store(config.store.url)
+    create_all(store)
+    return config, store, AlertService(config, store=store, registry=CollectorRegistry())
+
+
+def _fs(stack, broker: int, path: str, metric: str) -> float | None:
+    rows = prom_query(stack, f'{metric}{{broker="{broker}",path="{path}"}}')
+    return float(rows[0]["value"][1]) if rows else None
+
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack, tmp_path):
@@ -85,21 +103,12 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
 
     victim, other = stack.layout.broker_ids[-1], stack.layout.broker_ids[0]
     path = str(stack.layout.log_dir(victim))
-    (tmp_path / "disk-rule.yaml").write_text(FAST_DISK_RULE)
-    tenants = (TenantConfig(name="telemetry", selectors=(TenantSelector(cluster="local", topic_prefixes=("telemetry.",)),)),
-               TenantConfig(name="billing", selectors=(TenantSelector(cluster="local", topic_prefixes=("billing.",)),)))
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'alerts.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
-                                       "rules": RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))})
-    store = Store(config.store.url)
-    create_all(store)
-    svc = AlertService(config, store=store, registry=CollectorRegistry())
+    config, store, svc = _watched(stack, tmp_path, ("telemetry", "billing"))
     stop = threading.Event()
     producer_thread = None
 
     def fs(metric: str) -> float | None:
-        rows = prom_query(stack, f'{metric}{{broker="{victim}",path="{path}"}}')
-        return float(rows[0]["value"][1]) if rows else None
+        return _fs(stack, victim, path, metric)
 
     with running_collectors(config, tmp_path), small_log_dir(stack, victim, SIZE_MIB):
         try:
@@ -185,20 +194,12 @@ def test_a_file_that_is_not_kafka_data_filling_the_disk_is_an_operator_alert_wit
     have partitions on that broker. Written slowly enough (24 KiB/s) that the ETA reads in hours."""
     victim = stack.layout.broker_ids[-1]
     path = str(stack.layout.log_dir(victim))
-    (tmp_path / "disk-rule.yaml").write_text(FAST_DISK_RULE)
-    tenants = (TenantConfig(name="telemetry", selectors=(TenantSelector(cluster="local", topic_prefixes=("telemetry.",)),)),)
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'alerts.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
-                                       "rules": RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))})
-    store = Store(config.store.url)
-    create_all(store)
-    svc = AlertService(config, store=store, registry=CollectorRegistry())
+    config, store, svc = _watched(stack, tmp_path, ("telemetry",))
     stop = threading.Event()
     writer = None
 
     def fs(metric: str) -> float | None:
-        rows = prom_query(stack, f'{metric}{{broker="{victim}",path="{path}"}}')
-        return float(rows[0]["value"][1]) if rows else None
+        return _fs(stack, victim, path, metric)
 
     def mine(instances):
         return [i for i in instances if i.rule == RULE and i.labels.get("broker") == str(victim)
