@@ -25,7 +25,7 @@ class AlertInstance(Base):
     broker: Mapped[str | None] = mapped_column(String(32), nullable=True)
     tenant: Mapped[str | None] = mapped_column(String(64), nullable=True)
     labels: Mapped[dict] = mapped_column(JSON, default=dict)
-    annotations: Mapped[dict] = mapped_column(JSON, default=dict)  # summary, description, runbook
+    annotations: Mapped[dict] = mapped_column(JSON, default=dict)  # summary, description, runbook_url, runbook
     evidence: Mapped[dict] = mapped_column(JSON, default=dict)  # the values that made it fire
     value: Mapped[float | None] = mapped_column(Float, nullable=True)
     active_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)

@@ -18,7 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from alerts.types import Rule, Scope, Severity
 from monitor.core.config import RulesSettings
 from monitor.core.errors import ConfigError, ConfigProblem
-from monitor.core.humanize import humanize_bytes, humanize_seconds, humanize_share
+from monitor.core.humanize import (
+    humanize_bytes,
+    humanize_number,
+    humanize_seconds,
+    humanize_share,
+)
 from monitor.core.metric_names import M
 from monitor.core.times import format_duration, parse_duration
 
@@ -134,7 +139,7 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
             name=s.name, severity=s.severity, scope=s.scope, kind=s.kind,
             expr=render_expr(s.expr, params) if s.expr else "", detector=s.detector,
             for_seconds=for_s, keep_firing_for_seconds=keep_s, labels=dict(s.labels),
-            annotations={**s.annotations, "runbook": s.annotations.get("runbook", runbook_url(s.name))},
+            annotations=_annotations(s, settings.runbook_base_url),
             params=params, inputs=tuple(M[k] for k in s.inputs if k in M),
             optional_inputs=tuple(M[k] for k in s.optional_inputs if k in M),
         ))
@@ -143,19 +148,28 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
     return rules
 
 
-def runbook_url(name: str) -> str:
-    return f"docs/alerts.md#{name.lower()}"
+def _annotations(spec: RuleSpec, runbook_base_url: str) -> dict[str, str]:
+    """The rule's annotations with its runbook: ``runbook_url``, absolute, as Alertmanager templates and on-call
+    tools expect it (a link that works from a pager), and ``runbook``, the path inside the repository's docs, which
+    the API has always returned. A rule file may set either itself."""
+    anchor = spec.name.lower()
+    return {**spec.annotations,
+            "runbook": spec.annotations.get("runbook", f"{RUNBOOK_DOC}#{anchor}"),
+            "runbook_url": spec.annotations.get("runbook_url", f"{runbook_base_url}#{anchor}")}
+
+
+RUNBOOK_DOC = "docs/alerts.md"
 
 
 _TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([A-Za-z_][A-Za-z0-9_]*)|value)\s*(?:\|\s*([A-Za-z0-9]+)\s*)?\}\}")
 # Prometheus' template functions the summaries use on $value (so the exported rule file renders the same words).
-_HUMANIZE = {"humanizeDuration": humanize_seconds, "humanize1024": humanize_bytes,
+_HUMANIZE = {"humanize": humanize_number, "humanizeDuration": humanize_seconds, "humanize1024": humanize_bytes,
              "humanizePercentage": humanize_share}
 
 
 def render_annotations(annotations: dict[str, str], labels: dict[str, str], value: float | None) -> dict[str, str]:
     """The Prometheus template subset used in rules.yaml: ``{{ $labels.x }}``, ``{{ $value }}`` and ``{{ $value |
-    humanizeDuration }}`` (also ``humanize1024``, ``humanizePercentage``)."""
+    humanizeDuration }}`` (also ``humanize``, ``humanize1024``, ``humanizePercentage``)."""
 
     def sub(m: re.Match) -> str:
         if m.group(2):

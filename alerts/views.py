@@ -63,7 +63,7 @@ class AlertInstanceRead(BaseModel):
     broker: str | None
     tenant: str | None
     labels: dict[str, Any]
-    annotations: dict[str, Any] = Field(description="summary, description, runbook")
+    annotations: dict[str, Any] = Field(description="summary, description, runbook_url (absolute), runbook (docs path)")
     evidence: dict[str, Any] = Field(description="the values that made it fire")
     value: float | None
     active_at: IsoTime | None

@@ -300,10 +300,18 @@ class RuleOverride(_Strict):
     enabled: bool = True
 
 
+# Where the alert catalog is published; each alert's runbook_url is this plus '#<alert name in lower case>'.
+DEFAULT_RUNBOOK_BASE_URL = "https://github.com/kafka-health/kafka-health/blob/main/docs/alerts.md"
+
+
 class RulesSettings(_Strict):
     evaluation_interval_seconds: float = Field(default=15.0, gt=0)
     overrides: dict[str, RuleOverride] = Field(default_factory=dict)
     files: tuple[str, ...] = Field(default=(), description="extra rule YAML files")
+    runbook_base_url: str = Field(
+        default=DEFAULT_RUNBOOK_BASE_URL, pattern=r"^https?://[^\s#?]+$",
+        description="absolute URL of the alert catalog (docs/alerts.md, e.g. on an internal wiki or docs site); an "
+                    "alert's runbook_url annotation is this plus '#' and the alert name in lower case")
 
 
 class ReportSettings(_Strict):

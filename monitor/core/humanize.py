@@ -49,6 +49,25 @@ def humanize_rate(bytes_per_second: float) -> str:
     return f"{humanize_bytes(bytes_per_second)}/s"
 
 
+def humanize_number(x: float) -> str:
+    """Prometheus' ``humanize``: four significant figures with an SI prefix, 3 -> "3", 1234 -> "1.234k",
+    0.25 -> "250m". For counts in alert summaries ("3 partitions"), so the engine and an exported rule say the same."""
+    if not math.isfinite(x):
+        return str(x)
+    prefix = ""
+    if abs(x) >= 1:
+        for p in ("k", "M", "G", "T", "P", "E", "Z", "Y"):
+            if abs(x) < 1000:
+                break
+            prefix, x = p, x / 1000
+    else:
+        for p in ("m", "u", "n", "p", "f", "a", "z", "y"):
+            if x == 0 or abs(x) >= 1:
+                break
+            prefix, x = p, x * 1000
+    return f"{x:.4g}{prefix}"
+
+
 def humanize_share(share: float) -> str:
     """A fraction as a whole percentage: 0.724 -> "72 %"; under 1 % but above 0 -> "<1 %"."""
     if 0 < share < 0.005:

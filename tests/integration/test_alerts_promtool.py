@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,11 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from monitor.core.config import DEFAULT_RUNBOOK_BASE_URL
 from tests.integration.alerts_helpers import run_cli
 
 pytestmark = pytest.mark.integration
 HERE = Path(__file__).resolve().parents[1] / "promtool"
 PROMTOOL = shutil.which("promtool")
+RAW_VALUE = re.compile(r"\{\{\s*\$value\s*\}\}")  # {{ $value }} with no humanize function
 
 
 def _export(tmp_path: Path, monkeypatch, capsys, *extra: str) -> Path:
@@ -32,6 +35,9 @@ def test_exported_rules_pass_promtool_check_and_unit_tests(tmp_path, monkeypatch
     exported = {r["alert"]: r for g in yaml.safe_load(rules.read_text())["groups"] for r in g["rules"]}
     assert {"KafkaBrokerUnreachable", "KafkaHealthWatchdog", "KafkaUnderMinIsrPartitions"} <= set(exported)
     assert "KafkaDiskFullRisk" not in exported  # Python-only detectors have no PromQL equivalent
+    for name, rule in exported.items():  # the conventions: an absolute runbook link, the value in words
+        assert rule["annotations"]["runbook_url"] == f"{DEFAULT_RUNBOOK_BASE_URL}#{name.lower()}"
+        assert not RAW_VALUE.search(rule["annotations"]["summary"]), name
 
     cases = yaml.safe_load((HERE / "alerts_test.yml").read_text())
     for test in cases["tests"]:
@@ -51,6 +57,7 @@ def test_export_applies_config_overrides(tmp_path, monkeypatch, capsys):
     cfg = tmp_path / "kh.yaml"
     cfg.write_text("""
 rules:
+  runbook_base_url: https://wiki.example/kafka/alerts
   overrides:
     KafkaUnderReplicatedPartitions: {threshold: 5, for_seconds: 300}
     KafkaGcPressure: {enabled: false}
@@ -59,6 +66,8 @@ rules:
     urp = next(r for r in rules if r["alert"] == "KafkaUnderReplicatedPartitions")
     assert urp["expr"].endswith("> 5") and urp["for"] == "5m"
     assert not [r for r in rules if r["alert"] == "KafkaGcPressure"]
+    assert urp["annotations"]["runbook_url"] == "https://wiki.example/kafka/alerts#kafkaunderreplicatedpartitions"
+    assert urp["annotations"]["runbook"] == "docs/alerts.md#kafkaunderreplicatedpartitions"
 
 
 def test_export_rejects_an_override_of_an_unknown_rule(tmp_path, monkeypatch, capsys):
