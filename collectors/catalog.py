@@ -193,7 +193,7 @@ def _broker_rules() -> tuple[MBeanRule, ...]:
     for mbean_name, phase in PHASES:
         for req in BUSY_REQUESTS:
             for attr, q in QUANTILES:
-                add(MBeanRule("kafka_broker_request_latency_seconds", "gauge",
+                add(MBeanRule("kafka_broker_request_latency_seconds", "summary",
                          "Request latency by phase (Kafka's histogram quantile over its recent reservoir)",
                          f"kafka.network:type=RequestMetrics,name={mbean_name},request={req}", attr, scale=MS,
                          labels=(("request", "request"),), const=(("phase", phase), ("quantile", q))))

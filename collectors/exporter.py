@@ -49,11 +49,19 @@ def families(samples: Iterable[Sample]) -> list[Metric]:
     for s in samples:
         fam = fams.get(s.name)
         if fam is None:
-            cls = CounterMetricFamily if s.kind == "counter" else GaugeMetricFamily
-            fam = cls(s.name, s.help, labels=[n for n, _ in s.labels])
-            fams[s.name] = fam
-        fam.add_metric([v for _, v in s.labels], s.value)
+            fam = fams[s.name] = _family(s)
+        if s.kind == "summary":  # the quantile is one of the labels: a sample of the family's own name
+            fam.add_sample(s.name, dict(s.labels), s.value)
+        else:
+            fam.add_metric([v for _, v in s.labels], s.value)
     return list(fams.values())
+
+
+def _family(s: Sample) -> Metric:
+    if s.kind == "summary":
+        return Metric(s.name, s.help, "summary")
+    cls = CounterMetricFamily if s.kind == "counter" else GaugeMetricFamily
+    return cls(s.name, s.help, labels=[n for n, _ in s.labels])
 
 
 class KafkaHealthExporter:

@@ -33,7 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-MetricKind = Literal["gauge", "counter"]
+# "summary": a quantile series (label ``quantile``) of a summary family, which Prometheus' conventions reserve the
+# label for (promtool check metrics rejects a gauge with it); the family carries quantiles only, no _sum or _count.
+MetricKind = Literal["gauge", "counter", "summary"]
 
 
 class TargetStatus(str, enum.Enum):

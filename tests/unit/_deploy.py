@@ -21,8 +21,8 @@ def tool(name: str, package: str) -> str:
     return path
 
 
-def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+def run(argv: list[str], cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, input=input)
 
 
 def collectors_catalog() -> Path:
