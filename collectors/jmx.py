@@ -22,8 +22,9 @@ CONTROLLER_QUERIES = catalog.queries_for(catalog.CONTROLLER_RULES)
 class JmxCollector:
     """JMX of every broker and controller of one cluster.
 
-    The transport comes from ``cluster.jmx.transport``. Controllers are listed only as host:port in the config, so
-    they are always read with ``controller_transport`` (jmxquery by default).
+    The transport comes from ``cluster.jmx.transport``. Controllers listed as JMX host:port are read with
+    ``controller_transport`` (jmxquery by default); controllers listed by Jolokia URL (``controller_jolokia``, the
+    way to read a password-protected controller) with the cluster's transport, which must then be Jolokia.
     """
 
     def __init__(
@@ -59,6 +60,12 @@ class JmxCollector:
             t = Target(cluster.name, "controller", f"controller-{addr}", address=addr)
             self._endpoints[t.key] = Endpoint(jmx=addr, username=jmx.username, password=password)
             targets.append(t)
+        self._jolokia_controllers: set[str] = set()
+        for url in cluster.controller_jolokia:
+            t = Target(cluster.name, "controller", f"controller-{_host_port(url)}", address=url)
+            self._endpoints[t.key] = Endpoint(jolokia=url, username=jmx.username, password=password)
+            self._jolokia_controllers.add(t.key)
+            targets.append(t)
         self._targets = tuple(targets)
 
     def targets(self) -> Sequence[Target]:
@@ -67,7 +74,8 @@ class JmxCollector:
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
         is_controller = target.collector == "controller"
-        transport = self._controller_transport if is_controller else self._transport
+        by_jolokia = target.key in self._jolokia_controllers
+        transport = self._controller_transport if is_controller and not by_jolokia else self._transport
         queries = CONTROLLER_QUERIES if is_controller else BROKER_QUERIES
         rules = catalog.CONTROLLER_RULES if is_controller else catalog.BROKER_TARGET_RULES
         try:
@@ -86,6 +94,11 @@ class JmxCollector:
             samples += catalog.derive_rates(samples, prev[1], now - prev[0])
         return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
                          max_series=self._max_series)
+
+
+def _host_port(url: str) -> str:
+    """``127.0.0.1:19140`` of ``http://127.0.0.1:19140/jolokia``: a controller target's name, as for JMX ones."""
+    return url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _node_id(readings) -> str | None:

@@ -151,6 +151,21 @@ class ClusterConfig(_Strict):
     brokers: tuple[BrokerTarget, ...] = ()
     jmx: JmxSettings = JmxSettings()
     controller_jmx: tuple[str, ...] = ()
+    controller_jolokia: tuple[str, ...] = Field(default=(), description=(
+        "http://host:port/jolokia of the KRaft controllers' Jolokia agents, read with the cluster's jmx.username and "
+        "jmx.password: the way to read controllers whose JMX wants a password"))
+
+    @field_validator("controller_jmx")
+    @classmethod
+    def _controller_hostports(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for addr in v:
+            BrokerTarget._hostport(addr)
+        return v
+
+    @field_validator("controller_jolokia")
+    @classmethod
+    def _controller_jolokia_urls(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_service_url(u, "the cluster's jmx.username and jmx.password") for u in v)
 
     @field_validator("security")
     @classmethod
@@ -166,6 +181,8 @@ class ClusterConfig(_Strict):
         ids = [b.id for b in self.brokers]
         if len(ids) != len(set(ids)):
             raise ValueError("broker ids must be unique within a cluster")
+        if self.controller_jolokia and self.jmx.transport != "jolokia":
+            raise ValueError("controller_jolokia needs jmx.transport: jolokia")
         return self
 
     def client_settings(self) -> dict[str, str]:

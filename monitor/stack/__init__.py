@@ -26,12 +26,13 @@ from monitor.core.config import (
     JmxSettings,
     LakeSettings,
     PrometheusSettings,
+    SecretRef,
     ServiceSettings,
     StoreSettings,
     TenantConfig,
 )
 from monitor.core.errors import ComponentFailed, StackError
-from monitor.stack import kafka, observability
+from monitor.stack import kafka, observability, security
 from monitor.stack.layout import CONTROLLER_ID, StackLayout
 from monitor.stack.procs import ProcessTable, port_open, require_ports_free, tail
 
@@ -72,10 +73,13 @@ class Stack:
     def _ports_of(self, name: str) -> tuple[int, ...]:
         L = self.layout
         if name == "controller":
-            return (L.controller_port, L.controller_jmx_port)
+            return (L.controller_port, L.controller_jmx_port) + ((L.controller_jolokia_port,) if L.secured else ())
         if name.startswith("broker-"):
             b = int(name.split("-")[1])
-            return (L.broker_port(b), L.broker_jmx_port(b))
+            ports = (L.broker_port(b),) if L.has_plaintext else ()
+            if L.secured:
+                ports += (L.sasl_port(b), L.internal_port(b))
+            return ports + (L.broker_jmx_port(b),)
         return (L.prometheus_port,) if name == "prometheus" else (L.alertmanager_port,)
 
     # --- up --------------------------------------------------------------------------------------------------------
@@ -123,8 +127,14 @@ class Stack:
         kafka.ensure_jars(L, setup_log)
         kafka.ensure_agents(setup_log)
 
+        if state.get("secured") is not None and state["secured"] != L.secured:
+            mode = "secured" if state["secured"] else "plaintext"
+            raise StackError(f"{L.dir} holds a {mode} cluster; use another --dir to change the security mode")
+        if L.secured:
+            security.StackSecurity(L).ensure()
         cluster_id = state.get("cluster_id") or kafka.new_cluster_id()
-        self._write_state({"cluster_id": cluster_id, "kafka_version": L.kafka_version, "port_base": L.port_base})
+        self._write_state({**state, "cluster_id": cluster_id, "kafka_version": L.kafka_version,
+                           "port_base": L.port_base, "secured": L.secured})
         started = []
         try:
             for node in self.kafka_nodes:
@@ -144,6 +154,8 @@ class Stack:
             if started:
                 self._log(f"started {', '.join(started)}; waiting for readiness ...")
             self.wait_ready(timeout)
+            if L.secured and not self._read_state().get("principals"):
+                self._bootstrap_principals()
             if not self._read_state().get("default_client_quota"):
                 kafka.set_default_client_quota(L, java, setup_log)
                 self._write_state({**self._read_state(), "default_client_quota": kafka.DEFAULT_CLIENT_QUOTA})
@@ -175,15 +187,52 @@ class Stack:
                     raise ComponentFailed(name, f"not ready after {timeout:.0f}s", str(log))
                 time.sleep(1.0)
 
+    def _bootstrap_principals(self) -> None:
+        """SCRAM users ``admin`` and ``kafka-health``, the monitoring principal's ACLs (and ANONYMOUS's on a test
+        stack's PLAINTEXT listener), ``clients/admin.properties``. Once per stack dir."""
+        L = self.layout
+        sec = security.StackSecurity(L)
+        security.create_scram_users(sec, [security.ADMIN, security.MONITOR])
+        security.create_acls(sec, security.monitor_acls() + (security.anonymous_acls() if L.has_plaintext else []))
+        sec.write_client_properties("admin", security.ADMIN)
+        self._write_state({**self._read_state(), "principals": [security.ADMIN, security.MONITOR]})
+
+    def add_principal(self, user: str, *, topic_prefixes: tuple[str, ...] = (), group_prefixes: tuple[str, ...] = (),
+                      properties_name: str | None = None) -> dict[str, str]:
+        """A SCRAM principal ``User:<user>`` with rights on its topic and group prefixes (secured stacks): what a
+        platform team does when it onboards a tenant's application. Writes ``clients/<properties_name>.properties``
+        when a name is given; returns the principal's confluent-kafka settings (they hold its password)."""
+        L = self.layout
+        if not L.secured:
+            raise StackError("principals exist only on a secured stack (stack up --secured)")
+        sec = security.StackSecurity(L)
+        security.create_scram_users(sec, [user])
+        security.create_acls(sec, security.tenant_acls(f"User:{user}", topic_prefixes=topic_prefixes,
+                                                       group_prefixes=group_prefixes))
+        if properties_name:
+            sec.write_client_properties(properties_name, user)
+        return sec.sasl_settings(user)
+
+    def admin_settings(self) -> dict[str, str]:
+        """confluent-kafka settings with full rights on this stack: plaintext, or ``User:admin`` when secured."""
+        L = self.layout
+        if L.secured:
+            return security.StackSecurity(L).sasl_settings(security.ADMIN)
+        return {"bootstrap.servers": L.bootstrap_servers}
+
     def _kafka_ready(self) -> bool:
         return self.registered_brokers() >= len(self.layout.broker_ids)
 
     def registered_brokers(self) -> int:
-        if not all(port_open(self.layout.broker_port(b)) for b in self.layout.broker_ids):
+        L = self.layout
+        ports = [L.broker_port(b) if L.has_plaintext else L.internal_port(b) for b in L.broker_ids]
+        if not all(port_open(p) for p in ports):
             return 0
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.layout.bootstrap_servers, "logger": _QUIET})
+        settings = ({"bootstrap.servers": L.bootstrap_servers} if L.has_plaintext
+                    else security.StackSecurity(L).stack_admin_settings())
+        admin = AdminClient({**settings, "logger": _QUIET})
         try:
             return len(admin.list_topics(timeout=3).brokers)
         except Exception:
@@ -257,22 +306,40 @@ class Stack:
 
     def config(self, *, tenants: tuple[TenantConfig, ...] = (), store_url: str | None = None) -> Config:
         L = self.layout
+
+        def listener_ports(b: int) -> tuple[int, ...]:
+            ports = ((L.broker_port(b),) if L.has_plaintext else ()) + ((L.sasl_port(b),) if L.secured else ())
+            return ports + ((L.client_listener_port(b),) if L.client_listener_host else ())
+
         brokers = tuple(
             BrokerTarget(
                 id=b, jmx=f"127.0.0.1:{L.broker_jmx_port(b)}", jolokia=kafka.jolokia_url(L, b), host="localhost",
-                log_dirs=(str(L.log_dir(b)),),
-                listener_ports=(L.broker_port(b),) + ((L.client_listener_port(b),) if L.client_listener_host else ()),
+                log_dirs=(str(L.log_dir(b)),), listener_ports=listener_ports(b),
             )
             for b in L.broker_ids
         )
+        # The brokers carry the Jolokia agent: one HTTP call per scrape instead of a JVM start per jmxquery call
+        # (about 20x less collector CPU, which on a 2-core machine is what keeps the demo and tests responsive).
+        jmx = JmxSettings(transport="jolokia", timeout_seconds=10)
+        client: dict = {}
+        controller: dict = {"controller_jmx": (f"127.0.0.1:{L.controller_jmx_port}",)}
+        if L.secured:
+            # The monitoring principal (least rights) over SASL_SSL; JMX through Jolokia with basic auth. Secrets
+            # are file references: the written config file never holds one.
+            sec = security.StackSecurity(L)
+            client = {
+                "security.protocol": "SASL_SSL", "sasl.mechanism": security.SCRAM,
+                "sasl.username": security.MONITOR,
+                "sasl.password": SecretRef(file=str(sec.scram_password_file(security.MONITOR))),
+                "ssl.ca.location": str(sec.ca_cert),
+            }
+            sec.password("jmx-monitor")
+            jmx = JmxSettings(transport="jolokia", timeout_seconds=10, username=security.JMX_USER,
+                              password=SecretRef(file=str(sec.secret_file("jmx-monitor"))))
+            controller = {"controller_jolokia": (f"http://127.0.0.1:{L.controller_jolokia_port}/jolokia",)}
         cluster = ClusterConfig(
-            name="local",
-            bootstrap_servers=L.bootstrap_servers,
-            brokers=brokers,
-            controller_jmx=(f"127.0.0.1:{L.controller_jmx_port}",),
-            # The brokers carry the Jolokia agent: one HTTP call per scrape instead of a JVM start per jmxquery call
-            # (about 20x less collector CPU, which on a 2-core machine is what keeps the demo and tests responsive).
-            jmx=JmxSettings(transport="jolokia", timeout_seconds=10),
+            name="local", bootstrap_servers=L.client_bootstrap, security=client, brokers=brokers, jmx=jmx,
+            **controller,
         )
         return Config(
             clusters=(cluster,),

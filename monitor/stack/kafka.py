@@ -7,6 +7,7 @@ controller and broker work). Each JVM has remote JMX on its own loopback port an
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import subprocess
 import uuid
@@ -16,6 +17,7 @@ from monitor import REPO_ROOT
 from monitor.core.errors import DependencyMissing, StackError
 from monitor.stack.layout import CONTROLLER_ID, StackLayout, cache_dir
 from monitor.stack.procs import ProcSpec
+from monitor.stack.security import StackSecurity
 
 DEPLOY_KAFKA = REPO_ROOT / "deploy" / "kafka"
 HEAP = {"controller": "256m", "broker": "384m"}
@@ -100,22 +102,31 @@ def set_default_client_quota(layout: StackLayout, java: str, log: Path) -> None:
 
 def set_client_quota(layout: StackLayout, java: str, log: Path, *, client_id: str | None, quota: str) -> None:
     """``kafka-configs --alter --entity-type clients --entity-name CLIENT_ID`` (the default with None) ``--add-config
-    QUOTA`` (e.g. ``producer_byte_rate=16384``). confluent-kafka has no client-quota Admin API, so Kafka's own
-    ConfigCommand runs in a short JVM."""
+    QUOTA`` (e.g. ``producer_byte_rate=16384``)."""
     entity = ["--entity-default"] if client_id is None else ["--entity-name", client_id]
+    what = "the default client quota" if client_id is None else f"the quota of client {client_id}"
+    run_config_command(layout, java, log, ["--entity-type", "clients", *entity, "--add-config", quota], what=what)
+
+
+def run_config_command(layout: StackLayout, java: str, log: Path, args: list[str], *, what: str) -> None:
+    """``kafka-configs --alter ARGS`` through Kafka's own ConfigCommand class in a short JVM (confluent-kafka has no
+    client-quota Admin API). On a secured stack it authenticates as ``User:admin`` with a 0600 ``--command-config``
+    file: the password is never in argv."""
+    if layout.secured:
+        auth = ["--bootstrap-server", layout.sasl_bootstrap_servers,
+                "--command-config", str(StackSecurity(layout).admin_command_config())]
+    else:
+        auth = ["--bootstrap-server", layout.bootstrap_servers]
     cmd = [
         java, "-Xmx128m", f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand",
-        "--bootstrap-server", layout.bootstrap_servers, "--alter", "--entity-type", "clients", *entity,
-        "--add-config", quota,
+        "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand", *auth, "--alter", *args,
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
     if rc != 0:
-        what = "the default client quota" if client_id is None else f"the quota of client {client_id}"
         raise StackError(f"setting {what} failed (exit {rc}); see {log}")
 
 
@@ -130,46 +141,59 @@ def new_cluster_id() -> str:
 
 def node_properties(layout: StackLayout, node_id: int) -> str:
     voters = f"{CONTROLLER_ID}@127.0.0.1:{layout.controller_port}"
+    controller_protocol = "SSL" if layout.secured else "PLAINTEXT"
     common = {
         "node.id": node_id,
         "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": f"CONTROLLER:{controller_protocol}",
         "log.dirs": layout.log_dir(node_id),
     }
+    if layout.secured:
+        common.update(StackSecurity(layout).node_properties(node_id))
     if node_id == CONTROLLER_ID:
         props = {
             **common,
             "process.roles": "controller",
             "listeners": f"CONTROLLER://127.0.0.1:{layout.controller_port}",
         }
-    else:
-        port = layout.broker_port(node_id)
-        listeners = f"PLAINTEXT://127.0.0.1:{port}"
-        if layout.client_listener_host:  # see StackLayout.client_listener_host
-            listeners += f",CLIENTS://{layout.client_listener_host}:{layout.client_listener_port(node_id)}"
-            common["listener.security.protocol.map"] += ",CLIENTS:PLAINTEXT"
-        props = {
-            **common,
-            "process.roles": "broker",
-            "listeners": listeners,
-            "advertised.listeners": listeners,
-            "inter.broker.listener.name": "PLAINTEXT",
-            "num.partitions": 3,
-            "default.replication.factor": 3,
-            "min.insync.replicas": 2,
-            "offsets.topic.replication.factor": 3,
-            "offsets.topic.num.partitions": 10,
-            "transaction.state.log.replication.factor": 3,
-            "transaction.state.log.min.isr": 2,
-            "group.initial.rebalance.delay.ms": 0,
-            "num.network.threads": 3,
-            "num.io.threads": NUM_IO_THREADS,
-            # Small segments and a short retention check make retention (the disk sawtooth) visible in minutes.
-            "log.segment.bytes": 16 * 1024 * 1024,
-            "log.retention.check.interval.ms": 30000,
-            "auto.create.topics.enable": "true",
-        }
+        return "".join(f"{k}={v}\n" for k, v in props.items())
+    listeners, protocols = [], []
+    if layout.has_plaintext:
+        listeners.append(f"PLAINTEXT://127.0.0.1:{layout.broker_port(node_id)}")
+        protocols.append("PLAINTEXT:PLAINTEXT")
+    if layout.secured:
+        listeners += [f"SASL_SSL://127.0.0.1:{layout.sasl_port(node_id)}",
+                      f"INTERNAL://127.0.0.1:{layout.internal_port(node_id)}"]
+        protocols += ["SASL_SSL:SASL_SSL", "INTERNAL:SSL"]
+    if layout.client_listener_host:  # see StackLayout.client_listener_host
+        listeners.append(f"CLIENTS://{layout.client_listener_host}:{layout.client_listener_port(node_id)}")
+        protocols.append("CLIENTS:SASL_SSL" if layout.secured else "CLIENTS:PLAINTEXT")
+    common["listener.security.protocol.map"] += "," + ",".join(protocols)
+    props = {
+        **common,
+        "process.roles": "broker",
+        "listeners": ",".join(listeners),
+        "advertised.listeners": ",".join(listeners),
+        "inter.broker.listener.name": "INTERNAL" if layout.secured else "PLAINTEXT",
+        "num.partitions": 3,
+        "default.replication.factor": 3,
+        "min.insync.replicas": 2,
+        "offsets.topic.replication.factor": 3,
+        "offsets.topic.num.partitions": 10,
+        "transaction.state.log.replication.factor": 3,
+        "transaction.state.log.min.isr": 2,
+        "group.initial.rebalance.delay.ms": 0,
+        "num.network.threads": 3,
+        "num.io.threads": NUM_IO_THREADS,
+        # Small segments and a short retention check make retention (the disk sawtooth) visible in minutes.
+        "log.segment.bytes": 16 * 1024 * 1024,
+        "log.retention.check.interval.ms": 30000,
+        "auto.create.topics.enable": "true",
+    }
+    if layout.secured and layout.client_listener_host:
+        props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = \
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -181,9 +205,15 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
     else:
         logging = [f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}"]
-    agents = []
+    agents, jmx_auth = [], ["-Dcom.sun.management.jmxremote.authenticate=false"]
     jolokia = agents_dir() / JOLOKIA_JAR
-    if node_id != CONTROLLER_ID and jolokia.exists():
+    if layout.secured:
+        # Password-protected JMX; Jolokia (brokers and controller) with basic auth, options from a 0600 file.
+        sec = StackSecurity(layout)
+        jmx_auth = sec.jmx_jvm_args()
+        port = layout.controller_jolokia_port if node_id == CONTROLLER_ID else jolokia_port(layout, node_id)
+        agents.append(f"-javaagent:{jolokia}={sec.jolokia_agent_options(node_id, port)}")
+    elif node_id != CONTROLLER_ID and jolokia.exists():
         # The bulk JMX transport of the collectors (collectors/transports/jolokia.py), on loopback only.
         port = jolokia_port(layout, node_id)
         agents.append(f"-javaagent:{jolokia}=host=127.0.0.1,port={port},discoveryEnabled=false")
@@ -197,7 +227,7 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         f"-Dcom.sun.management.jmxremote.port={jmx}",
         f"-Dcom.sun.management.jmxremote.rmi.port={jmx}",
         "-Dcom.sun.management.jmxremote.host=127.0.0.1",
-        "-Dcom.sun.management.jmxremote.authenticate=false",
+        *jmx_auth,
         "-Dcom.sun.management.jmxremote.ssl=false",
         "-Dcom.sun.management.jmxremote.local.only=false",
         "-Djava.rmi.server.hostname=127.0.0.1",
@@ -216,7 +246,10 @@ def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, 
     (node_dir / "logs").mkdir(parents=True, exist_ok=True)
     layout.log_dir(node_id).mkdir(parents=True, exist_ok=True)
     props = node_dir / "server.properties"
-    props.write_text(node_properties(layout, node_id))
+    fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # holds the keystore password when secured
+    with os.fdopen(fd, "w") as f:
+        f.write(node_properties(layout, node_id))
+    os.chmod(props, 0o600)
     if (layout.log_dir(node_id) / "meta.properties").exists():
         return
     cmd = [

@@ -44,6 +44,14 @@ class StackLayout:
     # An extra listener per broker on this (non-loopback) address, for clients that cannot reach loopback: a client
     # in a network namespace (fault tests). The address must exist when the brokers start. None: loopback only.
     client_listener_host: str | None = None
+    # Secured mode (monitor.stack.security): clients authenticate with SASL SCRAM-SHA-512 over TLS on the SASL_SSL
+    # listener, brokers and the controller talk over mutual TLS, StandardAuthorizer ACLs decide, JMX and Jolokia
+    # ask for a password. The demo runs secured; PLAINTEXT stays available for tests that need it.
+    secured: bool = False
+    # An anonymous PLAINTEXT listener on broker_port. Always there when not secured; in secured mode only when asked
+    # for (the test session stack keeps it for tests written against plaintext: ANONYMOUS then holds ACLs, not
+    # super-user rights, so the authorizer still decides).
+    plaintext_listener: bool = True
 
     # --- ports -------------------------------------------------------------------------------------------------
     @property
@@ -55,6 +63,20 @@ class StackLayout:
 
     def client_listener_port(self, broker_id: int) -> int:
         return self.port_base + 60 + broker_id
+
+    def sasl_port(self, broker_id: int) -> int:
+        """The SASL_SSL listener of a broker (secured mode): what tenants and the monitoring principal use."""
+        return self.port_base + 50 + broker_id
+
+    def internal_port(self, broker_id: int) -> int:
+        """The inter-broker listener of a broker in secured mode (mutual TLS, node certificates)."""
+        return self.port_base + 70 + broker_id
+
+    @property
+    def controller_jolokia_port(self) -> int:
+        """The controller's Jolokia agent (secured mode: remote JMX wants a password, which jmxquery cannot give
+        without putting it in argv)."""
+        return self.port_base + 40
 
     @property
     def controller_jmx_port(self) -> int:
@@ -82,7 +104,26 @@ class StackLayout:
     # --- addresses ---------------------------------------------------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
+        """The anonymous PLAINTEXT listener (see ``plaintext_listener``)."""
+        if not self.has_plaintext:
+            raise ValueError("this secured stack has no PLAINTEXT listener: use sasl_bootstrap_servers")
         return ",".join(f"127.0.0.1:{self.broker_port(b)}" for b in self.broker_ids)
+
+    @property
+    def has_plaintext(self) -> bool:
+        return self.plaintext_listener or not self.secured
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_SSL listener (secured mode)."""
+        if not self.secured:
+            raise ValueError("this stack is not secured: it has no SASL_SSL listener")
+        return ",".join(f"127.0.0.1:{self.sasl_port(b)}" for b in self.broker_ids)
+
+    @property
+    def client_bootstrap(self) -> str:
+        """Where kafka-health's own clients (and the demo's tenants) connect: SASL_SSL when secured."""
+        return self.sasl_bootstrap_servers if self.secured else self.bootstrap_servers
 
     @property
     def client_bootstrap_servers(self) -> str:
@@ -144,6 +185,16 @@ class StackLayout:
         return self.dir / "alertmanager"
 
     @property
+    def security_dir(self) -> Path:
+        """CA, node keystore, passwords (files of mode 0600) of a secured stack."""
+        return self.dir / "security"
+
+    @property
+    def clients_dir(self) -> Path:
+        """Client properties per principal (``admin.properties``, ``<tenant>.properties``) of a secured stack."""
+        return self.dir / "clients"
+
+    @property
     def config_file(self) -> Path:
         """The kafka-health config YAML the demo runs on (written by the demo, for ``--config``)."""
         return self.dir / "kafka-health.yaml"
@@ -151,8 +202,14 @@ class StackLayout:
     def all_ports(self) -> dict[str, int]:
         """Every port of this layout by name (docs/architecture.md lists the same offsets)."""
         ports = {"controller": self.controller_port, "controller-jmx": self.controller_jmx_port}
+        if self.secured:
+            ports["controller-jolokia"] = self.controller_jolokia_port
         for b in self.broker_ids:
-            ports[f"broker-{b}"] = self.broker_port(b)
+            if self.has_plaintext:
+                ports[f"broker-{b}"] = self.broker_port(b)
+            if self.secured:
+                ports[f"broker-{b}-sasl-ssl"] = self.sasl_port(b)
+                ports[f"broker-{b}-internal"] = self.internal_port(b)
             ports[f"broker-{b}-jmx"] = self.broker_jmx_port(b)
             ports[f"broker-{b}-jolokia"] = self.broker_jolokia_port(b)
             if self.client_listener_host:
