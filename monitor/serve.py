@@ -18,7 +18,14 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Gauge,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy.engine import make_url
 
@@ -27,6 +34,7 @@ from collectors.component import CollectionService
 from collectors.contract import TenantContractCollector
 from monitor import __version__
 from monitor.api.app import mount_api
+from monitor.api.httpmetrics import RequestMetricsMiddleware, request_duration
 from monitor.core.api.principal import current_principal
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component, stop_all
@@ -58,6 +66,9 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     registry = registry or CollectorRegistry()
     info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
     info.labels(__version__, ",".join(roles)).set(1)
+    # prometheus-client's default collectors (process_*, python_info, python_gc_*), as on its global registry
+    for default in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+        registry.register(default)
     components: list[Component] = []
 
     @asynccontextmanager
@@ -84,6 +95,8 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
                       origin=ConfigOrigin.of(config, config_label) if config_label else None)
     # One live tenant set for every component of the process: a tenant created or deleted through the API is
     # labelled, attributed, routed and shown from the next round, cycle or scrape on, without a restart.
+    # Added last, so it runs first: requests the API's body limit, authentication and rate limit refuse count too.
+    app.add_middleware(RequestMetricsMiddleware, duration=request_duration(registry))
     tenants = _tenant_set(config, getattr(app.state, "store", None))
     app.state.tenants = tenants
     # The tenants' contracts (quotas, budget) as series, for the dashboards: config, not a measurement.
