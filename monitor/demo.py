@@ -29,10 +29,12 @@ from monitor.core.errors import ComponentFailed, PortInUse
 from monitor.core.store import Store
 from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack
+from monitor.stack import kafka as stack_kafka
 from monitor.stack.cli import add_stack_args, layout_from_args
 from monitor.stack.layout import StackLayout
 from monitor.stack.observability import SCRAPE_TOKEN_PLACEHOLDER, write_scrape_token
 from monitor.stack.procs import port_open
+from monitor.tenants import quotas
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ DEMO_TENANTS = (
         name="payments",
         display_name="Payments team",
         selectors=(TenantSelector(cluster="local", topic_prefixes=("payments.",), client_id_prefixes=("payments-",),
-                                  group_prefixes=("payments-",)),),
+                                  group_prefixes=("payments-",), principals=("User:payments-app",)),),
         contract=TenantContract(produce_quota_bytes_per_second=5_000_000, fetch_quota_bytes_per_second=10_000_000,
                                 storage_budget_bytes=2 * 1024**3, retention_hours=168),
     ),
@@ -49,7 +51,7 @@ DEMO_TENANTS = (
         name="search",
         display_name="Search team",
         selectors=(TenantSelector(cluster="local", topic_prefixes=("search.",), client_id_prefixes=("search-",),
-                                  group_prefixes=("search-",)),),
+                                  group_prefixes=("search-",), principals=("User:search-app",)),),
         contract=TenantContract(produce_quota_bytes_per_second=2_000_000, fetch_quota_bytes_per_second=4_000_000,
                                 storage_budget_bytes=1024**3, retention_hours=72),
     ),
@@ -83,7 +85,7 @@ def run_demo(args) -> int:
         stack.up()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    load = LoadGenerator(L.bootstrap_servers, DEMO_LOAD)
+    load = LoadGenerator(stack.admin_settings(), DEMO_LOAD, tenant_conns=onboard_demo_tenants(stack))
     server: threading.Thread | None = None
     demo_tokens: dict[str, tuple[str, str]] = {}
     config = None
@@ -193,6 +195,39 @@ def _cli() -> str:
     return f"{shlex.quote(sys.executable)} -m monitor.cli"
 
 
+def _tenant_line(L: StackLayout, t: str) -> str:
+    principal = f", principal User:{t}-app" if L.secured else ""
+    return f"{t} (topics {t}.*, clients {t}-*{principal})"
+
+
+def _security_lines(L: StackLayout) -> str:
+    if not L.secured:
+        return "  Kafka security:          none (PLAINTEXT, anonymous clients)\n"
+    return (f"  Kafka security:          secured: SASL_SSL with SCRAM-SHA-512, ACLs, per-tenant user quotas\n"
+            f"  Client configs:          {L.clients_dir}/ (admin, payments, search; "
+            f"kcat -F {L.clients_dir / 'payments.properties'} -L)\n")
+
+
+def onboard_demo_tenants(stack: Stack) -> dict[str, dict[str, str]]:
+    """On a secured stack, what a platform team does for each tenant: a principal ``User:<tenant>-app`` with rights
+    on its own topics and groups, ``clients/<tenant>.properties`` to connect with, its contract as a user quota.
+    Returns each tenant's client settings (they hold its password); empty on a plaintext stack."""
+    L = stack.layout
+    if not L.secured:
+        return {}
+    conns = {}
+    for t in DEMO_TENANTS:
+        s = t.selectors[0]
+        user = s.principals[0].removeprefix("User:")
+        conns[t.name] = stack.add_principal(user, topic_prefixes=s.topic_prefixes, group_prefixes=s.group_prefixes,
+                                            properties_name=t.name)
+    java = stack_kafka.require_java()
+    for q in quotas.plan(DEMO_TENANTS, "local"):
+        stack_kafka.run_config_command(L, java, L.logs_dir / "setup.log", quotas.config_command_args(q),
+                                       what=f"the quota of User:{q.user}")
+    return conns
+
+
 def demo_text(L: StackLayout, demo_tokens: dict[str, tuple[str, str]], config_file: Path, *, today: date,
               cli: str) -> str:
     """What the demo prints once it runs: where everything is, and what to try. Pure, for the tests."""
@@ -212,10 +247,10 @@ kafka-health demo is running (Ctrl-C stops everything it started)
     API docs:              {url}/docs
   Prometheus:              {L.prometheus_url}
   Alertmanager:            {L.alertmanager_url}
-  Kafka bootstrap:         {L.bootstrap_servers}
-  Config (YAML):           {config_file}
+  Kafka bootstrap:         {L.client_bootstrap}
+{_security_lines(L)}  Config (YAML):           {config_file}
 
-  Tenants: payments (topics payments.*, clients payments-*), search (topics search.*, clients search-*)
+  Tenants: {_tenant_line(L, "payments")}, {_tenant_line(L, "search")}
 
   Demo API tokens (valid until the demo stops):
     operator:        {op}

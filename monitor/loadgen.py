@@ -35,13 +35,22 @@ class TenantLoad:
     consumer_settings: dict = field(default_factory=dict)  # e.g. fetch.min.bytes, fetch.wait.max.ms
 
 
-def ensure_topics(bootstrap: str, topics: list[str], *, partitions: int = 3, replication: int = 3,
+Connection = str | dict[str, str]  # bootstrap servers, or confluent-kafka settings (SASL_SSL: they hold a password)
+
+
+def connection_settings(conn: Connection) -> dict[str, str]:
+    return {"bootstrap.servers": conn} if isinstance(conn, str) else dict(conn)
+
+
+def ensure_topics(conn: Connection, topics: list[str], *, partitions: int = 3, replication: int = 3,
                   timeout: float = 30.0) -> None:
     """Create the topics that do not exist yet and wait until each partition has a leader.
 
     A cluster that does not answer or refuses a topic raises ``StackError`` (one line for the CLI): confluent-kafka's
     ``KafkaException`` stops at this seam."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    settings = connection_settings(conn)
+    bootstrap = settings["bootstrap.servers"]  # messages name the servers, never the settings (a password)
+    admin = AdminClient({**settings, "logger": _QUIET})
     try:
         existing = set(admin.list_topics(timeout=min(10.0, timeout)).topics)
         new = [NewTopic(t, num_partitions=partitions, replication_factor=replication)
@@ -74,8 +83,13 @@ def kafka_reason(exc: KafkaException) -> str:
 
 
 class LoadGenerator:
-    def __init__(self, bootstrap: str, loads: list[TenantLoad]):
-        self.bootstrap = bootstrap
+    """``conn`` creates the topics (an admin on a secured cluster); ``tenant_conns`` are the connections each
+    tenant's clients use (their principal's SASL settings), by tenant name; a tenant not in it uses ``conn``."""
+
+    def __init__(self, conn: Connection, loads: list[TenantLoad], *,
+                 tenant_conns: dict[str, Connection] | None = None):
+        self.conn = connection_settings(conn)
+        self.tenant_conns = {t: connection_settings(c) for t, c in (tenant_conns or {}).items()}
         self.loads = loads
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -83,7 +97,7 @@ class LoadGenerator:
         self.consumed = {load.tenant: 0 for load in loads}
 
     def start(self) -> None:
-        ensure_topics(self.bootstrap, [t for load in self.loads for t in load.topics])
+        ensure_topics(self.conn, [t for load in self.loads for t in load.topics])
         for load in self.loads:
             for target in (self._produce, self._consume):
                 th = threading.Thread(target=target, args=(load,), name=f"load-{load.tenant}-{target.__name__}",
@@ -96,8 +110,11 @@ class LoadGenerator:
         for th in self._threads:
             th.join(timeout)
 
+    def _conn_of(self, load: TenantLoad) -> dict[str, str]:
+        return self.tenant_conns.get(load.tenant, self.conn)
+
     def _produce(self, load: TenantLoad) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "client.id": load.client_id,
+        producer = Producer({**self._conn_of(load), "client.id": load.client_id,
                              "linger.ms": 20, "logger": _QUIET, **load.producer_settings})
         payload = b"x" * load.message_bytes
         interval = 1.0 / load.messages_per_second
@@ -122,7 +139,7 @@ class LoadGenerator:
 
     def _consume(self, load: TenantLoad) -> None:
         consumer = Consumer({
-            "bootstrap.servers": self.bootstrap, "group.id": load.group, "client.id": f"{load.client_id}-consumer",
+            **self._conn_of(load), "group.id": load.group, "client.id": f"{load.client_id}-consumer",
             "auto.offset.reset": "earliest", "enable.auto.commit": True, "logger": _QUIET, **load.consumer_settings,
         })
         consumer.subscribe(list(load.topics))

@@ -127,14 +127,15 @@ class Stack:
         kafka.ensure_jars(L, setup_log)
         kafka.ensure_agents(setup_log)
 
-        if state.get("secured") is not None and state["secured"] != L.secured:
-            mode = "secured" if state["secured"] else "plaintext"
-            raise StackError(f"{L.dir} holds a {mode} cluster; use another --dir to change the security mode")
+        made = state.get("security") or ("plaintext" if state.get("cluster_id") else None)  # older dirs: plaintext
+        if made not in (None, L.security_mode):
+            raise StackError(f"{L.dir} holds a cluster made with --security {made}; use another --dir "
+                             f"for --security {L.security_mode}")
         if L.secured:
             security.StackSecurity(L).ensure()
         cluster_id = state.get("cluster_id") or kafka.new_cluster_id()
         self._write_state({**state, "cluster_id": cluster_id, "kafka_version": L.kafka_version,
-                           "port_base": L.port_base, "secured": L.secured})
+                           "port_base": L.port_base, "security": L.security_mode})
         started = []
         try:
             for node in self.kafka_nodes:

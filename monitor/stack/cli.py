@@ -49,10 +49,17 @@ def port_base_arg(text: str) -> int:
     return value
 
 
+SECURITY_MODES = ("sasl_ssl", "plaintext", "both")
+
+
 def add_stack_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=None, help="stack state directory (default ~/.kafka-health/stack)")
     p.add_argument("--kafka-version", type=kafka_version_arg, default=None, help="4.1.1 (default) or 3.9")
     p.add_argument("--port-base", type=port_base_arg, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
+    p.add_argument("--security", choices=SECURITY_MODES, default=None, help=(
+        "sasl_ssl: SCRAM over TLS, ACLs, JMX with a password (the default for a new stack); plaintext: anonymous "
+        "clients, no authorizer; both: sasl_ssl plus an anonymous PLAINTEXT listener whose rights are ACLs (tests). "
+        "An existing stack dir keeps the mode it was made with"))
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -104,6 +111,8 @@ def config_args(args: argparse.Namespace) -> list[str]:
     if os.environ.get("KAFKA_HEALTH_CONFIG"):
         return []  # inherited through the environment
     out = ["--port-base", str(args.port_base)]
+    if getattr(args, "security", None):
+        out += ["--security", args.security]
     if args.dir is not None:
         out += ["--dir", str(Path(args.dir).resolve())]
     if args.kafka_version:
@@ -112,9 +121,22 @@ def config_args(args: argparse.Namespace) -> list[str]:
 
 
 def layout_from_args(args: argparse.Namespace) -> StackLayout:
-    """The stack the options name; ``add_stack_args`` has already refused a bad version or port base."""
-    return StackLayout(dir=(args.dir or default_stack_dir()).resolve(), port_base=args.port_base,
-                       kafka_version=resolve_kafka_version(args.kafka_version))
+    """The stack the options name; ``add_stack_args`` has already refused a bad version or port base. The security
+    mode is ``--security``, else the one the stack dir was made with (``stack.json``), else sasl_ssl."""
+    directory = (args.dir or default_stack_dir()).resolve()
+    mode = getattr(args, "security", None) or stored_security_mode(directory) or "sasl_ssl"
+    return StackLayout(dir=directory, port_base=args.port_base, kafka_version=resolve_kafka_version(args.kafka_version),
+                       secured=mode != "plaintext", plaintext_listener=mode != "sasl_ssl")
+
+
+def stored_security_mode(directory: Path) -> str | None:
+    try:
+        state = json.loads((directory / "stack.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if state.get("security") in SECURITY_MODES:
+        return state["security"]
+    return "plaintext" if state.get("cluster_id") else None  # made before the secured mode existed
 
 
 def register(sub) -> None:
@@ -161,7 +183,7 @@ def _print_status_json(stack: Stack) -> bool:
     print(json.dumps({
         "healthy": healthy,
         "components": [asdict(r) for r in rows],
-        "kafka_version": L.kafka_version, "bootstrap_servers": L.bootstrap_servers,
+        "kafka_version": L.kafka_version, "security": L.security_mode, "bootstrap_servers": L.client_bootstrap,
         "prometheus_url": L.prometheus_url, "alertmanager_url": L.alertmanager_url, "dir": str(L.dir),
     }, indent=2))
     return healthy
@@ -174,7 +196,9 @@ def _print_status(stack: Stack) -> bool:
         ports = ",".join(str(p) for p in r.ports)
         print(f"{r.name:<14}{r.pid or '-':>8}  {ports:<14}{r.detail}")
     L = stack.layout
-    print(f"\nKafka bootstrap: {L.bootstrap_servers} (Kafka {L.kafka_version})")
+    print(f"\nKafka bootstrap: {L.client_bootstrap} (Kafka {L.kafka_version}, {L.security_mode})")
+    if L.secured:
+        print(f"Client configs:  {L.clients_dir} (e.g. kcat -F {L.clients_dir / 'admin.properties'} -L)")
     print(f"Prometheus:      {L.prometheus_url}")
     print(f"Alertmanager:    {L.alertmanager_url}")
     print(f"State and logs:  {L.dir}")

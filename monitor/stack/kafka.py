@@ -109,19 +109,27 @@ def set_client_quota(layout: StackLayout, java: str, log: Path, *, client_id: st
 
 
 def run_config_command(layout: StackLayout, java: str, log: Path, args: list[str], *, what: str) -> None:
-    """``kafka-configs --alter ARGS`` through Kafka's own ConfigCommand class in a short JVM (confluent-kafka has no
-    client-quota Admin API). On a secured stack it authenticates as ``User:admin`` with a 0600 ``--command-config``
-    file: the password is never in argv."""
+    """``kafka-configs --alter ARGS`` on this stack: as ``User:admin`` (a 0600 ``--command-config`` file) when it is
+    secured, anonymously on PLAINTEXT otherwise."""
     if layout.secured:
-        auth = ["--bootstrap-server", layout.sasl_bootstrap_servers,
-                "--command-config", str(StackSecurity(layout).admin_command_config())]
+        config_command(java, layout, log, args, bootstrap=layout.sasl_bootstrap_servers,
+                       command_config=StackSecurity(layout).admin_command_config(), what=what)
     else:
-        auth = ["--bootstrap-server", layout.bootstrap_servers]
+        config_command(java, layout, log, args, bootstrap=layout.bootstrap_servers, command_config=None, what=what)
+
+
+def config_command(java: str, layout: StackLayout, log: Path, args: list[str], *, bootstrap: str,
+                   command_config: Path | None, what: str) -> None:
+    """``kafka-configs --bootstrap-server BOOTSTRAP [--command-config FILE] --alter ARGS`` through Kafka's own
+    ConfigCommand class in a short JVM (confluent-kafka has no client-quota Admin API) with ``layout``'s jars. The
+    credentials stay in the file: argv holds its path only."""
+    auth = ["--command-config", str(command_config)] if command_config else []
     cmd = [
         java, "-Xmx128m", f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand", *auth, "--alter", *args,
+        "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, *auth,
+        "--alter", *args,
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:

@@ -110,6 +110,13 @@ class StackLayout:
         return ",".join(f"127.0.0.1:{self.broker_port(b)}" for b in self.broker_ids)
 
     @property
+    def security_mode(self) -> str:
+        """``sasl_ssl``, ``plaintext`` or ``both`` (``stack up --security``)."""
+        if not self.secured:
+            return "plaintext"
+        return "both" if self.plaintext_listener else "sasl_ssl"
+
+    @property
     def has_plaintext(self) -> bool:
         return self.plaintext_listener or not self.secured
 

@@ -246,9 +246,9 @@ def _make_ca(sec: StackSecurity) -> None:
         .serial_number(x509.random_serial_number())
         .not_valid_before(_now() - dt.timedelta(minutes=5)).not_valid_after(_now() + dt.timedelta(days=CERT_DAYS))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                                     key_encipherment=False, data_encipherment=False, key_agreement=False,
-                                     encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
         .sign(key, hashes.SHA256())
     )
     _write_secret(sec.ca_key, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -307,7 +307,7 @@ def _make_node_keystore(sec: StackSecurity) -> None:
     _write_secret(sec.node_keystore, data)
 
 
-# --- principals and ACLs (confluent-kafka Admin API) -------------------------------------------------------------------
+# --- principals and ACLs (confluent-kafka Admin API) ------------------------------------------------------------------
 def monitor_acls(principal: str = f"User:{MONITOR}") -> list:
     """What the collectors read, and nothing more: cluster and log dirs (Describe), broker configs and client quotas
     (DescribeConfigs on the cluster), topics (Describe, DescribeConfigs: partitions, watermarks, retention), groups

@@ -172,6 +172,39 @@ def _tenants_delete(args) -> int:
     return 0
 
 
+def _tenants_apply_quotas(args) -> int:
+    from monitor.stack import kafka as stack_kafka
+    from monitor.stack.cli import layout_from_args
+    from monitor.tenants import quotas
+    from monitor.tenants.live import with_stored_tenants
+
+    config, store = open_registry(args)
+    config = with_stored_tenants(config, store)
+    clusters = [c for c in config.clusters if args.cluster in (None, c.name)]
+    if not clusters:
+        raise NotFound(f"no cluster {args.cluster!r} in the configuration")
+    planned = [(c, q) for c in clusters for q in quotas.plan(config.tenants, c.name)]
+    for c, q in planned:
+        print(f"{c.name}: User:{q.user} (tenant {q.tenant}): {q.add_config}")
+    if not planned:
+        print("no tenant names a principal with a produce or fetch quota: nothing to apply")
+        return 0
+    if args.dry_run:
+        return 0
+    if args.admin_config is None or not Path(args.admin_config).is_file():
+        raise Invalid("--admin-config FILE: Java client properties of a principal allowed to alter quotas "
+                      "(the local stack writes clients/admin.java.properties)")
+    layout = layout_from_args(args)
+    java = stack_kafka.require_java()
+    log = layout.logs_dir / "apply-quotas.log"
+    stack_kafka.ensure_jars(layout, log)
+    for c, q in planned:
+        stack_kafka.config_command(java, layout, log, quotas.config_command_args(q), bootstrap=c.bootstrap_servers,
+                                   command_config=Path(args.admin_config), what=f"the quota of User:{q.user}")
+    print(f"applied {len(planned)} user quota(s)")
+    return 0
+
+
 def register(sub) -> None:
     t = sub.add_parser("tenants", help="list, show, create and delete tenants")
     tsub = t.add_subparsers(dest="tenants_command", required=True)
@@ -198,6 +231,13 @@ def register(sub) -> None:
     p.add_argument("name")
     add_config_args(p)
     p.set_defaults(func=_tenants_delete)
+    p = tsub.add_parser("apply-quotas", help="set each tenant principal's Kafka user quota from its contract")
+    p.add_argument("--cluster", default=None, help="only this cluster (default: every cluster of the config)")
+    p.add_argument("--admin-config", default=None, metavar="FILE",
+                   help="Java client properties of a principal allowed to alter quotas (never a password in argv)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be set, change nothing")
+    add_config_args(p)
+    p.set_defaults(func=_tenants_apply_quotas)
     p = tsub.add_parser("sync", help="write the config file's tenants into the store (serve does it at start)")
     p.add_argument("--yes", action="store_true", help="also remove config tenants that still own tokens, alerts "
                                                       "or reports")
