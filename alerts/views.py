@@ -133,25 +133,38 @@ def _alerts_page(db_session: Session, tenant: str | None, state: StateParam | No
     return page_of(rows, paging, key=lambda r: r.fingerprint, convert=alert_json)
 
 
-@router.get("/api/v1/alerts", response_model=Page[AlertInstanceRead],
+@router.get("/api/v1/alerts", response_model=Page[AlertInstanceRead], operation_id="listAlerts",
             summary="Alert instances (operators: every one; a tenant token: its tenant's)")
 def list_alerts(db_session: DbSession, principal: CurrentPrincipal, paging: PagingParams,
                 state: StateParam | None = None) -> Page:
+    """Pending, firing and resolved alert instances (resolved ones are kept 7 days), a page at a time. Each carries
+    its labels, annotations (summary, description, runbook_url), evidence and state times. An operator token lists
+    every instance; a tenant token lists its own tenant's only, with other tenants' clients scrubbed from labels
+    and evidence."""
     return _alerts_page(db_session, None if principal.is_operator else principal.tenant, state, paging)
 
 
 @router.get("/api/v1/tenants/{tenant}/alerts", response_model=Page[AlertInstanceRead],
+            operation_id="listTenantAlerts",
             summary="This tenant's alert instances (the same answer as /alerts with its token)")
 def tenant_alerts(name: TenantName, db_session: DbSession, paging: PagingParams,
                   state: Annotated[StateParam | None, Query(description="only instances in this state")] = None
                   ) -> Page:
+    """The alert instances attributed to one tenant, optionally only those in one state. A tenant token may ask
+    for its own tenant only: any other name answers 404, as an unknown one does."""
     if tenant_service.get(db_session=db_session, name=name) is None:
         raise NotFound(TENANT_NOT_FOUND)
     return _alerts_page(db_session, name, state, paging)
 
 
-@router.post("/api/v1/silences", status_code=201, response_model=SilenceRead)
+@router.post("/api/v1/silences", status_code=201, response_model=SilenceRead, operation_id="createSilence",
+             summary="Silence the alerts that match some labels for a while")
 def create_silence(body: SilenceIn, request: Request, principal: Principal = Depends(current_principal)) -> dict:
+    """Create a silence: label matchers (`=`, `!=`, `=~`, `!~`; regexes are RE2, fully matched, as in
+    Alertmanager) and an end (`ends_at`, or `duration_seconds` from `starts_at`, default now). Matching alerts
+    are still evaluated and listed, but not notified while it lasts. A tenant token's silence is confined to its
+    own tenant (a `tenant` matcher naming another answers 404), and a tenant may hold a limited number at once
+    (409). A silence that matches everything is refused (422)."""
     # Every refusal here is a 422 naming the field (the API's error contract), like the body's schema checks.
     now = _now(request)
     starts = _in_utc(body.starts_at, "starts_at") or now
@@ -201,9 +214,12 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
         return silence_json(row, now)
 
 
-@router.get("/api/v1/silences", response_model=Page[SilenceRead])
+@router.get("/api/v1/silences", response_model=Page[SilenceRead], operation_id="listSilences",
+            summary="Silences, active, pending and expired")
 def list_silences(request: Request, paging: PagingParams,
                   principal: Principal = Depends(current_principal)) -> Page:
+    """Silences with their matchers, times and state (pending, active, expired), a page at a time. An operator
+    token lists every silence; a tenant token lists its tenant's."""
     now = _now(request)
     with request.app.state.store.session() as s:
         rows = repo.list_silences(session=s, tenant=principal.tenant, all_tenants=principal.is_operator,
@@ -211,8 +227,12 @@ def list_silences(request: Request, paging: PagingParams,
         return page_of(rows, paging, key=lambda r: r.id, convert=lambda r: silence_json(r, now))
 
 
-@router.delete("/api/v1/silences/{silence_id}", response_model=SilenceRead)
+@router.delete("/api/v1/silences/{silence_id}", response_model=SilenceRead, operation_id="expireSilence",
+               summary="End a silence now")
 def expire_silence(silence_id: str, request: Request, principal: Principal = Depends(current_principal)) -> dict:
+    """Expire the silence (it is kept, expired, for the record) and answer it. Alerts it held back are notified
+    at the next evaluation if they still fire. A tenant token may expire its tenant's silences only (404
+    otherwise)."""
     now = _now(request)
     with request.app.state.store.session() as s:
         row = repo.get_silence(silence_id, session=s)

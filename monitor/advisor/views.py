@@ -170,13 +170,17 @@ def _advice(store: Store, config: Config, name: str, now, window: str, costly: C
         source.inner.close()
 
 
-@router.get("/tenants/{tenant}/advice", response_model=TenantAdvice,
+@router.get("/tenants/{tenant}/advice", response_model=TenantAdvice, operation_id="getTenantAdvice",
             summary="What this tenant's clients should change, with evidence")
 async def tenant_advice(
     name: TenantName, request: Request, config: AppConfig, now: Now, costly: CostlyWork,
     window: Annotated[str, Query(pattern=WINDOW, description=(
         f"look-back window, e.g. 10m; at most {service.ADVICE_MAX_WINDOW}"))] = "10m",
 ) -> dict:
+    """The client advisor's findings for the tenant's own clients over the window: each names the client, what
+    its configuration costs the brokers (small batches, aggressive polling, ...), the metrics that show it, the
+    likely cause and the settings to change. Other tenants' clients never appear. A costly request: it may
+    answer 429 or 503 when the server is busy and 504 past its deadline (see Retry-After)."""
     service.check_window(window, most=service.ADVICE_MAX_WINDOW)
     state = request.app.state
     watch = getattr(state, "store_watch", None)
@@ -216,6 +220,7 @@ def _capacity(store: Store, config: Config, principal: Principal, cluster: str, 
 # exclude_unset: a field with a default (plan.missing) is answered only when the service sets it, so the answer is the
 # service's dict exactly.
 @router.get("/clusters/{cluster}/capacity", response_model=ClusterCapacity, response_model_exclude_unset=True,
+            operation_id="getClusterCapacity",
             summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if")
 async def cluster_capacity(
     cluster: ClusterName, request: Request, principal: CurrentPrincipal, config: AppConfig, now: Now,
@@ -228,6 +233,10 @@ async def cluster_capacity(
     window: Annotated[str, Query(pattern=WINDOW, description=(
         f"look-back window, e.g. 1h; at most {service.CAPACITY_MAX_WINDOW}"))] = "1h",
 ) -> dict:
+    """The cluster's capacity plan from its recent growth: storage per tenant and time until the disks are full,
+    partitions per broker, request and network thread headroom; with `grow` and `add`, the same for a what-if
+    scenario. A tenant token sees its own share of the cluster and may only grow its own tenant. A costly
+    request: it may answer 429 or 503 when the server is busy and 504 past its deadline."""
     service.check_window(window, most=service.CAPACITY_MAX_WINDOW)
     scenario = service.parse_scenario(grow or (), add or ())  # refused before any work
     try:

@@ -65,9 +65,13 @@ class TenantHealth(BaseModel):
     components: list[Component]
 
 
-@router.get("/tenants/{tenant}/health", response_model=TenantHealth,
+@router.get("/tenants/{tenant}/health", response_model=TenantHealth, operation_id="getTenantHealth",
             summary="Is this tenant's Kafka healthy, and if not, why (with evidence)")
 async def tenant_health(name: TenantName, request: Request, config: AppConfig, now: Now) -> Response:
+    """The tenant's health now: a status (ok, degraded, critical, unknown when its data is stale) and a score
+    from 0 to 100, with each affected component (cluster, broker, topic, client, group) and the firing alerts
+    that make it so, their severity, summary and evidence. Built from the alert engine's state, never from
+    another tenant's details."""
     state = request.app.state
     marks = state.store_watch.current()  # before anything is read: see AnswerMemo.put
     body = state.health_memo.get(name, marks, now)
@@ -121,10 +125,12 @@ def _cluster_firing(db_session: Session, cluster: str, own: TenantConfig | None)
     return firing_reasons(db_session, *tenant_alerts_filter(own, {cluster}))
 
 
-@clusters_router.get("/clusters/{cluster}/health", response_model=ClusterHealth,
+@clusters_router.get("/clusters/{cluster}/health", response_model=ClusterHealth, operation_id="getClusterHealth",
                      summary="A cluster's health (for a tenant token: its slice of the cluster)")
 def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
                    now: Now) -> ClusterHealth:
+    """The cluster's status and score with the components its firing alerts name. An operator sees every alert
+    of the cluster; a tenant token only those attributed to its tenant (404 for a cluster it is not on)."""
     own = cluster_scope(db_session, principal, cluster)
     result = assess(
         clusters={cluster},
@@ -145,9 +151,12 @@ class BrokerRead(BaseModel):
 
 
 @clusters_router.get("/clusters/{cluster}/brokers", response_model=Page[BrokerRead],
+                     operation_id="listClusterBrokers",
                      summary="The cluster's brokers from the config, with their latest known status")
 def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
                     now: Now, paging: PagingParams) -> Page[BrokerRead]:
+    """Each configured broker with its host, a status from the alerts firing on it (unknown when the cluster's
+    data is stale) and those alerts' names; for a tenant token, only the alerts attributed to its tenant."""
     own = cluster_scope(db_session, principal, cluster)
     gap = data_gap(cluster, _heartbeats(db_session, {cluster}).get(cluster), now=now,
                    stale_after=_stale_after(config))

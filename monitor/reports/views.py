@@ -104,9 +104,13 @@ def _lake(request: Request) -> Path:
     return Path(request.app.state.config.lake.path)
 
 
-@router.get("/tenants/{tenant}/reports", response_model=Page[ReportRead])
+@router.get("/tenants/{tenant}/reports", response_model=Page[ReportRead], operation_id="listTenantReports",
+            summary="The tenant's weekly reports, newest week first")
 def list_reports(tenant: str, request: Request, paging: PagingParams,
                  principal: Principal = Depends(current_principal)) -> Page:
+    """The index of the tenant's weekly trend reports: ISO week, status, problems met while computing it, when
+    it was generated, and the URL of the report itself. A tenant token sees its own tenant's only (404 for any
+    other)."""
     _visible(principal, tenant)
     with request.app.state.store.session() as s:
         rows = service.list_reports(db_session=s, tenant=tenant, limit=paging.limit + 1, before_week=paging.after)
@@ -118,9 +122,14 @@ def list_reports(tenant: str, request: Request, paging: PagingParams,
 # The answer is sent as read from the lake (a Response: FastAPI does not re-validate it); the model documents it.
 @router.get("/tenants/{tenant}/reports/{week}", response_model=ReportDocument, responses={200: {
     "description": "The report: its JSON document, or with `Accept: text/html` the HTML page with charts",
-    "content": {"text/html": {"schema": {"type": "string"}}}}})
+    "content": {"text/html": {"schema": {"type": "string"}}}}}, operation_id="getTenantReport",
+    summary="One weekly report of the tenant, as JSON or HTML")
 def get_report(tenant: str, week: str, request: Request,
                principal: Principal = Depends(current_principal)) -> JSONResponse | HTMLResponse:
+    """The tenant's report for an ISO week (`2026-W47`): throughput and growth, storage and weeks until full,
+    latency, throttling, consumer lag, alerts and availability. JSON by default; the HTML page with charts when
+    the request's `Accept` names `text/html`. 404 when no report of that week exists (or the tenant is not the
+    token's)."""
     _visible(principal, tenant)
     with request.app.state.store.session() as s:
         row = service.get_report(db_session=s, tenant=tenant, week=week)
