@@ -23,6 +23,7 @@ from monitor.api import tokens
 from monitor.api.app import mount_api
 from monitor.core.config import Config, parse_config
 from monitor.core.store import Store
+from monitor.schema import create_all
 from monitor.store.migrate import upgrade
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -98,6 +99,16 @@ def build_api(config: Config, store: Store, *, now: datetime = NOW) -> FastAPI:
     app.state.clock = lambda: now
     mount_api(app, config=config, store=store)
     return app
+
+
+def openapi_document() -> dict:
+    """The API's OpenAPI document, built on an empty in-memory store (for tests that read the document alone)."""
+    store = Store("sqlite://")
+    create_all(store)
+    try:
+        return build_api(make_config(), store).openapi()
+    finally:
+        store.dispose()
 
 
 @pytest.fixture

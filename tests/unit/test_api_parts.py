@@ -199,15 +199,9 @@ TYPED_2XX = {
 
 @pytest.fixture(scope="module")
 def openapi() -> dict:
-    from monitor.core.store import Store
-    from tests.api_fixtures import build_api, make_config
+    from tests.api_fixtures import openapi_document
 
-    store = Store("sqlite://")
-    create_all(store)
-    try:
-        return build_api(make_config(), store).openapi()
-    finally:
-        store.dispose()
+    return openapi_document()
 
 
 def _refs(schema: dict) -> list[str]:

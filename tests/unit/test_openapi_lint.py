@@ -9,9 +9,7 @@ import re
 
 import pytest
 
-from monitor.core.store import Store
-from monitor.schema import create_all
-from tests.api_fixtures import build_api, make_config
+from tests.api_fixtures import openapi_document
 
 pytestmark = pytest.mark.unit
 OPERATION_ID = re.compile(r"^[a-z][a-zA-Z0-9]+$")
@@ -20,12 +18,7 @@ METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
 @pytest.fixture(scope="module")
 def openapi() -> dict:
-    store = Store("sqlite://")
-    create_all(store)
-    try:
-        return build_api(make_config(), store).openapi()
-    finally:
-        store.dispose()
+    return openapi_document()
 
 
 def _operations(openapi: dict) -> list[tuple[str, str, dict]]:
