@@ -1,6 +1,6 @@
 """Shared fixtures.
 
-- ``stack``: the real local stack (KRaft controller + 3 brokers, Prometheus, Alertmanager), up once per session, down
+- ``stack``: the real local stack (KRaft controller + 3 brokers, Prometheus, Alertmanager), secured, up once per session, down
   at the end. Port base from $KAFKA_HEALTH_TEST_PORT_BASE (default 19700) so a developer's demo stack can keep running.
 - ``pg_url``: a real PostgreSQL server (Debian's package) initialised in a temp dir for the session.
 - ``spark``: a local PySpark session.
@@ -29,7 +29,11 @@ from monitor.stack.layout import resolve_kafka_version
 def stack(tmp_path_factory) -> Stack:
     base = int(os.environ.get("KAFKA_HEALTH_TEST_PORT_BASE", "19700"))
     version = resolve_kafka_version(os.environ.get("KAFKA_HEALTH_TEST_KAFKA_VERSION"))
-    layout = StackLayout(dir=tmp_path_factory.mktemp("stack"), port_base=base, kafka_version=version)
+    # Secured as a shared cluster is (SASL_SSL, ACLs, JMX and Jolokia with passwords: what stack.config() points
+    # kafka-health at), plus the anonymous PLAINTEXT listener of bootstrap_servers for tests' own clients, whose
+    # rights are ACLs (so the authorizer decides for them too).
+    layout = StackLayout(dir=tmp_path_factory.mktemp("stack"), port_base=base, kafka_version=version,
+                         secured=True, plaintext_listener=True)
     with running_stack(layout) as s:
         yield s
 

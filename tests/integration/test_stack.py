@@ -2,6 +2,7 @@
 Prometheus and Alertmanager answering, idempotent ``up`` and a ``down`` that leaves nothing behind."""
 
 import os
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from confluent_kafka.admin import AdminClient
 from jmxquery import JMXConnection, JMXQuery
 
 from monitor.loadgen import ensure_topics
+from monitor.stack.security import JMX_USER, StackSecurity
 
 pytestmark = pytest.mark.integration
 
@@ -52,16 +54,27 @@ def test_replicated_topic_roundtrip(stack):
     assert got == sent
 
 
-def test_every_node_answers_jmx(stack):
+def test_every_node_answers_jmx_with_credentials_only(stack):
+    """The session stack is secured: remote JMX and the Jolokia agents answer the monitoring user's password, and
+    refuse a reader without it."""
     L = stack.layout
+    sec = StackSecurity(L)
+    auth = (JMX_USER, sec.password("jmx-monitor"))
+
+    def read(port: int, mbean: str, **kw) -> httpx.Response:
+        return httpx.post(f"http://127.0.0.1:{port}/jolokia/", json={"type": "read", "mbean": mbean,
+                                                                      "attribute": "Value"}, timeout=30, **kw)
+
     for broker in L.broker_ids:
-        conn = JMXConnection(f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{L.broker_jmx_port(broker)}/jmxrmi")
-        result = conn.query([JMXQuery("kafka.server:type=KafkaServer,name=BrokerState", attribute="Value")], timeout=60)
-        assert [int(m.value) for m in result] == [3], f"broker {broker} not RUNNING (3) over JMX: {result}"
-    conn = JMXConnection(f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{L.controller_jmx_port}/jmxrmi")
-    result = conn.query([JMXQuery("kafka.controller:type=KafkaController,name=ActiveControllerCount",
-                                  attribute="Value")], timeout=60)
-    assert [int(m.value) for m in result] == [1]
+        r = read(L.broker_jolokia_port(broker), "kafka.server:type=KafkaServer,name=BrokerState", auth=auth)
+        assert r.json()["value"] == 3, f"broker {broker} not RUNNING (3) over JMX: {r.text}"
+        assert read(L.broker_jolokia_port(broker), "java.lang:type=Memory").status_code == 401
+    r = read(L.controller_jolokia_port, "kafka.controller:type=KafkaController,name=ActiveControllerCount", auth=auth)
+    assert r.json()["value"] == 1
+    assert read(L.controller_jolokia_port, "java.lang:type=Memory", auth=(JMX_USER, "wrong")).status_code == 401
+    conn = JMXConnection(f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{L.broker_jmx_port(1)}/jmxrmi")
+    with pytest.raises(subprocess.CalledProcessError):  # remote JMX without credentials: "Credentials required"
+        conn.query([JMXQuery("kafka.server:type=KafkaServer,name=BrokerState", attribute="Value")], timeout=60)
 
 
 def test_prometheus_and_alertmanager_answer(stack):

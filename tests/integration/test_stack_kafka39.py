@@ -30,6 +30,7 @@ def test_kafka_39_cluster_comes_up_and_answers_jmx(tmp_path):
         (m,) = conn.query([JMXQuery("kafka.server:type=app-info", attribute="version")], timeout=60)
         assert m.value == "3.9.1"
         _deprecated_requests_are_collected(stack)
+        _jmxquery_and_jolokia_give_the_same_series(stack)
     finally:
         stopped = stack.down()
     assert len(stopped) == 6
@@ -60,3 +61,29 @@ def _deprecated_requests_are_collected(stack: Stack) -> None:
                         key = (labels["request"], labels["api_version"], labels["client_software_name"])
                         found[key] = found.get(key, 0.0) + s.value
         assert found.get(("Produce", "1", "unknown"), 0) >= 1, (transport.name, found)
+
+
+def _jmxquery_and_jolokia_give_the_same_series(stack: Stack) -> None:
+    """Both JMX transports read the same series from one broker (the leader of the topic the old client wrote:
+    per-topic meters and the producer's quota sensors). Here, on the plaintext stack: the session stack is secured,
+    and jmxquery cannot give a JMX password without putting it in argv."""
+    (cluster,) = stack.config().clusters
+    cluster = cluster.model_copy(update={"jmx": cluster.jmx.model_copy(update={"timeout_seconds": 60})})
+    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers, "logger": QUIET})
+    leader = admin.list_topics("legacy.topic", timeout=10).topics["legacy.topic"].partitions[0].leader
+    series = {}
+    for _attempt in range(3):  # a client connecting between the two reads may add a quota sensor: retry
+        for transport in (JmxQueryTransport(), JolokiaTransport()):
+            jc = JmxCollector(cluster, transport=transport, controller_transport=transport,
+                              tenants=catalog.TenantLookup(None, cluster.name), max_series=100000)
+            target = next(t for t in jc.targets() if t.name == f"broker-{leader}")
+            result = jc.collect_target(target, now=time.time())
+            assert result.status.value == "ok", result.message
+            series[transport.name] = {(s.name, s.labels) for s in result.samples}
+        if series["jmxquery"] == series["jolokia"]:
+            break
+    assert series["jmxquery"] == series["jolokia"], (
+        sorted(series["jmxquery"] - series["jolokia"])[:5], sorted(series["jolokia"] - series["jmxquery"])[:5])
+    names = {n for n, _ in series["jolokia"]}
+    assert {"kafka_topic_bytes_in_total", "kafka_broker_request_latency_seconds", "kafka_jvm_gc_collections_total",
+            "kafka_client_produce_bytes_per_second"} <= names
