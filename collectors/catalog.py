@@ -105,6 +105,8 @@ class MBeanRule:
     ``tenant`` adds a ``tenant`` label resolved from the topic or the client (user, client-id); ``value_label``
     turns a string attribute into a label of a 1-valued gauge (raft state); ``nan`` says what a NaN becomes.
     ``query`` widens the MBean pattern actually queried, so several rules share one query.
+    ``about_broker`` names the MBean property holding the id of the broker the value is about (the controller's
+    per-broker gauges): that id becomes the ``broker`` label, and the node read from moves to ``controller``.
     """
 
     metric: str
@@ -120,6 +122,7 @@ class MBeanRule:
     value_label: str | None = None
     nan: Literal["skip", "zero"] = "skip"
     query: str | None = None
+    about_broker: str | None = None
 
     @property
     def pattern(self) -> _Pattern:
@@ -127,6 +130,8 @@ class MBeanRule:
 
     def label_names(self) -> tuple[str, ...]:
         names = [n for n, _ in self.labels] + [n for n, _ in self.const]
+        if self.about_broker:
+            names.append("controller")
         if self.value_label:
             names.append(self.value_label)
         if self.tenant:
@@ -286,7 +291,27 @@ def _controller_rules() -> tuple[MBeanRule, ...]:
             ("MetadataErrorCount", "kafka_cluster_metadata_errors", "Metadata errors seen by the controller", 1.0),
             ("LastAppliedRecordLagMs", "kafka_cluster_controller_metadata_lag_seconds",
              "Age of the last metadata record the controller applied", MS),
+            ("ControlledShutdownBrokerCount", "kafka_cluster_controlled_shutdown_brokers",
+             "Registered brokers in controlled shutdown", 1.0),
         )
+    ]
+    # Per registered broker (Kafka 4.x; absent on 3.9): how the controller sees each broker. What tells a crash from
+    # a restart (alerts/detectors/brokers.py): a crashed or hung broker stays registered ACTIVE while its heartbeat
+    # age grows to broker.session.timeout.ms, where the controller fences it; a controlled shutdown is fenced while
+    # its heartbeats are fresh. The heartbeat age is kept by the active controller only (others report the session
+    # timeout for every broker) and is capped at the session timeout.
+    r += [
+        MBeanRule("kafka_cluster_broker_registration_state", "gauge",
+                  "Broker registration as the controller sees it: 10 fenced, 20 in controlled shutdown, 30 active",
+                  f"{kc},name=BrokerRegistrationState,broker=*", "Value", query=f"{kc},*", about_broker="broker"),
+        MBeanRule("kafka_cluster_broker_heartbeat_age_seconds", "gauge",
+                  "Time since the controller last received the broker's heartbeat (capped at the session timeout)",
+                  f"{kc},name=TimeSinceLastHeartbeatReceivedMs,broker=*", "Value", scale=MS, query=f"{kc},*",
+                  about_broker="broker"),
+        MBeanRule("kafka_cluster_broker_heartbeats_timed_out_total", "counter",
+                  "Broker heartbeat requests that timed out in the controller's event queue (an overloaded "
+                  "controller, not a lost broker)",
+                  f"{kc},name=TimedOutBrokerHeartbeatCount", "Value", query=f"{kc},*"),
     ]
     r.append(MBeanRule("kafka_cluster_unclean_leader_elections_total", "counter", "Unclean leader elections",
                   "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count"))
@@ -403,6 +428,11 @@ def convert(
             rule = c.rule
             value = rd.value
             labels = [(n, props.get(p, "")) for n, p in rule.labels] + list(rule.const)
+            where = base
+            if rule.about_broker:  # the value is about another broker: it is the ``broker``, we are the controller
+                node = dict(base).get("broker", "")
+                where = tuple((k, props.get(rule.about_broker, "")) if k == "broker" else (k, v) for k, v in base)
+                labels.append(("controller", node))
             if rule.value_label:
                 if not isinstance(value, str):
                     continue
@@ -418,7 +448,7 @@ def convert(
                 labels.append(("tenant", tenants.topic(props.get("topic", ""))))
             elif rule.tenant == "client":
                 labels.append(("tenant", tenants.client(props.get("client-id", ""), props.get("user", ""))))
-            key = (rule.metric, base + tuple(labels))
+            key = (rule.metric, where + tuple(labels))
             sums[key] = sums.get(key, 0.0) + value * rule.scale
             meta[rule.metric] = rule
     return [Sample(m, meta[m].kind, meta[m].help, labels, v) for (m, labels), v in sums.items()]

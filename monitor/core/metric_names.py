@@ -17,6 +17,10 @@ M: dict[str, str] = {
     "under_replicated": "kafka_broker_under_replicated_partitions",  # {cluster, broker}
     "under_min_isr": "kafka_broker_under_min_isr_partitions",  # {cluster, broker}
     "active_controllers": "kafka_cluster_active_controllers",  # controller {cluster, broker}: 1 on the active one
+    # controller {cluster, broker (the broker it is about), controller}: Kafka 4.x; 10 fenced, 20 controlled shutdown,
+    # 30 active; and the heartbeat age (active controller only, capped at broker.session.timeout.ms)
+    "broker_registration_state": "kafka_cluster_broker_registration_state",
+    "broker_heartbeat_age": "kafka_cluster_broker_heartbeat_age_seconds",
     # request path
     "request_handler_idle": "kafka_broker_request_handler_idle_ratio",  # {cluster, broker}, rate of Count
     "network_processor_idle": "kafka_broker_network_processor_avg_idle_ratio",  # {cluster, broker}
