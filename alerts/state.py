@@ -35,7 +35,9 @@ def advance(
     ``labels`` is the instance identity (needed when ``prev`` is None). Returns the new instance, or None when there
     is nothing to keep. Never reads the clock: ``now`` is the evaluation time.
     """
-    for_ = timedelta(seconds=rule.for_seconds)
+    # An observation may carry its own ``for`` (alerts.types.Observation); a pending instance fires as soon as the
+    # current observation's wait has passed since it became active.
+    for_ = timedelta(seconds=rule.for_seconds if obs is None or obs.for_seconds is None else obs.for_seconds)
     keep = timedelta(seconds=rule.keep_firing_for_seconds)
 
     if obs is not None:

@@ -70,12 +70,15 @@ class Rule:
 
 @dataclass(frozen=True)
 class Observation:
-    """The condition holds for this label set now. ``severity`` may override the rule's (warning vs critical)."""
+    """The condition holds for this label set now. ``severity`` may override the rule's (warning vs critical), and
+    ``for_seconds`` the rule's ``for``: a detector that knows more than the condition (the broker-down detector saw
+    the broker's heartbeats stop while it was registered active: a crash, not a restart) may fire at once."""
 
     labels: dict[str, str]
     value: float | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     severity: Severity | None = None
+    for_seconds: float | None = None
 
 
 def fingerprint(rule: str, labels: dict[str, str]) -> str:

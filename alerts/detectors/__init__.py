@@ -39,9 +39,11 @@ Detector = Callable[[Rule, DetectorContext], list[Observation]]
 
 def builtin_detectors(*, findings: FindingsBoard | None = None) -> dict[str, Detector]:
     """``findings``: where ``noisy_clients`` publishes every advisor finding it computes (exported by serve)."""
-    from alerts.detectors import clients, disk, lag, latency, noisy_clients, storage
+    from alerts.detectors import brokers, clients, disk, lag, latency, noisy_clients, storage
 
     return {
+        "broker_down": brokers.detect_broker_down,
+        "under_replicated": brokers.detect_under_replicated,
         "disk_full": disk.detect,
         "tenant_storage": storage.detect,
         "slow_clients": clients.detect_slow_clients,
