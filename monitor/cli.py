@@ -24,7 +24,7 @@ import monitor.stack.cli
 import monitor.tenants.cli
 from monitor import __version__
 from monitor.core.errors import ConfigError, KafkaHealthError
-from monitor.core.redact import RedactingFilter
+from monitor.core.logs import FORMATS, LEVELS, configure_logging
 
 # Modules contributing subcommands, in help order. Each has register(subparsers).
 COMMAND_MODULES = [
@@ -42,35 +42,46 @@ COMMAND_MODULES = [
 ]
 
 
-# Libraries that log what they were called with: httpx logs every request URL at INFO (a webhook's path is its
-# token), uvicorn every request line, alembic and py4j chatter. They stay at WARNING even with -v: -v is for our code.
-LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3", "uvicorn.access", "alembic", "kafka", "py4j")
+def add_logging_args(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """``-v``, ``--log-level`` and ``--log-format``. On the top parser with their defaults; on each command without
+    (SUPPRESS), so they may follow the command (``kafka-health serve --log-format json``) and, when they do not,
+    a command's parser leaves the top parser's values alone."""
+    d = (lambda v: v) if defaults else (lambda v: argparse.SUPPRESS)
+    group = parser.add_argument_group("logging")
+    group.add_argument("-v", "--verbose", action="store_true", default=d(False),
+                       help="debug logging of kafka-health's own code (the same as --log-level debug)")
+    group.add_argument("--log-level", choices=LEVELS, default=d("info"), type=str.lower,
+                       help="kafka-health's own log level (libraries stay at warning); default info")
+    group.add_argument("--log-format", choices=FORMATS, default=d("text"),
+                       help="text lines, or one JSON object per line (time, level, logger, message) for log "
+                            "shippers; default text")
 
 
-def configure_logging(*, verbose: bool) -> None:
-    """Our loggers at INFO (DEBUG with -v), libraries at WARNING, every line through ``RedactingFilter``."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(RedactingFilter())
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
-    for name in LIBRARY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+def _commands(parser: argparse.ArgumentParser):
+    """Every command parser under ``parser``, at any depth (``stack up``, ``tenants list``, ...)."""
+    for action in parser._actions:  # argparse keeps its subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+                yield sub
+                yield from _commands(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-health", description="Health monitoring for multi-tenant Kafka.")
     parser.add_argument("--version", action="version", version=f"kafka-health {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    add_logging_args(parser, defaults=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
+    for command in _commands(parser):
+        add_logging_args(command, defaults=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(verbose=args.verbose)
+    configure_logging("debug" if args.verbose else args.log_level, args.log_format)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -152,8 +152,10 @@ def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_ev
         report_args: list[str] | None = None, config_label: str = ""):
     app = build_app(config, roles, report_args=report_args, config_label=config_label)
     # Open requests get a few seconds on shutdown, not forever: the whole stop stays within the stated bound.
+    # log_config=None: uvicorn's records go through the CLI's handler (its format, its redaction) instead of
+    # handlers of uvicorn's own; no access log (kafka_health_http_request_duration_seconds counts requests).
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=3))
+                                           log_config=None, timeout_graceful_shutdown=3))
     if stop_event is not None:  # embedded (demo): stop when asked
         threading.Thread(target=lambda: (stop_event.wait(), setattr(server, "should_exit", True)), daemon=True).start()
     log.info("kafka-health serving on http://%s:%d (roles: %s)", host, port, ",".join(roles))

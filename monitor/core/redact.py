@@ -11,8 +11,10 @@ query string, and the whole path of a webhook (``https://hooks.example/services/
     has_credentials(url)  whether a URL carries ``user[:password]@``: config validation refuses those
     scrub(text, *urls)    ``text`` with each given URL (whole, path, query) replaced by its target id: for text a
                           remote server wrote (an error body may echo the URL it was called with)
-    RedactingFilter       a logging filter that drops userinfo and query strings from every URL in a record: the
-                          last line of defence, installed on the CLI's log handler
+    redact_secrets_in(t)  ``t`` with URLs redacted, the secret part of API tokens (``kh_<id>_...``), bearer
+                          credentials and ``password=``/``secret:``-style values masked
+    RedactingFilter       a logging filter that applies ``redact_secrets_in`` to every record: the last line of
+                          defence, installed on the CLI's log handler (text and JSON lines alike)
 
 None of these raises on a malformed URL: an error path must not fail while describing the error.
 """
@@ -89,18 +91,35 @@ def redact_urls_in(text: str) -> str:
     return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
 
 
+# An API token's secret part (monitor/api/tokens.py: kh_<12 hex id>_<secret>); the id is public and stays.
+_API_TOKEN = re.compile(r"\b(kh_[0-9a-f]{12}_)[A-Za-z0-9_-]+")
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\"]+")
+# key=value or key: value where the key says it holds a secret (sasl.password=..., "client_secret": "...")
+_SECRET_VALUE = re.compile(
+    r"(?i)\b([\w.-]*(?:password|passwd|secret|passphrase|api[_-]?key|jaas\.config)['\"]?\s*[=:]\s*)(['\"]?)[^\s'\",;}]+")
+MASK = "***"
+
+
+def redact_secrets_in(text: str) -> str:
+    """``redact_urls_in``, then every API token's secret, bearer credential and secret-named value masked."""
+    text = redact_urls_in(text)
+    text = _API_TOKEN.sub(lambda m: m.group(1) + MASK, text)
+    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    return _SECRET_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+
+
 class RedactingFilter(logging.Filter):
-    """Rewrites each record's message (and traceback) with ``redact_urls_in``. Attach it to a handler, not a logger:
-    a logger's filters miss the records its children propagate."""
+    """Rewrites each record's message (and traceback) with ``redact_secrets_in``. Attach it to a handler, not a
+    logger: a logger's filters miss the records its children propagate."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
         except Exception:  # noqa: BLE001 - a malformed record is logging's to report, not ours
             return True
-        redacted = redact_urls_in(message)
+        redacted = redact_secrets_in(message)
         if redacted != message:
             record.msg, record.args = redacted, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = redact_urls_in(logging.Formatter().formatException(record.exc_info))
+        if record.exc_info:  # also when a handler before this one has already cached the traceback unredacted
+            record.exc_text = redact_secrets_in(record.exc_text or logging.Formatter().formatException(record.exc_info))
         return True

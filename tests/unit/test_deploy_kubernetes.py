@@ -74,7 +74,7 @@ def test_report_cronjob_runs_the_weekly_report():
     report = jobs["kafka-health-report"]["spec"]
     assert report["schedule"].split()[-1] == "1"  # Mondays
     script = report["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
-    assert "kafka-health report --week" in script
+    assert "kafka-health --log-format json report --week" in script
     # The week expression is GNU date: run it to prove it yields an ISO week.
     week_expr = re.search(r'"\$\((date [^)]*)\)"', script).group(1)
     out = subprocess.run(["sh", "-c", week_expr], capture_output=True, text=True, env={**os.environ, "TZ": "UTC"})

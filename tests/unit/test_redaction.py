@@ -19,6 +19,7 @@ import pytest
 
 from monitor.core.config import parse_config
 from monitor.core.errors import ConfigError
+from monitor.core.logs import LIBRARY_LOGGERS
 
 pytestmark = pytest.mark.unit
 
@@ -48,7 +49,7 @@ def debug_logs(caplog):
         logging.getLogger(name).setLevel(level)
 
 
-LIBRARIES = ("httpx", "httpcore", "urllib3", "uvicorn.access", "alembic", "kafka", "py4j")
+LIBRARIES = LIBRARY_LOGGERS  # the levels the CLI sets
 PROJECT_LOGGERS = ("monitor", "alerts", "collectors", "dashboards", "kafka_health")
 
 
