@@ -59,7 +59,7 @@ from collectors.catalog import TenantLookup
 from collectors.outcome import failed, succeeded
 from collectors.types import TP, AdminApi, ClusterState, Sample, Target, TargetResult
 from monitor.core.config import ClusterConfig
-from monitor.core.errors import KafkaHealthError
+from monitor.core.errors import KafkaHealthError, TargetForbidden
 
 log = logging.getLogger(__name__)
 
@@ -192,11 +192,13 @@ class AdminCollector:
         try:
             listed = admin.groups(timeout=min(deadline.remaining(), GROUPS_SHARE * budget))
             self._known_groups = len(listed)
+        except TargetForbidden as exc:
+            return GroupsRead((), {}, self._known_groups, cut_short=f"consumer groups not read: {exc}")
         except KafkaHealthError as exc:
             log.warning("%s: consumer groups skipped this round: %s", key, exc)
             return GroupsRead((), {}, self._known_groups)
         groups: list[GroupOffsets] = []
-        skipped, cut = 0, ""
+        skipped, cut, forbidden = 0, "", ""
         reserve = WATERMARK_RESERVE * budget
         slow, self._slow_groups = self._slow_groups, set()
         listed = sorted(listed, key=lambda g: g.group in slow)  # stable: last round's slow groups go last
@@ -211,10 +213,15 @@ class AdminCollector:
                 committed = admin.committed(info.group, timeout=min(deadline.remaining(reserve=reserve),
                                                                     OFFSETS_CALL_SHARE * budget))
                 groups.append(GroupOffsets(info, committed))
+            except TargetForbidden as exc:  # a missing ACL: the same for every group, said once in the result
+                forbidden = forbidden or str(exc)
+                skipped += 1
             except KafkaHealthError as exc:
                 log.warning("%s: group %s skipped: %s", key, info.group, exc)
                 self._slow_groups.add(info.group)
                 skipped += 1
+        if forbidden:
+            cut = f"{cut}; {forbidden}" if cut else f"consumer group offsets not read: {forbidden}"
         wanted = {tp for g in groups for tp in g.committed}
         if not wanted:
             return GroupsRead(tuple(groups), {}, skipped, cut_short=cut)
@@ -281,6 +288,12 @@ class AdminCollector:
                              "client", target.key)
                     self._drop_admin()
         result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series)
+        if state.brokers and not state.partitions and self._cluster.security.get("sasl.username"):
+            # Metadata hides the topics a principal may not describe, without an error: nothing visible, not even
+            # __consumer_offsets, most likely means a missing ACL.
+            hint = (f"no topic is visible to User:{self._cluster.security['sasl.username']}: it may lack an ACL "
+                    f"allowing Describe on Topic * (or the cluster has no topics yet)")
+            read = replace(read, cut_short=f"{read.cut_short}; {hint}" if read.cut_short else hint)
         if read.cut_short:
             log.warning("%s: %s; cluster state exported", target.key, read.cut_short)
             result = replace(result, message=f"{read.cut_short}; cluster state exported")

@@ -5,6 +5,9 @@
 translated here, in ``KafkaAdmin._call``, and nowhere else:
 
     confluent_kafka.KafkaException
+    ├── *_AUTHORIZATION_FAILED (a missing ACL) ...................... TargetForbidden (names the permission)
+    ├── failed while librdkafka reported an authentication or TLS
+    │   error (wrong password, expired or untrusted certificate) ... TargetAuthFailed (its words, no secret)
     ├── text says timed out / timeout ............................. TargetTimeout
     ├── text says transport / connect / brokers are down .......... TargetUnreachable
     └── anything else ............................................. TransportError
@@ -32,6 +35,8 @@ from collections.abc import Callable, Iterable
 from collectors.types import TP, ClusterState, GroupInfo, PartitionState
 from monitor.core.errors import (
     KafkaHealthError,
+    TargetAuthFailed,
+    TargetForbidden,
     TargetTimeout,
     TargetUnreachable,
     TransportError,
@@ -44,6 +49,64 @@ log = logging.getLogger(__name__)
 MIN_CALL_SECONDS = 0.05
 # Calls about one consumer group: a timeout or lost connection there means its coordinator is probably dead.
 GROUP_CALLS = ("describe groups", "describe group", "group offsets")
+# What the monitoring principal needs for each call (docs/configuration.md, "Secured clusters"): a call refused with
+# *_AUTHORIZATION_FAILED says which ACL is missing.
+NEEDS = {
+    "metadata": "Describe on the topics (Topic *)",
+    "describe configs": "DescribeConfigs on the topics (Topic *)",
+    "describe cluster": "Describe on the cluster",
+    "list groups": "Describe on the groups (Group *)",
+    "describe groups": "Describe on the groups (Group *)",
+    "describe group": "Describe on the groups (Group *)",
+    "group offsets": "Describe on the groups and topics (Group *, Topic *)",
+    "watermarks": "Describe on the topics (Topic *)",
+    "log dirs": "Describe on the cluster",
+}
+# A failed call within this many seconds of an authentication or TLS error from librdkafka is blamed on it.
+AUTH_ERROR_SECONDS = 60.0
+
+
+def auth_advice(text: str, principal: str | None, bootstrap: str = "") -> str:
+    """librdkafka's authentication or TLS error, said first as what to check (results keep 300 characters)."""
+    low = text.lower()
+    if "certificate verify failed" in low or "could not be verified" in low:
+        expired = expired_certificate(bootstrap)
+        if expired:
+            return f"TLS: {expired}; renew it"
+        return f"TLS: the broker's certificate is not trusted: check ssl.ca.location ({text})"
+    if "expired" in low:
+        return f"TLS: a certificate has expired, the broker's or the client's own; renew it ({text})"
+    if "sasl" in low or "credentials" in low:
+        who = f" of principal {principal}" if principal else ""
+        return f"authentication failed: check sasl.username and sasl.password{who} ({text})"
+    return text
+
+
+def expired_certificate(bootstrap: str, *, timeout: float = 3.0) -> str | None:
+    """Which bootstrap server presents an expired certificate (read without verifying it), or None. librdkafka says
+    only "certificate verify failed"; an expired certificate is the commonest cause and worth naming."""
+    import datetime as dt
+    import socket
+    import ssl
+
+    from cryptography import x509
+
+    now = dt.datetime.now(dt.timezone.utc)
+    for server in filter(None, (s.strip() for s in bootstrap.split(","))):
+        host, _, port = server.rpartition(":")
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock, \
+                    ctx.wrap_socket(sock, server_hostname=host) as tls:
+                der = tls.getpeercert(binary_form=True)
+        except (OSError, ValueError):
+            continue
+        if der:
+            cert = x509.load_der_x509_certificate(der)
+            if cert.not_valid_after_utc < now:
+                return f"the certificate of {server} expired on {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
+    return None
 
 
 class KafkaAdmin:
@@ -53,6 +116,10 @@ class KafkaAdmin:
     ``TargetTimeout`` within it (the collector passes what is left of its round). The constructor's ``timeout``
     only sets librdkafka's socket timeout.
     """
+
+    _auth_error: tuple[float, str] | None = None  # (monotonic time, librdkafka's text) of the last login/TLS error
+    _principal: str | None = None
+    _bootstrap = ""
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
         from confluent_kafka.admin import AdminClient
@@ -69,7 +136,27 @@ class KafkaAdmin:
         quiet = logging.getLogger("kafka_health.collectors.librdkafka")
         quiet.propagate = False
         quiet.addHandler(logging.NullHandler())
-        self._admin = AdminClient({**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000)})
+        # librdkafka reports a refused login or a failed TLS handshake only to error_cb; a call then just fails
+        # with "transport failure". Kept to say why (its text names the mechanism, never a secret).
+        self._auth_error: tuple[float, str] | None = None
+        self._principal = settings.get("sasl.username")
+        self._bootstrap = settings.get("bootstrap.servers", "")
+        self._admin = AdminClient({**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000),
+                                   "error_cb": self._on_error})
+
+    def _on_error(self, err) -> None:
+        from confluent_kafka import KafkaError
+
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL):
+            self._auth_error = (time.monotonic(), err.str())
+
+    def _recent_auth_error(self) -> str | None:
+        poll = getattr(getattr(self, "_admin", None), "poll", None)
+        if poll is not None:
+            poll(0)  # error_cb runs only from poll(): serve what librdkafka queued during the failed call
+        if self._auth_error and time.monotonic() - self._auth_error[0] < AUTH_ERROR_SECONDS:
+            return self._auth_error[1]
+        return None
 
     def _call(self, what: str, timeout: float, fn: Callable):
         from confluent_kafka import KafkaException
@@ -83,6 +170,11 @@ class KafkaAdmin:
                 text = f"{text} [{err.name()}]"
             if hasattr(err, "name") and err.name() in ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"):
                 self.stale_coordinator = self.replace_client = True
+            if hasattr(err, "name") and err.name().endswith("_AUTHORIZATION_FAILED"):
+                raise TargetForbidden(self.forbidden(what, err.name())) from exc
+            auth = self._recent_auth_error()
+            if auth:
+                raise TargetAuthFailed(f"Admin API {what}: {auth_advice(auth, self._principal, self._bootstrap)}") from exc
             if "timed out" in text.lower() or "timeout" in text.lower():
                 self._group_call_failed(what)
                 raise TargetTimeout(f"Admin API {what}: {text}") from exc
@@ -93,6 +185,10 @@ class KafkaAdmin:
         except TimeoutError as exc:  # concurrent.futures' result(timeout) expired
             self._group_call_failed(what)
             raise TargetTimeout(f"Admin API {what}: no answer within {timeout:g}s") from exc
+
+    def forbidden(self, what: str, code: str) -> str:
+        who = f"User:{self._principal}" if self._principal else "the monitoring principal"
+        return f"Admin API {what}: not authorized ({code}): {who} needs an ACL allowing {NEEDS.get(what, what)}"
 
     def _group_call_failed(self, what: str) -> None:
         if what in GROUP_CALLS:

@@ -31,6 +31,8 @@ from multiprocessing.connection import Connection
 from collectors.types import TP, AdminApi, ClusterState, GroupInfo
 from monitor.core.errors import (
     CollectorError,
+    TargetAuthFailed,
+    TargetForbidden,
     TargetTimeout,
     TargetUnreachable,
     TransportError,
@@ -42,7 +44,8 @@ GRACE_SECONDS = 5.0  # beyond a call's own timeout, before the child is taken fo
 START_SECONDS = 60.0  # the child imports confluent-kafka and the collectors; slow on a loaded machine
 STOP_SECONDS = 5.0
 CLOSE_SECONDS = 1.0  # a client has no state to save: one that does not exit at once is killed
-ERRORS = {cls.__name__: cls for cls in (TargetTimeout, TargetUnreachable, TransportError)}
+ERRORS = {cls.__name__: cls for cls in (TargetTimeout, TargetUnreachable, TransportError, TargetAuthFailed,
+                                        TargetForbidden)}
 
 # What the child runs: called as client(settings, timeout=timeout). It crosses to the child pickled, so it must be
 # importable by name (a module-level class or function, e.g. collectors.admin_client.KafkaAdmin).

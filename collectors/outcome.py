@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from collectors.types import FailureReason, Sample, Target, TargetResult, TargetStatus
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import (
+    TargetAuthFailed,
+    TargetForbidden,
+    TargetTimeout,
+    TargetUnreachable,
+    TransportError,
+)
 
 
 def succeeded(target: Target, samples: Sequence[Sample], *, started_at: float, duration: float,
@@ -25,6 +31,10 @@ def succeeded(target: Target, samples: Sequence[Sample], *, started_at: float, d
 
 
 def reason_of(exc: BaseException) -> FailureReason:
+    if isinstance(exc, TargetAuthFailed):
+        return FailureReason.AUTHENTICATION
+    if isinstance(exc, TargetForbidden):
+        return FailureReason.AUTHORIZATION
     if isinstance(exc, TargetTimeout):
         return FailureReason.TIMEOUT
     if isinstance(exc, TargetUnreachable):

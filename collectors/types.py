@@ -53,6 +53,8 @@ class FailureReason(str, enum.Enum):
     TIMEOUT = "timeout"
     UNREACHABLE = "unreachable"
     MALFORMED = "malformed"
+    AUTHENTICATION = "authentication"  # wrong password, expired or untrusted certificate
+    AUTHORIZATION = "authorization"  # a missing ACL
     ERROR = "error"
 
     def __str__(self) -> str:

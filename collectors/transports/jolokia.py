@@ -13,7 +13,13 @@ from collections.abc import Sequence
 import httpx
 
 from collectors.types import Endpoint, MBeanQuery, Reading
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import (
+    TargetAuthFailed,
+    TargetForbidden,
+    TargetTimeout,
+    TargetUnreachable,
+    TransportError,
+)
 from monitor.core.redact import redact_url
 
 
@@ -102,6 +108,11 @@ class JolokiaTransport:
         finally:
             if self._client is None:
                 client.close()
+        if resp.status_code == 401:
+            how = "wrong jmx.username or jmx.password" if auth else "it wants jmx.username and jmx.password"
+            raise TargetAuthFailed(f"Jolokia {shown} refused the login (HTTP 401): {how}")
+        if resp.status_code == 403:
+            raise TargetForbidden(f"Jolokia {shown} answered HTTP 403: user {endpoint.username!r} may not read MBeans")
         if resp.status_code != 200:
             raise TransportError(f"Jolokia {shown} answered HTTP {resp.status_code}")
         try:

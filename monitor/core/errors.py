@@ -94,6 +94,16 @@ class TransportError(CollectorError):
     pass
 
 
+class TargetAuthFailed(CollectorError):
+    """The target refused who we are: a wrong password, an expired or untrusted certificate (reason
+    ``authentication``). The message says which credential to check, never its value."""
+
+
+class TargetForbidden(CollectorError):
+    """The target knows who we are and refuses what we asked: a missing ACL (reason ``authorization``). The message
+    names the principal's missing permission."""
+
+
 class QueryError(KafkaHealthError):
     """Prometheus could not answer. Two messages, because two audiences read it:
 
