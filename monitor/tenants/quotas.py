@@ -2,10 +2,14 @@
 
 Quotas are how tenants are isolated on a shared cluster, and Kafka sets them per user (principal). A tenant's
 contract says ``produce_quota_bytes_per_second`` and ``fetch_quota_bytes_per_second``; every principal its selectors
-name on a cluster gets them as ``producer_byte_rate`` and ``consumer_byte_rate`` at ``/config/users/<user>``: one
-budget for all the principal's clients together, which is what a tenant's contract means (a per-client quota would
-let a tenant multiply its share by opening clients). A tenant without principals on the cluster, or without a
-produce or fetch figure, gets nothing (its clients fall under the cluster's default quotas).
+name on a cluster gets them as ``producer_byte_rate`` and ``consumer_byte_rate`` at
+``/config/users/<user>/clients/<default>``: each client id of the principal gets the contract's rate. That level,
+not ``/config/users/<user>`` alone, is chosen because Kafka tags its quota sensors with the level that matched: at
+the user level every throttle is ``client-id=""``, and an alert could name the tenant's principal but never the
+client that exceeds the quota. The cost: a tenant opening N client ids may use N times its rate (the contract series
+``kafka_health_tenant_*_quota_bytes_per_second`` let dashboards draw the tenant's total against it). A tenant without
+principals on the cluster, or without a produce or fetch figure, gets nothing (its clients fall under the cluster's
+default quotas).
 
 ``plan`` is pure; ``apply`` runs Kafka's own ConfigCommand (the Admin API's AlterClientQuotas: confluent-kafka has no
 client-quota call) in a short JVM, authenticated by a Java client properties file given by path (``--admin-config``;
@@ -54,5 +58,6 @@ def plan(tenants: Iterable[TenantConfig], cluster: str) -> list[UserQuota]:
 
 
 def config_command_args(q: UserQuota) -> list[str]:
-    """The ``kafka-configs --alter`` arguments of one user quota."""
-    return ["--entity-type", "users", "--entity-name", q.user, "--add-config", q.add_config]
+    """The ``kafka-configs --alter`` arguments of one user quota (every client id of the user: see the module)."""
+    return ["--entity-type", "users", "--entity-name", q.user, "--entity-type", "clients", "--entity-default",
+            "--add-config", q.add_config]
