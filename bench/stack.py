@@ -1,6 +1,7 @@
-"""Time from ``stack up`` to ready (cold and warm jar cache) and resident memory of each component.
+"""Time from ``stack up`` to ready (cold and warm jar cache) and resident memory of each component, for the
+plaintext and the secured (SASL_SSL, ACLs, JMX passwords) stack side by side in one run.
 
-    .venv/bin/python bench/stack.py [--runs 3] [--port-base 19800] [--skip-cold]
+    .venv/bin/python bench/stack.py [--runs 3] [--port-base 19800] [--skip-cold] [--modes plaintext,sasl_ssl]
 
 cold: empty kafka-health jar cache AND an empty Maven local repository (everything downloaded from Maven Central).
 warm: jars cached, new stack directory (storage formatted anew).
@@ -37,53 +38,79 @@ def timed_up(layout: StackLayout) -> tuple[float, Stack]:
     return time.monotonic() - t0, stack
 
 
+def mode_layout(directory: Path, port_base: int, mode: str) -> StackLayout:
+    return StackLayout(dir=directory, port_base=port_base, secured=mode != "plaintext",
+                       plaintext_listener=mode != "sasl_ssl")
+
+
+def measure_mode(work: Path, port_base: int, mode: str, runs: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """warm and restart times and idle RSS of one security mode (same jars, same machine, same run)."""
+    results: dict[str, list[float]] = {"warm": [], "restart": []}
+    stack = None
+    for i in range(runs):
+        secs, stack = timed_up(mode_layout(work / f"{mode}-warm-{i}", port_base, mode))
+        results["warm"].append(secs)
+        if i < runs - 1:
+            stack.down()
+    assert stack is not None
+    time.sleep(20)  # let JIT and GC settle before reading memory
+    rss = {s.name: rss_mib(s.pid) for s in stack.status() if s.pid}
+    for _ in range(runs):
+        stack.down()
+        secs, stack = timed_up(stack.layout)
+        results["restart"].append(secs)
+    stack.down()
+    return results, rss
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--port-base", type=int, default=19800)
     ap.add_argument("--skip-cold", action="store_true")
+    ap.add_argument("--modes", default="plaintext,sasl_ssl", help="security modes to compare (first is the baseline)")
     args = ap.parse_args()
+    modes = args.modes.split(",")
     work = Path(tempfile.mkdtemp(prefix="kh-bench-stack-"))
-    results: dict[str, list[float]] = {"cold": [], "warm": [], "restart": []}
+    cold: list[float] = []
 
     if not args.skip_cold:
         saved = {k: os.environ.get(k) for k in ("KAFKA_HEALTH_CACHE_DIR", "MAVEN_OPTS")}
         os.environ["KAFKA_HEALTH_CACHE_DIR"] = str(work / "cold-cache")
         os.environ["MAVEN_OPTS"] = f"-Dmaven.repo.local={work / 'cold-m2'}"
-        secs, stack = timed_up(StackLayout(dir=work / "cold", port_base=args.port_base))
+        secs, stack = timed_up(mode_layout(work / "cold", args.port_base, modes[-1]))
         stack.down()
-        results["cold"].append(secs)
+        cold.append(secs)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
 
-    stack = None
-    for i in range(args.runs):
-        secs, stack = timed_up(StackLayout(dir=work / f"warm-{i}", port_base=args.port_base))
-        results["warm"].append(secs)
-        if i < args.runs - 1:
-            stack.down()
-    assert stack is not None
-    time.sleep(20)  # let JIT and GC settle before reading memory
-    rss = {s.name: rss_mib(s.pid) for s in stack.status() if s.pid}
-    for _ in range(args.runs):
-        stack.down()
-        secs, stack = timed_up(stack.layout)
-        results["restart"].append(secs)
-    stack.down()
+    measured = {mode: measure_mode(work, args.port_base, mode, args.runs) for mode in modes}
 
-    print(f"stack up -> ready (Kafka {stack.layout.kafka_version}, 1 controller + 3 brokers, Prometheus, Alertmanager)")
-    for kind, vals in results.items():
-        if vals:
-            print(f"  {kind:<8} median {statistics.median(vals):6.1f} s   runs: {', '.join(f'{v:.1f}' for v in vals)}")
-    if results["cold"] and results["warm"]:
-        print(f"  cold / warm ratio: {statistics.median(results['cold']) / statistics.median(results['warm']):.1f}x")
-    print("resident memory after 20 s idle:")
-    for name, mib in rss.items():
-        print(f"  {name:<14}{mib:7.0f} MiB")
-    print(f"  {'total':<14}{sum(rss.values()):7.0f} MiB")
+    print("stack up -> ready (Kafka 4.1.1, 1 controller + 3 brokers, Prometheus, Alertmanager); medians of "
+          f"{args.runs} runs per mode, modes run one after the other on this machine")
+    if cold:
+        print(f"  cold ({modes[-1]}, empty jar cache and Maven repository): {cold[0]:.1f} s")
+    for kind in ("warm", "restart"):
+        line = "  ".join(f"{mode} {statistics.median(measured[mode][0][kind]):5.1f} s" for mode in modes)
+        print(f"  {kind:<8} {line}   runs: "
+              + "; ".join(f"{m}: {', '.join(f'{v:.1f}' for v in measured[m][0][kind])}" for m in modes))
+    base = modes[0]
+    for mode in modes[1:]:
+        for kind in ("warm", "restart"):
+            ratio = statistics.median(measured[mode][0][kind]) / statistics.median(measured[base][0][kind])
+            print(f"  {kind} {mode} / {base}: {ratio:.2f}x")
+    print("resident memory after 20 s idle (MiB):")
+    names = list(measured[modes[0]][1])
+    print(f"  {'component':<14}" + "".join(f"{m:>11}" for m in modes))
+    for name in names:
+        print(f"  {name:<14}" + "".join(f"{measured[m][1].get(name, float('nan')):11.0f}" for m in modes))
+    totals = {m: sum(measured[m][1].values()) for m in modes}
+    print(f"  {'total':<14}" + "".join(f"{totals[m]:11.0f}" for m in modes))
+    for mode in modes[1:]:
+        print(f"  memory {mode} / {base}: {totals[mode] / totals[base]:.2f}x")
 
 
 if __name__ == "__main__":
