@@ -2,7 +2,7 @@
 latency on the real stack against equivalent Prometheus alerting rules.
 
     .venv/bin/python bench/alerts.py [--brokers 100] [--cycles 30]
-    .venv/bin/python bench/alerts.py --latency [--reps 3] [--scenarios kill,disk,lag,slow,flood] [--dir D]
+    .venv/bin/python bench/alerts.py --latency [--reps 3] [--scenarios kill,sigstop,restart,rolling,disk,lag,slow,flood] [--dir D]
                                                [--port-base 21000]
 
 --latency: the local stack (started, or reused if running in --dir), the real collectors in their own process
@@ -22,7 +22,14 @@ whom the engine's first firing instance names. Scenarios (--reps each, except th
   25 MB with big fetches: the response-queue backlog detector on a 3 min window, against a response-queue-size
   threshold (Strimzi has none);
 - flood: 24 producers with linger 0 and one 16-byte record per request at a broker on one request handler thread:
-  request-handler saturation at idle < 0.3, against the same threshold as a plain rule (Strimzi has none).
+  request-handler saturation at idle < 0.3, against the same threshold as a plain rule (Strimzi has none);
+- sigstop: a broker hung (SIGSTOP, its JVM frozen, its ports still open; continued and restarted between
+  repetitions): broker unreachable against Strimzi's broker-down rule;
+- restart: a controlled restart of one broker (SIGTERM, wait for the process to exit, start it, wait until it is
+  registered again), and rolling: the same for all three brokers in turn, the next once every partition is back in
+  sync. Both are routine work: the bench counts every alert the engine raises while they run and for 2 minutes
+  after (firing instances and firing notifications; the watchdog aside; pending ones as near misses), and the
+  Strimzi-style rules that fire in Prometheus meanwhile.
 
 The rule variants (shorter windows and `for`, the thresholds the e2e tests use) are in VARIANTS below. Prints, per
 alert, the median seconds from the fault to firing in the engine and in Prometheus, their ratio, how many
@@ -217,6 +224,9 @@ SCENARIOS = {  # key: (title, [(engine alert, Prometheus alert)])
     "kill": ("broker killed", [("KafkaBrokerUnreachable", "PromBrokerDown"),
                                ("KafkaUnderReplicatedPartitions", "PromUnderReplicatedPartitions"),
                                ("KafkaOfflinePartitions", "PromOfflinePartitions")]),
+    "sigstop": ("broker hung", [("KafkaBrokerUnreachable", "PromBrokerDown")]),
+    "restart": ("controlled restart", []),  # routine work: pages counted, not timed (Bench.restart)
+    "rolling": ("rolling restart", []),
     "disk": ("log dir filling", [("KafkaDiskFullRisk", "PromDiskFullPredicted"),
                                  ("KafkaDiskFullRisk", "PromRunningOutOfSpace")]),
     "lag": ("group stopped", [("KafkaConsumerGroupLag", "PromConsumerGroupLag")]),
@@ -237,7 +247,8 @@ VARIANTS = {
     # idle; see FLOOD_IDLE_THRESHOLD in tests/e2e/test_alert_client_faults.py), `for` 20 s (default 5 min)
     "flood": builtin_variant("KafkaRequestHandlerSaturation", for_="20s", threshold=0.3),
 }
-VICTIM = {"kill": 3, "disk": 3, "slow": 2, "flood": 1}  # the broker each fault hits
+VICTIM = {"kill": 3, "sigstop": 3, "restart": 3, "disk": 3, "slow": 2, "flood": 1}
+WATCHDOG = "KafkaHealthWatchdog"  # the broker each fault hits
 TENANT = "bench"  # topics, groups and client ids prefixed "bench."/"bench-"
 
 
@@ -245,42 +256,33 @@ def _match(labels: dict, want: dict) -> bool:
     return all(labels.get(k) == v for k, v in want.items())
 
 
-class Watch:
-    """First time each alert is seen firing (with ``labels``) after ``t0``: the engine's (its own loop thread, as
-    `serve --role alerts` runs it, on a fresh store) and Prometheus' (polled every second). Keeps the evidence of the
-    engine's first firing instance, to check whom it blames."""
+class _Observer:
+    """The engine on its own loop thread (as `serve --role alerts` runs it, on a fresh store) and Prometheus' alerts
+    polled every second; each cycle's result goes to ``engine_cycle``, each poll's alerts to ``prometheus_alerts``."""
 
-    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float, labels: dict | None = None,
-                 prom_labels: dict | None = None):
+    def __init__(self, stack, svc):
         import threading
 
-        self.stack, self.svc, self.t0 = stack, svc, t0
-        self.labels = labels or {}
-        self.prom_labels = self.labels if prom_labels is None else prom_labels
-        self.names, self.prom_names = names, prom_names
-        self.first: dict[str, float] = {}
-        self.evidence: dict[str, dict] = {}
-        self.firing: list[dict] = []  # labels of every firing instance of the watched rules, matching or not
+        self.stack, self.svc = stack, svc
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._engine, daemon=True),
                         threading.Thread(target=self._prom, daemon=True)]
         for th in self.threads:
             th.start()
 
-    def _engine(self):
-        from alerts.types import AlertState
+    def engine_cycle(self, result) -> None:
+        raise NotImplementedError
 
+    def prometheus_alerts(self, alerts: list[dict]) -> None:
+        raise NotImplementedError
+
+    def _engine(self):
         interval = self.svc.config.rules.evaluation_interval_seconds
         while not self.stop.is_set():
             t = time.monotonic()
             r = self.svc.run_once()
-            for i in (r.instances.values() if r else ()):
-                if i.rule in self.names and i.state is AlertState.FIRING:
-                    self.firing.append(dict(i.labels))
-                if i.rule in self.names and i.state is AlertState.FIRING and _match(i.labels, self.labels):
-                    if i.rule not in self.first:
-                        self.first[i.rule] = time.monotonic() - self.t0
-                        self.evidence[i.rule] = {**i.labels, **i.evidence}
+            if r is not None:
+                self.engine_cycle(r)
             self.stop.wait(max(0.0, interval - (time.monotonic() - t)))
 
     def _prom(self):
@@ -289,13 +291,47 @@ class Watch:
         while not self.stop.is_set():
             try:
                 alerts = httpx.get(f"{self.stack.layout.prometheus_url}/api/v1/alerts", timeout=5).json()
-                for a in alerts["data"]["alerts"]:
-                    if (a["labels"]["alertname"] in self.prom_names and a["state"] == "firing"
-                            and _match(a["labels"], self.prom_labels)):
-                        self.first.setdefault(a["labels"]["alertname"], time.monotonic() - self.t0)
+                self.prometheus_alerts(alerts["data"]["alerts"])
             except Exception:  # noqa: BLE001 - a slow answer is a missed poll, not a failed bench
                 pass
             self.stop.wait(1.0)
+
+    def halt(self) -> None:
+        self.stop.set()
+        for th in self.threads:
+            th.join(30)
+
+
+class Watch(_Observer):
+    """First time each alert is seen firing (with ``labels``) after ``t0``, in the engine and in Prometheus. Keeps
+    the evidence of the engine's first firing instance, to check whom it blames."""
+
+    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float, labels: dict | None = None,
+                 prom_labels: dict | None = None):
+        self.t0 = t0
+        self.labels = labels or {}
+        self.prom_labels = self.labels if prom_labels is None else prom_labels
+        self.names, self.prom_names = names, prom_names
+        self.first: dict[str, float] = {}
+        self.evidence: dict[str, dict] = {}
+        self.firing: list[dict] = []  # labels of every firing instance of the watched rules, matching or not
+        super().__init__(stack, svc)
+
+    def engine_cycle(self, result) -> None:
+        from alerts.types import AlertState
+
+        for i in result.instances.values():
+            if i.rule in self.names and i.state is AlertState.FIRING:
+                self.firing.append(dict(i.labels))
+                if _match(i.labels, self.labels) and i.rule not in self.first:
+                    self.first[i.rule] = time.monotonic() - self.t0
+                    self.evidence[i.rule] = {**i.labels, **i.evidence}
+
+    def prometheus_alerts(self, alerts: list[dict]) -> None:
+        for a in alerts:
+            if (a["labels"]["alertname"] in self.prom_names and a["state"] == "firing"
+                    and _match(a["labels"], self.prom_labels)):
+                self.first.setdefault(a["labels"]["alertname"], time.monotonic() - self.t0)
 
     def wait(self, timeout: float, *, grace: float | None = None, until=None) -> dict[str, float]:
         """Until every alert fired or ``timeout``; with ``grace``, at most that long after the engine's alerts all
@@ -308,10 +344,54 @@ class Watch:
             if grace is not None and self.names <= set(self.first):
                 deadline = min(deadline, self.t0 + max(self.first[n] for n in self.names) + grace)
             time.sleep(1.0)
-        self.stop.set()
-        for th in self.threads:
-            th.join(30)
+        self.halt()
         return dict(self.first)
+
+
+class Pages(_Observer):
+    """Everything the engine raises while routine work runs, the watchdog aside: firing instances, firing
+    notifications (what reaches Alertmanager and webhooks), and pending instances (near misses); and the
+    Strimzi-style rules firing in Prometheus meanwhile."""
+
+    def __init__(self, stack, svc, before):
+        from alerts.types import AlertState
+
+        # what already fired before the work began (e.g. an unclean election's 30 min keep_firing_for after the
+        # crash scenarios) is not the work's doing
+        self.before = {self._key(i.labels) for i in (before.instances.values() if before else ())
+                       if i.state is AlertState.FIRING}
+        self.firing: set[tuple] = set()
+        self.pending: set[tuple] = set()
+        self.notified: list[tuple] = []
+        self.prom: set[tuple] = set()
+        super().__init__(stack, svc)
+
+    @staticmethod
+    def _key(labels: dict) -> tuple:
+        return tuple(sorted((k, v) for k, v in labels.items() if k in ("alertname", "broker", "topic", "tenant")))
+
+    def engine_cycle(self, result) -> None:
+        from alerts.types import AlertState, Decision
+
+        for i in result.instances.values():
+            key = self._key(i.labels)
+            if i.rule == WATCHDOG or key in self.before:
+                continue
+            if i.state is AlertState.FIRING:
+                self.firing.add(key)
+            elif i.state is AlertState.PENDING:
+                self.pending.add(key)
+        self.notified += [self._key(n.instance.labels) for n in result.notifications
+                          if n.decision is Decision.NOTIFY_FIRING and n.instance.rule != WATCHDOG
+                          and self._key(n.instance.labels) not in self.before]
+
+    def prometheus_alerts(self, alerts: list[dict]) -> None:
+        self.prom |= {self._key(a["labels"]) for a in alerts
+                      if a["labels"]["alertname"].startswith("Prom") and a["state"] == "firing"}
+
+    def finish(self, seconds: float) -> None:
+        self.stop.wait(seconds)
+        self.halt()
 
 
 class Bench:
@@ -324,6 +404,7 @@ class Bench:
         self.results: dict[str, list[tuple[str, str, float | None, float | None]]] = {}
         self.blamed: dict[str, list[str]] = {}
         self.notes: list[str] = []
+        self.routine: dict[str, list[dict]] = {}  # restart / rolling: what each repetition raised
 
     # ------------------------------------------------------------------ helpers
     def service(self, name: str):
@@ -434,14 +515,72 @@ class Bench:
             svc.run_once()  # the engine's state before the fault
             t0 = time.monotonic()
             self.stack.procs.signal(self.L.node_name(victim), signal.SIGKILL)
-            self.record("kill", Watch(self.stack, svc, names, prom, t0).wait(240))
+            watch = Watch(self.stack, svc, names, prom, t0)
+            self.record("kill", watch.wait(240))
             self.stack.procs.stop(self.L.node_name(victim))
             self.stack.up(timeout=240)
             crashes = log.read_text(errors="replace").count("Admin client process died") - crashes
             self.notes.append(f"broker killed #{rep + 1}: it coordinated group {group}; Admin client process "
                               f"crashes (a fresh one each time): {crashes}; collector process "
-                              f"{'alive' if self.collector.poll() is None else 'DEAD'}")
+                              f"{'alive' if self.collector.poll() is None else 'DEAD'}; the engine's cause: "
+                              f"{watch.evidence.get('KafkaBrokerUnreachable', {}).get('cause')}")
             delete_group(self.L.bootstrap_servers, group)
+        self.delete_topic("bench.rf1")  # a replication-factor-1 topic makes any restart an outage (it pages)
+
+    def sigstop(self) -> None:
+        """The victim's JVM frozen: its ports still accept connections, it answers nothing, and it stops
+        heartbeating, which the controller sees as it sees a crash."""
+        import signal
+
+        victim = VICTIM["sigstop"]
+        labels = {"broker": str(victim)}
+        self.create_topic("bench.rf3", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+        for rep in range(self.args.reps):
+            self.quiet("kill", {})
+            svc = self.service(f"sigstop-{rep}")
+            svc.run_once()
+            t0 = time.monotonic()
+            self.stack.procs.signal(self.L.node_name(victim), signal.SIGSTOP)
+            try:
+                watch = Watch(self.stack, svc, {"KafkaBrokerUnreachable"}, {"PromBrokerDown"}, t0, labels=labels)
+                self.record("sigstop", watch.wait(240, grace=60), watch, blame="cause")
+            finally:
+                from monitor.stack.faults import controlled_restart
+
+                controlled_restart(self.stack, victim)  # SIGCONT first, then a controlled shutdown and a start
+
+    def restart(self) -> None:
+        from monitor.stack.faults import controlled_restart
+
+        self._routine("restart", lambda: [controlled_restart(self.stack, VICTIM["restart"])])
+
+    def rolling(self) -> None:
+        from monitor.stack.faults import rolling_restart
+
+        self._routine("rolling", lambda: rolling_restart(self.stack))
+
+    def _routine(self, key: str, work) -> None:
+        """Routine work that must page nobody: every alert raised while it runs and for 2 minutes after (the
+        longest `for` a restart could complete: under-replication's 60 s, scrape failures' 2 min from their start)."""
+        from monitor.stack.faults import in_sync
+
+        self.create_topic("bench.rf3", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])  # min.insync.replicas 2 (the stack's)
+        for rep in range(self.args.reps):
+            self.quiet("kill", {})
+            deadline = time.monotonic() + 180
+            while not in_sync(self.L.bootstrap_servers) and time.monotonic() < deadline:
+                time.sleep(2.0)
+            svc = self.service(f"{key}-{rep}")
+            pages = Pages(self.stack, svc, svc.run_once())
+            took = work()
+            pages.finish(120)
+            row = {"took": took, "firing": sorted(pages.firing), "notified": pages.notified,
+                   "pending": sorted(pages.pending), "prom": sorted(pages.prom)}
+            self.routine.setdefault(key, []).append(row)
+            print(f"  {SCENARIOS[key][0]} #{rep + 1}: restarts took {', '.join(f'{x:.0f}s' for x in took)}; engine "
+                  f"firing {row['firing']}, notifications {len(row['notified'])}, pending {row['pending']}; "
+                  f"already firing before, left out: {sorted(pages.before)}; "
+                  f"Prometheus rules firing {row['prom']}", flush=True)
 
     def disk(self) -> None:
         from confluent_kafka import Producer
@@ -729,6 +868,16 @@ def latency(args) -> int:
             ratio = f"{me / mp:5.2f}x" if me and mp else "   n/a"
             fired = f"  (engine fired {len(xs) - xs.count(None)}/{len(xs)}, Prometheus {len(ys) - ys.count(None)}/{len(ys)})"
             print(f"  {SCENARIOS[key][0]:<16} {e:<31} {fmt(me)} {p:<30} {fmt(mp)} {ratio}{fired}")
+    for key, rows in bench.routine.items():
+        fired = [len(r["firing"]) for r in rows]
+        notified = [len(r["notified"]) for r in rows]
+        prom = [len([a for a in r["prom"] if dict(a).get("alertname") == "PromBrokerDown"]) for r in rows]
+        print(f"  {SCENARIOS[key][0]:<18} engine: firing {fired}, notifications {notified} (per repetition); "
+              f"Prometheus PromBrokerDown firing {prom}; all Prometheus rules: "
+              f"{sorted({dict(a)['alertname'] for r in rows for a in r['prom']})}")
+        for r in rows:
+            if r["firing"] or r["pending"]:
+                print(f"    engine raised: firing {r['firing']}, pending {r['pending']}")
     for key, who in bench.blamed.items():
         print(f"  {SCENARIOS[key][0]}, the engine's first firing instance: {'; '.join(who)}")
     for note in bench.notes:

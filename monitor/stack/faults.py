@@ -8,7 +8,10 @@
 - a broker on fewer request handler threads (``fewer_io_threads``), and the misbehaving clients that hurt it: a
   flood of tiny produce requests (``tiny_produce_flood``) and a consumer that reads big fetches slowly
   (``SLOW_READER``, run inside a ``slow_link.SlowLink`` namespace behind ``tc``);
-- a consumer group whose coordinator is a given broker (``group_coordinated_by``), to kill that broker under it.
+- a consumer group whose coordinator is a given broker (``group_coordinated_by``), to kill that broker under it;
+- routine work that must page nobody: a controlled restart of one broker (``controlled_restart``: SIGTERM, Kafka's
+  controlled shutdown, wait, start) and a rolling restart of all of them (``rolling_restart``: one at a time, the
+  next once every partition is back in sync, as operators do it).
 
 ``small_log_dir`` needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
 real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again, so nothing
@@ -246,11 +249,21 @@ def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: st
     from confluent_kafka.admin import AdminClient
 
     def commit(group: str) -> None:
-        c = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
-        try:
-            c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
-        finally:
-            c.close()
+        # Right after a broker restart its coordinator may still load __consumer_offsets: retried, not failed
+        # (seen when the latency bench's crash scenario followed its rolling restart).
+        end = time.monotonic() + timeout
+        while True:
+            c = Consumer({"bootstrap.servers": servers, "group.id": group, "enable.auto.commit": False})
+            try:
+                c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+                return
+            except Exception as exc:  # noqa: BLE001 - librdkafka's KafkaException
+                if "LOAD_IN_PROGRESS" not in str(exc) and "NOT_COORDINATOR" not in str(exc) \
+                        or time.monotonic() > end:
+                    raise
+            finally:
+                c.close()
+            time.sleep(2)
 
     admin = AdminClient({"bootstrap.servers": servers})
 
@@ -305,3 +318,36 @@ def delete_group(servers: str, group: str, *, timeout: float = 90.0) -> bool:
                 return True
         time.sleep(2)
     return False
+
+
+def in_sync(servers: str, *, timeout: float = 10.0) -> bool:
+    """Every partition's ISR holds all its replicas (no under-replicated partition), per the cluster metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": servers}).list_topics(timeout=timeout)
+    return all(set(p.isrs) >= set(p.replicas) for t in md.topics.values() for p in t.partitions.values())
+
+
+def controlled_restart(stack, broker_id: int, *, timeout: float = 240.0) -> float:
+    """Restart one broker the way an operator does: SIGTERM (the broker asks the controller to shut it down, its
+    leadership moves away, it is fenced, it exits), wait until its process and ports are gone, start it again and wait
+    until every broker is registered. Returns the seconds it took. A frozen broker (SIGSTOP) is continued first."""
+    t0 = time.monotonic()
+    _stop_broker(stack, broker_id)
+    stack.up(timeout=timeout)  # starts only what is missing: this broker
+    return time.monotonic() - t0
+
+
+def rolling_restart(stack, *, timeout: float = 240.0, in_sync_timeout: float = 180.0) -> list[float]:
+    """A controlled restart of every broker in turn; before the next one, every partition is back in sync (else the
+    next shutdown would take a partition's last in-sync replica). Returns each restart's seconds."""
+    took = []
+    for broker_id in stack.layout.broker_ids:
+        took.append(controlled_restart(stack, broker_id, timeout=timeout))
+        deadline = time.monotonic() + in_sync_timeout
+        while not in_sync(stack.layout.bootstrap_servers):
+            if time.monotonic() > deadline:
+                raise StackError(f"partitions not back in sync {in_sync_timeout:.0f}s after broker {broker_id} "
+                                 "restarted")
+            time.sleep(1.0)
+    return took
