@@ -497,7 +497,7 @@ class Bench:
     def kill(self) -> None:
         import signal
 
-        from monitor.stack.faults import delete_group, group_coordinated_by
+        from monitor.stack.faults import controlled_restart, delete_group, group_coordinated_by
 
         victim = VICTIM["kill"]
         self.create_topic("bench.rf1", [[victim]])
@@ -517,8 +517,7 @@ class Bench:
             self.stack.procs.signal(self.L.node_name(victim), signal.SIGKILL)
             watch = Watch(self.stack, svc, names, prom, t0)
             self.record("kill", watch.wait(240))
-            self.stack.procs.stop(self.L.node_name(victim))
-            self.stack.up(timeout=240)
+            controlled_restart(self.stack, victim)  # waits until the dead JVM's ports are closed, then starts it
             crashes = log.read_text(errors="replace").count("Admin client process died") - crashes
             self.notes.append(f"broker killed #{rep + 1}: it coordinated group {group}; Admin client process "
                               f"crashes (a fresh one each time): {crashes}; collector process "
