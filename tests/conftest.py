@@ -129,11 +129,53 @@ _ORDER = {"unit": 0, "integration": 1, "e2e": 2}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run cheap tests first (unit, then integration, then e2e), and tests marked ``last`` at the very end:
-    they take the session stack down to prove ``down`` leaves nothing behind."""
+    """Run cheap tests first (unit, then integration, then e2e), then tests marked ``warm_up`` (their minutes have
+    passed meanwhile), and tests marked ``last`` at the very end: they take the session stack down to prove ``down``
+    leaves nothing behind."""
 
     def key(item):
         kind = next((k for k in _ORDER if item.get_closest_marker(k)), "integration")
-        return (1 if item.get_closest_marker("last") else 0, _ORDER[kind])
+        return (1 if item.get_closest_marker("last") else 0, 1 if item.get_closest_marker("warm_up") else 0,
+                _ORDER[kind])
 
     items.sort(key=key)
+
+
+# warm_up(cm): the test needs wall time more than anything else (minutes of samples in a Prometheus). ``cm(dir)``, a
+# context manager, is entered as soon as the session's tests are collected and left when the session ends; the test
+# reads what it yielded from the ``warmed_up`` fixture and runs after the others, so those minutes pass while they run.
+_WARM = pytest.StashKey[tuple]()
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    exits, warmed = contextlib.ExitStack(), {}
+    for item in session.items:
+        marker = item.get_closest_marker("warm_up")
+        if marker is None or marker.args[0] in warmed:
+            continue
+        cm = marker.args[0]
+        workdir = Path(tempfile.mkdtemp(prefix=f"kafka-health-{cm.__name__}-"))
+        exits.callback(shutil.rmtree, workdir, ignore_errors=True)
+        try:
+            warmed[cm] = exits.enter_context(cm(workdir))
+        except Exception as exc:  # noqa: BLE001 - reported by the test that needs it, not by whichever runs first
+            warmed[cm] = exc
+    session.config.stash[_WARM] = (exits, warmed)
+
+
+def pytest_sessionfinish(session):
+    exits, _ = session.config.stash.get(_WARM, (None, None))
+    if exits is not None:
+        exits.close()
+
+
+@pytest.fixture
+def warmed_up(request):
+    """What the test's ``warm_up`` context manager yielded (started when the session's tests were collected)."""
+    marker = request.node.get_closest_marker("warm_up")
+    value = request.config.stash[_WARM][1][marker.args[0]]
+    if isinstance(value, Exception):
+        raise value
+    return value

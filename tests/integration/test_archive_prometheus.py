@@ -1,16 +1,21 @@
-"""``kafka-health archive`` against the real Prometheus of the session ``stack``.
+"""``kafka-health archive`` against a real Prometheus of its own.
 
-The stack's Prometheus scrapes 127.0.0.1:<layout.service_port>/metrics every 5 s. So as not to depend on (or wait
-for) the collectors, this test serves its own small prometheus_client registry on that port, with metrics named as
-the archive series expect (a topic byte counter and a consumer-group lag gauge), then archives a short range of
-today through the CLI, re-archives it with --replace, and interrupts a run.
+That Prometheus (the local stack's, alone, beside the session stack's ports) scrapes 127.0.0.1:<service_port>/metrics
+every 5 s, where this module serves its own small prometheus_client registry with metrics named as the archive series
+expect (a topic byte counter and a consumer-group lag gauge). The test archives a short range of today through the
+CLI, re-archives it with --replace, and interrupts a run. A whole minute with a full 2-minute rate window takes about
+three minutes of samples: the feed is a ``warm_up`` of the session, so they pass while the other tests run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import httpx
 import pyarrow.dataset as ds
@@ -22,17 +27,25 @@ import monitor.cli
 from monitor.archive import lake as lakefs
 from monitor.archive.archive import PrometheusClient, archive_range
 from monitor.core.errors import QueryError
+from monitor.stack import StackLayout, observability
+from monitor.stack.procs import ProcessTable
 from tests.conftest import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.own_stack]
+pytestmark = [pytest.mark.integration]
 
 
 def cli(argv: list[str]) -> int:
     return monitor.cli.main(argv)
 
 
-@pytest.fixture
-def exporter(stack):
+def _port_base() -> int:
+    # Clear of the session stack (+0), a module's second stack (+100) and the 3.9 stack (19860 by default).
+    return int(os.environ.get("KAFKA_HEALTH_TEST_PORT_BASE", "19700")) + 250
+
+
+@contextlib.contextmanager
+def archive_feed(workdir: Path) -> Iterator[str]:
+    """This module's exporter on a service port and a Prometheus scraping it; yields that Prometheus' URL."""
     registry = CollectorRegistry()
     bytes_in = Counter("kafka_topic_bytes_in", "test traffic", ["cluster", "topic", "tenant"], registry=registry)
     lag = Gauge("kafka_consumergroup_lag", "test lag", ["cluster", "group", "topic"], registry=registry)
@@ -46,13 +59,20 @@ def exporter(stack):
             bytes_in.labels("local", "acme.orders", "acme").inc(1000 * (now - last))
             last = now
 
-    server, _thread = start_http_server(stack.layout.service_port, addr="127.0.0.1", registry=registry)
+    layout = StackLayout(dir=workdir, port_base=_port_base())
+    binary = observability.ensure_installed(["prometheus"], layout.logs_dir / "setup.log")["prometheus"]
+    procs = ProcessTable(layout.dir)
+    server, _thread = start_http_server(layout.service_port, addr="127.0.0.1", registry=registry)
     pump = threading.Thread(target=traffic, daemon=True)
     pump.start()
-    yield
-    stop.set()
-    server.shutdown()
-    server.server_close()
+    try:
+        procs.start(observability.prometheus_spec(layout, binary))
+        yield layout.prometheus_url
+    finally:
+        procs.stop("prometheus")
+        stop.set()
+        server.shutdown()
+        server.server_close()
 
 
 def _full_rate_window_at_a_past_minute(url: str) -> bool:
@@ -61,16 +81,20 @@ def _full_rate_window_at_a_past_minute(url: str) -> bool:
     minute = datetime.now(timezone.utc).replace(second=0, microsecond=0)
     # Two whole minutes (the test asserts on at least two archived rows), each with its rate window full.
     for at in (minute, minute - timedelta(minutes=1)):
-        r = httpx.get(f"{url}/api/v1/query", params={
-            "query": 'count_over_time(kafka_topic_bytes_in_total{topic="acme.orders"}[2m]) >= 18',
-            "time": at.timestamp()}, timeout=5)
+        try:
+            r = httpx.get(f"{url}/api/v1/query", params={
+                "query": 'count_over_time(kafka_topic_bytes_in_total{topic="acme.orders"}[2m]) >= 18',
+                "time": at.timestamp()}, timeout=5)
+        except httpx.TransportError:  # still starting
+            return False
         if not r.json()["data"]["result"]:
             return False
     return True
 
 
-def test_archive_replace_and_interrupted_run(stack, exporter, tmp_path):
-    url = stack.layout.prometheus_url
+@pytest.mark.warm_up.with_args(archive_feed)  # with_args: a lone callable would be taken for the decorated function
+def test_archive_replace_and_interrupted_run(warmed_up, tmp_path):
+    url = warmed_up
     wait_until(lambda: _full_rate_window_at_a_past_minute(url), timeout=300, interval=2,
                what="Prometheus to have two minutes of samples before a whole minute")
     lake = tmp_path / "lake"
@@ -88,7 +112,6 @@ def test_archive_replace_and_interrupted_run(stack, exporter, tmp_path):
     assert marker is not None and not marker.complete and marker.clusters == ("local",)
     table = ds.dataset(lakefs.day_dir(lake, day), format="parquet", partitioning="hive").to_table()
     rows = table.to_pylist()
-    # Earlier tests may have fed this Prometheus other topics (real collectors); this test's series is acme.orders.
     assert {r["cluster"] for r in rows} == {"local"}
     traffic = [r for r in rows if r["series"] == "topic_bytes_in_rate" and r["topic"] == "acme.orders"]
     assert traffic
