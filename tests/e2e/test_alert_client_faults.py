@@ -58,11 +58,11 @@ SLOW_BROKER, FLOOD_BROKER = 2, 1
 
 
 def _fast_backlog_rule(path: Path) -> None:
-    """The shipped rule with a 3-minute window (instead of 15) and 20 s `for`, so the test waits for one short
+    """The shipped rule with a 3-minute window (instead of 15) and 10 s `for`, so the test waits for one short
     window. Its thresholds are the shipped ones."""
     spec = next(r for r in yaml.safe_load((REPO / "alerts" / "rules.yaml").read_text())["rules"]
                 if r["name"] == "KafkaResponseQueueBacklog")
-    spec = {**spec, "for": "20s", "params": {**spec["params"], "window": "3m", "socket_window": "1m"}}
+    spec = {**spec, "for": "10s", "params": {**spec["params"], "window": "3m", "socket_window": "1m"}}
     path.write_text(yaml.safe_dump({"rules": [spec]}))
 
 
@@ -108,7 +108,7 @@ def watched(fault_stack, tmp_path_factory):
         "collection": CollectionSettings(interval_seconds=5),
         "rules": RulesSettings(files=(str(tmp / "backlog-rule.yaml"),),
                                overrides={"KafkaRequestHandlerSaturation": RuleOverride(
-                                   threshold=FLOOD_IDLE_THRESHOLD, for_seconds=20)})})
+                                   threshold=FLOOD_IDLE_THRESHOLD, for_seconds=10)})})
     _create(fault_stack, "shop.slow", [[SLOW_BROKER]])
     # Led by FLOOD_BROKER, replicated: the followers' fetches are handler work on the leader too.
     _create(fault_stack, "ads.flood", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
