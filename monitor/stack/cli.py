@@ -191,10 +191,10 @@ def _print_status_json(stack: Stack) -> bool:
 
 def _print_status(stack: Stack) -> bool:
     rows = stack.status()
-    print(f"{'component':<14}{'pid':>8}  {'ports':<14}{'health'}")
+    print(f"{'component':<14}{'pid':>8}  {'ports':<26}{'health'}")
     for r in rows:
         ports = ",".join(str(p) for p in r.ports)
-        print(f"{r.name:<14}{r.pid or '-':>8}  {ports:<14}{r.detail}")
+        print(f"{r.name:<14}{r.pid or '-':>8}  {ports:<26}{r.detail}")
     L = stack.layout
     print(f"\nKafka bootstrap: {L.client_bootstrap} (Kafka {L.kafka_version}, {L.security_mode})")
     if L.secured:
