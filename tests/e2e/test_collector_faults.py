@@ -1,4 +1,4 @@
-"""Real faults: a broker frozen (SIGSTOP), a broker killed (SIGKILL), a closed JMX port, malformed transport output.
+"""Real faults: a broker frozen (SIGSTOP), a broker killed (SIGKILL), a closed Jolokia port, malformed transport output.
 
 Each: the target is marked failed within its timeout, every other target keeps reporting, nothing raises, and the
 target recovers by itself once the broker is back. Every test restores the broker so the session stack stays usable.
@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from collectors.component import CollectionService
 from collectors.types import TargetStatus
-from monitor.core.config import BrokerTarget, JmxSettings
+from monitor.core.config import BrokerTarget
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -30,13 +30,14 @@ def unused_port() -> int:
         return s.getsockname()[1]
 
 
-def jmx_service(stack, *, extra_brokers=(), transport: str = "jmxquery"):
-    """The JMX collector of the stack (plus any extra, broken broker targets) over ``transport``, with a short
-    per-target timeout."""
+def jmx_service(stack, *, extra_brokers=(), transport: str = "jolokia"):
+    """The JMX collector of the stack (plus any extra, broken broker targets) over ``transport`` with the stack's
+    JMX credentials (the session stack is secured: jmxquery cannot log in, see test_stack_kafka39 for it), with a
+    short per-target timeout."""
     cfg = stack.config()
     cluster = cfg.clusters[0]
-    cluster = cluster.model_copy(update={"jmx": JmxSettings(transport=transport, timeout_seconds=TIMEOUT),
-                                         "brokers": cluster.brokers + tuple(extra_brokers)})
+    jmx = cluster.jmx.model_copy(update={"transport": transport, "timeout_seconds": TIMEOUT})
+    cluster = cluster.model_copy(update={"jmx": jmx, "brokers": cluster.brokers + tuple(extra_brokers)})
     # An interval longer than the timeout: results older than two intervals are served as stale, and a healthy
     # broker's result must still be fresh when the frozen one finally times out.
     cfg = cfg.model_copy(update={"clusters": (cluster,),
@@ -59,7 +60,7 @@ def statuses(results):
 
 def test_frozen_broker_times_out_others_report_and_it_recovers(stack):
     closed = unused_port()
-    svc, registry = jmx_service(stack, extra_brokers=[BrokerTarget(id=9, jmx=f"127.0.0.1:{closed}")])
+    svc, registry = jmx_service(stack, extra_brokers=[BrokerTarget(id=9, jolokia=f"http://127.0.0.1:{closed}/jolokia")])
     stack.procs.signal("broker-2", signal.SIGSTOP)
     try:
         start = time.monotonic()
@@ -129,8 +130,9 @@ class _FlakyJolokia:
             def do_POST(self):  # noqa: N802 (http.server's naming)
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if outer.healed.is_set():
+                    auth = {"Authorization": self.headers["Authorization"]} if self.headers["Authorization"] else {}
                     req = urllib.request.Request(upstream + "/", data=body,
-                                                 headers={"Content-Type": "application/json"})
+                                                 headers={"Content-Type": "application/json", **auth})
                     with urllib.request.urlopen(req, timeout=10) as r:
                         answer = r.read()
                 else:

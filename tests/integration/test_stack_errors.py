@@ -32,12 +32,14 @@ def test_occupied_port_is_one_clear_line(tmp_path):
     base = 19900
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", base + 2))
+        s.bind(("127.0.0.1", base + 52))  # broker-2's SASL_SSL listener (a new stack dir is secured)
         s.listen()
         r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", str(base)])
+    if r.returncode == 0:  # a stack that came up would hold ports the next tests use
+        _cli(["stack", "down", "--dir", str(tmp_path / "s"), "--port-base", str(base)])
     assert r.returncode == 1
     assert r.stderr.strip() == (
-        f"error: already in use by another process: broker-2 ({base + 2}) port {base + 2} "
+        f"error: already in use by another process: broker-2 ({base + 52}) port {base + 52} "
         "(stop it, or pick another --port-base)"
     )
     assert _no_process_under(tmp_path / "s")
