@@ -1,4 +1,4 @@
-"""Tenants as principals on the secured session stack: a tenant created in the registry (the API's write path) with
+"""Tenants as principals on the secured session stack: a tenant created through the API (POST /api/v1/tenants) with
 a principal selector gets its contract as a Kafka user quota from ``kafka-health tenants apply-quotas``; a client of
 that principal exceeding it is throttled by the real broker, and KafkaClientThrottled fires for that tenant naming
 the principal and the client id, and reaches the tenant's webhook (a real HTTP receiver)."""
@@ -15,22 +15,16 @@ from datetime import datetime, timezone
 import pytest
 import yaml
 from confluent_kafka import Producer
+from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry, start_http_server
 
 from alerts.component import AlertService
 from collectors.component import CollectionService
-from monitor.core.config import (
-    RuleOverride,
-    RulesSettings,
-    TenantConfig,
-    TenantContract,
-    TenantReceivers,
-    TenantSelector,
-)
+from monitor.core.config import RuleOverride, RulesSettings
 from monitor.core.store import Store
 from monitor.store.migrate import upgrade
-from monitor.tenants import service
 from monitor.tenants.live import with_stored_tenants
+from tests.api_fixtures import build_api, new_token
 from tests.integration.alerts_helpers import WebhookReceiver
 
 pytestmark = pytest.mark.integration
@@ -51,14 +45,14 @@ def test_a_principal_over_its_user_quota_pages_its_tenant_by_principal_and_clien
     base = stack.config(store_url=store_url)
     store = Store(store_url)
     upgrade(store)
-    with store.session() as s:
-        service.sync_config(db_session=s, config=base, now=datetime.now(timezone.utc))
-        service.create(db_session=s, tenant_in=TenantConfig(
-            name=tenant, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{tenant}.",),
-                                                   principals=(f"User:{user}",)),),
-            contract=TenantContract(produce_quota_bytes_per_second=QUOTA),
-            receivers=TenantReceivers(alertmanager=False, webhooks=(hook.url,))),
-            clusters=["local"], now=datetime.now(timezone.utc))
+    with TestClient(build_api(base, store, now=datetime.now(timezone.utc))) as api:  # the API's own POST
+        r = api.post("/api/v1/tenants", headers={"Authorization": f"Bearer {new_token(store, None)}"}, json={
+            "name": tenant,
+            "selectors": [{"cluster": "local", "topic_prefixes": [f"{tenant}."], "principals": [f"User:{user}"]}],
+            "contract": {"produce_quota_bytes_per_second": QUOTA},
+            "receivers": {"alertmanager": False, "webhooks": [hook.url]},
+        })
+        assert r.status_code == 201, r.text
     settings = stack.add_principal(user, topic_prefixes=(f"{tenant}.",))
 
     cfg_file = tmp_path / "kafka-health.yaml"
