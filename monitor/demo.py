@@ -17,7 +17,7 @@ import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from monitor import REPO_ROOT, serve
+from monitor import serve
 from monitor.api import tokens
 from monitor.core.config import (
     TenantConfig,
@@ -33,6 +33,7 @@ from monitor.stack import kafka as stack_kafka
 from monitor.stack.cli import add_stack_args, layout_from_args
 from monitor.stack.layout import StackLayout
 from monitor.stack.observability import SCRAPE_TOKEN_PLACEHOLDER, write_scrape_token
+from monitor.stack.packaged import dashboards_json_dir, grafana_provisioning_dir
 from monitor.stack.procs import port_open
 from monitor.tenants import quotas
 
@@ -269,6 +270,6 @@ kafka-health demo is running (Ctrl-C stops everything it started)
     {as_pay} -H "Accept: text/html" {url}/api/v1/tenants/payments/reports/{week} > payments-{week}.html
 
   Grafana dashboards (Grafana itself is not part of the demo):
-    JSON:          {REPO_ROOT / "dashboards" / "json"}/*.json
-    provisioning:  {REPO_ROOT / "deploy" / "grafana" / "provisioning"}/ (set the datasource url to {L.prometheus_url})
+    JSON:          {dashboards_json_dir()}/*.json
+    provisioning:  {grafana_provisioning_dir()}/ (set the datasource url to {L.prometheus_url})
 """

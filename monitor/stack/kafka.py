@@ -13,13 +13,13 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from monitor import REPO_ROOT
 from monitor.core.errors import DependencyMissing, StackError
 from monitor.stack.layout import CONTROLLER_ID, StackLayout, cache_dir
+from monitor.stack.packaged import deploy_path
 from monitor.stack.procs import ProcSpec
 from monitor.stack.security import StackSecurity
 
-DEPLOY_KAFKA = REPO_ROOT / "deploy" / "kafka"
+DEPLOY_KAFKA = deploy_path("kafka")  # the poms and log4j configs of deploy/kafka, as package data
 HEAP = {"controller": "256m", "broker": "384m"}
 NUM_IO_THREADS = 4  # request handler threads per broker (faults.fewer_io_threads lowers it at run time)
 

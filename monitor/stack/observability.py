@@ -1,4 +1,5 @@
-"""Prometheus and Alertmanager of the local stack, from Debian's packages, with config rendered from deploy/."""
+"""Prometheus and Alertmanager of the local stack, from Debian's packages, with config rendered from deploy/
+(package data: monitor.stack.packaged)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import string
 import subprocess
 from pathlib import Path
 
-from monitor import REPO_ROOT
 from monitor.core.errors import DependencyMissing
 from monitor.stack.layout import StackLayout
+from monitor.stack.packaged import deploy_path
 from monitor.stack.procs import ProcSpec
 
 DEBIAN_PACKAGES = {"prometheus": "prometheus", "alertmanager": "prometheus-alertmanager"}
@@ -61,7 +62,7 @@ def write_scrape_token(layout: StackLayout, token: str) -> None:
 
 
 def render_prometheus_config(layout: StackLayout) -> Path:
-    tmpl = (REPO_ROOT / "deploy" / "prometheus" / "prometheus.local.yml.tmpl").read_text()
+    tmpl = deploy_path("prometheus/prometheus.local.yml.tmpl").read_text()
     interval = layout.scrape_interval_seconds
     text = string.Template(tmpl).substitute(
         scrape_interval=f"{interval}s",
@@ -101,7 +102,7 @@ def prometheus_spec(layout: StackLayout, binary: str) -> ProcSpec:
 def alertmanager_spec(layout: StackLayout, binary: str) -> ProcSpec:
     layout.alertmanager_dir.mkdir(parents=True, exist_ok=True)
     config = layout.alertmanager_dir / "alertmanager.yml"
-    shutil.copyfile(REPO_ROOT / "deploy" / "alertmanager" / "alertmanager.local.yml", config)
+    shutil.copyfile(deploy_path("alertmanager/alertmanager.local.yml"), config)
     return ProcSpec(
         name="alertmanager",
         argv=[
