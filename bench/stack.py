@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from monitor.stack import Stack, StackLayout  # noqa: E402
+from monitor.stack.procs import port_free  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:
@@ -31,7 +32,15 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def wait_ports_free(layout: StackLayout, timeout: float = 60.0) -> None:
+    """The previous stack's JVMs release their ports a moment after they exit: not part of the next start-up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(port_free(p) for p in layout.all_ports().values()):
+        time.sleep(0.5)
+
+
 def timed_up(layout: StackLayout) -> tuple[float, Stack]:
+    wait_ports_free(layout)
     stack = Stack(layout, log=lambda *_: None)
     t0 = time.monotonic()
     stack.up(timeout=300)
