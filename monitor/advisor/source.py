@@ -58,6 +58,37 @@ class Reader:
         return sum(s.value for s in rows)
 
 
+REQUEST_FIELDS = ("request_time_ratio", "request_throttle_seconds")
+
+
+def attribute_request_sensors(fields: dict[str, dict[tuple[str, ...], float]],
+                              first: dict[tuple[str, ...], float]) -> tuple[dict, dict]:
+    """Kafka tags a quota type's sensors with the entity its quota matched: with byte-rate quotas per user
+    (``users/U/clients/<default>``, as ``tenants apply-quotas`` sets them) and the request quota only per client id
+    (the default client quota), one client's byte rates come as (user=U, client_id=C) and its request time as
+    (user="", client_id=C). Read apart, neither half is a costly client: one moves bytes for no thread time, the other
+    spends thread time moving nothing. A user-less request series goes to the one user whose byte series carry its
+    client id; with none or several such users (a client id shared across principals) it stays as it is."""
+    users: dict[str, set[str]] = {}
+    for f, rows in fields.items():
+        if f not in REQUEST_FIELDS:
+            for user, cid in rows:
+                if user:
+                    users.setdefault(cid, set()).add(user)
+    owner = {cid: next(iter(us)) for cid, us in users.items() if len(us) == 1}
+
+    def moved(rows: dict[tuple[str, ...], float], combine) -> dict[tuple[str, ...], float]:
+        out: dict[tuple[str, ...], float] = {}
+        for (user, cid), v in rows.items():
+            key = (owner[cid], cid) if not user and cid in owner else (user, cid)
+            out[key] = combine(out[key], v) if key in out else v
+        return out
+
+    fields = {f: moved(rows, max if f == "request_throttle_seconds" else (lambda a, b: a + b))
+              if f in REQUEST_FIELDS else rows for f, rows in fields.items()}
+    return fields, moved(first, min)
+
+
 def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime,
                   window: str = "10m") -> Snapshot:
     r = Reader(source, now=now, window=window)
@@ -78,13 +109,14 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         "fetch_throttle_seconds": per_client(M["client_fetch_throttle"], "max"),
         "request_throttle_seconds": per_client(M["client_request_throttle"], "max"),
     }
-    keys = sorted({k for rows in fields.values() for k in rows})
     wsec = parse_duration(window)
     # When each client was first seen inside the window: the earliest sample timestamp, by a subquery at a tenth of
     # the window (the lookback makes a client older than the window report a timestamp before its start).
     step = max(1, int(wsec // 10))
     first = r.by(f"min by ({by_client}) (min_over_time(timestamp({M['client_request_time']}{{{sel}}})[{w}:{step}s]))",
                  *cb)
+    fields, first = attribute_request_sensors(fields, first)
+    keys = sorted({k for rows in fields.values() for k in rows})
     now_s = now.timestamp()
     clients = tuple(ClientSample(
         cluster=cluster, user=user, client_id=cid,

@@ -150,3 +150,24 @@ def test_the_endpoints_serve_no_data_as_it_is(tmp_path, monkeypatch):
             assert "no broker series" in body["message"]
     finally:
         store.dispose()
+
+
+def test_a_principals_request_time_tagged_by_client_id_alone_joins_its_byte_rates():
+    """Byte quotas per user, the request quota per client id: Kafka tags the two halves of one client apart
+    (seen on the secured demo stack: payments-batch-import's request time had user="", its bytes user=payments-app)."""
+    from monitor.advisor.source import attribute_request_sensors
+
+    fields = {
+        "request_time_ratio": {("", "pay-bulk"): 0.15, ("", "shared-id"): 0.1, ("", "anon"): 0.01},
+        "produce_bytes_per_second": {("payments-app", "pay-bulk"): 50_000.0, ("a", "shared-id"): 1.0,
+                                     ("b", "shared-id"): 1.0},
+        "fetch_bytes_per_second": {},
+        "request_throttle_seconds": {("", "pay-bulk"): 0.0},
+    }
+    first = {("", "pay-bulk"): 100.0, ("", "shared-id"): 50.0}
+    out, seen = attribute_request_sensors(fields, first)
+    assert out["request_time_ratio"] == {("payments-app", "pay-bulk"): 0.15, ("", "shared-id"): 0.1,
+                                         ("", "anon"): 0.01}
+    assert out["request_throttle_seconds"] == {("payments-app", "pay-bulk"): 0.0}
+    assert out["produce_bytes_per_second"] == fields["produce_bytes_per_second"]
+    assert seen == {("payments-app", "pay-bulk"): 100.0, ("", "shared-id"): 50.0}
