@@ -28,7 +28,7 @@ class TenantLoad:
     tenant: str
     topics: tuple[str, ...]
     client_id: str  # producer client id; the consumer uses client_id + "-consumer"
-    group: str
+    group: str | None  # None: a producer alone
     messages_per_second: float = 20.0
     message_bytes: int = 512
     producer_settings: dict = field(default_factory=dict)  # e.g. linger.ms, batch.size for a badly batching client
@@ -93,13 +93,14 @@ class LoadGenerator:
         self.loads = loads
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self.clients = sum(2 if load.group else 1 for load in loads)  # producers and consumers it runs
         self.produced = {load.tenant: 0 for load in loads}
         self.consumed = {load.tenant: 0 for load in loads}
 
     def start(self) -> None:
         ensure_topics(self.conn, [t for load in self.loads for t in load.topics])
         for load in self.loads:
-            for target in (self._produce, self._consume):
+            for target in (self._produce, self._consume) if load.group else (self._produce,):
                 th = threading.Thread(target=target, args=(load,), name=f"load-{load.tenant}-{target.__name__}",
                                       daemon=True)
                 th.start()

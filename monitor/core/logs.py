@@ -4,6 +4,7 @@
                                     one handler on stderr writing ``text`` or ``json`` lines through RedactingFilter
     JsonFormatter                   one JSON object per line: time, level, logger, message (and exception), for log
                                     shippers (journald, Kubernetes, Loki) that should not parse prose
+    divert_to_file(path)            the same records to a file, the console only errors (the demo's console)
 
 Libraries log what they were called with: httpx every request URL at INFO (a webhook's path is its token), uvicorn
 every request line, alembic and py4j their chatter, librdkafka each connection. They stay at WARNING whatever the
@@ -17,6 +18,7 @@ import json
 import logging
 import sys
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import IO, Literal
 
 from monitor.core.redact import RedactingFilter
@@ -81,3 +83,20 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text", *, stream: I
     handler.addFilter(RedactingFilter())
     root.addHandler(handler)
     root.setLevel(numeric)
+
+
+def divert_to_file(path: Path, *, console_level: str = "error") -> logging.Handler:
+    """Every record that passes the configured levels also goes to ``path`` (text lines, redacted); the console
+    handler keeps only ``console_level`` and above. For a console that a person reads while the service runs (the
+    demo): its URLs and status stay on screen, the details are a ``tail -f`` away. Returns the file handler."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(_TEXT))
+    handler.addFilter(RedactingFilter())
+    root = logging.getLogger()
+    for h in root.handlers:
+        if h.get_name() == _HANDLER_NAME:
+            h.setLevel(getattr(logging, console_level.upper()))
+    root.addHandler(handler)
+    logging.captureWarnings(True)  # Python's warnings (deprecations) print to stderr otherwise
+    return handler

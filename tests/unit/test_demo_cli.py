@@ -1,13 +1,14 @@
 """The demo and ``stack`` commands without a running stack: what the demo prints (every printed command is a real one),
 the config file it writes, and the bad inputs that must end in one line and a non-zero exit, never a traceback."""
 
+import io
 import shlex
 import socket
 import subprocess
 import sys
 import threading
 import time
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,14 @@ from monitor import REPO_ROOT
 from monitor.cli import build_parser, main
 from monitor.core.config import load_config
 from monitor.core.errors import ComponentFailed, StackError
-from monitor.demo import DEMO_TENANTS, _wait_ready, demo_text
+from monitor.demo import (
+    DEMO_TENANTS,
+    STORY_WINDOW,
+    Console,
+    _wait_ready,
+    demo_text,
+    status_text,
+)
 from monitor.loadgen import ensure_topics
 from monitor.stack import Stack
 from monitor.stack.kafka import jolokia_port
@@ -47,12 +55,13 @@ def _lines(text: str, marker: str) -> list[str]:
 
 def test_demo_text_shows_every_capability_with_the_right_token(tmp_path):
     L = StackLayout(dir=tmp_path, port_base=30000)
-    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health")
+    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health",
+                     log_file=L.logs_dir / "demo.log")
     pay, op = "Bearer kh_payments_secret", "Bearer kh_operator_secret"
     url = "http://127.0.0.1:30030"
     expected = {  # endpoint -> the token that may call it
         f"{url}/api/v1/tenants/payments/health": pay,
-        f"{url}/api/v1/tenants/payments/advice": pay,
+        f'{url}/api/v1/tenants/payments/advice?window={STORY_WINDOW}"': pay,  # the story's alert's window
         f"{url}/api/v1/tenants/payments/reports": pay,
         f"{url}/api/v1/tenants/payments/reports/2026-W47": pay,
         f"{url}/api/v1/clusters/local/capacity": op,
@@ -66,6 +75,8 @@ def test_demo_text_shows_every_capability_with_the_right_token(tmp_path):
     # The e2e test and users read the tokens from these lines.
     assert "tenant payments: kh_payments_secret" in _lines(text, "tenant payments:")
     assert f"Config (YAML):           {L.config_file}" in text
+    assert f"{L.logs_dir / 'demo.log'} (the console shows errors only)" in text
+    assert text.strip().splitlines()[-1].startswith("Story: calm for 60 s, then tenant payments starts")
     # Grafana: the dashboards and the provisioning the text points at exist in the checkout.
     assert f"{REPO_ROOT / 'dashboards' / 'json'}/*.json" in text
     assert list((REPO_ROOT / "dashboards" / "json").glob("*.json"))
@@ -75,7 +86,8 @@ def test_demo_text_shows_every_capability_with_the_right_token(tmp_path):
 
 def test_printed_archive_and_report_commands_are_real_commands_on_the_demo_config(tmp_path):
     L = StackLayout(dir=tmp_path / "stack dir", port_base=30000)  # a space: the commands must quote the path
-    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health")
+    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health",
+                     log_file=L.logs_dir / "demo.log")
     archive = shlex.split(next(line for line in _lines(text, "kafka-health archive")))
     report = shlex.split(next(line for line in _lines(text, "kafka-health report")))
     parser = build_parser()
@@ -88,8 +100,36 @@ def test_printed_archive_and_report_commands_are_real_commands_on_the_demo_confi
 
 def test_printed_week_is_the_iso_week_across_a_year_boundary(tmp_path):
     L = StackLayout(dir=tmp_path)
-    text = demo_text(L, TOKENS, L.config_file, today=date(2027, 1, 1), cli="kafka-health")  # a Friday of 2026-W53
+    text = demo_text(L, TOKENS, L.config_file, today=date(2027, 1, 1), cli="kafka-health",
+                     log_file=L.logs_dir / "demo.log")  # a Friday of 2026-W53
     assert "--week 2026-W53" in text and "--from 2027-01-01 --to 2027-01-02" in text
+
+
+def test_status_line_names_firing_alerts_but_the_watchdog_and_counts_tenants_and_clients():
+    now = datetime(2026, 11, 18, 12, 3, 4)
+    firing = [{"alertname": "KafkaHealthWatchdog", "labels": {}},
+              {"alertname": "KafkaClientHurtsOtherTenants",
+               "labels": {"tenant": "payments", "client_id": "payments-batch-import"}}]
+    assert status_text(firing, 2, 5, 0, now=now) == ("12:03:04 | alerts firing: 1 (KafkaClientHurtsOtherTenants "
+                                                    "payments/payments-batch-import) | tenants: 2 | clients: 5")
+    assert status_text(None, None, 4, 1, now=now) == \
+        "12:03:04 | alerts: API not answering | tenants: ? | clients: 4 | log: 1 warning"
+
+
+def test_console_redraws_the_status_in_place_on_a_terminal_and_rarely_prints_it_elsewhere():
+    tty = io.StringIO()
+    c = Console(tty, tty=True)
+    c.status("s1")
+    c.say("event")
+    c.status("s2")
+    assert tty.getvalue() == "s1\r\x1b[2Kevent\ns1\r\x1b[2Ks2"
+    t = [0.0]
+    pipe = io.StringIO()
+    c = Console(pipe, tty=False, every=30, clock=lambda: t[0])
+    for t[0] in (0, 10, 29, 30, 45, 61):
+        c.status(f"s{t[0]:g}")
+    c.say("event")
+    assert pipe.getvalue().splitlines() == ["s0", "s30", "s61", "event"]
 
 
 # --- the config file the demo writes ----------------------------------------------------------------------------------
