@@ -132,6 +132,14 @@ def test_console_redraws_the_status_in_place_on_a_terminal_and_rarely_prints_it_
     assert pipe.getvalue().splitlines() == ["s0", "s30", "s61", "event"]
 
 
+def test_calm_demo_says_so_and_the_story_is_the_default():
+    assert build_parser().parse_args(["demo", "--calm"]).calm and not build_parser().parse_args(["demo"]).calm
+    L = StackLayout(dir=Path("/tmp/x"))
+    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health",
+                     log_file=L.logs_dir / "demo.log", calm=True)
+    assert text.strip().splitlines()[-1].startswith("Story: none (--calm)")
+
+
 # --- the config file the demo writes ----------------------------------------------------------------------------------
 
 def test_written_config_is_the_demo_config_and_passes_check_config(tmp_path, capsys):
