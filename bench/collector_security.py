@@ -27,6 +27,7 @@ from collectors.component import build_collectors  # noqa: E402
 from monitor.demo import DEMO_LOAD, DEMO_TENANTS, onboard_demo_tenants  # noqa: E402
 from monitor.loadgen import LoadGenerator  # noqa: E402
 from monitor.stack import Stack, StackLayout  # noqa: E402
+from monitor.stack.procs import port_free  # noqa: E402
 
 
 def cpu() -> float:
@@ -39,6 +40,9 @@ def cpu() -> float:
 def measure(mode: str, work: Path, port_base: int, rounds: int) -> dict[str, list[float]]:
     layout = StackLayout(dir=work / mode, port_base=port_base, secured=mode == "sasl_ssl", plaintext_listener=mode
                          != "sasl_ssl")
+    deadline = time.monotonic() + 60  # a previous stack's JVMs release their ports a moment after they exit
+    while time.monotonic() < deadline and not all(port_free(p) for p in layout.all_ports().values()):
+        time.sleep(0.5)
     stack = Stack(layout, log=lambda *_: None)
     stack.up(timeout=300)
     load = LoadGenerator(stack.admin_settings(), DEMO_LOAD, tenant_conns=onboard_demo_tenants(stack))
