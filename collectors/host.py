@@ -5,8 +5,8 @@ One target per distinct broker ``host`` of a cluster. Only ``localhost`` targets
 on the broker's machine, e.g. one collector per host with ``--shard`` or a per-host config); a remote host is
 reported as failed ("unreachable") with a message saying so, never as silently empty.
 
-The ``/proc`` root and ``statvfs`` are parameters, so unit tests run on the checked-in fake ``/proc`` under
-tests/unit/fixtures/collectors_proc.
+The ``/proc`` root, ``statvfs`` and ``stat`` are parameters, so unit tests run on the checked-in fake ``/proc`` under
+tests/unit/fixtures/collectors_proc and on made-up filesystems.
 """
 
 from __future__ import annotations
@@ -137,10 +137,20 @@ def parse_tcp_backlogs(texts: Sequence[str], base: tuple, ports: dict[int, str],
     return out
 
 
+def filesystem_device(st: os.stat_result) -> str:
+    """The identity of the filesystem holding a file, "major:minor" of its ``st_dev`` (e.g. "8:1"): two log dirs
+    with the same one are on one filesystem, whatever their sizes and free space say."""
+    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+
+
 def filesystem_samples(
-    log_dirs: Sequence[tuple[str, str]], base: tuple, statvfs: Callable[[str], os.statvfs_result]
+    log_dirs: Sequence[tuple[str, str]], base: tuple, statvfs: Callable[[str], os.statvfs_result],
+    stat: Callable[[str], os.stat_result] = os.stat,
 ) -> list[Sample]:
-    """Size/free/available bytes of the filesystem holding each (broker, log dir). A missing dir is skipped."""
+    """Size/free/available bytes of the filesystem holding each (broker, log dir), labelled with the filesystem's
+    ``device`` (see ``filesystem_device``) so that consumers count a filesystem shared by several brokers once. A
+    missing dir is skipped; a dir whose stat fails after its statvfs succeeded (removed in between) has no
+    ``device`` label, and consumers fall back to comparing sizes."""
     out = []
     for broker, path in log_dirs:
         try:
@@ -148,6 +158,10 @@ def filesystem_samples(
         except OSError:
             continue
         labels = base + (("broker", broker), ("path", path))
+        try:
+            labels += (("device", filesystem_device(stat(path))),)
+        except OSError:
+            pass
         out += [
             _g("kafka_host_filesystem_size_bytes", "Size of the filesystem holding the log dir", labels,
                float(st.f_blocks * st.f_frsize)),
@@ -166,12 +180,14 @@ class HostCollector:
         *,
         proc_root: str | os.PathLike = "/proc",
         statvfs: Callable[[str], os.statvfs_result] = os.statvfs,
+        stat: Callable[[str], os.stat_result] = os.stat,
         ticks_per_second: float | None = None,
         max_series: int = 20000,
     ):
         self._cluster = cluster
         self._proc = Path(proc_root)
         self._statvfs = statvfs
+        self._stat = stat
         self._ticks = ticks_per_second or float(os.sysconf("SC_CLK_TCK"))
         self._max_series = max_series
         self._dirs: dict[str, list[tuple[str, str]]] = {}
@@ -190,7 +206,7 @@ class HostCollector:
             exc = TargetUnreachable(f"host {target.address} is remote: run a collector on it (see docs/metrics.md)")
             return failed(target, exc, started_at=now, duration=time.monotonic() - start)
         base = (("cluster", target.cluster), ("host", target.address))
-        samples = filesystem_samples(self._dirs[target.address], base, self._statvfs)
+        samples = filesystem_samples(self._dirs[target.address], base, self._statvfs, self._stat)
         for fname, parse in (("stat", lambda t: parse_stat(t, base, self._ticks)),
                              ("meminfo", lambda t: parse_meminfo(t, base)),
                              ("diskstats", lambda t: parse_diskstats(t, base)),

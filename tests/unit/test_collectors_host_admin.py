@@ -14,7 +14,7 @@ from collectors.admin_convert import (
     lag_seconds,
 )
 from collectors.catalog import TenantLookup
-from collectors.host import HostCollector, parse_tcp_backlogs
+from collectors.host import HostCollector, filesystem_samples, parse_tcp_backlogs
 from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
 from monitor.core.config import (
     BrokerTarget,
@@ -45,19 +45,29 @@ def fake_statvfs(path):
     return os.statvfs_result((4096, 4096, 1000, 400, 300, 0, 0, 0, 0, 255))
 
 
+def fake_stat(path):
+    # k1 and k2 on one filesystem (8:1), k3 on another (259:2); /gone lost between statvfs and stat
+    if path == "/gone":
+        raise FileNotFoundError(path)
+    dev = os.makedev(259, 2) if path == "/data/k3" else os.makedev(8, 1)
+    return os.stat_result((0o40755, 1, dev, 2, 0, 0, 4096, 0, 0, 0))
+
+
 def values(samples):
     return {(s.name, s.labels): s.value for s in samples}
 
 
 def test_host_collector_reads_fake_proc_and_log_dir_filesystems():
-    hc = HostCollector(CLUSTER, proc_root=PROC, statvfs=fake_statvfs, ticks_per_second=100)
+    hc = HostCollector(CLUSTER, proc_root=PROC, statvfs=fake_statvfs, stat=fake_stat, ticks_per_second=100)
     assert [t.name for t in hc.targets()] == ["host-localhost", "host-kafka3.example"]
     result = hc.collect_target(hc.targets()[0], now=1000.0)
     assert result.status is TargetStatus.OK
     v = values(result.samples)
     base = (("cluster", "c1"), ("host", "localhost"))
-    assert v[("kafka_host_filesystem_size_bytes", base + (("broker", "1"), ("path", "/data/k1")))] == 4096 * 1000
-    assert v[("kafka_host_filesystem_avail_bytes", base + (("broker", "2"), ("path", "/data/k2")))] == 4096 * 300
+    k1 = base + (("broker", "1"), ("path", "/data/k1"), ("device", "8:1"))
+    assert v[("kafka_host_filesystem_size_bytes", k1)] == 4096 * 1000
+    k2 = base + (("broker", "2"), ("path", "/data/k2"), ("device", "8:1"))
+    assert v[("kafka_host_filesystem_avail_bytes", k2)] == 4096 * 300
     assert not any(("path", "/missing") in k[1] for k in v)
     assert v[("kafka_host_cpu_seconds_total", base + (("mode", "user"),))] == 10.0
     assert v[("kafka_host_cpu_seconds_total", base + (("mode", "iowait"),))] == 0.5
@@ -66,6 +76,16 @@ def test_host_collector_reads_fake_proc_and_log_dir_filesystems():
     assert v[("kafka_host_disk_io_time_seconds_total", base + (("device", "nvme0n1"),))] == 1.5
     assert not any(("device", "loop0") in k[1] for k in v)
     assert v[("kafka_host_network_transmit_bytes_total", base + (("device", "eth0"),))] == 7777777
+
+
+def test_each_log_dir_filesystem_is_labelled_with_its_device_major_minor():
+    base = (("cluster", "c1"), ("host", "h"))
+    samples = filesystem_samples([("1", "/data/k1"), ("3", "/data/k3"), ("4", "/gone"), ("5", "/missing")], base,
+                                 fake_statvfs, fake_stat)
+    devices = {dict(s.labels)["broker"]: dict(s.labels).get("device") for s in samples}
+    # /gone: statvfs answered, stat did not: the figures without a device (consumers fall back); /missing: skipped
+    assert devices == {"1": "8:1", "3": "259:2", "4": None}
+    assert len(samples) == 9
 
 
 def test_remote_host_fails_clearly_instead_of_looking_empty():
