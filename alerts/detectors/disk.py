@@ -224,13 +224,17 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     by = "cluster, host, broker, path"
     used = {_key(s.labels): s for s in ctx.source.query_range(
         f"max by ({by}) ({M['fs_size']} - {M['fs_avail']})", start, ctx.now, step) if s.values}
-    sizes = {_key(s.labels): s.value for s in ctx.source.query(f"max by ({by}) ({M['fs_size']})", ctx.now)}
+    # the filesystem's device label (host collector) from the current sizes only: the ranges stay keyed by log dir,
+    # so a log dir moved to another filesystem in the window is one series (current_filesystem_start cuts it)
+    now_sizes = ctx.source.query(f"max by ({by}, device) ({M['fs_size']})", ctx.now)
+    sizes = {_key(s.labels): s.value for s in now_sizes}
+    devices = {_key(s.labels): s.labels.get("device", "") for s in now_sizes}
     size_history = {_key(s.labels): s for s in
                     ctx.source.query_range(f"max by ({by}) ({M['fs_size']})", start, ctx.now, step)}
     logs = ctx.source.query_range(f"sum by (cluster, broker, topic) ({M['topic_size']})", start, ctx.now, step)
     params = rule.params
     out = []
-    for cluster, group in _filesystems(used, sizes):
+    for cluster, group in _filesystems(used, sizes, devices):
         first = group[0]
         series = used[_key_of(cluster, first)]
         times, values = list(series.times), list(series.values)
@@ -309,10 +313,11 @@ def _common_evidence(split: GrowthSplit, group: Sequence[LogDirDisk], window: fl
         "window_seconds": window}
 
 
-def _filesystems(used: Mapping[tuple, Series],
-                 sizes: Mapping[tuple, float]) -> list[tuple[str, tuple[LogDirDisk, ...]]]:
+def _filesystems(used: Mapping[tuple, Series], sizes: Mapping[tuple, float],
+                 devices: Mapping[tuple, str] = {}) -> list[tuple[str, tuple[LogDirDisk, ...]]]:
     """(cluster, log dirs) per filesystem: the log dirs with usage and a size, grouped per cluster, then per
-    filesystem (several brokers of one host share one)."""
+    filesystem (several brokers of one host share one): by ``devices`` (log dir -> device label) where known, else
+    by size and free space (``same_filesystems``)."""
     dirs: dict[str, list[LogDirDisk]] = {}
     for key, series in used.items():
         size = sizes.get(key)
@@ -321,7 +326,8 @@ def _filesystems(used: Mapping[tuple, Series],
         cluster, host, broker, path = key
         # free space from the usage series' last point: every log dir compared at the same evaluation
         dirs.setdefault(cluster, []).append(LogDirDisk(broker=broker, path=path, host=host, size_bytes=size,
-                                                       avail_bytes=size - series.values[-1]))
+                                                       avail_bytes=size - series.values[-1],
+                                                       device=devices.get(key, "")))
     return [(cluster, group) for cluster in sorted(dirs) for group in same_filesystems(dirs[cluster])]
 
 

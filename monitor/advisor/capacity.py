@@ -38,17 +38,18 @@ class LogDirDisk:
     host: str
     size_bytes: float
     avail_bytes: float
-    device: str = ""  # a device or mountpoint label, when the host collector exports one: then it alone decides
+    device: str = ""  # the filesystem's device label ("8:1", host collector): when known, it alone decides
 
     @property
     def used_bytes(self) -> float:
         return max(self.size_bytes - self.avail_bytes, 0.0)
 
 
-# Two log dirs of one host whose filesystems have the same size and free space within this are one filesystem. The
-# host collector reads every log dir of a host in one scrape, microseconds apart: the same filesystem differs by the
-# few blocks written in between. Two distinct filesystems of one size (JBOD disks of one model) whose free space is
-# this close are taken for one: the price of the collector exporting no device label (see docs/alerts.md).
+# The fallback for log dirs without a device label (series of an older collector or another exporter): two log dirs
+# of one host whose filesystems have the same size and free space within this are one filesystem. The host collector
+# reads every log dir of a host in one scrape, microseconds apart: the same filesystem differs by the few blocks
+# written in between. Two distinct filesystems of one size (JBOD disks of one model) whose free space is this close
+# are taken for one, and one filesystem written fast between two reads is split (see docs/alerts.md).
 SAME_FILESYSTEM_SLACK_BYTES = 1 * MiB
 
 

@@ -230,8 +230,9 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
                         other_bytes_in_per_second=other[0], other_stored_bytes=other[1])
 
 
-# Labels that name the filesystem itself, should the host collector export one (it exports none today): then
-# log dirs are on one filesystem when they say so, not when their sizes and free space agree.
+# Labels that name the filesystem itself (the host collector exports `device`, "major:minor" of st_dev; `mountpoint`
+# as another exporter might): log dirs are on one filesystem when they say so, not when their sizes and free space
+# agree. Series without them fall back to the figures (capacity.same_filesystems).
 DEVICE_LABELS = ("device", "mountpoint")
 
 

@@ -76,6 +76,38 @@ def test_disk_shell_judges_a_moved_log_dir_on_its_new_filesystem_only():
     assert obs.evidence["eta_seconds"] == pytest.approx((GiB - used[-1]) / 2**20, rel=0.01)
 
 
+def _two_log_dirs(device1, device2, free_gap):
+    """Brokers 1 and 2 of one host, 100 GiB filesystems growing 2 GiB/h, broker 2's free space ``free_gap`` lower
+    (scraped while something wrote)."""
+    ts = times(60, 300)
+    rows = []
+    for broker, device, extra in (("1", device1, 0), ("2", device2, free_gap)):
+        labels = {"cluster": "c1", "host": "h", "broker": broker, "path": "/data/kafka"}
+        used = tuple(80 * GiB + extra + 2 * GiB * (t - ts[0]) / 3600 for t in ts)
+        rows.append((labels, device, used))
+    src = Source(instant={M["fs_size"]: [InstantSample({**labels, "device": device}, 100 * GiB)
+                                         for labels, device, _ in rows]},
+                 ranges={M["fs_avail"]: [Series(labels, ts, used) for labels, _, used in rows]})
+    return disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
+
+
+def test_disk_shell_counts_one_device_once_even_with_free_space_apart():
+    # one device: one filesystem, one alert naming both log dirs, though 10 MiB apart (the size heuristic splits)
+    [obs] = _two_log_dirs("8:1", "8:1", 10 * 2**20)
+    assert obs.evidence["log_dirs"] == ["1:/data/kafka", "2:/data/kafka"]
+
+
+def test_disk_shell_keeps_two_devices_apart_even_with_equal_figures():
+    # two disks of one model, equally full: two filesystems, one alert each (the size heuristic merges them)
+    obs = _two_log_dirs("8:1", "8:17", 0)
+    assert sorted(o.evidence["log_dirs"] for o in obs) == [["1:/data/kafka"], ["2:/data/kafka"]]
+
+
+def test_disk_shell_without_device_labels_falls_back_to_the_figures():
+    [obs] = _two_log_dirs("", "", 0)
+    assert obs.evidence["log_dirs"] == ["1:/data/kafka", "2:/data/kafka"]
+
+
 def test_storage_shell_sums_a_tenants_topics():
     src = Source(instant={M["topic_size"]: [InstantSample({"cluster": "c1", "topic": "orders.a"}, 900),
                                             InstantSample({"cluster": "c1", "topic": "other"}, 5000)]})

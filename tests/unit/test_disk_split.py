@@ -2,6 +2,7 @@
 tenant and the rest, the routing that follows, humanized figures, and a filesystem shared by several brokers
 counted once (by the disk detector and by capacity planning)."""
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -201,6 +202,27 @@ def test_a_device_label_decides_over_the_figures():
     assert [[d.broker for d in g] for g in same_filesystems(dirs)] == [["1", "3"], ["2"]]
 
 
+def test_one_device_is_one_filesystem_even_with_free_space_10_mib_apart():
+    # brokers 1 and 2 on one host's 8:1, scraped while something wrote 10 MiB: the heuristic alone splits them
+    dirs = [_d("1", "h", 1000 * GB, 400 * GB, device="8:1"), _d("2", "h", 1000 * GB, 400 * GB - 10 * MiB, device="8:1")]
+    assert [[d.broker for d in g] for g in same_filesystems(dirs)] == [["1", "2"]]
+    unlabelled = [replace(d, device="") for d in dirs]
+    assert [[d.broker for d in g] for g in same_filesystems(unlabelled)] == [["1"], ["2"]]
+
+
+def test_two_devices_of_equal_figures_are_two_filesystems():
+    # two disks of one model, equally full: the heuristic alone merges them
+    dirs = [_d("1", "h", 1000 * GB, 400 * GB, device="8:1"), _d("2", "h", 1000 * GB, 400 * GB, device="8:17")]
+    assert [[d.broker for d in g] for g in same_filesystems(dirs)] == [["1"], ["2"]]
+    unlabelled = [replace(d, device="") for d in dirs]
+    assert [[d.broker for d in g] for g in same_filesystems(unlabelled)] == [["1", "2"]]
+
+
+def test_one_device_number_on_two_hosts_is_two_filesystems():
+    dirs = [_d("1", "h1", 1000 * GB, 400 * GB, device="8:1"), _d("2", "h2", 1000 * GB, 400 * GB, device="8:1")]
+    assert [[d.broker for d in g] for g in same_filesystems(dirs)] == [["1"], ["2"]]
+
+
 def _broker(b, disks=()):
     size = disks[0].size_bytes if disks else 1000 * GB
     avail = disks[0].avail_bytes if disks else 400 * GB
@@ -292,6 +314,28 @@ def test_capacity_source_reads_each_log_dirs_filesystem_and_the_plan_counts_a_sh
     assert [[d.path for d in b.disks] for b in usage.brokers] == [[f"/stack/broker-{b}"] for b in "123"]
     p = plan(usage)
     assert p.disk_total_bytes == 1000 * GB and p.disk_used_bytes == 600 * GB  # not 3000 GB and 1800 GB
+
+
+def _capacity_plan_of(devices, avails):
+    dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}", "device": dev}
+            for b, dev in zip("12", devices)]
+
+    class Prom:
+        def query(self, expr, at):
+            if M["fs_size"] in expr:
+                return [InstantSample(d, 1000 * GB) for d in dirs]
+            if M["fs_avail"] in expr:
+                return [InstantSample(d, a) for d, a in zip(dirs, avails)]
+            return []
+
+    return plan(read_usage(Prom(), cluster="local", tenants=(), now=NOW))
+
+
+def test_capacity_source_counts_by_the_device_label():
+    one = _capacity_plan_of(("8:1", "8:1"), (400 * GB, 400 * GB - 10 * MiB))  # one disk, 10 MiB apart
+    assert one.disk_total_bytes == 1000 * GB
+    two = _capacity_plan_of(("8:1", "8:17"), (400 * GB, 400 * GB))  # two disks, equal figures
+    assert two.disk_total_bytes == 2000 * GB and two.disk_used_bytes == 1200 * GB
 
 
 def test_the_disk_summary_reads_its_eta_in_words():
