@@ -15,9 +15,10 @@ from dataclasses import dataclass
 STEP_SECONDS = 60
 
 # Label columns of the lake, in order. A label a series lacks is null.
-LABEL_COLUMNS = ("broker", "topic", "user", "client_id", "group", "alertname", "severity", "tenant", "finding")
+LABEL_COLUMNS = ("broker", "topic", "user", "client_id", "group", "alertname", "severity", "tenant", "finding",
+                 "host", "device")
 # Columns added after schema version 1: a file written before them lacks them, which is not drift (read as null).
-ADDED_COLUMNS = ("finding",)
+ADDED_COLUMNS = ("finding", "host", "device")
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,17 @@ SERIES: tuple[ArchiveSeries, ...] = (
                   "seconds", "average throttle time of the client's requests (quota)"),
     ArchiveSeries("group_lag_messages", "sum by (cluster, group, topic) (kafka_consumergroup_lag)",
                   "messages", "consumer group lag per topic"),
-    ArchiveSeries("host_filesystem_size_bytes", "sum by (cluster, broker) (kafka_host_filesystem_size_bytes)",
+    # One row per broker and filesystem where the host collector names the filesystem (`device`, "major:minor":
+    # the broker's log dirs on it all read the same figures, hence max), so the reports count a filesystem shared by
+    # several brokers once, exactly; series without it (older collectors, other exporters) summed per broker as
+    # before, and the reports fall back to comparing figures.
+    ArchiveSeries("host_filesystem_size_bytes",
+                  'max by (cluster, host, broker, device) (kafka_host_filesystem_size_bytes{device!=""}) '
+                  'or sum by (cluster, host, broker) (kafka_host_filesystem_size_bytes{device=""})',
                   "bytes", "size of the brokers' log-dir filesystems"),
-    ArchiveSeries("host_filesystem_free_bytes", "sum by (cluster, broker) (kafka_host_filesystem_avail_bytes)",
+    ArchiveSeries("host_filesystem_free_bytes",
+                  'max by (cluster, host, broker, device) (kafka_host_filesystem_avail_bytes{device!=""}) '
+                  'or sum by (cluster, host, broker) (kafka_host_filesystem_avail_bytes{device=""})',
                   "bytes", "space available to Kafka on the brokers' log-dir filesystems"),
     ArchiveSeries("client_advisor_finding",
                   "max by (cluster, tenant, client_id, group, finding) (kafka_client_advisor_finding)",

@@ -47,7 +47,9 @@ GROUP_SERIES = ("group_lag_messages",)
 CLIENT_SERIES = ("client_produce_bytes_rate", "client_fetch_bytes_rate", "client_throttle_seconds")
 LATENCY_SERIES = ("broker_produce_p99_seconds", "broker_fetch_p99_seconds")
 HOST_SERIES = ("host_filesystem_size_bytes", "host_filesystem_free_bytes")
-FS_FREE_TOLERANCE_BYTES = 1 << 20  # brokers' free space within one MiB (and equal size): one shared filesystem
+# Rows without a device label (older lakes, other exporters): brokers of one host whose size is equal and whose free
+# space is within the same MiB are one shared filesystem. Rows with one are grouped by (host, device) exactly.
+FS_FREE_TOLERANCE_BYTES = 1 << 20
 CLUSTER_SERIES = (*LATENCY_SERIES, *HOST_SERIES)
 ALERT_SERIES = ("alert_firing",)
 FINDING_SERIES = ("client_advisor_finding",)
@@ -211,7 +213,7 @@ def cluster_sets(selectors: DataFrame) -> DataFrame:
 
 # Bump when a reduction of ``Reductions`` changes what it computes (not only its schema): cached reductions written
 # by another version are recomputed from the lake.
-REDUCTION_VERSION = 1
+REDUCTION_VERSION = 2  # 2: disk_daily groups by the device label (issue 20)
 
 
 @dataclass(frozen=True)
@@ -493,27 +495,30 @@ def storage_forecast(daily: DataFrame, budgets: DataFrame) -> DataFrame:
 
 
 def disk_daily(metrics: DataFrame) -> DataFrame:
-    """Per cluster and day: filesystem size and used bytes over the brokers (each broker's last sample of the day),
-    and how many brokers reported."""
+    """Per cluster and day: filesystem size and used bytes over the brokers (each broker's last sample of the day per
+    filesystem), and how many brokers reported."""
     rows = (metrics.where(F.col("series").isin(*HOST_SERIES)).withColumn("date", F.to_date("ts")))
-    last = (rows.groupBy("cluster", "broker", "date")
+    last = (rows.groupBy("cluster", "broker", "host", "device", "date")
             .agg(F.max_by(F.when(F.col("series") == "host_filesystem_size_bytes", F.col("value")),
                           F.when(F.col("series") == "host_filesystem_size_bytes", F.col("ts"))).alias("size"),
                  F.max_by(F.when(F.col("series") == "host_filesystem_free_bytes", F.col("value")),
                           F.when(F.col("series") == "host_filesystem_free_bytes", F.col("ts"))).alias("free")))
-    # One filesystem holding several brokers' log dirs (one host, the local stack) is counted once: the lake keeps no
-    # host or device label, so brokers whose size is equal and whose free space is within the same MiB are taken for
-    # one filesystem (as the capacity plan does, monitor.advisor.capacity).
-    per_fs = (last.withColumn("fs", F.concat_ws(":", F.col("size").cast("long"),
-                                                F.floor(F.col("free") / FS_FREE_TOLERANCE_BYTES).cast("long")))
-              .groupBy("cluster", "date", "fs")
-              .agg(F.min("size").alias("size"), F.min("free").alias("free"), F.count("*").alias("brokers")))
+    # One filesystem holding several brokers' log dirs (one host, the local stack) is counted once: by its host and
+    # device label where the archive has them; else (older lakes) brokers whose size is equal and whose free space is
+    # within the same MiB are taken for one filesystem (as the capacity plan does, monitor.advisor.capacity)
+    host = F.coalesce(F.col("host"), F.lit(""))
+    fs = (F.when(F.coalesce(F.col("device"), F.lit("")) != "", F.concat_ws(":", F.lit("device"), host, F.col("device")))
+          .otherwise(F.concat_ws(":", F.lit("figures"), host, F.col("size").cast("long"),
+                                 F.floor(F.col("free") / FS_FREE_TOLERANCE_BYTES).cast("long"))))
+    per_fs = (last.withColumn("fs", fs).groupBy("cluster", "date", "fs")
+              .agg(F.min("size").alias("size"), F.min("free").alias("free")))
+    brokers = last.groupBy("cluster", "date").agg(F.countDistinct("broker").cast("long").alias("brokers"))
     # summed over a cluster's filesystems (a few hundred at most) in an order that does not depend on the
     # partitioning: a day's figure is the same whether it was reduced with the 35 days of a report or alone (cached)
     return (per_fs.groupBy("cluster", "date")
             .agg(ordered_sum("size").alias("size_bytes"),
-                 ordered_sum(F.col("size") - F.col("free")).alias("used_bytes"),
-                 F.sum("brokers").cast("long").alias("brokers")))
+                 ordered_sum(F.col("size") - F.col("free")).alias("used_bytes"))
+            .join(brokers, ["cluster", "date"]))
 
 
 def disk_forecast(daily: DataFrame) -> DataFrame:

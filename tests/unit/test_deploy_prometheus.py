@@ -96,6 +96,15 @@ def test_recording_rules_compute_the_archive_series(tmp_path):
                            'phase="total", quantile="0.99"}', "values": "0.02x10"},
                 {"series": 'kafka_broker_request_latency_seconds{cluster="c", broker="1", request="Produce", '
                            'phase="local", quantile="0.99"}', "values": "0.01x10"},
+                # broker 1's two log dirs on one device: one row of it; broker 3 without a device label: summed
+                {"series": 'kafka_host_filesystem_size_bytes{cluster="c", host="h", broker="1", path="/a", '
+                           'device="8:1"}', "values": "1000x10"},
+                {"series": 'kafka_host_filesystem_size_bytes{cluster="c", host="h", broker="1", path="/b", '
+                           'device="8:1"}', "values": "1000x10"},
+                {"series": 'kafka_host_filesystem_size_bytes{cluster="c", host="h3", broker="3", path="/a"}',
+                 "values": "500x10"},
+                {"series": 'kafka_host_filesystem_size_bytes{cluster="c", host="h3", broker="3", path="/b"}',
+                 "values": "700x10"},
             ],
             "promql_expr_test": [
                 {"expr": "kafka_health_archive:topic_bytes_in_rate", "eval_time": "5m",
@@ -110,6 +119,12 @@ def test_recording_rules_compute_the_archive_series(tmp_path):
                 {"expr": "kafka_health_archive:broker_produce_p99_seconds", "eval_time": "5m",
                  "exp_samples": [{"labels": 'kafka_health_archive:broker_produce_p99_seconds{cluster="c", '
                                             'broker="1"}', "value": 0.02}]},
+                {"expr": "kafka_health_archive:host_filesystem_size_bytes", "eval_time": "5m",
+                 "exp_samples": [
+                     {"labels": 'kafka_health_archive:host_filesystem_size_bytes{cluster="c", host="h", broker="1", '
+                                'device="8:1"}', "value": 1000},
+                     {"labels": 'kafka_health_archive:host_filesystem_size_bytes{cluster="c", host="h3", '
+                                'broker="3"}', "value": 1200}]},
                 {"expr": "cluster_tenant:kafka_topic_bytes_in:rate2m", "eval_time": "5m",
                  "exp_samples": [{"labels": 'cluster_tenant:kafka_topic_bytes_in:rate2m{cluster="c", tenant="a"}',
                                   "value": 120}]},

@@ -268,3 +268,28 @@ def test_a_filesystem_shared_by_brokers_is_counted_once(spark):
     (day,) = T.disk_daily(frame(spark, rows)).collect()
     assert day["size_bytes"] == 150 * gib and day["brokers"] == 4
     assert day["used_bytes"] == (100 - 40) * gib + (50 - 10) * gib
+
+
+def _two_brokers_day(spark, devices, frees):
+    gib, t = 1 << 30, datetime(2026, 11, 17, 23, 59, tzinfo=timezone.utc)
+    rows = []
+    for broker, device, free in zip(("1", "2"), devices, frees):
+        labels = {"broker": broker, "host": "h", "device": device}
+        rows += [row("host_filesystem_size_bytes", t, 100 * gib, **labels),
+                 row("host_filesystem_free_bytes", t, free, **labels)]
+    (day,) = T.disk_daily(frame(spark, rows)).collect()
+    return day["size_bytes"] / gib, day["brokers"]
+
+
+def test_one_device_is_one_filesystem_even_with_free_space_10_mib_apart(spark):
+    # brokers 1 and 2 on the host's 8:1, read while something wrote 10 MiB: the figures alone would say two disks
+    gib, mib = 1 << 30, 1 << 20
+    assert _two_brokers_day(spark, ("8:1", "8:1"), (40 * gib, 40 * gib - 10 * mib)) == (100, 2)
+    assert _two_brokers_day(spark, (None, None), (40 * gib, 40 * gib - 10 * mib)) == (200, 2)  # the fallback
+
+
+def test_two_devices_of_equal_figures_are_two_filesystems(spark):
+    # two disks of one model, equally full: the figures alone would say one disk
+    gib = 1 << 30
+    assert _two_brokers_day(spark, ("8:1", "8:17"), (40 * gib, 40 * gib)) == (200, 2)
+    assert _two_brokers_day(spark, (None, None), (40 * gib, 40 * gib)) == (100, 2)  # the fallback
