@@ -64,7 +64,7 @@ def build_collectors(
     index = tenants or FixedTenants(config.tenants)
     out: list[Collector] = []
     for cluster in config.clusters:
-        name = cluster.jmx.transport
+        name = "jolokia" if cluster.jmx.transport == "auto" else cluster.jmx.transport
         transport = transports.setdefault(name, transport_for(name))
         controller_transport = transports.setdefault("jmxquery", transport_for("jmxquery"))
         tenants = catalog.TenantLookup(index, cluster.name)

@@ -22,9 +22,11 @@ CONTROLLER_QUERIES = catalog.queries_for(catalog.CONTROLLER_RULES)
 class JmxCollector:
     """JMX of every broker and controller of one cluster.
 
-    The transport comes from ``cluster.jmx.transport``. Controllers listed as JMX host:port are read with
-    ``controller_transport`` (jmxquery by default); controllers listed by Jolokia URL (``controller_jolokia``, the
-    way to read a password-protected controller) with the cluster's transport, which must then be Jolokia.
+    The transport comes from ``cluster.jmx.transport``: ``auto`` (the default) reads a broker with a Jolokia URL
+    through ``transport`` (the bulk one) and a broker with only a JMX host:port through ``controller_transport``
+    (jmxquery); ``jmxquery``/``jolokia`` read every broker with ``transport``. Controllers listed as JMX host:port
+    are read with ``controller_transport``; controllers listed by Jolokia URL (``controller_jolokia``, the way to
+    read a password-protected controller) with ``transport``.
     """
 
     def __init__(
@@ -47,14 +49,18 @@ class JmxCollector:
         password = jmx.password.resolve().get_secret_value() if jmx.password else None
         self._endpoints: dict[str, Endpoint] = {}
         targets = []
+        self._by_jmxquery: set[str] = set()  # broker targets ``auto`` reads with jmxquery (no Jolokia URL)
         for b in cluster.brokers:
             # A broker missing the address its transport needs is still a target: it fails with a message saying
             # what is missing, instead of silently not being monitored.
-            address = (b.jolokia if transport.name == "jolokia" else b.jmx) or b.jmx or b.jolokia
+            bulk = bool(b.jolokia) if jmx.transport == "auto" else transport.name == "jolokia"
+            address = (b.jolokia if bulk else b.jmx) or b.jmx or b.jolokia
             if not address:
                 continue
             t = Target(cluster.name, "jmx", f"broker-{b.id}", address=address, broker=str(b.id))
             self._endpoints[t.key] = Endpoint(jmx=b.jmx, jolokia=b.jolokia, username=jmx.username, password=password)
+            if jmx.transport == "auto" and not bulk:
+                self._by_jmxquery.add(t.key)
             targets.append(t)
         for addr in cluster.controller_jmx:
             t = Target(cluster.name, "controller", f"controller-{addr}", address=addr)
@@ -75,7 +81,10 @@ class JmxCollector:
         start = time.monotonic()
         is_controller = target.collector == "controller"
         by_jolokia = target.key in self._jolokia_controllers
-        transport = self._controller_transport if is_controller and not by_jolokia else self._transport
+        if is_controller:
+            transport = self._transport if by_jolokia else self._controller_transport
+        else:
+            transport = self._controller_transport if target.key in self._by_jmxquery else self._transport
         queries = CONTROLLER_QUERIES if is_controller else BROKER_QUERIES
         rules = catalog.CONTROLLER_RULES if is_controller else catalog.BROKER_TARGET_RULES
         try:

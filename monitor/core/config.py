@@ -112,7 +112,10 @@ class _BasicAuth(_Strict):
 
 
 class JmxSettings(_Strict):
-    transport: Literal["jmxquery", "jolokia"] = "jmxquery"
+    # auto: a broker (or controller) listed with a Jolokia URL is read through it, one HTTP call per scrape; one
+    # listed by JMX host:port only, with jmxquery (a JVM per scrape, about 20x the collector's CPU). jmxquery or
+    # jolokia: every target with that transport.
+    transport: Literal["auto", "jmxquery", "jolokia"] = "auto"
     timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     username: str | None = None
     password: SecretRef | None = None
@@ -181,8 +184,8 @@ class ClusterConfig(_Strict):
         ids = [b.id for b in self.brokers]
         if len(ids) != len(set(ids)):
             raise ValueError("broker ids must be unique within a cluster")
-        if self.controller_jolokia and self.jmx.transport != "jolokia":
-            raise ValueError("controller_jolokia needs jmx.transport: jolokia")
+        if self.controller_jolokia and self.jmx.transport == "jmxquery":
+            raise ValueError("controller_jolokia needs jmx.transport: jolokia or auto")
         return self
 
     def client_settings(self) -> dict[str, str]:

@@ -122,3 +122,41 @@ def test_jolokia_bulk_response_patterns_composites_null_and_missing():
         parse_response({"error": "x"}, queries)
     with pytest.raises(TransportError):
         parse_response([{"status": 500}] * 4, queries)
+
+
+# --- jmx.transport: auto (the default) -----------------------------------------------------------------------------
+class _Recording:
+    """A transport that answers nothing and records which endpoint it was asked for."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.asked: list[str] = []
+
+    def read(self, endpoint, queries, *, timeout):
+        self.asked.append(endpoint.jolokia or endpoint.jmx)
+        return []
+
+
+def test_auto_reads_a_broker_with_a_jolokia_url_through_it_and_one_without_through_jmxquery():
+    from collectors.catalog import TenantLookup
+    from collectors.jmx import JmxCollector
+    from monitor.core.config import parse_config
+
+    cfg = parse_config("""
+clusters:
+  - name: c
+    bootstrap_servers: 127.0.0.1:1
+    brokers:
+      - {id: 1, jmx: "127.0.0.1:11", jolokia: "http://127.0.0.1:41/jolokia"}
+      - {id: 2, jmx: "127.0.0.1:12"}
+    controller_jmx: ["127.0.0.1:10"]
+""")
+    (cluster,) = cfg.clusters
+    assert cluster.jmx.transport == "auto"  # the default
+    bulk, jvm = _Recording("jolokia"), _Recording("jmxquery")
+    jc = JmxCollector(cluster, transport=bulk, controller_transport=jvm, tenants=TenantLookup(None, "c"),
+                      max_series=100)
+    for target in jc.targets():
+        jc.collect_target(target, now=0.0)
+    assert bulk.asked == ["http://127.0.0.1:41/jolokia"]
+    assert sorted(jvm.asked) == ["127.0.0.1:10", "127.0.0.1:12"]
