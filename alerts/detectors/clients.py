@@ -140,9 +140,32 @@ def client_stats(ctx: DetectorContext, cluster: str, broker: str) -> list[Client
             if s.value == s.value:  # quota -avg values are NaN when idle
                 rows.setdefault(key, {})[field] = s.value
     out = []
-    for (user, client_id), v in rows.items():
+    for (user, client_id), v in join_principals(rows).items():
         v["bytes_per_second"] = v.pop("produce", 0.0) + v.pop("fetch", 0.0)
         out.append(ClientStats(user=user, client_id=client_id, **v))
+    return out
+
+
+def join_principals(rows: dict[tuple[str, str], dict]) -> dict[tuple[str, str], dict]:
+    """One client, one row. Kafka tags each quota type's sensors with the entity its quota matched: with byte-rate
+    quotas per user (``users/U/clients/<default>``, as ``tenants apply-quotas`` sets them) and the request quota per
+    client id (a default client quota), a principal's client has its bytes under (U, C) and its request time under
+    ("", C). A user-less row joins the one user whose rows carry its client id (the larger throttle, the sum of the
+    rest); with no such user, or several (one client id under several principals), it stays apart. Pure."""
+    users: dict[str, set[str]] = {}
+    for user, cid in rows:
+        if user:
+            users.setdefault(cid, set()).add(user)
+    out: dict[tuple[str, str], dict] = {}
+    for (user, cid), fields in rows.items():
+        owners = users.get(cid, set())
+        key = (next(iter(owners)), cid) if not user and len(owners) == 1 else (user, cid)
+        into = out.setdefault(key, {})
+        for name, value in fields.items():
+            if name not in into:
+                into[name] = value
+            else:
+                into[name] = max(into[name], value) if name == "throttle_seconds" else into[name] + value
     return out
 
 

@@ -21,6 +21,7 @@ cannot clean up; the next call then refuses to start and says how to restore by 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -163,10 +164,11 @@ def fewer_io_threads(stack, broker_id: int, threads: int = 1, *, timeout: float 
 # Producers sharing one client id, each request carrying one 16-byte record: no linger, no batching.
 # argv: bootstrap servers, topic, client id, number of producers.
 TINY_PRODUCE_FLOOD = """
-import sys
+import json, sys
 from confluent_kafka import Producer
 servers, topic, client_id, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-ps = [Producer({"bootstrap.servers": servers, "client.id": client_id, "linger.ms": 0, "acks": 1,
+auth = json.loads(sys.stdin.read() or "{}")  # SASL settings of a principal: a password never goes in argv
+ps = [Producer({"bootstrap.servers": servers, **auth, "client.id": client_id, "linger.ms": 0, "acks": 1,
                 "batch.num.messages": 1, "queue.buffering.max.messages": 20000}) for _ in range(n)]
 while True:
     full = 0
@@ -197,13 +199,21 @@ while True:
 
 
 @contextmanager
-def tiny_produce_flood(servers: str, topic: str, client_id: str, *, processes: int = 2,
+def tiny_produce_flood(servers: str | dict[str, str], topic: str, client_id: str, *, processes: int = 2,
                        producers: int = 12) -> Iterator[list[subprocess.Popen]]:
     """``processes`` × ``producers`` tiny-request producers (TINY_PRODUCE_FLOOD) until exit. Several processes:
-    on a busy machine one Python process cannot feed a broker fast enough."""
-    procs = [subprocess.Popen([sys.executable, "-c", TINY_PRODUCE_FLOOD, servers, topic, client_id, str(producers)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    on a busy machine one Python process cannot feed a broker fast enough. ``servers``: bootstrap servers, or a
+    principal's client settings (a secured cluster), which reach the processes on stdin."""
+    auth = {} if isinstance(servers, str) else {k: v for k, v in servers.items() if k != "bootstrap.servers"}
+    bootstrap = servers if isinstance(servers, str) else servers["bootstrap.servers"]
+    procs = [subprocess.Popen([sys.executable, "-c", TINY_PRODUCE_FLOOD, bootstrap, topic, client_id, str(producers)],
+                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
              for _ in range(processes)]
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(json.dumps(auth).encode())
+        p.stdin.close()
     try:
         yield procs
     finally:

@@ -176,7 +176,8 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         protocols += ["SASL_SSL:SASL_SSL", "INTERNAL:SSL"]
     if layout.client_listener_host:  # see StackLayout.client_listener_host
         listeners.append(f"CLIENTS://{layout.client_listener_host}:{layout.client_listener_port(node_id)}")
-        protocols.append("CLIENTS:SASL_SSL" if layout.secured else "CLIENTS:PLAINTEXT")
+        # Anonymous where the stack keeps an anonymous listener (tests: a slow reader in a namespace), else SASL_SSL.
+        protocols.append("CLIENTS:PLAINTEXT" if layout.has_plaintext else "CLIENTS:SASL_SSL")
     common["listener.security.protocol.map"] += "," + ",".join(protocols)
     props = {
         **common,
@@ -199,7 +200,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         "log.retention.check.interval.ms": 30000,
         "auto.create.topics.enable": "true",
     }
-    if layout.secured and layout.client_listener_host:
+    if layout.secured and not layout.has_plaintext and layout.client_listener_host:
         props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = \
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
     return "".join(f"{k}={v}\n" for k, v in props.items())

@@ -30,6 +30,7 @@ from monitor.core.config import (
     RuleOverride,
     RulesSettings,
     TenantConfig,
+    TenantContract,
     TenantSelector,
 )
 from monitor.stack import StackLayout, slow_link
@@ -39,6 +40,8 @@ from monitor.stack.faults import (
     fill_topic,
     tiny_produce_flood,
 )
+from monitor.stack.kafka import require_java, run_config_command
+from monitor.tenants import quotas
 from tests.conftest import running_stack, wait_until
 from tests.integration.alerts_helpers import (
     am_alerts,
@@ -52,7 +55,8 @@ TENANTS = (
     TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("shop.",),
                                                         client_id_prefixes=("shop-",), group_prefixes=("shop-",)),)),
     TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("ads.",),
-                                                       client_id_prefixes=("ads-",)),)),
+                                                       client_id_prefixes=("ads-",), principals=("User:ads-app",)),),
+                 contract=TenantContract(produce_quota_bytes_per_second=100 * 1024**2)),
 )
 SLOW_BROKER, FLOOD_BROKER = 2, 1
 
@@ -86,8 +90,10 @@ def link():
 
 @pytest.fixture(scope="module")
 def fault_stack(link, tmp_path_factory):
+    # Secured like a shared cluster (the flooder is a tenant principal on SASL_SSL), with the anonymous listeners
+    # the slow reader in its network namespace uses.
     layout = StackLayout(dir=tmp_path_factory.mktemp("client-fault-stack"), port_base=_port_base(),
-                         client_listener_host=link.host_addr)
+                         client_listener_host=link.host_addr, secured=True, plaintext_listener=True)
     with running_stack(layout) as s:
         yield s
 
@@ -113,6 +119,9 @@ def watched(fault_stack, tmp_path_factory):
     # Led by FLOOD_BROKER, replicated: the followers' fetches are handler work on the leader too.
     _create(fault_stack, "ads.flood", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
                                                           if b != FLOOD_BROKER]] * 4)
+    # shop has a partition led by the flooded broker too: the flood hurts it, so the alert must reach it
+    _create(fault_stack, "shop.orders", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
+                                                           if b != FLOOD_BROKER]])
     with running_collectors(config, tmp):
         wait_until(lambda: len(prom_query(fault_stack, "kafka_cluster_broker_up == 1")) == 3
                    and prom_query(fault_stack, "kafka_broker_request_handler_idle_ratio"), 120, interval=2,
@@ -219,8 +228,16 @@ def one_io_thread(fault_stack):
 
 def test_flood_of_tiny_produce_requests_saturates_handlers_and_names_the_producer(fault_stack, watched, engine,
                                                                                   one_io_thread):
+    """The flooder is tenant ads's principal User:ads-app on SASL_SSL, with its contract as a user quota (what
+    tenants apply-quotas sets): the alert names the principal and its client, and reaches shop too, whose partition
+    the flooded broker leads."""
     svc = engine
-    with tiny_produce_flood(fault_stack.layout.bootstrap_servers, "ads.flood", "ads-flood"):
+    ads = fault_stack.add_principal("ads-app", topic_prefixes=("ads.",))
+    java = require_java()
+    for q in quotas.plan(TENANTS, "local"):
+        run_config_command(fault_stack.layout, java, fault_stack.layout.logs_dir / "setup.log",
+                           quotas.config_command_args(q), what=f"the quota of User:{q.user}")
+    with tiny_produce_flood(ads, "ads.flood", "ads-flood"):
         try:
             [inst] = _wait_firing(svc, "KafkaRequestHandlerSaturation", FLOOD_BROKER,
                                   lambda i: i.labels.get("tenant") == "ads", 240,
@@ -233,6 +250,9 @@ def test_flood_of_tiny_produce_requests_saturates_handlers_and_names_the_produce
         assert ev["busy_client"] == "ads-flood", ev
         top = ev["clients"][0]
         assert top["client_id"] == "ads-flood" and top["tenant"] == "ads" and top["request_time_ratio"] > 0.1, top
+        assert top["user"] == "ads-app", top  # the principal, not only the client id
+        _wait_firing(svc, "KafkaRequestHandlerSaturation", FLOOD_BROKER, lambda i: i.labels.get("tenant") == "shop",
+                     60, "the saturation alert routed to shop, whose partition the flooded broker leads")
         wait_until(lambda: [a for a in am_alerts(fault_stack, "KafkaRequestHandlerSaturation")
                             if a["labels"].get("tenant") == "ads"], 30, what="the saturation alert in Alertmanager")
     _wait_resolved(svc, "KafkaRequestHandlerSaturation", FLOOD_BROKER, 120, "the saturation alert resolved")

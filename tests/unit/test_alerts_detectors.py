@@ -273,3 +273,23 @@ def test_growth_rate_of_a_part_follows_the_filesystem_method():
     rising = [GiB + 100 * 2**20 * (t // 1200) + 2**20 * (t % 1200) for t in ts]
     rate, method, drops = growth_rate(ts, rising, drop_floor=2**20)
     assert method == "envelope" and drops == 2 and rate == pytest.approx(100 * 2**20 / 1200, rel=0.01)
+
+
+def test_a_principal_client_split_across_quota_entities_is_one_client():
+    """Bytes under (user, client) from a per-user byte quota, request time under ("", client) from the default client
+    quota: one row, named by its principal; a client id under two principals stays apart."""
+    from alerts.detectors.clients import join_principals
+
+    rows = {
+        ("ads-app", "ads-flood"): {"produce": 1000.0, "throttle_seconds": 0.0},
+        ("", "ads-flood"): {"request_time_ratio": 0.4, "throttle_seconds": 0.2},
+        ("", "shop-api"): {"request_time_ratio": 0.01, "produce": 50.0},
+        ("a", "shared"): {"produce": 1.0},
+        ("b", "shared"): {"produce": 2.0},
+        ("", "shared"): {"request_time_ratio": 0.3},
+    }
+    got = join_principals(rows)
+    assert got[("ads-app", "ads-flood")] == {"produce": 1000.0, "throttle_seconds": 0.2, "request_time_ratio": 0.4}
+    assert ("", "ads-flood") not in got
+    assert got[("", "shop-api")] == {"request_time_ratio": 0.01, "produce": 50.0}
+    assert got[("", "shared")] == {"request_time_ratio": 0.3}  # two principals: not guessed
