@@ -29,7 +29,7 @@ def _no_process_under(path: Path) -> bool:
 
 
 def test_occupied_port_is_one_clear_line(tmp_path):
-    base = 19900
+    base = 20400  # clear of every other stack and Prometheus the sessions start (19700-19990)
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", base + 52))  # broker-2's SASL_SSL listener (a new stack dir is secured)
@@ -48,7 +48,7 @@ def test_occupied_port_is_one_clear_line(tmp_path):
 def test_missing_java_is_one_clear_line(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", "19930"], env={"PATH": str(bindir)})
+    r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", "20500"], env={"PATH": str(bindir)})
     assert r.returncode == 1
     assert r.stderr.strip().startswith("error: java not found on PATH")
     assert "Traceback" not in r.stderr
@@ -65,7 +65,7 @@ def test_maven_failure_names_the_log(tmp_path):
         src = subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip()
         if src:
             (bindir / tool).symlink_to(src)
-    r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", "19960"],
+    r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", "20600"],
              env={"PATH": f"{bindir}:/usr/bin:/bin".replace("/usr/bin:/bin", str(bindir)),
                   "KAFKA_HEALTH_CACHE_DIR": str(tmp_path / "cache")})
     assert r.returncode == 1, r.stderr
