@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
-from monitor.core.clients import is_outdated
+from monitor.core.clients import is_outdated, principal_owners
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 
 
@@ -147,19 +147,12 @@ def client_stats(ctx: DetectorContext, cluster: str, broker: str) -> list[Client
 
 
 def join_principals(rows: dict[tuple[str, str], dict]) -> dict[tuple[str, str], dict]:
-    """One client, one row. Kafka tags each quota type's sensors with the entity its quota matched: with byte-rate
-    quotas per user (``users/U/clients/<default>``, as ``tenants apply-quotas`` sets them) and the request quota per
-    client id (a default client quota), a principal's client has its bytes under (U, C) and its request time under
-    ("", C). A user-less row joins the one user whose rows carry its client id (the larger throttle, the sum of the
-    rest); with no such user, or several (one client id under several principals), it stays apart. Pure."""
-    users: dict[str, set[str]] = {}
-    for user, cid in rows:
-        if user:
-            users.setdefault(cid, set()).add(user)
+    """One client, one row: a user-less row joins its client id's principal (``principal_owners``), taking the larger
+    throttle and the sum of the rest. Pure."""
+    owner = principal_owners(rows)
     out: dict[tuple[str, str], dict] = {}
     for (user, cid), fields in rows.items():
-        owners = users.get(cid, set())
-        key = (next(iter(owners)), cid) if not user and len(owners) == 1 else (user, cid)
+        key = (owner[cid], cid) if not user and cid in owner else (user, cid)
         into = out.setdefault(key, {})
         for name, value in fields.items():
             if name not in into:

@@ -30,6 +30,7 @@ from monitor.advisor.types import (
     SoftwareSample,
     TopicSample,
 )
+from monitor.core.clients import principal_owners
 from monitor.core.config import TenantConfig
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample, Source
@@ -69,13 +70,7 @@ def attribute_request_sensors(fields: dict[str, dict[tuple[str, ...], float]],
     (user="", client_id=C). Read apart, neither half is a costly client: one moves bytes for no thread time, the other
     spends thread time moving nothing. A user-less request series goes to the one user whose byte series carry its
     client id; with none or several such users (a client id shared across principals) it stays as it is."""
-    users: dict[str, set[str]] = {}
-    for f, rows in fields.items():
-        if f not in REQUEST_FIELDS:
-            for user, cid in rows:
-                if user:
-                    users.setdefault(cid, set()).add(user)
-    owner = {cid: next(iter(us)) for cid, us in users.items() if len(us) == 1}
+    owner = principal_owners(k for f, rows in fields.items() if f not in REQUEST_FIELDS for k in rows)
 
     def moved(rows: dict[tuple[str, ...], float], combine) -> dict[tuple[str, ...], float]:
         out: dict[tuple[str, ...], float] = {}
