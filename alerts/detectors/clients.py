@@ -1,6 +1,11 @@
 """Which clients hurt a broker: slow clients behind a response-queue backlog, busy clients behind request-handler
 and request-queue saturation, and outdated client software.
 
+A slow reader shows in two ways: the broker-wide p99 of response send time rises (when the reader makes a fair
+share of the broker's responses), or, per connection, the reader's socket send queue on the broker never drains
+(host collector, per peer address): the second still sees one slow reader among many fast consumers, whose quick
+responses keep the p99 low. Evidence says which ``trigger`` fired.
+
 Per-client numbers come from the broker's quota sensors (request-time ratio, throttle time, byte rates, request
 rate), labelled ``user`` and ``client_id``. They exist only once some quota of that type is configured, so the
 evidence says ``clients: []`` with a reason instead of guessing when they are absent.
@@ -173,17 +178,51 @@ def _client_evidence(ctx: DetectorContext, cluster: str, ranked: list[ClientStat
             "all_clients_request_time_ratio": round(sum(c.request_time_ratio for c in all_), 4)}
 
 
-def slow_peers(ctx: DetectorContext, cluster: str, broker: str, window: str, top: int) -> list[dict]:
-    sel = f'cluster="{cluster}",broker="{broker}"'
+def socket_backlogs(ctx: DetectorContext, window: str) -> tuple[dict[tuple[str, str], dict[str, tuple[float, float]]],
+                                                                   dict[tuple[str, str], float]]:
+    """Per (cluster, broker): peer -> (sum of its send-queue samples over ``window``, samples in which it was
+    non-empty), and how many samples the host collector took of that broker meanwhile (its log-dir filesystem
+    series, present every round: the send-queue series exist only while a queue is non-empty)."""
     q = M["client_socket_backlog"]
-    totals = {s.labels.get("peer", ""): s.value for s in ctx.source.query(
-        f"sum by (peer) (sum_over_time({q}{{{sel}}}[{window}]))", ctx.now)}
-    counts = {s.labels.get("peer", ""): s.value for s in ctx.source.query(
-        f"sum by (peer) (count_over_time({q}{{{sel}}}[{window}]))", ctx.now)}
+    by = "cluster, broker, peer"
+    totals = ctx.source.query(f"sum by ({by}) (sum_over_time({q}[{window}]))", ctx.now)
+    counts = {(s.labels.get("cluster", ""), s.labels.get("broker", ""), s.labels.get("peer", "")): s.value
+              for s in ctx.source.query(f"sum by ({by}) (count_over_time({q}[{window}]))", ctx.now)}
+    out: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
+    for s in totals:
+        key, peer = _bk(s.labels), s.labels.get("peer", "")
+        out.setdefault(key, {})[peer] = (s.value, counts.get((*key, peer), 0.0))
+    rounds = {_bk(s.labels): s.value for s in ctx.source.query(
+        f"max by (cluster, broker) (count_over_time({M['fs_avail']}[{window}]))", ctx.now)}
+    return out, rounds
+
+
+def persistent_backlog(backlogs: dict[str, tuple[float, float]], rounds: float, *, min_share: float,
+                       min_bytes: float) -> dict | None:
+    """A per-connection view of slow readers, which a broker-wide p99 cannot give: one slow reader among many fast
+    consumers makes a small share of the broker's responses, so the response-send p99 stays low while that reader's
+    socket send queue never drains. A peer whose queue was non-empty in at least ``min_share`` of the ``rounds``
+    samples, holding ``min_bytes`` on average, is reading slower than the broker writes. Pure; None when no peer
+    qualifies (or the number of samples is unknown)."""
+    if rounds <= 0:
+        return None
+    held = [(total / n, n / rounds, peer) for peer, (total, n) in backlogs.items()
+            if n > 0 and n / rounds >= min_share and total / n >= min_bytes]
+    if not held:
+        return None
+    mean, share, peer = max(held)
+    return {"cause": "slow_readers", "trigger": "socket_backlog", "peer": peer,
+            "send_queue_bytes": round(mean, 1), "backed_up_share": round(min(share, 1.0), 3)}
+
+
+def slow_peers(ctx: DetectorContext, cluster: str, backlogs: dict[str, tuple[float, float]], window: str,
+               top: int) -> list[dict]:
+    if not backlogs:
+        return []
     members = [dict(s.labels) for s in ctx.source.query(
         f"max by (client_host, client_id, group, tenant) "
         f"(last_over_time({M['group_member_info']}{{cluster=\"{cluster}\"}}[{window}]))", ctx.now)]
-    return name_slow_peers({p: (t, counts.get(p, 0.0)) for p, t in totals.items()}, members, top)
+    return name_slow_peers(backlogs, members, top)
 
 
 def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
@@ -197,8 +236,10 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)}
     send = {_bk(s.labels): s for s in ctx.source.query_range(
         f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})', start, ctx.now, step)}
+    socket_window = str(rule.params.get("socket_window", "2m"))
+    backlogs, rounds = socket_backlogs(ctx, socket_window)
     out = []
-    for key in sorted(set(queue) | set(send)):
+    for key in sorted(set(queue) | set(send) | set(backlogs)):
         verdict = response_backlog(
             list(queue[key].values) if key in queue else [], list(idle[key].values) if key in idle else [],
             list(send[key].values) if key in send else [],
@@ -206,11 +247,22 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
             network_idle_drop=float(rule.params["network_idle_drop"]),
             send_time_ratio=float(rule.params["send_time_ratio"]),
             min_send_seconds=float(rule.params.get("min_send_seconds", float("inf"))))
-        if verdict is None:
-            continue
+        if verdict is not None:
+            verdict["trigger"] = "response_queue" if verdict["cause"] == "network_threads" else "send_time_p99"
+        else:
+            socket = persistent_backlog(backlogs.get(key, {}), rounds.get(key, 0.0),
+                                        min_share=float(rule.params.get("peer_backed_up_share", 0.8)),
+                                        min_bytes=float(rule.params.get("min_peer_queue_bytes", 16384)))
+            if socket is None:
+                continue
+            send_now = _mean_tail(list(send[key].values)) if key in send else 0.0
+            verdict = {**socket, "response_queue_size": round(_mean_tail(list(queue[key].values)), 1)
+                       if key in queue else 0.0, "send_time_now_seconds": round(send_now, 4)}
         stats = client_stats(ctx, *key)
         ranked = rank_slow_clients(stats, top)
-        peers = slow_peers(ctx, *key, str(rule.params.get("socket_window", "2m")), top)
+        peers = slow_peers(ctx, key[0], backlogs.get(key, {}), socket_window, top)
+        if verdict.get("trigger") == "socket_backlog":  # the peer that triggered it first, whatever its size
+            peers.sort(key=lambda p: p["peer"] != verdict["peer"])
         evidence = {**verdict, **_client_evidence(ctx, key[0], ranked, stats), "slow_peers": peers,
                     "client_software": _software(ctx, *key)}
         # The socket backlog is direct evidence of who reads slowly; the quota sensors' thread time only a hint.

@@ -193,6 +193,33 @@ def test_slow_clients_shell_names_the_client_and_its_tenant():
     assert any('broker="1"' in q for q in src.seen)  # client detail is read for that broker only
 
 
+def test_slow_clients_shell_names_one_slow_reader_among_fast_consumers_from_its_socket_backlog():
+    # Five fast consumers keep the broker's p99 response send time at 2 ms and the queue empty: the p99 trigger sees
+    # nothing. The slow reader's socket send queue on broker 2 stayed full in 23 of the host collector's 24 samples.
+    ts = times(30, 30)
+    bk = {"cluster": "c1", "broker": "2"}
+    peer = {**bk, "peer": "10.0.0.7"}
+    src = Source(
+        instant={"sum_over_time(kafka_host_tcp": [InstantSample(peer, 23 * 150_000.0),
+                                                  InstantSample({**bk, "peer": "127.0.0.1"}, 2 * 9_000.0)],
+                 "count_over_time(kafka_host_tcp": [InstantSample(peer, 23.0),
+                                                    InstantSample({**bk, "peer": "127.0.0.1"}, 2.0)],
+                 "count_over_time(kafka_host_filesystem_avail": [InstantSample(bk, 24.0)],
+                 M["group_member_info"]: [InstantSample({"client_host": "10.0.0.7", "client_id": "shop-slow-reader",
+                                                         "group": "shop.slow", "tenant": "shop"}, 1.0)]},
+        ranges={M["response_queue_size"]: [Series(bk, ts, (0.0,) * 30)],
+                M["network_processor_idle"]: [Series(bk, ts, (0.95,) * 30)],
+                M["request_latency"]: [Series(bk, ts, (0.002,) * 30)]})
+    [obs] = clients.detect_slow_clients(RULES["KafkaResponseQueueBacklog"], ctx(src))
+    ev = obs.evidence
+    assert obs.labels == bk and ev["cause"] == "slow_readers" and ev["trigger"] == "socket_backlog"
+    assert ev["peer"] == "10.0.0.7" and ev["backed_up_share"] == 0.958 and ev["send_queue_bytes"] == 150_000.0
+    assert ev["slow_client"] == "shop-slow-reader" and ev["slow_client_detail"]["tenant"] == "shop"
+    # the same broker with the reader's queue drained now and then (in 12 of 24 samples): nothing
+    src.instant["count_over_time(kafka_host_tcp"] = [InstantSample(peer, 12.0)]
+    assert clients.detect_slow_clients(RULES["KafkaResponseQueueBacklog"], ctx(src)) == []
+
+
 def test_latency_shell_compares_history_and_peers():
     ts = times(288, 300)
     split = NOW.timestamp() - 600

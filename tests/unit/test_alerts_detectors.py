@@ -6,6 +6,7 @@ from alerts.detectors.clients import (
     ClientStats,
     is_outdated,
     name_slow_peers,
+    persistent_backlog,
     rank_busy_clients,
     rank_slow_clients,
     response_backlog,
@@ -293,3 +294,19 @@ def test_a_principal_client_split_across_quota_entities_is_one_client():
     assert ("", "ads-flood") not in got
     assert got[("", "shop-api")] == {"request_time_ratio": 0.01, "produce": 50.0}
     assert got[("", "shared")] == {"request_time_ratio": 0.3}  # two principals: not guessed
+
+
+def test_persistent_backlog_finds_the_peer_whose_queue_never_drains():
+    kw = dict(min_share=0.8, min_bytes=16384)
+    # 12 samples in the window: 10.0.0.7 backed up in 11 of them (a slow reader), 127.0.0.1 (five fast consumers
+    # and the followers) caught mid-write in 3, however large
+    backlogs = {"10.0.0.7": (11 * 90_000.0, 11), "127.0.0.1": (3 * 400_000.0, 3)}
+    v = persistent_backlog(backlogs, 12, **kw)
+    assert v == {"cause": "slow_readers", "trigger": "socket_backlog", "peer": "10.0.0.7",
+                 "send_queue_bytes": 90_000.0, "backed_up_share": 0.917}
+    assert persistent_backlog({"10.0.0.7": (9 * 90_000.0, 9)}, 12, **kw) is None  # 75 %: drained now and then
+    assert persistent_backlog({"10.0.0.7": (12 * 2_000.0, 12)}, 12, **kw) is None  # a few KiB: a busy fast reader
+    assert persistent_backlog(backlogs, 0, **kw) is None  # how many samples were taken is unknown: no verdict
+    # two slow peers: the larger backlog is the one to name first
+    two = {"10.0.0.7": (12 * 90_000.0, 12), "10.0.0.8": (12 * 200_000.0, 12)}
+    assert persistent_backlog(two, 12, **kw)["peer"] == "10.0.0.8"
