@@ -1,13 +1,16 @@
 """False alarms of the full alert catalog over healthy demo load (target: zero).
 
-    /work/venv/bin/python bench/false_alarms.py --minutes 30 [--dir /tmp/fa-stack] [--port-base 21000]
+    .venv/bin/python bench/false_alarms.py --minutes 30 [--rolling-restart-at 15] [--dir /tmp/fa-stack]
+                                           [--port-base 21000]
 
 Starts the local stack (or reuses one already running in --dir), the demo's two tenants with their producer and
 consumer load, the real collectors (scraped by the stack's Prometheus) and the alert engine with the built-in
 catalog and default thresholds, evaluated every ``rules.evaluation_interval_seconds`` as `serve --role alerts`
-does, delivering to the stack's Alertmanager. Nothing is broken on purpose. At the end it prints every alert that
-fired other than the watchdog (each firing transition counts once), rules that erred, and alerts that went pending
-but never fired (near misses, for information). Exit status 1 when something fired.
+does, delivering to the stack's Alertmanager. Nothing is broken on purpose; routine work is done as operators do
+it: at ``--rolling-restart-at`` minutes (default half-way, 0: none) a rolling restart of every broker (each one
+SIGTERM, start, partitions back in sync before the next), which must page nothing. At the end it prints every
+alert that fired other than the watchdog (each firing transition counts once), rules that erred, and alerts that
+went pending but never fired (near misses, for information). Exit status 1 when something fired.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from monitor.core.store import Store  # noqa: E402
 from monitor.demo import DEMO_LOAD, DEMO_TENANTS  # noqa: E402
 from monitor.loadgen import LoadGenerator  # noqa: E402
 from monitor.stack import Stack, StackLayout  # noqa: E402
+from monitor.stack.faults import rolling_restart  # noqa: E402
 from monitor.store.migrate import upgrade  # noqa: E402
 
 WATCHDOG = "KafkaHealthWatchdog"
@@ -46,7 +50,10 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "kafka-health-false-alarms")
     ap.add_argument("--port-base", type=int, default=21000)
+    ap.add_argument("--rolling-restart-at", type=float, default=None,
+                    help="minutes into the run for a rolling restart of all brokers (default: half-way; 0: none)")
     args = ap.parse_args()
+    restart_at = args.minutes / 2 if args.rolling_restart_at is None else args.rolling_restart_at
 
     stack = Stack(StackLayout(dir=args.dir, port_base=args.port_base), log=lambda *_: None)
     already_up = all(s.healthy for s in stack.status())
@@ -68,13 +75,28 @@ def main() -> int:
     errors: collections.Counter[str] = collections.Counter()
     seen_firing: set[tuple[str, object]] = set()
     cycles = 0
+    restarts: dict = {}
+
+    def restart_all() -> None:  # routine work, beside the load: every broker in turn
+        t0 = time.monotonic()
+        try:
+            restarts["took"] = rolling_restart(stack)
+        except Exception as exc:  # noqa: BLE001 - reported with the figures
+            restarts["error"] = repr(exc)
+        restarts["seconds"] = time.monotonic() - t0
+
+    restarter = threading.Timer(restart_at * 60, restart_all) if restart_at > 0 else None
     try:
         load.start()
         collector.start()
         svc = AlertService(config, store=store, registry=CollectorRegistry())
         interval = config.rules.evaluation_interval_seconds
         deadline = time.monotonic() + args.minutes * 60
-        print(f"healthy demo load, full catalog every {interval:.0f}s for {args.minutes:g} min ...", flush=True)
+        print(f"healthy demo load, full catalog every {interval:.0f}s for {args.minutes:g} min"
+              + (f", a rolling restart at {restart_at:g} min" if restarter else "") + " ...", flush=True)
+        if restarter:
+            restarter.daemon = True
+            restarter.start()
         while time.monotonic() < deadline:
             t0 = time.monotonic()
             result = svc.run_once()
@@ -96,6 +118,9 @@ def main() -> int:
                         pending_only.add(key)
             time.sleep(max(0.0, interval - (time.monotonic() - t0)))
     finally:
+        if restarter:
+            restarter.cancel()
+            restarter.join(600)
         stop.set()
         load.stop()
         collector.join(15)
@@ -104,6 +129,10 @@ def main() -> int:
 
     print(f"\n{cycles} cycles over {args.minutes:g} min; produced {sum(load.produced.values())}, "
           f"consumed {sum(load.consumed.values())} messages")
+    if restarter:
+        took = ", ".join(f"{t:.0f}" for t in restarts.get("took", []))
+        print(f"rolling restart at {restart_at:g} min: " + (f"failed: {restarts['error']}" if "error" in restarts
+              else f"brokers restarted in {took} s, {restarts.get('seconds', 0):.0f} s in all"))
     print(f"false alarms (fired, other than {WATCHDOG}): {sum(fired.values())}")
     for key, n in fired.most_common():
         print(f"  {n:3d}  {key}")
