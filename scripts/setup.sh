@@ -17,6 +17,8 @@ command -v promtool >/dev/null || need+=(prometheus)
 command -v amtool >/dev/null || need+=(prometheus-alertmanager)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v tc >/dev/null || need+=(iproute2)
+# kcat (librdkafka's own CLI): one of the real clients of the advisor's stack tests
+command -v kcat >/dev/null || need+=(kcat)
 command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
