@@ -4,7 +4,8 @@
 
 builds, for every configured cluster, a ``JmxCollector`` (brokers + controllers), a ``HostCollector`` (log-dir
 filesystems and /proc of each distinct broker host) and an ``AdminCollector`` (Admin API), keeps the targets of
-this process's shard (``collection.shard`` = ``i/n``), and registers one ``KafkaHealthExporter`` in ``registry``.
+this process's shard (``collection.shard`` = ``i/n``), and registers one ``KafkaHealthExporter`` in ``registry``;
+and the end-to-end probe of each cluster of its shard (``collectors.probe``), which runs on threads of its own.
 
 Scheduling: a loop thread wakes every ``collection.interval_seconds`` and submits every target that is not still
 running from a previous round to a bounded pool (``collection.max_workers``). Each collector enforces its own
@@ -28,6 +29,7 @@ from collectors.exporter import KafkaHealthExporter, SnapshotStore
 from collectors.host import HostCollector
 from collectors.jmx import JmxCollector
 from collectors.outcome import failed
+from collectors.probe import Probe, ProbeExporter, build_probes
 from collectors.transports import transport_for
 from collectors.types import Collector, Target, TargetResult, Transport
 from monitor.core.config import Config
@@ -88,7 +90,10 @@ class CollectionService:
         collectors: Sequence[Collector] | None = None,
         clock: Callable[[], float] = time.time,
         tenants: Tenants | None = None,
+        probes: Sequence[Probe] | None = None,
     ):
+        """``probes``: the end-to-end probes (collectors.probe); by default one per cluster of this shard whose probe
+        is enabled when the collectors are built from the config too, none when ``collectors`` are given."""
         self._config = config
         self._interval = config.collection.interval_seconds
         self._clock = clock
@@ -101,6 +106,12 @@ class CollectionService:
         ]
         self.store = SnapshotStore()
         registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
+        if probes is None:
+            probes = [] if collectors is not None else build_probes(
+                config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), shard))
+        self.probes = list(probes)
+        if self.probes:
+            registry.register(ProbeExporter(self.probes))
         self._pool = ThreadPoolExecutor(max_workers=config.collection.max_workers, thread_name_prefix="collect")
         self._in_flight: dict[str, Future] = {}
         self._stop = threading.Event()
@@ -147,6 +158,8 @@ class CollectionService:
             return
         self._thread = threading.Thread(target=self._loop, name="collector-schedule", daemon=True)
         self._thread.start()
+        for probe in self.probes:  # their own threads: never in a scrape or a collection round
+            probe.start()
 
     def _loop(self) -> None:
         next_at = time.monotonic()
@@ -160,6 +173,8 @@ class CollectionService:
 
     def stop(self) -> None:
         self._stop.set()
+        for probe in self.probes:
+            probe.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._pool.shutdown(wait=False, cancel_futures=True)

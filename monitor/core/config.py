@@ -146,6 +146,18 @@ class BrokerTarget(_Strict):
         return v if v is None else _service_url(v, "the cluster's jmx.username and jmx.password")
 
 
+class ProbeSettings(_Strict):
+    """The end-to-end probe of a cluster (collectors.probe): records produced with acks=all to one partition led by
+    each broker and consumed back. On by default; it needs its ACLs on a secured cluster (docs/configuration.md)."""
+
+    enabled: bool = True
+    messages_per_second: float = Field(default=1.0, gt=0, le=10, description="records per second per broker")
+    deadline_seconds: float = Field(default=20.0, ge=1, le=600, description=(
+        "a record not consumed back within this is counted lost"))
+    topic: str = Field(default="__kafka_health_probe", pattern=r"^[A-Za-z0-9._-]{1,200}$", description=(
+        "the probe's topic; its consumer group has the same name"))
+
+
 class ClusterConfig(_Strict):
     name: str = Field(pattern=NAME_RE)
     bootstrap_servers: str = Field(min_length=1)
@@ -157,6 +169,7 @@ class ClusterConfig(_Strict):
     controller_jolokia: tuple[str, ...] = Field(default=(), description=(
         "http://host:port/jolokia of the KRaft controllers' Jolokia agents, read with the cluster's jmx.username and "
         "jmx.password: the way to read controllers whose JMX wants a password"))
+    probe: ProbeSettings = ProbeSettings()
 
     @field_validator("controller_jmx")
     @classmethod

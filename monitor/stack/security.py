@@ -308,10 +308,12 @@ def _make_node_keystore(sec: StackSecurity) -> None:
 
 
 # --- principals and ACLs (confluent-kafka Admin API) ------------------------------------------------------------------
-def monitor_acls(principal: str = f"User:{MONITOR}") -> list:
+def monitor_acls(principal: str = f"User:{MONITOR}", probe_topic: str = "__kafka_health_probe") -> list:
     """What the collectors read, and nothing more: cluster and log dirs (Describe), broker configs and client quotas
     (DescribeConfigs on the cluster), topics (Describe, DescribeConfigs: partitions, watermarks, retention), groups
-    (Describe: members, committed offsets)."""
+    (Describe: members, committed offsets); and what the end-to-end probe does on its own topic and group only (create
+    the topic, add a partition for a new broker: Create, Alter; produce, consume: Write, Read; its group: Read). Not
+    Alter on the cluster, which the probe's preferred-leader elections would want: it also allows creating ACLs."""
     from confluent_kafka.admin import (
         AclBinding,
         AclOperation,
@@ -329,6 +331,9 @@ def monitor_acls(principal: str = f"User:{MONITOR}") -> list:
         allow(ResourceType.TOPIC, "*", AclOperation.DESCRIBE),
         allow(ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),
         allow(ResourceType.GROUP, "*", AclOperation.DESCRIBE),
+        *(allow(ResourceType.TOPIC, probe_topic, op)
+          for op in (AclOperation.CREATE, AclOperation.ALTER, AclOperation.WRITE, AclOperation.READ)),
+        allow(ResourceType.GROUP, probe_topic, AclOperation.READ),
     ]
 
 
