@@ -309,6 +309,20 @@ def detect_outdated_clients(rule: Rule, ctx: DetectorContext) -> list[Observatio
                                                         "client_software_version")}
             out.append(Observation(labels=labels, value=s.value,
                                    evidence={"connections": s.value, "minimum_version": mins[name]}))
+    # Connections without a KIP-511 software name ("unknown"): a Java client older than 2.4 or a librdkafka older
+    # than 1.4. Every new connection is "unknown" until its ApiVersions arrives, so only connections held for the
+    # whole of nameless_window (at least one at every step) count; churning clients never are.
+    w = rule.params.get("nameless_window", "5m")
+    held = (f'min_over_time((sum by (cluster, broker) ({M["client_connections"]}{{client_software_name="unknown"}}))'
+            f"[{w}:30s]) >= 1")
+    for s in ctx.source.query(held, ctx.now):
+        labels = {"cluster": s.labels.get("cluster", ""), "broker": s.labels.get("broker", ""),
+                  "client_software_name": "unknown", "client_software_version": "unknown"}
+        out.append(Observation(labels=labels, value=s.value, evidence={
+            "connections": s.value, "minimum_version": {k: mins[k] for k in ("apache-kafka-java", "librdkafka")
+                                                        if k in mins},
+            "reason": "no KIP-511 software name: a Java client older than 2.4 or a librdkafka older than 1.4; "
+                      "upgrade to the minimum versions"}))
     return out
 
 

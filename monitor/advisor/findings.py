@@ -12,6 +12,7 @@ that cost per MiB, compared with the other clients of the cluster, is what "far 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from monitor.core.clients import is_outdated
 from monitor.core.metric_names import M
 
 MIB = 1048576.0
+NAMELESS = "unknown"  # the software name and version Kafka gives a connection whose client sent none (KIP-511)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Thresholds:
     rebalancing_share: float = 0.2  # or this share of samples spent rebalancing
     churn_new_per_second: float = 1.0  # new connections per second across the cluster
     churn_max_lifetime_seconds: float = 300.0  # with connections living on average less than this
+    nameless_min_connections: float = 1.0  # connections without a software name held on average over the window
     min_versions: tuple[tuple[str, str], ...] = (
         ("apache-kafka-java", "2.8.0"), ("librdkafka", "1.9.0"), ("confluent-kafka-python", "1.9.0"))
     churn_suspect_share: float = 0.002  # a churn suspect uses at least 0.2% of a thread (idle consumers use less)
@@ -55,6 +58,16 @@ class Thresholds:
     # loaded machine) looks like polling too often or poor batching. 0.9, not 1: the first-seen time is read at a
     # tenth of the window's resolution.
     min_seen_share: float = 0.9
+    # Absolute batching signals (telemetry, per-topic counts): at most this many records per produce request is
+    # "close to one" (a producer with linger.ms>=5 at a meaningful rate carries several), at this many produce
+    # requests per second or more (per topic, or the client's own rate) it is a rate worth telling
+    batching_max_records_per_request: float = 2.0
+    batching_min_requests_per_second: float = 20.0
+    projection_factor: float = 10.0  # "at 10x the rate it costs ...": the measured cost scaled
+    # A consumer's own telemetry: waiting in poll() at least this share of the time (nothing to do) while fetches
+    # return within this (the broker did not wait for data: fetch.min.bytes=1 or a short fetch.max.wait.ms)
+    telemetry_min_poll_idle_ratio: float = 0.9
+    telemetry_max_fetch_latency_seconds: float = 0.05
 
 
 def _mib(bytes_per_second: float) -> float:
@@ -115,11 +128,13 @@ ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
 }
 
 
-def _finding(kind: FindingKind, c: ClientSample, evidence: dict, severity: FindingSeverity = FindingSeverity.WARNING,
-             cause: str | None = None) -> Finding:
-    metrics, default_cause, fix = ADVICE[kind]
+def _finding(kind: FindingKind, c, evidence: dict, severity: FindingSeverity = FindingSeverity.WARNING,
+             cause: str | None = None, basis: str = "", metrics: tuple[str, ...] | None = None) -> Finding:
+    """A per-client finding; ``c`` is a ``ClientSample`` or a ``TelemetrySample`` (both name cluster, tenant, client)."""
+    default_metrics, default_cause, fix = ADVICE[kind]
     return Finding(kind=kind, severity=severity, cluster=c.cluster, tenant=c.tenant, client_id=c.client_id,
-                   user=c.user, evidence=evidence, metrics=metrics, cause=cause or default_cause, fix=fix)
+                   user=c.user, evidence=evidence, metrics=metrics or default_metrics, cause=cause or default_cause,
+                   fix=fix, basis=basis)
 
 
 def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]) -> list:
@@ -143,32 +158,186 @@ def _records_per_request(topics: Iterable[TopicSample]) -> dict[str, float]:
             for tp in topics if tp.produce_requests_per_second > 0}
 
 
+def _cost_now_and_at(share: float | None, requests_per_second: float | None, factor: float) -> dict:
+    """What the client's requests cost the brokers now, measured (its quota sensors' share of one thread), and at
+    ``factor`` times the record rate with the same batching: as many times the requests, each costing what one costs
+    now (measured thread time per request), so the projection is the measured figures scaled, not a constant."""
+    if share is None:
+        return {"thread_share_now": None, f"thread_share_at_{factor:g}x": None}
+    per_request = share / requests_per_second if requests_per_second else None
+    return {"thread_share_now": round(share, 4),
+            "thread_ms_per_request": round(per_request * 1000, 4) if per_request is not None else None,
+            f"thread_share_at_{factor:g}x": round(share * factor, 4)}
+
+
+def _cost_sentence(ev: dict, factor: float) -> str:
+    now, then = ev.get("thread_share_now"), ev.get(f"thread_share_at_{factor:g}x")
+    if now is None:
+        return ""
+    return (f"; at this rate its requests cost {now * 100:.1f}% of a broker thread (measured), at {factor:g}x the "
+            f"rate with the same batching {then * 100:.1f}%, on threads every tenant of the broker shares")
+
+
+def _batching_finding(c, evidence: dict, basis: str, t: Thresholds, cause: str,
+                      suspects: tuple[str, ...] = ()) -> Finding:
+    evidence = {**evidence, "basis": basis}
+    metrics = {"client_telemetry": TELEMETRY_BATCHING_METRICS, "topic_records_per_request": TOPIC_BATCHING_METRICS}
+    f = _finding(FindingKind.POOR_BATCHING, c, evidence, cause=cause + _cost_sentence(evidence, t.projection_factor),
+                 basis=basis, metrics=metrics.get(basis))
+    return dataclasses.replace(f, suspects=suspects) if suspects else f
+
+
+TELEMETRY_BATCHING_METRICS = ("kafka_client_telemetry_producer_records_per_request_avg",
+                              "kafka_client_telemetry_producer_batch_size_avg_bytes",
+                              "kafka_client_telemetry_producer_request_rate", M["client_request_time"])
+TOPIC_BATCHING_METRICS = ("kafka_topic_messages_in_total", "kafka_topic_produce_requests_total",
+                          "kafka_topic_bytes_in_total", M["client_request_time"], M["client_produce_rate"])
+
+
 def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Producers that send (nearly) one record per request, on the best evidence there is for each, in this order:
+
+    1. ``client_telemetry``: the client pushed its own records per request (KIP-714): it is judged on that alone,
+       named or cleared, whatever the brokers' figures say about others.
+    2. ``topic_records_per_request``: the brokers count records and produce requests per topic (per partition
+       batch); a tenant whose topics carry at most ``batching_max_records_per_request`` at
+       ``batching_min_requests_per_second`` or more is told so whatever the other tenants do, naming its producers
+       that cost the most thread time per MiB (at least ``min_seconds_per_mib`` and within ``cost_factor`` of the
+       costliest: a well-batching producer of the same tenant is not named; Kafka counts requests per topic, not per
+       client). No thread-share floor: a bad configuration is found before it does harm.
+    3. ``thread_time_per_mib``: a producer far above the cluster's norm of thread time per MiB (``_costly``).
+    """
     producers = [c for c in s.clients if c.is_producer]
+    by_key = {(c.user, c.client_id): c for c in s.clients}
     rpr = _records_per_request(s.topics)
     cluster_rpr = statistics.median(rpr.values()) if rpr else None
-    out = []
+    seasoned = [c for c in producers if c.seen_share >= t.min_seen_share]
+    costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.produce_bytes_per_second) for c in producers}
+    norms = norms_without({_key(c): costs[_key(c)] for c in seasoned}, t.reference_seconds_per_mib)
+
+    def common(c: ClientSample | None) -> dict:
+        ev = {"tenant_topics_records_per_request": {tp.topic: round(rpr[tp.topic], 2) for tp in s.topics
+                                                    if c is not None and tp.tenant == c.tenant and tp.topic in rpr},
+              "cluster_median_records_per_request": round(cluster_rpr, 2) if cluster_rpr else None}
+        if c is not None and _key(c) in costs:
+            norm = norms.get(_key(c))
+            ev.update({"thread_seconds_per_mib": round(costs[_key(c)], 4),
+                       "cluster_norm_seconds_per_mib": round(norm, 4) if norm is not None else None,
+                       "request_time_ratio": round(c.request_time_ratio, 4),
+                       "produce_bytes_per_second": round(c.produce_bytes_per_second, 1)})
+        return ev
+
+    out: list[Finding] = []
+    judged: set[tuple[str, str]] = set()  # (user, client id) settled by its own telemetry, named or not
+    for tm in s.telemetry:
+        if tm.records_per_request is None:
+            continue
+        judged.add((tm.user, tm.client_id))
+        rate = tm.produce_request_rate or 0.0
+        if tm.records_per_request > t.batching_max_records_per_request or rate < t.batching_min_requests_per_second:
+            continue
+        c = by_key.get((tm.user, tm.client_id))
+        ev = {**common(c), "records_per_request": round(tm.records_per_request, 2),
+              "batch_size_avg_bytes": round(tm.batch_size_avg_bytes, 1) if tm.batch_size_avg_bytes is not None
+              else None, "produce_requests_per_second": round(rate, 1),
+              "client_software": f"{tm.software_name} {tm.software_version}".strip(),
+              **_cost_now_and_at(c.request_time_ratio if c else None, rate, t.projection_factor)}
+        out.append(_batching_finding(tm, ev, "client_telemetry", t, cause=(
+            f"the producer itself reports {tm.records_per_request:.2f} records per produce request at {rate:.0f} "
+            "requests/s (client telemetry): linger.ms=0 and/or a small batch.size, so every record or two costs a "
+            "whole request on the brokers' network and request-handler threads")))
+    named = {(f.user, f.client_id) for f in out}
+
+    tenants: dict[str, list[TopicSample]] = {}
+    for tp in s.topics:
+        if (tp.tenant and tp.topic in rpr and rpr[tp.topic] <= t.batching_max_records_per_request
+                and tp.produce_requests_per_second >= t.batching_min_requests_per_second):
+            tenants.setdefault(tp.tenant, []).append(tp)
+    for tenant, poor in sorted(tenants.items()):
+        msgs = sum(tp.messages_per_second for tp in poor)
+        reqs = sum(tp.produce_requests_per_second for tp in poor)
+        byts = sum(tp.bytes_per_second for tp in poor)
+        # Its producers, costliest per MiB first; those seen for most of the window first (a producer's start
+        # looks like poor batching), the others only when there are none.
+        mine = [c for c in producers if c.tenant == tenant and (c.user, c.client_id) not in judged]
+        pool = [c for c in mine if c.seen_share >= t.min_seen_share] or mine
+        # Named: within cost_factor of the costliest (a producer 5x cheaper per byte batches better than whoever fills
+        # the topic one record at a time) and above the floor (a tenant of good producers names none of them).
+        worst = max((costs[_key(c)] for c in pool), default=0.0)
+        suspects = sorted((c for c in pool if costs[_key(c)] >= max(t.min_seconds_per_mib, worst / t.cost_factor)),
+                          key=lambda c: -costs[_key(c)])[:t.top_suspects]
+        base = {"poor_topics": {tp.topic: {"records_per_request": round(rpr[tp.topic], 2),
+                                           "produce_requests_per_second": round(tp.produce_requests_per_second, 1),
+                                           "bytes_per_request": round(tp.bytes_per_second / tp.produce_requests_per_second,
+                                                                      1)} for tp in poor},
+                "records_per_request": round(msgs / reqs, 2), "bytes_per_request": round(byts / reqs, 1),
+                "produce_requests_per_second": round(reqs, 1)}
+        cause = (f"tenant {tenant}'s topics {', '.join(sorted(tp.topic for tp in poor))} carry {msgs / reqs:.2f} "
+                 f"records per produce request at {reqs:.0f} requests/s (brokers' per-topic counts): a producer with "
+                 "linger.ms=0 and/or a small batch.size sends every record or two as a whole request")
+        if not suspects and any(f.tenant == tenant for f in out):
+            continue  # its producer's own telemetry already named it
+        if not suspects:  # no quota sensors, or none of its producers costs much: the tenant is still told
+            out.append(Finding(
+                kind=FindingKind.POOR_BATCHING, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
+                tenant=tenant, client_id="", user="", evidence={**base, "basis": "topic_records_per_request"},
+                metrics=TOPIC_BATCHING_METRICS, cause=cause, fix=ADVICE[FindingKind.POOR_BATCHING][2],
+                basis="topic_records_per_request"))
+            continue
+        names = tuple(c.client_id for c in suspects)
+        share = sum(c.request_time_ratio for c in suspects)
+        for c in suspects:
+            ev = {**common(c), **base, **_cost_now_and_at(c.request_time_ratio, reqs * c.request_time_ratio / share
+                                                          if share else None, t.projection_factor)}
+            out.append(_batching_finding(c, ev, "topic_records_per_request", t, cause, suspects=names))
+            named.add((c.user, c.client_id))
+
     for c, cost, norm in _costly(producers, t, lambda c: c.produce_bytes_per_second):
-        own_topics = {tp.topic: round(rpr[tp.topic], 2) for tp in s.topics
-                      if tp.tenant == c.tenant and tp.topic in rpr}
-        out.append(_finding(
-            FindingKind.POOR_BATCHING, c,
-            evidence={"thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
-                      "times_the_norm": round(cost / norm, 1) if norm else None,
-                      "request_time_ratio": round(c.request_time_ratio, 4),
-                      "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
-                      "tenant_topics_records_per_request": own_topics,
-                      "cluster_median_records_per_request": round(cluster_rpr, 2) if cluster_rpr else None}))
+        if (c.user, c.client_id) in named or (c.user, c.client_id) in judged:
+            continue
+        ev = {**common(c), "times_the_norm": round(cost / norm, 1) if norm else None,
+              **_cost_now_and_at(c.request_time_ratio, None, t.projection_factor)}
+        ev["cluster_norm_seconds_per_mib"] = round(norm, 4)
+        out.append(_batching_finding(c, ev, "thread_time_per_mib", t, ADVICE[FindingKind.POOR_BATCHING][1] + (
+            f" (its broker thread time per MiB is {cost / norm:.1f}x the cluster's norm)" if norm else "")))
     return out
 
 
 def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
-    consumers = [c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0]
-    out = []
+    """Consumers that fetch far more often than their data needs. ``client_telemetry`` first: a consumer that waits
+    inside poll() most of the time (``telemetry_min_poll_idle_ratio``: the application has nothing to do) while its
+    fetches come back within ``telemetry_max_fetch_latency_seconds`` (the broker answers at once instead of waiting
+    fetch.max.wait.ms for data) sends many small or empty fetches; one that pushed those metrics is judged on them
+    alone. The others by ``thread_time_per_mib`` against the cluster's consumers."""
+    out, judged = [], set()
+    by_key = {(c.user, c.client_id): c for c in s.clients}
+    for tm in s.telemetry:
+        if tm.poll_idle_ratio is None or tm.fetch_latency_seconds is None:
+            continue
+        judged.add((tm.user, tm.client_id))
+        if (tm.poll_idle_ratio < t.telemetry_min_poll_idle_ratio
+                or tm.fetch_latency_seconds > t.telemetry_max_fetch_latency_seconds):
+            continue
+        c = by_key.get((tm.user, tm.client_id))
+        out.append(_finding(
+            FindingKind.POLLING_TOO_OFTEN, tm, basis="client_telemetry",
+            metrics=("kafka_client_telemetry_consumer_poll_idle_ratio_avg",
+                     "kafka_client_telemetry_consumer_fetch_latency_avg_seconds", M["client_request_time"]),
+            evidence={"basis": "client_telemetry", "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
+                      "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4),
+                      "client_software": f"{tm.software_name} {tm.software_version}".strip(),
+                      **_cost_now_and_at(c.request_time_ratio if c else None, None, t.projection_factor)},
+            cause=f"the consumer itself reports waiting in poll() {tm.poll_idle_ratio:.0%} of the time while its "
+                  f"fetches return after {tm.fetch_latency_seconds * 1000:.0f} ms (client telemetry): the broker "
+                  "answers each fetch at once with little or nothing (fetch.min.bytes=1, a short fetch wait), so "
+                  "the consumer sends many small fetches for the data it gets"))
+    consumers = [c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0
+                 and (c.user, c.client_id) not in judged]
     for c, cost, norm in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
         out.append(_finding(
-            FindingKind.POLLING_TOO_OFTEN, c,
-            evidence={"thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
+            FindingKind.POLLING_TOO_OFTEN, c, basis="thread_time_per_mib",
+            evidence={"basis": "thread_time_per_mib", "thread_seconds_per_mib": round(cost, 4),
+                      "cluster_norm_seconds_per_mib": round(norm, 4),
                       "request_time_ratio": round(c.request_time_ratio, 4),
                       "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1)}))
     return out
@@ -246,7 +415,10 @@ def frequent_rebalances(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Per client software (name, version): older than the supported minimum (KIP-511 connections), or sending
-    requests in deprecated API versions (KIP-896), or both in one finding."""
+    requests in deprecated API versions (KIP-896), or both in one finding. And connections held without any software
+    name (``nameless_connections``): clients too old to send one (Java < 2.4, librdkafka < 1.4). Kafka labels
+    connections by software only, never by client or principal, so these go to the tenant owning the whole cluster
+    or to operators."""
     mins = dict(t.min_versions)
     connections = {(sw.name, sw.version): sw.connections for sw in s.software if sw.connections > 0}
     deprecated: dict[tuple[str, str], dict[str, float]] = {}
@@ -280,7 +452,24 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
         out.append(Finding(
             kind=FindingKind.OUTDATED_CLIENT, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
             tenant=s.whole_cluster_tenant, client_id="", user="", evidence=evidence, metrics=tuple(metrics),
-            cause="; ".join(causes), fix="; ".join(fixes)))
+            cause="; ".join(causes), fix="; ".join(fixes), basis="client_software"))
+    if s.cluster.nameless_connections >= t.nameless_min_connections:
+        java, rdkafka = mins.get("apache-kafka-java", "2.8.0"), mins.get("librdkafka", "1.9.0")
+        out.append(Finding(
+            kind=FindingKind.OUTDATED_CLIENT, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
+            tenant=s.whole_cluster_tenant, client_id="", user="", basis="client_software",
+            evidence={"client_software_name": NAMELESS, "client_software_version": NAMELESS,
+                      "connections_held_on_average": round(s.cluster.nameless_connections, 2),
+                      "minimum_version": {"apache-kafka-java": java, "librdkafka": rdkafka}},
+            metrics=(M["client_connections"],),
+            cause="connections held by clients that send no KIP-511 software name (the brokers label them "
+                  "\"unknown\"): a Java client older than 2.4 or a librdkafka older than 1.4 (or one configured "
+                  "with api.version.request=false). Such clients lack years of fixes (idempotence, KIP-360 "
+                  "producer-id recovery, KIP-429 cooperative rebalancing) and cannot be told apart or counted by "
+                  "version",
+            fix=f"upgrade Java clients (kafka-clients) to {java} or later and librdkafka-based clients to {rdkafka} or "
+                "later (the applications' dependency manifests say which ones are old: Kafka cannot name them); a "
+                "client with api.version.request=false must drop it"))
     return out
 
 

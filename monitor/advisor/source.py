@@ -28,6 +28,7 @@ from monitor.advisor.types import (
     GroupSample,
     Snapshot,
     SoftwareSample,
+    TelemetrySample,
     TopicSample,
 )
 from monitor.core.clients import principal_owners
@@ -36,6 +37,22 @@ from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample, Source
 from monitor.core.tenancy import TenantIndex
 from monitor.core.times import parse_duration
+
+# The KIP-714 client-telemetry gauges (exported by the brokers' metrics plugin, docs/metrics.md), by the
+# ``TelemetrySample`` field each fills. Present only for metrics a client pushed.
+TELEMETRY = "kafka_client_telemetry_"
+TELEMETRY_FIELDS = {
+    "batch_size_avg_bytes": "producer_batch_size_avg_bytes",
+    "records_per_request": "producer_records_per_request_avg",
+    "record_queue_time_seconds": "producer_record_queue_time_avg_seconds",
+    "produce_request_rate": "producer_request_rate",
+    "request_latency_seconds": "request_latency_avg_seconds",
+    "throttle_seconds": "throttle_time_avg_seconds",
+    "poll_idle_ratio": "consumer_poll_idle_ratio_avg",
+    "fetch_latency_seconds": "consumer_fetch_latency_avg_seconds",
+    "commit_latency_seconds": "consumer_commit_latency_avg_seconds",
+}
+TELEMETRY_RATES = frozenset({"produce_request_rate"})  # summed over a client id's instances; the others averaged
 
 REBALANCING_STATES = "preparingrebalance|completingrebalance|assigning|reconciling"
 
@@ -82,6 +99,30 @@ def attribute_request_sensors(fields: dict[str, dict[tuple[str, ...], float]],
     fields = {f: moved(rows, max if f == "request_throttle_seconds" else (lambda a, b: a + b))
               if f in REQUEST_FIELDS else rows for f, rows in fields.items()}
     return fields, moved(first, min)
+
+
+def read_telemetry(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[TelemetrySample, ...]:
+    """One sample per (user, client id) that pushed telemetry in the window. A client pushes to one broker at a time
+    and may move: each instance is averaged over its brokers' series first, then rates are summed over the instances
+    sharing a client id (processes of one application) and averages averaged."""
+    w, cb = r.window, ("user", "client_id")
+    inst = "user, client_id, client_instance_id"
+    fields: dict[str, dict[tuple[str, ...], float]] = {}
+    for field, name in TELEMETRY_FIELDS.items():
+        agg = "sum" if field in TELEMETRY_RATES else "avg"
+        fields[field] = r.by(f"{agg} by (user, client_id) (avg by ({inst}) "
+                             f"(avg_over_time({TELEMETRY}{name}{{{sel}}}[{w}])))", *cb)
+    software: dict[tuple[str, str], tuple[str, str]] = {}
+    for smp in r.q(f"max by (user, client_id, client_software_name, client_software_version) "
+                   f"(max_over_time({TELEMETRY}last_push_timestamp_seconds{{{sel}}}[{w}]))"):
+        lb = smp.labels
+        software[(lb.get("user", ""), lb.get("client_id", ""))] = (lb.get("client_software_name", ""),
+                                                                  lb.get("client_software_version", ""))
+    keys = sorted({k for rows in fields.values() for k in rows} | set(software))
+    return tuple(TelemetrySample(
+        cluster=cluster, user=user, client_id=cid, tenant=index.for_client(cluster, client_id=cid, user=user),
+        software_name=software.get((user, cid), ("", ""))[0], software_version=software.get((user, cid), ("", ""))[1],
+        **{f: rows[(user, cid)] for f, rows in fields.items() if (user, cid) in rows}) for user, cid in keys)
 
 
 def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime,
@@ -162,9 +203,15 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         new_connections_per_second=r.scalar(
             f'sum(rate(kafka_broker_requests_total{{{sel},request="ApiVersions"}}[{w}]))'),
         open_connections=r.scalar(f"sum({M['client_connections']}{{{sel}}})"),
+        # Averaged over the window with its gaps as zero (a subquery over "sum or 0"): a connection that lived a
+        # moment before its ApiVersions named its software must not count as one held all along.
+        nameless_connections=r.scalar(
+            f"avg_over_time((sum({M['client_connections']}{{{sel},client_software_name=\"unknown\"}}) or vector(0))"
+            f"[{w}:{max(1, int(wsec // 20))}s])"),
         errors_by_request={k[0]: v for k, v in errors.items() if v > 0})
     return Snapshot(cluster=cs, clients=clients, topics=topics, groups=groups, software=software,
-                    deprecated=deprecated, whole_cluster_tenant=index.for_topic(cluster, None))
+                    deprecated=deprecated, telemetry=read_telemetry(r, sel, cluster, index),
+                    whole_cluster_tenant=index.for_topic(cluster, None))
 
 
 def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig], now: datetime,

@@ -82,6 +82,33 @@ class TopicSample:
 
 
 @dataclass(frozen=True)
+class TelemetrySample:
+    """What one client pushed itself (KIP-714 client telemetry, averaged over the window), by the metrics plugin's
+    gauges ``kafka_client_telemetry_*`` (docs/metrics.md). ``None``: the client did not push that metric (a producer
+    pushes no consumer metrics, librdkafka and Java push different sets)."""
+
+    cluster: str
+    user: str
+    client_id: str
+    tenant: str | None
+    software_name: str = ""
+    software_version: str = ""
+    batch_size_avg_bytes: float | None = None
+    records_per_request: float | None = None
+    record_queue_time_seconds: float | None = None
+    produce_request_rate: float | None = None  # the producer's requests per second
+    request_latency_seconds: float | None = None
+    throttle_seconds: float | None = None
+    poll_idle_ratio: float | None = None  # share of time the consumer application waits inside poll()
+    fetch_latency_seconds: float | None = None
+    commit_latency_seconds: float | None = None
+
+    @property
+    def is_producer(self) -> bool:
+        return self.records_per_request is not None or self.batch_size_avg_bytes is not None
+
+
+@dataclass(frozen=True)
 class GroupSample:
     """A consumer group over the window (Admin API collector, sampled every collection interval)."""
 
@@ -127,6 +154,10 @@ class ClusterSample:
     errors_per_second: float = 0.0  # responses with an error code other than NONE
     new_connections_per_second: float = 0.0  # ApiVersions requests/s: the first request of every connection
     open_connections: float = 0.0  # KIP-511 connections gauge, summed
+    # Connections whose client sent no KIP-511 software name (the broker labels them "unknown"), averaged over the
+    # window: a Java client older than 2.4 or a librdkafka older than 1.4 holds them all along; a new connection of
+    # any client is "unknown" only until its ApiVersions, so churn alone averages far below one.
+    nameless_connections: float = 0.0
     errors_by_request: dict[str, float] = field(default_factory=dict)
 
 
@@ -149,6 +180,7 @@ class Snapshot:
     groups: tuple[GroupSample, ...] = ()
     software: tuple[SoftwareSample, ...] = ()
     deprecated: tuple[DeprecatedSample, ...] = ()
+    telemetry: tuple[TelemetrySample, ...] = ()
     whole_cluster_tenant: str | None = None  # the tenant owning the whole cluster, if any
 
     def inputs_seen(self) -> dict[str, bool]:
@@ -158,7 +190,8 @@ class Snapshot:
         c = self.cluster
         return {"brokers": bool(c.requests_per_second > 0 or c.new_connections_per_second > 0
                                 or c.open_connections > 0 or c.errors_by_request or self.software or self.deprecated),
-                "clients": bool(self.clients), "topics": bool(self.topics), "groups": bool(self.groups)}
+                "clients": bool(self.clients or self.telemetry), "topics": bool(self.topics),
+                "groups": bool(self.groups)}
 
     @property
     def has_broker_data(self) -> bool:
@@ -182,6 +215,11 @@ class Finding:
     fix: str  # the concrete setting(s) to change
     group: str = ""
     suspects: tuple[str, ...] = ()  # clients that may cause a cluster-level finding (correlation, not proof)
+    # What the finding rests on, best first: "client_telemetry" (what the client pushed, KIP-714),
+    # "topic_records_per_request" (the brokers' per-topic counts, absolute), "thread_time_per_mib" (the quota sensors'
+    # request time compared with the cluster's other clients, relative), "client_software" (KIP-511/KIP-896), or
+    # "" for rules with one kind of evidence only.
+    basis: str = ""
 
     @property
     def hurts_other_tenants(self) -> bool:
@@ -191,4 +229,5 @@ class Finding:
         return {"kind": self.kind.value, "severity": self.severity.value, "cluster": self.cluster,
                 "tenant": self.tenant, "client_id": self.client_id, "user": self.user, "group": self.group,
                 "evidence": self.evidence, "metrics": list(self.metrics), "cause": self.cause, "fix": self.fix,
-                "suspects": list(self.suspects), "hurts_other_tenants": self.hurts_other_tenants}
+                "suspects": list(self.suspects), "hurts_other_tenants": self.hurts_other_tenants,
+                "basis": self.basis}

@@ -66,6 +66,9 @@ class FindingRead(OpenModel):
     fix: str = Field(description="the concrete setting(s) to change")
     suspects: list[str] = Field(description="clients that may cause a cluster-level finding (correlation)")
     hurts_other_tenants: bool
+    basis: str = Field("", description="what the finding rests on, best first: client_telemetry (what the client "
+                       "pushed, KIP-714), topic_records_per_request (brokers' per-topic counts), thread_time_per_mib "
+                       "(request time relative to the cluster's other clients), client_software (KIP-511/KIP-896)")
 
 
 class TenantAdvice(OpenModel):

@@ -3,6 +3,8 @@ produce no finding."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from monitor.advisor import findings
@@ -21,6 +23,7 @@ from monitor.advisor.types import (
     GroupSample,
     Snapshot,
     SoftwareSample,
+    TelemetrySample,
     TopicSample,
 )
 
@@ -293,3 +296,154 @@ def test_finding_json_names_kind_client_metric_cause_and_fix():
     doc = f.as_json()
     assert doc["kind"] == "poor_batching" and doc["client_id"] == "shop-tiny" and doc["user"] == "User:shop"
     assert doc["hurts_other_tenants"] is True and doc["metrics"] and doc["cause"] and doc["fix"]
+
+
+# ------------------------------------------------------------------ evidence first (issue 17): telemetry, topics
+
+
+def telemetry(cid, *, tenant="shop", user="", **fields):
+    return TelemetrySample(cluster="c", user=user, client_id=cid, tenant=tenant, software_name="apache-kafka-java",
+                           software_version="3.9.1", **fields)
+
+
+def topic(name, msgs, reqs, tenant="shop", byts=None):
+    return TopicSample("c", name, tenant, msgs, reqs, byts if byts is not None else msgs * 70.0)
+
+
+def batching(*clients, topics=(), tele=()):
+    s = dataclasses.replace(snap(*clients, topics=topics), telemetry=tuple(tele))
+    return findings.poor_batching(s, T)
+
+
+def test_a_tenant_batching_one_record_per_request_is_told_whatever_the_others_do():
+    """200 records/s in 200 requests/s: 1.0 record per request, at 200 >= 20 requests/s. The producer uses 1.5% of
+    a thread, under the 2% floor of the relative rule, and every other producer of the cluster batches as badly (the
+    norm would hide it): found on the absolute per-topic counts anyway."""
+    bad = client("shop-java", prod=14000.0, rt=0.015)  # 0.015 / (14000/1048576) = 1.1235 s/MiB
+    others = [client(f"ads-{i}", tenant="ads", prod=14000.0, rt=0.015) for i in range(3)]
+    f, = (x for x in batching(bad, *others, topics=[topic("shop.t", 200.0, 200.0),
+                                                    topic("ads.t", 600.0, 600.0, tenant="ads")]) if x.tenant == "shop")
+    assert not findings.poor_batching(snap(bad, *others), T)  # the relative rule alone: nothing (floor, norm)
+    assert (f.client_id, f.basis, f.evidence["basis"]) == ("shop-java", "topic_records_per_request",
+                                                          "topic_records_per_request")
+    ev = f.evidence
+    assert ev["records_per_request"] == 1.0 and ev["produce_requests_per_second"] == 200.0
+    assert ev["bytes_per_request"] == 70.0
+    assert ev["poor_topics"] == {"shop.t": {"records_per_request": 1.0, "produce_requests_per_second": 200.0,
+                                            "bytes_per_request": 70.0}}
+    assert ev["thread_seconds_per_mib"] == pytest.approx(1.1235, abs=1e-4)
+    # measured: 1.5% of a thread for its 200 requests/s = 0.075 ms a request; 10x the records at one a request:
+    # 2000 requests/s at 0.075 ms = 15% of a thread
+    assert ev["thread_share_now"] == 0.015 and ev["thread_ms_per_request"] == 0.075
+    assert ev["thread_share_at_10x"] == 0.15
+    assert "1.5% of a broker thread" in f.cause and "10x the rate with the same batching 15.0%" in f.cause
+    assert "linger.ms" in f.fix and "kafka_topic_produce_requests_total" in f.metrics
+    # ads is told too, about its own topic: its three producers as suspects, each named
+    ads = findings.poor_batching(snap(bad, *others, topics=[topic("ads.t", 600.0, 600.0, tenant="ads")]), T)
+    assert sorted(x.client_id for x in ads) == ["ads-0", "ads-1", "ads-2"]
+    assert all(x.suspects == ("ads-0", "ads-1", "ads-2") for x in ads)
+
+
+BATCHING_TOPICS = [
+    # (id, topics, expected): the well-batching producer of the same tenant is never the one named
+    (1, [topic("shop.t", 200.0, 200.0)], ["shop-java"]),
+    (2, [topic("shop.t", 400.0, 200.0)], ["shop-java"]),  # 2.0 records per request: still "close to one"
+    (3, [topic("shop.t", 500.0, 200.0)], []),  # 2.5: batching some
+    (4, [topic("shop.t", 19.0, 19.0)], []),  # 19 requests/s: under the rate worth telling
+    (5, [topic("shop.t", 4000.0, 100.0)], []),  # 40 records per request
+    (6, [topic("ads.t", 200.0, 200.0, tenant="ads")], ["ads"]),  # ads has no producer sample: the tenant is told
+]
+# shop-java costs 1.1235 s/MiB; a shop producer at 0.2 s/MiB (over the 0.05 floor, but under a fifth of the worst:
+# it batches better) is not named beside it; one at 0.5 s/MiB is
+SIDE = [(0.2 * 14000.0 / MIB, []), (0.5 * 14000.0 / MIB, ["shop-side"])]
+
+
+@pytest.mark.parametrize("rt,also", SIDE, ids=["side-0.2", "side-0.5"])
+def test_only_the_tenants_costliest_producers_are_named(rt, also):
+    side = client("shop-side", prod=14000.0, rt=rt)
+    found = batching(client("shop-java", prod=14000.0, rt=0.015), side, topics=[topic("shop.t", 200.0, 200.0)])
+    assert sorted(f.client_id for f in found) == sorted(["shop-java", *also])
+
+
+@pytest.mark.parametrize("case,topics,expected", BATCHING_TOPICS, ids=[f"topics-{c[0]}" for c in BATCHING_TOPICS])
+def test_poor_batching_by_records_per_request(case, topics, expected):
+    good = client("shop-good", prod=MIB, rt=0.01)  # 0.01 s/MiB: under the 0.05 floor of a suspect
+    bad = client("shop-java", prod=14000.0, rt=0.015)
+    found = batching(good, bad, topics=topics)
+    assert sorted(f.client_id or f.tenant for f in found) == expected
+    assert all(f.basis == "topic_records_per_request" for f in found)
+    if case == 6:  # no client to measure: the counts, and no thread figures
+        assert found[0].client_id == "" and found[0].evidence["records_per_request"] == 1.0
+        assert "thread_share_now" not in found[0].evidence
+
+
+def test_telemetry_decides_for_the_client_that_pushes_it():
+    """A producer reporting 1.1 records per request at 180 requests/s is named on that, with its batch size; one
+    reporting 30 is cleared even where its tenant's topic counts and its thread time would name it."""
+    bad = client("shop-bad", prod=14000.0, rt=0.015)
+    cleared = client("shop-kip714", prod=14000.0, rt=0.3)  # costly per MiB, but says it batches 30 a request
+    tele = [telemetry("shop-bad", records_per_request=1.1, batch_size_avg_bytes=95.0, produce_request_rate=180.0),
+            telemetry("shop-kip714", records_per_request=30.0, batch_size_avg_bytes=2100.0,
+                      produce_request_rate=7.0)]
+    found = batching(GOOD_PRODUCER, bad, cleared, topics=[topic("shop.t", 200.0, 200.0)], tele=tele)
+    assert [(f.client_id, f.basis) for f in found] == [("shop-bad", "client_telemetry")]
+    ev = found[0].evidence
+    assert (ev["records_per_request"], ev["batch_size_avg_bytes"], ev["produce_requests_per_second"]) == \
+        (1.1, 95.0, 180.0)
+    # 1.5% of a thread over 180 requests/s: 0.0833 ms each; at 10x, 15%
+    assert ev["thread_ms_per_request"] == pytest.approx(0.0833, abs=1e-4) and ev["thread_share_at_10x"] == 0.15
+    assert ev["client_software"] == "apache-kafka-java 3.9.1"
+    assert "kafka_client_telemetry_producer_records_per_request_avg" in found[0].metrics
+    # The same producer below the rate worth telling (10 requests/s): nothing, telemetry still decides
+    slow = [telemetry("shop-bad", records_per_request=1.0, produce_request_rate=10.0)]
+    assert not batching(bad, tele=slow)
+    # Telemetry without a quota sensor for the client: named, with no thread figures rather than invented ones
+    f, = batching(tele=[telemetry("shop-x", records_per_request=1.0, produce_request_rate=50.0)])
+    assert f.client_id == "shop-x" and f.evidence["thread_share_now"] is None and "% of a broker" not in f.cause
+
+
+def test_thread_time_is_the_last_resort_and_says_so():
+    f, = batching(GOOD_PRODUCER, client("shop-tiny", prod=50 * KIB, rt=0.10))  # no topic counts, no telemetry
+    assert f.basis == "thread_time_per_mib" and f.evidence["times_the_norm"] == 204.8  # 2.048 s/MiB vs 0.01
+    assert f.evidence["thread_share_at_10x"] == 1.0 and "10.0% of a broker thread" in f.cause
+
+
+POLLING_TELEMETRY = [
+    # (id, poll idle ratio, fetch latency s, named)
+    (1, 0.97, 0.004, True),  # waits in poll 97% of the time, fetches answered in 4 ms: empty fetches
+    (2, 0.97, 0.5, False),  # the broker waits fetch.max.wait.ms for data: as advised
+    (3, 0.3, 0.004, False),  # busy processing: fetches are not the problem
+]
+
+
+@pytest.mark.parametrize("case,idle,latency,named", POLLING_TELEMETRY,
+                         ids=[f"polling-telemetry-{c[0]}" for c in POLLING_TELEMETRY])
+def test_polling_too_often_from_the_consumers_own_telemetry(case, idle, latency, named):
+    # shop-spin also costs 25 s/MiB against the good consumer's 0.01: telemetry decides anyway
+    s = dataclasses.replace(snap(GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.05)), telemetry=(
+        telemetry("shop-spin", poll_idle_ratio=idle, fetch_latency_seconds=latency),))
+    found = findings.polling_too_often(s, T)
+    assert [f.client_id for f in found] == (["shop-spin"] if named else [])
+    for f in found:
+        assert f.basis == "client_telemetry" and f.evidence["poll_idle_ratio"] == idle
+        assert "fetch.min.bytes" in f.fix
+
+
+NAMELESS = [
+    # (id, connections without a software name held on average, whole-cluster tenant, expected tenants)
+    (1, 3.0, None, [None]),  # a pre-2.4 Java producer: one connection per broker, all along; operators
+    (2, 1.0, "shop", ["shop"]),  # the cluster is shop's: shop is told
+    (3, 0.3, None, []),  # new connections of a churning client, unnamed only until their ApiVersions
+]
+
+
+@pytest.mark.parametrize("case,held,whole,expected", NAMELESS, ids=[f"nameless-{c[0]}" for c in NAMELESS])
+def test_connections_without_a_software_name_are_an_outdated_client(case, held, whole, expected):
+    s = snap(GOOD_PRODUCER, whole=whole, cluster=ClusterSample(cluster="c", window_seconds=600,
+                                                               nameless_connections=held))
+    found = [f for f in findings.outdated_clients(s, T)]
+    assert [f.tenant for f in found] == expected
+    for f in found:
+        assert f.basis == "client_software" and f.evidence["client_software_name"] == "unknown"
+        assert "older than 2.4" in f.cause and "1.4" in f.cause
+        assert "2.8.0" in f.fix and "1.9.0" in f.fix

@@ -233,3 +233,17 @@ def test_latency_shell_compares_history_and_peers():
     assert [(o.labels["broker"], o.labels["request"]) for o in obs] == [("1", "Produce")]
     assert obs[0].evidence["baseline_seconds"] == 0.1 and obs[0].evidence["peer_median_seconds"] == 0.1
     assert any('phase="total"' in q for q in src.seen)
+
+
+def test_outdated_clients_names_connections_held_without_a_software_name():
+    """A pre-2.4 Java client's connections are labelled "unknown" all along (issue 17): they are an outdated client;
+    the shell asks only for ones held at every step of the window, so a new connection before its ApiVersions is
+    not."""
+    labels = {"cluster": "c1", "broker": "2"}
+    src = Source(instant={'client_software_name="unknown"': [InstantSample(labels, 3.0)]})
+    [obs] = clients.detect_outdated_clients(RULES["KafkaOutdatedClient"], ctx(src))
+    assert obs.labels == {**labels, "client_software_name": "unknown", "client_software_version": "unknown"}
+    assert obs.evidence["minimum_version"] == {"apache-kafka-java": "2.8.0", "librdkafka": "1.9.0"}
+    assert "older than 2.4" in obs.evidence["reason"]
+    held = next(q for q in src.seen if "unknown" in q)
+    assert held.startswith("min_over_time(") and "[5m:30s]) >= 1" in held
