@@ -59,7 +59,8 @@ def _store(args):
 
 def _export(args) -> int:
     config = config_from_args(args)
-    text = export_prometheus(load_rules(config.rules), interval_seconds=config.rules.evaluation_interval_seconds)
+    text = export_prometheus(load_rules(config.rules), interval_seconds=config.rules.evaluation_interval_seconds,
+                             slo_objective=config.slo.objective)
     if args.out:
         args.out.write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)

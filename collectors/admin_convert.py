@@ -1,7 +1,8 @@
 """The Admin API's answers as samples: pure conversions, no I/O, no clock (``now`` is passed in).
 
     ClusterState ──(cluster_samples)──> brokers, controller, broker up; per topic: partitions, replicas,
-                                        offline, under-replicated and under-min-ISR partitions
+                                        offline, under-replicated and under-min-ISR partitions; per tenant and
+                                        broker: the tenant's partitions it leads
     GroupOffsets, high watermarks, WatermarkHistory ──(group_samples)──> per group: members, state, member
                                         clients; per group and topic: lag, worst partition, lag seconds, committed
 
@@ -57,6 +58,7 @@ def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[in
             # producers fail). A partition without a leader is counted as offline instead.
             under_min_isr[p.topic] = under_min_isr.get(p.topic, 0) + (p.leader >= 0 and
                                                                       len(p.isr) < state.min_isr[p.topic])
+    out += tenant_leader_samples(state, base=base, tenants=tenants)
     for topic, (n, offline, urp, replicas) in sorted(per_topic.items()):
         labels = base + (("topic", topic), ("tenant", tenants.topic(topic)))
         if topic in under_min_isr:
@@ -73,6 +75,20 @@ def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[in
                    "Partitions whose ISR is smaller than their replica set (metadata)", labels, float(urp)),
         ]
     return out
+
+
+def tenant_leader_samples(state: ClusterState, *, base: tuple, tenants: TenantLookup) -> list[Sample]:
+    """Per (tenant, broker): how many of the tenant's partitions the broker leads, so a tenant's availability can
+    join the probe's per-broker results (alerts/slo.py). Only where the broker leads some: brokers x tenants stay
+    few series, and partitions no tenant owns and partitions without a leader (offline) have none."""
+    counts: dict[tuple[str, int], int] = {}
+    for p in state.partitions:
+        tenant = tenants.topic(p.topic)
+        if tenant and p.leader >= 0:
+            counts[(tenant, p.leader)] = counts.get((tenant, p.leader), 0) + 1
+    return [Sample("kafka_cluster_tenant_led_partitions", "gauge", "Partitions of the tenant this broker leads (metadata)",
+                   base + (("tenant", tenant), ("broker", str(broker))), float(n))
+            for (tenant, broker), n in sorted(counts.items())]
 
 
 def lag_seconds(history: Sequence[tuple[float, int]], committed: int, high_watermark: int, now: float) -> float:

@@ -9,6 +9,9 @@ exports nothing (an absent quota is not a quota of 0). Values change only when t
     kafka_health_tenant_fetch_quota_bytes_per_second{tenant}           contract.fetch_quota_bytes_per_second
     kafka_health_tenant_storage_budget_bytes{tenant}                   contract.storage_budget_bytes
     kafka_health_tenant_retention_seconds{tenant}                      contract.retention_hours * 3600
+    kafka_health_tenant_availability_objective_ratio{tenant}           contract.availability_objective (where the
+                                                                       contract sets none, the exported SLO rules
+                                                                       use slo.objective: alerts/slo.py)
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ _FIELDS = (
      lambda c: c.storage_budget_bytes),
     ("kafka_health_tenant_retention_seconds", "Retention the tenant expects",
      lambda c: c.retention_hours * 3600 if c.retention_hours is not None else None),
+    ("kafka_health_tenant_availability_objective_ratio", "Availability objective of the tenant's contract",
+     lambda c: c.availability_objective),
 )
 INFO = "kafka_health_tenant_info"
 METRICS = frozenset((INFO,) + tuple(name for name, _, _ in _FIELDS))

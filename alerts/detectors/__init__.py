@@ -39,7 +39,16 @@ Detector = Callable[[Rule, DetectorContext], list[Observation]]
 
 def builtin_detectors(*, findings: FindingsBoard | None = None) -> dict[str, Detector]:
     """``findings``: where ``noisy_clients`` publishes every advisor finding it computes (exported by serve)."""
-    from alerts.detectors import brokers, clients, disk, lag, latency, noisy_clients, storage
+    from alerts.detectors import (
+        brokers,
+        clients,
+        disk,
+        lag,
+        latency,
+        noisy_clients,
+        slo,
+        storage,
+    )
 
     return {
         "broker_down": brokers.detect_broker_down,
@@ -51,6 +60,7 @@ def builtin_detectors(*, findings: FindingsBoard | None = None) -> dict[str, Det
         "outdated_clients": clients.detect_outdated_clients,
         "latency_regression": latency.detect,
         "consumer_lag": lag.detect,
+        "slo_burn": slo.detect,
         "noisy_clients": partial(noisy_clients.detect, board=findings) if findings else noisy_clients.detect,
     }
 

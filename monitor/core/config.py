@@ -231,6 +231,9 @@ class TenantContract(_Strict):
     fetch_quota_bytes_per_second: int | None = Field(default=None, gt=0)
     storage_budget_bytes: int | None = Field(default=None, gt=0)
     retention_hours: float | None = Field(default=None, gt=0)
+    availability_objective: float | None = Field(default=None, gt=0, lt=1, description=(
+        "share of minutes the tenant's Kafka must be available over slo.window_days, e.g. 0.999; default "
+        "slo.objective (docs/alerts.md, tenant SLOs)"))
 
 
 class TenantReceivers(_Strict):
@@ -347,6 +350,13 @@ class RulesSettings(_Strict):
                     "alert's runbook_url annotation is this plus '#' and the alert name in lower case")
 
 
+class SloSettings(_Strict):
+    """The tenants' availability objective where a contract sets none, and the window it is promised over."""
+
+    objective: float = Field(default=0.999, gt=0, lt=1, description="default availability_objective of a contract")
+    window_days: int = Field(default=28, ge=1, le=90, description="the SLO window: availability and error budget")
+
+
 class ReportSettings(_Strict):
     schedule: str | None = Field(default=None, description="cron expression (UTC) for the weekly report inside serve")
     spark_master: str = "local[2]"
@@ -372,6 +382,7 @@ class Config(_Strict):
     collection: CollectionSettings = CollectionSettings()
     service: ServiceSettings = ServiceSettings()
     reports: ReportSettings = ReportSettings()
+    slo: SloSettings = SloSettings()
 
     @model_validator(mode="after")
     def _cross_refs(self) -> "Config":

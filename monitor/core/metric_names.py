@@ -14,6 +14,17 @@ M: dict[str, str] = {
     "scrape_success": "kafka_health_scrape_success",  # {cluster, collector, target}
     "offline_partitions": "kafka_cluster_offline_partitions",  # controller {cluster, broker}
     "topic_offline_partitions": "kafka_topic_offline_partitions",  # Admin API {cluster, topic, tenant}
+    "topic_under_min_isr": "kafka_topic_under_min_isr_partitions",  # Admin API {cluster, topic, tenant}
+    # Admin API {cluster, tenant, broker}: the tenant's partitions the broker leads (only where it leads some)
+    "tenant_partition_leaders": "kafka_cluster_tenant_led_partitions",
+    # end-to-end probe {cluster, broker}: broker = the probe partition's preferred leader; result ok|error|lost
+    "probe_messages": "kafka_probe_messages_total",
+    "probe_produce_latency": "kafka_probe_produce_latency_seconds",  # histogram
+    "probe_roundtrip_latency": "kafka_probe_roundtrip_latency_seconds",  # histogram
+    "probe_up": "kafka_health_probe_up",  # {cluster}: 1 when the probe can run
+    # the service's contract series (collectors/contract.py) {tenant}: every tenant; its contract's objective if set
+    "tenant_info": "kafka_health_tenant_info",
+    "tenant_objective": "kafka_health_tenant_availability_objective_ratio",
     "under_replicated": "kafka_broker_under_replicated_partitions",  # {cluster, broker}
     "under_min_isr": "kafka_broker_under_min_isr_partitions",  # {cluster, broker}
     "active_controllers": "kafka_cluster_active_controllers",  # controller {cluster, broker}: 1 on the active one

@@ -32,24 +32,49 @@ def test_exported_rules_pass_promtool_check_and_unit_tests(tmp_path, monkeypatch
     rules = _export(tmp_path, monkeypatch, capsys)
     check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    exported = {r["alert"]: r for g in yaml.safe_load(rules.read_text())["groups"] for r in g["rules"]}
+    exported = _alerts(rules)
     assert {"KafkaBrokerUnreachable", "KafkaHealthWatchdog", "KafkaUnderMinIsrPartitions"} <= set(exported)
     assert "KafkaDiskFullRisk" not in exported  # Python-only detectors have no PromQL equivalent
     for name, rule in exported.items():  # the conventions: an absolute runbook link, the value in words
         assert rule["annotations"]["runbook_url"] == f"{DEFAULT_RUNBOOK_BASE_URL}#{name.lower()}"
         assert not RAW_VALUE.search(rule["annotations"]["summary"]), name
+    _promtool_test(tmp_path, exported, "alerts_test.yml")
 
-    cases = yaml.safe_load((HERE / "alerts_test.yml").read_text())
+
+def _alerts(rules: Path) -> dict[str, dict]:
+    return {r["alert"]: r for g in yaml.safe_load(rules.read_text())["groups"] for r in g["rules"] if "alert" in r}
+
+
+def _promtool_test(tmp_path: Path, exported: dict[str, dict], cases_file: str) -> None:
+    """``promtool test rules`` on tests/promtool/``cases_file`` beside the exported rules.yml, each expected alert
+    given its rule's constant annotations (the cases state the rendered summary)."""
+    cases = yaml.safe_load((HERE / cases_file).read_text())
     for test in cases["tests"]:
         for art in test.get("alert_rule_test", []):
             for exp in art.get("exp_alerts", []):
                 constant = exported[art["alertname"]]["annotations"]
                 exp["exp_annotations"] = {**{k: v for k, v in constant.items() if k != "summary"},
                                           **exp["exp_annotations"]}
-    (tmp_path / "alerts_test.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
-    res = subprocess.run([PROMTOOL, "test", "rules", "alerts_test.yml"], capture_output=True, text=True, cwd=tmp_path)
+    (tmp_path / cases_file).write_text(yaml.safe_dump(cases, sort_keys=False))
+    res = subprocess.run([PROMTOOL, "test", "rules", cases_file], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "SUCCESS" in res.stdout
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed")
+def test_exported_tenant_slo_rules_record_availability_and_burn_and_page_only_the_tenant_hurt(tmp_path, monkeypatch,
+                                                                                                capsys):
+    """The SLO recording rules and burn-rate alerts as exported, on hand-computed cases (tests/promtool/slo_test.yml):
+    a probe failing on the broker leading one tenant's partitions pages that tenant only; minutes while the probe is
+    down are unknown, not bad; offline and under-min-ISR partitions make minutes bad."""
+    rules = _export(tmp_path, monkeypatch, capsys)
+    groups = {g["name"]: g for g in yaml.safe_load(rules.read_text())["groups"]}
+    records = [r["record"] for r in groups["kafka-health-tenant-slo"]["rules"]]
+    for window in ("5m", "30m", "1h", "6h", "1d", "3d"):
+        assert f"cluster_tenant:kafka_tenant_availability:ratio_{window}" in records
+        assert f"cluster_tenant:kafka_tenant_slo_burn_rate:{window}" in records
+    assert groups["kafka-health-tenant-slo"]["interval"] == "1m"
+    _promtool_test(tmp_path, _alerts(rules), "slo_test.yml")
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed")
