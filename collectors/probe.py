@@ -363,25 +363,29 @@ class Probe:
 
         consumer = Consumer(self._client_settings({
             "group.id": self.topic, "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "latest", "fetch.wait.max.ms": 100}))
+            "auto.offset.reset": "latest"}))
         assigned: dict[int, int] = {}
         try:
             while not self._stop.is_set():
                 self._assign(consumer, assigned)
-                for msg in consumer.consume(num_messages=100, timeout=0.2):
-                    err = msg.error()
-                    if err is not None:
-                        if _error_name(err) in REFUSED:
-                            self.series.set_up(False, f"{_error_name(err)}: the probe may not read {self.topic}")
-                        continue
-                    run, _, key = (msg.value() or b"").decode(errors="replace").partition(":")
-                    if run != self._run or not key.isdigit():
-                        continue  # an earlier run's record, or another probe's on the same topic
-                    with self._lock:
-                        seen = self._ledger.consumed(int(key), self._clock())
-                    self.series.record(seen)
+                msg = consumer.poll(0.2)  # returns with the first record: consume(n) would wait for n or the timeout
+                if msg is not None:
+                    self._received(msg)
         finally:
             consumer.close()
+
+    def _received(self, msg) -> None:
+        err = msg.error()
+        if err is not None:
+            if _error_name(err) in REFUSED:
+                self.series.set_up(False, f"{_error_name(err)}: the probe may not read {self.topic}")
+            return
+        run, _, key = (msg.value() or b"").decode(errors="replace").partition(":")
+        if run != self._run or not key.isdigit():
+            return  # an earlier run's record, or another probe's on the same topic
+        with self._lock:
+            seen = self._ledger.consumed(int(key), self._clock())
+        self.series.record(seen)
 
     def _assign(self, consumer, assigned: dict[int, int]) -> None:
         """Read the owned partitions from their current end, so that no record sent after is missed."""

@@ -14,10 +14,12 @@ a process in the namespace cannot reach the host's loopback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Iterator
 
 
 def available() -> str | None:
@@ -94,3 +96,37 @@ class SlowLink:
         self.fast()
         subprocess.run(["ip", "link", "del", self.host_dev], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+
+
+@contextlib.contextmanager
+def slow_port(port: int, *, delay_ms: int = 200, rate: str = "64kbit", dev: str = "lo") -> Iterator[str]:
+    """What leaves local ``port`` (one broker listener's responses: not its replication, which has a listener of its
+    own on the secured stack) delayed by ``delay_ms`` and limited to ``rate`` on ``dev`` for the block, everything
+    else on ``dev`` untouched: an htb root whose default class is unlimited in practice, one class at ``rate`` for
+    the port (a u32 filter on the source port), and under it ``netem`` where the kernel has it. Without sch_netem
+    (some VMs: this machine's kernel) the class's rate alone slows the port, as ``SlowLink.slow`` falls back to tbf.
+    Yields the qdisc that slows it ("netem" or "htb"). Refuses to replace a root qdisc it did not put there; the
+    root qdisc is removed on exit whatever happens. Needs root and iproute2."""
+    shown = subprocess.run(["tc", "qdisc", "show", "dev", dev], capture_output=True, text=True).stdout
+    if "htb 7fa1:" in shown:  # our own, left by a run that was killed
+        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+    elif shown.strip() and not shown.startswith("qdisc noqueue"):
+        raise RuntimeError(f"{dev} already has a root qdisc of someone else's: {shown.strip()}")
+    try:
+        _run("tc", "qdisc", "add", "dev", dev, "root", "handle", "7fa1:", "htb", "default", "1", "r2q", "1000")
+        _run("tc", "class", "add", "dev", dev, "parent", "7fa1:", "classid", "7fa1:1", "htb", "rate", "30gbit")
+        _run("tc", "class", "add", "dev", dev, "parent", "7fa1:", "classid", "7fa1:2", "htb", "rate", rate, "ceil",
+             rate, "quantum", "1514")
+        kind = "htb"
+        try:
+            _run("tc", "qdisc", "add", "dev", dev, "parent", "7fa1:2", "handle", "7fa2:", "netem", "delay",
+                 f"{delay_ms}ms")
+            kind = "netem"
+        except RuntimeError as exc:
+            if "unknown" not in str(exc).lower():
+                raise
+        _run("tc", "filter", "add", "dev", dev, "parent", "7fa1:", "protocol", "ip", "prio", "1", "u32", "match",
+             "ip", "sport", str(port), "0xffff", "flowid", "7fa1:2")
+        yield kind
+    finally:
+        subprocess.run(["tc", "qdisc", "del", "dev", dev, "root", "handle", "7fa1:"], capture_output=True)
