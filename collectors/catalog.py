@@ -271,8 +271,59 @@ def _broker_rules() -> tuple[MBeanRule, ...]:
              labels=(("request", "request"), ("api_version", "version"),
                      ("client_software_name", "clientSoftwareName"),
                      ("client_software_version", "clientSoftwareVersion"))))
+    r += _client_telemetry_rules()
     add(INFO_RULE)
     return tuple(r)
+
+
+# KIP-714 client telemetry, as kafka-health's broker plugin keeps it (deploy/kafka/telemetry): one MBean per client
+# instance whose attributes are its last push; an attribute the client did not push reads NaN and is skipped, so
+# only what a client pushed becomes a series. Queried after the broker's own MBeans: were the per-target series cap
+# reached, clients' series are the ones dropped.
+TELEMETRY_QUERY = "kafka.health:type=ClientTelemetry,*"
+TELEMETRY_SIGNALS = (
+    ("producer_batch_size_avg_bytes", "BatchSizeAvg", 1.0, "Average producer batch size (batch-size-avg)"),
+    ("producer_records_per_request_avg", "RecordsPerRequestAvg", 1.0,
+     "Average records per produce request (records-per-request-avg)"),
+    ("producer_record_queue_time_avg_seconds", "RecordQueueTimeAvgMs", MS,
+     "Average time a record waits in the producer's queue before it is sent (record-queue-time-avg)"),
+    ("producer_request_rate", "RequestRate", 1.0, "Requests the client sends per second (request-rate)"),
+    ("request_latency_avg_seconds", "RequestLatencyAvgMs", MS,
+     "Average request latency the client sees (request-latency-avg, else the mean of its per-node ones)"),
+    ("throttle_time_avg_seconds", "ThrottleTimeAvgMs", MS,
+     "Average time brokers throttled the client (produce-throttle-time-avg / fetch-throttle-time-avg)"),
+    ("consumer_poll_idle_ratio_avg", "PollIdleRatioAvg", 1.0,
+     "Share of time the consumer waits in poll for records (poll-idle-ratio-avg, 0-1)"),
+    ("consumer_fetch_latency_avg_seconds", "FetchLatencyAvgMs", MS, "Average fetch latency (fetch-latency-avg)"),
+    ("consumer_commit_latency_avg_seconds", "CommitLatencyAvgMs", MS, "Average commit latency (commit-latency-avg)"),
+    ("last_push_timestamp_seconds", "LastPushTimestampSeconds", 1.0,
+     "When the client last pushed its metrics to this broker (Unix time)"),
+)
+
+
+def _client_telemetry_rules() -> list[MBeanRule]:
+    labels = (("user", "user"), ("client_id", "client-id"), ("client_instance_id", "client-instance-id"),
+              ("client_software_name", "client-software-name"),
+              ("client_software_version", "client-software-version"))
+    r = [MBeanRule(f"kafka_client_telemetry_{stem}", "gauge", f"{what} (KIP-714 push)", TELEMETRY_QUERY, attr,
+                   scale=scale, labels=labels, tenant="client")
+         for stem, attr, scale, what in TELEMETRY_SIGNALS]
+    plugin = "kafka.health:type=ClientTelemetryExporter"
+    r += [
+        MBeanRule("kafka_client_telemetry_plugin_clients", "gauge",
+                  "Client instances the telemetry plugin holds on this broker (at most its max.clients)", plugin,
+                  "Clients"),
+        MBeanRule("kafka_client_telemetry_plugin_pushes_total", "counter", "Telemetry pushes the plugin received",
+                  plugin, "Pushes"),
+        MBeanRule("kafka_client_telemetry_plugin_failures_total", "counter",
+                  "Pushes the plugin could not read (the broker answered them anyway)", plugin, "Failures"),
+        MBeanRule("kafka_client_telemetry_plugin_evicted_total", "counter",
+                  "Client instances dropped to stay within max.clients (least recently pushed first)", plugin,
+                  "Evicted"),
+        MBeanRule("kafka_client_telemetry_plugin_expired_total", "counter",
+                  "Client instances dropped because they stopped pushing or closed", plugin, "Expired"),
+    ]
+    return r
 
 
 def _controller_rules() -> tuple[MBeanRule, ...]:

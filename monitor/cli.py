@@ -21,6 +21,7 @@ import monitor.demo
 import monitor.reports.cli
 import monitor.serve
 import monitor.stack.cli
+import monitor.stack.telemetry_cli
 import monitor.tenants.cli
 from monitor import __version__
 from monitor.core.errors import ConfigError, KafkaHealthError
@@ -33,6 +34,7 @@ COMMAND_MODULES = [
     monitor.serve,
     monitor.check_config,
     monitor.tenants.cli,
+    monitor.stack.telemetry_cli,
     monitor.api.cli,
     alerts.cli,
     dashboards.cli,

@@ -32,7 +32,7 @@ from monitor.core.config import (
     TenantConfig,
 )
 from monitor.core.errors import ComponentFailed, StackError
-from monitor.stack import kafka, observability, security
+from monitor.stack import kafka, observability, security, telemetry
 from monitor.stack.layout import CONTROLLER_ID, StackLayout
 from monitor.stack.procs import ProcessTable, port_open, require_ports_free, tail
 
@@ -126,6 +126,7 @@ class Stack:
         self._log(f"resolving Kafka {L.kafka_version} jars (cached in {L.jars_dir.parent}) ...")
         kafka.ensure_jars(L, setup_log)
         kafka.ensure_agents(setup_log)
+        telemetry.ensure_plugin(setup_log)
 
         made = state.get("security") or ("plaintext" if state.get("cluster_id") else None)  # older dirs: plaintext
         if made not in (None, L.security_mode):
@@ -160,6 +161,11 @@ class Stack:
             if not self._read_state().get("default_client_quota"):
                 kafka.set_default_client_quota(L, java, setup_log)
                 self._write_state({**self._read_state(), "default_client_quota": kafka.DEFAULT_CLIENT_QUOTA})
+            if not self._read_state().get("telemetry_subscription"):  # so the demo's and tests' clients push
+                sub = telemetry.Subscription(interval_ms=telemetry.STACK_INTERVAL_MS)
+                kafka.run_config_command(L, java, setup_log, sub.config_command_args(),
+                                         what="the client telemetry subscription")
+                self._write_state({**self._read_state(), "telemetry_subscription": sub.add_config})
         except BaseException:
             # Leave nothing half-started behind: stop what this call started.
             for name in reversed(started):

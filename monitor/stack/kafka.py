@@ -13,11 +13,13 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from monitor.core.errors import DependencyMissing, StackError
+from monitor.core.errors import DependencyMissing, Invalid, StackError
 from monitor.stack.layout import CONTROLLER_ID, StackLayout, cache_dir
 from monitor.stack.packaged import deploy_path
 from monitor.stack.procs import ProcSpec
 from monitor.stack.security import StackSecurity
+from monitor.stack.telemetry import broker_properties as telemetry_properties
+from monitor.stack.telemetry import plugin_jar
 
 DEPLOY_KAFKA = deploy_path("kafka")  # the poms and log4j configs of deploy/kafka, as package data
 HEAP = {"controller": "256m", "broker": "384m"}
@@ -118,6 +120,20 @@ def run_config_command(layout: StackLayout, java: str, log: Path, args: list[str
         config_command(java, layout, log, args, bootstrap=layout.bootstrap_servers, command_config=None, what=what)
 
 
+def config_commands_as(admin_config: str | None, layout: StackLayout, log: Path,
+                       calls: list[tuple[str, list[str], str]], *, allowed_to: str) -> None:
+    """Each ``(bootstrap, args, what)`` of ``calls`` as ``kafka-configs --alter ARGS`` on a user's cluster, with the
+    credentials of the Java client properties file ``admin_config`` (the ``--admin-config`` of the commands that
+    change users' clusters: ``tenants apply-quotas``, ``telemetry subscribe``), using ``layout``'s Kafka jars."""
+    if admin_config is None or not Path(admin_config).is_file():
+        raise Invalid(f"--admin-config FILE: Java client properties of a principal allowed to {allowed_to} "
+                      "(the local stack writes clients/admin.java.properties)")
+    java = require_java()
+    ensure_jars(layout, log)
+    for bootstrap, args, what in calls:
+        config_command(java, layout, log, args, bootstrap=bootstrap, command_config=Path(admin_config), what=what)
+
+
 def config_command(java: str, layout: StackLayout, log: Path, args: list[str], *, bootstrap: str,
                    command_config: Path | None, what: str) -> None:
     """``kafka-configs --bootstrap-server BOOTSTRAP [--command-config FILE] --alter ARGS`` through Kafka's own
@@ -199,6 +215,8 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         "log.segment.bytes": 16 * 1024 * 1024,
         "log.retention.check.interval.ms": 30000,
         "auto.create.topics.enable": "true",
+        # KIP-714: clients' pushed metrics, kept by kafka-health's plugin (monitor/stack/telemetry.py)
+        **telemetry_properties(),
     }
     if layout.secured and not layout.has_plaintext and layout.client_listener_host:
         props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = \
@@ -210,6 +228,7 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
     node_dir = layout.node_dir(node_id)
     jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
     heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
+    classpath = f"{layout.jars_dir}/*" if node_id == CONTROLLER_ID else f"{layout.jars_dir}/*:{plugin_jar()}"
     if layout.kafka_major >= 4:
         logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
     else:
@@ -244,7 +263,7 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         *logging,
         # Marks the process as this stack's (see procs.ProcessTable.owned_pid).
         f"-Dkafka.health.stack={layout.dir.resolve()}",
-        "-cp", f"{layout.jars_dir}/*",
+        "-cp", classpath,
         "kafka.Kafka", str(node_dir / "server.properties"),
     ]
 

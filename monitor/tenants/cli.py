@@ -191,16 +191,11 @@ def _tenants_apply_quotas(args) -> int:
         return 0
     if args.dry_run:
         return 0
-    if args.admin_config is None or not Path(args.admin_config).is_file():
-        raise Invalid("--admin-config FILE: Java client properties of a principal allowed to alter quotas "
-                      "(the local stack writes clients/admin.java.properties)")
     layout = layout_from_args(args)
-    java = stack_kafka.require_java()
-    log = layout.logs_dir / "apply-quotas.log"
-    stack_kafka.ensure_jars(layout, log)
-    for c, q in planned:
-        stack_kafka.config_command(java, layout, log, quotas.config_command_args(q), bootstrap=c.bootstrap_servers,
-                                   command_config=Path(args.admin_config), what=f"the quota of User:{q.user}")
+    stack_kafka.config_commands_as(
+        args.admin_config, layout, layout.logs_dir / "apply-quotas.log",
+        [(c.bootstrap_servers, quotas.config_command_args(q), f"the quota of User:{q.user}") for c, q in planned],
+        allowed_to="alter quotas")
     print(f"applied {len(planned)} user quota(s)")
     return 0
 

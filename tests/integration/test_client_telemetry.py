@@ -1,0 +1,91 @@
+"""KIP-714 on the secured session stack: real confluent-kafka clients (librdkafka pushes its fixed metric set) of a
+SCRAM principal push to the brokers, whose kafka-health plugin keeps each push as an MBean; the JMX collector
+(Jolokia, as configured by the stack) exports them and the stack's Prometheus scrapes them under
+``kafka_client_telemetry_*`` with the principal, client id, instance id and client software. Only metrics a client
+pushed become series: the librdkafka producer pushes no batch size, the producer no poll idle ratio."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import datetime, timezone
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from prometheus_client import CollectorRegistry, start_http_server
+
+from collectors.component import CollectionService
+from monitor.core.prom import PrometheusSource
+from tests.conftest import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(stack):
+    L = stack.layout
+    tag = uuid.uuid4().hex[:8]
+    user, topic, group = f"tele{tag}-app", f"tele{tag}.events", f"tele{tag}-readers"
+    producer_id, consumer_id = f"tele{tag}-writer", f"tele{tag}-reader"
+    settings = stack.add_principal(user, topic_prefixes=(f"tele{tag}.",), group_prefixes=(f"tele{tag}-",))
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({**settings, "client.id": producer_id, "linger.ms": 20})
+        while not stop.is_set():
+            p.produce(topic, b"x" * 200)
+            p.poll(0.05)
+        p.flush(10)
+
+    def consume():
+        c = Consumer({**settings, "client.id": consumer_id, "group.id": group, "auto.offset.reset": "earliest",
+                      "auto.commit.interval.ms": 1000})
+        c.subscribe([topic])
+        while not stop.is_set():
+            c.poll(0.5)
+        c.close()
+
+    registry = CollectorRegistry()
+    collection = CollectionService(stack.config(), registry=registry)
+    server, _ = start_http_server(L.service_port, addr="127.0.0.1", registry=registry)
+    source = PrometheusSource(L.prometheus_url)
+    threads = [threading.Thread(target=f, daemon=True) for f in (produce, consume)]
+    for th in threads:
+        th.start()
+
+    def series(metric: str, client_id: str):
+        collection.collect_once()
+        return source.query(f'{metric}{{client_id="{client_id}"}}', datetime.now(timezone.utc))
+
+    try:
+        # Both clients push every 10 s (the stack's subscription); Prometheus scrapes the collector every 5 s.
+        queue = wait_until(lambda: series("kafka_client_telemetry_producer_record_queue_time_avg_seconds",
+                                          producer_id), 60, interval=L.scrape_interval_seconds,
+                           what="the producer's pushed record queue time in Prometheus")
+        idle = wait_until(lambda: series("kafka_client_telemetry_consumer_poll_idle_ratio_avg", consumer_id),
+                          45, interval=L.scrape_interval_seconds,
+                          what="the consumer's pushed poll idle ratio in Prometheus")
+        for got, client_id in ((queue, producer_id), (idle, consumer_id)):
+            labels = got[0].labels
+            assert (labels["cluster"], labels["user"], labels["client_id"]) == ("local", user, client_id), labels
+            assert labels["broker"] in {"1", "2", "3"}, labels
+            assert labels["client_instance_id"] and labels["client_software_name"] == "confluent-kafka-python", labels
+            assert labels["client_software_version"], labels
+        assert 0 <= queue[0].value < 5 and 0 <= idle[0].value <= 1
+        assert series("kafka_client_telemetry_request_latency_avg_seconds", producer_id)  # per node, averaged
+        pushed_at = series("kafka_client_telemetry_last_push_timestamp_seconds", producer_id)
+        assert abs(pushed_at[0].value - time.time()) < 60
+        # What librdkafka does not push has no series: no batch size (Java-only), no poll ratio for a producer.
+        assert series("kafka_client_telemetry_producer_batch_size_avg_bytes", producer_id) == []
+        assert series("kafka_client_telemetry_consumer_poll_idle_ratio_avg", producer_id) == []
+        health = source.query(f'kafka_client_telemetry_plugin_failures_total{{broker="{labels["broker"]}"}}',
+                              datetime.now(timezone.utc))
+        assert health and health[0].value == 0
+    finally:
+        stop.set()
+        for th in threads:
+            th.join(15)
+        server.shutdown()
+        server.server_close()
+        collection.stop()
+        source.close()
