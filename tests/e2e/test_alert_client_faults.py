@@ -1,9 +1,10 @@
 """Clients that hurt a broker, on a real stack, watched by the real collectors through the real Prometheus and
 delivered to the real Alertmanager:
 
-- a slow reader: a consumer in a network namespace whose link is rate-limited (``tc``), fetching large responses
-  through a small receive buffer -> KafkaResponseQueueBacklog (cause ``slow_readers``) on the broker it reads
-  from, naming that consumer's client id, its tenant and its address; resolved once the link is fast again;
+- a slow reader among five fast consumers of the same broker: a consumer in a network namespace whose link is
+  rate-limited (``tc``), fetching large responses through a small receive buffer -> KafkaResponseQueueBacklog
+  (cause ``slow_readers``) on the broker it reads from, naming that consumer's client id, its tenant and its
+  address, not the fast ones; resolved once the link is fast again;
 - a flood of tiny produce requests (linger.ms=0, one small record per batch, many producers sharing one client
   id) -> KafkaRequestHandlerSaturation on the broker leading the topic, naming that producer; resolved after it
   stops.
@@ -167,52 +168,70 @@ def _wait_resolved(svc, rule, broker, timeout, what):
     wait_until(resolved, timeout, interval=5, what=what)
 
 
-def test_slow_reader_behind_a_thin_link_is_named_by_the_backlog_alert(fault_stack, watched, engine, link):
+HEALTHY_READERS = 5
+
+
+def test_slow_reader_among_fast_consumers_is_named_by_the_backlog_alert(fault_stack, watched, engine, link):
     svc = engine
     servers = fault_stack.layout.bootstrap_servers
     fill_topic(servers, "shop.slow", 2500, 10_000, "shop-filler")  # 25 MB for the reader to fetch
+    # Five healthy consumers of the same broker, polling often on loopback: their fast responses dilute the broker's
+    # p99 response send time, so the slow reader is found by its own socket, not by the broker-wide figure.
+    stop = threading.Event()
+    healthy = [threading.Thread(target=_healthy_reader, args=(servers, stop, n), daemon=True)
+               for n in range(HEALTHY_READERS)]
+    for t in healthy:
+        t.start()
     qdisc = link.slow(delay_ms=50, rate="1mbit")
     link.popen([sys.executable, "-c", SLOW_READER, fault_stack.layout.client_bootstrap_servers, "shop.slow",
                 "shop-slow-reader", "shop-slow"],
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    [inst] = _wait_firing(svc, "KafkaResponseQueueBacklog", SLOW_BROKER,
-                          # 420 s: the latency bench's median is 180 s; with the session stack up beside this
-                          # one (8 JVMs on 2 cores) one own_stack run saw nothing within 240 s, alone it took 126 s
-                          lambda i: i.labels.get("tenant") == "shop" and i.evidence.get("slow_client"), 420,
-                          f"KafkaResponseQueueBacklog on broker {SLOW_BROKER} naming a client ({qdisc})")
-    ev = inst.evidence
-    assert inst.labels["cluster"] == "local" and ev["cause"] == "slow_readers", ev
-    assert ev["slow_client"] == "shop-slow-reader", ev
-    detail = ev["slow_client_detail"]
-    assert detail["peer"] == link.ns_addr and detail["tenant"] == "shop" and detail["groups"] == ["shop-slow"]
-    assert ev["send_time_now_seconds"] >= 1.0 and ev["slow_peers"][0]["send_queue_bytes"] > 0
-    assert {s["name"] for s in ev["client_software"]} >= {"confluent-kafka-python"}, ev["client_software"]
-    wait_until(lambda: [a for a in am_alerts(fault_stack, "KafkaResponseQueueBacklog")
-                        if a["labels"].get("tenant") == "shop" and a["labels"].get("broker") == str(SLOW_BROKER)],
-               30, what="the backlog alert in Alertmanager")
-
-    # The fault removed: the link is fast again, and a healthy consumer on loopback polls often, so the broker's
-    # send-time histogram (a decaying reservoir) fills with fast sends.
-    link.fast()
-    stop = threading.Event()
-    healthy = threading.Thread(target=_healthy_reader, args=(servers, stop), daemon=True)
-    healthy.start()
     try:
+        [inst] = _wait_firing(svc, "KafkaResponseQueueBacklog", SLOW_BROKER,
+                              # 420 s: the latency bench's median is 180 s; with the session stack up beside this
+                              # one (8 JVMs on 2 cores) one own_stack run saw nothing within 240 s, alone it took 126 s
+                              lambda i: i.labels.get("tenant") == "shop" and i.evidence.get("slow_client"), 420,
+                              f"KafkaResponseQueueBacklog on broker {SLOW_BROKER} naming a client ({qdisc})")
+        ev = inst.evidence
+        print(f"\nbacklog alert: trigger {ev.get('trigger')}, p99 send {ev.get('send_time_now_seconds')} s, "
+              f"slow peers {ev['slow_peers']}")
+        assert inst.labels["cluster"] == "local" and ev["cause"] == "slow_readers", ev
+        assert ev["slow_client"] == "shop-slow-reader", ev
+        detail = ev["slow_client_detail"]
+        assert detail["peer"] == link.ns_addr and detail["tenant"] == "shop" and detail["groups"] == ["shop-slow"]
+        assert ev["slow_peers"][0]["peer"] == link.ns_addr and ev["slow_peers"][0]["send_queue_bytes"] > 0
+        # the healthy readers were there all along, and none of them is blamed
+        assert _healthy_groups(fault_stack) == {f"shop-healthy-{n}" for n in range(HEALTHY_READERS)}
+        assert not any(c["client_id"].startswith("shop-healthy") for p in ev["slow_peers"] if p["peer"] == link.ns_addr
+                       for c in p["clients"]), ev["slow_peers"]
+        assert {s["name"] for s in ev["client_software"]} >= {"confluent-kafka-python"}, ev["client_software"]
+        wait_until(lambda: [a for a in am_alerts(fault_stack, "KafkaResponseQueueBacklog")
+                            if a["labels"].get("tenant") == "shop" and a["labels"].get("broker") == str(SLOW_BROKER)],
+                   30, what="the backlog alert in Alertmanager")
+
+        # The fault removed: the link is fast again; the healthy readers poll often, so the broker's send-time
+        # histogram (a decaying reservoir) fills with fast sends and the reader's queue drains.
+        link.fast()
         _wait_resolved(svc, "KafkaResponseQueueBacklog", SLOW_BROKER, 240, "the backlog alert resolved")
         wait_until(lambda: not am_alerts(fault_stack, "KafkaResponseQueueBacklog"), 60, interval=2,
                    what="the resolve reaching Alertmanager")
     finally:
         stop.set()
-        healthy.join(20)
+        for t in healthy:
+            t.join(20)
         link.stop_processes()
 
 
-def _healthy_reader(servers: str, stop: threading.Event) -> None:
+def _healthy_groups(stack) -> set[str]:
+    rows = prom_query(stack, 'max by (group) (kafka_consumergroup_members{group=~"shop-healthy-.*"}) > 0')
+    return {r["metric"].get("group", "") for r in rows}
+
+
+def _healthy_reader(servers: str, stop: threading.Event, n: int) -> None:
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": servers, "group.id": "shop-healthy", "client.id": "shop-healthy-reader",
-                  "auto.offset.reset": "latest", "fetch.wait.max.ms": 10})
+    c = Consumer({"bootstrap.servers": servers, "group.id": f"shop-healthy-{n}", "client.id": f"shop-healthy-{n}",
+                  "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100})
     c.subscribe(["shop.slow"])
     while not stop.is_set():
         c.poll(0.2)
