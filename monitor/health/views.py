@@ -25,6 +25,7 @@ from monitor.core.api.schema import UtcDatetime
 from monitor.core.config import Config, TenantConfig
 from monitor.core.errors import NotFound
 from monitor.core.store import Store
+from monitor.health.slo import SloBoard, TenantSloRead, tenant_slo
 from monitor.health.watch import AnswerMemo, Marks, read_heartbeats
 from monitor.tenants import service
 from monitor.tenants.health import (
@@ -63,6 +64,9 @@ class TenantHealth(BaseModel):
     score: int = Field(ge=0, le=100)
     as_of: UtcDatetime
     components: list[Component]
+    slo: TenantSloRead = Field(description=(
+        "the tenant's availability objective, the SLO window, its availability over the window and the error budget "
+        "left (docs/alerts.md, 'Tenant SLOs')"))
 
 
 @router.get("/tenants/{tenant}/health", response_model=TenantHealth, operation_id="getTenantHealth",
@@ -77,7 +81,7 @@ async def tenant_health(name: TenantName, request: Request, config: AppConfig, n
     body = state.health_memo.get(name, marks, now)
     if body is None:
         body = await anyio.to_thread.run_sync(_tenant_health_json, state.store, state.health_memo, name, marks,
-                                              config, now, limiter=_miss_limiter(state))
+                                              config, now, _slo_board(state), limiter=_miss_limiter(state))
     return Response(body, media_type="application/json")
 
 
@@ -90,8 +94,15 @@ def _miss_limiter(state) -> anyio.CapacityLimiter:
     return limiter
 
 
+def _slo_board(state) -> SloBoard:
+    board = getattr(state, "slo_board", None)
+    if board is None:
+        board = state.slo_board = SloBoard()
+    return board
+
+
 def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config,
-                        now) -> bytes:
+                        now, slo_board: SloBoard) -> bytes:
     with store.session() as s:
         cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
         if cfg is None:
@@ -103,8 +114,9 @@ def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks 
     by_cluster = {b.cluster: b for b in beats}
     stale_after = _stale_after(config)
     result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
+    slo = tenant_slo(cfg, clusters, slo_board.availability(config, now), config)  # after the store: no session held
     body = TenantHealth(tenant=cfg.name, status=result.status, score=result.score, as_of=result.as_of,
-                        components=result.components).model_dump_json().encode()
+                        components=result.components, slo=slo).model_dump_json().encode()
     if marks is not None:
         memo.put(name, registry=marks.registry, heartbeats=beats, body=body,
                  until=steady_until(clusters=clusters, heartbeats=by_cluster, now=now, stale_after=stale_after))

@@ -15,23 +15,24 @@ from collectors.catalog import TenantLookup
 from collectors.contract import contract_families
 from collectors.types import ClusterState, PartitionState
 from monitor.core.config import parse_config
-from monitor.core.errors import ConfigError
+from monitor.core.errors import ConfigError, QueryError
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
 from monitor.core.tenancy import TenantIndex
+from monitor.health.slo import SloBoard, tenant_slo
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 24, 3, 0, tzinfo=timezone.utc)
-CONFIG = parse_config("""
-clusters: [{name: c1, bootstrap_servers: "localhost:9092"}]
+CONFIG_TEXT = """
+clusters: [{name: c1, bootstrap_servers: "localhost:9092"}, {name: c2, bootstrap_servers: "localhost:9093"}]
 slo: {objective: 0.999, window_days: 28}
 tenants:
   - name: shop
     selectors: [{cluster: c1, topic_prefixes: [orders.]}]
   - name: ads
     selectors: [{cluster: c1, topic_prefixes: [clicks.]}]
-    contract: {availability_objective: 0.99}
-""")
+    contract: {availability_objective: 0.99}"""
+CONFIG = parse_config(CONFIG_TEXT)
 RULES = {r.name: r for r in load_rules(CONFIG.rules)}
 
 
@@ -206,3 +207,51 @@ def test_tenant_slo_view_of_the_window():
     assert (got.window, got.availability) == ("28d", round(1 - 10 / 40320, 6))
     assert got.error_budget_remaining == pytest.approx(1 - 10 / 40.32, abs=1e-6)
     assert slo.TenantSlo.of(objective=0.999, window_days=28, avail=None).error_budget_remaining is None
+
+
+# ---------------------------------------------------------------------------------------- the API's view
+
+
+class CountingSource(Source):
+    def __init__(self, table=None, fail=False):
+        super().__init__(table or {})
+        self.fail, self.closed = fail, 0
+
+    def query(self, expr, at):
+        if self.fail:
+            self.seen.append(expr)
+            raise QueryError("Prometheus unreachable at http://p:9090: ConnectError")
+        return super().query(expr, at)
+
+    def close(self):
+        self.closed += 1
+
+
+def test_tenant_slo_is_the_worst_of_its_own_clusters_and_nobody_elses():
+    config = parse_config(CONFIG_TEXT + "\n  - name: shop2\n    whole_clusters: [c2]\n")
+    shop = next(t for t in config.tenants if t.name == "shop")
+    avail = {("c1", "shop"): 0.9995, ("c2", "shop"): 0.998, ("c1", "ads"): 0.5}
+    got = tenant_slo(shop, {"c1"}, avail, config)
+    assert (got.objective, got.window, got.availability) == (0.999, "28d", 0.9995)
+    assert got.error_budget_remaining == pytest.approx(0.5)
+    assert tenant_slo(shop, {"c1", "c2"}, avail, config).error_budget_remaining == pytest.approx(-1.0)
+    ads = next(t for t in config.tenants if t.name == "ads")
+    assert tenant_slo(ads, {"c1"}, None, config).model_dump() == {
+        "objective": 0.99, "window": "28d", "availability": None, "error_budget_remaining": None}
+
+
+def test_slo_board_asks_prometheus_once_per_ttl_and_remembers_a_failure_as_long():
+    clock = [0.0]
+    src = CountingSource({"[28d:1m]": [InstantSample({"cluster": "c1", "tenant": "shop"}, 0.9995)]})
+    board = SloBoard(lambda config: src, ttl=60, clock=lambda: clock[0])
+    assert board.availability(CONFIG, NOW) == {("c1", "shop"): 0.9995}
+    clock[0] = 59
+    board.availability(CONFIG, NOW)
+    assert len(src.seen) == 1 and src.closed == 1
+    clock[0] = 61
+    board.availability(CONFIG, NOW)
+    assert len(src.seen) == 2
+    down = CountingSource(fail=True)
+    board = SloBoard(lambda config: down, ttl=60, clock=lambda: clock[0])
+    assert board.availability(CONFIG, NOW) is None and board.availability(CONFIG, NOW) is None
+    assert len(down.seen) == 1 and down.closed == 1
