@@ -23,6 +23,7 @@ from monitor.stack.packaged import deploy_path
 
 PLUGIN_DIR = deploy_path("kafka/telemetry")  # the plugin's pom and Java sources, as package data
 PLUGIN_CLASS = "io.kafkahealth.telemetry.ClientTelemetryExporter"
+JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
 JAR = "kafka-health-telemetry.jar"
 # The broker settings of the plugin; docs/operations.md lists them for users' brokers.
 MAX_CLIENTS_KEY, EXPIRY_KEY = "kafka.health.telemetry.max.clients", "kafka.health.telemetry.expiry.ms"
@@ -80,8 +81,11 @@ def ensure_plugin(log: Path) -> Path:
 
 
 def broker_properties(*, max_clients: int = 2000, expiry_ms: int = 60_000) -> dict[str, object]:
-    """The server.properties lines that load the plugin on a broker."""
-    return {"metric.reporters": PLUGIN_CLASS, MAX_CLIENTS_KEY: max_clients, EXPIRY_KEY: expiry_ms}
+    """The server.properties lines that load the plugin on a broker. JmxReporter stays listed first: since Kafka 4.0
+    (auto.include.jmx.reporter removed) a broker whose metric.reporters omits it registers no Kafka-metrics MBean at
+    all, so the client quota sensors and the connections by client software (KIP-511) would vanish from JMX."""
+    return {"metric.reporters": f"{JMX_REPORTER},{PLUGIN_CLASS}", MAX_CLIENTS_KEY: max_clients,
+            EXPIRY_KEY: expiry_ms}
 
 
 @dataclass(frozen=True)

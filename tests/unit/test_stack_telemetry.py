@@ -70,6 +70,7 @@ def test_brokers_load_the_plugin_and_the_controller_does_not(tmp_path):
     layout = StackLayout(dir=tmp_path, port_base=23900)
     broker = dict(line.split("=", 1) for line in node_properties(layout, 1).splitlines())
     controller = node_properties(layout, CONTROLLER_ID)
-    assert broker["metric.reporters"] == telemetry.PLUGIN_CLASS
+    # JmxReporter kept: Kafka 4 registers no Kafka-metrics MBean (quota sensors, connections by software) without it
+    assert broker["metric.reporters"] == f"org.apache.kafka.common.metrics.JmxReporter,{telemetry.PLUGIN_CLASS}"
     assert int(broker[telemetry.MAX_CLIENTS_KEY]) > 0 and int(broker[telemetry.EXPIRY_KEY]) > 0
     assert "metric.reporters" not in controller
