@@ -61,17 +61,21 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
         th.start()
 
     def series(metric: str, client_id: str):
-        collection.collect_once()
         return source.query(f'{metric}{{client_id="{client_id}"}}', datetime.now(timezone.utc))
 
+    wanted = (("kafka_client_telemetry_producer_record_queue_time_avg_seconds", producer_id),
+              ("kafka_client_telemetry_consumer_poll_idle_ratio_avg", consumer_id),
+              ("kafka_client_telemetry_producer_batch_size_avg_bytes", java_id))
+
+    def all_pushed():
+        collection.collect_once()
+        got = [series(metric, client_id) for metric, client_id in wanted]
+        return got if all(got) else None
+
     try:
-        # Both clients push every 10 s (the stack's subscription); Prometheus scrapes the collector every 5 s.
-        queue = wait_until(lambda: series("kafka_client_telemetry_producer_record_queue_time_avg_seconds",
-                                          producer_id), 60, interval=L.scrape_interval_seconds,
-                           what="the producer's pushed record queue time in Prometheus")
-        idle = wait_until(lambda: series("kafka_client_telemetry_consumer_poll_idle_ratio_avg", consumer_id),
-                          45, interval=L.scrape_interval_seconds,
-                          what="the consumer's pushed poll idle ratio in Prometheus")
+        # The clients push every 10 s (the stack's subscription); Prometheus scrapes the collector every 5 s.
+        queue, idle, batch = wait_until(all_pushed, 75, interval=L.scrape_interval_seconds,
+                                        what="each client's pushed metrics in Prometheus")
         for got, client_id in ((queue, producer_id), (idle, consumer_id)):
             labels = got[0].labels
             assert (labels["cluster"], labels["user"], labels["client_id"]) == ("local", user, client_id), labels
@@ -86,8 +90,6 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
         assert series("kafka_client_telemetry_producer_batch_size_avg_bytes", producer_id) == []
         assert series("kafka_client_telemetry_consumer_poll_idle_ratio_avg", producer_id) == []
         # The Java producer's batching signals, which librdkafka does not push.
-        batch = wait_until(lambda: series("kafka_client_telemetry_producer_batch_size_avg_bytes", java_id), 45,
-                           interval=L.scrape_interval_seconds, what="the Java producer's pushed batch size")
         assert batch[0].labels["user"] == user and batch[0].labels["client_software_name"] == "apache-kafka-java"
         assert batch[0].labels["client_software_version"] == "3.9.1" and batch[0].value > 0
         assert series("kafka_client_telemetry_producer_records_per_request_avg", java_id)
