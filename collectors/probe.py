@@ -57,6 +57,9 @@ RETRY_SECONDS = 5.0  # after a failed set-up step
 ELECT_BACKOFF_SECONDS = 600.0  # after an election refused for lack of Alter on the cluster
 ADMIN_TIMEOUT = 10.0
 MIN_INSYNC_REPLICAS = 2
+# The records are read back within seconds: an hour of them is plenty to look at, and segments that roll hourly let
+# retention delete them (a segment is deleted only once closed), so the topic holds about two hours on disk.
+TOPIC_CONFIG = {"retention.ms": "3600000", "segment.ms": "3600000"}
 CLIENT_ID = "kafka-health-probe"
 # librdkafka error names that mean the probe itself cannot run (not that the cluster is down).
 REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
@@ -181,6 +184,8 @@ class Probe:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._elect_after = 0.0
+        self._login_error: tuple[float, str] | None = None  # (when, what) librdkafka last said about login or TLS
+        self._last_ok = 0.0  # when a record was last acknowledged
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     @property
@@ -215,9 +220,19 @@ class Probe:
                 "logger": _QUIET, **extra}
 
     def _on_error(self, err) -> None:
+        """librdkafka's client-level errors. A refused login or TLS handshake is only said here, and also happens for
+        a moment while a broker restarts: it counts once no record was acknowledged for a deadline after it (see
+        ``_login_refused``)."""
         name = _error_name(err)
         if name in REFUSED:
-            self.series.set_up(False, f"{name}: {err.str() if hasattr(err, 'str') else err}")
+            now, seen = self._clock(), self._login_error
+            first = seen[0] if seen is not None and seen[0] > self._last_ok else now  # since the last acknowledgement
+            self._login_error = (first, f"{name}: {err.str() if hasattr(err, 'str') else err}")
+
+    def _login_refused(self, now: float) -> None:
+        seen = self._login_error
+        if seen is not None and seen[0] > self._last_ok and now - seen[0] >= self.settings.deadline_seconds:
+            self.series.set_up(False, seen[1])
 
     # --- placement ---------------------------------------------------------------------------------------------
     def _metadata(self, admin) -> tuple[list[int], dict[int, PartitionView] | None]:
@@ -247,7 +262,7 @@ class Probe:
         if p.create:
             rf = replication_factor(len(p.create))
             new = NewTopic(self.topic, num_partitions=len(p.create), replica_assignment=[list(r) for r in p.create],
-                           config={"min.insync.replicas": str(min(MIN_INSYNC_REPLICAS, rf))})
+                           config={"min.insync.replicas": str(min(MIN_INSYNC_REPLICAS, rf)), **TOPIC_CONFIG})
             for f in admin.create_topics([new], request_timeout=ADMIN_TIMEOUT).values():
                 _result(f, ok_if=("TOPIC_ALREADY_EXISTS",))
             log.info("probe of %s: topic %s created, preferred leaders %s", self.cluster.name, self.topic,
@@ -261,8 +276,8 @@ class Probe:
         if p.elect and now >= self._elect_after:
             tps = [TopicPartition(self.topic, part) for part in p.elect]
             try:
-                answers = admin.elect_leaders(ElectionType.PREFERRED, tps, request_timeout=ADMIN_TIMEOUT).result(
-                    ADMIN_TIMEOUT + 5)
+                # no request_timeout: confluent-kafka 2.16.1's elect_leaders raises SystemError for any keyword
+                answers = admin.elect_leaders(ElectionType.PREFERRED, tps).result(ADMIN_TIMEOUT + 5)
             except Exception as exc:  # noqa: BLE001 - a probe measuring another leader is still a probe
                 name = _exception_name(exc)
                 if name == "CLUSTER_AUTHORIZATION_FAILED":
@@ -328,6 +343,7 @@ class Probe:
                 with self._lock:
                     lost = self._ledger.expire(self._clock())
                 self.series.record(lost)
+                self._login_refused(self._clock())
                 producer.poll(max(0.0, min(0.05, next_tick - self._clock())))
         finally:
             producer.flush(1.0)
@@ -354,8 +370,10 @@ class Probe:
             return
         with self._lock:
             seen = self._ledger.delivered(key, self._clock(), None if err is None else _error_name(err))
-        if err is None and not self.series.up and self.series.reason.startswith(tuple(REFUSED)):
-            self.series.set_up(True)  # the ACL was granted meanwhile
+        if err is None:
+            self._last_ok = self._clock()
+            if not self.series.up and self.series.reason.startswith(tuple(REFUSED)):
+                self.series.set_up(True)  # the ACL was granted, the password fixed meanwhile
         self.series.record(seen)
 
     def _receive_loop(self) -> None:

@@ -144,3 +144,22 @@ def test_series_exist_from_the_start_and_accumulate_per_broker():
     up = [x.value for x in fams["kafka_health_probe_up"].samples]
     assert up == [1.0]
     assert [x.value for x in s.families(running=False)[-1].samples] == [0.0]
+
+
+# --- the probe block of a cluster's config ---------------------------------------------------------------------
+def test_probe_is_on_by_default_and_its_settings_are_bounded_with_their_location():
+    from monitor.core.config import parse_config
+    from monitor.core.errors import ConfigError
+
+    base = "clusters:\n  - name: c1\n    bootstrap_servers: k1:9092\n"
+    probe = parse_config(base).clusters[0].probe
+    assert (probe.enabled, probe.messages_per_second, probe.deadline_seconds, probe.topic) == (
+        True, 1.0, 20.0, "__kafka_health_probe")
+    assert parse_config(base + "    probe: {enabled: false}\n").clusters[0].probe.enabled is False
+    bad = base + "    probe:\n      messages_per_second: 0\n      deadline_seconds: 9999\n      topic: 'a b'\n      x: 1\n"
+    with pytest.raises(ConfigError) as err:
+        parse_config(bad, "k.yaml")
+    text = str(err.value)
+    for where in ("k.yaml:5", "k.yaml:6", "k.yaml:7", "k.yaml:8"):
+        assert where in text, text
+    assert "unknown key" in text
