@@ -38,39 +38,40 @@ AVAILABILITY_RECORD = "cluster_tenant:kafka_tenant_availability:ratio_{window}"
 BURN_RECORD = "cluster_tenant:kafka_tenant_slo_burn_rate:{window}"
 PROBE_FAILURES = "error|lost"  # kafka_probe_messages_total results that make a minute bad
 
-# A broker's probe in the minute: 1 if some record failed or was lost, 0 if it ran without failure (the error series
-# may not exist yet: then the ok series says the probe ran), no value if the probe has no series for the broker.
-_PROBE_BAD = f"""(
-      sum by (cluster, broker) (increase({M['probe_messages']}{{result=~"{PROBE_FAILURES}"}}[1m])) > bool 0
-    or
-      sum by (cluster, broker) (increase({M['probe_messages']}[1m])) * 0
-  )"""
-
-MINUTE_EXPR = f"""max by (cluster, tenant) (
-    label_replace(
-      max by (cluster, tenant) (max_over_time({M['topic_offline_partitions']}{{tenant!=""}}[1m])) > bool 0,
-      "part", "offline", "", "")
-  or
-    label_replace(
-      max by (cluster, tenant) (max_over_time({M['topic_under_min_isr']}{{tenant!=""}}[1m])) > bool 0,
-      "part", "under_min_isr", "", "")
-  or
-    label_replace(
-      max by (cluster, tenant) (
-        {_PROBE_BAD}
-        * on (cluster, broker) group_right ()
-          (max by (cluster, tenant, broker) (max_over_time({M['tenant_partition_leaders']}[1m])) > bool 0)
-      ),
-      "part", "probe", "", "")
-)
-and on (cluster)
-  (min by (cluster) (min_over_time({M['probe_up']}[1m])) == 1)"""
-MINUTE_EXPR = " ".join(MINUTE_EXPR.split()).replace("( ", "(").replace(" )", ")")  # one line in rule files and URLs
+def _sel(metric_key: str, *matchers: str) -> str:
+    inner = ", ".join(m for m in matchers if m)
+    return f"{M[metric_key]}{{{inner}}}" if inner else M[metric_key]
 
 
-def availability_query(window: str) -> str:
+def minute_expr(*, cluster: str = "", tenant: str = "") -> str:
+    """The minute in PromQL, per (cluster, tenant): 1 bad, 0 good, no value unknown. ``cluster`` and ``tenant``:
+    extra label matchers (``cluster=~"$cluster"``) put on every selector they concern (the dashboards)."""
+    tenant_of = ('tenant!=""', cluster, tenant)
+    failed = f'result=~"{PROBE_FAILURES}"'
+    # A broker's probe in the minute: 1 if some record failed or was lost, 0 if it ran without failure (should the
+    # error series not exist, the ok series says the probe ran), no value if the probe has no series for the broker.
+    probe_bad = (f"(sum by (cluster, broker) (increase({_sel('probe_messages', failed, cluster)}[1m])) > bool 0 "
+                 f"or sum by (cluster, broker) (increase({_sel('probe_messages', cluster)}[1m])) * 0)")
+    leads = (f"(max by (cluster, tenant, broker) (max_over_time({_sel('tenant_partition_leaders', cluster, tenant)}"
+             f"[1m])) > bool 0)")
+    parts = [
+        (f"max by (cluster, tenant) (max_over_time({_sel('topic_offline_partitions', *tenant_of)}[1m])) > bool 0",
+         "offline"),
+        (f"max by (cluster, tenant) (max_over_time({_sel('topic_under_min_isr', *tenant_of)}[1m])) > bool 0",
+         "under_min_isr"),
+        (f"max by (cluster, tenant) ({probe_bad} * on (cluster, broker) group_right () {leads})", "probe"),
+    ]
+    union = " or ".join(f'label_replace({expr}, "part", "{name}", "", "")' for expr, name in parts)
+    up = f"min by (cluster) (min_over_time({_sel('probe_up', cluster)}[1m])) == 1"
+    return f"max by (cluster, tenant) ({union}) and on (cluster) ({up})"
+
+
+MINUTE_EXPR = minute_expr()
+
+
+def availability_query(window: str, *, cluster: str = "", tenant: str = "") -> str:
     """PromQL: availability of every (cluster, tenant) over ``window`` from raw series, without recording rules."""
-    return f"1 - avg_over_time(({MINUTE_EXPR})[{window}:1m])"
+    return f"1 - avg_over_time(({minute_expr(cluster=cluster, tenant=tenant)})[{window}:1m])"
 
 
 def recording_rules(default_objective: float, interval: str = "1m") -> dict:

@@ -6,6 +6,7 @@ selectors. The contract (quotas, budget) comes from the service config as ``kafk
 
 from __future__ import annotations
 
+from alerts.slo import availability_query, minute_expr
 from dashboards.boards.selectors import ALERT_COLUMNS, CT, alerts, client_throttle, rate
 from dashboards.model import (
     GREEN,
@@ -19,6 +20,7 @@ from dashboards.model import (
     Row,
     Var,
 )
+from monitor.core.config import SloSettings
 
 TT = 'tenant=~"$tenant"'
 FIRING = f'alertstate="firing", {TT}'
@@ -80,6 +82,42 @@ LAG = Row("Consumer lag", (
           description="A group with lag and no members is not consuming at all."),
 ))
 
+# The tenant SLO (alerts/slo.py, the one definition; docs/alerts.md "Tenant SLOs"): availability and burn from the raw
+# series, so the panels work without the exported recording rules. The objective: the contract's, else the default
+# slo.objective (the dashboards cannot read the service's config; change it here if yours differs).
+_SLO_C, _SLO_T = 'cluster=~"$cluster"', 'tenant=~"$tenant"'
+_OBJECTIVE = (f"(max by (tenant) (kafka_health_tenant_availability_objective_ratio{{{TT}}}) "
+              f"or max by (tenant) (kafka_health_tenant_info{{{TT}}}) * 0 + {SloSettings().objective:g})")
+
+
+def _availability(window: str) -> str:
+    return f"min by (tenant) ({availability_query(window, cluster=_SLO_C, tenant=_SLO_T)})"
+
+
+def _burn(window: str) -> str:
+    return f"(1 - {_availability(window)}) / on (tenant) (1 - {_OBJECTIVE})"
+
+
+SLO_WINDOW = f"{SloSettings().window_days}d"
+SLO = Row("Availability objective (SLO)", (
+    Panel(f"Availability ({SLO_WINDOW})", (Query(_availability(SLO_WINDOW), "{{tenant}}"),), "percentunit",
+          kind=Kind.STAT, base=RED, thresholds=((0.99, ORANGE), (0.999, GREEN)), width=6, height=5,
+          description="Good minutes over known minutes in the SLO window. A minute is bad when one of the tenant's "
+                      "partitions was offline or under min ISR, or the probe failed on a broker leading one of them; "
+                      "minutes while the probe was not up are unknown, not bad. The worst of the tenant's clusters."),
+    Panel(f"Error budget left ({SLO_WINDOW})", (Query(f"1 - {_burn(SLO_WINDOW)}", "{{tenant}}"),), "percentunit",
+          kind=Kind.STAT, base=RED, thresholds=((0.25, ORANGE), (0.5, GREEN)), width=6, height=5,
+          description="1 - (1 - availability) / (1 - objective) over the window; below 0: overspent."),
+    Panel("Burn rate", (Query(_burn("1h"), "1 h {{tenant}}"), Query(_burn("6h"), "6 h {{tenant}}")), "none", min=0,
+          thresholds=((6, ORANGE), (14.4, RED)), width=12, height=5,
+          description="How fast the error budget burns (1: exactly over the window). The page thresholds of "
+                      "KafkaTenantSloFastBurn (14.4 over 1 h and 5 m) and KafkaTenantSloSlowBurn (6 over 6 h and "
+                      "30 m) are marked."),
+    Panel("Unavailable minutes", (Query(f"max by (tenant) ({minute_expr(cluster=_SLO_C, tenant=_SLO_T)})",
+                                        "{{tenant}}"),), "none", min=0, max=1, thresholds=((1, RED),), width=24,
+          height=5, description="1 for a bad minute, 0 for a good one, nothing while unknown (the probe not up)."),
+))
+
 # When each finding that holds now first appeared in the last day (ms for Grafana's date unit): the series exists
 # only while the finding holds, so its earliest sample is when it started (or came back, within the day). A finding
 # younger than the subquery's first step has no point there yet: its current sample's timestamp stands in.
@@ -110,8 +148,8 @@ ALERTS = Row("Alerts and clients", (
 BOARD = Dashboard(
     uid="kafka-health-tenant",
     title="Kafka health / Tenant",
-    description="A tenant's slice of the platform against its contract: throughput, throttling, storage, lag, "
-                "alerts and clients.",
-    rows=(OVERVIEW, THROUGHPUT, STORAGE, LAG, ALERTS),
+    description="A tenant's slice of the platform against its contract: availability objective and error budget, "
+                "throughput, throttling, storage, lag, alerts and clients.",
+    rows=(OVERVIEW, SLO, THROUGHPUT, STORAGE, LAG, ALERTS),
     variables=(Var.DATASOURCE, Var.CLUSTER, Var.TENANT),
 )
