@@ -229,6 +229,13 @@ class Probe:
             first = seen[0] if seen is not None and seen[0] > self._last_ok else now  # since the last acknowledgement
             self._login_error = (first, f"{name}: {err.str() if hasattr(err, 'str') else err}")
 
+    def _refused(self, name: str) -> None:
+        """The cluster refused the probe something its ACLs should allow."""
+        user = self.cluster.security.get("sasl.username")
+        who = f"User:{user}" if isinstance(user, str) else "the monitoring principal"
+        self.series.set_up(False, f"{name}: {who} needs ACLs allowing Create, Alter, Describe, Write and Read on "
+                                  f"topic {self.topic} and Read on group {self.topic} (docs/configuration.md)")
+
     def _login_refused(self, now: float) -> None:
         seen = self._login_error
         if seen is not None and seen[0] > self._last_ok and now - seen[0] >= self.settings.deadline_seconds:
@@ -301,14 +308,12 @@ class Probe:
             if p.changes:
                 self._apply(admin, p, now)
         except _Refused as exc:
-            self.series.set_up(False, f"{exc}: the monitoring principal needs Create, Describe, Write and Read on "
-                               f"topic {self.topic} and Read on group {self.topic} (docs/configuration.md)")
+            self._refused(str(exc))
             return "refused"
         except Exception as exc:  # noqa: BLE001 - timeouts, brokers down: the cluster's trouble, tried again
             name = _exception_name(exc)
             if name in REFUSED:
-                self.series.set_up(False, f"{name}: the monitoring principal needs Create, Describe, Write and "
-                                   f"Read on topic {self.topic} and Read on group {self.topic} (docs/configuration.md)")
+                self._refused(name)
                 return "refused"
             log.warning("probe of %s: placement not read: %s: %s", self.cluster.name, name, exc)
             return "failed"
@@ -364,7 +369,7 @@ class Probe:
 
     def _delivered(self, key: int, err) -> None:
         if err is not None and _error_name(err) in REFUSED:
-            self.series.set_up(False, f"{_error_name(err)}: the probe may not write to {self.topic}")
+            self._refused(_error_name(err))
             with self._lock:
                 self._ledger.forget(key)  # not counted: not the cluster's fault
             return
@@ -396,7 +401,7 @@ class Probe:
         err = msg.error()
         if err is not None:
             if _error_name(err) in REFUSED:
-                self.series.set_up(False, f"{_error_name(err)}: the probe may not read {self.topic}")
+                self._refused(_error_name(err))
             return
         run, _, key = (msg.value() or b"").decode(errors="replace").partition(":")
         if run != self._run or not key.isdigit():
