@@ -3,10 +3,13 @@ SCRAM principal push to the brokers, whose kafka-health plugin keeps each push a
 (Jolokia, as configured by the stack) exports them and the stack's Prometheus scrapes them under
 ``kafka_client_telemetry_*`` with the principal, client id, instance id and client software. Only metrics a client
 pushed become series: the librdkafka producer pushes no batch size, the producer no poll idle ratio. A Java 3.9.1
-producer (Apache Kafka's own client, which pushes by default) brings the Java-only batching signals."""
+producer (Apache Kafka's own client, which pushes by default) brings the Java-only batching signals. A push the
+plugin cannot read, sent on the wire, is counted in its Failures and the broker answers it and goes on serving."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 import uuid
@@ -14,9 +17,12 @@ from datetime import datetime, timezone
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry, start_http_server
 
 from collectors.component import CollectionService
+from collectors.transports.jolokia import JolokiaTransport
+from collectors.types import Endpoint, MBeanQuery
 from monitor.core.prom import PrometheusSource
 from monitor.stack.javaclients import JavaClient
 from monitor.stack.security import StackSecurity
@@ -67,15 +73,19 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
               ("kafka_client_telemetry_consumer_poll_idle_ratio_avg", consumer_id),
               ("kafka_client_telemetry_producer_batch_size_avg_bytes", java_id))
 
+    seen: dict[str, bool] = {}
+
     def all_pushed():
         collection.collect_once()
         got = [series(metric, client_id) for metric, client_id in wanted]
+        seen.update({f"{metric}{{client_id={client_id}}}": bool(g) for (metric, client_id), g in zip(wanted, got)})
         return got if all(got) else None
 
     try:
         # The clients push every 10 s (the stack's subscription); Prometheus scrapes the collector every 5 s.
-        queue, idle, batch = wait_until(all_pushed, 75, interval=L.scrape_interval_seconds,
-                                        what="each client's pushed metrics in Prometheus")
+        queue, idle, batch = wait_until(all_pushed, 120, interval=L.scrape_interval_seconds,
+                                        what=lambda: f"each client's pushed metrics in Prometheus (seen: {seen}, "
+                                                     f"Java client: {java.counts()}, running {java.running()})")
         for got, client_id in ((queue, producer_id), (idle, consumer_id)):
             labels = got[0].labels
             assert (labels["cluster"], labels["user"], labels["client_id"]) == ("local", user, client_id), labels
@@ -106,3 +116,61 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
         server.server_close()
         collection.stop()
         source.close()
+
+
+# --- a push the plugin cannot read, sent on the wire (no client library sends a broken one)
+
+def _request(sock: socket.socket, api_key: int, correlation: int, body: bytes) -> bytes:
+    """One flexible-version (v0 of these APIs) request, header v2, and its response body after header v1."""
+    client_id = b"tele-wire"
+    header = struct.pack(">hhih", api_key, 0, correlation, len(client_id)) + client_id + b"\x00"
+    frame = header + body
+    sock.sendall(struct.pack(">i", len(frame)) + frame)
+    size = struct.unpack(">i", _read(sock, 4))[0]
+    response = _read(sock, size)
+    assert struct.unpack(">i", response[:4])[0] == correlation
+    return response[5:]  # correlation id, empty tagged fields
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, "the broker closed the connection"
+        out += chunk
+    return out
+
+
+def _get_subscription(sock: socket.socket, correlation: int) -> tuple[int, bytes, int]:
+    """GetTelemetrySubscriptions v0 with a zero instance id: (error code, the instance id given, subscription id)."""
+    body = _request(sock, 71, correlation, b"\x00" * 16 + b"\x00")
+    _throttle, error = struct.unpack(">ih", body[:6])
+    return error, body[6:22], struct.unpack(">i", body[22:26])[0]
+
+
+def test_a_push_the_plugin_cannot_read_is_counted_and_the_broker_keeps_serving(stack):
+    L = stack.layout
+    cluster = stack.config().clusters[0]
+    broker = next(b for b in cluster.brokers if b.id == 1)
+    endpoint = Endpoint(jolokia=broker.jolokia, username=cluster.jmx.username,
+                        password=cluster.jmx.password.resolve().get_secret_value())
+    query = [MBeanQuery("kafka.health:type=ClientTelemetryExporter", ("Failures", "Pushes"))]
+
+    def plugin_counts() -> dict[str, float]:
+        return {r.attribute: r.value for r in JolokiaTransport().read(endpoint, query, timeout=10)}
+
+    before = plugin_counts()
+    with socket.create_connection(("127.0.0.1", L.broker_port(1)), timeout=15) as sock:
+        error, instance, subscription = _get_subscription(sock, 1)
+        assert error == 0 and subscription != 0
+        garbage = b"\xff" * 64  # a truncated varint: no OTLP
+        # terminating: the broker accepts a client's last push at any time, not only after its push interval
+        push = (instance + struct.pack(">i", subscription) + b"\x01" + b"\x00"
+                + bytes([len(garbage) + 1]) + garbage + b"\x00")
+        _throttle, error = struct.unpack(">ih", _request(sock, 72, 2, push)[:6])
+        assert error == 0  # answered normally: the plugin's failure stayed inside it
+        assert _get_subscription(sock, 3)[0] == 0  # the same connection is still served
+    after = plugin_counts()
+    assert after["Pushes"] == before["Pushes"] + 1 and after["Failures"] == before["Failures"] + 1
+    md = AdminClient({"bootstrap.servers": L.bootstrap_servers}).list_topics(timeout=10)
+    assert 1 in md.brokers

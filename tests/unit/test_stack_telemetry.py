@@ -10,10 +10,12 @@ import pytest
 
 from collectors import catalog
 from collectors.types import Reading
+from monitor.cli import build_parser
 from monitor.core.errors import Invalid
 from monitor.stack import telemetry
 from monitor.stack.kafka import node_properties
 from monitor.stack.layout import CONTROLLER_ID, StackLayout
+from monitor.stack.telemetry_cli import subscription_from_args
 
 pytestmark = pytest.mark.unit
 JAVA = telemetry.PLUGIN_DIR / "src" / "main" / "java" / "io" / "kafkahealth" / "telemetry"
@@ -74,3 +76,15 @@ def test_brokers_load_the_plugin_and_the_controller_does_not(tmp_path):
     assert broker["metric.reporters"] == f"org.apache.kafka.common.metrics.JmxReporter,{telemetry.PLUGIN_CLASS}"
     assert int(broker[telemetry.MAX_CLIENTS_KEY]) > 0 and int(broker[telemetry.EXPIRY_KEY]) > 0
     assert "metric.reporters" not in controller
+
+
+def test_subscribe_command_arguments_become_the_subscription():
+    args = build_parser().parse_args(["telemetry", "subscribe", "--interval", "1.5s", "--metric", "org.apache.kafka.",
+                                      "--match", "client_software_name=apache-kafka-java", "--dry-run"])
+    sub = subscription_from_args(args)
+    assert (sub.name, sub.metrics, sub.interval_ms, sub.match) == (
+        "kafka-health", ("org.apache.kafka.",), 1500, ("client_software_name=apache-kafka-java",))
+    default = subscription_from_args(build_parser().parse_args(["telemetry", "subscribe"]))
+    assert default.metrics == telemetry.SUBSCRIBED_METRICS and default.interval_ms == 60_000
+    with pytest.raises(Invalid):
+        subscription_from_args(build_parser().parse_args(["telemetry", "subscribe", "--interval", "2h"]))
