@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 
 from collectors import catalog
+from collectors.controller_watch import ControllerWatch
 from collectors.outcome import failed, succeeded
 from collectors.types import Endpoint, Sample, Target, TargetResult, Transport
 from monitor.core.config import ClusterConfig
@@ -17,6 +18,12 @@ log = logging.getLogger(__name__)
 
 BROKER_QUERIES = catalog.queries_for(catalog.BROKER_TARGET_RULES)
 CONTROLLER_QUERIES = catalog.queries_for(catalog.CONTROLLER_RULES)
+# What the controller watch reads every couple of seconds: whether this controller is the active one, and its view of
+# each broker (collectors/controller_watch.py).
+_WATCHED = ("kafka_cluster_active_controllers", "kafka_cluster_broker_registration_state",
+            "kafka_cluster_broker_heartbeat_age_seconds")
+WATCH_RULES = tuple(r for r in catalog.CONTROLLER_RULES if r.metric in _WATCHED)
+WATCH_QUERIES = catalog.queries_for(WATCH_RULES)
 
 
 class JmxCollector:
@@ -73,6 +80,7 @@ class JmxCollector:
             self._jolokia_controllers.add(t.key)
             targets.append(t)
         self._targets = tuple(targets)
+        self._watches: dict[str, ControllerWatch] = {}  # controller target key -> its watch, started on first use
 
     def targets(self) -> Sequence[Target]:
         return self._targets
@@ -94,8 +102,10 @@ class JmxCollector:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=time.monotonic() - start)
         node = target.broker or _node_id(readings) or target.address
-        samples = catalog.convert(readings, rules, base=(("cluster", target.cluster), ("broker", node)),
-                                  tenants=self._tenants)
+        base = (("cluster", target.cluster), ("broker", node))
+        samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
+        if is_controller and by_jolokia:
+            samples += self._watch(target).samples(base)
         with self._lock:
             prev = self._previous.get(target.key)
             self._previous[target.key] = (now, samples)
@@ -103,6 +113,42 @@ class JmxCollector:
             samples += catalog.derive_rates(samples, prev[1], now - prev[0])
         return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
                          max_series=self._max_series)
+
+
+    def _watch(self, target: Target) -> ControllerWatch:
+        with self._lock:
+            watch = self._watches.get(target.key)
+            if watch is None:
+                watch = ControllerWatch(target.key, lambda: self._watch_read(target), self._watch_interval())
+                self._watches[target.key] = watch
+                if self._watch_interval() > 0:
+                    watch.start()
+        return watch
+
+    def _watch_interval(self) -> float:
+        return self._cluster.jmx.controller_watch_seconds
+
+    def _watch_read(self, target: Target) -> tuple[bool, dict[str, tuple[float, float | None]]]:
+        timeout = min(self._cluster.jmx.timeout_seconds, max(2 * self._watch_interval(), 1.0))
+        readings = self._transport.read(self._endpoints[target.key], WATCH_QUERIES, timeout=timeout)
+        samples = catalog.convert(readings, WATCH_RULES, base=(("cluster", target.cluster), ("broker", "")),
+                                  tenants=self._tenants)
+        active = any(s.name == "kafka_cluster_active_controllers" and s.value >= 1 for s in samples)
+        states: dict[str, float] = {}
+        ages: dict[str, float] = {}
+        for s in samples:
+            broker = dict(s.labels).get("broker", "")
+            if s.name == "kafka_cluster_broker_registration_state":
+                states[broker] = s.value
+            elif s.name == "kafka_cluster_broker_heartbeat_age_seconds":
+                ages[broker] = s.value
+        return active, {b: (state, ages.get(b)) for b, state in states.items()}
+
+    def close(self) -> None:
+        with self._lock:
+            watches, self._watches = list(self._watches.values()), {}
+        for w in watches:
+            w.stop()
 
 
 def _host_port(url: str) -> str:

@@ -34,100 +34,33 @@ than restart_settle (its followers catch up after it is back). A crash is not a 
 fires and inhibits under-replication (alerts/mute.py).
 
 The distinction needs the controller's gauges sampled more often than the session timeout: collection and scrape
-every 5 s see each transition; at 15 s most are missed and such episodes are UNKNOWN (the plain rule's behaviour).
+every 5 s see each transition; at 15 s most are missed and such episodes are UNKNOWN. The collector's controller
+watch (collectors/controller_watch.py) reads Jolokia controllers every 2 s and exports each departure's cause as a
+counter and a timestamp: an UNKNOWN episode takes the cause of the watch's latest departure of that broker when that
+began at most ``slack`` (60 s) before it (``told``). The classification itself is monitor/core/liveness.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
-from enum import Enum
 
 from alerts.detectors import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
+from monitor.core.liveness import (  # noqa: F401 - the classification's names, used here and by callers
+    ACTIVE,
+    CONTROLLED_SHUTDOWN,
+    FENCED,
+    BrokerSample,
+    Cause,
+    Episode,
+    Thresholds,
+    cause_of,
+    episodes,
+    healthy,
+)
 from monitor.core.metric_names import M
-
-ACTIVE, CONTROLLED_SHUTDOWN, FENCED = 30, 20, 10  # Kafka's BrokerRegistrationState values
-
-
-class Cause(str, Enum):
-    HEARTBEATS_LOST = "heartbeats_lost"
-    CONTROLLED = "controlled_shutdown"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class BrokerSample:
-    time: float  # unix seconds
-    state: float | None = None  # registration state from the active controller; None: not known at that time
-    age: float | None = None  # heartbeat age, seconds
-    up: float | None = None  # Admin API: 1 in the metadata, 0 not
-
-
-@dataclass(frozen=True)
-class Episode:
-    start: float  # the first sample that was not healthy
-    end: float | None  # the first healthy sample after it; None: still going on
-    cause: Cause
-    seen_leaving: bool  # a healthy sample precedes it (else it began before the range)
-    last: BrokerSample  # its latest sample
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    lost_after: float = 5.0  # heartbeat age (s) at which an ACTIVE broker counts as silent: 2.5 missed heartbeats
-    session_timeout: float = 9.0  # broker.session.timeout.ms: where the controller fences (and caps the age)
-    restart_grace: float = 300.0  # how long a controlled shutdown may last before the broker is paged as down
-    restart_settle: float = 180.0  # after it is back, how long under-replication is left to catch up
-
-
-def healthy(s: BrokerSample, t: Thresholds) -> bool | None:
-    """True/False, or None when the sample says nothing."""
-    if s.state is not None:
-        return s.state == ACTIVE and (s.age or 0.0) < t.lost_after
-    return None if s.up is None else s.up >= 1
-
-
-def cause_of(samples: Sequence[BrokerSample], t: Thresholds, *, seen_leaving: bool) -> Cause:
-    """Rules 1-3 of the module docstring over one episode's samples."""
-    if any(s.state == ACTIVE and (s.age or 0.0) >= t.lost_after for s in samples):
-        return Cause.HEARTBEATS_LOST
-    if not seen_leaving:
-        return Cause.UNKNOWN  # how it left fell before the range; what follows is not about leaving
-    first_fenced = next((s for s in samples if s.state in (CONTROLLED_SHUTDOWN, FENCED)), None)
-    if first_fenced is not None and (first_fenced.state == CONTROLLED_SHUTDOWN
-                                     or (first_fenced.age or 0.0) < t.session_timeout):
-        return Cause.CONTROLLED
-    return Cause.UNKNOWN
-
-
-def episodes(samples: Iterable[BrokerSample], t: Thresholds) -> list[Episode]:
-    """The broker's episodes, oldest first. Samples that say nothing are skipped."""
-    out: list[Episode] = []
-    run: list[BrokerSample] = []
-    seen_healthy = False
-    seen_leaving = False
-
-    def close(end: float | None) -> None:
-        out.append(Episode(run[0].time, end, cause_of(run, t, seen_leaving=seen_leaving), seen_leaving, run[-1]))
-
-    for s in sorted(samples, key=lambda s: s.time):
-        ok = healthy(s, t)
-        if ok is None:
-            continue
-        if ok:
-            if run:
-                close(s.time)
-                run = []
-            seen_healthy = True
-        else:
-            if not run:
-                seen_leaving = seen_healthy
-            run.append(s)
-    if run:
-        close(None)
-    return out
 
 
 @dataclass(frozen=True)
@@ -140,9 +73,23 @@ class Verdict:
     episode: Episode | None = None
 
 
-def decide_down(history: Sequence[BrokerSample], now: float, t: Thresholds, *, down_now: bool) -> Verdict:
-    """``down_now``: the plain condition holds (not in the metadata); ``history`` the broker's samples."""
-    eps = episodes(history, t)
+Departure = tuple[Cause, float]  # the controller watch's latest departure of a broker: its cause and when it began
+
+
+def told(eps: list[Episode], departure: Departure | None, slack: float) -> list[Episode]:
+    """``eps`` with the last episode's UNKNOWN cause replaced by the controller watch's ``departure``
+    (collectors/controller_watch.py) when that began at most ``slack`` seconds before the episode did: the watch
+    reads the controller every 2 s, so it saw what sparse samples missed. Pure."""
+    if not eps or departure is None or eps[-1].cause is not Cause.UNKNOWN or departure[1] < eps[-1].start - slack:
+        return eps
+    return [*eps[:-1], replace(eps[-1], cause=departure[0], seen_leaving=True)]
+
+
+def decide_down(history: Sequence[BrokerSample], now: float, t: Thresholds, *, down_now: bool,
+                departure: Departure | None = None, slack: float = 60.0) -> Verdict:
+    """``down_now``: the plain condition holds (not in the metadata); ``history`` the broker's samples;
+    ``departure``: the controller watch's latest departure of the broker, if any."""
+    eps = told(episodes(history, t), departure, slack)
     ep = eps[-1] if eps and eps[-1].end is None else None
     if ep is None:  # healthy at its latest sample; the Admin API may lag a collection behind the controller
         plain = down_now and not history_says_healthy(history, t)
@@ -162,9 +109,10 @@ def history_says_healthy(history: Sequence[BrokerSample], t: Thresholds) -> bool
     return latest is not None and bool(healthy(latest, t))
 
 
-def restarting(history: Sequence[BrokerSample], now: float, t: Thresholds) -> Episode | None:
+def restarting(history: Sequence[BrokerSample], now: float, t: Thresholds, *, departure: Departure | None = None,
+               slack: float = 60.0) -> Episode | None:
     """The broker's controlled restart, if one is in progress or settling now (see the module docstring)."""
-    eps = episodes(history, t)
+    eps = told(episodes(history, t), departure, slack)
     if not eps or eps[-1].cause is not Cause.CONTROLLED:
         return None
     ep = eps[-1]
@@ -205,6 +153,22 @@ def histories(ctx: DetectorContext, rule: Rule) -> dict[tuple[str, str], list[Br
     return {key: [BrokerSample(ts, **vals) for ts, vals in sorted(at.items())] for key, at in cols.items()}
 
 
+def departures(ctx: DetectorContext, rule: Rule) -> dict[tuple[str, str], Departure]:
+    """(cluster, broker) -> the latest departure the controller watch saw within ``lookback``."""
+    lookback = str(rule.params.get("lookback", "10m"))
+    out: dict[tuple[str, str], Departure] = {}
+    for s in ctx.source.query(f'max by (cluster, broker, cause) '
+                              f'(max_over_time({M["broker_last_departure"]}[{lookback}]))', ctx.now):
+        key = (s.labels.get("cluster", ""), s.labels.get("broker", ""))
+        try:
+            cause = Cause(s.labels.get("cause", ""))
+        except ValueError:
+            continue
+        if key not in out or s.value > out[key][1]:
+            out[key] = (cause, s.value)
+    return out
+
+
 def _evidence(v: Verdict, now: float) -> dict:
     ep = v.episode
     ev: dict = {"rule": v.rule, "cause": ep.cause.value if ep else Cause.UNKNOWN.value}
@@ -225,9 +189,10 @@ def detect_broker_down(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     now = ctx.now.timestamp()
     down = {(s.labels.get("cluster", ""), s.labels.get("broker", "")) for s in ctx.source.query(rule.expr, ctx.now)}
     hist = histories(ctx, rule)
+    left = departures(ctx, rule)
     out = []
     for key in sorted(down | set(hist)):
-        v = decide_down(hist.get(key, []), now, t, down_now=key in down)
+        v = decide_down(hist.get(key, []), now, t, down_now=key in down, departure=left.get(key))
         if v.fire:
             out.append(Observation(labels={"cluster": key[0], "broker": key[1]}, value=0.0,
                                    evidence=_evidence(v, now), for_seconds=v.for_seconds))
@@ -242,8 +207,9 @@ def detect_under_replicated(rule: Rule, ctx: DetectorContext) -> list[Observatio
     t = thresholds(rule)
     now = ctx.now.timestamp()
     held: dict[str, list[str]] = {}
+    left = departures(ctx, rule)
     for (cluster, broker), samples in histories(ctx, rule).items():
-        if restarting(samples, now, t) is not None:
+        if restarting(samples, now, t, departure=left.get((cluster, broker))) is not None:
             held.setdefault(cluster, []).append(broker)
     params = {k: v for k, v in rule.params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return [Observation(labels=s.labels, value=s.value, evidence={"value": s.value, "expr": rule.expr, **params})

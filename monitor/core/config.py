@@ -119,6 +119,10 @@ class JmxSettings(_Strict):
     timeout_seconds: float = Field(default=10.0, gt=0, le=300)
     username: str | None = None
     password: SecretRef | None = None
+    # A controller read through Jolokia is also watched this often for its per-broker registration state and
+    # heartbeat age, so a crash is told from a controlled shutdown whatever collection.interval_seconds and the
+    # scrape interval are (collectors/controller_watch.py). 0: no watch.
+    controller_watch_seconds: float = Field(default=2.0, ge=0, le=60)
 
 
 class BrokerTarget(_Strict):

@@ -32,6 +32,9 @@ M: dict[str, str] = {
     # 30 active; and the heartbeat age (active controller only, capped at broker.session.timeout.ms)
     "broker_registration_state": "kafka_cluster_broker_registration_state",
     "broker_heartbeat_age": "kafka_cluster_broker_heartbeat_age_seconds",
+    # the collector's controller watch (collectors/controller_watch.py): {cluster, broker, controller, cause}
+    "broker_departures": "kafka_cluster_broker_departures_total",
+    "broker_last_departure": "kafka_cluster_broker_last_departure_timestamp_seconds",
     # request path
     "request_handler_idle": "kafka_broker_request_handler_idle_ratio",  # {cluster, broker}, rate of Count
     "network_processor_idle": "kafka_broker_network_processor_avg_idle_ratio",  # {cluster, broker}

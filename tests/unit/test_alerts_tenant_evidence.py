@@ -83,10 +83,11 @@ def _source() -> Source:
         M["request_handler_idle"]: [InstantSample(bk, 0.05)],  # KafkaRequestHandlerSaturation fires
         M["client_request_time"]: [InstantSample(lbl, ratio) for lbl, ratio, _ in CLIENTS],
         M["client_fetch_rate"]: [InstantSample(lbl, rate) for lbl, _, rate in CLIENTS],
-        f"sum_over_time({backlog}": [InstantSample({"peer": "10.2.0.9"}, 24 * 200_000.0),
-                                     InstantSample({"peer": "10.1.0.7"}, 20 * 50_000.0)],
-        f"count_over_time({backlog}": [InstantSample({"peer": "10.2.0.9"}, 24),
-                                       InstantSample({"peer": "10.1.0.7"}, 20)],
+        # per broker and peer, as the detector reads them for all brokers at once
+        f"sum_over_time({backlog}": [InstantSample({**bk, "peer": "10.2.0.9"}, 24 * 200_000.0),
+                                     InstantSample({**bk, "peer": "10.1.0.7"}, 20 * 50_000.0)],
+        f"count_over_time({backlog}": [InstantSample({**bk, "peer": "10.2.0.9"}, 24),
+                                       InstantSample({**bk, "peer": "10.1.0.7"}, 20)],
         M["group_member_info"]: [
             InstantSample({"client_host": "10.2.0.9", "client_id": "tracker-77b1", "group": "ads.tracking",
                            "tenant": "ads"}, 1),

@@ -196,3 +196,31 @@ def test_under_replication_waits_while_a_broker_restarts_in_a_controlled_way():
     assert detect_under_replicated(rule, _ctx(_Source({"3": restart}), 0)) == []
     [o] = detect_under_replicated(rule, _ctx(_Source({"3": crash}), 0))
     assert o.labels == {"cluster": "c1", "broker": "1"} and o.value == 4.0
+
+
+# Samples every 15 s (a production collection and scrape interval): the transition fell between two (case 11), so
+# the Prometheus history alone says UNKNOWN. The collector's controller watch, reading every 2 s, saw how it left.
+SPARSE = history(*healthy(4), (FENCED, 9.0, 0), (FENCED, 9.0, 0), every=15)  # unhealthy from t=60
+
+
+@pytest.mark.parametrize("n, departure, want_fire, want_rule, want_for", [
+    # 1 the watch saw heartbeats stop at t=52: a crash, paged at once instead of after the plain rule's `for`
+    (1, (Cause.HEARTBEATS_LOST, 52.0), True, "B", 0.0),
+    # 2 the watch saw a controlled shutdown begin at t=48: a restart, nothing
+    (2, (Cause.CONTROLLED, 48.0), False, "C", None),
+    # 3 the watch's latest departure is an old one (a restart 10 minutes before): it says nothing of this one
+    (3, (Cause.CONTROLLED, 60.0 - 600), True, "E", None),
+    # 4 no watch (jmxquery controllers, Kafka 3.9): the plain rule as before
+    (4, None, True, "E", None),
+])
+def test_the_controller_watch_tells_what_sparse_samples_missed(n, departure, want_fire, want_rule, want_for):
+    v = decide_down(SPARSE, 75, T, down_now=True, departure=departure)
+    assert (v.fire, v.rule, v.for_seconds) == (want_fire, want_rule, want_for), n
+    # a cause the samples did tell is not overridden
+    assert decide_down(CRASH, 65, T, down_now=True, departure=(Cause.CONTROLLED, 50.0)).rule == "B"
+
+
+def test_a_restart_the_watch_saw_holds_back_under_replication_with_sparse_samples():
+    assert restarting(SPARSE, 75, T) is None
+    assert restarting(SPARSE, 75, T, departure=(Cause.CONTROLLED, 48.0)) is not None
+    assert restarting(SPARSE, 75, T, departure=(Cause.HEARTBEATS_LOST, 48.0)) is None
