@@ -23,6 +23,7 @@ from monitor.advisor.types import (
     FindingKind,
     FindingSeverity,
     Snapshot,
+    TelemetrySample,
     TopicSample,
 )
 from monitor.core.clients import is_outdated
@@ -64,9 +65,17 @@ class Thresholds:
     batching_max_records_per_request: float = 2.0
     batching_min_requests_per_second: float = 20.0
     projection_factor: float = 10.0  # "at 10x the rate it costs ...": the measured cost scaled
+    # A producer's own records-per-request-avg counts every batch of a request (one per partition it writes on that
+    # broker): a producer of one-record batches to 3 partitions reports 3 (Java 3.9.1 with batch.size=1 measured 3.0
+    # and 88-byte batches; with linger.ms=100 at the same rate, 38-41). Its request-rate is per client, not per
+    # partition: that producer measured 14-19 requests/s
+    telemetry_max_records_per_request: float = 5.0
+    telemetry_min_requests_per_second: float = 10.0
     # A consumer's own telemetry: waiting in poll() at least this share of the time (nothing to do) while fetches
-    # return within this (the broker did not wait for data: fetch.min.bytes=1 or a short fetch.max.wait.ms)
-    telemetry_min_poll_idle_ratio: float = 0.9
+    # return within this (the broker did not wait for data: fetch.min.bytes=1 or a short fetch.max.wait.ms). A
+    # consumer catching up a backlog has records at every poll and idles near 0; a Java 3.9.1 consumer keeping up
+    # with fetch.max.wait.ms=0 measured 0.49 idle and 0.4 ms fetches on the stack
+    telemetry_min_poll_idle_ratio: float = 0.4
     telemetry_max_fetch_latency_seconds: float = 0.05
 
 
@@ -194,11 +203,29 @@ TOPIC_BATCHING_METRICS = ("kafka_topic_messages_in_total", "kafka_topic_produce_
                           "kafka_topic_bytes_in_total", M["client_request_time"], M["client_produce_rate"])
 
 
+def _quota_sample_finder(clients: Iterable[ClientSample]) -> Callable[[TelemetrySample], ClientSample | None]:
+    """The quota-sensor sample of a client that pushed telemetry. Telemetry's ``user`` is the principal's name
+    (``ANONYMOUS`` on a PLAINTEXT listener), the quota sensors' the quota entity that matched ("" under a client-id
+    quota): same (user, client id) first, else the one sample with that client id."""
+    by_key = {(c.user, c.client_id): c for c in clients}
+    by_id: dict[str, list[ClientSample]] = {}
+    for c in by_key.values():
+        by_id.setdefault(c.client_id, []).append(c)
+
+    def find(tm: TelemetrySample) -> ClientSample | None:
+        hit = by_key.get((tm.user, tm.client_id))
+        if hit is None and len(by_id.get(tm.client_id, ())) == 1:
+            hit = by_id[tm.client_id][0]
+        return hit
+    return find
+
+
 def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Producers that send (nearly) one record per request, on the best evidence there is for each, in this order:
 
-    1. ``client_telemetry``: the client pushed its own records per request (KIP-714): it is judged on that alone,
-       named or cleared, whatever the brokers' figures say about others.
+    1. ``client_telemetry``: the client pushed its own records per request (KIP-714): it is judged on that alone
+       (at most ``telemetry_max_records_per_request`` at ``telemetry_min_requests_per_second`` or more), named or
+       cleared, whatever the brokers' figures say about others.
     2. ``topic_records_per_request``: the brokers count records and produce requests per topic (per partition
        batch); a tenant whose topics carry at most ``batching_max_records_per_request`` at
        ``batching_min_requests_per_second`` or more is told so whatever the other tenants do, naming its producers
@@ -208,7 +235,7 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
     3. ``thread_time_per_mib``: a producer far above the cluster's norm of thread time per MiB (``_costly``).
     """
     producers = [c for c in s.clients if c.is_producer]
-    by_key = {(c.user, c.client_id): c for c in s.clients}
+    sample_of = _quota_sample_finder(s.clients)
     rpr = _records_per_request(s.topics)
     cluster_rpr = statistics.median(rpr.values()) if rpr else None
     seasoned = [c for c in producers if c.seen_share >= t.min_seen_share]
@@ -233,10 +260,13 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
         if tm.records_per_request is None:
             continue
         judged.add((tm.user, tm.client_id))
+        if sample_of(tm) is not None:
+            judged.add((sample_of(tm).user, tm.client_id))
         rate = tm.produce_request_rate or 0.0
-        if tm.records_per_request > t.batching_max_records_per_request or rate < t.batching_min_requests_per_second:
+        if (tm.records_per_request > t.telemetry_max_records_per_request
+                or rate < t.telemetry_min_requests_per_second):
             continue
-        c = by_key.get((tm.user, tm.client_id))
+        c = sample_of(tm)
         ev = {**common(c), "records_per_request": round(tm.records_per_request, 2),
               "batch_size_avg_bytes": round(tm.batch_size_avg_bytes, 1) if tm.batch_size_avg_bytes is not None
               else None, "produce_requests_per_second": round(rate, 1),
@@ -275,8 +305,9 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
         cause = (f"tenant {tenant}'s topics {', '.join(sorted(tp.topic for tp in poor))} carry {msgs / reqs:.2f} "
                  f"records per produce request at {reqs:.0f} requests/s (brokers' per-topic counts): a producer with "
                  "linger.ms=0 and/or a small batch.size sends every record or two as a whole request")
-        if not suspects and any(f.tenant == tenant for f in out):
-            continue  # its producer's own telemetry already named it
+        if not suspects and (any(f.tenant == tenant for f in out)
+                             or any(tm.tenant == tenant and tm.records_per_request is not None for tm in s.telemetry)):
+            continue  # its producers' own telemetry named them, or cleared them: the truth wins over the counts
         if not suspects:  # no quota sensors, or none of its producers costs much: the tenant is still told
             out.append(Finding(
                 kind=FindingKind.POOR_BATCHING, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
@@ -310,15 +341,17 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
     fetch.max.wait.ms for data) sends many small or empty fetches; one that pushed those metrics is judged on them
     alone. The others by ``thread_time_per_mib`` against the cluster's consumers."""
     out, judged = [], set()
-    by_key = {(c.user, c.client_id): c for c in s.clients}
+    sample_of = _quota_sample_finder(s.clients)
     for tm in s.telemetry:
         if tm.poll_idle_ratio is None or tm.fetch_latency_seconds is None:
             continue
         judged.add((tm.user, tm.client_id))
+        if sample_of(tm) is not None:
+            judged.add((sample_of(tm).user, tm.client_id))
         if (tm.poll_idle_ratio < t.telemetry_min_poll_idle_ratio
                 or tm.fetch_latency_seconds > t.telemetry_max_fetch_latency_seconds):
             continue
-        c = by_key.get((tm.user, tm.client_id))
+        c = sample_of(tm)
         out.append(_finding(
             FindingKind.POLLING_TOO_OFTEN, tm, basis="client_telemetry",
             metrics=("kafka_client_telemetry_consumer_poll_idle_ratio_avg",

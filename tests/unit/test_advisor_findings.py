@@ -394,12 +394,28 @@ def test_telemetry_decides_for_the_client_that_pushes_it():
     assert ev["thread_ms_per_request"] == pytest.approx(0.0833, abs=1e-4) and ev["thread_share_at_10x"] == 0.15
     assert ev["client_software"] == "apache-kafka-java 3.9.1"
     assert "kafka_client_telemetry_producer_records_per_request_avg" in found[0].metrics
-    # The same producer below the rate worth telling (10 requests/s): nothing, telemetry still decides
-    slow = [telemetry("shop-bad", records_per_request=1.0, produce_request_rate=10.0)]
+    # The same producer below the rate worth telling (5 < 10 requests/s): nothing, telemetry still decides
+    slow = [telemetry("shop-bad", records_per_request=1.0, produce_request_rate=5.0)]
     assert not batching(bad, tele=slow)
     # Telemetry without a quota sensor for the client: named, with no thread figures rather than invented ones
     f, = batching(tele=[telemetry("shop-x", records_per_request=1.0, produce_request_rate=50.0)])
     assert f.client_id == "shop-x" and f.evidence["thread_share_now"] is None and "% of a broker" not in f.cause
+
+
+def test_telemetry_counts_a_requests_batches_and_joins_the_principal_to_the_quota_sensor():
+    """What a Java 3.9.1 producer with batch.size=1 pushed on the stack: 3.0 records per request (one single-record
+    batch per partition of its broker) in 88-byte batches at 14 requests/s: named (<= 5 at >= 10/s). Its telemetry
+    says user ANONYMOUS, its quota sensor user "": still one client, with its measured thread share, and the
+    per-topic rule does not name it a second time."""
+    tele = [telemetry("jv3-producer", tenant="jv3", user="ANONYMOUS", records_per_request=3.0,
+                      batch_size_avg_bytes=88.0, produce_request_rate=14.0)]
+    sample = client("jv3-producer", tenant="jv3", prod=9322.0, rt=0.0186)
+    found = batching(sample, topics=[topic("jv3.t", 116.8, 116.8, tenant="jv3")], tele=tele)
+    assert [(f.client_id, f.basis) for f in found] == [("jv3-producer", "client_telemetry")]
+    assert found[0].evidence["thread_share_now"] == 0.0186 and found[0].evidence["thread_share_at_10x"] == 0.186
+    # linger.ms=100 at the same rate measured 38-41 records per request: cleared, also by its topic
+    tele = [dataclasses.replace(tele[0], records_per_request=38.5, produce_request_rate=6.5)]
+    assert not batching(sample, topics=[topic("jv3.t", 116.8, 116.8, tenant="jv3")], tele=tele)
 
 
 def test_thread_time_is_the_last_resort_and_says_so():
@@ -411,8 +427,9 @@ def test_thread_time_is_the_last_resort_and_says_so():
 POLLING_TELEMETRY = [
     # (id, poll idle ratio, fetch latency s, named)
     (1, 0.97, 0.004, True),  # waits in poll 97% of the time, fetches answered in 4 ms: empty fetches
+    (4, 0.49, 0.0004, True),  # measured: Java 3.9.1 keeping up with fetch.max.wait.ms=0
     (2, 0.97, 0.5, False),  # the broker waits fetch.max.wait.ms for data: as advised
-    (3, 0.3, 0.004, False),  # busy processing: fetches are not the problem
+    (3, 0.3, 0.004, False),  # busy processing (or catching up): fetches are not the problem
 ]
 
 
