@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from alerts.slo import MINUTE_EXPR
+
 STEP_SECONDS = 60
 
 # Label columns of the lake, in order. A label a series lacks is null.
@@ -86,6 +88,9 @@ SERIES: tuple[ArchiveSeries, ...] = (
     ArchiveSeries("client_advisor_finding",
                   "max by (cluster, tenant, client_id, group, finding) (kafka_client_advisor_finding)",
                   "1", "1 while a client-advisor finding holds for the client (exported by serve)"),
+    # A tenant's SLO minute (alerts/slo.py, the one definition): 1 bad, 0 good, no row while unknown (the probe down).
+    ArchiveSeries("tenant_slo_minute", MINUTE_EXPR, "1",
+                  "1 for a bad minute of the tenant on the cluster, 0 for a good one (docs/alerts.md, tenant SLOs)"),
     # The alert engine's own instances (its Python detectors included), and Prometheus' ALERTS for rules it loaded
     # itself; max by collapses an alert both evaluate into one series. The watchdog always fires: not an alert.
     ArchiveSeries("alert_firing",

@@ -18,8 +18,9 @@ OPERATOR = "_operator"  # index key of the operator summary; tenant names cannot
 COMPARED = ("bytes_in", "bytes_out", "messages_in", "messages_out", "produce_p99_mean_seconds",
             "produce_p99_max_seconds", "fetch_p99_mean_seconds", "fetch_p99_max_seconds", "throttled_minutes",
             "lag_mean_messages", "lag_max_messages", "availability_ratio", "bad_minutes", "offline_minutes",
-            "under_min_isr_minutes", "observed_minutes",
-            "alerts_raised")
+            "under_min_isr_minutes", "observed_minutes", "slo_availability_ratio", "slo_bad_minutes",
+            "slo_known_minutes", "alerts_raised")
+MINUTES_PER_DAY = 1440
 
 
 def num(x: Any) -> Any:
@@ -123,7 +124,34 @@ def tenant_problems(c: Collected, tenant: str) -> tuple[str, list[str]]:
     return "ok", out
 
 
-def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, retention_hours: float | None) -> dict:
+def slo_section(cmp: Mapping[str, dict], history: list[dict], *, objective: float, window_days: int) -> dict:
+    """The week's availability against the objective (alerts/slo.py's minutes) and the error budget it burned:
+    ``burn_rate`` (1 - availability) / (1 - objective), 1 spending the budget exactly over the SLO window;
+    ``budget_spent`` the share of the window's whole error budget (window minutes x (1 - objective)) that the
+    week's bad minutes spent. ``weeks``: the same per week of the history."""
+    budget_minutes = window_days * MINUTES_PER_DAY * (1 - objective)
+
+    def burn(avail: Any) -> Any:
+        return num((1 - avail) / (1 - objective)) if isinstance(avail, (int, float)) else None
+
+    def spent(bad: Any) -> Any:
+        return num(bad / budget_minutes) if isinstance(bad, (int, float)) else None
+
+    avail = cmp.get("slo_availability_ratio", {})
+    bad = cmp.get("slo_bad_minutes", {}).get("this_week")
+    return {"objective": objective, "window": f"{window_days}d",
+            "availability": num(avail.get("this_week")), "met": (avail["this_week"] >= objective
+                                                                 if avail.get("this_week") is not None else None),
+            "known_minutes": num(cmp.get("slo_known_minutes", {}).get("this_week")), "bad_minutes": num(bad),
+            "burn_rate": burn(avail.get("this_week")), "budget_spent": spent(bad),
+            "comparison": _compared(avail),
+            "weeks": [{"week": h["week"], "availability": h["slo_availability_ratio"],
+                       "burn_rate": burn(h["slo_availability_ratio"]), "budget_spent": spent(h["slo_bad_minutes"])}
+                      for h in history]}
+
+
+def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, retention_hours: float | None,
+                    objective: float = 0.999, window_days: int = 28) -> dict:
     status, own = tenant_problems(c, tenant)
     problems = c.problems + own
     if status == "ok" and problems:
@@ -182,6 +210,7 @@ def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, rete
                          "under_min_isr_minutes": num(cmp.get("under_min_isr_minutes", {}).get("this_week")),
                          "observed_minutes": num(cmp.get("observed_minutes", {}).get("this_week")),
                          "comparison": _compared(avail)},
+        "slo": slo_section(cmp, history, objective=objective, window_days=window_days),
         "noisiest_clients": [{k: num(r[k]) for k in ("rank", "cluster", "user", "client_id", "produce_bytes",
                                                       "fetch_bytes", "total_bytes", "throttled_minutes")}
                              for r in clients],

@@ -21,6 +21,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from alerts.slo import objective_for
 from monitor.core.config import Config
 from monitor.core.errors import ReportError
 from monitor.core.store import Store
@@ -194,7 +195,8 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
     wanted = [t for t in config.tenants if tenant is None or t.name == tenant]
     for t in wanted:
         doc = D.tenant_document(collected, t.name, budget_bytes=t.contract.storage_budget_bytes,
-                                retention_hours=t.contract.retention_hours)
+                                retention_hours=t.contract.retention_hours, objective=objective_for(t, config.slo),
+                                window_days=config.slo.window_days)
         for p in doc["problems"][len(ex.problems):]:
             log.warning("report %s %s: %s", week, t.name, p)
         run.documents[t.name] = doc

@@ -164,6 +164,7 @@ def tenant_html(doc: dict) -> str:
           f' had no offline or under-min-ISR partition of this tenant ({human(av["bad_minutes"])} bad minutes:'
           f' {human(av.get("offline_minutes"))} with an offline partition,'
           f' {human(av.get("under_min_isr_minutes"))} under min ISR).</p>'
+        + _slo_html(doc.get("slo"))
         + f'<h2>Alerts</h2><p>{doc["alerts"]["raised"]} raised, {doc["alerts"]["firing_minutes"]} minutes firing.</p>'
         + _table(["alert", "severity", "raised", "minutes firing", "resolved", "mean minutes to resolve",
                   "max minutes to resolve"], alert_rows)
@@ -193,3 +194,19 @@ def operator_html(doc: dict) -> str:
             + _table(["tenant", "status", "bytes in", "change", "availability", "alerts", "minutes throttled",
                       "weeks until budget"], rows, left=2))
     return _page(f"operator summary {doc['week']}", body)
+
+
+def _slo_html(slo: dict | None) -> str:
+    """Availability against the objective and the error budget burned, this week and the weeks before (a document
+    written before tenant SLOs has none)."""
+    if not slo:
+        return ""
+    rows = [[escape(w["week"]), human(w["availability"], "ratio"), human(w["burn_rate"]), human(w["budget_spent"], "ratio")]
+            for w in slo["weeks"]]
+    met = {True: "met", False: "missed", None: "unknown"}[slo["met"]]
+    return (f'<h2>Availability objective</h2><p>{human(slo["availability"], "ratio")} of'
+            f' {human(slo["known_minutes"])} known minutes against an objective of {human(slo["objective"], "ratio")}'
+            f' ({met}): the error budget burned at {human(slo["burn_rate"])}x, this week spent'
+            f' {human(slo["budget_spent"], "ratio")} of the {escape(slo["window"])} budget. Minutes while the probe'
+            ' was not up are unknown, not bad.</p>'
+            + _table(["week", "availability", "burn rate", "budget spent"], rows))

@@ -53,6 +53,7 @@ FS_FREE_TOLERANCE_BYTES = 1 << 20
 CLUSTER_SERIES = (*LATENCY_SERIES, *HOST_SERIES)
 ALERT_SERIES = ("alert_firing",)
 FINDING_SERIES = ("client_advisor_finding",)
+SLO_SERIES = ("tenant_slo_minute",)  # per (cluster, tenant): 1 bad, 0 good; no row for an unknown minute
 
 # rate series -> weekly amount metric
 AMOUNTS = {"topic_bytes_in_rate": "bytes_in", "topic_bytes_out_rate": "bytes_out",
@@ -95,13 +96,14 @@ def _keys(metrics: DataFrame) -> DataFrame:
     s = F.col("series")
     kind = (F.when(s.isin(*TOPIC_SERIES), "topic").when(s.isin(*GROUP_SERIES), "group")
             .when(s.isin(*CLIENT_SERIES), "client").when(s.isin(*CLUSTER_SERIES), "member")
-            .when(s.isin(*ALERT_SERIES), "alert").when(s.isin(*FINDING_SERIES), "finding"))
+            .when(s.isin(*ALERT_SERIES), "alert").when(s.isin(*FINDING_SERIES, *SLO_SERIES), "finding"))
     absent = F.lit("\u0000")  # keeps a null user apart from an empty one
     user, client_id, tenant = (_col(metrics, c) for c in ("user", "client_id", "tenant"))
     name = (F.when(s.isin(*TOPIC_SERIES), _col(metrics, "topic")).when(s.isin(*GROUP_SERIES), _col(metrics, "group"))
             .when(s.isin(*CLIENT_SERIES), F.concat_ws("\u0001", F.coalesce(user, absent),
                                                       F.coalesce(client_id, absent)))
-            .when(s.isin(*ALERT_SERIES, *FINDING_SERIES), F.coalesce(tenant, F.lit(""))).otherwise(F.lit("")))
+            .when(s.isin(*ALERT_SERIES, *FINDING_SERIES, *SLO_SERIES), F.coalesce(tenant, F.lit("")))
+            .otherwise(F.lit("")))
     return metrics.withColumn("k_kind", kind).withColumn("k_name", name)
 
 
@@ -197,10 +199,11 @@ def cluster_minutes(metrics: DataFrame) -> DataFrame:
 
 def minute_rows(metrics: DataFrame) -> DataFrame:
     """The per-minute rows tenants own by name, reduced to what a figure reads: partition-state and throttle
-    samples > 0 (a zero counts nowhere), every consumer-group lag sample, firing alerts and advisor findings."""
+    samples > 0 (a zero counts nowhere), every consumer-group lag sample, firing alerts and advisor findings, and
+    every tenant SLO minute (its zeros are the known good minutes)."""
     s, v = F.col("series"), F.col("value")
     return metrics.where((s.isin(*STATE_SERIES, "client_throttle_seconds", *ALERT_SERIES, *FINDING_SERIES) & (v > 0))
-                         | s.isin(*GROUP_SERIES))
+                         | s.isin(*GROUP_SERIES, *SLO_SERIES))
 
 
 def cluster_sets(selectors: DataFrame) -> DataFrame:
@@ -213,7 +216,7 @@ def cluster_sets(selectors: DataFrame) -> DataFrame:
 
 # Bump when a reduction of ``Reductions`` changes what it computes (not only its schema): cached reductions written
 # by another version are recomputed from the lake.
-REDUCTION_VERSION = 2  # 2: disk_daily groups by the device label (issue 20)
+REDUCTION_VERSION = 3  # 2: disk_daily groups by the device label (issue 20); 3: minute_rows keep SLO minutes
 
 
 @dataclass(frozen=True)
@@ -299,7 +302,8 @@ def reduce(parts: Reductions, selectors: DataFrame, *,
 OWNER_DAY_COLUMNS = ("bytes_in", "bytes_out", "messages_in", "messages_out", "bad_minutes", "offline_minutes",
                      "under_min_isr_minutes", "throttled_minutes", "lag_sum", "lag_minutes", "lag_max_messages",
                      "observed_minutes", "produce_p99_sum", "produce_p99_minutes", "produce_p99_max_seconds",
-                     "fetch_p99_sum", "fetch_p99_minutes", "fetch_p99_max_seconds")
+                     "fetch_p99_sum", "fetch_p99_minutes", "fetch_p99_max_seconds", "slo_known_minutes",
+                     "slo_bad_minutes")
 
 
 def set_days(clusters: DataFrame, sets: DataFrame) -> DataFrame:
@@ -325,7 +329,9 @@ def owner_days(days: DataFrame, mins: DataFrame, sets_daily: DataFrame, sets: Da
       (``offline_minutes``, ``under_min_isr_minutes`` each on its own; a minute with both counts once in bad);
     - ``throttled_minutes``: minutes in which some client of the tenant had a throttle time > 0;
     - lag: per minute the sum over the tenant's groups and topics, then the day's sum, minutes and max;
-    - observed minutes and p99 latency: the tenant's cluster set's (``set_days``).
+    - observed minutes and p99 latency: the tenant's cluster set's (``set_days``);
+    - ``slo_known_minutes``, ``slo_bad_minutes``: minutes with a tenant SLO sample (``tenant_slo_minute``, rows only
+      of the tenant its label names), and those bad on one of its clusters at least.
     """
     s, ts = F.col("series"), F.col("ts")
     amounts = (days.where(s.isin(*AMOUNTS)).groupBy("owner", "date")
@@ -336,14 +342,18 @@ def owner_days(days: DataFrame, mins: DataFrame, sets_daily: DataFrame, sets: Da
                  F.countDistinct(F.when(s == "topic_offline_partitions", ts)).alias("offline_minutes"),
                  F.countDistinct(F.when(s == "topic_under_min_isr_partitions", ts)).alias("under_min_isr_minutes"),
                  F.countDistinct(F.when(s == "client_throttle_seconds", ts)).alias("throttled_minutes")))
+    slo = (mins.where(s.isin(*SLO_SERIES)).groupBy("owner", F.to_date("ts").alias("date")).agg(
+        F.countDistinct(ts).alias("slo_known_minutes"),
+        F.countDistinct(F.when(F.col("value") > 0, ts)).alias("slo_bad_minutes")))
     lag_minute = mins.where(s.isin(*GROUP_SERIES)).groupBy("owner", "ts").agg(F.sum("value").alias("lag"))
     lag = lag_minute.groupBy("owner", F.to_date("ts").alias("date")).agg(
         F.sum("lag").alias("lag_sum"), F.count("lag").alias("lag_minutes"), F.max("lag").alias("lag_max_messages"))
     shared = sets_daily.join(F.broadcast(sets.select("owner", "cset").distinct()), "cset").drop("cset")
     out = amounts
-    for frame in (state, lag, shared):
+    for frame in (state, slo, lag, shared):
         out = out.join(frame, ["owner", "date"], "full_outer")
-    zero_if_null = ("bad_minutes", "offline_minutes", "under_min_isr_minutes", "throttled_minutes")
+    zero_if_null = ("bad_minutes", "offline_minutes", "under_min_isr_minutes", "throttled_minutes",
+                    "slo_known_minutes", "slo_bad_minutes")
     return out.select("owner", "date", *[F.coalesce(F.col(c), F.lit(0)).alias(c) if c in zero_if_null else F.col(c)
                                          for c in OWNER_DAY_COLUMNS])
 
@@ -358,12 +368,14 @@ def _long(df: DataFrame, metric: str, value: Column) -> DataFrame:
 
 def weekly_figures(daily: DataFrame) -> DataFrame:
     """From ``owner_days``, per tenant and week, long: sums of the amounts and minute counts; p99 mean (over the
-    minutes with a sample) and max; lag mean and max; ``availability_ratio`` = 1 - bad / observed minutes.
+    minutes with a sample) and max; lag mean and max; ``availability_ratio`` = 1 - bad / observed minutes;
+    ``slo_availability_ratio`` = 1 - SLO bad / SLO known minutes (the tenant SLO's availability, alerts/slo.py).
     A day missing from the lake lowers neither the numerator nor the denominator."""
     c = F.col
     wide = daily.groupBy("owner", week_start("date").alias("week_start")).agg(
         *[F.sum(m).alias(m) for m in (*AMOUNTS.values(), "bad_minutes", "offline_minutes", "under_min_isr_minutes",
-                                      "throttled_minutes", "observed_minutes")],
+                                      "throttled_minutes", "observed_minutes", "slo_known_minutes",
+                                      "slo_bad_minutes")],
         (F.sum("produce_p99_sum") / F.sum("produce_p99_minutes")).alias("produce_p99_mean_seconds"),
         F.max("produce_p99_max_seconds").alias("produce_p99_max_seconds"),
         (F.sum("fetch_p99_sum") / F.sum("fetch_p99_minutes")).alias("fetch_p99_mean_seconds"),
@@ -372,6 +384,8 @@ def weekly_figures(daily: DataFrame) -> DataFrame:
         F.max("lag_max_messages").alias("lag_max_messages"))
     wide = wide.withColumn("availability_ratio", F.when(c("observed_minutes") > 0,
                                                         1 - c("bad_minutes") / c("observed_minutes")))
+    wide = wide.withColumn("slo_availability_ratio", F.when(c("slo_known_minutes") > 0,
+                                                            1 - c("slo_bad_minutes") / c("slo_known_minutes")))
     metrics = [m for m in wide.columns if m not in ("owner", "week_start")]
     stacked = ", ".join(f"'{m}', cast(`{m}` as double)" for m in metrics)
     return (wide.select("owner", "week_start", F.expr(f"stack({len(metrics)}, {stacked}) as (metric, value)"))

@@ -77,6 +77,9 @@ class TenantReport(_Report):
     consumer_lag: dict[str, Compared]
     alerts: ReportAlerts
     availability: dict[str, Any]
+    slo: dict[str, Any] | None = Field(default=None, description=(
+        "availability against the tenant's objective and the error budget burned, this week and per week "
+        "(absent from reports written before tenant SLOs)"))
     noisiest_clients: list[dict[str, Any]]
     client_findings: list[dict[str, Any]]
     history: list[dict[str, Any]] = Field(description="this week and the four before, one row per week")

@@ -293,3 +293,18 @@ def test_two_devices_of_equal_figures_are_two_filesystems(spark):
     gib = 1 << 30
     assert _two_brokers_day(spark, ("8:1", "8:17"), (40 * gib, 40 * gib)) == (200, 2)
     assert _two_brokers_day(spark, (None, None), (40 * gib, 40 * gib)) == (100, 2)  # the fallback
+
+
+def test_slo_minutes_count_known_and_bad_minutes_of_the_tenant_they_name(spark, selectors):
+    """The archive's tenant_slo_minute (alerts/slo.py): 1 bad, 0 good, no row while unknown. 600 known minutes, 6 of
+    them bad, and an hour without rows (the probe down) that counts neither way: 1 - 6/600."""
+    known = minutes(T0, 300) + minutes(T0 + timedelta(hours=6), 300)
+    bad = set(minutes(T0 + timedelta(hours=7), 6))
+    rows = [row("tenant_slo_minute", ts, 1 if ts in bad else 0, tenant="acme") for ts in known]
+    rows += [row("tenant_slo_minute", ts, 1, tenant="beta") for ts in minutes(T0, 3)]
+    rows += [row("tenant_slo_minute", ts, 1, cluster="edge", tenant="acme") for ts in minutes(T0, 3)]  # not its cluster
+    weekly = weekly_of(spark, selectors, rows, owner=None)
+    assert (weekly[("acme", "slo_known_minutes")], weekly[("acme", "slo_bad_minutes")]) == (600, 6)
+    assert weekly[("acme", "slo_availability_ratio")] == pytest.approx(0.99)
+    assert weekly[("beta", "slo_availability_ratio")] == 0.0
+    assert ("acme-eu", "slo_availability_ratio") not in weekly  # no known minute: unknown, not 100 %

@@ -255,3 +255,19 @@ def test_slo_board_asks_prometheus_once_per_ttl_and_remembers_a_failure_as_long(
     board = SloBoard(lambda config: down, ttl=60, clock=lambda: clock[0])
     assert board.availability(CONFIG, NOW) is None and board.availability(CONFIG, NOW) is None
     assert len(down.seen) == 1 and down.closed == 1
+
+
+def test_weekly_report_slo_section_hand_computed():
+    from monitor.reports.document import slo_section
+
+    cmp = {"slo_availability_ratio": {"this_week": 0.99, "previous_week": 1.0},
+           "slo_bad_minutes": {"this_week": 6.0}, "slo_known_minutes": {"this_week": 600.0}}
+    history = [{"week": "2026-W46", "slo_availability_ratio": 1.0, "slo_bad_minutes": 0.0},
+               {"week": "2026-W47", "slo_availability_ratio": 0.99, "slo_bad_minutes": 6.0},
+               {"week": "2026-W45", "slo_availability_ratio": None, "slo_bad_minutes": None}]
+    got = slo_section(cmp, history, objective=0.999, window_days=28)
+    # 1 % bad against 0.1 % allowed: 10x; the 28-day budget is 40.32 minutes, 6 of them spent: 14.88 %
+    assert (got["availability"], got["met"], got["burn_rate"]) == (0.99, False, pytest.approx(10.0))
+    assert got["budget_spent"] == pytest.approx(6 / 40.32)
+    assert [(w["week"], w["burn_rate"], w["budget_spent"]) for w in got["weeks"]] == [
+        ("2026-W46", 0.0, 0.0), ("2026-W47", pytest.approx(10.0), pytest.approx(6 / 40.32)), ("2026-W45", None, None)]
