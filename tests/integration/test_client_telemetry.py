@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from datetime import datetime, timezone
 
 import pytest
+import yaml
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry, start_http_server
@@ -174,3 +177,24 @@ def test_a_push_the_plugin_cannot_read_is_counted_and_the_broker_keeps_serving(s
     assert after["Pushes"] == before["Pushes"] + 1 and after["Failures"] == before["Failures"] + 1
     md = AdminClient({"bootstrap.servers": L.bootstrap_servers}).list_topics(timeout=10)
     assert 1 in md.brokers
+
+
+def test_telemetry_subscribe_applies_and_removes_a_subscription(stack, tmp_path):
+    """``kafka-health telemetry subscribe`` as a user runs it, against the stack as a user's cluster: a subscription of
+    its own (matching no client, so the other tests' clients are untouched) applied, then removed."""
+    L = stack.layout
+    cfg_file = tmp_path / "kafka-health.yaml"
+    cfg_file.write_text(yaml.safe_dump(stack.config().model_dump(mode="json", exclude_defaults=True)))
+    name = f"kh-test-{uuid.uuid4().hex[:8]}"
+    base = [sys.executable, "-m", "monitor.cli", "telemetry", "subscribe", "--config", str(cfg_file),
+            "--admin-config", str(L.clients_dir / "admin.java.properties"), "--dir", str(L.dir),
+            "--port-base", str(L.port_base), "--name", name, "--match", f"client_id=nobody-{name}"]
+    applied = subprocess.run([*base, "--interval", "30s"], capture_output=True, text=True, timeout=180)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert f"local: client-metrics {name}: metrics=[org.apache.kafka.producer.batch.size.avg," in applied.stdout
+    assert "interval.ms=30000" in applied.stdout and "applied the subscription on 1 cluster(s)" in applied.stdout
+    removed = subprocess.run([*base, "--remove"], capture_output=True, text=True, timeout=180)
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert "removed the subscription on 1 cluster(s)" in removed.stdout
+    log = (L.logs_dir / "telemetry-subscribe.log").read_text()
+    assert log.count(f"Completed updating config for client-metric {name}") == 2, log[-2000:]  # Kafka's own word
