@@ -132,7 +132,11 @@ def main() -> int:
     args = ap.parse_args()
     levels = [int(n) for n in args.levels.split(",")]
 
-    work = Path(tempfile.mkdtemp(prefix="kh-bench-telemetry-"))
+    with tempfile.TemporaryDirectory(prefix="kh-bench-telemetry-") as tmp:
+        return run(args, levels, Path(tmp))
+
+
+def run(args, levels: list[int], work: Path) -> int:
     log = work / "setup.log"
     jars = kafka.ensure_jars(StackLayout(dir=work / "stack", port_base=args.port), log)
     jolokia = kafka.ensure_agents(log) / kafka.JOLOKIA_JAR
