@@ -361,3 +361,23 @@ def rolling_restart(stack, *, timeout: float = 240.0, in_sync_timeout: float = 1
                                  "restarted")
             time.sleep(1.0)
     return took
+
+
+def preferred_leader_elected(servers: str, topic: str, broker_id: int) -> bool:
+    """True once ``broker_id`` leads every partition of ``topic`` whose preferred leader (first replica) it is; else
+    asks for a preferred-leader election of those (as the client of ``servers``, which must be allowed Alter on the
+    cluster) and returns False: call again until True. A restart leaves a broker's partitions led by others until
+    Kafka's leader rebalance (5 minutes by default); a test that needs the broker to lead them cannot wait that long."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    parts = admin.list_topics(timeout=10).topics[topic].partitions
+    mine = [p for p, v in parts.items() if v.replicas and v.replicas[0] == broker_id]
+    if all(parts[p].leader == broker_id for p in mine):
+        return True
+    try:
+        admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in mine]).result(15)
+    except Exception:  # noqa: BLE001 - e.g. the broker not back in the ISR yet: asked again
+        pass
+    return False

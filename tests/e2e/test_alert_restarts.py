@@ -20,7 +20,7 @@ import pytest
 from alerts.types import AlertState, Decision
 from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
 from monitor.stack import slow_link
-from monitor.stack.faults import controlled_restart, in_sync
+from monitor.stack.faults import controlled_restart, in_sync, preferred_leader_elected
 from tests.conftest import wait_until
 from tests.integration.alerts_helpers import am_alerts, prom_query, running_collectors
 
@@ -156,24 +156,6 @@ def _probe_running(stack) -> dict[str, float]:
     return up and len(ok) == len(stack.layout.broker_ids) and ok
 
 
-def _preferred_leader_elected(stack, topic: str, broker: int) -> bool:
-    """Elect the preferred leader of ``broker``'s probe partition (as the test's client, which may); True once it
-    leads it."""
-    from confluent_kafka import ElectionType, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-    parts = admin.list_topics(timeout=10).topics[topic].partitions
-    mine = [p for p, v in parts.items() if v.replicas and v.replicas[0] == broker]
-    if all(parts[p].leader == broker for p in mine):
-        return True
-    try:
-        admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in mine]).result(15)
-    except Exception:  # noqa: BLE001 - e.g. the broker not back in the ISR yet: asked again
-        pass
-    return False
-
-
 def test_probe_one_slowed_broker_listener_shows_in_its_round_trip_alone(stack, watched):
     """The probe authenticates as the monitoring principal (SASL_SSL, its ACLs only) and measures every broker; the
     client listener of one broker slowed (tc on lo, its source port: its replication listener untouched) raises that
@@ -204,7 +186,8 @@ def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watc
     # The victim leads its probe partition again, as the probe itself does where its principal may elect leaders
     # (Alter on the cluster, which the stack's monitoring principal lacks on purpose) and Kafka's leader rebalance
     # does within 5 minutes: the kill above left it led by another broker.
-    wait_until(lambda: _preferred_leader_elected(stack, probe.topic, int(victim)), 60, interval=2,
+    servers = stack.layout.bootstrap_servers
+    wait_until(lambda: preferred_leader_elected(servers, probe.topic, int(victim)), 60, interval=2,
                what=f"broker {victim} leading its probe partition")
     failed = f'sum(kafka_probe_messages_total{{cluster="local",broker="{victim}",result=~"lost|error"}})'
     before = float(prom_query(stack, failed)[0]["value"][1])
