@@ -289,9 +289,10 @@ class Probe:
                 name = _exception_name(exc)
                 if name == "CLUSTER_AUTHORIZATION_FAILED":
                     self._elect_after = now + ELECT_BACKOFF_SECONDS
-                    log.warning("probe of %s: partitions %s are led by another broker than their own and cannot "
-                                "be given back: electing preferred leaders needs Alter on the cluster (docs/"
-                                "configuration.md); Kafka's auto.leader.rebalance will", self.cluster.name, p.elect)
+                    # info, not a warning: Kafka gives the leadership back itself (auto.leader.rebalance.enable)
+                    log.info("probe of %s: partitions %s are led by another broker than their own and cannot "
+                             "be given back: electing preferred leaders needs Alter on the cluster (docs/"
+                             "configuration.md); Kafka's auto.leader.rebalance will", self.cluster.name, p.elect)
                 else:
                     log.info("probe of %s: preferred-leader election not done: %s", self.cluster.name, name)
             else:
@@ -315,7 +316,8 @@ class Probe:
             if name in REFUSED:
                 self._refused(name)
                 return "refused"
-            log.warning("probe of %s: placement not read: %s: %s", self.cluster.name, name, exc)
+            # info: a cluster that does not answer is told by the records lost, every 5 s a warning would add nothing
+            log.info("probe of %s: placement not read: %s: %s", self.cluster.name, name, exc)
             return "failed"
         self._owners = dict(p.owners)
         self.series.ensure(self._owners.values())
