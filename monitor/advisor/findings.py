@@ -59,18 +59,22 @@ class Thresholds:
     # loaded machine) looks like polling too often or poor batching. 0.9, not 1: the first-seen time is read at a
     # tenth of the window's resolution.
     min_seen_share: float = 0.9
-    # Absolute batching signals (telemetry, per-topic counts): at most this many records per produce request is
-    # "close to one" (a producer with linger.ms>=5 at a meaningful rate carries several), at this many produce
-    # requests per second or more (per topic, or the client's own rate) it is a rate worth telling
-    batching_max_records_per_request: float = 2.0
-    batching_min_requests_per_second: float = 20.0
+    # Absolute per-topic batching signal: at most this many records per produce request (per partition batch) is
+    # "close to one": a linger.ms=0 producer gathers a few records per batch on its own once its requests slow down
+    # (kafka-clients 2.3.1 at 200 records/s measured 3.1 on a stack at load 60; 1.1-1.3 unloaded), while producers
+    # with linger.ms=100 at the same rate carried 36-41. At this many produce requests per second or more it is
+    # worth telling: low, because a bad configuration is told before it does harm (the finding says what it costs
+    # now and at 10x), and because a starved broker slows a one-record-per-request producer's own rate (a Java
+    # batch.size=1 producer offered 200 records/s delivered 10/s at load 60 on 2 cores)
+    batching_max_records_per_request: float = 4.0
+    batching_min_requests_per_second: float = 5.0
     projection_factor: float = 10.0  # "at 10x the rate it costs ...": the measured cost scaled
     # A producer's own records-per-request-avg counts every batch of a request (one per partition it writes on that
     # broker): a producer of one-record batches to 3 partitions reports 3 (Java 3.9.1 with batch.size=1 measured 3.0
     # and 88-byte batches; with linger.ms=100 at the same rate, 38-41). Its request-rate is per client, not per
-    # partition: that producer measured 14-19 requests/s
+    # partition: that producer measured 14-19 requests/s (8 at load 60)
     telemetry_max_records_per_request: float = 5.0
-    telemetry_min_requests_per_second: float = 10.0
+    telemetry_min_requests_per_second: float = 5.0
     # A consumer's own telemetry: waiting in poll() at least this share of the time (nothing to do) while fetches
     # return within this (the broker did not wait for data: fetch.min.bytes=1 or a short fetch.max.wait.ms). A
     # consumer catching up a backlog has records at every poll and idles near 0; a Java 3.9.1 consumer keeping up

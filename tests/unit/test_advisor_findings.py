@@ -347,9 +347,10 @@ def test_a_tenant_batching_one_record_per_request_is_told_whatever_the_others_do
 BATCHING_TOPICS = [
     # (id, topics, expected): the well-batching producer of the same tenant is never the one named
     (1, [topic("shop.t", 200.0, 200.0)], ["shop-java"]),
-    (2, [topic("shop.t", 400.0, 200.0)], ["shop-java"]),  # 2.0 records per request: still "close to one"
-    (3, [topic("shop.t", 500.0, 200.0)], []),  # 2.5: batching some
-    (4, [topic("shop.t", 19.0, 19.0)], []),  # 19 requests/s: under the rate worth telling
+    (2, [topic("shop.t", 800.0, 200.0)], ["shop-java"]),  # 4.0 records per request: still "close to one"
+    (3, [topic("shop.t", 900.0, 200.0)], []),  # 4.5: batching some
+    (4, [topic("shop.t", 4.0, 4.0)], []),  # 4 requests/s: under the rate worth telling (5)
+    (7, [topic("shop.t", 5.0, 5.0)], ["shop-java"]),  # 5: a bad configuration is told before it does harm
     (5, [topic("shop.t", 4000.0, 100.0)], []),  # 40 records per request
     (6, [topic("ads.t", 200.0, 200.0, tenant="ads")], ["ads"]),  # ads has no producer sample: the tenant is told
 ]
@@ -394,8 +395,8 @@ def test_telemetry_decides_for_the_client_that_pushes_it():
     assert ev["thread_ms_per_request"] == pytest.approx(0.0833, abs=1e-4) and ev["thread_share_at_10x"] == 0.15
     assert ev["client_software"] == "apache-kafka-java 3.9.1"
     assert "kafka_client_telemetry_producer_records_per_request_avg" in found[0].metrics
-    # The same producer below the rate worth telling (5 < 10 requests/s): nothing, telemetry still decides
-    slow = [telemetry("shop-bad", records_per_request=1.0, produce_request_rate=5.0)]
+    # The same producer below the rate worth telling (3 < 5 requests/s): nothing, telemetry still decides
+    slow = [telemetry("shop-bad", records_per_request=1.0, produce_request_rate=3.0)]
     assert not batching(bad, tele=slow)
     # Telemetry without a quota sensor for the client: named, with no thread figures rather than invented ones
     f, = batching(tele=[telemetry("shop-x", records_per_request=1.0, produce_request_rate=50.0)])
@@ -404,7 +405,7 @@ def test_telemetry_decides_for_the_client_that_pushes_it():
 
 def test_telemetry_counts_a_requests_batches_and_joins_the_principal_to_the_quota_sensor():
     """What a Java 3.9.1 producer with batch.size=1 pushed on the stack: 3.0 records per request (one single-record
-    batch per partition of its broker) in 88-byte batches at 14 requests/s: named (<= 5 at >= 10/s). Its telemetry
+    batch per partition of its broker) in 88-byte batches at 14 requests/s: named (<= 5 at >= 5/s). Its telemetry
     says user ANONYMOUS, its quota sensor user "": still one client, with its measured thread share, and the
     per-topic rule does not name it a second time."""
     tele = [telemetry("jv3-producer", tenant="jv3", user="ANONYMOUS", records_per_request=3.0,
