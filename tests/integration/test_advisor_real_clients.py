@@ -102,8 +102,11 @@ def clients(stack, tmp_path_factory):
         yield {"config": config, "procs": procs, "started": datetime.now(timezone.utc)}
     finally:
         stop.set()
+        for p in procs:  # all told at once, then waited for: a batch.size=1 producer's flush can take a while
+            if p.proc and p.proc.stdin:
+                p.proc.stdin.close()
         for p in procs:
-            p.stop()
+            p.stop(timeout=10)
         for th in threads:
             th.join(30)
         assert not any(th.is_alive() for th in threads), "client threads did not stop"
