@@ -18,7 +18,11 @@ from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
-from monitor.core.clients import is_outdated, principal_owners
+from monitor.core.clients import (
+    is_outdated,
+    principal_owners,
+    replica_fetch_connections,
+)
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 
 
@@ -312,15 +316,19 @@ def detect_outdated_clients(rule: Rule, ctx: DetectorContext) -> list[Observatio
     # Connections without a KIP-511 software name ("unknown"): a Java client older than 2.4 or a librdkafka older
     # than 1.4. Every new connection is "unknown" until its ApiVersions arrives, so only connections held for the
     # whole of nameless_window (at least one at every step) count; churning clients never are.
+    # The other brokers' replica fetchers hold nameless connections too (replica_fetch_connections): only what is
+    # held beyond them counts.
     w = rule.params.get("nameless_window", "5m")
-    held = (f'min_over_time((sum by (cluster, broker) ({M["client_connections"]}{{client_software_name="unknown"}}))'
-            f"[{w}:30s]) >= 1")
+    fetchers = int(rule.params.get("replica_fetchers", 1))
+    inter_broker = replica_fetch_connections(f'count by (cluster) ({M["broker_up"]} == 1)', fetchers)
+    held = (f'min_over_time((sum by (cluster, broker) ({M["client_connections"]}{{client_software_name="unknown"}}) '
+            f"- on (cluster) group_left () {inter_broker})[{w}:30s]) >= 1")
     for s in ctx.source.query(held, ctx.now):
         labels = {"cluster": s.labels.get("cluster", ""), "broker": s.labels.get("broker", ""),
                   "client_software_name": "unknown", "client_software_version": "unknown"}
         out.append(Observation(labels=labels, value=s.value, evidence={
-            "connections": s.value, "minimum_version": {k: mins[k] for k in ("apache-kafka-java", "librdkafka")
-                                                        if k in mins},
+            "connections": s.value, "replica_fetchers_per_broker": fetchers,
+            "minimum_version": {k: mins[k] for k in ("apache-kafka-java", "librdkafka") if k in mins},
             "reason": "no KIP-511 software name: a Java client older than 2.4 or a librdkafka older than 1.4; "
                       "upgrade to the minimum versions"}))
     return out

@@ -31,7 +31,7 @@ from monitor.advisor.types import (
     TelemetrySample,
     TopicSample,
 )
-from monitor.core.clients import principal_owners
+from monitor.core.clients import principal_owners, replica_fetch_connections_in_cluster
 from monitor.core.config import TenantConfig
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample, Source
@@ -205,9 +205,11 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         open_connections=r.scalar(f"sum({M['client_connections']}{{{sel}}})"),
         # Averaged over the window with its gaps as zero (a subquery over "sum or 0"): a connection that lived a
         # moment before its ApiVersions named its software must not count as one held all along.
-        nameless_connections=r.scalar(
+        # Less the other brokers' replica fetchers' connections, nameless too (monitor/core/clients.py).
+        nameless_connections=max(0.0, r.scalar(
             f"avg_over_time((sum({M['client_connections']}{{{sel},client_software_name=\"unknown\"}}) or vector(0))"
-            f"[{w}:{max(1, int(wsec // 20))}s])"),
+            f"[{w}:{max(1, int(wsec // 20))}s])") - replica_fetch_connections_in_cluster(
+            r.scalar(f"count({M['broker_up']}{{{sel}}} == 1)"))),
         errors_by_request={k[0]: v for k, v in errors.items() if v > 0})
     return Snapshot(cluster=cs, clients=clients, topics=topics, groups=groups, software=software,
                     deprecated=deprecated, telemetry=read_telemetry(r, sel, cluster, index),

@@ -247,3 +247,14 @@ def test_outdated_clients_names_connections_held_without_a_software_name():
     assert "older than 2.4" in obs.evidence["reason"]
     held = next(q for q in src.seen if "unknown" in q)
     assert held.startswith("min_over_time(") and "[5m:30s]) >= 1" in held
+    # less the other brokers' replica fetchers, which skip ApiVersions and are nameless too: 2 per broker of 3 on
+    # every stack (the false-alarm bench paged all three brokers for them before)
+    assert "- on (cluster) group_left () ((count by (cluster) (kafka_cluster_broker_up == 1)) - 1) * 1)" in held
+
+
+def test_replica_fetch_connections_in_a_cluster():
+    from monitor.core.clients import replica_fetch_connections_in_cluster
+
+    assert replica_fetch_connections_in_cluster(3) == 6  # each of 3 brokers holds one from each of the other 2
+    assert replica_fetch_connections_in_cluster(3, fetchers=2) == 12
+    assert replica_fetch_connections_in_cluster(1) == 0 and replica_fetch_connections_in_cluster(0) == 0
