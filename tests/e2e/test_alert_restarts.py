@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from alerts.slo import availability_query
 from alerts.types import AlertState, Decision
 from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
 from monitor.stack import slow_link
@@ -34,12 +35,20 @@ def watched(stack, tmp_path_factory):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     tmp = tmp_path_factory.mktemp("alert-restarts")
-    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),)
+    # shop: the restarts' tenant. frozen and spared: the SLO page of a frozen broker (its partition led by the
+    # broker the last test freezes, and one led by another broker)
+    tenants = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(p,)),))
+                    for n, p in (("shop", "orders."), ("frozen", "slo-frozen."), ("spared", "slo-spared.")))
     config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5)})
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-    for f in admin.create_topics([NewTopic("orders.restarts", num_partitions=3, replication_factor=3)],
-                                 operation_timeout=30).values():
+    first, middle, last = stack.layout.broker_ids
+    topics = [NewTopic("orders.restarts", num_partitions=3, replication_factor=3),
+              # led by the broker the probe test freezes (not the one the restarts kill, so their bad minutes are
+              # not its), and by another; replication factor 3, so a restart leaves them in sync
+              NewTopic(SLO_TOPICS["frozen"], num_partitions=1, replica_assignment=[[middle, last, first]]),
+              NewTopic(SLO_TOPICS["spared"], num_partitions=1, replica_assignment=[[first, middle, last]])]
+    for f in admin.create_topics(topics, operation_timeout=30).values():
         try:
             f.result(60)
         except Exception as exc:  # noqa: BLE001 - there from an earlier run of the session
@@ -51,6 +60,14 @@ def watched(stack, tmp_path_factory):
                    and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.restarts"}'), 120,
                    interval=2, what="collectors' series (with the controller's per-broker gauges) in Prometheus")
         yield config
+
+
+SLO_TOPICS = {"frozen": "slo-frozen.orders", "spared": "slo-spared.orders"}
+
+
+def _availability(stack, tenant: str, window: str) -> float | None:
+    rows = prom_query(stack, availability_query(window, tenant=f'tenant="{tenant}"'))
+    return float(rows[0]["value"][1]) if rows else None
 
 
 def _departures(stack, broker: str, cause: str) -> float:
@@ -125,7 +142,10 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
         inst = wait_until(fired, 90, interval=3, what="KafkaBrokerUnreachable for the killed broker")
         took = time.monotonic() - t0
         assert inst.evidence["cause"] == "heartbeats_lost" and inst.evidence["rule"] == "B", inst.evidence
-        assert _departures(stack, victim, "heartbeats_lost") >= 1
+        # the watch's count reaches Prometheus with the controller's next round and scrape, which may be after the
+        # engine paged from its own samples
+        wait_until(lambda: _departures(stack, victim, "heartbeats_lost") >= 1, 30, interval=2,
+                   what=f"a heartbeats_lost departure of broker {victim} from the controller watch")
         assert inst.labels["tenant"] == "shop" and inst.severity.value == "critical"
         wait_until(lambda: [a for a in am_alerts(stack, "KafkaBrokerUnreachable") if a["labels"]["broker"] == victim],
                    30, what="the page in Alertmanager")
@@ -175,20 +195,36 @@ def test_probe_one_slowed_broker_listener_shows_in_its_round_trip_alone(stack, w
     assert max(others.values()) < 0.25, mean
 
 
-def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watched):
+def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watched, engine):
     """SIGSTOP: the frozen broker's probe partition counts records lost or failed within the deadline (the other
     brokers' may too: their partitions wait for the frozen follower until it leaves the ISR); the probe itself stays
-    up, and once the broker is continued the same series count ok again."""
+    up, and once the broker is continued the same series count ok again. The tenant whose partition the frozen
+    broker led is paged through its SLO's fast burn (issue 18), the tenant led elsewhere is not."""
     wait_until(lambda: _probe_running(stack), 60, interval=2, what="probe records of every broker back ok")
-    victim = str(stack.layout.broker_ids[-1])
+    victim = str(stack.layout.broker_ids[1])  # not the broker the restarts killed: no bad minutes of its own yet
     probe = watched.clusters[0].probe
     deadline = probe.deadline_seconds
     # The victim leads its probe partition again, as the probe itself does where its principal may elect leaders
     # (Alter on the cluster, which the stack's monitoring principal lacks on purpose) and Kafka's leader rebalance
-    # does within 5 minutes: the kill above left it led by another broker.
+    # does within 5 minutes: a restart may have left it led by another broker.
     servers = stack.layout.bootstrap_servers
-    wait_until(lambda: preferred_leader_elected(servers, probe.topic, int(victim)), 60, interval=2,
-               what=f"broker {victim} leading its probe partition")
+    for topic in (probe.topic, SLO_TOPICS["frozen"]):
+        wait_until(lambda: preferred_leader_elected(servers, topic, int(victim)), 60, interval=2,
+                   what=f"broker {victim} leading its partition of {topic}")
+    wait_until(lambda: prom_query(stack, f'kafka_cluster_tenant_led_partitions{{tenant="frozen",broker="{victim}"}}'),
+               60, interval=2, what=f"tenant frozen's partition led by broker {victim} in Prometheus")
+    svc = engine
+    spared: list = []
+
+    def paged():
+        r = svc.run_once()
+        burns = [i for i in r.instances.values() if i.rule == "KafkaTenantSloFastBurn" and i.state is AlertState.FIRING]
+        spared.extend(i.labels for i in burns if i.labels.get("tenant") == "spared")
+        return next((i for i in burns if i.labels.get("tenant") == "frozen"), None)
+
+    # no bad minute of frozen's in the short window before the fault: the page below is the freeze's
+    assert _availability(stack, "frozen", "5m") in (None, 1.0), _availability(stack, "frozen", "5m")
+    assert paged() is None and not spared
     failed = f'sum(kafka_probe_messages_total{{cluster="local",broker="{victim}",result=~"lost|error"}})'
     before = float(prom_query(stack, failed)[0]["value"][1])
     t0 = time.monotonic()
@@ -204,6 +240,14 @@ def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watc
         stack.procs.signal(f"broker-{victim}", signal.SIGCONT)
     print(f"frozen broker {victim}: its probe partition failed in Prometheus {took:.0f}s after SIGSTOP "
           f"(deadline {deadline:g}s)")
+
+    # The page: the fast burn (14.4x over 1 h and 5 min) for the tenant whose partition the frozen broker led, with
+    # that broker in its evidence; none for the tenant led elsewhere.
+    inst = wait_until(paged, 240, interval=5, what="KafkaTenantSloFastBurn for tenant frozen")
+    print(f"tenant frozen paged by its SLO's fast burn {time.monotonic() - t0:.0f}s after SIGSTOP: "
+          f"{ {k: inst.evidence.get(k) for k in ('brokers', 'probe_failures', 'burn_rate')} }")
+    assert victim in inst.evidence["brokers"], inst.evidence
+    assert not spared, spared
     wait_until(lambda: _by_broker(stack, f'increase(kafka_probe_messages_total{{broker="{victim}",result="ok"}}[15s])'
                                          " > 0"), 90, interval=2, what=f"broker {victim}'s probe records ok again")
     wait_until(lambda: in_sync(stack.layout.bootstrap_servers), 120, interval=2, what="partitions back in sync")
