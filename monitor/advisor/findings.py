@@ -63,11 +63,20 @@ class Thresholds:
     # "close to one": a linger.ms=0 producer gathers a few records per batch on its own once its requests slow down
     # (kafka-clients 2.3.1 at 200 records/s measured 3.1 on a stack at load 60; 1.1-1.3 unloaded), while producers
     # with linger.ms=100 at the same rate carried 36-41. At this many produce requests per second or more it is
-    # worth telling: low, because a bad configuration is told before it does harm (the finding says what it costs
-    # now and at 10x), and because a starved broker slows a one-record-per-request producer's own rate (a Java
-    # batch.size=1 producer offered 200 records/s delivered 10/s at load 60 on 2 cores)
+    # worth telling, before it does harm (the finding says what it costs now and at 10x). Not lower: a topic's
+    # records arriving slower than this are 50 ms or more apart, longer than any usual linger.ms (5-50 ms), so a
+    # producer of any configuration sends them one or two a request and the count says nothing of its settings (the
+    # false-alarm bench's healthy demo producers, linger.ms=20, carried 1.7-2.3 records a request at 7-9 requests/s
+    # per topic, and were paged at the 5 this was). A starved broker also slows a one-record-per-request producer's
+    # own rate (a Java batch.size=1 producer offered 200 records/s delivered 10/s at load 60 on 2 cores): its own
+    # telemetry, below, does not depend on the rate that far
     batching_max_records_per_request: float = 4.0
-    batching_min_requests_per_second: float = 5.0
+    batching_min_requests_per_second: float = 20.0
+    # ... or, at a lower rate, every record its own request: a kcat with batch.num.messages=1 starved to 12.6 records/s
+    # on the loaded machine carried 1.0 at 12.6 requests/s, where the healthy demo producers' records still shared
+    # requests (1.7-2.3; their load generator sends in bursts)
+    batching_single_max_records_per_request: float = 1.2
+    batching_single_min_requests_per_second: float = 5.0
     projection_factor: float = 10.0  # "at 10x the rate it costs ...": the measured cost scaled
     # A producer's own records-per-request-avg counts every batch of a request (one per partition it writes on that
     # broker): a producer of one-record batches to 3 partitions reports 3 (Java 3.9.1 with batch.size=1 measured 3.0
@@ -232,7 +241,8 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
        cleared, whatever the brokers' figures say about others.
     2. ``topic_records_per_request``: the brokers count records and produce requests per topic (per partition
        batch); a tenant whose topics carry at most ``batching_max_records_per_request`` at
-       ``batching_min_requests_per_second`` or more is told so whatever the other tenants do, naming its producers
+       ``batching_min_requests_per_second`` or more (or at most ``batching_single_max_records_per_request``, one
+       record a request, at ``batching_single_min_requests_per_second``) is told so whatever the other tenants do, naming its producers
        that cost the most thread time per MiB (at least ``min_seconds_per_mib`` and within ``cost_factor`` of the
        costliest: a well-batching producer of the same tenant is not named; Kafka counts requests per topic, not per
        client). No thread-share floor: a bad configuration is found before it does harm.
@@ -284,8 +294,11 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
 
     tenants: dict[str, list[TopicSample]] = {}
     for tp in s.topics:
-        if (tp.tenant and tp.topic in rpr and rpr[tp.topic] <= t.batching_max_records_per_request
-                and tp.produce_requests_per_second >= t.batching_min_requests_per_second):
+        if tp.tenant and tp.topic in rpr and (
+                (rpr[tp.topic] <= t.batching_max_records_per_request
+                 and tp.produce_requests_per_second >= t.batching_min_requests_per_second)
+                or (rpr[tp.topic] <= t.batching_single_max_records_per_request
+                    and tp.produce_requests_per_second >= t.batching_single_min_requests_per_second)):
             tenants.setdefault(tp.tenant, []).append(tp)
     for tenant, poor in sorted(tenants.items()):
         msgs = sum(tp.messages_per_second for tp in poor)
