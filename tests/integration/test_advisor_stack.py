@@ -217,8 +217,10 @@ def advice(stack, watched) -> dict:
         for f in doc["findings"]:
             seen[(f["kind"], f["client_id"], f["group"], tuple(f["suspects"]))] = f
         found = {(kind, n) for (kind, *_), f in seen.items() for n in _names(f)}
+        # at least 10 reads, so "named in at most a quarter of the reads" means something even when every finding
+        # came early (CI saw all of them within 6 reads)
         return ({**doc, "findings": list(seen.values()), "reads": reads[0], "good_named": good_named}
-                if expected <= found else None)
+                if expected <= found and reads[0] >= 10 else None)
 
     # Cost findings need their clients seen for the whole 2-minute window first.
     return wait_until(all_found, 300, interval=5, what=lambda: f"findings {sorted(expected)} (seen: {sorted(seen)})")
@@ -244,7 +246,8 @@ def test_each_misbehaving_client_gets_its_finding_and_the_good_one_none(advice):
         assert batch["evidence"]["thread_seconds_per_mib"] >= 5 * batch["evidence"]["cluster_norm_seconds_per_mib"]
     else:
         assert batch["evidence"]["records_per_request"] <= 5
-    assert batch["evidence"]["tenant_topics_records_per_request"]["shop.batchless"] < 2  # one record per request
+    if batch["basis"] == "topic_records_per_request":  # the per-topic map is that basis' evidence
+        assert batch["evidence"]["tenant_topics_records_per_request"]["shop.batchless"] < 2  # one record a request
     assert "linger.ms" in batch["fix"]
     flappy = next(f for f in by_kind["frequent_rebalances"] if f["group"] == "shop-flappy")
     assert flappy["evidence"]["member_changes"] >= 3
