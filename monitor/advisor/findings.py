@@ -90,6 +90,17 @@ class Thresholds:
     # with fetch.max.wait.ms=0 measured 0.49 idle and 0.4 ms fetches on the stack
     telemetry_min_poll_idle_ratio: float = 0.4
     telemetry_max_fetch_latency_seconds: float = 0.05
+    # A consumer whose application is the bottleneck (slow_consumer_loop): by its own telemetry it waits inside poll()
+    # at most this share of the time, so it spends the rest processing between polls, while it has records to read.
+    # A consumer with nothing to do waits in poll() nearly all the time (idle near 1), and one keeping up idles well
+    # above this: a Java 3.9.1 consumer keeping up with ~200 records/s pushed 0.49 on a quiet machine and 0.26-0.43
+    # on a starved one (load 60 on 2 cores); one sleeping 30 ms per record pushed under 0.01 (docs/advisor.md)
+    slow_loop_max_poll_idle_ratio: float = 0.1
+    # "Has records to read": its group (a group it is a member of, of its own tenant) lags by at least this many
+    # records; a consumer in no group the collector sees (manual assignment) must fetch at least this many bytes a
+    # second instead (its quota sensor: an idle consumer's empty fetch responses carry a few hundred bytes a second)
+    slow_loop_min_lag_records: float = 1.0
+    slow_loop_min_fetch_bytes_per_second: float = 1024.0
 
 
 def _mib(bytes_per_second: float) -> float:
@@ -134,6 +145,16 @@ ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
         "fetch wait, so the broker answers many small or empty fetches",
         "fetch.min.bytes=1024..65536 with fetch.max.wait.ms=500 (librdkafka: fetch.wait.max.ms=500, fetch.min.bytes); "
         "do not call poll in a tight loop with a zero timeout on a new consumer"),
+    FindingKind.SLOW_CONSUMER_LOOP: (
+        ("kafka_client_telemetry_consumer_poll_idle_ratio_avg", M["group_member_info"], M["group_lag"],
+         M["group_lag_seconds"], M["group_committed_offset"]),
+        "the consumer's application is its bottleneck: it spends nearly all its time processing records between "
+        "polls, not waiting for them, so it falls behind when records come faster, and a batch that takes longer than "
+        "max.poll.interval.ms makes the group rebalance",
+        "process faster, or hand the records to a worker pool and commit only what it finished; max.poll.records "
+        "lower (e.g. 50-100: librdkafka's consumers take fewer messages per call) so one batch ends well inside "
+        "max.poll.interval.ms; max.poll.interval.ms above the longest batch's processing time; more consumers in "
+        "the group, with at least as many partitions (a group uses one consumer per partition at most)"),
     FindingKind.REQUEST_STORM: (
         (M["client_request_time"], M["client_request_throttle"], "kafka_broker_request_errors_total",
          "kafka_broker_requests_total"),
@@ -393,6 +414,59 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
     return out
 
 
+def slow_consumer_loop(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Consumers whose application is the bottleneck, named from their own ``poll-idle-ratio-avg`` (client
+    telemetry: Java clients, librdkafka 2.5+): at most ``slow_loop_max_poll_idle_ratio`` of their time waiting in
+    poll(), while they have records to read: a group of theirs (of the client's own tenant) lags by
+    ``slow_loop_min_lag_records`` or more, or, in no group with lag figures, their quota sensor fetches
+    ``slow_loop_min_fetch_bytes_per_second``. A consumer with nothing to read is never named, whatever its ratio
+    (an application that works between polls on something else). Warning when a group's lag grew over the window
+    (it falls behind), info when it keeps up for now without headroom. It hurts its own tenant only."""
+    sample_of = _quota_sample_finder(s.clients)
+    out = []
+    for tm in s.telemetry:
+        if tm.poll_idle_ratio is None or tm.poll_idle_ratio > t.slow_loop_max_poll_idle_ratio:
+            continue
+        mine = [g for g in s.groups if tm.client_id and tm.client_id in g.client_ids and g.tenant == tm.tenant
+                and g.lag_records is not None]
+        c = sample_of(tm)
+        fetched = c.fetch_bytes_per_second if c is not None and c.fetch_seen else None
+        if mine:
+            behind = [g for g in mine if g.lag_records >= t.slow_loop_min_lag_records]
+            if not behind:
+                continue  # nothing to read: busy with something else, not with records
+        elif fetched is None or fetched < t.slow_loop_min_fetch_bytes_per_second:
+            continue
+        else:
+            behind = []
+        growing = [g for g in behind if (g.lag_change_records or 0.0) > 0]
+        groups = {g.group: {
+            "lag_records": round(g.lag_records, 1),
+            "lag_change_records_per_second": round(g.lag_change_records / g.window_seconds, 2)
+            if g.lag_change_records is not None and g.window_seconds else None,
+            "lag_seconds": round(g.lag_seconds, 1) if g.lag_seconds is not None else None,
+            "committed_records_per_second": round(g.committed_records_per_second, 2)
+            if g.committed_records_per_second is not None else None} for g in behind}
+        where = (f"; its group{'s' if len(behind) > 1 else ''} {', '.join(sorted(groups))} "
+                 f"{'are' if len(behind) > 1 else 'is'} {sum(g.lag_records for g in behind):.0f} records behind"
+                 + (", and the lag grew over the window" if growing else "")) if behind else (
+            f"; it fetches {fetched:.0f} bytes/s")
+        out.append(_finding(
+            FindingKind.SLOW_CONSUMER_LOOP, tm, basis="client_telemetry",
+            severity=FindingSeverity.WARNING if growing else FindingSeverity.INFO,
+            evidence={"basis": "client_telemetry", "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
+                      "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4)
+                      if tm.fetch_latency_seconds is not None else None,
+                      "client_software": f"{tm.software_name} {tm.software_version}".strip(),
+                      "groups": groups, "falling_behind": bool(growing),
+                      "fetch_bytes_per_second": round(fetched, 1) if fetched is not None else None},
+            cause=f"the consumer itself reports waiting in poll() only {tm.poll_idle_ratio:.0%} of the time (client "
+                  "telemetry): its application spends the rest processing records between polls, so it, not the "
+                  f"brokers, sets the pace{where}. Records arriving faster than it processes them pile up as lag, "
+                  "and a batch taking longer than max.poll.interval.ms makes its group rebalance"))
+    return out
+
+
 def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Requests fail (cluster-wide) or the client is throttled by its request quota, and the client spends broker
     thread time out of proportion to the data it moves (``_costly`` against every other client: a big client
@@ -566,7 +640,7 @@ def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 RULES: tuple[Callable[[Snapshot, Thresholds], list[Finding]], ...] = (
     poor_batching, request_storm, polling_too_often, frequent_rebalances, outdated_clients, throttled_by_quota,
-    connection_churn)
+    connection_churn, slow_consumer_loop)
 
 
 def advise(snapshot: Snapshot, thresholds: Thresholds = Thresholds()) -> list[Finding]:

@@ -176,10 +176,21 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
     samples = r.by(f"max by (group) (count_over_time({M['group_members']}{{{sel}}}[{w}]))", "group")
     rebal = r.by(f'sum by (group) (sum_over_time(kafka_consumergroup_state{{{sel},state=~"{REBALANCING_STATES}"}}'
                  f"[{w}]))", "group")
+    # What slow_consumer_loop needs of a consumer's groups: who is in them, and whether they have records to read
+    member_ids: dict[str, set[str]] = {}
+    for g, cid in r.by(f"max by (group, client_id) (max_over_time({M['group_member_info']}{{{sel}}}[{w}]))",
+                       "group", "client_id"):
+        member_ids.setdefault(g, set()).add(cid)
+    lag = r.by(f"sum by (group) ({M['group_lag']}{{{sel}}})", "group")
+    lag_change = r.by(f"sum by (group) (delta({M['group_lag']}{{{sel}}}[{w}]))", "group")
+    lag_seconds = r.by(f"max by (group) ({M['group_lag_seconds']}{{{sel}}})", "group")
+    committed = r.by(f"sum by (group) (rate({M['group_committed_offset']}{{{sel}}}[{w}]))", "group")
     groups = tuple(GroupSample(cluster=cluster, group=g, tenant=index.for_group(cluster, g), members=members[(g,)],
                                member_changes=changes.get((g,), 0.0),
                                rebalancing_share=rebal.get((g,), 0.0) / samples[(g,)] if samples.get((g,)) else 0.0,
-                               window_seconds=wsec)
+                               window_seconds=wsec, client_ids=tuple(sorted(member_ids.get(g, ()))),
+                               lag_records=lag.get((g,)), lag_change_records=lag_change.get((g,)),
+                               lag_seconds=lag_seconds.get((g,)), committed_records_per_second=committed.get((g,)))
                    for (g,) in sorted(members))
 
     software = tuple(SoftwareSample(cluster=cluster, name=n, version=v, connections=c) for (n, v), c in sorted(r.by(

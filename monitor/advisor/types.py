@@ -18,6 +18,7 @@ class FindingKind(str, Enum):
     OUTDATED_CLIENT = "outdated_client"
     THROTTLED_BY_QUOTA = "throttled_by_quota"
     CONNECTION_CHURN = "connection_churn"
+    SLOW_CONSUMER_LOOP = "slow_consumer_loop"
 
 
 # Findings whose cost is paid by every tenant of the broker (shared request-handler and network threads), not
@@ -119,6 +120,14 @@ class GroupSample:
     member_changes: float  # changes() of the member count over the window
     rebalancing_share: float  # share of samples in PreparingRebalance/CompletingRebalance/Assigning/Reconciling
     window_seconds: float
+    # Its members' client ids over the window, and its lag (records behind the high watermarks, summed over its
+    # topics): now, its change over the window, the worst partition's age in seconds, and the records per second its
+    # committed offsets advanced. None: not collected (a group the collector could not read offsets for).
+    client_ids: tuple[str, ...] = ()
+    lag_records: float | None = None
+    lag_change_records: float | None = None
+    lag_seconds: float | None = None
+    committed_records_per_second: float | None = None
 
 
 @dataclass(frozen=True)
