@@ -65,8 +65,8 @@ def test_slow_consumer_loop(case, tele, groups, clients, expected):
 
 
 def test_the_evidence_names_its_groups_lag_and_pace():
-    f, = slow(groups=[grp("shop-g", members=(WORKER, "shop-worker-2"), lag=1200.0, change=600.0, lag_s=40.0,
-                          committed=33.3)], tele=[telemetry(WORKER, poll_idle_ratio=0.0123, fetch_latency_seconds=0.02)])
+    g = grp("shop-g", members=(WORKER, "shop-worker-2"), lag=1200.0, change=600.0, lag_s=40.0, committed=33.3)
+    f, = slow(groups=[g], tele=[telemetry(WORKER, poll_idle_ratio=0.0123, fetch_latency_seconds=0.02)])
     assert f.evidence["groups"] == {"shop-g": {"lag_records": 1200.0, "lag_change_records_per_second": 1.0,
                                                "lag_seconds": 40.0, "committed_records_per_second": 33.3}}
     assert f.evidence["poll_idle_ratio"] == 0.012 and f.evidence["fetch_latency_seconds"] == 0.02
