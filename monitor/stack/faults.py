@@ -290,22 +290,28 @@ def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: st
             raise StackError(f"__consumer_offsets has no leader for every partition after {timeout:g}s")
         time.sleep(1)
     if not any(p.leader == broker_id for p in parts.values()):
-        # After restarts the leaders stay where they moved: give them back to their preferred replicas.
+        # After restarts the leaders stay where they moved: give them back to their preferred replicas. A broker back
+        # from a restart is eligible only once it is in sync again, so the election is asked again until it is.
         from confluent_kafka import ElectionType, TopicPartition
 
-        try:
-            admin.elect_leaders(ElectionType.PREFERRED,
-                                [TopicPartition("__consumer_offsets", p) for p in parts]).result(30)
-        except Exception:  # noqa: BLE001 - ELECTION_NOT_NEEDED for some partitions is fine; checked below
-            pass
+        errors: dict[int, str] = {}
         while True:
-            parts = partitions()
+            try:
+                result = admin.elect_leaders(ElectionType.PREFERRED,
+                                             [TopicPartition("__consumer_offsets", p) for p in parts]).result(30)
+                errors = {tp.partition: str(err) for tp, err in result.items() if err is not None}
+            except Exception as exc:  # noqa: BLE001 - recorded for the error below
+                errors = {-1: str(exc)}
+            time.sleep(2)
+            parts = partitions() or parts
             if any(p.leader == broker_id for p in parts.values()):
                 break
             if time.monotonic() > end:
-                raise StackError(f"broker {broker_id} leads no __consumer_offsets partition, even after a preferred "
-                                 "leader election")
-            time.sleep(1)
+                state = {i: (p.leader, list(p.replicas), list(p.isrs)) for i, p in sorted(parts.items())}
+                raise StackError(f"broker {broker_id} leads no __consumer_offsets partition, even after preferred "
+                                 f"leader elections (partition: leader, replicas, in sync: {state}; election "
+                                 f"errors: {errors})")
+            time.sleep(3)
     group = next(g for g in (f"{prefix}{i}" for i in range(10000))
                  if parts[(java_string_hash(g) & 0x7FFFFFFF) % len(parts)].leader == broker_id)
     commit(group)
