@@ -86,14 +86,18 @@ def _close_and_wait(proc: subprocess.Popen, timeout: float) -> int:
 
 class JavaClient:
     """One Java producer or consumer process. ``start()`` then ``stop()``; ``counts()`` is its last printed line
-    (``sent``/``acked``/``errors`` or ``consumed``)."""
+    (``sent``/``acked``/``errors`` or ``consumed``). ``process_ms``: a consumer's work per record, in milliseconds
+    (slept, one record after another, before its next poll: an application that is its own bottleneck)."""
 
     def __init__(self, *, version: str, mode: str, topic: str, properties: dict[str, object], log: Path,
-                 rate: float = 0.0, record_bytes: int = 100):
+                 rate: float = 0.0, record_bytes: int = 100, process_ms: float = 0.0):
         if mode not in ("produce", "consume"):
             raise ValueError(f"mode must be produce or consume, not {mode!r}")
         if not (0 <= rate <= 1_000_000) or not (0 < record_bytes <= 1_048_576):
             raise ValueError("rate must be 0..1e6 records/s and record_bytes 1..1 MiB")
+        if not (0 <= process_ms <= 60_000) or (process_ms and mode != "consume"):
+            raise ValueError("process_ms must be 0..60000 ms, and only for a consumer")
+        self.process_ms = float(process_ms)
         self.version, self.mode, self.topic, self.rate, self.record_bytes = version, mode, topic, rate, record_bytes
         self.properties, self.log = dict(properties), log
         self.proc: subprocess.Popen | None = None
@@ -104,7 +108,8 @@ class JavaClient:
     def argv(self, java: str, jars: Path, props_file: Path) -> list[str]:
         return [java, f"-Xmx{HEAP}", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", f"{jars}/*", str(CLIENT_SOURCE),
-                self.mode, str(props_file), self.topic, repr(float(self.rate)), str(self.record_bytes)]
+                self.mode, str(props_file), self.topic, repr(float(self.rate)), str(self.record_bytes),
+                *([repr(self.process_ms)] if self.process_ms else [])]
 
     def start(self) -> JavaClient:
         java = require_java()

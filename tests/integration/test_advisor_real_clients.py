@@ -4,7 +4,11 @@ about 200 small records a second from each of
 - ``jv3-producer``: Apache Kafka's Java producer 3.9.1 with linger.ms=0, batch.size=1;
 - ``kc-kcat``: kcat (librdkafka 2.0.2, Debian's) with linger.ms=0, batch.num.messages=1;
 - ``jv2-producer``: the Java producer 2.3.1 (older than KIP-511: it sends no client software name) with linger.ms=0;
-- ``good-java`` (Java 3.9.1) and ``good-py`` (confluent-kafka): linger.ms=100, as the advice says.
+- ``good-java`` (Java 3.9.1) and ``good-py`` (confluent-kafka): linger.ms=100, as the advice says;
+
+and two Java 3.9.1 consumers of tenant ``cons``'s topic (fed ~100 records/s by ``cons-py``, confluent-kafka with
+linger.ms=100, on one partition): ``cons-slow`` spends 30 ms on each record between polls (at most ~33 records/s: its
+application is the bottleneck), ``cons-good`` keeps up with fetch.min.bytes=65536, fetch.max.wait.ms=500.
 
 Each producer is a tenant of its own, and every bad one is a small client on a lightly loaded cluster, under the 2 %
 thread floor of the relative rule. The stack's brokers carry kafka-health's KIP-714 plugin, so the Java 3.9.1 clients
@@ -13,7 +17,9 @@ push their own metrics: the producer is named on its own records per request and
 KIP-714) and the 2.3.1 producer on the brokers' per-topic records per request (``topic_records_per_request``), all
 within one advisor window (2 minutes). The well-configured clients are never named (at most a quarter of the reads, as
 in test_advisor_stack: broker thread time on a starved 2-core machine is noisy), and the 2.3.1 client's nameless
-connections are found as an outdated client (the advisor's operator view and KafkaOutdatedClient's detector).
+connections are found as an outdated client (the advisor's operator view and KafkaOutdatedClient's detector). The slow
+consumer is named ``slow_consumer_loop`` from the poll idle ratio it pushed itself, with its group's lag; the one
+keeping up never is.
 
 Kafka 4.1 accepts the 2.3.1 client (it negotiates API versions Kafka 4 still serves: checked by hand with
 monitor/stack/javaclients.py, its produce requests succeed); the brokers label its connections ``unknown``.
@@ -44,26 +50,30 @@ from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
-NAMES = ("jv3", "kc", "jv2", "good")
+NAMES = ("jv3", "kc", "jv2", "good", "cons")
 TENANTS = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",),
-                                                               client_id_prefixes=(f"{n}-",)),)) for n in NAMES)
+                                                               client_id_prefixes=(f"{n}-",),
+                                                               group_prefixes=(f"{n}-",)),)) for n in NAMES)
 BAD = {"jv3-producer": "jv3", "kc-kcat": "kc", "jv2-producer": "jv2"}
 # The evidence each may rest on, best first: the 3.9.1 producer's own telemetry once it pushes it (the stack
 # subscribes clients every 10 s; on a starved machine its first push can come after the window's figures), else its
 # topic's counts, like kcat (librdkafka 2.0.2 predates KIP-714) and the 2.3.1 producer
 BASIS = {"jv3-producer": ("client_telemetry", "topic_records_per_request"), "kc-kcat": ("topic_records_per_request",),
          "jv2-producer": ("topic_records_per_request",)}
-GOOD = ("good-java", "good-py")
+GOOD = ("good-java", "good-py", "cons-py", "cons-good")
+SLOW = "cons-slow"  # the consumer whose application is its bottleneck
 WINDOW = "2m"
 RATE = 200
+CONSUMED_RATE = 100  # what cons-py offers the consumers: three times what cons-slow can process
 
 
-def _confluent(stop: threading.Event, servers: str) -> None:
-    p = Producer({"bootstrap.servers": servers, "client.id": "good-py", "linger.ms": 100})
+def _confluent(stop: threading.Event, servers: str, client_id: str = "good-py", topic: str = "good.py",
+               rate: float = RATE) -> None:
+    p = Producer({"bootstrap.servers": servers, "client.id": client_id, "linger.ms": 100})
     sent, start = 0, time.monotonic()
     while not stop.is_set():
-        for _ in range(int((time.monotonic() - start) * RATE) - sent):
-            p.produce("good.py", b"x" * 20)
+        for _ in range(int((time.monotonic() - start) * rate) - sent):
+            p.produce(topic, b"x" * 20)
             sent += 1
         p.poll(0)
         stop.wait(0.005)
@@ -77,6 +87,9 @@ def clients(stack, tmp_path_factory):
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5)})
     servers = stack.layout.bootstrap_servers
     ensure_topics(servers, ["jv3.events", "kc.events", "jv2.events", "good.java", "good.py"])
+    # One partition: cons-py's ~10 requests/s then carry ~10 records each (over three partitions a topic's count
+    # would fall to ~3 records per partition batch at ~30/s, which poor_batching names)
+    ensure_topics(servers, ["cons.events"], partitions=1)
     base = {"bootstrap.servers": servers}
     procs = [
         JavaClient(version="3.9.1", mode="produce", topic="jv3.events", rate=RATE, record_bytes=20,
@@ -89,11 +102,18 @@ def clients(stack, tmp_path_factory):
                                                            "batch.size": 65536}),
         KcatProducer(topic="kc.events", rate=RATE, record_bytes=20, log=tmp / "kcat.log",
                      properties={**base, "client.id": "kc-kcat", "linger.ms": 0, "batch.num.messages": 1}),
+        JavaClient(version="3.9.1", mode="consume", topic="cons.events", log=tmp / "cons-slow.log", process_ms=30,
+                   properties={**base, "client.id": SLOW, "group.id": SLOW, "max.poll.records": 10}),
+        JavaClient(version="3.9.1", mode="consume", topic="cons.events", log=tmp / "cons-good.log",
+                   properties={**base, "client.id": "cons-good", "group.id": "cons-good",
+                               "fetch.min.bytes": 65536, "fetch.max.wait.ms": 500}),
     ]
     stop = threading.Event()
     threads = [threading.Thread(target=run, args=(config, ("collector",), "127.0.0.1", stack.layout.service_port),
                                 kwargs={"stop_event": stop}, daemon=True, name="serve"),
-               threading.Thread(target=_confluent, args=(stop, servers), daemon=True, name="good-py")]
+               threading.Thread(target=_confluent, args=(stop, servers), daemon=True, name="good-py"),
+               threading.Thread(target=_confluent, args=(stop, servers, "cons-py", "cons.events", CONSUMED_RATE),
+                                daemon=True, name="cons-py")]
     try:
         for th in threads:
             th.start()
@@ -124,9 +144,9 @@ def _snapshot(stack):
 def found(stack, clients):
     """The findings read every 5 s until each expected (kind, client, basis) has been seen: the latest copy of each,
     how many reads, and in how many a good client was named."""
-    expected = {("poor_batching", c) for c in BAD} | {("outdated_client", "unknown")}
+    expected = {("poor_batching", c) for c in BAD} | {("outdated_client", "unknown"), ("slow_consumer_loop", SLOW)}
     seen: dict[tuple[str, str, str], dict] = {}
-    reads, good_named, last = [0], {}, [None]
+    reads, good_named, last, slow_named, slow_first = [0], {}, [None], {}, {}
 
     def all_found():
         snap = _snapshot(stack)
@@ -138,6 +158,10 @@ def found(stack, clients):
             seen[(d["kind"], d["client_id"] or d["evidence"].get("client_software_name", ""), d["basis"])] = d
             for name in {d["client_id"], *d["suspects"]} & set(GOOD):
                 good_named[name] = good_named.get(name, 0) + 1
+            if d["kind"] == "slow_consumer_loop":  # every client it names, in any read, and when first
+                slow_named[d["client_id"]] = slow_named.get(d["client_id"], 0) + 1
+                slow_first.setdefault(d["client_id"], round(
+                    (datetime.now(timezone.utc) - clients["started"]).total_seconds()))
         # a good client's finding (counted in good_named, judged below) is not one expected
         return expected <= {(k, c) for k, c, b in seen if k != "poor_batching" or b in BASIS.get(c, ())}
 
@@ -147,12 +171,14 @@ def found(stack, clients):
                   for t in (s.topics if s else ()) if t.tenant}
         tele = {t.client_id: (t.records_per_request, t.produce_request_rate, t.poll_idle_ratio,
                               t.fetch_latency_seconds) for t in (s.telemetry if s else ())}
+        groups = {g.group: (g.client_ids, g.lag_records, g.lag_change_records) for g in (s.groups if s else ())}
         cl = {c.client_id: (round(c.produce_bytes_per_second), round(c.request_time_ratio, 4))
               for c in (s.clients if s else ()) if c.tenant}
-        return (f"{sorted(expected)} (seen: {sorted(seen)}; topics {topics}; telemetry {tele}; "
+        return (f"{sorted(expected)} (seen: {sorted(seen)}; topics {topics}; telemetry {tele}; groups {groups}; "
                 f"clients {cl}; nameless {s.cluster.nameless_connections if s else None})")
     wait_until(all_found, 150, interval=5, what=what)
-    return {"findings": seen, "reads": reads[0], "good_named": good_named,
+    return {"findings": seen, "reads": reads[0], "good_named": good_named, "slow_named": slow_named,
+            "slow_first": slow_first, "last": last[0],
             "after": (datetime.now(timezone.utc) - clients["started"]).total_seconds()}
 
 
@@ -223,3 +249,25 @@ def test_the_alert_names_each_badly_batching_producer(stack, found, clients):
     # In the detection that completed the set (a starved machine may misjudge a good client in some reads: see the
     # first test)
     assert not any(c in GOOD for _, c in last), last
+
+
+def test_the_consumer_whose_processing_is_its_bottleneck_is_named_from_its_poll_idle_ratio(found, clients):
+    """cons-slow pushed (KIP-714) that it hardly waits in poll(): its 30 ms a record, not the brokers, set its pace, and
+    its group falls behind cons-py. cons-good, reading the same records, is never named by this rule, in any read."""
+    slow, good = (next(p for p in clients["procs"] if p.properties.get("client.id") == c) for c in (SLOW, "cons-good"))
+    assert slow.running() and good.running(), [p.log.read_text()[-2000:] for p in (slow, good)]
+    f = found["findings"][("slow_consumer_loop", SLOW, "client_telemetry")]
+    ev = f["evidence"]
+    tele = {t.client_id: (t.poll_idle_ratio, t.fetch_latency_seconds) for t in found["last"].telemetry
+            if t.client_id.startswith("cons-")}
+    print(f"slow consumer: {ev}; named in {found['slow_named']} reads, first {found['slow_first']} s after the "
+          f"clients started; consumed: slow {slow.counts()}, good {good.counts()}; "
+          f"(poll idle ratio, fetch latency) over the window {tele}")
+    assert f["tenant"] == "cons" and f["basis"] == ev["basis"] == "client_telemetry" and not f["hurts_other_tenants"]
+    assert ev["poll_idle_ratio"] <= 0.1 and ev["client_software"] == "apache-kafka-java 3.9.1", ev
+    assert ev["groups"][SLOW]["lag_records"] >= 1 and set(ev["groups"]) == {SLOW}, ev
+    assert "max.poll.records" in f["fix"] and "max.poll.interval.ms" in f["fix"]
+    assert set(found["slow_named"]) == {SLOW}, found["slow_named"]
+    assert found["slow_first"][SLOW] <= 165  # within one advisor window of its start, as the others
+    # the good consumer kept up with what the slow one could not
+    assert good.counts().get("consumed", 0) > 2 * slow.counts().get("consumed", 0) > 0, (good.counts(), slow.counts())
