@@ -161,7 +161,7 @@ class Stack:
             if not self._read_state().get("default_client_quota"):
                 kafka.set_default_client_quota(L, java, setup_log)
                 self._write_state({**self._read_state(), "default_client_quota": kafka.DEFAULT_CLIENT_QUOTA})
-            self._ensure_offsets_topic(timeout)
+            self._ensure_offsets_topic(java, setup_log, timeout)
             if not self._read_state().get("telemetry_subscription"):  # so the demo's and tests' clients push
                 sub = telemetry.Subscription(interval_ms=telemetry.STACK_INTERVAL_MS)
                 kafka.run_config_command(L, java, setup_log, sub.config_command_args(),
@@ -173,30 +173,30 @@ class Stack:
                 self.procs.stop(name, timeout=5)
             raise
 
-    def _ensure_offsets_topic(self, timeout: float) -> None:
+    def _ensure_offsets_topic(self, java: str, log: Path, timeout: float) -> None:
         """Create __consumer_offsets while every broker is up. Kafka creates it on the first group's FindCoordinator,
         placing fenced brokers last in every replica list: created while a broker restarts, that broker is the
         preferred leader of no partition, coordinates no group ever after, and no preferred leader election helps
-        (seen when a disk fault's restart came before the first group of a fresh stack)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
+        (seen when a disk fault's restart came before the first group of a fresh stack). The Java Admin client asks for
+        the coordinator: librdkafka's list_consumer_group_offsets, asked while the topic was being made, crashed the
+        process (SIGSEGV in rd_kafka_cgrp_op, confluent-kafka 2.16.1)."""
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({**self.admin_settings(), "logger": _QUIET})
-        deadline = time.monotonic() + timeout
+        deadline, asked = time.monotonic() + timeout, False
         while True:
             try:
                 t = admin.list_topics("__consumer_offsets", timeout=10).topics.get("__consumer_offsets")
-                if t is not None and t.error is None and t.partitions \
-                        and all(p.leader >= 0 for p in t.partitions.values()):
-                    return
-                # FindCoordinator creates the topic; the group itself is never made (nothing is committed)
-                admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("kafka-health-stack")],
-                                                  request_timeout=10)["kafka-health-stack"].result(15)
-            except Exception:  # noqa: BLE001 - COORDINATOR_NOT_AVAILABLE while the topic is being made: asked again
-                pass
+            except Exception:  # noqa: BLE001 - a broker still settling: asked again
+                t = None
+            if t is not None and t.error is None and t.partitions \
+                    and all(p.leader >= 0 for p in t.partitions.values()):
+                return
+            if not asked:  # the group itself is never made: nothing is committed
+                kafka.find_coordinator(self.layout, java, log, "kafka-health-stack")
+                asked = True
             if time.monotonic() > deadline:
-                raise ComponentFailed("kafka", f"__consumer_offsets not created after {timeout:.0f}s",
-                                      str(self.layout.logs_dir / "broker-1.out"))
+                raise ComponentFailed("kafka", f"__consumer_offsets not created after {timeout:.0f}s", str(log))
             time.sleep(1.0)
 
     def wait_ready(self, timeout: float) -> None:

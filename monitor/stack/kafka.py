@@ -139,19 +139,35 @@ def config_command(java: str, layout: StackLayout, log: Path, args: list[str], *
     """``kafka-configs --bootstrap-server BOOTSTRAP [--command-config FILE] --alter ARGS`` through Kafka's own
     ConfigCommand class in a short JVM (confluent-kafka has no client-quota Admin API) with ``layout``'s jars. The
     credentials stay in the file: argv holds its path only."""
+    rc = _tool(java, layout, log, "kafka.admin.ConfigCommand", ["--alter", *args], bootstrap=bootstrap,
+               command_config=command_config)
+    if rc != 0:
+        raise StackError(f"setting {what} failed (exit {rc}); see {log}")
+
+
+def find_coordinator(layout: StackLayout, java: str, log: Path, group: str) -> int:
+    """Ask this stack for ``group``'s coordinator (deploy/kafka/FindCoordinator.java, as ``User:admin`` when
+    secured); its exit code. The first FindCoordinator of a cluster makes the broker create __consumer_offsets. (The
+    stack's jars hold no kafka-tools, so not Kafka's own group tool.)"""
+    secured = layout.secured
+    return _tool(java, layout, log, str(DEPLOY_KAFKA / "FindCoordinator.java"), ["--group", group],
+                 bootstrap=layout.sasl_bootstrap_servers if secured else layout.bootstrap_servers,
+                 command_config=StackSecurity(layout).admin_command_config() if secured else None)
+
+
+def _tool(java: str, layout: StackLayout, log: Path, main_class: str, args: list[str], *, bootstrap: str,
+          command_config: Path | None) -> int:
+    """One of Kafka's command-line tools in a short JVM with ``layout``'s jars; its exit code (output in ``log``)."""
     auth = ["--command-config", str(command_config)] if command_config else []
     cmd = [
         java, "-Xmx128m", f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        "-cp", f"{layout.jars_dir}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, *auth,
-        "--alter", *args,
+        "-cp", f"{layout.jars_dir}/*", main_class, "--bootstrap-server", bootstrap, *auth, *args,
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
-    if rc != 0:
-        raise StackError(f"setting {what} failed (exit {rc}); see {log}")
+        return subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
 
 
 def new_cluster_id() -> str:
