@@ -93,8 +93,8 @@ STORY_ALERT = "KafkaClientHurtsOtherTenants"
 CALM_SECONDS = 60.0
 # The built-in rule judges a client over 10 minutes and waits 10 more before it fires: right for production, where
 # a client's start is not how it runs, but a demo must show it in minutes. A client is judged once seen for 0.9 of
-# the window, then `for` runs: about 2 + 1 minutes and a few collection cycles. The advice curl uses the same window.
-STORY_WINDOW, STORY_FOR = "2m", "1m"
+# the window, then `for` runs: about 2 + 0.5 minutes and a few collection cycles. The advice curl uses the same window.
+STORY_WINDOW, STORY_FOR = "2m", "30s"
 STATUS_EVERY_SECONDS = 5.0  # how often the status line asks the API
 PIPE_STATUS_EVERY_SECONDS = 30.0  # not a terminal: a status line at most this often
 
@@ -269,7 +269,7 @@ class Story:
         c = self.client
         return (f"{_clock()} story: tenant {c.tenant} starts client {c.client_id}, a producer with linger.ms=0 and "
                 f"one {c.message_bytes}-byte record per request ({c.messages_per_second:.0f}/s); expect "
-                f"{STORY_ALERT} naming it within ~4 minutes")
+                f"{STORY_ALERT} naming it within ~3 minutes")
 
     def check(self, firing: list[dict], advice_curl: str) -> str | None:
         if self.fired or self.started_at is None:
