@@ -20,8 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-from monitor.core.errors import DependencyMissing, StackError
-from monitor.stack.kafka import DEPLOY_KAFKA, require_java
+from monitor.core.errors import DependencyMissing
+from monitor.stack.kafka import DEPLOY_KAFKA, require_java, resolve_jars
 from monitor.stack.layout import cache_dir
 
 CLIENTS_POM = DEPLOY_KAFKA / "clients-pom.xml"
@@ -39,23 +39,8 @@ def ensure_client_jars(version: str, log: Path) -> Path:
     """kafka-clients ``version`` and its runtime dependencies, resolved once (marker file + Maven's own cache)."""
     if not VERSION.match(version):
         raise ValueError(f"kafka-clients version must look like 3.9.1, not {version!r}")
-    jars = client_jars_dir(version)
-    marker = jars.parent / ".complete"
-    if marker.exists() and any(jars.glob("kafka-clients-*.jar")):
-        return jars
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise DependencyMissing("mvn not found on PATH: install Maven (apt-get install maven)")
-    jars.mkdir(parents=True, exist_ok=True)
-    cmd = [mvn, "-B", "-q", "-f", str(CLIENTS_POM), f"-Dkafka.clients.version={version}",
-           "dependency:copy-dependencies", f"-DoutputDirectory={jars}"]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
-        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if rc != 0 or not any(jars.glob("kafka-clients-*.jar")):
-        raise StackError(f"maven could not resolve kafka-clients {version} (exit {rc}); see {log}")
-    marker.write_text(version)
-    return jars
+    return resolve_jars(CLIENTS_POM, client_jars_dir(version), log, expect="kafka-clients-*.jar",
+                        what=f"kafka-clients {version}", args=(f"-Dkafka.clients.version={version}",))
 
 
 def write_properties(path: Path, props: dict[str, object]) -> Path:

@@ -33,28 +33,35 @@ def require_java() -> str:
     return java
 
 
-def ensure_jars(layout: StackLayout, log: Path) -> Path:
-    """Resolve the broker jars once per version; a second run downloads nothing (marker file + Maven's cache)."""
-    jars = layout.jars_dir
-    marker = jars.parent / ".complete"
-    if marker.exists() and any(jars.glob("kafka_2.13-*.jar")):
-        return jars
+def resolve_jars(pom: Path, dest: Path, log: Path, *, expect: str, what: str, args: tuple[str, ...] = (),
+                 marker: bool = True) -> Path:
+    """``pom``'s dependencies copied into ``dest`` by ``mvn dependency:copy-dependencies ARGS``, once: done when a
+    file matching ``expect`` is there (and, with ``marker``, ``dest/../.complete``, written after a whole copy, so an
+    interrupted one is redone). Maven's own cache makes a second resolution download nothing."""
+    done = dest.parent / ".complete"
+    if any(dest.glob(expect)) and (done.exists() or not marker):
+        return dest
     mvn = shutil.which("mvn")
     if not mvn:
         raise DependencyMissing("mvn not found on PATH: install Maven (apt-get install maven)")
-    jars.mkdir(parents=True, exist_ok=True)
-    profile = "kafka4" if layout.kafka_major >= 4 else "kafka3"
-    cmd = [
-        mvn, "-B", "-q", "-f", str(DEPLOY_KAFKA / "pom.xml"), f"-Dkafka.version={layout.kafka_version}",
-        "-P", profile, "dependency:copy-dependencies", f"-DoutputDirectory={jars}",
-    ]
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [mvn, "-B", "-q", "-f", str(pom), *args, "dependency:copy-dependencies", f"-DoutputDirectory={dest}"]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if rc != 0:
-        raise StackError(f"maven could not resolve Kafka {layout.kafka_version} jars (exit {rc}); see {log}")
-    marker.write_text(layout.kafka_version)
-    return jars
+    if rc != 0 or not any(dest.glob(expect)):
+        raise StackError(f"maven could not resolve {what} (exit {rc}); see {log}")
+    if marker:
+        done.write_text(what)
+    return dest
+
+
+def ensure_jars(layout: StackLayout, log: Path) -> Path:
+    """Resolve the broker jars once per version; a second run downloads nothing (marker file + Maven's cache)."""
+    profile = "kafka4" if layout.kafka_major >= 4 else "kafka3"
+    return resolve_jars(DEPLOY_KAFKA / "pom.xml", layout.jars_dir, log, expect="kafka_2.13-*.jar",
+                        what=f"Kafka {layout.kafka_version} jars",
+                        args=(f"-Dkafka.version={layout.kafka_version}", "-P", profile))
 
 
 JOLOKIA_JAR = "jolokia-agent-jvm-javaagent.jar"
@@ -69,23 +76,8 @@ def agents_dir() -> Path:
 
 def ensure_agents(log: Path) -> Path:
     """Resolve the JVM agents (Jolokia; the JMX exporter for the bench) once from Maven Central, cached."""
-    out = agents_dir()
-    if (out / JOLOKIA_JAR).exists():
-        return out
-    mvn = shutil.which("mvn")
-    if not mvn:
-        raise DependencyMissing("mvn not found on PATH: install Maven (apt-get install maven)")
-    out.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        mvn, "-B", "-q", "-f", str(DEPLOY_KAFKA / "agents-pom.xml"), "dependency:copy-dependencies",
-        f"-DoutputDirectory={out}", "-Dmdep.stripVersion=true",
-    ]
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as f:
-        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if rc != 0 or not (out / JOLOKIA_JAR).exists():
-        raise StackError(f"maven could not resolve the JVM agents (exit {rc}); see {log}")
-    return out
+    return resolve_jars(DEPLOY_KAFKA / "agents-pom.xml", agents_dir(), log, expect=JOLOKIA_JAR,
+                        what="the JVM agents", args=("-Dmdep.stripVersion=true",), marker=False)
 
 
 def jolokia_port(layout: StackLayout, node_id: int) -> int:
