@@ -18,8 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from monitor.core.config import Config, load_config
+from monitor.core.errors import Invalid
 from monitor.stack import Stack
 from monitor.stack.layout import (
+    DEFAULT_KAFKA_VERSION,
     DEFAULT_PORT_BASE,
     StackLayout,
     default_stack_dir,
@@ -34,7 +36,7 @@ def kafka_version_arg(text: str) -> str:
     Refused here, a bad value is a usage error (exit 2) before anything runs."""
     try:
         resolve_kafka_version(text)
-    except ValueError as exc:
+    except Invalid as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
@@ -54,7 +56,8 @@ SECURITY_MODES = ("sasl_ssl", "plaintext", "both")
 
 def add_stack_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=None, help="stack state directory (default ~/.kafka-health/stack)")
-    p.add_argument("--kafka-version", type=kafka_version_arg, default=None, help="4.1.1 (default) or 3.9")
+    p.add_argument("--kafka-version", type=kafka_version_arg, default=None,
+                   help=f"{DEFAULT_KAFKA_VERSION} (default), 4.1 or 3.9")
     p.add_argument("--port-base", type=port_base_arg, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
     p.add_argument("--security", choices=SECURITY_MODES, default=None, help=(
         "sasl_ssl: SCRAM over TLS, ACLs, JMX with a password (the default for a new stack); plaintext: anonymous "

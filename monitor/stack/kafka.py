@@ -58,10 +58,10 @@ def resolve_jars(pom: Path, dest: Path, log: Path, *, expect: str, what: str, ar
 
 def ensure_jars(layout: StackLayout, log: Path) -> Path:
     """Resolve the broker jars once per version; a second run downloads nothing (marker file + Maven's cache)."""
-    profile = "kafka4" if layout.kafka_major >= 4 else "kafka3"
+    profiles = ",".join(layout.release.maven_profiles)
     return resolve_jars(DEPLOY_KAFKA / "pom.xml", layout.jars_dir, log, expect="kafka_2.13-*.jar",
                         what=f"Kafka {layout.kafka_version} jars",
-                        args=(f"-Dkafka.version={layout.kafka_version}", "-P", profile))
+                        args=(f"-Dkafka.version={layout.kafka_version}", "-P", profiles))
 
 
 JOLOKIA_JAR = "jolokia-agent-jvm-javaagent.jar"
@@ -131,7 +131,7 @@ def config_command(java: str, layout: StackLayout, log: Path, args: list[str], *
     """``kafka-configs --bootstrap-server BOOTSTRAP [--command-config FILE] --alter ARGS`` through Kafka's own
     ConfigCommand class in a short JVM (confluent-kafka has no client-quota Admin API) with ``layout``'s jars. The
     credentials stay in the file: argv holds its path only."""
-    rc = _tool(java, layout, log, "kafka.admin.ConfigCommand", ["--alter", *args], bootstrap=bootstrap,
+    rc = _tool(java, layout, log, layout.release.config_command, ["--alter", *args], bootstrap=bootstrap,
                command_config=command_config)
     if rc != 0:
         raise StackError(f"setting {what} failed (exit {rc}); see {log}")
@@ -140,7 +140,7 @@ def config_command(java: str, layout: StackLayout, log: Path, args: list[str], *
 def find_coordinator(layout: StackLayout, java: str, log: Path, group: str) -> int:
     """Ask this stack for ``group``'s coordinator (deploy/kafka/FindCoordinator.java, as ``User:admin`` when
     secured); its exit code. The first FindCoordinator of a cluster makes the broker create __consumer_offsets. (The
-    stack's jars hold no kafka-tools, so not Kafka's own group tool.)"""
+    stack's jars hold kafka-tools only from 4.4, so not Kafka's own group tool.)"""
     secured = layout.secured
     return _tool(java, layout, log, str(DEPLOY_KAFKA / "FindCoordinator.java"), ["--group", group],
                  bootstrap=layout.sasl_bootstrap_servers if secured else layout.bootstrap_servers,
@@ -237,7 +237,7 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
     jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
     heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
     classpath = f"{layout.jars_dir}/*" if node_id == CONTROLLER_ID else f"{layout.jars_dir}/*:{plugin_jar()}"
-    if layout.kafka_major >= 4:
+    if layout.release.major >= 4:
         logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
     else:
         logging = [f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}"]
@@ -292,7 +292,7 @@ def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, 
         java, "-Xmx256m", f"-Dkafka.logs.dir={node_dir / 'logs'}",
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        "-cp", f"{layout.jars_dir}/*", "kafka.tools.StorageTool",
+        "-cp", f"{layout.jars_dir}/*", layout.release.storage_tool,
         "format", "-t", cluster_id, "-c", str(props), "--ignore-formatted",
     ]
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KAFKA_VERSIONS = {"4": "4.1.1", "4.1": "4.1.1", "4.1.1": "4.1.1", "3.9": "3.9.1", "3.9.1": "3.9.1"}
-DEFAULT_KAFKA_VERSION = "4.1.1"
+from monitor.core import kafka_versions
+from monitor.core.kafka_versions import KafkaRelease
+
+DEFAULT_KAFKA_VERSION = kafka_versions.DEFAULT_RELEASE.version
 DEFAULT_PORT_BASE = 19100
 CONTROLLER_ID = 100
 BROKER_IDS = (1, 2, 3)
@@ -24,12 +26,9 @@ def cache_dir() -> Path:
 
 
 def resolve_kafka_version(v: str | None) -> str:
-    if v is None:
-        return DEFAULT_KAFKA_VERSION
-    try:
-        return KAFKA_VERSIONS[v]
-    except KeyError:
-        raise ValueError(f"unsupported Kafka version {v!r}; choose one of {sorted(set(KAFKA_VERSIONS.values()))}")
+    """The exact version of ``v`` (``4.4``, ``3.9.1``, ``4``; None: the current release). What each supported
+    release differs in: monitor/core/kafka_versions.py."""
+    return kafka_versions.release(v).version
 
 
 @dataclass(frozen=True)
@@ -153,8 +152,9 @@ class StackLayout:
 
     # --- directories -------------------------------------------------------------------------------------------
     @property
-    def kafka_major(self) -> int:
-        return int(self.kafka_version.split(".")[0])
+    def release(self) -> KafkaRelease:
+        """What this stack's Kafka version differs in (tool classes, plugin interface, features)."""
+        return kafka_versions.release(self.kafka_version)
 
     @property
     def jars_dir(self) -> Path:

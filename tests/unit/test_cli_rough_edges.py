@@ -21,6 +21,7 @@ from monitor import __version__
 from monitor.cli import main
 from monitor.core.config import parse_config
 from monitor.core.errors import ConfigError
+from monitor.core.kafka_versions import DEFAULT_RELEASE
 
 pytestmark = pytest.mark.unit
 
@@ -215,7 +216,7 @@ def test_stack_status_json(capsys, tmp_path):
     assert [c["name"] for c in doc["components"]][:2] == ["controller", "broker-1"]
     assert all(c["pid"] is None and c["healthy"] is False for c in doc["components"])
     assert doc["components"][0]["ports"] and doc["components"][0]["detail"] == "not running"
-    assert doc["kafka_version"] == "4.1.1"
+    assert doc["kafka_version"] == DEFAULT_RELEASE.version  # the current release by default
     assert doc["bootstrap_servers"].startswith("127.0.0.1:310")
     assert doc["prometheus_url"].startswith("http://127.0.0.1:310")
     assert doc["dir"] == str((tmp_path / "s").resolve())
