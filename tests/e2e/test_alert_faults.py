@@ -51,7 +51,7 @@ def _topics(stack):
         for f in admin.create_topics([topic], operation_timeout=30).values():
             try:
                 f.result(60)
-            except Exception as exc:  # noqa: BLE001 - already there from an earlier run of the session
+            except Exception as exc:  # already there from an earlier run of the session
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
 
@@ -94,6 +94,7 @@ def watched(stack, tmp_path_factory):
         yield config
 
 
+@pytest.mark.kafka_versions  # the broker-kill e2e of the version matrix
 def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stack, engine):
     """The victim also coordinates a consumer group: describing that group while its coordinator is dead once made
     librdkafka abort the collector process (librdkafka#4605), and the broker-down alerts lost their data. The Admin
@@ -143,7 +144,8 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
         assert all(i.muted_by == "inhibited:KafkaBrokerUnreachable" for i in urp), [(i.labels, i.muted_by) for i in urp]
         assert not [i for i in live if i.rule == "KafkaUnderMinIsrPartitions" and i.muted_by]
 
-        wait_until(lambda: {a["labels"].get("tenant") for a in am_alerts(stack, "KafkaBrokerUnreachable")} >= {"shop", "ads"},
+        wait_until(lambda: {a["labels"].get("tenant")
+                            for a in am_alerts(stack, "KafkaBrokerUnreachable")} >= {"shop", "ads"},
                    30, what="KafkaBrokerUnreachable in Alertmanager for both tenants")
         am = am_alerts(stack, "KafkaBrokerUnreachable")[0]
         assert am["labels"]["broker"] == victim and am["labels"]["severity"] == "critical"
@@ -159,7 +161,8 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
             return states == {AlertState.RESOLVED} and r
 
         wait_until(resolved, 180, interval=3, what="broker-down alerts resolved after restart")
-        wait_until(lambda: not am_alerts(stack, "KafkaBrokerUnreachable") and not am_alerts(stack, "KafkaOfflinePartitions"),
+        wait_until(lambda: (not am_alerts(stack, "KafkaBrokerUnreachable")
+                            and not am_alerts(stack, "KafkaOfflinePartitions")),
                    60, interval=2, what="resolves reaching Alertmanager")
         # The collector process lived through it, and the group its victim coordinated is read again.
         assert WATCH["collector"].poll() is None, WATCH["log"].read_text()[-3000:]
@@ -222,7 +225,8 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
         assert inst.evidence["lag_messages"] > 0 and inst.evidence["active_members"] == 0
         # the age of the oldest unconsumed message, from the watermarks' history: production went on all along
         assert inst.evidence["lag_seconds"] > 0, inst.evidence
-        wait_until(lambda: [a for a in am_alerts(stack, "KafkaConsumerGroupLag") if a["labels"].get("tenant") == "shop"],
+        wait_until(lambda: [a for a in am_alerts(stack, "KafkaConsumerGroupLag")
+                            if a["labels"].get("tenant") == "shop"],
                    30, what="the lag alert in Alertmanager")
 
         stop.set()

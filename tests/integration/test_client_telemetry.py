@@ -31,7 +31,7 @@ from monitor.stack.javaclients import JavaClient
 from monitor.stack.security import StackSecurity
 from tests.conftest import wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
 
 
 def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(stack, tmp_path):

@@ -15,7 +15,7 @@ from jmxquery import JMXConnection, JMXQuery
 from monitor.loadgen import ensure_topics
 from monitor.stack.security import JMX_USER, StackSecurity
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
 
 
 def test_three_brokers_registered_and_a_dedicated_controller(stack):

@@ -1,0 +1,142 @@
+"""Every catalog MBean on every supported Kafka version: the session stack's version (4.4 by default; `make test`
+runs this module again on 3.9 and 4.1 with KAFKA_HEALTH_TEST_KAFKA_VERSION) registers every MBean that
+collectors/catalog.py reads, except those its row of monitor/core/kafka_versions.py says it lacks.
+
+So a release that renames or drops an MBean the catalog expects fails here, in CI, the day the version table gains
+its row, instead of leaving a user's alert without input. The reverse is checked too: a metric the table calls
+absent must really be absent, so the table cannot hide a signal the version has.
+
+Some catalog MBeans appear only once something happened on the broker; the test makes each happen first (a topic
+with traffic, a consumer group, the stack's default client quota for the quota sensors) or names the condition
+below, with the test that proves that family where it does appear.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client import CollectorRegistry
+
+from collectors import catalog
+from collectors.component import CollectionService
+from monitor.core.kafka_versions import release
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
+
+# Catalog metrics whose MBean exists only under a condition this test does not create, and where it is proven.
+CONDITIONAL = {
+    # One MBean per client instance that pushed KIP-714 metrics; which signals depends on the client library.
+    # Proven by tests/integration/test_client_telemetry.py (Java and librdkafka clients).
+    **{f"kafka_client_telemetry_{stem}": "a client pushed KIP-714 telemetry" for stem, *_ in
+       catalog.TELEMETRY_SIGNALS},
+    # Counted only for requests on a protocol version the broker deprecates (KIP-896): none on a new cluster.
+    # Proven on 3.9 by tests/integration/test_stack_kafka39.py with a librdkafka client on the 0.9 protocol.
+    "kafka_broker_deprecated_requests_total": "a client sent a deprecated request version",
+    # Registered once some client was throttled (the stack's default quota is generous).
+    "kafka_client_request_throttle_time_seconds": "a client was throttled for request time",
+    # Per topic, Kafka 4.4 registers the failure meters at the topic's first failure (the broker-wide ones are always
+    # there). The fixture has a record rejected (over message.max.bytes), which registers the rejected-bytes meter but
+    # counts as no failed request (Kafka does not count a client's record errors there); a failed request it does
+    # not make.
+    "kafka_topic_failed_produce_requests_total": "a produce request to the topic failed on the broker",
+    "kafka_topic_failed_fetch_requests_total": "a fetch request of the topic failed on the broker",
+    # A log dir taken offline registers per-dir gauges only on a failure.
+    "kafka_broker_offline_log_dirs": "a log dir failed",
+}
+
+
+def catalog_metrics() -> dict[str, set[str]]:
+    """Node kind -> the metric names its catalog rules export."""
+    return {"broker": {r.metric for r in catalog.BROKER_RULES},
+            "controller": {r.metric for r in catalog.CONTROLLER_RULES}}
+
+
+def _family(name: str) -> str:
+    return name.removesuffix("_total")
+
+
+def exported(registry: CollectorRegistry, prefix: str) -> set[str]:
+    """Family names (``_total`` dropped) of the samples whose broker label is a broker (``prefix`` "b") or the
+    controller ("c")."""
+    out = set()
+    for fam in registry.collect():
+        for s in fam.samples:
+            broker = s.labels.get("controller") or s.labels.get("broker", "")
+            is_controller = broker == "100" or "controller" in s.labels
+            if (prefix == "c") == is_controller:
+                out.add(_family(fam.name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def collected(stack):
+    """Two collections (rates need two) after traffic that makes the conditional MBeans appear: a topic written and
+    read, a group committed, quota sensors of a producer and a consumer."""
+    run = uuid.uuid4().hex[:8]
+    topic, group = f"versions.{run}", f"versions-g-{run}"
+    servers = stack.layout.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": servers})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)])[topic].result(30)
+    p = Producer({"bootstrap.servers": servers, "client.id": f"versions-p-{run}", "linger.ms": 5})
+    for i in range(300):
+        p.produce(topic, b"x" * 100, key=str(i).encode())
+    assert p.flush(30) == 0
+    # One record over the broker's message.max.bytes (1 MB), sent because the client allows it: the broker rejects
+    # it, which registers the topic's rejected-bytes and failed-produce meters.
+    big = Producer({"bootstrap.servers": servers, "client.id": f"versions-big-{run}", "message.max.bytes": 3_000_000,
+                    "retries": 0})
+    errors: list = []
+    big.produce(topic, b"x" * 2_000_000, partition=0, on_delivery=lambda err, _m: errors.append(err))
+    big.flush(30)
+    assert errors and errors[0] is not None, errors  # rejected by the broker
+    c = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": f"versions-c-{run}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([topic])
+    got, deadline = 0, time.monotonic() + 30
+    while got < 300 and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got += 1
+    c.commit(asynchronous=False)
+    c.close()
+    cluster = stack.config().clusters[0]
+    cluster = cluster.model_copy(update={"jmx": cluster.jmx.model_copy(update={"timeout_seconds": 30})})
+    registry = CollectorRegistry()
+    svc = CollectionService(stack.config().model_copy(update={"clusters": (cluster,)}), registry=registry)
+    try:
+        svc.collect_once()
+        time.sleep(1)
+        results = svc.collect_once()
+    finally:
+        svc.stop()
+    bad = {r.target.name: (r.status.value, r.message) for r in results if r.status.value != "ok"}
+    assert not bad, bad
+    versions = {s.labels["version"] for fam in registry.collect() for s in fam.samples if s.name == "kafka_broker_info"}
+    return {"broker": exported(registry, "b"), "controller": exported(registry, "c"), "versions": versions}
+
+
+def test_every_catalog_mbean_is_there_unless_the_version_table_says_it_is_not(stack, collected):
+    rel = release(stack.layout.kafka_version)
+    for kind, metrics in catalog_metrics().items():
+        expected = {m for m in metrics if m not in CONDITIONAL and not rel.lacks_mbean(m)}
+        missing = sorted(m for m in expected if _family(m) not in collected[kind])
+        assert not missing, (
+            f"Kafka {rel.version} {kind}s register no MBean for {missing}: the MBean moved or vanished. Map the new "
+            f"name in collectors/catalog.py, or list the metric in absent_metrics of {rel.version}'s row in "
+            "monitor/core/kafka_versions.py (and say in docs/operations.md what that costs)")
+
+
+def test_what_the_version_table_calls_absent_is_absent(stack, collected):
+    rel = release(stack.layout.kafka_version)
+    present = collected["broker"] | collected["controller"]
+    claimed = sorted(m for m in rel.absent_metrics if _family(m) in present)
+    assert not claimed, f"Kafka {rel.version} does register {claimed}: drop them from its absent_metrics"
+
+
+def test_every_node_runs_the_version_it_was_asked_for(stack, collected):
+    """The jars resolved for the version are what runs: each node's app-info version, read by the catalog."""
+    assert collected["versions"] == {stack.layout.kafka_version}, collected["versions"]
