@@ -118,6 +118,12 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
                     problems.append(ConfigProblem("config", None, f"rules.overrides.{s.name}.{key}",
                                                   f"rule has no '{key}' parameter (it has: {', '.join(params) or 'none'})"))
                 params[key] = value
+        for key, value in (o.params.items() if o else ()):
+            if key not in params:
+                problems.append(ConfigProblem("config", None, f"rules.overrides.{s.name}.params.{key}",
+                                              f"rule has no '{key}' parameter "
+                                              f"(it has: {', '.join(params) or 'none'})"))
+            params[key] = value
         for key in s.inputs + s.optional_inputs:
             if key not in M:
                 problems.append(ConfigProblem("rules", None, s.name, f"unknown input metric key {key!r}"))

@@ -251,7 +251,8 @@ class KafkaAdmin:
                     continue
                 failed.pop(gid, None)
                 described[gid] = GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
-                                           tuple((m.client_id, m.host) for m in d.members))
+                                           tuple((m.client_id, m.host) for m in d.members),
+                                           tuple((m.client_id, m.host, _assigned(m)) for m in d.members))
 
         describe(list(listed))
         if failed and _left(end) >= MIN_CALL_SECONDS:
@@ -300,6 +301,12 @@ class KafkaAdmin:
 def _left(end: float) -> float:
     """Seconds until ``end`` (time.monotonic): the futures of one call share its timeout instead of each getting it."""
     return max(0.0, end - time.monotonic())
+
+
+def _assigned(member) -> tuple[TP, ...]:
+    """The partitions assigned to a described member (its current assignment; none while it joins)."""
+    assignment = getattr(member, "assignment", None)
+    return tuple(sorted((tp.topic, tp.partition) for tp in getattr(assignment, "topic_partitions", None) or ()))
 
 
 def _state(state) -> str:

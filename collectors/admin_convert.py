@@ -4,7 +4,8 @@
                                         offline, under-replicated and under-min-ISR partitions; per tenant and
                                         broker: the tenant's partitions it leads
     GroupOffsets, high watermarks, WatermarkHistory ──(group_samples)──> per group: members, state, member
-                                        clients; per group and topic: lag, worst partition, lag seconds, committed
+                                        clients; per group and topic: lag, worst partition, lag seconds, committed; per
+                                        member (client id, host) and topic: assigned partitions and their lag
 
 ``cluster_samples`` counts the partition states of the metadata (independent of JMX, so it still answers when a
 broker's JMX does not). ``group_samples`` computes lag from committed offsets and high watermarks, and
@@ -34,7 +35,8 @@ class GroupOffsets:
     committed: dict[TP, int] = field(default_factory=dict)
 
 
-def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[int], tenants: TenantLookup) -> list[Sample]:
+def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[int],
+                    tenants: TenantLookup) -> list[Sample]:
     out = [
         Sample("kafka_cluster_brokers", "gauge", "Brokers in the cluster metadata", base, float(len(state.brokers))),
         Sample("kafka_cluster_controller_id", "gauge", "Node id of the active controller (-1 if unknown)", base,
@@ -86,7 +88,8 @@ def tenant_leader_samples(state: ClusterState, *, base: tuple, tenants: TenantLo
         tenant = tenants.topic(p.topic)
         if tenant and p.leader >= 0:
             counts[(tenant, p.leader)] = counts.get((tenant, p.leader), 0) + 1
-    return [Sample("kafka_cluster_tenant_led_partitions", "gauge", "Partitions of the tenant this broker leads (metadata)",
+    return [Sample("kafka_cluster_tenant_led_partitions", "gauge",
+                   "Partitions of the tenant this broker leads (metadata)",
                    base + (("tenant", tenant), ("broker", str(broker))), float(n))
             for (tenant, broker), n in sorted(counts.items())]
 
@@ -175,8 +178,37 @@ def group_samples(
                        "Estimated age of the oldest unconsumed message, worst partition", tl, secs),
                 Sample("kafka_consumergroup_partitions", "gauge", "Partitions with a committed offset", tl, float(n)),
             ]
+        out += member_lag_samples(g, watermarks, base=base, tenant=tenant)
         for topic, total in sorted(committed_sum.items()):
             out.append(Sample("kafka_consumergroup_committed_offset", "gauge",
                               "Committed offsets summed over the partitions that have one (falls only on a rewind)",
                               base + (("group", g.group.group), ("topic", topic), ("tenant", tenant)), total))
+    return out
+
+
+def member_lag_samples(g: GroupOffsets, watermarks: dict[TP, int], *, base: tuple, tenant: str) -> list[Sample]:
+    """Per (member client id, client host, topic): the partitions assigned to it and their lag, from the group's
+    description and this round's offsets. Members sharing a client id and host are one series (their sum): the
+    member id changes with every restart and would leave a series behind each time. A partition without a commit or
+    a watermark adds to the partitions, not to the lag (unknown, not zero); a member with none has no lag series."""
+    acc: dict[tuple[str, str, str], list[float]] = {}
+    for client_id, host, assigned in g.group.member_assignments:
+        for topic, part in assigned:
+            entry = acc.setdefault((client_id, host.lstrip("/"), topic), [0.0, 0.0, 0.0])
+            entry[0] += 1
+            committed, hw = g.committed.get((topic, part), -1), watermarks.get((topic, part))
+            if committed >= 0 and hw is not None:
+                entry[1] += max(0, hw - committed)
+                entry[2] += 1
+    out: list[Sample] = []
+    for (client_id, host, topic), (parts, lag, known) in sorted(acc.items()):
+        labels = base + (("group", g.group.group), ("topic", topic), ("client_id", client_id),
+                         ("client_host", host), ("tenant", tenant))
+        out.append(Sample("kafka_consumergroup_member_partitions", "gauge",
+                          "Partitions of the topic assigned to the group's members of this client id and host",
+                          labels, parts))
+        if known:
+            out.append(Sample("kafka_consumergroup_member_lag", "gauge",
+                              "Lag of the partitions of the topic assigned to the group's members of this client id "
+                              "and host (those with a commit and a watermark)", labels, lag))
     return out

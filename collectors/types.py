@@ -192,6 +192,9 @@ class GroupInfo:
     # (client id, client host) of each active member: the host is the address the coordinator sees, which is how
     # a slow peer found by the host collector's socket backlogs is tied to a client id.
     member_clients: tuple[tuple[str, str], ...] = ()
+    # (client id, client host, the partitions assigned to it) of each active member, from the same description:
+    # which member lags (its share of the group's lag) is read from it.
+    member_assignments: tuple[tuple[str, str, tuple[TP, ...]], ...] = ()
 
 
 class AdminApi(Protocol):

@@ -1,49 +1,67 @@
-"""Consumer lag with Burrow's statuses (core/internal/evaluator/caching.go, as of 2025), plus lag in seconds.
+"""Consumer lag per (group, topic): Burrow's statuses (core/internal/evaluator/caching.go, as of 2025), told apart with
+what Burrow lacks (the group's membership), each group judged against its own commit cadence, plus lag in seconds.
 
 Burrow evaluates, per partition, its last ``intervals`` offset commits and the recent high watermarks; we evaluate per
 (group, topic) with offsets summed over partitions (the collectors export per topic, not per partition). When
 committed offsets are not exported, they are derived up to a constant as (messages produced since the range start) -
 lag, snapped to ignore sampling jitter. The high watermark at a sample is committed offset + lag.
 
-Only when the lag now is over ``allowed_lag`` is anything judged; then the rules, in this order, first match wins:
+``judge`` decides; only when the lag now is over ``allowed_lag`` is anything judged; then, first match wins:
 
-    Rule 3  STOP    now - last commit > last commit - first commit (the group stopped committing),
-                    unless a recent high watermark was <= the last commit (the group had caught up moments ago)
-    Rule 2  REWIND  the committed offset decreased between two commits and has not come back to where it was
-                    (a rebalance that re-commits an older offset and then catches up is not held against the group)
-    Rule 1  (gate)  the lag was over ``allowed_lag`` at every commit; otherwise OK
-    Rule 4  STALL   committing, but the offset never changes
-    Rule 5  WARN    offsets advance but the lag never decreases (the consumer is slower than the producers)
-    else    OK
+    M   STOP    members gone: the group had members within ``lookback``, has had none for ``members_gone_for``
+                (30 s), and its lag grew since the last member was seen. Decided by membership: a crash pages after
+                the consumers' session timeout (45 s by default), not after a commit silence.
+    C1  STOP /  commits silent: no commit for longer than the silence limit (``cadence_factor`` x the group's
+        STALL   commit cadence + one query step), unless a recent high watermark was <= the last commit (the group
+                had caught up moments ago). STALL when members are still there (alive, not progressing: a hung poll
+                loop, a poison record retried, commits failing), STOP when there are none.
+    R2  REWIND  the committed offset decreased between two commits and has not come back to where it was
+    C2  WARN    commits overdue: no commit for longer than one cadence + two steps while the lag grew since the
+                last commit (not yet the silence limit: a member that stays but stops committing is never OK)
+    R1  (gate)  the lag was over ``allowed_lag`` at every commit judged; otherwise OK
+    R5  WARN    offsets advance but the lag never decreases and grew over the commits judged (slower than the
+                producers). A group that merely slows is WARN, never critical.
+    E   ERR     the lag in seconds exceeds ``lag_seconds_warning`` beyond what the group's cadence explains
+                (a warning, like WARN: the group is behind, not stopped)
+    else OK
 
-STOP comes first because a stop is a problem even when the group had no lag earlier in its history. The rule numbers
-are Burrow's, kept so its numbered test table (tests/unit/test_lag_burrow.py) reads against ours.
+Rule numbers R1, R2, R5 are Burrow's (its numbered test table, tests/unit/test_lag_burrow.py, runs against
+``burrow_status``, Burrow's evaluator kept as it is); Burrow's Rule 3 (STOP after a silence longer than the span of
+the commits judged) is the silence limit of a group whose cadence cannot be learned, and its Rule 4 (STALL: the same
+offset re-committed) is C1 with members present, since Prometheus cannot see a commit that repeats an offset.
 
-Commits are events, not samples. Prometheus samples the committed offset every step; a sample is a new commit only
-when the offset changed (repeated samples of one offset are the same commit, seen again), stamped with the first
-sample that showed it; the offset already there when the range starts was committed at an unknown time and is not
-one of them. Like Burrow's ring of ``intervals`` commits, the window is the last ``intervals`` commits found within
-``lookback`` (six windows), so a healthy group's status does not depend on how often it commits relative to the
-sampling step or the window: only one committing less often than every ``lookback``/2 can read STOP while healthy.
-Prometheus cannot see a commit that repeats the same offset, which is what tells STALL from STOP; a group with active
-members stands for it (members commit on their interval), so such a group gets one commit at its latest sample.
+**Commits are events, not samples.** Prometheus samples the committed offset every step; a sample is a new commit
+only when the offset changed, stamped with the first sample that showed it; the offset already there when the range
+starts was committed at an unknown time and is not one of them. Like Burrow's ring of ``intervals`` commits, the
+commits judged are the last ``intervals`` found within ``lookback`` (six windows).
+
+**The cadence is learned, not assumed.** A group's commit cadence is the median interval between the commit events
+of the lookback (at least one query step: faster commits are seen once per step), so a consumer checkpointing every
+11 minutes is judged against 11 minutes and one committing every 5 s against the step. What cannot be learned (a
+group with one commit in the lookback, a batch consumer that leaves between runs) is set per group or per tenant in
+the rule's ``groups`` param (``commit_interval``, ``members_gone_for``, ``lag_seconds_warning``); without it Burrow's
+span rule decides. The lag in seconds of a checkpointing group is naturally about one cadence (its committed
+position is that old), so ERR is read as lag seconds - cadence > ``lag_seconds_warning``.
+
 A (group, topic) whose samples span less than half the window (a group or a collector that just started) is not
-judged (Burrow marks such a window incomplete): one or two samples make any group look stopped or stalled.
-Our own extension: ERR when the lag in seconds (the collectors' ``kafka_consumergroup_lag_seconds``: age of the
-oldest unconsumed message) exceeds ``lag_seconds_warning`` while the status would be OK/WARN.
+judged by the commit rules (Burrow marks such a window incomplete): one or two samples make any group look stopped.
+Membership (M) and lag seconds (E) still apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
 from itertools import pairwise
+from typing import Any
 
 from alerts.detectors import DetectorContext, window_seconds
 from alerts.types import Observation, Rule, Severity
 from monitor.core.metric_names import M
+from monitor.core.times import parse_duration
 
 
 class LagStatus(str, Enum):
@@ -57,6 +75,11 @@ class LagStatus(str, Enum):
     @property
     def order(self) -> int:
         return list(LagStatus).index(self)
+
+    @property
+    def severity(self) -> Severity:
+        """Warning for a group that is behind (WARN, ERR), critical for one that does not progress as it should."""
+        return Severity.WARNING if self in (LagStatus.WARN, LagStatus.ERR) else Severity.CRITICAL
 
 
 @dataclass(frozen=True)
@@ -93,6 +116,12 @@ def lag_not_decreasing(commits: Sequence[Commit]) -> bool:  # Rule 5 (commits of
     return all(b >= a for a, b in pairwise(lags))
 
 
+def lag_grew(commits: Sequence[Commit]) -> bool:
+    """The lag at the last commit is above the lag at the first (a constant lag is a group that keeps up)."""
+    lags = [c.lag for c in commits if c.lag is not None]
+    return len(lags) > 1 and lags[-1] > lags[0]
+
+
 def recently_caught_up(commits: Sequence[Commit], watermarks: Sequence[float]) -> bool:  # the exception to Rule 3
     """A recent high watermark at or below the last commit: the group had read everything moments ago."""
     return any(w <= commits[-1].offset for w in watermarks)
@@ -100,7 +129,7 @@ def recently_caught_up(commits: Sequence[Commit], watermarks: Sequence[float]) -
 
 def burrow_status(commits: Sequence[Commit], current_lag: float, now: float, *,
                   recent_watermarks: Sequence[float] = (), allowed_lag: float = 0) -> LagStatus:
-    """Burrow's status of one commit window (see the module docstring); ``now`` in the commits' seconds."""
+    """Burrow's own evaluator, as it is (its numbered table runs against it); the detector decides with ``judge``."""
     if not commits or current_lag <= allowed_lag:
         return LagStatus.OK
     if offsets_stopped(commits, now) and not recently_caught_up(commits, recent_watermarks):
@@ -116,6 +145,99 @@ def burrow_status(commits: Sequence[Commit], current_lag: float, now: float, *,
     return LagStatus.OK
 
 
+# ------------------------------------------------------------------------------------------------ the group's view
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How one group is judged: the rule's params, with the group's entry of ``groups`` (if any) over them."""
+
+    allowed_lag: float = 0
+    intervals: int = 10
+    cadence_factor: float = 3
+    members_gone_for: float = 30
+    lag_seconds_warning: float = 600
+    commit_interval: float | None = None  # None: learned from the group's commits
+
+
+@dataclass(frozen=True)
+class Membership:
+    """What the group coordinator says of the group's members (``kafka_consumergroup_members``)."""
+
+    recent: float | None  # the most members seen over the last ``members_gone_for``; None: not exported
+    seen_in_lookback: bool = False  # the group had members at some sample of the lookback
+    lag_when_last_seen: float | None = None  # the lag at the last sample that showed members
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: LagStatus
+    decided_by: str  # the rule that matched: members, commits, commits+members, offsets, lag, lag_seconds, ""
+    cadence_seconds: float | None = None
+    cadence_from: str = ""  # learned, configured, or "" (Burrow's span rule)
+    silence_seconds: float | None = None  # since the last commit seen
+    silence_limit_seconds: float | None = None
+
+
+def learned_cadence(commits: Sequence[Commit], step: float) -> float | None:
+    """The median interval between commit events, at least one step; None with fewer than two commits."""
+    if len(commits) < 2:
+        return None
+    return max(step, statistics.median(b.timestamp - a.timestamp for a, b in pairwise(commits)))
+
+
+def members_gone(m: Membership, current_lag: float) -> bool:  # Rule M
+    return (m.recent == 0 and m.seen_in_lookback
+            and (m.lag_when_last_seen is None or current_lag > m.lag_when_last_seen))
+
+
+def judge(events: Sequence[Commit], current_lag: float, now: float, *, step: float, policy: Policy,
+          membership: Membership, recent_watermarks: Sequence[float] = (), lag_seconds: float = 0.0,
+          complete: bool = True) -> Verdict:
+    """The status of one (group, topic) (module docstring). ``events``: every commit event of the lookback, oldest
+    first; ``step``: the query step the events were sampled at; ``now`` in the events' seconds."""
+    if current_lag <= policy.allowed_lag:
+        return Verdict(LagStatus.OK, "lag")
+    cadence, cadence_from = policy.commit_interval, "configured"
+    if cadence is None:
+        cadence, cadence_from = learned_cadence(events, step), "learned"
+    commits = list(events[-policy.intervals:])
+    silence = now - commits[-1].timestamp if commits else None
+    limit = None
+    if commits:  # the silence limit: cadences where one is known, else Burrow's Rule 3 (the commits' span)
+        limit = (policy.cadence_factor * cadence + step if cadence
+                 else commits[-1].timestamp - commits[0].timestamp)
+    verdict = Verdict(LagStatus.OK, "", cadence, cadence_from if cadence else "", silence, limit)
+    if members_gone(membership, current_lag):  # Rule M
+        return _with(verdict, LagStatus.STOP, "members")
+    if complete and silence is not None and limit is not None:
+        caught_up = recently_caught_up(commits, recent_watermarks)
+        alive = bool(membership.recent)
+        if silence > limit and not caught_up:  # Rule C1
+            return _with(verdict, LagStatus.STALL if alive else LagStatus.STOP,
+                         "commits+members" if alive else "commits")
+        rewound = rewind_index(commits)
+        if rewound is not None and not rewind_recovered(commits, rewound):  # Rule 2
+            return _with(verdict, LagStatus.REWIND, "offsets")
+        last_lag = commits[-1].lag
+        if (cadence and silence > cadence + 2 * step and not caught_up
+                and (last_lag is None or current_lag > last_lag)):  # Rule C2
+            return _with(verdict, LagStatus.WARN, "commits")
+        if (len(commits) > 1 and lag_always_over(commits, policy.allowed_lag) and lag_not_decreasing(commits)
+                and lag_grew(commits)):  # Rules 1 and 5
+            return _with(verdict, LagStatus.WARN, "lag")
+    if lag_seconds - (cadence or 0.0) > policy.lag_seconds_warning:  # Rule E
+        return _with(verdict, LagStatus.ERR, "lag_seconds")
+    return verdict
+
+
+def _with(v: Verdict, status: LagStatus, decided_by: str) -> Verdict:
+    return Verdict(status, decided_by, v.cadence_seconds, v.cadence_from, v.silence_seconds, v.silence_limit_seconds)
+
+
+# ------------------------------------------------------------------------------------------------ samples -> events
+
+
 def window_complete(times: list[float], window: float) -> bool:
     """Enough history to judge: the samples span at least half the window."""
     return bool(times) and times[-1] - times[0] >= window / 2
@@ -125,7 +247,9 @@ def commits_from_samples(times: list[float], offsets: list[float], lags: list[fl
                          members: list[float] | None = None, intervals: int | None = None, *,
                          since: float | None = None) -> list[Commit]:
     """Sampled committed offsets -> the commit events among them, the last ``intervals`` of them (see the module
-    docstring). A sample repeating the previous offset is not a commit; an active group's latest sample is.
+    docstring). A sample repeating the previous offset is not a commit. ``members`` (for ``burrow_status`` only):
+    an active group's latest sample stands for the same-offset commits Prometheus cannot see; ``judge`` reads
+    membership as its own signal instead, so the detector passes none.
 
     ``since``: where the range queried starts. An offset already there when the range starts was committed at an
     unknown time before it: it is not a commit of the window (Burrow never holds one), unless nothing was committed
@@ -165,16 +289,54 @@ def recent_watermarks(times: list[float], offsets: list[float], lags: list[float
     return [o + lag for t, o, lag in zip(times, offsets, lags) if t >= since]
 
 
+def membership_from(times: Sequence[float], lags: Sequence[float], member_at: Mapping[float, float] | None,
+                    recent: float | None) -> Membership:
+    """The group's membership from its members series (sampled at ``times``; None: not exported) and the most
+    members seen over the last ``members_gone_for`` (None: no sample then: the last sampled value stands)."""
+    if member_at is None:
+        return Membership(recent)
+    seen = [(t, lag) for t, lag in zip(times, lags) if member_at.get(t, 0.0) > 0]
+    if recent is None and member_at:
+        recent = member_at[max(member_at)]
+    return Membership(recent, bool(seen), seen[-1][1] if seen else None)
+
+
+# ------------------------------------------------------------------------------------------------ per-group policy
+
+
+GROUP_KEYS = {"group_prefix", "tenant", "commit_interval", "members_gone_for", "lag_seconds_warning", "allowed_lag"}
+
+
+def policy_for(params: Mapping[str, Any], *, group: str, tenant: str | None) -> Policy:
+    """The rule's params, with the first entry of ``groups`` that matches the group (``group_prefix``) and its
+    tenant (``tenant``) over them: what cannot be learned, set where it applies."""
+    base = dict(params)
+    for entry in params.get("groups") or ():
+        unknown = set(entry) - GROUP_KEYS
+        if unknown:
+            raise ValueError(f"consumer_lag groups entry {entry!r}: unknown keys {sorted(unknown)}")
+        if group.startswith(str(entry.get("group_prefix", ""))) and entry.get("tenant", tenant) == tenant:
+            base.update({k: v for k, v in entry.items() if k not in ("group_prefix", "tenant")})
+            break
+    commit_interval = base.get("commit_interval")
+    return Policy(
+        allowed_lag=float(base.get("allowed_lag", 0)), intervals=int(base.get("intervals", 10)),
+        cadence_factor=float(base.get("cadence_factor", 3)),
+        members_gone_for=parse_duration(base.get("members_gone_for", "30s")),
+        lag_seconds_warning=float(base.get("lag_seconds_warning", 600)),
+        commit_interval=parse_duration(commit_interval) if commit_interval else None)
+
+
+# ------------------------------------------------------------------------------------------------ the shell
+
+
 def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     window = window_seconds(rule, default="10m")
     # Commits are looked for over a longer range than the window, so that a group committing less often than the
-    # sampling step still shows Burrow's ``intervals`` commits (module docstring). Both defaults follow the window,
-    # so a short window (tests, benches) does not judge a group by its commits of an hour ago: Burrow keeps as many
-    # watermarks as commits, minutes at its refresh.
+    # sampling step still shows Burrow's ``intervals`` commits and its cadence (module docstring). Both defaults
+    # follow the window, so a short window (tests, benches) does not judge a group by its commits of an hour ago.
     lookback = max(window, window_seconds(rule, "lookback") if "lookback" in rule.params else 6 * window)
     grace = window_seconds(rule, "caught_up_grace") if "caught_up_grace" in rule.params else window / 5
-    intervals = int(rule.params.get("intervals", 10))
-    allowed_lag = float(rule.params.get("allowed_lag", 0))
     start, step = ctx.now - timedelta(seconds=lookback), max(window / 10, 15)
     now = ctx.now.timestamp()
     by = "cluster, group, topic"
@@ -187,51 +349,107 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         f"sum by (cluster, topic) (increase({M['topic_messages_in']}[{int(step)}s]))", start, ctx.now, step)}
     members = {(s.labels.get("cluster"), s.labels.get("group")): s for s in ctx.source.query_range(
         f"max by (cluster, group) ({M['group_members']})", start, ctx.now, step)}
+    # Members over the last members_gone_for, every sample (not the step's): the rule's default here; a group whose
+    # policy asks for longer is judged on the range's samples of that span.
+    gone_for = parse_duration(rule.params.get("members_gone_for", "30s"))
+    recent_members = {(s.labels.get("cluster"), s.labels.get("group")): s.value for s in ctx.source.query(
+        f"max by (cluster, group) (max_over_time({M['group_members']}[{int(gone_for)}s]))", ctx.now)}
     lag_secs = {_k(s.labels): s.value for s in ctx.source.query(
         f"max by ({by}) ({M['group_lag_seconds']})", ctx.now)}
-    limit = float(rule.params.get("lag_seconds_warning", 600))
+    member_lags = _member_lags(ctx)
     out = []
     for lag_series in lags:
         key = _k(lag_series.labels)
-        lag_at = dict(zip(lag_series.times, lag_series.values))
-        if key in committed:
-            c = committed[key]
-            times = [t for t in c.times if t in lag_at]
-            offsets = [v for t, v in zip(c.times, c.values) if t in lag_at]
-            source = "committed_offset"
-        else:
-            p = produced.get((key[0], key[2]))
-            if p is None:
-                continue
-            prod_at = dict(zip(p.times, p.values))
-            times = [t for t in lag_series.times if t in prod_at]
-            raw = pseudo_offsets([prod_at[t] for t in times], [lag_at[t] for t in times])
-            # jitter of two series sampled at different moments: 1% of what was produced in a window, at least one
-            offsets = snap(raw, max(1.0, 0.01 * sum(prod_at[t] for t in times) * window / lookback))
-            source = "produced_minus_lag"
-        if not times:
+        samples = _offsets(lag_series, committed, produced, key, window, lookback)
+        if samples is None:
             continue
-        lag_values = [lag_at[t] for t in times]
+        times, offsets, lag_values, source = samples
+        policy = policy_for(rule.params, group=key[1], tenant=ctx.tenants.for_group(key[0], key[1]))
         m = members.get((key[0], key[1]))
-        m_at = dict(zip(m.times, m.values)) if m else {}
-        commits = commits_from_samples(times, offsets, lag_values, [m_at.get(t, 0.0) for t in times] if m else None,
-                                       intervals, since=start.timestamp() + step)
+        member_at = dict(zip(m.times, m.values)) if m else None
+        recent = recent_members.get((key[0], key[1]))
+        if member_at is not None and policy.members_gone_for > gone_for:
+            recent = max((v for t, v in member_at.items() if t >= now - policy.members_gone_for), default=recent)
+        membership = membership_from(times, lag_values, member_at, recent)
+        events = commits_from_samples(times, offsets, lag_values, since=start.timestamp() + step)
         current_lag = lag_series.values[-1]
-        status = (burrow_status(commits, current_lag, now, allowed_lag=allowed_lag,
-                                recent_watermarks=recent_watermarks(times, offsets, lag_values, now - grace))
-                  if window_complete(times, window) else LagStatus.OK)
         secs = lag_secs.get(key, 0.0)
-        if status in (LagStatus.OK, LagStatus.WARN) and secs > limit:
-            status = LagStatus.ERR
-        if status is LagStatus.OK:
+        verdict = judge(events, current_lag, now, step=step, policy=policy, membership=membership,
+                        recent_watermarks=recent_watermarks(times, offsets, lag_values, now - grace),
+                        lag_seconds=secs, complete=window_complete(times, window))
+        if verdict.status is LagStatus.OK:
             continue
         out.append(Observation(
-            labels={"cluster": key[0], "group": key[1], "topic": key[2], "status": status.value},
-            value=round(secs, 1), severity=Severity.WARNING if status is LagStatus.WARN else Severity.CRITICAL,
-            evidence={"status": status.value, "lag_messages": current_lag, "lag_seconds": round(secs, 1),
-                      "offsets_from": source, "commits_in_window": len(commits),
-                      "active_members": (m.values[-1] if m and m.values else 0), "window_seconds": window}))
+            labels={"cluster": key[0], "group": key[1], "topic": key[2], "status": verdict.status.value},
+            value=round(secs, 1), severity=verdict.status.severity,
+            evidence=_evidence(verdict, current_lag, secs, source, events, policy, membership, window,
+                               member_lags.get(key, []))))
     return out
+
+
+def _offsets(lag_series, committed, produced, key, window: float, lookback: float):
+    """(times, offsets, lags, where the offsets come from) of one (group, topic); None when nothing can be said."""
+    lag_at = dict(zip(lag_series.times, lag_series.values))
+    if key in committed:
+        c = committed[key]
+        times = [t for t in c.times if t in lag_at]
+        offsets = [v for t, v in zip(c.times, c.values) if t in lag_at]
+        source = "committed_offset"
+    else:
+        p = produced.get((key[0], key[2]))
+        if p is None:
+            return None
+        prod_at = dict(zip(p.times, p.values))
+        times = [t for t in lag_series.times if t in prod_at]
+        raw = pseudo_offsets([prod_at[t] for t in times], [lag_at[t] for t in times])
+        # jitter of two series sampled at different moments: 1% of what was produced in a window, at least one
+        offsets = snap(raw, max(1.0, 0.01 * sum(prod_at[t] for t in times) * window / lookback))
+        source = "produced_minus_lag"
+    if not times:
+        return None
+    return times, offsets, [lag_at[t] for t in times], source
+
+
+def _member_lags(ctx: DetectorContext) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
+    """Per (group, topic): its members' lag, assigned partitions, client id and host, most lag first."""
+    lags = ctx.source.query(f"max by (cluster, group, topic, client_id, client_host) ({M['group_member_lag']})",
+                            ctx.now)
+    parts = {(_k(s.labels), s.labels.get("client_id", ""), s.labels.get("client_host", "")): s.value
+             for s in ctx.source.query(
+                 f"max by (cluster, group, topic, client_id, client_host) ({M['group_member_partitions']})", ctx.now)}
+    out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for s in lags:
+        cid, host = s.labels.get("client_id", ""), s.labels.get("client_host", "")
+        # "group" makes each entry the group's tenant's in its copy of the alert (alerts/attribution.py): a client id
+        # no selector names is still that tenant's member; one another tenant's selectors name is redacted.
+        out.setdefault(_k(s.labels), []).append({"client_id": cid, "client_host": host, "group": s.labels.get("group"),
+                                                 "lag_messages": s.value,
+                                                 "partitions": int(parts.get((_k(s.labels), cid, host), 0))})
+    for members in out.values():
+        members.sort(key=lambda e: (-e["lag_messages"], e["client_id"]))
+    return out
+
+
+MAX_MEMBERS_IN_EVIDENCE = 5
+
+
+def _evidence(v: Verdict, current_lag: float, secs: float, source: str, events: Sequence[Commit], policy: Policy,
+              membership: Membership, window: float, members: list[dict[str, Any]]) -> dict[str, Any]:
+    ev: dict[str, Any] = {
+        "status": v.status.value, "decided_by": v.decided_by, "lag_messages": current_lag,
+        "lag_seconds": round(secs, 1), "offsets_from": source,
+        "commits_in_window": len(events[-policy.intervals:]),
+        "active_members": membership.recent if membership.recent is not None else 0,
+        "members_seen_in_lookback": membership.seen_in_lookback, "window_seconds": window,
+    }
+    if v.cadence_seconds:
+        ev["commit_cadence_seconds"], ev["cadence_from"] = round(v.cadence_seconds, 1), v.cadence_from
+    if v.silence_seconds is not None:
+        ev["last_commit_age_seconds"] = round(v.silence_seconds, 1)
+        ev["silence_limit_seconds"] = round(v.silence_limit_seconds or 0.0, 1)
+    if members:
+        ev["lagging_members"] = members[:MAX_MEMBERS_IN_EVIDENCE]
+    return ev
 
 
 def _k(labels: dict[str, str]) -> tuple[str, str, str]:

@@ -338,6 +338,9 @@ class RuleOverride(_Strict):
     for_seconds: float | None = Field(default=None, ge=0)
     keep_firing_for_seconds: float | None = Field(default=None, ge=0)
     enabled: bool = True
+    # Any other parameter of the rule (its ``params`` in rules.yaml), replaced whole: e.g. KafkaConsumerGroupLag's
+    # ``groups`` (per group prefix or tenant: commit_interval, members_gone_for, ...). A key the rule lacks is an error.
+    params: dict[str, Any] = Field(default_factory=dict)
 
 
 # Where the alert catalog is published; each alert's runbook_url is this plus '#<alert name in lower case>'.

@@ -69,6 +69,9 @@ M: dict[str, str] = {
     "group_lag_seconds": "kafka_consumergroup_lag_seconds",  # worst partition
     "group_members": "kafka_consumergroup_members",  # {cluster, group, tenant}
     "group_committed_offset": "kafka_consumergroup_committed_offset",  # sum over partitions with a commit
+    # per (group, topic, client_id, client_host): the members' assigned partitions and their lag
+    "group_member_partitions": "kafka_consumergroup_member_partitions",
+    "group_member_lag": "kafka_consumergroup_member_lag",
 }
 
 # Label values the rules select on.

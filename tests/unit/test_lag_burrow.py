@@ -252,12 +252,16 @@ def test_a_group_that_dies_is_stop_whatever_its_commit_cadence(commit_every, die
     assert status(group) == "STOP"
 
 
-def test_a_dead_group_is_stop_once_its_silence_outlasts_its_commits_and_the_caught_up_grace():
-    """A minute after it died, against nine minutes of commits, the group is not yet stopped; STOP once the silence
-    is longer than the span of its last commits."""
+def test_a_dead_group_is_stop_by_its_members_at_once_and_by_its_commits_once_silent_for_three_cadences():
+    """A minute after it died (members gone 15 s ago, after the 45 s session timeout): STOP, decided by membership.
+    The same group without members (one that assigns its partitions itself) is not yet stopped; STOP once its
+    silence exceeds three of its learned cadences (60 s: it committed every 5 s, seen once per 60 s step) plus a
+    step. Before issue 29 both waited for the span of the last ten commits, nine minutes."""
     group = Group(commit_every=5, collect_every=15, behind=0, dies_at=T_NOW - 60)
-    assert status(group) == "OK"
-    assert status(group, T_NOW + 600) == "STOP"
+    assert status(group) == "STOP"
+    memberless = Group(commit_every=5, collect_every=15, behind=0, dies_at=T_NOW - 60, has_members=False)
+    assert status(memberless) == "OK"
+    assert status(memberless, T_NOW + 300) == "STOP"
 
 
 def test_a_rewind_is_rewind_until_the_group_is_back_where_it_was_then_ok():
