@@ -7,7 +7,8 @@ setup:
 demo: setup
 	.venv/bin/kafka-health demo
 
-# Two sessions: the tests marked own_stack assert on what a Prometheus holds, so they get a stack of their own
+# First lint and types (scripts/lint.sh: ruff check, mypy, a reason on every noqa), in seconds, before any stack.
+# Then two sessions: the tests marked own_stack assert on what a Prometheus holds, so they get a stack of their own
 # that no other test has fed. Of those, the client-fault module brings its own stack (its brokers listen on a network
 # namespace's address); it runs after the others, alone: run beside them its slow reader missed its backlog alert in
 # CI (2 cores shared by two stacks), alone it passed every run.
@@ -16,6 +17,7 @@ demo: setup
 CLIENT_FAULTS = tests/e2e/test_alert_client_faults.py
 OTHER_KAFKA_VERSIONS = 3.9 4.1
 test: setup
+	scripts/lint.sh
 	.venv/bin/python -m pytest tests -m "not own_stack" --durations=15
 	.venv/bin/python -m pytest tests -m own_stack --ignore=$(CLIENT_FAULTS) --durations=8
 	.venv/bin/python -m pytest $(CLIENT_FAULTS) -m own_stack --durations=4

@@ -121,8 +121,7 @@ class Attributor:
                 found.add(entry["tenant"])
             if subject_id and client_id == subject_id and user in ("", subject_user):
                 found.add(tenant)
-            found.discard(None)
-            return frozenset(found)  # type: ignore[arg-type]
+            return frozenset(t for t in found if t is not None)
 
         return owners
 
@@ -296,7 +295,8 @@ class _Redaction:
                 theirs = sum(ratios)
                 total = parent.get(f"all_{key}_request_time_ratio")
                 if not isinstance(total, (int, float)) or total < theirs:
-                    total = theirs + sum(float(c.get("request_time_ratio") or 0) for c in kept if isinstance(c, Mapping))
+                    total = theirs + sum(float(c.get("request_time_ratio") or 0)
+                                         for c in kept if isinstance(c, Mapping))
                 counts[f"other_{key}_request_time_ratio"] = round(theirs, 4)
                 counts[f"other_{key}_share"] = round(theirs / total, 4) if total > 0 else None
         return kept

@@ -109,7 +109,8 @@ def _list(args) -> int:
 
 
 def _op(m: dict) -> str:
-    return {(False, True): "=", (False, False): "!=", (True, True): "=~", (True, False): "!~"}[(m["is_regex"], m["is_equal"])]
+    ops = {(False, True): "=", (False, False): "!=", (True, True): "=~", (True, False): "!~"}
+    return ops[(m["is_regex"], m["is_equal"])]
 
 
 def _expire(args) -> int:

@@ -140,7 +140,7 @@ class AlertService:
             t0 = time.monotonic()
             try:
                 self.run_once()
-            except Exception:  # noqa: BLE001 - a bug in one cycle must not kill the engine; it shows in metrics
+            except Exception:  # a bug in one cycle must not kill the engine; it shows in metrics
                 log.exception("alert cycle failed")
                 self.metrics.cycles.labels("error").inc()
             self._stop.wait(max(0.0, interval - (time.monotonic() - t0)))

@@ -211,7 +211,8 @@ class Engine:
                             labels={"cluster": cluster, "rule": r.name, "metric": metric, "broker": broker},
                             value=0.0, evidence={"rule": r.name, "metric": metric, "broker": broker, "reason": (
                                 f"broker {broker} is up but has no {metric} series while "
-                                f"{len(have)} node(s) of the cluster have it: is the broker in the collectors' targets?")}))
+                                f"{len(have)} node(s) of the cluster have it: "
+                                "is the broker in the collectors' targets?")}))
         return out
 
     # ------------------------------------------------------------------------------------------- the cycle
@@ -250,7 +251,7 @@ class Engine:
             t0 = time.perf_counter()
             try:
                 obs = self._observe(rule, ctx)
-            except Exception as exc:  # noqa: BLE001 - a broken rule or detector must not stop the others
+            except Exception as exc:  # a broken rule or detector must not stop the others
                 msg = str(exc) if isinstance(exc, KafkaHealthError) else f"{type(exc).__name__}: {exc}"
                 if not isinstance(exc, KafkaHealthError):
                     log.exception("rule %s failed", rule.name)
@@ -328,7 +329,7 @@ def _advance_instances(prev: dict[str, Instance], results: _RuleResults,
         elif inst.rule in results.statuses:
             keep[fp] = inst  # the rule failed or its inputs are unknown: a failing query must not resolve incidents
         else:  # the rule was removed or disabled: its incidents resolve
-            gone = Rule(name=inst.rule, severity=inst.severity, scope=None)  # type: ignore[arg-type]
+            gone = Rule(name=inst.rule, severity=inst.severity, scope=None)  # type: ignore[arg-type]  # resolving reads no scope
             put(fp, advance(inst, None, now, gone))
     for name, hits in fresh.items():
         for fp, (labels, obs) in hits.items():

@@ -60,7 +60,7 @@ class PatternError(ValueError):
 
 
 @lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> "re2._Regexp | PatternError":
+def _compiled(pattern: str) -> re2._Regexp | PatternError:
     if len(pattern) > MAX_REGEX_LENGTH:
         return PatternError(f"longer than {MAX_REGEX_LENGTH} characters")
     try:
@@ -98,7 +98,7 @@ class Matcher:
         return self.compile()(labels)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Matcher":
+    def from_dict(cls, d: dict) -> Matcher:
         return cls(d["name"], d["value"], bool(d.get("is_regex", False)), bool(d.get("is_equal", True)))
 
 
@@ -264,7 +264,8 @@ class Inhibitor:
     def mutes(self, labels: dict[str, str]) -> str | None:
         name = labels.get("alertname", "")
         for r in self._rules:
-            if name in r.target_alertnames and tuple(labels.get(k, "") for k in r.equal) in self._sources[r.source_alertname]:
+            if (name in r.target_alertnames
+                    and tuple(labels.get(k, "") for k in r.equal) in self._sources[r.source_alertname]):
                 return f"inhibited:{r.source_alertname}"
         return None
 

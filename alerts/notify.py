@@ -162,7 +162,8 @@ def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: d
                 policy: DeliveryPolicy = DeliveryPolicy()) -> DeliveryReport:
     """Send every due outbox row once. Network calls happen outside any transaction."""
     with store.session() as s:
-        rows = [(r.id, r.target, r.group_key, r.payload) for r in repo.due_entries(now, session=s, limit=policy.batch_limit)]
+        rows = [(r.id, r.target, r.group_key, r.payload)
+                for r in repo.due_entries(now, session=s, limit=policy.batch_limit)]
     batches: OrderedDict[tuple[str, str], list[tuple[int, dict]]] = OrderedDict()
     for rid, target, gk, body in rows:
         batches.setdefault((target, gk), []).append((rid, body))

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import lru_cache
+from functools import cache
 from typing import Any, Protocol
 
 from sqlalchemy import and_, bindparam, delete, func, or_, select
@@ -29,7 +29,7 @@ from monitor.core.errors import NotFound
 
 # ------------------------------------------------------------------------------------------------ instances
 
-@lru_cache(maxsize=None)
+@cache
 def _tenant_alerts_clause(*, whole: bool, in_clusters: bool):
     """A tenant's instances: labelled with it, or unlabelled on a cluster it owns whole (all of it is theirs).
 
@@ -73,7 +73,7 @@ _REASON_COLUMNS = (AlertInstance.rule, AlertInstance.state, AlertInstance.severi
                    AlertInstance.broker, AlertInstance.labels, AlertInstance.annotations, AlertInstance.evidence)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _firing_query(cond):
     return select(*_REASON_COLUMNS).where(AlertInstance.state == AlertState.FIRING.value, cond)
 
@@ -114,7 +114,8 @@ def to_instance(row: AlertInstance) -> Instance:
 
 def _fill(row: AlertInstance, inst: Instance) -> None:
     row.rule, row.state, row.severity = inst.rule, inst.state.value, inst.severity.value
-    row.cluster, row.broker, row.tenant = inst.labels.get("cluster"), inst.labels.get("broker"), inst.labels.get("tenant")
+    row.cluster, row.broker, row.tenant = (inst.labels.get("cluster"), inst.labels.get("broker"),
+                                           inst.labels.get("tenant"))
     row.labels, row.annotations, row.evidence, row.value = inst.labels, inst.annotations, inst.evidence, inst.value
     row.active_at, row.fired_at, row.resolved_at = inst.active_at, inst.fired_at, inst.resolved_at
     row.keep_firing_since, row.last_evaluated_at = inst.keep_firing_since, inst.last_evaluated_at

@@ -90,7 +90,8 @@ def render_expr(expr: str, params: dict[str, Any]) -> str:
     try:
         return Template(expr).substitute({**values, **M})
     except KeyError as exc:
-        raise ConfigError([ConfigProblem("rules", None, "", f"expression refers to unknown key {exc}: {expr}")]) from None
+        problem = ConfigProblem("rules", None, "", f"expression refers to unknown key {exc}: {expr}")
+        raise ConfigError([problem]) from None
 
 
 def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
@@ -116,7 +117,8 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
             if value is not None:
                 if key not in params:
                     problems.append(ConfigProblem("config", None, f"rules.overrides.{s.name}.{key}",
-                                                  f"rule has no '{key}' parameter (it has: {', '.join(params) or 'none'})"))
+                                                  f"rule has no '{key}' parameter "
+                                                  f"(it has: {', '.join(params) or 'none'})"))
                 params[key] = value
         for key, value in (o.params.items() if o else ()):
             if key not in params:

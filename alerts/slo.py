@@ -80,7 +80,8 @@ def recording_rules(default_objective: float, interval: str = "1m") -> dict:
     burn rate per window. Evaluated every minute, so ``avg_over_time`` over a window averages one value per minute."""
     objective = (f"max by (tenant) ({M['tenant_objective']}) or max by (tenant) ({M['tenant_info']}) * 0 + "
                  f"{default_objective:g}")
-    rules: list[dict] = [{"record": OBJECTIVE_RECORD, "expr": objective}, {"record": MINUTE_RECORD, "expr": MINUTE_EXPR}]
+    rules: list[dict] = [{"record": OBJECTIVE_RECORD, "expr": objective},
+                         {"record": MINUTE_RECORD, "expr": MINUTE_EXPR}]
     for w in WINDOWS:
         rules.append({"record": AVAILABILITY_RECORD.format(window=w),
                       "expr": f"1 - avg_over_time({MINUTE_RECORD}[{w}])"})
@@ -153,7 +154,7 @@ class TenantSlo:
     error_budget_remaining: float | None
 
     @classmethod
-    def of(cls, *, objective: float, window_days: int, avail: float | None) -> "TenantSlo":
+    def of(cls, *, objective: float, window_days: int, avail: float | None) -> TenantSlo:
         remaining = None if avail is None else round(error_budget_remaining(avail, objective), 6)
         return cls(objective=objective, window=f"{window_days}d",
                    availability=None if avail is None else round(avail, 6), error_budget_remaining=remaining)

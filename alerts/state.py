@@ -51,14 +51,14 @@ def advance(
         )
         if prev is None or prev.state in (AlertState.INACTIVE, AlertState.RESOLVED):
             # a new incident starts with a new instance: nothing of it has been told yet
-            base = Instance(rule=rule.name, labels=dict(labels if labels is not None else prev.labels),  # type: ignore[union-attr]
+            base = Instance(rule=rule.name, labels=dict(labels if labels is not None else prev.labels),  # type: ignore[union-attr]  # no prev: labels given
                             state=AlertState.PENDING, severity=rule.severity)
             inst = base.evolve(active_at=now, fired_at=None, resolved_at=None, **fresh)
             if for_ <= timedelta(0):
                 return inst.evolve(state=AlertState.FIRING, fired_at=now)
             return inst
         if prev.state is AlertState.PENDING:
-            if now - prev.active_at >= for_:  # type: ignore[operator]
+            if now - prev.active_at >= for_:  # type: ignore[operator]  # pending: active_at set
                 return prev.evolve(state=AlertState.FIRING, fired_at=now, **fresh)
             return prev.evolve(**fresh)
         # firing: the condition holds (again); any keep_firing_for window is cancelled.

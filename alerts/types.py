@@ -62,7 +62,8 @@ class Rule:
     for_seconds: float = 0.0
     keep_firing_for_seconds: float = 0.0
     labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)  # summary, description, runbook_url, runbook; {{ $labels.x }}
+    # summary, description, runbook_url, runbook; {{ $labels.x }}
+    annotations: dict[str, str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)  # threshold, warning, critical... (after overrides)
     inputs: tuple[str, ...] = ()  # metric names that must have data, else a no-data alert
     optional_inputs: tuple[str, ...] = ()  # metric names that may legitimately be absent (documented per rule)
@@ -110,7 +111,7 @@ class Instance:
     def fingerprint(self) -> str:
         return fingerprint(self.rule, self.labels)
 
-    def evolve(self, **kw: Any) -> "Instance":
+    def evolve(self, **kw: Any) -> Instance:
         return replace(self, **kw)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.stack import Stack, StackLayout  # noqa: E402
+from monitor.stack import Stack, StackLayout
 
 
 def _p90(xs: list[float]) -> float:
@@ -36,7 +36,7 @@ def _groups(servers: str, n: int) -> None:
     for f in admin.create_topics([NewTopic("bench.admin", num_partitions=6, replication_factor=3)]).values():
         try:
             f.result(30)
-        except Exception as exc:  # noqa: BLE001 - there from an earlier run
+        except Exception as exc:  # there from an earlier run
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
     for i in range(n):
@@ -95,7 +95,7 @@ def main() -> int:
                                                    admin_factory=lambda c: KafkaAdmin(settings, timeout=timeout)),
                       "isolated": AdminCollector(cluster, tenants=tenants)}
         rounds = {k: [] for k in collectors}
-        for k, ac in collectors.items():
+        for ac in collectors.values():
             ac.collect_target(ac.targets()[0], now=time.time())  # creates the client (and the child)
         for _ in range(args.reps):
             for k, ac in collectors.items():

@@ -20,8 +20,8 @@ from pathlib import Path
 # This directory holds alerts.py (the alert bench): the repository root must come first, or it shadows the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.advisor.findings import Thresholds, advise, norms_without  # noqa: E402
-from monitor.advisor.types import ClientSample, ClusterSample, Snapshot  # noqa: E402
+from monitor.advisor.findings import Thresholds, advise, norms_without
+from monitor.advisor.types import ClientSample, ClusterSample, Snapshot
 
 
 def snapshot(n: int, rnd: random.Random) -> Snapshot:

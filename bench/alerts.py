@@ -2,8 +2,8 @@
 latency on the real stack against equivalent Prometheus alerting rules.
 
     .venv/bin/python bench/alerts.py [--brokers 100] [--cycles 30]
-    .venv/bin/python bench/alerts.py --latency [--reps 3] [--scenarios kill,sigstop,restart,rolling,disk,lag,slow,flood] [--dir D]
-                                               [--port-base 21000]
+    .venv/bin/python bench/alerts.py --latency [--reps 3] [--scenarios kill,sigstop,restart,rolling,disk,lag,slow,flood]
+                                               [--dir D] [--port-base 21000]
 
 --latency: the local stack (started, or reused if running in --dir), the real collectors in their own process
 scraped by its Prometheus, the alert engine with the built-in catalog evaluated every 15 s (the default), and
@@ -57,12 +57,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alerts.detectors import builtin_detectors  # noqa: E402
-from alerts.engine import Engine  # noqa: E402
-from alerts.rules import builtin_variant, load_rules  # noqa: E402
-from monitor.core.config import parse_config  # noqa: E402
-from monitor.core.metric_names import PHASE_RESPONSE_SEND, M  # noqa: E402
-from monitor.core.prom import InstantSample, Series  # noqa: E402
+from alerts.detectors import builtin_detectors
+from alerts.engine import Engine
+from alerts.rules import builtin_variant, load_rules
+from monitor.core.config import parse_config
+from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
+from monitor.core.prom import InstantSample, Series
 
 
 class SyntheticSource:
@@ -478,7 +478,7 @@ class Bench:
                                                replica_assignment=assignment)], operation_timeout=30).values():
             try:
                 f.result(60)
-            except Exception as exc:  # noqa: BLE001 - reused stack
+            except Exception as exc:  # reused stack
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
 
@@ -489,7 +489,7 @@ class Bench:
         admin = AdminClient({"bootstrap.servers": self.L.bootstrap_servers})
         try:
             admin.delete_topics([name], operation_timeout=30)[name].result(60)
-        except Exception as exc:  # noqa: BLE001 - not there is fine
+        except Exception as exc:  # not there is fine
             if "UNKNOWN_TOPIC" not in str(exc):
                 raise
 
@@ -854,7 +854,7 @@ def latency(args) -> int:
         xs = [x for x in xs if x is not None]
         return statistics.median(xs) if xs else None
 
-    fmt = lambda v: f"{v:7.0f}s" if v is not None else "  never"  # noqa: E731
+    fmt = lambda v: f"{v:7.0f}s" if v is not None else "  never"  # noqa: E731 - a one-line formatter for the table
     print(f"\ndetection latency, fault -> firing (median of {args.reps}, 1 for the disk; engine every "
           f"{config.rules.evaluation_interval_seconds:.0f}s with its own `for`, Prometheus every "
           f"{L.scrape_interval_seconds}s with `for: 10s`; never = not within the wait)")
@@ -865,7 +865,8 @@ def latency(args) -> int:
             ys = [y for a, b, _, y in rows if (a, b) == (e, p)]
             me, mp = med(xs), med(ys)
             ratio = f"{me / mp:5.2f}x" if me and mp else "   n/a"
-            fired = f"  (engine fired {len(xs) - xs.count(None)}/{len(xs)}, Prometheus {len(ys) - ys.count(None)}/{len(ys)})"
+            fired = (f"  (engine fired {len(xs) - xs.count(None)}/{len(xs)}, "
+                     f"Prometheus {len(ys) - ys.count(None)}/{len(ys)})")
             print(f"  {SCENARIOS[key][0]:<16} {e:<31} {fmt(me)} {p:<30} {fmt(mp)} {ratio}{fired}")
     for key, rows in bench.routine.items():
         fired = [len(r["firing"]) for r in rows]

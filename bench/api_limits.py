@@ -197,7 +197,8 @@ def starvation(base: str, tokens: dict[str, str], duration: float, prom_count: l
     statuses = out.get(timeout=duration + 300)
     flood.join()
     print(f"[6] tenant b's GET /tenants/b: idle {ms(idle)}; while tenant a keeps 45 advice calls in flight "
-          f"{ms(loaded)}, max {max(loaded) * 1000:.0f} ms, ratio of medians {statistics.median(loaded) / statistics.median(idle):.1f} "
+          f"{ms(loaded)}, max {max(loaded) * 1000:.0f} ms, "
+          f"ratio of medians {statistics.median(loaded) / statistics.median(idle):.1f} "
           f"(n={len(loaded)}); a's calls answered {statuses}; Prometheus queries {prom_count[0] - before}")
 
 

@@ -1,7 +1,8 @@
 """One collector process pinned to one core, scraping a fleet of N brokers on a fixed interval: does it keep up?
 
-    .venv/bin/python bench/collector_fleet.py [--brokers 50] [--interval 30] [--rounds 4] [--transports jolokia,jmxquery]
-                                              [--dir /tmp/kafka-health-fleet] [--port-base 19300] [--down]
+    .venv/bin/python bench/collector_fleet.py [--brokers 50] [--interval 30] [--rounds 4]
+                                              [--transports jolokia,jmxquery] [--dir /tmp/kafka-health-fleet]
+                                              [--port-base 19300] [--down]
 
 The local stack has three brokers, so the fleet's N broker targets are the three real brokers' endpoints used again
 and again (target k is broker 1 + k mod 3, under its own id): every target is a real remote read of a real broker
@@ -33,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.core.config import BrokerTarget, JmxSettings  # noqa: E402
-from monitor.stack import Stack, StackLayout  # noqa: E402
+from monitor.core.config import BrokerTarget, JmxSettings
+from monitor.stack import Stack, StackLayout
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -134,11 +135,13 @@ def main() -> int:
             cpu = statistics.median(r["cpu"] for r in steady)
             finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
             summary[transport] = cpu
+            outcomes = "/".join(str(round(statistics.median(r[k] for r in steady)))
+                                for k in ("ok", "failed", "late", "skipped"))
             print(f"  {transport:<9} collector CPU {cpu:6.2f} s/round = {cpu / args.interval:6.1%} of one core   "
                   f"round finished in {statistics.median(finished) if finished else float('nan'):6.2f} s "
                   f"(median; {len(steady) - len(finished)} of {len(steady)} rounds unfinished at the next tick)   "
                   f"per round ok/failed/late/skipped "
-                  f"{'/'.join(str(round(statistics.median(r[k] for r in steady))) for k in ('ok', 'failed', 'late', 'skipped'))}   "
+                  f"{outcomes}   "
                   f"brokers' CPU {broker_cpu / len(rounds):6.2f} s/round", flush=True)
             print(f"            rounds: {json.dumps(rounds)}", file=sys.stderr)
         first = args.transports.split(",")[0]

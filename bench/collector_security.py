@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors.component import build_collectors  # noqa: E402
-from monitor.demo import DEMO_LOAD, DEMO_TENANTS, onboard_demo_tenants  # noqa: E402
-from monitor.loadgen import LoadGenerator  # noqa: E402
-from monitor.stack import Stack, StackLayout  # noqa: E402
-from monitor.stack.procs import port_free  # noqa: E402
+from collectors.component import build_collectors
+from monitor.demo import DEMO_LOAD, DEMO_TENANTS, onboard_demo_tenants
+from monitor.loadgen import LoadGenerator
+from monitor.stack import Stack, StackLayout
+from monitor.stack.procs import port_free
 
 
 def cpu() -> float:

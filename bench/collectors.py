@@ -33,17 +33,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
 
-from collectors.catalog import TenantLookup  # noqa: E402
-from collectors.jmx import JmxCollector  # noqa: E402
-from collectors.transports.jmxquery import JmxQueryTransport  # noqa: E402
-from collectors.transports.jolokia import JolokiaTransport  # noqa: E402
-from collectors.types import TargetStatus  # noqa: E402
-from monitor.core.config import JmxSettings  # noqa: E402
-from monitor.stack import Stack, StackLayout, kafka  # noqa: E402
-from monitor.stack.procs import ProcSpec, port_free  # noqa: E402
+from collectors.catalog import TenantLookup
+from collectors.jmx import JmxCollector
+from collectors.transports.jmxquery import JmxQueryTransport
+from collectors.transports.jolokia import JolokiaTransport
+from collectors.types import TargetStatus
+from monitor.core.config import JmxSettings
+from monitor.stack import Stack, StackLayout, kafka
+from monitor.stack.procs import ProcSpec, port_free
 
 EXPORTER_JAR = "jmx_prometheus_javaagent.jar"
 CONFIG = Path(__file__).with_name("jmx_exporter_kafka.yml")

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
+import httpx
 
-from dashboards.boards import ALL  # noqa: E402
-from dashboards.build import render_all  # noqa: E402
-from dashboards.promql import substitute  # noqa: E402
+from dashboards.boards import ALL
+from dashboards.build import render_all
+from dashboards.promql import substitute
 
 VARIABLES = {"cluster": ".*", "broker": ".*", "tenant": ".*", "__rate_interval": "1m", "__interval": "15s",
              "__range": "1h"}
@@ -77,7 +77,8 @@ def bench_open(runs: int, port_base: int, warmup: float) -> None:
             base = [_page(prom, ["up"] * len(exprs)) for _ in range(runs)]
             real = [_page(prom, exprs) for _ in range(runs)]
             print(f"  {board.uid:24s} {len(exprs):3d} queries: median {statistics.median(real) * 1000:7.1f} ms, "
-                  f"baseline {statistics.median(base) * 1000:6.1f} ms, ratio {statistics.median(real) / statistics.median(base):4.1f}x")
+                  f"baseline {statistics.median(base) * 1000:6.1f} ms, "
+                  f"ratio {statistics.median(real) / statistics.median(base):4.1f}x")
         prom.close()
     finally:
         load.stop()

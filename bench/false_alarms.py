@@ -25,17 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prometheus_client import CollectorRegistry  # noqa: E402
+from prometheus_client import CollectorRegistry
 
-from alerts.component import AlertService  # noqa: E402
-from alerts.types import AlertState  # noqa: E402
-from monitor import serve  # noqa: E402
-from monitor.core.store import Store  # noqa: E402
-from monitor.demo import DEMO_LOAD, DEMO_TENANTS  # noqa: E402
-from monitor.loadgen import LoadGenerator  # noqa: E402
-from monitor.stack import Stack, StackLayout  # noqa: E402
-from monitor.stack.faults import rolling_restart  # noqa: E402
-from monitor.store.migrate import upgrade  # noqa: E402
+from alerts.component import AlertService
+from alerts.types import AlertState
+from monitor import serve
+from monitor.core.store import Store
+from monitor.demo import DEMO_LOAD, DEMO_TENANTS
+from monitor.loadgen import LoadGenerator
+from monitor.stack import Stack, StackLayout
+from monitor.stack.faults import rolling_restart
+from monitor.store.migrate import upgrade
 
 WATCHDOG = "KafkaHealthWatchdog"
 

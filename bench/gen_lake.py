@@ -25,9 +25,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from monitor.archive import lake as lakefs  # noqa: E402
-from monitor.archive.series import LABEL_COLUMNS  # noqa: E402
-from monitor.core.config import (  # noqa: E402
+from monitor.archive import lake as lakefs
+from monitor.archive.series import LABEL_COLUMNS
+from monitor.core.config import (
     ClusterConfig,
     Config,
     LakeSettings,

@@ -10,8 +10,8 @@ them), and the hostile tenants' own alerts carry a 200-character ``topic`` of ``
 match: the worst input for them. Every pattern is first checked to be one the API accepts (``compile_regex``).
 Each cycle builds a new ``Silencer`` (as ``AlertService`` does); the first cycle compiles the patterns, the next
 find them in the cache. The per-tenant time budget (``MUTE_BUDGET_SECONDS_PER_TENANT``) is in force: a line says
-whether any tenant reached it (then the figures are its cap, not the silences' cost). Prints the median and p90 of the mute step per cycle, the first cycle, and the ratio of the
-hostile median to the median with no silences.
+whether any tenant reached it (then the figures are its cap, not the silences' cost). Prints the median and p90 of the
+mute step per cycle, the first cycle, and the ratio of the hostile median to the median with no silences.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alerts.engine import _mute  # noqa: E402
-from alerts.mute import (  # noqa: E402
+from alerts.engine import _mute
+from alerts.mute import (
     DEFAULT_INHIBIT_RULES,
     Matcher,
     Silencer,
@@ -34,7 +34,7 @@ from alerts.mute import (  # noqa: E402
     _compiled,
     compile_regex,
 )
-from alerts.types import AlertState, Instance, Severity  # noqa: E402
+from alerts.types import AlertState, Instance, Severity
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
 HOSTILE_TENANTS = ("t00", "t01", "t02")
@@ -101,7 +101,8 @@ def main() -> int:
     ap.add_argument("--instances-per-tenant", type=int, default=250)
     args = ap.parse_args()
     instances = _instances(args.tenants, args.instances_per_tenant)
-    cases = {"no silences": [], f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} ordinary silences": _silences("ordinary"),
+    cases = {"no silences": [],
+             f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} ordinary silences": _silences("ordinary"),
              f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} hostile silences": _silences("hostile")}
     print(f"mute step of one alert cycle: {len(instances)} firing instances ({args.tenants} tenants), "
           f"{args.cycles} cycles")

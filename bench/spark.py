@@ -43,10 +43,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gen_lake import realistic  # noqa: E402
-from monitor.archive import lake as lakefs  # noqa: E402
-from monitor.reports.extract import week_name  # noqa: E402
-from monitor.reports.job import run_report, spark_session  # noqa: E402
+from bench.gen_lake import realistic
+from monitor.archive import lake as lakefs
+from monitor.reports.extract import week_name
+from monitor.reports.job import run_report, spark_session
 
 
 def _jvm_pids() -> list[int]:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from monitor.stack import Stack, StackLayout  # noqa: E402
-from monitor.stack.procs import port_free  # noqa: E402
+from monitor.stack import Stack, StackLayout
+from monitor.stack.procs import port_free
 
 
 def rss_mib(pid: int) -> float:

@@ -35,11 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collectors import catalog  # noqa: E402
-from collectors.transports.jolokia import JolokiaTransport  # noqa: E402
-from collectors.types import Endpoint  # noqa: E402
-from monitor.stack import kafka, telemetry  # noqa: E402
-from monitor.stack.layout import StackLayout  # noqa: E402
+from collectors import catalog
+from collectors.transports.jolokia import JolokiaTransport
+from collectors.types import Endpoint
+from monitor.stack import kafka, telemetry
+from monitor.stack.layout import StackLayout
 
 DRIVER = Path(__file__).resolve().parent / "TelemetryBench.java"
 P = "org.apache.kafka."
@@ -63,7 +63,8 @@ def _len(field: int, body: bytes) -> bytes:
 
 def _point(value: float, node: int | None) -> bytes:
     attrs = b"" if node is None else _len(7, _len(1, b"node.id") + _len(2, _varint(3 << 3) + _varint(node)))
-    return attrs + _varint(3 << 3 | 1) + struct.pack("<Q", time.time_ns()) + _varint(4 << 3 | 1) + struct.pack("<d", value)
+    return (attrs + _varint(3 << 3 | 1) + struct.pack("<Q", time.time_ns())
+            + _varint(4 << 3 | 1) + struct.pack("<d", value))
 
 
 def _metric(name: str, *points: bytes) -> bytes:
@@ -161,7 +162,8 @@ def run(args, levels: list[int], work: Path) -> int:
     for n, r in results.items():
         s = r["scrape"]
         print(f"{n:>8} {s['series']:>7} {s['wall'] * 1e3:>8.1f} {s['cpu'] * 1e3:>7.1f} {s['cpu'] / base['cpu']:>10.1f}")
-    print("\nbroker plugin (medians of 5 interleaved repeats; baseline: parsing the same pushes with Kafka's OTLP classes):")
+    print("\nbroker plugin (medians of 5 interleaved repeats; "
+          "baseline: parsing the same pushes with Kafka's OTLP classes):")
     print(f"{'clients':>8} {'us/push':>8} {'parse us':>8} {'ratio':>6} {'cpu % at 60 s push':>19} "
           f"{'heap MiB':>9} {'KiB/1000 clients':>17} {'failures':>8}")
     for n in levels:

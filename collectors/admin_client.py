@@ -174,7 +174,8 @@ class KafkaAdmin:
                 raise TargetForbidden(self.forbidden(what, err.name())) from exc
             auth = self._recent_auth_error()
             if auth:
-                raise TargetAuthFailed(f"Admin API {what}: {auth_advice(auth, self._principal, self._bootstrap)}") from exc
+                advice = auth_advice(auth, self._principal, self._bootstrap)
+                raise TargetAuthFailed(f"Admin API {what}: {advice}") from exc
             if "timed out" in text.lower() or "timeout" in text.lower():
                 self._group_call_failed(what)
                 raise TargetTimeout(f"Admin API {what}: {text}") from exc

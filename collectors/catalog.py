@@ -75,7 +75,7 @@ class _Pattern:
     open: bool  # ',*' : other keys allowed
 
     @classmethod
-    def of(cls, pattern: str) -> "_Pattern":
+    def of(cls, pattern: str) -> _Pattern:
         domain, props = parse_object_name(pattern)
         exact = tuple((k, v) for k, v in props if k != "*" and v != "*")
         present = tuple(k for k, v in props if k != "*" and v == "*")
@@ -223,8 +223,10 @@ def _broker_rules() -> tuple[MBeanRule, ...]:
     # --- partitions and replication
     for mbean_name, metric, what in (
         ("UnderReplicatedPartitions", "kafka_broker_under_replicated_partitions", "Led partitions with ISR < replicas"),
-        ("UnderMinIsrPartitionCount", "kafka_broker_under_min_isr_partitions", "Led partitions with ISR < min.insync.replicas"),
-        ("AtMinIsrPartitionCount", "kafka_broker_at_min_isr_partitions", "Led partitions with ISR = min.insync.replicas"),
+        ("UnderMinIsrPartitionCount", "kafka_broker_under_min_isr_partitions",
+         "Led partitions with ISR < min.insync.replicas"),
+        ("AtMinIsrPartitionCount", "kafka_broker_at_min_isr_partitions",
+         "Led partitions with ISR = min.insync.replicas"),
         ("OfflineReplicaCount", "kafka_broker_offline_replicas", "Replicas on this broker that are offline"),
         ("PartitionCount", "kafka_broker_partitions", "Partition replicas on this broker"),
         ("LeaderCount", "kafka_broker_leader_partitions", "Partitions this broker leads"),
@@ -376,8 +378,10 @@ JVM_RULES: tuple[MBeanRule, ...] = (
          "java.lang:type=GarbageCollector,name=*", "CollectionCount", labels=(("gc", "name"),)),
     MBeanRule("kafka_jvm_gc_collection_seconds_total", "counter", "GC time per collector",
          "java.lang:type=GarbageCollector,name=*", "CollectionTime", scale=MS, labels=(("gc", "name"),)),
-    MBeanRule("kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage", key="used"),
-    MBeanRule("kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage", key="max"),
+    MBeanRule("kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage",
+              key="used"),
+    MBeanRule("kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage",
+              key="max"),
     # CollectionUsage exists only for heap pools: the sum is the heap left after each pool's last GC.
     MBeanRule("kafka_jvm_heap_after_gc_used_bytes", "gauge", "Heap in use right after the last GC of each pool (sum)",
          "java.lang:type=MemoryPool,name=*", "CollectionUsage", key="used"),

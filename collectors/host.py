@@ -55,7 +55,8 @@ def parse_meminfo(text: str, base: tuple) -> list[Sample]:
             values[key] = int(fields[0]) * (1024 if len(fields) > 1 and fields[1] == "kB" else 1)
     out = []
     for key, name, help_ in (("MemTotal", "kafka_host_memory_total_bytes", "Physical memory"),
-                             ("MemAvailable", "kafka_host_memory_available_bytes", "Memory available without swapping")):
+                             ("MemAvailable", "kafka_host_memory_available_bytes",
+                              "Memory available without swapping")):
         if key in values:
             out.append(_g(name, help_, base, float(values[key])))
     return out

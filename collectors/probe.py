@@ -146,7 +146,7 @@ class ProbeSeries:
 class ProbeExporter:
     """A prometheus_client custom collector over the probes' series."""
 
-    def __init__(self, probes: Sequence["Probe"]):
+    def __init__(self, probes: Sequence[Probe]):
         self._probes = list(probes)
 
     def collect(self):

@@ -8,7 +8,6 @@ line (``error: ...``) and exit with the error's code: never a traceback for an e
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 import alerts.cli

@@ -13,9 +13,9 @@ import argparse
 from sqlalchemy import MetaData
 
 import alerts.models  # noqa: F401  (each import registers its tables on Base.metadata)
-import monitor.api.tokens  # noqa: F401
-import monitor.reports.models  # noqa: F401
-import monitor.tenants.models  # noqa: F401
+import monitor.api.tokens
+import monitor.reports.models
+import monitor.tenants.models  # noqa: F401 - registers its tables
 from monitor.core.store import Base, Store
 from monitor.store.migrate import revision
 

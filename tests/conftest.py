@@ -1,7 +1,8 @@
 """Shared fixtures.
 
-- ``stack``: the real local stack (KRaft controller + 3 brokers, Prometheus, Alertmanager), secured, up once per session, down
-  at the end. Port base from $KAFKA_HEALTH_TEST_PORT_BASE (default 19700) so a developer's demo stack can keep running.
+- ``stack``: the real local stack (KRaft controller + 3 brokers, Prometheus, Alertmanager), secured, up once per
+  session, down at the end. Port base from $KAFKA_HEALTH_TEST_PORT_BASE (default 19700) so a developer's demo stack
+  can keep running.
 - ``pg_url``: a real PostgreSQL server (Debian's package) initialised in a temp dir for the session.
 - ``spark``: a local PySpark session.
 

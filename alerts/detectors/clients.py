@@ -239,7 +239,8 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     idle = {_bk(s.labels): s for s in ctx.source.query_range(
         f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)}
     send = {_bk(s.labels): s for s in ctx.source.query_range(
-        f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})', start, ctx.now, step)}
+        f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})',
+        start, ctx.now, step)}
     socket_window = str(rule.params.get("socket_window", "2m"))
     backlogs, rounds = socket_backlogs(ctx, socket_window)
     out = []

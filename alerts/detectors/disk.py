@@ -87,7 +87,8 @@ def growth_rate(times: Sequence[float], values: Sequence[float], drop_floor: flo
     return _slope(xs, ys), "envelope", len(drops)
 
 
-def forecast_disk_full(times: list[float], used: list[float], size: float, *, min_points: int = 8) -> DiskForecast | None:
+def forecast_disk_full(times: list[float], used: list[float], size: float, *,
+                       min_points: int = 8) -> DiskForecast | None:
     """Projected time to full, or None when usage is not growing (or too few points to say)."""
     if len(times) < min_points or size <= 0:
         return None
@@ -331,7 +332,8 @@ def _filesystems(used: Mapping[tuple, Series], sizes: Mapping[tuple, float],
     return [(cluster, group) for cluster in sorted(dirs) for group in same_filesystems(dirs[cluster])]
 
 
-def _kafka_series(logs: Sequence[Series], cluster: str, brokers: set[str], ctx: DetectorContext) -> dict[str | None, list[Points]]:
+def _kafka_series(logs: Sequence[Series], cluster: str, brokers: set[str],
+                  ctx: DetectorContext) -> dict[str | None, list[Points]]:
     """Per tenant (None: no tenant's, internal topics included), the topics' log-size series on ``brokers``."""
     out: dict[str | None, list[Points]] = {}
     for s in logs:
@@ -344,7 +346,7 @@ def _kafka_series(logs: Sequence[Series], cluster: str, brokers: set[str], ctx: 
 
 
 def _key(labels: dict[str, str]) -> tuple[str, str, str, str]:
-    return tuple(labels.get(k, "") for k in ("cluster", "host", "broker", "path"))  # type: ignore[return-value]
+    return labels.get("cluster", ""), labels.get("host", ""), labels.get("broker", ""), labels.get("path", "")
 
 
 def _key_of(cluster: str, d: LogDirDisk) -> tuple[str, str, str, str]:

@@ -17,7 +17,8 @@ from monitor.core.metric_names import PHASE_TOTAL, M
 
 def regression(current: float, history: list[float], peers: list[float], *, own_ratio: float, peer_ratio: float,
                min_seconds: float, min_delta_seconds: float) -> dict | None:
-    """Evidence if ``current`` regressed, else None. ``history`` excludes the current window; ``peers`` excludes self."""
+    """Evidence if ``current`` regressed, else None. ``history`` excludes the current window; ``peers`` excludes
+    self."""
     if current < min_seconds or not history:
         return None
     baseline = median(history)

@@ -146,7 +146,8 @@ def parse_output(text: str) -> list[Reading]:
             continue
         try:
             obj = json.loads(line)  # Python's json accepts the bare NaN the jar writes
-            readings.append(Reading(obj["mBeanName"], obj["attribute"], _value(obj.get("value")), obj.get("attributeKey")))
+            readings.append(Reading(obj["mBeanName"], obj["attribute"], _value(obj.get("value")),
+                                    obj.get("attributeKey")))
             continue
         except (ValueError, KeyError, TypeError):
             pass

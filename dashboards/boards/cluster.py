@@ -19,7 +19,8 @@ _stat = dict(kind=Kind.STAT, width=4, height=4)
 
 HEALTH = Row("Health", (
     Panel("Collector targets up", (Query(
-        f"sum by (cluster) (kafka_health_scrape_success{{{C}}}) / count by (cluster) (kafka_health_scrape_success{{{C}}})",
+        f"sum by (cluster) (kafka_health_scrape_success{{{C}}})"
+        f" / count by (cluster) (kafka_health_scrape_success{{{C}}})",
         "{{cluster}}"),), "percentunit", base=RED, thresholds=((0.9, ORANGE), (1, GREEN)), min=0, max=1,
         description="Share of this cluster's collection targets (brokers' JMX, hosts, Admin API) whose last "
                     "collection succeeded.", **_stat),

@@ -173,7 +173,8 @@ ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
 
 def _finding(kind: FindingKind, c, evidence: dict, severity: FindingSeverity = FindingSeverity.WARNING,
              cause: str | None = None, basis: str = "", metrics: tuple[str, ...] | None = None) -> Finding:
-    """A per-client finding; ``c`` is a ``ClientSample`` or a ``TelemetrySample`` (both name cluster, tenant, client)."""
+    """A per-client finding; ``c`` is a ``ClientSample`` or a ``TelemetrySample`` (both name cluster, tenant,
+    client)."""
     default_metrics, default_cause, fix = ADVICE[kind]
     return Finding(kind=kind, severity=severity, cluster=c.cluster, tenant=c.tenant, client_id=c.client_id,
                    user=c.user, evidence=evidence, metrics=metrics or default_metrics, cause=cause or default_cause,
@@ -263,10 +264,10 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
     2. ``topic_records_per_request``: the brokers count records and produce requests per topic (per partition
        batch); a tenant whose topics carry at most ``batching_max_records_per_request`` at
        ``batching_min_requests_per_second`` or more (or at most ``batching_single_max_records_per_request``, one
-       record a request, at ``batching_single_min_requests_per_second``) is told so whatever the other tenants do, naming its producers
-       that cost the most thread time per MiB (at least ``min_seconds_per_mib`` and within ``cost_factor`` of the
-       costliest: a well-batching producer of the same tenant is not named; Kafka counts requests per topic, not per
-       client). No thread-share floor: a bad configuration is found before it does harm.
+       record a request, at ``batching_single_min_requests_per_second``) is told so whatever the other tenants do,
+       naming its producers that cost the most thread time per MiB (at least ``min_seconds_per_mib`` and within
+       ``cost_factor`` of the costliest: a well-batching producer of the same tenant is not named; Kafka counts
+       requests per topic, not per client). No thread-share floor: a bad configuration is found before it does harm.
     3. ``thread_time_per_mib``: a producer far above the cluster's norm of thread time per MiB (``_costly``).
     """
     producers = [c for c in s.clients if c.is_producer]
@@ -336,8 +337,9 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
                           key=lambda c: -costs[_key(c)])[:t.top_suspects]
         base = {"poor_topics": {tp.topic: {"records_per_request": round(rpr[tp.topic], 2),
                                            "produce_requests_per_second": round(tp.produce_requests_per_second, 1),
-                                           "bytes_per_request": round(tp.bytes_per_second / tp.produce_requests_per_second,
-                                                                      1)} for tp in poor},
+                                           "bytes_per_request": round(
+                                               tp.bytes_per_second / tp.produce_requests_per_second, 1)}
+                                for tp in poor},
                 "records_per_request": round(msgs / reqs, 2), "bytes_per_request": round(byts / reqs, 1),
                 "produce_requests_per_second": round(reqs, 1)}
         cause = (f"tenant {tenant}'s topics {', '.join(sorted(tp.topic for tp in poor))} carry {msgs / reqs:.2f} "
@@ -549,7 +551,8 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
     for d in s.deprecated:
         if d.requests_per_second > 0:
             apis = deprecated.setdefault((d.name, d.version), {})
-            apis[f"{d.request} v{d.api_version}"] = apis.get(f"{d.request} v{d.api_version}", 0.0) + d.requests_per_second
+            api = f"{d.request} v{d.api_version}"
+            apis[api] = apis.get(api, 0.0) + d.requests_per_second
     out = []
     for name, version in sorted(set(connections) | set(deprecated)):
         old = (name, version) in connections and is_outdated(name, version, mins)

@@ -2,8 +2,8 @@
 
 Wiring only, in this order: sync the config file's tenants into the store, error handlers, the auth + rate-limit
 middleware, the routers of every domain (``alerts.views``, ``monitor.reports.views``, ``monitor.advisor.views``,
-``monitor.tenants.views``, ``monitor.health.views``), and an OpenAPI document that declares the bearer scheme and the error body on every
-operation.
+``monitor.tenants.views``, ``monitor.health.views``), and an OpenAPI document that declares the bearer scheme and the
+error body on every operation.
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ def _field(loc: tuple) -> str:
 
 async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
     fields = [
-        FieldProblem(field=_field(tuple(e.get("loc", ()))), message=str(e.get("msg", "invalid")).removeprefix("Value error, "))
+        FieldProblem(field=_field(tuple(e.get("loc", ()))),
+                     message=str(e.get("msg", "invalid")).removeprefix("Value error, "))
         for e in exc.errors()
     ]
     message = "; ".join(f"{f.field}: {f.message}" for f in fields) or "invalid request"

@@ -70,7 +70,7 @@ class TokenRead(BaseModel):
     expires_at: UtcDatetime | None
 
     @classmethod
-    def of(cls, row: ApiToken) -> "TokenRead":
+    def of(cls, row: ApiToken) -> TokenRead:
         return cls(id=row.id, name=row.name, kind=TokenKind(row.kind), tenant=row.tenant,
                    created_at=row.created_at, revoked_at=row.revoked_at, expires_at=row.expires_at)
 

@@ -48,7 +48,7 @@ class SecretRef(_Strict):
     file: str | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "SecretRef":
+    def _one_source(self) -> SecretRef:
         if (self.env is None) == (self.file is None):
             raise ValueError("give exactly one of 'env' or 'file'")
         return self
@@ -60,7 +60,7 @@ class SecretRef(_Strict):
                 raise ValueError(f"environment variable {self.env} is not set")
             return SecretStr(value)
         try:
-            return SecretStr(Path(self.file).read_text().strip())  # type: ignore[arg-type]
+            return SecretStr(Path(self.file).read_text().strip())  # type: ignore[arg-type]  # not env, so file (_one_source)
         except OSError as exc:
             raise ValueError(f"cannot read secret file {self.file}: {exc.strerror}") from None
 
@@ -99,7 +99,7 @@ class _BasicAuth(_Strict):
     password: SecretRef | None = None
 
     @model_validator(mode="after")
-    def _both_or_neither(self) -> "_BasicAuth":
+    def _both_or_neither(self) -> _BasicAuth:
         if (self.username is None) != (self.password is None):
             raise ValueError("give both username and password, or neither")
         return self
@@ -197,7 +197,7 @@ class ClusterConfig(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _unique_brokers(self) -> "ClusterConfig":
+    def _unique_brokers(self) -> ClusterConfig:
         ids = [b.id for b in self.brokers]
         if len(ids) != len(set(ids)):
             raise ValueError("broker ids must be unique within a cluster")
@@ -265,7 +265,7 @@ class TenantDefinition(_Strict):
     receivers: TenantReceivers = TenantReceivers()
 
     @model_validator(mode="after")
-    def _owns_something(self) -> "TenantDefinition":
+    def _owns_something(self) -> TenantDefinition:
         if not self.whole_clusters and not self.selectors:
             raise ValueError("a tenant needs whole_clusters or at least one selector")
         return self
@@ -392,7 +392,7 @@ class Config(_Strict):
     slo: SloSettings = SloSettings()
 
     @model_validator(mode="after")
-    def _cross_refs(self) -> "Config":
+    def _cross_refs(self) -> Config:
         names = [c.name for c in self.clusters]
         if len(names) != len(set(names)):
             raise ValueError("cluster names must be unique")
@@ -419,8 +419,10 @@ class Config(_Strict):
 # ---------------------------------------------------------------------------------------------------------------
 # Loading with locations
 
+KeyPath = tuple[Any, ...]  # keys and list indexes from the document's root: ("clusters", 0, "name")
 
-def _line_index(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+
+def _line_index(node: yaml.Node, path: KeyPath = (), out: dict[KeyPath, int] | None = None) -> dict[KeyPath, int]:
     """Map every key path in the YAML document to its 1-based line."""
     out = {} if out is None else out
     out.setdefault(path, node.start_mark.line + 1)
@@ -436,7 +438,7 @@ def _line_index(node: yaml.Node, path: tuple = (), out: dict | None = None) -> d
     return out
 
 
-def _duplicate_keys(node: yaml.Node, filename: str, path: tuple = ()) -> list[ConfigProblem]:
+def _duplicate_keys(node: yaml.Node, filename: str, path: KeyPath = ()) -> list[ConfigProblem]:
     """Every key given twice in one mapping. PyYAML keeps the last silently, so the first would be ignored."""
     problems: list[ConfigProblem] = []
     if isinstance(node, yaml.MappingNode):
@@ -457,14 +459,14 @@ def _duplicate_keys(node: yaml.Node, filename: str, path: tuple = ()) -> list[Co
     return problems
 
 
-def _dotted(loc: tuple) -> str:
+def _dotted(loc: KeyPath) -> str:
     s = ""
     for part in loc:
         s += f"[{part}]" if isinstance(part, int) else (f".{part}" if s else str(part))
     return s
 
 
-def _locate(loc: tuple, lines: dict[tuple, int]) -> int | None:
+def _locate(loc: KeyPath, lines: dict[KeyPath, int]) -> int | None:
     # pydantic may add a model name or union branch into loc; keep only the parts the document has.
     parts = tuple(p for p in loc if isinstance(p, int) or not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))
     for n in range(len(parts), -1, -1):
@@ -473,11 +475,11 @@ def _locate(loc: tuple, lines: dict[tuple, int]) -> int | None:
     return None
 
 
-def _resolve_secrets(cfg: Config, filename: str, lines: dict[tuple, int]) -> list[ConfigProblem]:
+def _resolve_secrets(cfg: Config, filename: str, lines: dict[KeyPath, int]) -> list[ConfigProblem]:
     """Check every SecretRef resolves now, so a missing env var is a config error, not a 3 a.m. surprise."""
     problems: list[ConfigProblem] = []
 
-    def check(ref: SecretRef | None, loc: tuple) -> None:
+    def check(ref: SecretRef | None, loc: KeyPath) -> None:
         if ref is None:
             return
         try:
@@ -504,7 +506,8 @@ def parse_config(text: str, filename: str = "<config>") -> Config:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        raise ConfigError([ConfigProblem(filename, line, "", f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+        problem = ConfigProblem(filename, line, "", f"not valid YAML: {getattr(exc, 'problem', exc)}")
+        raise ConfigError([problem]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -529,7 +532,7 @@ def parse_config(text: str, filename: str = "<config>") -> Config:
     return cfg
 
 
-def load_config(path: str | os.PathLike) -> Config:
+def load_config(path: str | os.PathLike[str]) -> Config:
     p = Path(path)
     try:
         text = p.read_text()
@@ -538,7 +541,7 @@ def load_config(path: str | os.PathLike) -> Config:
     return parse_config(text, str(p))
 
 
-def key_line(path: str | os.PathLike, keys: tuple) -> int | None:
+def key_line(path: str | os.PathLike[str], keys: KeyPath) -> int | None:
     """The 1-based line of ``keys`` (e.g. ``("rules", "overrides", "KafkaX")``) in the YAML file ``path``, else of
     its nearest enclosing key there; None if the file cannot be read. For a problem found in a loaded config by
     another package (an override naming no alert rule) to be located like the loader's own."""

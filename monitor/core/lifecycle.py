@@ -59,5 +59,5 @@ def stop_all(components: Iterable[Component], *, bound_seconds: float = STOP_BOU
 def _stop_one(component: Component) -> None:
     try:
         component.stop()
-    except Exception:  # noqa: BLE001 - one component's failure to stop must not keep the others running
+    except Exception:  # one component's failure to stop must not keep the others running
         log.exception("%s failed while stopping", component.name)

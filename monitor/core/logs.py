@@ -50,7 +50,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, ensure_ascii=False, default=str)
 
 
-class _Stderr(logging.StreamHandler):
+class _Stderr(logging.StreamHandler[IO[str]]):
     """Writes to whatever ``sys.stderr`` is at the time of the record (as logging's own last resort does), so a
     redirected or captured stderr gets the lines."""
 
@@ -58,7 +58,7 @@ class _Stderr(logging.StreamHandler):
         logging.Handler.__init__(self)
 
     @property
-    def stream(self) -> IO[str]:  # type: ignore[override]
+    def stream(self) -> IO[str]:  # type: ignore[override]  # read at each record, never set
         return sys.stderr
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -60,7 +60,7 @@ class PrometheusSource:
     def close(self) -> None:
         self._client.close()
 
-    def _get(self, path: str, params: dict) -> dict:
+    def _get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
         self.queries += 1
         try:
             resp = self._client.post(path, data=params)
@@ -72,7 +72,8 @@ class PrometheusSource:
             raise QueryError(f"Prometheus at {self._shown_url} answered HTTP {resp.status_code} without JSON") from None
         if body.get("status") != "success":
             raise QueryError(f"Prometheus query failed: {body.get('errorType', '')}: {body.get('error', '')}"[:500])
-        return body["data"]
+        data: dict[str, Any] = body["data"]
+        return data
 
     def query(self, expr: str, at: datetime) -> list[InstantSample]:
         data = self._get("/api/v1/query", {"query": expr, "time": f"{at.timestamp():.3f}"})
@@ -82,12 +83,14 @@ class PrometheusSource:
             raise QueryError(f"expected an instant vector from {expr!r}, got {data['resultType']}")
         return [InstantSample(r["metric"], _num(r["value"][1])) for r in data["result"]]
 
-    def query_range_raw(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[dict]:
+    def query_range_raw(self, expr: str, start: datetime, end: datetime,
+                        step_seconds: float) -> list[dict[str, Any]]:
         """Prometheus' own matrix result (``[{"metric": {...}, "values": [[t, "v"], ...]}]``), for callers that
         store it as it is (the archive)."""
-        return self._get("/api/v1/query_range", {
+        result: list[dict[str, Any]] = self._get("/api/v1/query_range", {
             "query": expr, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
             "step": f"{max(step_seconds, 1):.3f}"})["result"]
+        return result
 
     def query_range(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[Series]:
         out = []

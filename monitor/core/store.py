@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import DateTime, MetaData, TypeDecorator, create_engine, event
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import URL, Dialect, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
@@ -33,14 +35,14 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-class UtcDateTime(TypeDecorator):
+class UtcDateTime(TypeDecorator[datetime]):
     """``DateTime(timezone=True)`` that hands back aware UTC datetimes: SQLite returns naive ones for such columns.
     The DDL is the plain type's, so the migrations (which name ``sa.DateTime(timezone=True)``) match the models."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         return None if value is None else as_utc(value)
 
 
@@ -58,7 +60,7 @@ class Store:
 
     def __init__(self, url: str, *, password: str | None = None, echo: bool = False):
         self.url = _url(url, password)
-        kwargs: dict = {"echo": echo, "future": True}
+        kwargs: dict[str, Any] = {"echo": echo, "future": True}
         if self.url.get_backend_name() == "sqlite":
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         else:
@@ -98,7 +100,7 @@ class Store:
         return self.url.render_as_string(hide_password=True)
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")  # readers (API) do not block the writer (alert engine)
     cur.execute("PRAGMA foreign_keys=ON")

@@ -15,20 +15,29 @@ from typing import Protocol
 class SelectorLike(Protocol):
     """What ownership reads of a selector (``monitor.core.config.TenantSelector`` is one)."""
 
-    cluster: str
-    topic_prefixes: Sequence[str]
-    client_id_prefixes: Sequence[str]
-    group_prefixes: Sequence[str]
-    principals: Sequence[str]
+    # Read-only properties: a frozen config model is one (a plain attribute here would demand a writable one).
+    @property
+    def cluster(self) -> str: ...
+    @property
+    def topic_prefixes(self) -> Sequence[str]: ...
+    @property
+    def client_id_prefixes(self) -> Sequence[str]: ...
+    @property
+    def group_prefixes(self) -> Sequence[str]: ...
+    @property
+    def principals(self) -> Sequence[str]: ...
 
 
 class TenantLike(Protocol):
     """What ownership reads of a tenant (``monitor.core.config.TenantConfig`` is one). A Protocol, so the config
     module can validate with ``find_overlaps`` without the two modules importing each other."""
 
-    name: str
-    whole_clusters: Sequence[str]
-    selectors: Sequence[SelectorLike]
+    @property
+    def name(self) -> str: ...
+    @property
+    def whole_clusters(self) -> Sequence[str]: ...
+    @property
+    def selectors(self) -> Sequence[SelectorLike]: ...
 
 
 @dataclass(frozen=True)
@@ -194,7 +203,7 @@ class Tenants(Protocol):
     follow a change within a few seconds; keep answering the last good set when their source fails. ``current``
     returns the same tuple object while nothing changed, so callers can compare by identity."""
 
-    def current(self) -> tuple: ...
+    def current(self) -> tuple[TenantLike, ...]: ...
 
     def index(self) -> TenantIndex: ...
 
@@ -206,7 +215,7 @@ class FixedTenants:
         self._tenants = tuple(tenants)
         self._index = TenantIndex(self._tenants)
 
-    def current(self) -> tuple:
+    def current(self) -> tuple[TenantLike, ...]:
         return self._tenants
 
     def index(self) -> TenantIndex:

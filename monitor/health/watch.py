@@ -119,7 +119,7 @@ class StoreWatch:
         while not self._stop.wait(self.interval):
             try:
                 self.refresh()
-            except Exception:  # noqa: BLE001 - a bug here must not end the loop; current() then expires
+            except Exception:  # a bug here must not end the loop; current() then expires
                 log.exception("store watch failed")
 
     def stop(self) -> None:

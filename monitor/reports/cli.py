@@ -58,7 +58,7 @@ def _report(args) -> int:
         spark.stop()
         if store is not None:
             store.dispose()
-    for name, (rel_json, rel_html) in sorted(run.paths.items()):
+    for name, (_rel_json, rel_html) in sorted(run.paths.items()):
         status = (run.documents.get(name) or run.operator or {}).get("status", "?")
         print(f"{name}\t{status}\t{Path(config.lake.path) / rel_html}")
     return 0

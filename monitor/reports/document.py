@@ -60,7 +60,7 @@ class Collected:
     def from_rows(cls, week: date, generated_at: datetime, problems: list[str], *, span: Mapping, compare: Iterable,
                   weekly: Iterable, storage: Iterable, storage_daily: Iterable, disk: Iterable, members: Iterable,
                   alerts: Iterable, clients: Iterable, daily: Iterable, seen: Iterable,
-                  clusters: Iterable, findings: Iterable = ()) -> "Collected":
+                  clusters: Iterable, findings: Iterable = ()) -> Collected:
         c = cls(week, generated_at, span.get("first"), span.get("end"), list(problems))
         for r in map(_row, compare):
             c.compare[r["owner"]][r["metric"]] = r

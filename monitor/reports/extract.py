@@ -62,7 +62,7 @@ class Window:
     end: date  # day after the report week (exclusive)
 
     @classmethod
-    def for_week(cls, week: date) -> "Window":
+    def for_week(cls, week: date) -> Window:
         return cls(week, week - timedelta(days=7 * HISTORY_WEEKS), week + timedelta(days=7))
 
     def days(self) -> list[date]:

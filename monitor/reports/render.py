@@ -201,7 +201,8 @@ def _slo_html(slo: dict | None) -> str:
     written before tenant SLOs has none)."""
     if not slo:
         return ""
-    rows = [[escape(w["week"]), human(w["availability"], "ratio"), human(w["burn_rate"]), human(w["budget_spent"], "ratio")]
+    rows = [[escape(w["week"]), human(w["availability"], "ratio"), human(w["burn_rate"]),
+             human(w["budget_spent"], "ratio")]
             for w in slo["weeks"]]
     met = {True: "met", False: "missed", None: "unknown"}[slo["met"]]
     return (f'<h2>Availability objective</h2><p>{human(slo["availability"], "ratio")} of'

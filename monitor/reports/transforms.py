@@ -236,14 +236,14 @@ class Reductions:
         return dict(zip(self.KINDS, (self.days, self.clusters, self.rows, self.disk)))
 
     @classmethod
-    def of(cls, frames: dict[str, DataFrame]) -> "Reductions":
+    def of(cls, frames: dict[str, DataFrame]) -> Reductions:
         return cls(*(frames[k] for k in cls.KINDS))
 
-    def union(self, other: "Reductions") -> "Reductions":
+    def union(self, other: Reductions) -> Reductions:
         mine, theirs = self.frames(), other.frames()
         return Reductions.of({k: mine[k].unionByName(theirs[k]) for k in self.KINDS})
 
-    def canonical(self, partitions: int) -> "Reductions":
+    def canonical(self, partitions: int) -> Reductions:
         return Reductions.of({k: canonical(df, partitions) for k, df in self.frames().items()})
 
 

@@ -52,7 +52,7 @@ def _http_ok(url: str, timeout: float = 2.0) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
             return 200 <= r.status < 300
-    except Exception:
+    except Exception:  # noqa: BLE001 - whatever the failure, the endpoint is not up
         return False
 
 
@@ -212,9 +212,11 @@ class Stack:
                 dead = [c for c in self.component_names() if self.procs.owned_pid(c) is None]
                 if dead:
                     first = dead[0]
-                    log_file = L.logs_dir / (f"{first}.out" if first.startswith(("broker", "controller")) else f"{first}.log")
+                    jvm = first.startswith(("broker", "controller"))
+                    log_file = L.logs_dir / (f"{first}.out" if jvm else f"{first}.log")
                     last = tail(log_file, 3)
-                    raise ComponentFailed(first, "exited during start-up" + (f": {last.splitlines()[-1]}" if last else ""), str(log_file))
+                    why = "exited during start-up" + (f": {last.splitlines()[-1]}" if last else "")
+                    raise ComponentFailed(first, why, str(log_file))
                 if check():
                     break
                 if time.monotonic() > deadline:
@@ -269,7 +271,7 @@ class Stack:
         admin = AdminClient({**settings, "logger": _QUIET})
         try:
             return len(admin.list_topics(timeout=3).brokers)
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever the failure, no broker answered
             return 0
 
     # --- down / status ----------------------------------------------------------------------------------------------

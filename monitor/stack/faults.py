@@ -13,10 +13,10 @@
   controlled shutdown, wait, start) and a rolling restart of all of them (``rolling_restart``: one at a time, the
   next once every partition is back in sync, as operators do it).
 
-``small_log_dir`` needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied back to its
-real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again, so nothing
-is left mounted and the cluster keeps its data. Only a process killed hard (SIGKILL, a crash in a native library)
-cannot clean up; the next call then refuses to start and says how to restore by hand.
+``small_log_dir`` needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied
+back to its real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again,
+so nothing is left mounted and the cluster keeps its data. Only a process killed hard (SIGKILL, a crash in a native
+library) cannot clean up; the next call then refuses to start and says how to restore by hand.
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: st
             try:
                 c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
                 return
-            except Exception as exc:  # noqa: BLE001 - librdkafka's KafkaException
+            except Exception as exc:  # librdkafka's KafkaException
                 if "LOAD_IN_PROGRESS" not in str(exc) and "NOT_COORDINATOR" not in str(exc) \
                         or time.monotonic() > end:
                     raise

@@ -44,7 +44,7 @@ def ensure_installed(components: list[str], log: Path) -> dict[str, str]:
         still = [c for c in components if not find_binary(c)]
         if rc != 0 or still:
             raise DependencyMissing(f"could not install {' '.join(packages)} (apt-get exit {rc}); see {log}")
-    return {c: find_binary(c) for c in components}  # type: ignore[misc]
+    return {c: find_binary(c) for c in components}  # type: ignore[misc]  # each one found: checked above
 
 
 SCRAPE_TOKEN_PLACEHOLDER = "no-token-yet"

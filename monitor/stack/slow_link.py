@@ -43,7 +43,7 @@ class SlowLink:
         self.host_dev, self.ns_dev = f"{name}-h", f"{name}-n"
         self._procs: list[subprocess.Popen] = []
 
-    def create(self) -> "SlowLink":
+    def create(self) -> SlowLink:
         self.destroy()  # leftovers of a run that was killed
         _run("ip", "netns", "add", self.name)
         _run("ip", "link", "add", self.host_dev, "type", "veth", "peer", "name", self.ns_dev)

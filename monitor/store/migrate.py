@@ -24,14 +24,14 @@ from pathlib import Path
 # Alembic logs a line per plugin each time it sets up; that is noise at every start of every command.
 logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
-from alembic import command  # noqa: E402
-from alembic.config import Config as AlembicConfig  # noqa: E402
-from alembic.runtime.migration import MigrationContext  # noqa: E402
-from alembic.script import ScriptDirectory  # noqa: E402
-from sqlalchemy import MetaData  # noqa: E402
+from alembic import command  # noqa: E402 - after alembic's logger is quieted
+from alembic.config import Config as AlembicConfig  # noqa: E402 - after alembic's logger is quieted
+from alembic.runtime.migration import MigrationContext  # noqa: E402 - after alembic's logger is quieted
+from alembic.script import ScriptDirectory  # noqa: E402 - after alembic's logger is quieted
+from sqlalchemy import MetaData  # noqa: E402 - after alembic's logger is quieted
 
-from monitor.core.errors import StoreError
-from monitor.core.store import Store  # noqa: E402
+from monitor.core.errors import StoreError  # noqa: E402 - after alembic's logger is quieted
+from monitor.core.store import Store  # noqa: E402 - after alembic's logger is quieted
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 

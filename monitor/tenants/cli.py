@@ -5,8 +5,9 @@ No command here but ``tenants sync`` syncs the config file's tenants into the st
 happens where the service starts, and when an operator asks for it. A read-only command (``list``, ``show``,
 ``tokens list``) never changes the registry; a writing one (``create``, ``delete``, ``tokens create``) only adds the
 file's tenants the store lacks. So a CLI pointed at another configuration cannot remove or redefine the running
-service's tenants, nor (by cascade) revoke their tokens. ``sync`` shows what it would remove that still owns tokens, alerts or reports and wants
-``--yes`` for it, and refuses a configuration other than the one a running service synced from.
+service's tenants, nor (by cascade) revoke their tokens. ``sync`` shows what it would remove that still owns tokens,
+alerts or reports and wants ``--yes`` for it, and refuses a configuration other than the one a running service synced
+from.
 """
 
 from __future__ import annotations

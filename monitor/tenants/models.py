@@ -113,7 +113,7 @@ class TenantRead(BaseModel):
     updated_at: UtcDatetime
 
     @classmethod
-    def of(cls, row: Tenant) -> "TenantRead":
+    def of(cls, row: Tenant) -> TenantRead:
         cfg = row.to_config()
         return cls(
             name=row.name,

@@ -134,10 +134,11 @@ def _create(stack, topic: str, assignment: list[list[int]]) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-    for f in admin.create_topics([NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)], operation_timeout=30).values():
+    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
+    for f in admin.create_topics([new], operation_timeout=30).values():
         try:
             f.result(60)
-        except Exception as exc:  # noqa: BLE001 - already there
+        except Exception as exc:  # already there
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
 

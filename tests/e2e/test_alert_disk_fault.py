@@ -3,8 +3,9 @@
 KafkaDiskFullRisk fires before the disk is full, with the ETA in its evidence and the labels cluster, broker, path
 and the tenant whose data fills it (not a tenant whose partitions live elsewhere), with its share of the growth; it
 reaches the real Alertmanager; it resolves once retention is lowered and the data is gone. Filled by a file that is
-not Kafka's, it is one alert for operators, "not Kafka data", with no tenant (issue 20). The figures come from the real host
-collector (statvfs of the broker's log dir: Kafka has no JMX metric for free space) through the real Prometheus.
+not Kafka's, it is one alert for operators, "not Kafka data", with no tenant (issue 20). The figures come from the
+real host collector (statvfs of the broker's log dir: Kafka has no JMX metric for free space) through the real
+Prometheus.
 
 Both disks fill at once, so their minutes overlap: broker 3's log dir on a 2 GiB tmpfs that tenant telemetry's
 producer fills, broker 2's on a 160 MiB tmpfs where the file that is not Kafka's grows (``filling``, one collector
@@ -138,7 +139,8 @@ def filling(stack, watched):
     other = Fill(ids[1], str(stack.layout.log_dir(ids[1])), OTHER_SIZE_MIB)
     with contextlib.ExitStack() as faults:  # unwound in reverse: the fills stop, the file goes, then the unmounts
         data = {f.broker: faults.enter_context(small_log_dir(stack, f.broker, f.size_mib)) for f in (tenant, other)}
-        filler: Path = data[other.broker] / "not-kafka.fill"  # beside the partitions' dirs; Kafka loads directories only
+        # beside the partitions' dirs; Kafka loads directories only
+        filler: Path = data[other.broker] / "not-kafka.fill"
         faults.callback(filler.unlink, missing_ok=True)
         faults.callback(other.end)
         faults.callback(tenant.end)

@@ -60,7 +60,7 @@ def watched(stack, tmp_path_factory):
     for f in admin.create_topics(topics, operation_timeout=30).values():
         try:
             f.result(60)
-        except Exception as exc:  # noqa: BLE001 - there from an earlier run of the session
+        except Exception as exc:  # there from an earlier run of the session
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
     with running_collectors(config, tmp):

@@ -102,7 +102,8 @@ def test_killed_broker_is_unreachable_others_report_and_it_recovers_after_restar
         assert dead.duration_seconds < TIMEOUT
         assert results["broker-1"].status is TargetStatus.OK and results["broker-2"].status is TargetStatus.OK
         text = generate_latest(registry).decode()
-        assert 'kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="unreachable",target="broker-3"} 1.0' in text
+        assert ('kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="unreachable",'
+                'target="broker-3"} 1.0') in text
     finally:
         stack.up(timeout=180)  # starts only what is missing: broker-3
     try:
@@ -127,7 +128,7 @@ class _FlakyJolokia:
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
+            def do_POST(self):  # http.server's naming
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if outer.healed.is_set():
                     auth = {"Authorization": self.headers["Authorization"]} if self.headers["Authorization"] else {}

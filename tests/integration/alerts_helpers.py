@@ -41,11 +41,11 @@ class WebhookReceiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
-    def start(self) -> "WebhookReceiver":
+    def start(self) -> WebhookReceiver:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if owner.status < 300:
                     owner.received.append(body)

@@ -369,7 +369,8 @@ def test_advice_endpoint_is_the_tenants_own_and_capacity_plans_the_real_cluster(
         def batchless_named():
             r = get("/api/v1/tenants/shop/advice", shop, window=WINDOW)
             assert r.status_code == 200, r.text
-            return any(f["kind"] == "poor_batching" and f["client_id"] == "shop-batchless" for f in r.json()["findings"])
+            return any(f["kind"] == "poor_batching" and f["client_id"] == "shop-batchless"
+                       for f in r.json()["findings"])
 
         wait_until(batchless_named, 120, interval=5, what="GET /api/v1/tenants/shop/advice naming shop-batchless")
         r = get("/api/v1/tenants/shop/advice", ads)

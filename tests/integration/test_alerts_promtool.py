@@ -87,7 +87,8 @@ rules:
     KafkaUnderReplicatedPartitions: {threshold: 5, for_seconds: 300}
     KafkaGcPressure: {enabled: false}
 """)
-    rules = yaml.safe_load(_export(tmp_path, monkeypatch, capsys, "--config", str(cfg)).read_text())["groups"][0]["rules"]
+    exported = _export(tmp_path, monkeypatch, capsys, "--config", str(cfg))
+    rules = yaml.safe_load(exported.read_text())["groups"][0]["rules"]
     urp = next(r for r in rules if r["alert"] == "KafkaUnderReplicatedPartitions")
     assert urp["expr"].endswith("> 5") and urp["for"] == "5m"
     assert not [r for r in rules if r["alert"] == "KafkaGcPressure"]

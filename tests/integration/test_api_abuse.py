@@ -50,7 +50,7 @@ tenants:
     receivers: {webhooks: ["https://hooks.example/shop/%s"]}
   - name: ads
     selectors: [{cluster: c1, topic_prefixes: [clicks.], principals: ["User:ads-svc"], group_prefixes: [ads.]}]
-""" % WEBHOOK_SECRET
+""" % WEBHOOK_SECRET  # noqa: UP031 - %-formatted: the YAML is full of braces
 # Only the victim's data holds these: its client ids, principal, groups, peer, topics, quota and budget figures.
 MARKERS = (*SECRETS[VICTIM], "orders.", "7340033", "9110011", WEBHOOK_SECRET)
 PARAMS = {"tenant": VICTIM, "cluster": "c1", "week": "2026-W47", "silence_id": "0"}

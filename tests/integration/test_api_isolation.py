@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from monitor.api.routes import api_routes
-from tests.api_fixtures import *  # noqa: F401,F403
+from tests.api_fixtures import *  # noqa: F403 - the shared API fixtures, used by name
 from tests.api_fixtures import add, alert, beat, make_config, report, silence
 
 pytestmark = pytest.mark.integration

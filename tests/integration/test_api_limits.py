@@ -16,7 +16,7 @@ import pytest
 
 from monitor.api import tokens
 from monitor.api.launch import serve_process
-from tests.api_fixtures import *  # noqa: F401,F403
+from tests.api_fixtures import *  # noqa: F403 - the shared API fixtures, used by name
 from tests.api_fixtures import CONFIG_YAML, NOW
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 from monitor.api import tokens
 from monitor.core.errors import Conflict
 from monitor.tenants import service
-from tests.api_fixtures import *  # noqa: F401,F403
+from tests.api_fixtures import *  # noqa: F403 - the shared API fixtures, used by name
 from tests.api_fixtures import (
     NOW,
     add,

@@ -81,7 +81,8 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
     try:
         results = svc.collect_once()
         by_target = {r.target.name: r for r in results}
-        assert {r.status for r in results} == {TargetStatus.OK}, {k: (r.status, r.message) for k, r in by_target.items()}
+        assert {r.status for r in results} == {TargetStatus.OK}, {
+            k: (r.status, r.message) for k, r in by_target.items()}
         controller = f"controller-127.0.0.1:{stack.layout.controller_jolokia_port}"  # secured: JMX wants a password
         assert set(by_target) == {"broker-1", "broker-2", "broker-3", controller, "host-localhost", "admin"}
 

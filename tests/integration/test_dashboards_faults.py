@@ -133,7 +133,8 @@ def _engine_alerts(prom: httpx.Client, board, title: str, variables: dict[str, s
 @pytest.mark.skipif(not ENGINE, reason="the alert engine is not installed")
 def test_the_engines_alerts_show_on_the_alert_panels(faulty):
     # The ghost broker is down (KafkaBrokerUnreachable, for 30s) and its collection fails (KafkaHealthScrapeFailing,
-    # for 20s in this module; cluster-wide: every tenant on the cluster, so the tenant's table shows it with its tenant).
+    # for 20s in this module; cluster-wide: every tenant on the cluster, so the tenant's table shows it with its
+    # tenant).
     def seen():
         on_service = _engine_alerts(faulty, service.BOARD, "Firing alerts", VARIABLES)
         on_tenant = _engine_alerts(faulty, tenant.BOARD, "Firing alerts", VARIABLES)

@@ -14,7 +14,7 @@ from sqlalchemy import inspect, text
 from monitor import schema
 from monitor.core.store import Store
 from monitor.store import migrate
-from tests.api_fixtures import store_url  # noqa: F401
+from tests.api_fixtures import store_url  # noqa: F401 - the fixture, by its name
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def empty(store_url) -> Store:  # noqa: F811
+def empty(store_url) -> Store:  # noqa: F811 - the imported fixture, by its name
     s = Store(store_url)
     yield s
     s.dispose()
@@ -93,7 +93,7 @@ def test_deleting_a_tenant_cascades_to_its_tokens_in_the_migrated_schema(empty):
         assert conn.execute(text("SELECT count(*) FROM api_tokens")).scalar_one() == 0
 
 
-def test_concurrent_upgrades_from_split_roles_all_succeed(store_url):  # noqa: F811
+def test_concurrent_upgrades_from_split_roles_all_succeed(store_url):  # noqa: F811 - the imported fixture, by its name
     """Split roles (api, alerts) are separate processes that all upgrade at start, at the same moment."""
     import subprocess
     import sys

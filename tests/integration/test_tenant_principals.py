@@ -33,7 +33,8 @@ QUOTA = 16 * 1024
 
 def _fast(cfg):
     """The throttle rule without its 5-minute ``for``: the test is about who is named and where it goes."""
-    return cfg.model_copy(update={"rules": RulesSettings(overrides={"KafkaClientThrottled": RuleOverride(for_seconds=0)})})
+    rules = RulesSettings(overrides={"KafkaClientThrottled": RuleOverride(for_seconds=0)})
+    return cfg.model_copy(update={"rules": rules})
 
 
 def test_a_principal_over_its_user_quota_pages_its_tenant_by_principal_and_client(stack, tmp_path):

@@ -240,7 +240,8 @@ DEPRECATED = [
 ]
 
 
-@pytest.mark.parametrize("case,software,deprecated,expected", DEPRECATED, ids=[f"deprecated-{c[0]}" for c in DEPRECATED])
+@pytest.mark.parametrize("case,software,deprecated,expected", DEPRECATED,
+                         ids=[f"deprecated-{c[0]}" for c in DEPRECATED])
 def test_outdated_clients_by_deprecated_api_versions(case, software, deprecated, expected):
     found = findings.outdated_clients(snap(software=software, deprecated=deprecated, whole="shop"), T)
     got = [(f.evidence["client_software_name"], f.evidence["client_software_version"],

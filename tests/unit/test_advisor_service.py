@@ -17,7 +17,8 @@ from monitor.core.prom import InstantSample
 pytestmark = pytest.mark.unit
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=timezone.utc)
 TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("shop.",),
-                                                               client_id_prefixes=("shop-",), group_prefixes=("shop-",)),)),)
+                                                               client_id_prefixes=("shop-",),
+                                                               group_prefixes=("shop-",)),)),)
 
 
 class FakeSource:

@@ -259,7 +259,7 @@ def test_tenant_budget_usage():
                               "by_cluster": {"c1": 60.0, "c2": 30.0}}}
 
 
-# ------------------------------------------------------------------------------------------------ disk: growth of a part
+# ----------------------------------------------------------------------------------------------- disk: growth of a part
 # (issue 20) A part of the filesystem's growth (a tenant's log size) is measured like the filesystem itself, so a
 # tenant bounded by retention is not taken for the one filling the disk. The split's table is in test_disk_split.py.
 

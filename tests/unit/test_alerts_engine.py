@@ -74,7 +74,8 @@ def test_watchdog_fires_every_cycle_and_notifies_once():
     r1 = eng.evaluate({}, src, T0)
     [wd] = by_rule(r1, "KafkaHealthWatchdog")
     assert wd.state is AlertState.FIRING and "tenant" not in wd.labels and wd.labels["watchdog"] == "true"
-    assert [n.decision for n in r1.notifications if n.instance.rule == "KafkaHealthWatchdog"] == [Decision.NOTIFY_FIRING]
+    assert ([n.decision for n in r1.notifications if n.instance.rule == "KafkaHealthWatchdog"]
+            == [Decision.NOTIFY_FIRING])
     r2 = eng.evaluate(r1.instances, src, T0 + timedelta(seconds=15))
     assert not [n for n in r2.notifications if n.instance.rule == "KafkaHealthWatchdog"]
     r3 = eng.evaluate(r2.instances, src, T0 + timedelta(seconds=75))  # refresh to Alertmanager after 60 s

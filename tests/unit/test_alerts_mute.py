@@ -56,7 +56,8 @@ CASES = [
      {"alertname": "KafkaUnderMinIsrPartitions", "cluster": "c1", "broker": "1"}, None),
     # A failing scrape explains the cluster's missing inputs.
     (7, [_inst("KafkaHealthScrapeFailing", cluster="c1", collector="jmx", target="b1:9999")],
-     {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"}, "inhibited:KafkaHealthScrapeFailing"),
+     {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"},
+     "inhibited:KafkaHealthScrapeFailing"),
     (8, [_inst("KafkaHealthScrapeFailing", cluster="c2", collector="jmx", target="b1:9999")],
      {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"}, None),
 ]

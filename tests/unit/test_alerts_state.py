@@ -9,8 +9,9 @@ from alerts.state import step
 from alerts.types import AlertState, Decision, Observation, Rule, Scope, Severity
 
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
-I, P, F, R = "-", "P", "F", "R"  # inactive (no instance), pending, firing, resolved
+I, P, F, R = "-", "P", "F", "R"  # noqa: E741 - the table's letters; inactive (no instance), pending, firing, resolved
 N, NF, NR = ".", "f", "r"  # decisions: none, notify firing, notify resolved
+LETTER = {AlertState.PENDING: P, AlertState.FIRING: F, AlertState.RESOLVED: R}
 
 CASES = [
     # (no, for_min, keep_min, conditions, states, decisions)
@@ -43,7 +44,7 @@ def test_state_machine_minute_by_minute(no, for_min, keep_min, conds, states, de
         now = T0 + timedelta(minutes=minute)
         obs = Observation(labels=labels, value=float(minute)) if c == "1" else None
         inst, decision = step(inst, obs, now, rule, labels)
-        got_states += I if inst is None else {AlertState.PENDING: P, AlertState.FIRING: F, AlertState.RESOLVED: R}[inst.state]
+        got_states += I if inst is None else LETTER[inst.state]
         got_decisions += {Decision.NONE: N, Decision.NOTIFY_FIRING: NF, Decision.NOTIFY_RESOLVED: NR}[decision]
     assert (got_states, got_decisions) == (states, decisions)
 
@@ -102,7 +103,7 @@ def test_notifications_minute_by_minute(no, for_min, keep_min, resend_min, conds
         obs = Observation(labels=labels, value=float(minute)) if c == "1" else None
         inst, decision = step(inst, obs, now, rule, labels, muted_by="silence:s1" if m == M else None,
                               resend_seconds=resend)
-        got_states += I if inst is None else {AlertState.PENDING: P, AlertState.FIRING: F, AlertState.RESOLVED: R}[inst.state]
+        got_states += I if inst is None else LETTER[inst.state]
         got_decisions += {Decision.NONE: N, Decision.NOTIFY_FIRING: NF, Decision.NOTIFY_RESOLVED: NR,
                           Decision.REFRESH: RF}[decision]
     assert (got_states, got_decisions) == (states, decisions)

@@ -17,7 +17,7 @@ from alerts.notify import payload
 from alerts.rules import load_rules
 from alerts.types import AlertState, Decision, Instance, Severity
 from monitor.core.config import parse_config
-from monitor.core.metric_names import M, PHASE_RESPONSE_SEND
+from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 from monitor.core.prom import InstantSample, Series
 from monitor.core.tenancy import TenantIndex
 
@@ -119,7 +119,8 @@ def test_each_tenants_copy_of_a_shared_broker_alert_holds_no_byte_of_the_other_t
     for tenant, other in (("shop", "ads"), ("ads", "shop")):
         inst = copies[tenant]
         # what the API answers (labels, annotations, evidence) and what the outbox sends to its webhooks
-        seen = json.dumps([inst.labels, inst.annotations, inst.evidence, payload(Notification(inst, Decision.NOTIFY_FIRING))], default=str)
+        sent = payload(Notification(inst, Decision.NOTIFY_FIRING))
+        seen = json.dumps([inst.labels, inst.annotations, inst.evidence, sent], default=str)
         leaked = [s for s in SECRETS[other] if s in seen]
         assert leaked == [], f"{tenant}'s copy of {rule} names {other}'s {leaked}"
 

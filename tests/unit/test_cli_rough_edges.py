@@ -160,7 +160,8 @@ def test_check_config_refuses_an_override_parameter_the_rule_lacks(capsys, tmp_p
 """)
     code, _, err = _exit_code(capsys, "check-config", str(path))
     assert code == 2
-    assert re.fullmatch(rf"error: {re.escape(str(path))}:8: rules\.overrides\.KafkaUnderReplicatedPartitions\.critical: "
+    assert re.fullmatch(rf"error: {re.escape(str(path))}:8: "
+                        r"rules\.overrides\.KafkaUnderReplicatedPartitions\.critical: "
                         r"rule has no 'critical' parameter .*\n", err)
 
 

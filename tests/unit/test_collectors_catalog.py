@@ -23,7 +23,8 @@ BASE = (("cluster", "c1"), ("broker", "1"))
 def tenants():
     idx = TenantIndex([
         TenantConfig(name="alpha", selectors=(TenantSelector(cluster="c1", topic_prefixes=("alpha.",),
-                                                             client_id_prefixes=("alpha-",), principals=("User:svc-a",)),)),
+                                                             client_id_prefixes=("alpha-",),
+                                                             principals=("User:svc-a",)),)),
     ])
     return catalog.TenantLookup(idx, "c1")
 
@@ -145,7 +146,8 @@ def test_label_names_are_uniform_per_metric():
     names: dict[str, tuple] = {}
     for rule in catalog.BROKER_TARGET_RULES + catalog.CONTROLLER_RULES:
         assert names.setdefault(rule.metric, rule.label_names()) == rule.label_names(), rule.metric
-        assert rule.metric.startswith(("kafka_broker_", "kafka_cluster_", "kafka_topic_", "kafka_client_", "kafka_jvm_"))
+        assert rule.metric.startswith(("kafka_broker_", "kafka_cluster_", "kafka_topic_", "kafka_client_",
+                                       "kafka_jvm_"))
         assert (rule.kind == "counter") == rule.metric.endswith("_total"), rule.metric
 
 
@@ -173,10 +175,12 @@ def test_deprecated_requests_by_api_version_and_client_software():
              "clientSoftwareName=librdkafka,clientSoftwareVersion=1.5.0")
     readings = [Reading(mbean.format(v=2), "Count", 4.0), Reading(mbean.format(v=1), "Count", 1.0),
                 # the plain per-version meter of the same request is a different metric
-                Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=2", "Count", 9.0)]
+                Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=2", "Count",
+                        9.0)]
     got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
     sw = (("client_software_name", "librdkafka"), ("client_software_version", "1.5.0"))
-    assert got[("kafka_broker_deprecated_requests_total", BASE + (("request", "Produce"), ("api_version", "2")) + sw)] == 4.0
-    assert got[("kafka_broker_deprecated_requests_total", BASE + (("request", "Produce"), ("api_version", "1")) + sw)] == 1.0
+    deprecated = "kafka_broker_deprecated_requests_total"
+    assert got[(deprecated, BASE + (("request", "Produce"), ("api_version", "2")) + sw)] == 4.0
+    assert got[(deprecated, BASE + (("request", "Produce"), ("api_version", "1")) + sw)] == 1.0
     assert got[("kafka_broker_requests_total", BASE + (("request", "Produce"),))] == 9.0
     assert any("DeprecatedRequestsPerSec" in q.mbean for q in queries_for(catalog.BROKER_RULES))

@@ -184,7 +184,8 @@ def test_group_lag_per_topic_includes_empty_groups_and_skips_uncommitted():
     assert v[("kafka_consumergroup_members", (("cluster", "c1"), ("group", "alpha-g"), ("tenant", "alpha")))] == 0
     assert v[("kafka_consumergroup_state",
               (("cluster", "c1"), ("group", "alpha-g"), ("state", "empty"), ("tenant", "alpha")))] == 1
-    assert v[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "other"), ("topic", "alpha.t"), ("tenant", "")))] == 0
+    assert v[("kafka_consumergroup_lag",
+              (("cluster", "c1"), ("group", "other"), ("topic", "alpha.t"), ("tenant", "")))] == 0
 
 
 class FakeAdmin:

@@ -42,8 +42,10 @@ def test_failed_no_data_and_stale_are_distinct():
     now[0] = 1003.0
     text = scrape(reg)
     assert 'kafka_health_scrape_success{cluster="c1",collector="jmx",target="broker-2"} 0.0' in text
-    assert 'kafka_health_scrape_failures_total{cluster="c1",collector="jmx",reason="timeout",target="broker-2"} 1.0' in text
-    assert 'kafka_health_scrape_last_success_timestamp_seconds{cluster="c1",collector="jmx",target="broker-2"} 999.5' in text
+    assert ('kafka_health_scrape_failures_total{cluster="c1",collector="jmx",reason="timeout",target="broker-2"} 1.0'
+            in text)
+    assert ('kafka_health_scrape_last_success_timestamp_seconds{cluster="c1",collector="jmx",target="broker-2"} 999.5'
+            in text)
     # more than two intervals after broker-1's last result: its series are dropped, not served stale
     now[0] = 1021.0
     text = scrape(reg)

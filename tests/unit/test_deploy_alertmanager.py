@@ -32,7 +32,8 @@ def _receivers(name: str, *labels: str) -> list[str]:
 
 @pytest.mark.parametrize("labels, expected", [
     # A tenant's critical alert pages the tenant, and the platform on-call sees it too (continue: true).
-    (("tenant=payments", "severity=critical", "alertname=KafkaUnderMinIsrPartitions"), ["payments-pager", "platform-pager"]),
+    (("tenant=payments", "severity=critical", "alertname=KafkaUnderMinIsrPartitions"),
+     ["payments-pager", "platform-pager"]),
     (("tenant=payments", "severity=warning", "alertname=KafkaConsumerLag"), ["payments"]),
     (("tenant=search", "severity=warning", "alertname=KafkaClientThrottled"), ["search"]),
     # Cluster-wide trouble without a tenant goes to the platform team only.

@@ -147,5 +147,6 @@ def test_recording_rules_name_only_exported_metrics():
 def test_archive_records_are_series_of_the_archive():
     """Every kafka_health_archive:<name> record is a series the archive copies (monitor/archive/series.py)."""
     from monitor.archive import series
-    recorded = {r["record"].split(":", 1)[1] for r in _recording_rules() if r["record"].startswith("kafka_health_archive:")}
+    recorded = {r["record"].split(":", 1)[1] for r in _recording_rules()
+                if r["record"].startswith("kafka_health_archive:")}
     assert recorded and recorded <= set(series.BY_NAME), sorted(recorded - set(series.BY_NAME))

@@ -127,7 +127,8 @@ def test_a_tenant_bounded_by_retention_grows_at_zero():
 # ------------------------------------------------------------------------------------------------ what is said
 
 PLACE = {"cluster": "c1", "broker": "1", "path": "/data/kafka"}
-SHARED = (LogDirDisk("1", "/data/kafka", "h", SIZE, 36_000 * MiB), LogDirDisk("2", "/data/kafka2", "h", SIZE, 36_000 * MiB))
+SHARED = (LogDirDisk("1", "/data/kafka", "h", SIZE, 36_000 * MiB),
+          LogDirDisk("2", "/data/kafka2", "h", SIZE, 36_000 * MiB))
 
 
 def test_not_kafka_data_is_one_operator_alert_with_the_whole_split():
@@ -188,7 +189,8 @@ def _d(broker, host, size, avail, path="/data", device=""):
 
 
 def test_log_dirs_on_one_filesystem_are_grouped():
-    dirs = [_d("3", "h1", 1000 * GB, 400 * GB + 4096), _d("1", "h1", 1000 * GB, 400 * GB), _d("2", "h1", 1000 * GB, 400 * GB),
+    dirs = [_d("3", "h1", 1000 * GB, 400 * GB + 4096), _d("1", "h1", 1000 * GB, 400 * GB),
+            _d("2", "h1", 1000 * GB, 400 * GB),
             _d("4", "h2", 1000 * GB, 400 * GB),  # another host: another filesystem, whatever its figures
             _d("10", "h1", 1000 * GB, 300 * GB),  # same size, other free space: another disk
             _d("5", "h1", 500 * GB, 400 * GB)]  # other size

@@ -138,8 +138,8 @@ def test_series_exist_from_the_start_and_accumulate_per_broker():
     msgs = {(x.labels["broker"], x.labels["result"]): x.value for x in fams["kafka_probe_messages"].samples
             if x.name == "kafka_probe_messages_total"}
     assert msgs[("1", "ok")] == 1 and msgs[("2", "lost")] == 1 and msgs[("2", "ok")] == 0 and msgs[("1", "error")] == 0
-    rt = {(x.labels["broker"], x.labels.get("le")): x.value for x in fams["kafka_probe_roundtrip_latency_seconds"].samples
-          if x.name.endswith("_bucket")}
+    rt = {(x.labels["broker"], x.labels.get("le")): x.value
+          for x in fams["kafka_probe_roundtrip_latency_seconds"].samples if x.name.endswith("_bucket")}
     assert rt[("1", "0.005")] == 0 and rt[("1", "0.01")] == 1 and rt[("1", "+Inf")] == 1 and rt[("2", "+Inf")] == 0
     up = [x.value for x in fams["kafka_health_probe_up"].samples]
     assert up == [1.0]
@@ -156,7 +156,8 @@ def test_probe_is_on_by_default_and_its_settings_are_bounded_with_their_location
     assert (probe.enabled, probe.messages_per_second, probe.deadline_seconds, probe.topic) == (
         True, 1.0, 20.0, "__kafka_health_probe")
     assert parse_config(base + "    probe: {enabled: false}\n").clusters[0].probe.enabled is False
-    bad = base + "    probe:\n      messages_per_second: 0\n      deadline_seconds: 9999\n      topic: 'a b'\n      x: 1\n"
+    bad = (base + "    probe:\n      messages_per_second: 0\n      deadline_seconds: 9999\n      topic: 'a b'\n"
+           "      x: 1\n")
     with pytest.raises(ConfigError) as err:
         parse_config(bad, "k.yaml")
     text = str(err.value)

@@ -46,7 +46,7 @@ def test_start_twice_returns_the_running_pid(tmp_path):
 
 def test_stop_wakes_a_frozen_process_first(tmp_path):
     table = ProcessTable(tmp_path)
-    pid = table.start(ProcSpec("s", _sleeper(tmp_path), tmp_path / "s.log"))
+    table.start(ProcSpec("s", _sleeper(tmp_path), tmp_path / "s.log"))
     table.signal("s", signal.SIGSTOP)
     t0 = time.monotonic()
     assert table.stop("s", timeout=5)

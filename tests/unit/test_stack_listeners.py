@@ -22,7 +22,7 @@ def test_loopback_only_by_default():
     assert "CLIENTS" not in props["listener.security.protocol.map"]
     assert Stack(layout).config().clusters[0].brokers[0].listener_ports == (30001,)
     with pytest.raises(ValueError):
-        layout.client_bootstrap_servers
+        _ = layout.client_bootstrap_servers
 
 
 def test_client_listener_on_the_given_address_for_brokers_only():

@@ -33,7 +33,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -63,14 +63,15 @@ async def _db(request: Request) -> AsyncIterator[Session]:
             await run_in_threadpool(_commit, cm, getattr(request.app.state, "store_watch", None))
 
 
-def _commit(cm, watch) -> None:
+def _commit(cm: Any, watch: Any) -> None:
     cm.__exit__(None, None, None)
     if watch is not None:
         watch.refresh()
 
 
 async def _config(request: Request) -> Config:
-    return request.app.state.config
+    config: Config = request.app.state.config
+    return config
 
 
 async def _now(request: Request) -> datetime:
@@ -90,7 +91,8 @@ async def _operator(principal: Annotated[Principal, Depends(_principal)]) -> Pri
 
 
 T = TypeVar("T")
-DEADLINE_PASSED = "the answer was not ready within the request's deadline ({:g} s); retry later, or with a shorter window"
+DEADLINE_PASSED = ("the answer was not ready within the request's deadline ({:g} s); "
+                   "retry later, or with a shorter window")
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class _Ticket:
 
     __slots__ = ("state",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.state = "queued"
 
 
@@ -157,7 +159,7 @@ class CostlyGate:
         with self._lock:
             self._running -= 1
 
-    async def run(self, fn: Callable[..., T], *args, deadline: float) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any, deadline: float) -> T:
         """``fn(*args)`` on a thread once a shared slot is free (503 if none frees within ``queue_seconds``);
         504 at ``deadline`` if it has not answered by then (``fn`` should stop on its own by then too)."""
         give_up = min(self.clock() + self.limits.queue_seconds, deadline)
@@ -171,7 +173,7 @@ class CostlyGate:
         def work() -> T:
             with self._lock:
                 if ticket.state == "dropped":  # answered (504) before a thread picked it up
-                    return None  # type: ignore[return-value]
+                    return None  # type: ignore[return-value]  # nobody reads a dropped answer
                 ticket.state = "running"
             try:
                 return fn(*args)
@@ -205,7 +207,7 @@ class Costly:
     def clock(self) -> Callable[[], float]:
         return self.gate.clock
 
-    async def run(self, fn: Callable[..., T], *args) -> T:
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await self.gate.run(fn, *args, deadline=self.deadline)
 
     def deadline_passed(self) -> HTTPException:
@@ -213,7 +215,7 @@ class Costly:
         return HTTPException(status_code=504, detail=DEADLINE_PASSED.format(self.gate.limits.deadline_seconds))
 
 
-def costly_gate(state) -> CostlyGate:
+def costly_gate(state: Any) -> CostlyGate:
     gate = getattr(state, "costly_gate", None)
     if gate is None:
         gate = state.costly_gate = CostlyGate()

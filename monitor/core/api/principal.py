@@ -42,7 +42,7 @@ def current_principal(request: Request) -> Principal:
     """
     from fastapi import HTTPException
 
-    principal = getattr(request.state, "principal", None)
+    principal: Principal | None = getattr(request.state, "principal", None)
     if principal is None:
         raise HTTPException(status_code=401, detail="missing or invalid bearer token")
     return principal
