@@ -14,7 +14,8 @@ What each field means, and the Kafka change behind each difference:
   4.1, ``org.apache.kafka.tools.ConfigCommand`` in the ``kafka-tools`` jar on 4.4 (the tools' move to Java).
 - ``telemetry_interface``: the KIP-714 broker-side interface kafka-health's plugin implements. ``ClientTelemetry``
   (a ``MetricsReporter`` returning a receiver) until 4.1; 4.2 added ``ClientTelemetryExporterProvider`` (its
-  exporter is also told the push interval, KAFKA-19773) and deprecated the former. deploy/kafka/telemetry ships one class per interface.
+  exporter is also told the push interval, KAFKA-19773) and deprecated the former. deploy/kafka/telemetry ships one
+  class per interface in one jar (``telemetry_plugin_class``; the provider's class extends the other).
 - ``features``: capabilities that decide what the collectors may ask for and what the stack tests prove:
   ``share_groups`` (KIP-932; early access in 4.0-4.1 behind ``share.version``, production-ready in 4.2),
   ``streams_groups`` (KIP-1071's broker-side rebalance protocol, default-enabled from 4.2), ``list_groups_types``
@@ -30,6 +31,11 @@ from dataclasses import dataclass, field
 from monitor.core.errors import Invalid
 
 FEATURES = frozenset({"share_groups", "streams_groups", "list_groups_types", "cordoned_log_dirs"})
+# The class of kafka-health's telemetry plugin (deploy/kafka/telemetry) that implements each interface.
+TELEMETRY_PLUGIN_CLASSES = {
+    "ClientTelemetry": "io.kafkahealth.telemetry.ClientTelemetryExporter",
+    "ClientTelemetryExporterProvider": "io.kafkahealth.telemetry.ProviderClientTelemetryExporter",
+}
 
 
 @dataclass(frozen=True)
@@ -48,11 +54,18 @@ class KafkaRelease:
         unknown = self.features - FEATURES
         if unknown:
             raise ValueError(f"unknown Kafka features {sorted(unknown)}")
+        if self.telemetry_interface not in TELEMETRY_PLUGIN_CLASSES:
+            raise ValueError(f"unknown KIP-714 interface {self.telemetry_interface!r}")
 
     @property
     def line(self) -> str:
         """``4.4`` for ``4.4.0``: what users say and ``--kafka-version`` accepts."""
         return ".".join(self.version.split(".")[:2])
+
+    @property
+    def telemetry_plugin_class(self) -> str:
+        """The plugin class the brokers of this release load (``metric.reporters``)."""
+        return TELEMETRY_PLUGIN_CLASSES[self.telemetry_interface]
 
     @property
     def major(self) -> int:
@@ -72,6 +85,12 @@ RELEASES: tuple[KafkaRelease, ...] = (
     KafkaRelease(
         version="3.9.1", maven_profiles=("kafka3",), config_command="kafka.admin.ConfigCommand",
         telemetry_interface="ClientTelemetry", features=frozenset({"list_groups_types"}),
+        # The controller's per-broker view came with 4.0: on 3.9 a crash is told from a controlled restart by the
+        # plain broker-down rule's timing only (docs/alerts.md, broker liveness).
+        absent_metrics=frozenset({
+            "kafka_cluster_broker_registration_state", "kafka_cluster_broker_heartbeat_age_seconds",
+            "kafka_cluster_controlled_shutdown_brokers",
+        }),
     ),
     KafkaRelease(
         version="4.1.1", maven_profiles=("kafka4",), config_command="kafka.admin.ConfigCommand",

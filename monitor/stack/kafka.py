@@ -224,7 +224,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         "log.retention.check.interval.ms": 30000,
         "auto.create.topics.enable": "true",
         # KIP-714: clients' pushed metrics, kept by kafka-health's plugin (monitor/stack/telemetry.py)
-        **telemetry_properties(),
+        **telemetry_properties(layout.release),
     }
     if layout.secured and not layout.has_plaintext and layout.client_listener_host:
         props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = \

@@ -1,8 +1,10 @@
 """KIP-714 client telemetry: the broker plugin's jar (built once from deploy/kafka/telemetry/, cached) and the
 ``CLIENT_METRICS`` subscription that makes clients push what it keeps.
 
-The plugin (``io.kafkahealth.telemetry.ClientTelemetryExporter``, a ``metric.reporters`` class) turns each push into
-one MBean per client instance, which the JMX collector reads like any other broker MBean (collectors/catalog.py,
+The plugin (a ``metric.reporters`` class: ``io.kafkahealth.telemetry.ClientTelemetryExporter`` for Kafka's
+``ClientTelemetry`` up to 4.1, its subclass ``ProviderClientTelemetryExporter`` for ``ClientTelemetryExporterProvider``
+from 4.2, both in one jar; ``KafkaRelease.telemetry_plugin_class`` says which) turns each push into one MBean per
+client instance, which the JMX collector reads like any other broker MBean (collectors/catalog.py,
 ``kafka_client_telemetry_*``). Clients push only once a subscription names metrics of theirs: ``subscription_args``
 is what ``kafka-configs --entity-type client-metrics`` needs for it, applied by ``stack up`` on the local stack and by
 ``kafka-health telemetry subscribe`` on users' clusters (confluent-kafka's Admin API has no CLIENT_METRICS resource,
@@ -18,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from monitor.core.errors import DependencyMissing, Invalid, StackError
+from monitor.core.kafka_versions import KafkaRelease
 from monitor.stack.layout import cache_dir
 from monitor.stack.packaged import deploy_path
 
 PLUGIN_DIR = deploy_path("kafka/telemetry")  # the plugin's pom and Java sources, as package data
-PLUGIN_CLASS = "io.kafkahealth.telemetry.ClientTelemetryExporter"
 JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
 JAR = "kafka-health-telemetry.jar"
 # The broker settings of the plugin; docs/operations.md lists them for users' brokers.
@@ -80,11 +82,14 @@ def ensure_plugin(log: Path) -> Path:
     return jar
 
 
-def broker_properties(*, max_clients: int = 2000, expiry_ms: int = 60_000) -> dict[str, object]:
-    """The server.properties lines that load the plugin on a broker. JmxReporter stays listed first: since Kafka 4.0
-    (auto.include.jmx.reporter removed) a broker whose metric.reporters omits it registers no Kafka-metrics MBean at
-    all, so the client quota sensors and the connections by client software (KIP-511) would vanish from JMX."""
-    return {"metric.reporters": f"{JMX_REPORTER},{PLUGIN_CLASS}", MAX_CLIENTS_KEY: max_clients,
+def broker_properties(release: KafkaRelease, *, max_clients: int = 2000,
+                      expiry_ms: int = 60_000) -> dict[str, object]:
+    """The server.properties lines that load the plugin on a broker of ``release``: the class of the KIP-714 interface
+    that release offers (the jar holds both; the provider's class does not load before 4.2). JmxReporter stays listed
+    first: since Kafka 4.0 (auto.include.jmx.reporter removed) a broker whose metric.reporters omits it registers no
+    Kafka-metrics MBean at all, so the client quota sensors and the connections by client software (KIP-511) would
+    vanish from JMX."""
+    return {"metric.reporters": f"{JMX_REPORTER},{release.telemetry_plugin_class}", MAX_CLIENTS_KEY: max_clients,
             EXPIRY_KEY: expiry_ms}
 
 

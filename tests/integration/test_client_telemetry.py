@@ -4,7 +4,9 @@ SCRAM principal push to the brokers, whose kafka-health plugin keeps each push a
 ``kafka_client_telemetry_*`` with the principal, client id, instance id and client software. Only metrics a client
 pushed become series: the librdkafka producer pushes no batch size, the producer no poll idle ratio. A Java 3.9.1
 producer (Apache Kafka's own client, which pushes by default) brings the Java-only batching signals. A push the
-plugin cannot read, sent on the wire, is counted in its Failures and the broker answers it and goes on serving."""
+plugin cannot read, sent on the wire, is counted in its Failures and the broker answers it and goes on serving. Every
+broker runs the plugin's class for its release's KIP-714 interface (``ClientTelemetryExporterProvider`` on 4.2+,
+``ClientTelemetry`` before): run the module with KAFKA_HEALTH_TEST_KAFKA_VERSION=3.9 / 4.1 for the older ones."""
 
 from __future__ import annotations
 
@@ -151,12 +153,30 @@ def _get_subscription(sock: socket.socket, correlation: int) -> tuple[int, bytes
     return error, body[6:22], struct.unpack(">i", body[22:26])[0]
 
 
+def _plugin_endpoint(stack, broker_id: int) -> Endpoint:
+    cluster = stack.config().clusters[0]
+    broker = next(b for b in cluster.brokers if b.id == broker_id)
+    return Endpoint(jolokia=broker.jolokia, username=cluster.jmx.username,
+                    password=cluster.jmx.password.resolve().get_secret_value())
+
+
+def test_every_broker_runs_the_plugin_through_its_releases_interface(stack):
+    """On 4.4 the provider class, which the broker asked for its exporter (it also implements the deprecated
+    ClientTelemetry: the broker prefers the provider); on 3.9/4.1 the ClientTelemetry class, whose jar, built against
+    4.4's kafka-clients, loads there."""
+    L = stack.layout
+    query = [MBeanQuery("kafka.health:type=ClientTelemetryExporter", ("Interface",))]
+    for broker_id in L.broker_ids:
+        props = (L.node_dir(broker_id) / "server.properties").read_text()
+        assert (f"metric.reporters=org.apache.kafka.common.metrics.JmxReporter,"
+                f"{L.release.telemetry_plugin_class}\n") in props
+        readings = JolokiaTransport().read(_plugin_endpoint(stack, broker_id), query, timeout=10)
+        assert [r.value for r in readings] == [L.release.telemetry_interface], (broker_id, readings)
+
+
 def test_a_push_the_plugin_cannot_read_is_counted_and_the_broker_keeps_serving(stack):
     L = stack.layout
-    cluster = stack.config().clusters[0]
-    broker = next(b for b in cluster.brokers if b.id == 1)
-    endpoint = Endpoint(jolokia=broker.jolokia, username=cluster.jmx.username,
-                        password=cluster.jmx.password.resolve().get_secret_value())
+    endpoint = _plugin_endpoint(stack, 1)
     query = [MBeanQuery("kafka.health:type=ClientTelemetryExporter", ("Failures", "Pushes"))]
 
     def plugin_counts() -> dict[str, float]:

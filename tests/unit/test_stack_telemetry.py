@@ -11,6 +11,7 @@ import pytest
 from collectors import catalog
 from collectors.types import Reading
 from monitor.cli import build_parser
+from monitor.core import kafka_versions
 from monitor.core.errors import Invalid
 from monitor.stack import telemetry
 from monitor.stack.kafka import node_properties
@@ -68,14 +69,28 @@ def test_plugin_mbeans_become_client_series_and_unpushed_signals_none():
                                   "client_software_version": "2.16.1", "tenant": ""}
 
 
-def test_brokers_load_the_plugin_and_the_controller_does_not(tmp_path):
-    layout = StackLayout(dir=tmp_path, port_base=23900)
+@pytest.mark.parametrize("release", kafka_versions.RELEASES, ids=lambda r: r.line)
+def test_brokers_load_the_plugin_class_of_their_release_and_the_controller_none(tmp_path, release):
+    layout = StackLayout(dir=tmp_path, port_base=23900, kafka_version=release.version)
     broker = dict(line.split("=", 1) for line in node_properties(layout, 1).splitlines())
     controller = node_properties(layout, CONTROLLER_ID)
+    plugin = {"ClientTelemetry": "io.kafkahealth.telemetry.ClientTelemetryExporter",
+              "ClientTelemetryExporterProvider": "io.kafkahealth.telemetry.ProviderClientTelemetryExporter",
+              }[release.telemetry_interface]
     # JmxReporter kept: Kafka 4 registers no Kafka-metrics MBean (quota sensors, connections by software) without it
-    assert broker["metric.reporters"] == f"org.apache.kafka.common.metrics.JmxReporter,{telemetry.PLUGIN_CLASS}"
+    assert broker["metric.reporters"] == f"org.apache.kafka.common.metrics.JmxReporter,{plugin}"
     assert int(broker[telemetry.MAX_CLIENTS_KEY]) > 0 and int(broker[telemetry.EXPIRY_KEY]) > 0
     assert "metric.reporters" not in controller
+
+
+def test_each_plugin_class_implements_its_interface_and_the_jar_is_built_against_a_line_with_both():
+    for interface, cls in kafka_versions.TELEMETRY_PLUGIN_CLASSES.items():
+        source = (JAVA / f"{cls.rsplit('.', 1)[1]}.java").read_text()
+        assert re.search(rf"public class {cls.rsplit('.', 1)[1]}\b[^{{]*\bimplements\b[^{{]*\b{interface}\b", source)
+    # The shipped jar (pom default) is compiled against the default release, which must offer the provider interface.
+    pom = (telemetry.PLUGIN_DIR / "pom.xml").read_text()
+    assert re.search(r"<kafka.api.version>([^<]+)<", pom)[1] == kafka_versions.DEFAULT_RELEASE.version
+    assert kafka_versions.DEFAULT_RELEASE.telemetry_interface == "ClientTelemetryExporterProvider"
 
 
 def test_subscribe_command_arguments_become_the_subscription():

@@ -9,24 +9,31 @@ final class ClientInstance implements ClientTelemetryMBean {
     private volatile long lastPushMs;
     private volatile long previousPushMs;
     private volatile long pushes;
+    private volatile long intervalMs;
     private volatile String address;
 
     ClientInstance(ObjectName name) {
         this.name = name;
     }
 
-    void pushed(double[] values, long nowMs, String address) {
+    /** {@code intervalMs}: the push interval the broker told (0: not told). */
+    void pushed(double[] values, long nowMs, String address, long intervalMs) {
         this.values = values;
+        this.intervalMs = intervalMs;
         this.previousPushMs = lastPushMs;
         this.lastPushMs = nowMs;
         this.address = address;
         this.pushes++;
     }
 
-    /** Stale when it missed about three of its own push intervals, and never before {@code expiryMs}. */
+    /**
+     * Stale when it missed about three of its own push intervals, and never before {@code expiryMs}. The interval is
+     * the one the broker told with the last push (Kafka 4.2+), else the gap between its last two pushes: told, a
+     * client that pushes rarely is kept from its first push on instead of expiring until its second.
+     */
     boolean staleAt(long nowMs, long expiryMs) {
-        long gap = pushes > 1 ? lastPushMs - previousPushMs : 0;
-        return nowMs - lastPushMs > Math.max(expiryMs, 3 * gap);
+        long interval = intervalMs > 0 ? intervalMs : pushes > 1 ? lastPushMs - previousPushMs : 0;
+        return nowMs - lastPushMs > Math.max(expiryMs, 3 * interval);
     }
 
     long lastPushMs() {

@@ -43,8 +43,8 @@ final class ClientRegistry {
     }
 
     /** Records one push. Throws JMException when the MBean server refuses the instance (the caller counts it). */
-    synchronized void record(Identity who, double[] values, long nowMs, boolean terminating, String address)
-            throws JMException {
+    synchronized void record(Identity who, double[] values, long nowMs, boolean terminating, String address,
+            long intervalMs) throws JMException {
         ClientInstance held = byInstance.get(who.instanceId);
         if (terminating) {  // the client closes: nothing more will come
             if (held != null) {
@@ -67,7 +67,7 @@ final class ClientRegistry {
                 evicted.incrementAndGet();
             }
             held = new ClientInstance(name);
-            held.pushed(values, nowMs, address);
+            held.pushed(values, nowMs, address, intervalMs);
             if (server.isRegistered(name)) {
                 server.unregisterMBean(name);
             }
@@ -75,7 +75,7 @@ final class ClientRegistry {
             server.registerMBean(new StandardMBean(held, ClientTelemetryMBean.class), name);
             byInstance.put(who.instanceId, held);
         } else {
-            held.pushed(values, nowMs, address);
+            held.pushed(values, nowMs, address, intervalMs);
         }
     }
 

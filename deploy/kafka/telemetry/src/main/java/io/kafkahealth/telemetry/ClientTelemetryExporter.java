@@ -21,7 +21,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * kafka-health's KIP-714 broker plugin: {@code metric.reporters=io.kafkahealth.telemetry.ClientTelemetryExporter}.
+ * kafka-health's KIP-714 broker plugin for Kafka 3.7 to 4.1:
+ * {@code metric.reporters=io.kafkahealth.telemetry.ClientTelemetryExporter}. On 4.2+ configure its subclass
+ * {@link ProviderClientTelemetryExporter} instead (the interface 4.2 added; this one is deprecated there).
  *
  * <p>Kafka 3.7+ hands every PushTelemetry request to the {@link ClientTelemetryReceiver} of a metrics reporter that
  * implements {@link ClientTelemetry}, on a request handler thread. This one keeps, per client instance, the last
@@ -33,12 +35,19 @@ import org.slf4j.LoggerFactory;
  * kafka.health.telemetry.max.clients} instances (default 2000; least recently pushed evicted), each expiring after
  * {@code kafka.health.telemetry.expiry.ms} (default 180000) or three of its own push intervals, whichever is longer.
  * Broker metrics ({@link #init}, {@link #metricChange}) are ignored: the plugin exports client telemetry only.
+ *
+ * <p>This class must reference no type that Kafka 4.2 added (ClientTelemetryExporterProvider, ClientTelemetryContext,
+ * Kafka's ClientTelemetryExporter): the jar is compiled against the newest kafka-clients and must still load on a 3.9
+ * broker. What needs them lives in the subclass only (a JUnit test reads this class's constant pool).
  */
+@SuppressWarnings("deprecation")  // ClientTelemetry: deprecated from 4.2, and what brokers before it offer
 public class ClientTelemetryExporter
         implements MetricsReporter, ClientTelemetry, ClientTelemetryReceiver, ClientTelemetryExporterMBean {
     static final String MAX_CLIENTS = "kafka.health.telemetry.max.clients";
     static final String EXPIRY_MS = "kafka.health.telemetry.expiry.ms";
     static final String SELF = Identity.DOMAIN + ":type=ClientTelemetryExporter";
+    /** The {@link #getInterface} values: which entry point the broker asked for. */
+    static final String RECEIVER = "ClientTelemetry", PROVIDER = "ClientTelemetryExporterProvider";
     private static final Logger LOG = LoggerFactory.getLogger(ClientTelemetryExporter.class);
 
     private final MBeanServer server;
@@ -47,6 +56,7 @@ public class ClientTelemetryExporter
     private final AtomicLong pushes = new AtomicLong();
     private final AtomicLong failures = new AtomicLong();
     private volatile long lastWarnMs;
+    private volatile String entryPoint = "";
 
     public ClientTelemetryExporter() {
         this(ManagementFactory.getPlatformMBeanServer());
@@ -103,13 +113,31 @@ public class ClientTelemetryExporter
         }
     }
 
+    /** Kafka 3.7-4.1 (and 4.2+ given this class itself) ask for the receiver once, when the reporter is added. */
     @Override
     public ClientTelemetryReceiver clientReceiver() {
+        servedThrough(RECEIVER);
         return this;
+    }
+
+    /** The broker asked for the plugin through {@code entryPoint}: logged once, and readable as {@code Interface}. */
+    final void servedThrough(String entryPoint) {
+        if (!entryPoint.equals(this.entryPoint)) {
+            this.entryPoint = entryPoint;
+            LOG.info("kafka-health telemetry: the broker hands client pushes to the plugin through {}", entryPoint);
+        }
     }
 
     @Override
     public void exportMetrics(AuthorizableRequestContext context, ClientTelemetryPayload payload) {
+        export(context, payload, 0);  // ClientTelemetry does not tell the push interval
+    }
+
+    /**
+     * One push, from either entry point. {@code intervalMs}: the client's push interval as the broker told it
+     * (ClientTelemetryExporterProvider), 0 when unknown; an expiry hint (see {@link ClientInstance#staleAt}).
+     */
+    final void export(AuthorizableRequestContext context, ClientTelemetryPayload payload, long intervalMs) {
         pushes.incrementAndGet();
         try {
             if (payload.clientInstanceId() == null || payload.data() == null) {
@@ -119,7 +147,7 @@ public class ClientTelemetryExporter
             OtlpReader.read(payload.data(), push);
             InetAddress address = context.clientAddress();
             registry.record(identity(context, payload), push.values(), System.currentTimeMillis(),
-                payload.isTerminating(), address == null ? "" : address.getHostAddress());
+                payload.isTerminating(), address == null ? "" : address.getHostAddress(), intervalMs);
         } catch (Throwable t) {  // never fail the broker's request handling
             failed(t);
         }
@@ -205,5 +233,10 @@ public class ClientTelemetryExporter
     @Override
     public long getExpired() {
         return registry.expired.get();
+    }
+
+    @Override
+    public String getInterface() {
+        return entryPoint;
     }
 }

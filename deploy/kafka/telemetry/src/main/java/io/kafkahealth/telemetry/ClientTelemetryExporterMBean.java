@@ -17,4 +17,11 @@ public interface ClientTelemetryExporterMBean {
 
     /** Instances dropped because they stopped pushing, or said they were terminating. */
     long getExpired();
+
+    /**
+     * The KIP-714 interface through which the broker hands pushes to the plugin: {@code ClientTelemetry} (Kafka 3.7
+     * to 4.1) or {@code ClientTelemetryExporterProvider} (4.2+, with {@link ProviderClientTelemetryExporter}); empty
+     * until the broker asked for either.
+     */
+    String getInterface();
 }

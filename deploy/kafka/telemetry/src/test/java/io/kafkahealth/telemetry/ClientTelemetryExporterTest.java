@@ -1,6 +1,7 @@
 package io.kafkahealth.telemetry;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -243,19 +244,62 @@ class ClientTelemetryExporterTest {
         double[] none = new double[Signals.NAMES.length];
         Identity fast = new Identity("a", "u", "fast", "", "");
         Identity slow = new Identity("b", "u", "slow", "", "");
-        registry.record(fast, none, 0, false, "");
-        registry.record(fast, none, 5_000, false, "");  // pushes every 5 s: expires after 60 s
-        registry.record(slow, none, 0, false, "");
-        registry.record(slow, none, 100_000, false, "");  // every 100 s: expires after 300 s
+        registry.record(fast, none, 0, false, "", 0);
+        registry.record(fast, none, 5_000, false, "", 0);  // pushes every 5 s: expires after 60 s
+        registry.record(slow, none, 0, false, "", 0);
+        registry.record(slow, none, 100_000, false, "", 0);  // every 100 s: expires after 300 s
         assertEquals(1, registry.expire(70_000));
         assertEquals(1, registry.size());
         assertEquals(0, registry.expire(300_000));
         assertEquals(1, registry.expire(400_001));
         Identity closing = new Identity("c", "u", "closing", "", "");
-        registry.record(closing, none, 0, false, "");
-        registry.record(closing, none, 1, true, "");
+        registry.record(closing, none, 0, false, "", 0);
+        registry.record(closing, none, 1, true, "", 0);
         assertEquals(0, clients(server).size());
         assertEquals(3L, registry.expired.get());
+    }
+
+    @Test
+    void aToldPushIntervalKeepsARarePusherFromItsFirstPush() throws Exception {
+        MBeanServer server = MBeanServerFactory.newMBeanServer();
+        ClientRegistry registry = new ClientRegistry(server, 100, 60_000);
+        double[] none = new double[Signals.NAMES.length];
+        registry.record(new Identity("told", "u", "told", "", ""), none, 0, false, "", 300_000);  // every 5 min
+        registry.record(new Identity("untold", "u", "untold", "", ""), none, 0, false, "", 0);
+        assertEquals(1, registry.expire(60_001));  // untold: one push, so only the expiry setting holds it
+        assertEquals(0, registry.expire(900_000));  // told: three of its intervals
+        assertEquals(1, registry.expire(900_001));
+    }
+
+    @Test
+    void theBrokerAskingForTheReceiverIsShownAsClientTelemetry() throws Exception {
+        MBeanServer server = MBeanServerFactory.newMBeanServer();
+        ClientTelemetryExporter e = exporter(server, 10);
+        assertEquals("", e.getInterface());
+        e.init(java.util.List.of());
+        e.clientReceiver().exportMetrics(context("u", "c"), push(Uuid.randomUuid(), false,
+            payload(metric(P + "consumer.poll.idle.ratio.avg", 5, 0.5))));
+        assertEquals("ClientTelemetry", server.getAttribute(new ObjectName(ClientTelemetryExporter.SELF), "Interface"));
+        assertEquals(1, clients(server).size());
+        e.close();
+    }
+
+    /** The shipped jar is compiled against the newest kafka-clients and must load on 3.9: see the class's doc. */
+    @Test
+    void theClientTelemetryClassNamesNoTypeThatKafka42Added() throws Exception {
+        byte[] code;
+        try (java.io.InputStream in = ClientTelemetryExporter.class.getResourceAsStream(
+                "ClientTelemetryExporter.class")) {
+            code = in.readAllBytes();
+        }
+        String pool = new String(code, StandardCharsets.ISO_8859_1);  // class names are plain UTF-8 in the pool
+        assertTrue(pool.contains("org/apache/kafka/server/telemetry/ClientTelemetryReceiver"));
+        // ClientTelemetryExporter (Kafka's, and by prefix ...Provider) and ClientTelemetryContext, as types; the
+        // string "ClientTelemetryExporterProvider" (the Interface attribute's value) is no reference
+        for (String added : new String[] {"org/apache/kafka/server/telemetry/ClientTelemetryExporter",
+                "org/apache/kafka/server/telemetry/ClientTelemetryContext"}) {
+            assertFalse(pool.contains(added), added);
+        }
     }
 
     @Test
