@@ -48,7 +48,7 @@ from monitor.serve import run
 from monitor.stack.javaclients import JavaClient, KcatProducer
 from tests.conftest import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
+pytestmark = pytest.mark.integration
 
 NAMES = ("jv3", "kc", "jv2", "good", "cons")
 TENANTS = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",),
