@@ -244,6 +244,34 @@ def _broker_rules() -> tuple[MBeanRule, ...]:
              tenant="topic"))
     add(MBeanRule("kafka_broker_offline_log_dirs", "gauge", "Log directories this broker has taken offline",
              "kafka.log:type=LogManager,name=OfflineLogDirectoryCount", "Value"))
+    add(MBeanRule("kafka_broker_cordoned_log_dirs", "gauge",
+             "Log directories cordoned on this broker: they keep their partitions but take no new ones (Kafka 4.4)",
+             "kafka.log:type=LogManager,name=CordonedLogDirectoryCount", "Value"))
+    # --- group coordinators: every kind of group (classic, consumer KIP-848, share KIP-932, streams KIP-1071) as the
+    # broker that coordinates it counts them, and the state of the internal partitions the coordinators serve from
+    # (a "failed" partition leaves its groups unable to commit or be described).
+    gcm = "kafka.server:type=group-coordinator-metrics"
+    add(MBeanRule("kafka_broker_coordinated_groups", "gauge", "Groups this broker coordinates, by group protocol",
+             f"{gcm},protocol=*", "group-count", labels=(("protocol", "protocol"),), query=f"{gcm},*"))
+    for proto in ("classic", "consumer", "share", "streams"):
+        add(MBeanRule("kafka_broker_coordinated_groups_by_state", "gauge",
+                 "Groups this broker coordinates, by group protocol and group state", f"{gcm},state=*",
+                 f"{proto}-group-count", labels=(("state", "state"),), const=(("protocol", proto),),
+                 query=f"{gcm},*"))
+    for coordinator in ("group", "share"):
+        add(MBeanRule("kafka_broker_coordinator_partitions", "gauge",
+                 "Internal-topic partitions this broker's coordinator serves, by state (active, loading, failed)",
+                 f"kafka.server:type={coordinator}-coordinator-metrics,state=*", "num-partitions",
+                 labels=(("state", "state"),), const=(("coordinator", coordinator),),
+                 query=f"kafka.server:type={coordinator}-coordinator-metrics,*"))
+    # --- share groups (KIP-932): deliveries acknowledged by kind (a growing Reject or Release share is records
+    # failing or coming back), and the share fetch sessions the broker holds
+    add(MBeanRule("kafka_broker_share_acknowledgements_total", "counter",
+             "Records share consumers acknowledged on this broker, by acknowledgement (Accept, Release, Reject, Renew)",
+             "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*", "Count",
+             labels=(("ack_type", "ackType"),)))
+    add(MBeanRule("kafka_broker_share_sessions", "gauge", "Share fetch sessions this broker holds",
+             "kafka.server:type=ShareSessionCache,name=ShareSessionsCount", "Value"))
     # --- clients (quota sensors exist only once a quota of that type is configured: see docs/metrics.md)
     client = (("user", "user"), ("client_id", "client-id"))
     for typ, stem in (("Produce", "produce"), ("Fetch", "fetch")):
@@ -551,7 +579,7 @@ def markdown_table() -> str:
     out = ["| metric | type | labels (besides cluster, broker) | read from | JMX source | meaning |",
            "|---|---|---|---|---|---|"]
     for metric, (kind, labels, where, sources, help_) in rows.items():
-        if len(sources) > 3:  # the latency breakdown: one line instead of 252
+        if metric == "kafka_broker_request_latency_seconds":  # the latency breakdown: one line instead of 252
             sources = [f"`kafka.network:type=RequestMetrics,name={{{','.join(p for p, _ in PHASES)}}},"
                        f"request={{{','.join(BUSY_REQUESTS)}}}` `{{{','.join(a for a, _ in QUANTILES)}}}` ×0.001"]
         out.append(f"| `{metric}` | {kind} | {labels} | {where} | {'<br>'.join(sources)} | {help_} |")

@@ -90,11 +90,17 @@ RELEASES: tuple[KafkaRelease, ...] = (
         absent_metrics=frozenset({
             "kafka_cluster_broker_registration_state", "kafka_cluster_broker_heartbeat_age_seconds",
             "kafka_cluster_controlled_shutdown_brokers",
+            # 3.9's group coordinator registers no group-coordinator-metrics counts, and share groups came with 4.x
+            "kafka_broker_coordinated_groups", "kafka_broker_coordinated_groups_by_state",
+            "kafka_broker_coordinator_partitions", "kafka_broker_share_acknowledgements_total",
+            "kafka_broker_share_sessions",
+            "kafka_broker_cordoned_log_dirs",
         }),
     ),
     KafkaRelease(
         version="4.1.1", maven_profiles=("kafka4",), config_command="kafka.admin.ConfigCommand",
         telemetry_interface="ClientTelemetry", features=frozenset({"list_groups_types"}),
+        absent_metrics=frozenset({"kafka_broker_cordoned_log_dirs"}),  # cordoning came with 4.4 (KIP-1066)
     ),
     KafkaRelease(
         version="4.4.0", maven_profiles=("kafka4", "tools"), config_command="org.apache.kafka.tools.ConfigCommand",

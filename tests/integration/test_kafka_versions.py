@@ -44,8 +44,6 @@ CONDITIONAL = {
     # not make.
     "kafka_topic_failed_produce_requests_total": "a produce request to the topic failed on the broker",
     "kafka_topic_failed_fetch_requests_total": "a fetch request of the topic failed on the broker",
-    # A log dir taken offline registers per-dir gauges only on a failure.
-    "kafka_broker_offline_log_dirs": "a log dir failed",
 }
 
 
