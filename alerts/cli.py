@@ -13,9 +13,9 @@ from pathlib import Path
 from alerts import repo
 from alerts.rules import export_prometheus, load_rules
 from alerts.views import silence_json
+from monitor.config_source import add_config_args, config_from_args
 from monitor.core.errors import KafkaHealthError
 from monitor.core.times import parse_duration, utc_now
-from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
 
 

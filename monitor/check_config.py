@@ -3,8 +3,8 @@
 Beyond the config's own schema it loads the alert rules the config selects (``rules.files``, ``rules.overrides``) as
 ``serve`` will, so an override naming no rule, or a parameter its rule lacks, fails here and not at the service's start.
 
-Without FILE it checks the configuration every other command would use (``monitor.stack.cli.find_config``) and says
-which one that is, so an operator can see what a CLI beside a running service reads.
+Without FILE it checks the configuration every other command would use (``monitor.config_source.find_config``) and
+says which one that is, so an operator can see what a CLI beside a running service reads.
 """
 
 from __future__ import annotations
@@ -12,17 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from alerts.rules import load_rules
+from monitor.config_source import add_local_args, find_config, load_choice
 from monitor.core.config import Config, key_line, load_config
 from monitor.core.errors import ConfigError, ConfigProblem
-from monitor.stack import Stack
-from monitor.stack.cli import add_stack_args, find_config, layout_from_args
 
 
 def register(sub) -> None:
     p = sub.add_parser("check-config", help="validate a config file (exit 2 with every error on failure); without "
                                             "FILE, the one every command would use")
     p.add_argument("file", type=Path, nargs="?", default=None)
-    add_stack_args(p)
+    add_local_args(p)
     p.set_defaults(func=_check)
 
 
@@ -35,7 +34,7 @@ def _check(args) -> int:
         choice = find_config(args)
         print(f"using {choice}")
         file, name = choice.file, choice.label
-        cfg = load_config(file) if file else Stack(layout_from_args(args)).config()
+        cfg = load_choice(choice, args)
     _check_rules(cfg, file)
     print(
         f"{name}: ok ({len(cfg.clusters)} cluster(s), "

@@ -3,6 +3,9 @@
 Each domain module exposes ``register(subparsers)``, adding its commands with ``set_defaults(func=...)``; a command
 function takes the parsed ``args`` and returns an exit code. Errors of the ``KafkaHealthError`` tree print as one
 line (``error: ...``) and exit with the error's code: never a traceback for an expected failure.
+
+The local stack is plugged in here as the last place a command looks for its configuration
+(``monitor.config_source``), so the capabilities' commands never import it.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import monitor.demo
 import monitor.reports.cli
 import monitor.serve
 import monitor.stack.cli
+import monitor.stack.quotas_cli
 import monitor.stack.telemetry_cli
 import monitor.tenants.cli
-from monitor import __version__
+from monitor import __version__, config_source
 from monitor.core.errors import ConfigError, KafkaHealthError
 from monitor.core.logs import FORMATS, LEVELS, configure_logging
 
@@ -58,22 +62,30 @@ def add_logging_args(parser: argparse.ArgumentParser, *, defaults: bool) -> None
                             "shippers; default text")
 
 
+def _subcommands(parser: argparse.ArgumentParser):
+    """The subparsers actions of ``parser`` (argparse keeps them only among its actions)."""
+    return [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+
+
 def _commands(parser: argparse.ArgumentParser):
     """Every command parser under ``parser``, at any depth (``stack up``, ``tenants list``, ...)."""
-    for action in parser._actions:  # argparse keeps its subparsers only here
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
-                yield sub
-                yield from _commands(sub)
+    for action in _subcommands(parser):
+        for sub in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+            yield sub
+            yield from _commands(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-health", description="Health monitoring for multi-tenant Kafka.")
     parser.add_argument("--version", action="version", version=f"kafka-health {__version__}")
     add_logging_args(parser, defaults=True)
+    # Before any command's options are made: the local stack's are among them.
+    config_source.use_local_stack(monitor.stack.cli.LOCAL_STACK)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(sub)
+    # Runs Kafka's ConfigCommand from the local stack's jars, so it is the stack's, under `tenants`.
+    monitor.stack.quotas_cli.register(_subcommands(sub.choices["tenants"])[0])
     for command in _commands(parser):
         add_logging_args(command, defaults=False)
     return parser

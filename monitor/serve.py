@@ -35,18 +35,13 @@ from collectors.contract import TenantContractCollector
 from monitor import __version__
 from monitor.api.app import mount_api
 from monitor.api.httpmetrics import RequestMetricsMiddleware, request_duration
+from monitor.config_source import add_config_args, config_args, config_from_args, find_config
 from monitor.core.api.principal import current_principal
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component, stop_all
 from monitor.core.store import Store
 from monitor.core.tenancy import FixedTenants, Tenants
 from monitor.reports.schedule import ReportScheduler, report_command
-from monitor.stack.cli import (
-    add_config_args,
-    config_args,
-    config_from_args,
-    find_config,
-)
 from monitor.store import open_store
 from monitor.tenants.live import LiveTenants
 from monitor.tenants.presence import ServicePresence

@@ -1,7 +1,7 @@
 """``kafka-health advice --tenant T`` and ``kafka-health capacity [--cluster C] [--grow T:F] [--add N:MB:DAYS]``.
 
-Both read the configuration every command finds (``monitor.stack.cli.find_config``) and its Prometheus; tenants are
-the config file's and those created through the API or CLI (read from the store, never written).
+Both read the configuration every command finds (``monitor.config_source.find_config``) and its Prometheus; tenants
+are the config file's and those created through the API or CLI (read from the store, never written).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import json
 import re
 
 from monitor.advisor import service
+from monitor.config_source import add_config_args, config_from_args
 from monitor.core.errors import Invalid
 from monitor.core.prom import prometheus_source
 from monitor.core.times import utc_now
-from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
 from monitor.tenants.live import with_stored_tenants
 

@@ -12,9 +12,9 @@ import sys
 from datetime import datetime, timedelta
 
 from monitor.api import tokens
+from monitor.config_source import add_config_args
 from monitor.core.errors import Invalid, NotFound
 from monitor.core.times import as_utc, parse_duration, utc_now
-from monitor.stack.cli import add_config_args
 from monitor.tenants.cli import open_registry
 
 

@@ -8,9 +8,9 @@ from datetime import datetime
 from pathlib import Path
 
 from monitor.archive.archive import PrometheusClient, archive_range
+from monitor.config_source import add_config_args, config_from_args
 from monitor.core.errors import KafkaHealthError
 from monitor.core.times import as_utc, utc_now
-from monitor.stack.cli import add_config_args, config_from_args
 
 
 def parse_time(text: str) -> datetime:

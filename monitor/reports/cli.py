@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from monitor.config_source import add_config_args, config_from_args
 from monitor.core.times import iso_week_monday, utc_now
-from monitor.stack.cli import add_config_args, config_from_args
 from monitor.store import open_store
 from monitor.tenants.live import with_stored_tenants
 

@@ -1,23 +1,18 @@
-"""``kafka-health stack up|down|status``, and the options every command uses to find its configuration.
+"""``kafka-health stack up|down|status``, and the options that name a local stack.
 
-Every command that reads a configuration takes ``add_config_args`` and calls ``config_from_args``, which finds it
-in one order (``find_config``): ``--config``, else ``$KAFKA_HEALTH_CONFIG``, else the file the demo wrote in the
-local stack's directory (``<dir>/kafka-health.yaml``, so a CLI beside a running demo works on the demo's tenants and
-store), else the local stack's embedded default (its ``--dir``, ``--port-base``, ``--kafka-version``). ``-v`` and
-``check-config`` say which one was used. It lives here because the fallbacks are the local stack's; capabilities
-import it instead of the service wiring (``monitor.serve``), which sits above them.
+``LOCAL_STACK`` is the local stack as the last fallback of ``monitor.config_source.find_config`` (the demo's file
+in its directory, then its embedded default); the top-level wiring (``monitor.cli``) plugs it in, so every command
+that reads a configuration takes these options without importing this package.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-from monitor.core.config import Config, load_config
+from monitor.core.config import Config
 from monitor.core.errors import Invalid
 from monitor.stack import Stack
 from monitor.stack.layout import (
@@ -27,8 +22,6 @@ from monitor.stack.layout import (
     default_stack_dir,
     resolve_kafka_version,
 )
-
-log = logging.getLogger(__name__)
 
 
 def kafka_version_arg(text: str) -> str:
@@ -65,62 +58,35 @@ def add_stack_args(p: argparse.ArgumentParser) -> None:
         "An existing stack dir keeps the mode it was made with"))
 
 
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help="config YAML (default: $KAFKA_HEALTH_CONFIG, else the local stack)")
-    add_stack_args(p)
+class LocalStackFallback:
+    """The local stack as ``monitor.config_source.LocalStack``: its options, directory and embedded default."""
+
+    def add_args(self, p: argparse.ArgumentParser) -> None:
+        add_stack_args(p)
+
+    def directory(self, args: argparse.Namespace) -> Path:
+        return layout_from_args(args).dir
+
+    def default_config(self, args: argparse.Namespace) -> Config:
+        layout = layout_from_args(args)
+        # The embedded default keeps its store and lake in the stack's directory. On a fresh HOME nothing has made
+        # it yet (no demo, no `stack up`): make it, so a first `tenants list` answers "none" instead of failing to
+        # open it.
+        layout.dir.mkdir(parents=True, exist_ok=True)
+        return Stack(layout).config()
+
+    def child_args(self, args: argparse.Namespace) -> list[str]:
+        out = ["--port-base", str(args.port_base)]
+        if getattr(args, "security", None):
+            out += ["--security", args.security]
+        if args.dir is not None:
+            out += ["--dir", str(Path(args.dir).resolve())]
+        if args.kafka_version:
+            out += ["--kafka-version", args.kafka_version]
+        return out
 
 
-@dataclass(frozen=True)
-class ConfigChoice:
-    """Which configuration a command uses: a file, or (``file`` None) the local stack's embedded default."""
-
-    file: Path | None
-    how: str  # why this one, in the user's words
-    label: str  # what it is called in messages and in the store's record of a sync
-
-    def __str__(self) -> str:
-        return f"{self.label} ({self.how})"
-
-
-def find_config(args: argparse.Namespace) -> ConfigChoice:
-    if args.config:
-        return ConfigChoice(Path(args.config).resolve(), "--config", str(Path(args.config).resolve()))
-    env = os.environ.get("KAFKA_HEALTH_CONFIG")
-    if env:
-        return ConfigChoice(Path(env).resolve(), "$KAFKA_HEALTH_CONFIG", str(Path(env).resolve()))
-    layout = layout_from_args(args)
-    if layout.config_file.is_file():
-        return ConfigChoice(layout.config_file, f"written by the demo in {layout.dir}", str(layout.config_file))
-    return ConfigChoice(None, "no file given, none written in the stack directory",
-                        f"the embedded default of the local stack in {layout.dir}")
-
-
-def config_from_args(args: argparse.Namespace) -> Config:
-    choice = find_config(args)
-    log.debug("configuration: %s", choice)
-    if choice.file is not None:
-        return load_config(choice.file)
-    layout = layout_from_args(args)
-    # The embedded default keeps its store and lake in the stack's directory. On a fresh HOME nothing has made it
-    # yet (no demo, no `stack up`): make it, so a first `tenants list` answers "none" instead of failing to open it.
-    layout.dir.mkdir(parents=True, exist_ok=True)
-    return Stack(layout).config()
-
-
-def config_args(args: argparse.Namespace) -> list[str]:
-    """The arguments that make a child ``kafka-health`` command load the same config as this one."""
-    if args.config:
-        return ["--config", str(Path(args.config).resolve())]
-    if os.environ.get("KAFKA_HEALTH_CONFIG"):
-        return []  # inherited through the environment
-    out = ["--port-base", str(args.port_base)]
-    if getattr(args, "security", None):
-        out += ["--security", args.security]
-    if args.dir is not None:
-        out += ["--dir", str(Path(args.dir).resolve())]
-    if args.kafka_version:
-        out += ["--kafka-version", args.kafka_version]
-    return out
+LOCAL_STACK = LocalStackFallback()
 
 
 def layout_from_args(args: argparse.Namespace) -> StackLayout:

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from monitor.config_source import DEMO_CONFIG_NAME
 from monitor.core import kafka_versions
 from monitor.core.kafka_versions import KafkaRelease
 
@@ -204,7 +205,7 @@ class StackLayout:
     @property
     def config_file(self) -> Path:
         """The kafka-health config YAML the demo runs on (written by the demo, for ``--config``)."""
-        return self.dir / "kafka-health.yaml"
+        return self.dir / DEMO_CONFIG_NAME
 
     def all_ports(self) -> dict[str, int]:
         """Every port of this layout by name (docs/architecture.md lists the same offsets)."""

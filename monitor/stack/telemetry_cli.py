@@ -7,11 +7,12 @@ authenticated by a Java client properties file given by path, never by a passwor
 
 from __future__ import annotations
 
+from monitor.config_source import add_config_args, config_from_args
 from monitor.core.errors import NotFound
 from monitor.core.times import parse_duration
 from monitor.stack import kafka as stack_kafka
 from monitor.stack import telemetry
-from monitor.stack.cli import add_config_args, config_from_args, layout_from_args
+from monitor.stack.cli import layout_from_args
 
 
 def subscription_from_args(args) -> telemetry.Subscription:

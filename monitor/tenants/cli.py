@@ -1,6 +1,7 @@
 """``kafka-health tenants list|show|create|delete|sync``.
 
-Works on the store named by the configuration every command finds the same way (``monitor.stack.cli.find_config``).
+Works on the store named by the configuration every command finds the same way
+(``monitor.config_source.find_config``).
 No command here but ``tenants sync`` syncs the config file's tenants into the store (updates and removals): that
 happens where the service starts, and when an operator asks for it. A read-only command (``list``, ``show``,
 ``tokens list``) never changes the registry; a writing one (``create``, ``delete``, ``tokens create``) only adds the
@@ -19,11 +20,11 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from monitor.config_source import add_config_args, config_from_args, find_config
 from monitor.core.config import Config
 from monitor.core.errors import ConfigError, ConfigProblem, Conflict, Invalid, NotFound
 from monitor.core.store import Store
 from monitor.core.times import utc_now
-from monitor.stack.cli import add_config_args, config_from_args, find_config
 from monitor.store import open_store
 from monitor.tenants import service
 from monitor.tenants.models import Tenant, TenantCreate, TenantRead, TenantSource
@@ -173,34 +174,6 @@ def _tenants_delete(args) -> int:
     return 0
 
 
-def _tenants_apply_quotas(args) -> int:
-    from monitor.stack import kafka as stack_kafka
-    from monitor.stack.cli import layout_from_args
-    from monitor.tenants import quotas
-    from monitor.tenants.live import with_stored_tenants
-
-    config, store = open_registry(args)
-    config = with_stored_tenants(config, store)
-    clusters = [c for c in config.clusters if args.cluster in (None, c.name)]
-    if not clusters:
-        raise NotFound(f"no cluster {args.cluster!r} in the configuration")
-    planned = [(c, q) for c in clusters for q in quotas.plan(config.tenants, c.name)]
-    for c, q in planned:
-        print(f"{c.name}: User:{q.user} (tenant {q.tenant}): {q.add_config}")
-    if not planned:
-        print("no tenant names a principal with a produce or fetch quota: nothing to apply")
-        return 0
-    if args.dry_run:
-        return 0
-    layout = layout_from_args(args)
-    stack_kafka.config_commands_as(
-        args.admin_config, layout, layout.logs_dir / "apply-quotas.log",
-        [(c.bootstrap_servers, quotas.config_command_args(q), f"the quota of User:{q.user}") for c, q in planned],
-        allowed_to="alter quotas")
-    print(f"applied {len(planned)} user quota(s)")
-    return 0
-
-
 def register(sub) -> None:
     t = sub.add_parser("tenants", help="list, show, create and delete tenants")
     tsub = t.add_subparsers(dest="tenants_command", required=True)
@@ -227,13 +200,6 @@ def register(sub) -> None:
     p.add_argument("name")
     add_config_args(p)
     p.set_defaults(func=_tenants_delete)
-    p = tsub.add_parser("apply-quotas", help="set each tenant principal's Kafka user quota from its contract")
-    p.add_argument("--cluster", default=None, help="only this cluster (default: every cluster of the config)")
-    p.add_argument("--admin-config", default=None, metavar="FILE",
-                   help="Java client properties of a principal allowed to alter quotas (never a password in argv)")
-    p.add_argument("--dry-run", action="store_true", help="print what would be set, change nothing")
-    add_config_args(p)
-    p.set_defaults(func=_tenants_apply_quotas)
     p = tsub.add_parser("sync", help="write the config file's tenants into the store (serve does it at start)")
     p.add_argument("--yes", action="store_true", help="also remove config tenants that still own tokens, alerts "
                                                       "or reports")

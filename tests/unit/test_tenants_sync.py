@@ -8,11 +8,14 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from monitor import config_source
 from monitor.api import tokens
+from monitor.config_source import add_config_args, find_config
 from monitor.core.config import parse_config
+from monitor.core.errors import Invalid
 from monitor.core.store import Store
 from monitor.schema import create_all
-from monitor.stack.cli import add_config_args, find_config
+from monitor.stack.cli import LOCAL_STACK
 from monitor.tenants import service
 
 pytestmark = pytest.mark.unit
@@ -36,6 +39,7 @@ def _args(*argv: str) -> argparse.Namespace:
     (4, False, False, False, "none written in the stack directory"),
 ])
 def test_find_config_order(n, given, env, demo_file, expect_how, tmp_path, monkeypatch):
+    monkeypatch.setattr(config_source, "_local", LOCAL_STACK)  # as monitor.cli plugs it in
     stack_dir = tmp_path / "stack"
     stack_dir.mkdir()
     if demo_file:
@@ -52,6 +56,18 @@ def test_find_config_order(n, given, env, demo_file, expect_how, tmp_path, monke
         assert choice.file is None and "embedded default" in choice.label
     else:
         assert choice.file is not None and choice.file.is_file()
+
+
+def test_without_the_local_stack_a_file_must_be_named(tmp_path, monkeypatch):
+    """config_source alone (a library use) knows no stack directory: no --config and no environment is an error."""
+    monkeypatch.setattr(config_source, "_local", None)
+    monkeypatch.delenv("KAFKA_HEALTH_CONFIG", raising=False)
+    with pytest.raises(Invalid, match="--config"):
+        find_config(_args())
+    with pytest.raises(SystemExit):  # the stack's options come with the stack
+        _args("--dir", str(tmp_path))
+    (tmp_path / "given.yaml").write_text(BASE)
+    assert find_config(_args("--config", str(tmp_path / "given.yaml"))).how == "--config"
 
 
 @pytest.fixture
