@@ -44,6 +44,7 @@ from monitor.loadgen import LoadGenerator, TenantLoad
 from monitor.stack import Stack
 from monitor.stack import kafka as stack_kafka
 from monitor.stack.cli import add_stack_args, layout_from_args
+from monitor.stack.kcat import KcatLine, clients_accepted, printed_kcat_line
 from monitor.stack.layout import StackLayout
 from monitor.stack.observability import SCRAPE_TOKEN_PLACEHOLDER, write_scrape_token
 from monitor.stack.packaged import dashboards_json_dir, grafana_provisioning_dir
@@ -150,7 +151,8 @@ def run_demo(args) -> int:
         # Prometheus scrapes the service's /metrics with an operator token of its own (a tenant could not read it).
         write_scrape_token(L, demo_tokens["prometheus"][1])
         console.say(demo_text(L, demo_tokens, config_file, today=datetime.now(timezone.utc).date(), cli=_cli(),
-                              log_file=log_file, calm=args.calm))
+                              log_file=log_file, calm=args.calm,
+                              kcat=printed_kcat_line(L, "payments") if L.secured else None))
         _watch(L, demo_tokens, console, stop, server, load, story, warnings,
                deadline=time.monotonic() + args.duration if args.duration else None)
         if server is not None and not server.is_alive() and not stop.is_set():
@@ -423,12 +425,15 @@ def _tenant_line(L: StackLayout, t: str) -> str:
     return f"{t} (topics {t}.*, clients {t}-*{principal})"
 
 
-def _security_lines(L: StackLayout) -> str:
+def _security_lines(L: StackLayout, kcat: KcatLine | None) -> str:
     if not L.secured:
         return "  Kafka security:          none (PLAINTEXT, anonymous clients)\n"
+    kcat = kcat or KcatLine(f"kcat -F {shlex.quote(str(L.clients_dir / 'payments.properties'))} -L")
     return (f"  Kafka security:          secured: SASL_SSL with SCRAM-SHA-512, ACLs, per-tenant user quotas\n"
-            f"  Client configs:          {L.clients_dir}/ (admin, payments, search; "
-            f"kcat -F {L.clients_dir / 'payments.properties'} -L)\n")
+            f"  Client configs:          {L.clients_dir}/ (NAME: admin, payments, search)\n"
+            f"                           {clients_accepted(L.kafka_version)}\n"
+            f"  payments' topics (kcat): {kcat.command}\n"
+            + (f"                           ({kcat.note})\n" if kcat.note else ""))
 
 
 def onboard_demo_tenants(stack: Stack) -> dict[str, dict[str, str]]:
@@ -464,8 +469,9 @@ def story_line(*, calm: bool) -> str:
 
 
 def demo_text(L: StackLayout, demo_tokens: dict[str, tuple[str, str]], config_file: Path, *, today: date,
-              cli: str, log_file: Path, calm: bool = False) -> str:
-    """What the demo prints once it runs: where everything is, and what to try. Pure, for the tests."""
+              cli: str, log_file: Path, calm: bool = False, kcat: KcatLine | None = None) -> str:
+    """What the demo prints once it runs: where everything is, and what to try. Pure, for the tests: ``kcat`` is the
+    line to list payments' topics with (``monitor.stack.kcat.printed_kcat_line``; None: the plain one)."""
     url = L.service_url
     op = demo_tokens.get("operator", ("", "<none>"))[1]
     pay = demo_tokens.get("payments", ("", "<none>"))[1]
@@ -483,7 +489,7 @@ kafka-health demo is running (Ctrl-C stops everything it started)
   Prometheus:              {L.prometheus_url}
   Alertmanager:            {L.alertmanager_url}
   Kafka bootstrap:         {L.client_bootstrap}
-{_security_lines(L)}  Config (YAML):           {config_file}
+{_security_lines(L, kcat)}  Config (YAML):           {config_file}
   Log (service, clients):  {log_file} (the console shows errors only)
 
   Tenants: {_tenant_line(L, "payments")}, {_tenant_line(L, "search")}

@@ -15,6 +15,7 @@ from pathlib import Path
 from monitor.core.config import Config
 from monitor.core.errors import Invalid
 from monitor.stack import Stack
+from monitor.stack.kcat import clients_accepted, printed_kcat_line
 from monitor.stack.layout import (
     DEFAULT_KAFKA_VERSION,
     DEFAULT_PORT_BASE,
@@ -167,7 +168,11 @@ def _print_status(stack: Stack) -> bool:
     L = stack.layout
     print(f"\nKafka bootstrap: {L.client_bootstrap} (Kafka {L.kafka_version}, {L.security_mode})")
     if L.secured:
-        print(f"Client configs:  {L.clients_dir} (e.g. kcat -F {L.clients_dir / 'admin.properties'} -L)")
+        kc = printed_kcat_line(L, "admin")
+        print(f"Client configs:  {L.clients_dir} ({clients_accepted(L.kafka_version)})")
+        print(f"List topics:     {kc.command}")
+        if kc.note:
+            print(f"                 ({kc.note})")
     print(f"Prometheus:      {L.prometheus_url}")
     print(f"Alertmanager:    {L.alertmanager_url}")
     print(f"State and logs:  {L.dir}")

@@ -34,6 +34,8 @@ NODE_CN = "kafka-node"
 STACK_ADMIN_CN = "kafka-health-stack"
 JMX_USER = "monitor"
 SCRAM = "SCRAM-SHA-512"
+# Every client here handles these credentials (Admin API, random salt, URL-safe passwords): an old librdkafka's
+# "invalid credentials" on Kafka 4 is its SCRAM nonce, not them (monitor/stack/kcat.py).
 SCRAM_ITERATIONS = 8192
 CERT_DAYS = 825
 
@@ -71,6 +73,10 @@ class StackSecurity:
     @property
     def node_keystore(self) -> Path:
         return self.dir / "node.p12"
+
+    @property
+    def ca_truststore(self) -> Path:
+        return self.dir / "ca-truststore.p12"
 
     @property
     def admin_cert(self) -> Path:
@@ -190,8 +196,16 @@ class StackSecurity:
             "ssl.ca.location": str(self.ca_cert),
         }
 
+    def java_truststore(self) -> Path:
+        """The CA as a PKCS12 truststore (made once): Java clients before 2.7 cannot read a PEM one (KIP-651)."""
+        if not self.ca_truststore.exists():
+            _make_java_truststore(self)
+        return self.ca_truststore
+
     def java_properties(self, user: str) -> str:
-        """The same principal as Java client properties (``--command-config`` of Kafka's tools, a Java app)."""
+        """The same principal as Java client properties (``--command-config`` of Kafka's tools, a Java app). Every
+        key is one that kafka-clients 2.3 reads: the truststore is PKCS12 (``ssl.truststore.type=PEM`` came in 2.7,
+        and a 2.3 client fails on it with "PEM KeyStore not available")."""
         pw = self.password(f"scram-{user}")
         return "".join(f"{k}={v}\n" for k, v in {
             "bootstrap.servers": self.layout.sasl_bootstrap_servers,
@@ -199,8 +213,9 @@ class StackSecurity:
             "sasl.mechanism": SCRAM,
             "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required '
                                 f'username="{user}" password="{pw}";',
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": self.ca_cert,
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": self.java_truststore(),
+            "ssl.truststore.password": self.password("truststore"),
         }.items())
 
     def admin_command_config(self) -> Path:
@@ -216,9 +231,12 @@ class StackSecurity:
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
         settings = self.sasl_settings(user)
         path = out / f"{name}.properties"
-        _write_secret(path, f"# {name}: principal User:{user} on the demo cluster (kcat -F {path} -L)\n"
+        # librdkafka before 2.6.1 fails SCRAM on Kafka 4 whatever the credentials (monitor/stack/kcat.py)
+        _write_secret(path, f"# {name}: principal User:{user} on the demo cluster, for librdkafka 2.6.1 or later "
+                      f"(kcat -F {path} -L; `kafka-health stack status` prints a kcat line that works here)\n"
                       + "".join(f"{k}={v}\n" for k, v in settings.items()))
-        _write_secret(out / f"{name}.java.properties", self.java_properties(user))
+        _write_secret(out / f"{name}.java.properties", f"# {name}: principal User:{user}, for Java clients 2.3 and "
+                      f"later\n{self.java_properties(user)}")
         return path
 
 
@@ -291,6 +309,18 @@ def _make_leaf_pem(sec: StackSecurity, cn: str, cert_path: Path, key_path: Path)
     _write_secret(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                               serialization.NoEncryption()))
     _write_secret(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _make_java_truststore(sec: StackSecurity) -> None:
+    """A PKCS12 file whose one entry is the CA as a trusted certificate (the Java attribute that makes it one is what
+    ``serialize_java_truststore`` adds; ``serialize_key_and_certificates`` would leave the JVM trusting nothing)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
+
+    ca = x509.load_pem_x509_certificate(sec.ca_cert.read_bytes())
+    data = pkcs12.serialize_java_truststore([pkcs12.PKCS12Certificate(ca, b"kafka-health-ca")],
+                                           BestAvailableEncryption(sec.password("truststore").encode()))
+    _write_secret(sec.ca_truststore, data)
 
 
 def _make_node_keystore(sec: StackSecurity) -> None:

@@ -7,6 +7,7 @@ it printed ~250 lines a minute), and the story, a badly batching client of payme
 advice within 5 minutes of its start. One demo run for all of it: the suite has no minutes to spare."""
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -26,6 +27,7 @@ FIRST_MINUTES_SECONDS, MOST_LINES = 150, 80  # issue 16: at most 80 console line
 FIRST_SCREEN = 50  # lines: the URLs and tokens must be on it
 STORY_SECONDS = 300  # the story's alert and advice, from the bad client's start
 BAD_CLIENT = "payments-batch-import"
+PRINTED_KCAT = re.compile(r"((?:LD_LIBRARY_PATH=\S+ )?kcat -F \S+ -L)")  # as printed: plain, or on another librdkafka
 
 
 def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
@@ -49,6 +51,7 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
     try:
         wait_until(lambda: _get(f"{L.service_url}/healthz") == 200, 150, what="demo service /healthz")
         token = wait_until(lambda: _token(lines, "tenant payments:"), 60, what="the demo's tenant token")
+        _printed_kcat_line_lists_payments_topics(lines)
 
         # The printed tenant token answers for its tenant, and another tenant is invisible to it.
         auth = {"Authorization": f"Bearer {token}"}
@@ -130,6 +133,25 @@ def _console_is_short_with_urls_and_tokens_on_the_first_screen(lines, times, sta
         assert shown in screen, (shown, screen)
     assert any(line.startswith("Story: calm for") for line in early), "".join(early)
     assert "HTTP Request:" not in "".join(early) and " INFO " not in "".join(early)
+
+
+def _printed_kcat_line_lists_payments_topics(lines) -> None:
+    """Issue 32: the kcat line on the first screen, run as printed with the kcat on PATH (Debian's 1.7.1, librdkafka
+    2.0.2), lists payments' topics and no other tenant's. Before, it failed SCRAM on Kafka 4 for every principal
+    (that librdkafka repeats its nonce); tests/integration/test_secured_cluster.py runs the Java files too."""
+    printed = [m[1] for m in map(PRINTED_KCAT.search, list(lines)) if m and "payments.properties" in m[1]]
+    assert printed, "the demo printed no kcat line for payments:\n" + "".join(lines[:FIRST_SCREEN])
+
+    tried: list[str] = []
+
+    def listed():
+        done = subprocess.run(["bash", "-c", printed[0]], capture_output=True, text=True, timeout=60)
+        tried.append(done.stderr[-600:])
+        return done if done.returncode == 0 and 'topic "payments.' in done.stdout else None
+
+    done = wait_until(listed, 60, 2, what=lambda: f"payments' topics listed by the printed {printed[0]!r} "
+                                                  f"(its stderr: {tried[-1] if tried else ''})")
+    assert 'topic "search.' not in done.stdout, done.stdout  # its ACLs show it its own topics only
 
 
 def _story_alert_and_advice_name_the_bad_client(L, lines, times, operator: dict) -> None:

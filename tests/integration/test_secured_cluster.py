@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import uuid
 
@@ -29,8 +32,11 @@ from prometheus_client import CollectorRegistry
 from collectors.component import CollectionService
 from collectors.types import FailureReason, TargetStatus
 from monitor.core.config import SecretRef
+from monitor.loadgen import ensure_topics
 from monitor.stack import security
+from monitor.stack.javaclients import JavaClient
 from monitor.stack.security import StackSecurity, issue_certificate
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 QUIET = logging.getLogger("secured-test-librdkafka")
@@ -175,3 +181,38 @@ def test_an_expired_broker_certificate_is_named(stack, expired_tls_server):
                                     f"{(dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)):%Y-%m-%d}"), \
         admin.message
     assert results[("local", "admin")].status is TargetStatus.OK
+
+
+# The printed kcat command, as `stack status` and the demo print it (issue 32): the plain one, or the same kcat on the
+# monitor's librdkafka (monitor/stack/kcat.py)
+PRINTED_KCAT = re.compile(r"((?:LD_LIBRARY_PATH=\S+ )?kcat -F \S+ -L)")
+
+
+def test_the_printed_client_files_authenticate_with_debian_kcat_and_java_2_3_and_3_9(stack, tmp_path):
+    """Issue 32: with Debian's kcat 1.7.1 (librdkafka 2.0.2) the printed ``kcat -F <dir>/clients/admin.properties -L``
+    failed on Kafka 4 for every principal ("invalid credentials": that librdkafka repeats its SCRAM nonce), and a
+    ``.java.properties`` failed on a Java 2.3 client ("PEM KeyStore not available": a PEM truststore needs 2.7). The
+    line ``stack status`` prints is run as printed; a tenant's Java file is used by kafka-clients 2.3.1 and 3.9.1
+    producing to the tenant's topic (its ACLs allow nothing else)."""
+    L = stack.layout
+    tenant = f"kcat{uuid.uuid4().hex[:6]}"
+    stack.add_principal(f"{tenant}-app", topic_prefixes=(f"{tenant}.",), properties_name=tenant)
+    ensure_topics(L.bootstrap_servers, [f"{tenant}.events"], partitions=1, replication=1)
+
+    status = subprocess.run([sys.executable, "-m", "monitor.cli", "stack", "status", "--dir", str(L.dir),
+                             "--port-base", str(L.port_base), "--kafka-version", L.kafka_version],
+                            capture_output=True, text=True, timeout=120)
+    printed = PRINTED_KCAT.search(status.stdout)
+    assert printed, status.stdout
+    listed = subprocess.run(["bash", "-c", printed[1]], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and f'topic "{tenant}.events"' in listed.stdout, (printed[1], listed.stderr[-2000:])
+
+    java_file = L.clients_dir / f"{tenant}.java.properties"
+    props = dict(line.split("=", 1) for line in java_file.read_text().splitlines() if not line.startswith("#"))
+    for version in ("2.3.1", "3.9.1"):
+        with JavaClient(version=version, mode="produce", topic=f"{tenant}.events", rate=20, record_bytes=10,
+                        log=tmp_path / f"java-{version}.log", properties=props) as client:
+            wait_until(lambda: client.counts().get("acked", 0) > 0 or not client.running(), 90, 0.5,
+                       what=f"a record acked for the Java {version} client")
+            assert client.counts().get("acked", 0) > 0 and not client.counts().get("errors"), \
+                (version, client.counts(), (tmp_path / f"java-{version}.log").read_text()[-3000:])
