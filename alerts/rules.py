@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from alerts import slo
+from alerts.detectors import lag
 from alerts.types import Rule, Scope, Severity
 from monitor.core.config import RulesSettings, SloSettings
 from monitor.core.errors import ConfigError, ConfigProblem
@@ -126,6 +127,8 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
                                               f"rule has no '{key}' parameter "
                                               f"(it has: {', '.join(params) or 'none'})"))
             params[key] = value
+        if s.detector == "consumer_lag":  # its per-group entries, checked here so check-config reports them
+            problems += [ConfigProblem("rules", None, f"{s.name}.params", p) for p in lag.group_problems(params)]
         for key in s.inputs + s.optional_inputs:
             if key not in M:
                 problems.append(ConfigProblem("rules", None, s.name, f"unknown input metric key {key!r}"))

@@ -307,6 +307,32 @@ def membership_from(times: Sequence[float], lags: Sequence[float], member_at: Ma
 GROUP_KEYS = {"group_prefix", "tenant", "commit_interval", "members_gone_for", "lag_seconds_warning", "allowed_lag"}
 
 
+def group_problems(params: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the rule's ``groups`` entries, for the rule loader (so check-config reports it, not the
+    first evaluation): an entry that is not a mapping, an unknown key, a duration or number that does not parse."""
+    entries = params.get("groups") or []
+    if not isinstance(entries, list):
+        return ["groups must be a list of entries"]
+    problems = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            problems.append(f"groups[{i}] must be a mapping")
+            continue
+        unknown = sorted(set(entry) - GROUP_KEYS)
+        if unknown:
+            problems.append(f"groups[{i}]: unknown keys {unknown} (known: {sorted(GROUP_KEYS)})")
+        try:
+            for key in ("commit_interval", "members_gone_for"):
+                if key in entry:
+                    parse_duration(entry[key])
+            for key in ("lag_seconds_warning", "allowed_lag"):
+                if key in entry:
+                    float(entry[key])
+        except (AttributeError, TypeError, ValueError) as exc:  # parse_duration(None): AttributeError
+            problems.append(f"groups[{i}]: {exc}")
+    return problems
+
+
 def policy_for(params: Mapping[str, Any], *, group: str, tenant: str | None) -> Policy:
     """The rule's params, with the first entry of ``groups`` that matches the group (``group_prefix``) and its
     tenant (``tenant``) over them: what cannot be learned, set where it applies."""

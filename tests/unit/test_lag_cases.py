@@ -22,8 +22,8 @@ states the figure it must meet; each runs at several phases of collection, scrap
     11  a quick restart (empty for 10 s)          never STOP
     12  a batch consumer, members_gone_for 2h     no STOP by members between runs (the per-group override)
 
-The landed detector (before issue 29) fails cases 1, 2, 5, 6, 7, 10 of this table (case 1: STOP about nine minutes
-after the crash; case 7: WARN then ERR, never STALL).
+The landed detector (before issue 29) fails cases 1, 2, 5, 6, 7, 8, 10 and 12 of this table (case 1: STOP about
+ten minutes after the crash; case 7: WARN then ERR, never STALL; cases 8 and 10: ERR, critical, while behind).
 """
 
 from __future__ import annotations
@@ -436,3 +436,18 @@ def test_stop_evidence_says_what_decided_and_which_member_lags():
     # the group's tenant sees its member in its copy, though no selector of its names the client id
     owners = Attributor(CONFIG, TenantIndex(CONFIG.tenants)).owners_of("c1", "shop", subject={**KEY, "tenant": "shop"})
     assert redact_evidence(ev, "shop", owners)["lagging_members"] == ev["lagging_members"]
+
+
+def test_a_wrong_groups_entry_is_a_config_error_at_load():
+    from monitor.core.errors import ConfigError
+
+    config = parse_config("""
+clusters: [{name: c1, bootstrap_servers: "localhost:9092"}]
+rules:
+  overrides:
+    KafkaConsumerGroupLag: {params: {groups: [{group: etl., commit_interval: soon}]}}
+""")
+    with pytest.raises(ConfigError) as err:
+        load_rules(config.rules)
+    text = str(err.value)
+    assert "unknown keys ['group']" in text and "not a duration: 'soon'" in text
