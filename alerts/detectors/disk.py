@@ -64,12 +64,6 @@ def _slope(xs: list[float], ys: list[float]) -> float:
     return 0.0 if den == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
 
 
-def find_drops(used: Sequence[float], size: float, min_drop_ratio: float = DROP_RATIO) -> list[int]:
-    """Indexes i where used falls from used[i-1] by more than ``min_drop_ratio`` of the filesystem: deletions."""
-    floor = size * min_drop_ratio
-    return [i for i in range(1, len(used)) if used[i - 1] - used[i] > floor]
-
-
 def growth_rate(times: Sequence[float], values: Sequence[float], drop_floor: float) -> tuple[float | None, str, int]:
     """(bytes/s, method, drops) of one series: the envelope's slope when falls larger than ``drop_floor`` (retention
     deletions) are seen, else the least-squares slope. The rate is None when retention bounds the series (one cycle

@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
-from fastapi.routing import APIRoute
 
 import alerts.views
 import monitor.advisor.views
@@ -24,7 +23,6 @@ from monitor.api.auth import FAILURES_PER_ADDRESS, FAILURES_PER_TOKEN_ID, AuthMi
 from monitor.api.bodylimit import MAX_BODY_BYTES, BodyLimitMiddleware
 from monitor.api.errors import ErrorBody, install_error_handlers
 from monitor.api.ratelimit import FailureLimit, TokenBuckets
-from monitor.api.routes import api_routes
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component
 from monitor.core.store import Store
@@ -51,18 +49,6 @@ ERROR_STATUSES = {
     "503": "Database unavailable, or the server is busy with costly requests; see Retry-After",
     "504": "A costly request (advice, capacity) did not finish within its deadline",
 }
-
-
-def _include_missing(app: FastAPI, router: APIRouter) -> None:
-    """Mount ``router``'s routes except any (method, path) an earlier router already serves."""
-    taken = set(api_routes(app))
-    keep = APIRouter()
-    for r in router.routes:
-        if isinstance(r, APIRoute) and any((m, r.path) in taken for m in r.methods):
-            log.info("route %s %s already provided; keeping the earlier one", sorted(r.methods), r.path)
-            continue
-        keep.routes.append(r)
-    app.include_router(keep)
 
 
 def _openapi(app: FastAPI):
@@ -135,9 +121,6 @@ def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_serv
                 FailureLimit(**FAILURES_PER_TOKEN_ID))
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch, failures=failures)
     app.add_middleware(BodyLimitMiddleware, max_bytes=MAX_BODY_BYTES)  # added last: runs first, before auth
-    # Other domains first: if one of them already serves a path we also define, theirs is the one kept.
-    for router in DOMAIN_ROUTERS:
+    for router in [*DOMAIN_ROUTERS, *tenant_routers(), *health_routers()]:
         app.include_router(router)
-    for router in [*tenant_routers(), *health_routers()]:
-        _include_missing(app, router)
     app.openapi = _openapi(app)

@@ -54,10 +54,6 @@ def marker_path(lake: Path, day: date) -> Path:
     return metrics_dir(lake) / "_markers" / f"{day.isoformat()}.json"
 
 
-def reports_dir(lake: Path) -> Path:
-    return Path(lake) / "reports"
-
-
 def reduced_dir(lake: Path) -> Path:
     """Derived data (the report's cached reductions): may be deleted at any time, it is recomputed."""
     return Path(lake) / "reduced"

@@ -555,7 +555,3 @@ def key_line(path: str | os.PathLike[str], keys: KeyPath) -> int | None:
             return lines[keys[:n]]
     return None
 
-
-def default_config_path() -> Path | None:
-    env = os.environ.get("KAFKA_HEALTH_CONFIG")
-    return Path(env) if env else None

@@ -11,7 +11,6 @@ other modules): the engine's alerts on the same faults reach the alert panels th
 
 from __future__ import annotations
 
-import importlib.util
 import socket
 import threading
 
@@ -21,6 +20,7 @@ import uvicorn
 import yaml
 from confluent_kafka import KafkaError, Producer
 
+from alerts.rules import builtin_variant
 from dashboards.boards import ALL, service, tenant
 from dashboards.model import Kind, Needs
 from dashboards.promql import substitute
@@ -37,7 +37,6 @@ VARIABLES = {"cluster": "local", "broker": ".*", "tenant": "payments", "__rate_i
 # runs its query against the live Prometheus while they run.
 NOT_INDUCED = {"Disk full in", "Client advisor findings"}
 PROBE_RULE = "KafkaHealthDashboardsProbe"
-ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.component", "monitor.store.migrate"))
 
 
 def _closed_port() -> int:
@@ -54,18 +53,15 @@ def faulty(stack, tmp_path_factory):
     ghost = BrokerTarget(id=9, jmx=f"127.0.0.1:{_closed_port()}", host="localhost")
     # The panels are under test, not the rule's 2m `for`: the scrape-failure rule fires after 20s here.
     rules = tmp_path_factory.mktemp("faults-rules") / "scrape-failing.yaml"
-    if ENGINE:
-        from alerts.rules import builtin_variant
-
-        rules.write_text(builtin_variant("KafkaHealthScrapeFailing", for_="20s"))
+    rules.write_text(builtin_variant("KafkaHealthScrapeFailing", for_="20s"))
     config = config.model_copy(update={
         "clusters": (cluster.model_copy(update={"brokers": cluster.brokers + (ghost,)}),),
         "alertmanager": config.alertmanager.model_copy(update={"url": None}),
-        "rules": config.rules.model_copy(update={"files": (str(rules),) if ENGINE else ()}),
+        "rules": config.rules.model_copy(update={"files": (str(rules),)}),
     })
-    roles = ("collector", "alerts") if ENGINE else ("collector",)
-    server = uvicorn.Server(uvicorn.Config(build_app(config, roles), host="127.0.0.1", port=L.service_port,
-                                           log_level="warning", access_log=False))
+    app = build_app(config, ("collector", "alerts"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=L.service_port, log_level="warning",
+                                           access_log=False))
     thread = threading.Thread(target=server.run, name="dashboards-faults-serve", daemon=True)
     thread.start()
     rule_file = L.prometheus_rules_dir / "dashboards-probe.yml"
@@ -130,7 +126,6 @@ def _engine_alerts(prom: httpx.Client, board, title: str, variables: dict[str, s
             for r in rows if r["metric"].get("__name__") == "kafka_health_alert_instance"}
 
 
-@pytest.mark.skipif(not ENGINE, reason="the alert engine is not installed")
 def test_the_engines_alerts_show_on_the_alert_panels(faulty):
     # The ghost broker is down (KafkaBrokerUnreachable, for 30s) and its collection fails (KafkaHealthScrapeFailing,
     # for 20s in this module; cluster-wide: every tenant on the cluster, so the tenant's table shows it with its

@@ -9,7 +9,6 @@ and tenants.
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 
 import httpx
@@ -31,13 +30,12 @@ pytestmark = pytest.mark.integration
 # 5 s, so Grafana's $__rate_interval (4 x scrape interval, at least) is 20 s: 1m is the safe side of it.
 VARIABLES = {"cluster": "local", "broker": "1", "tenant": "payments", "__rate_interval": "1m", "__interval": "15s",
              "__range": "1h"}
-ENGINE = all(importlib.util.find_spec(m) is not None for m in ("alerts", "alerts.component", "monitor.store.migrate"))
-ROLES = ("collector", "alerts") if ENGINE else ("collector",)
+ROLES = ("collector", "alerts")
 
 
 @pytest.fixture(scope="module")
 def live(stack):
-    """The service (collector, and alerts when installed) on the port Prometheus scrapes, and the demo load."""
+    """The service (collector and alerts) on the port Prometheus scrapes, and the demo load."""
     app = build_app(stack.config(tenants=DEMO_TENANTS), ROLES)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=stack.layout.service_port,
                                            log_level="warning", access_log=False))
@@ -73,7 +71,7 @@ def _panels(*needs: Needs):
 
 def _empty(prom: httpx.Client) -> list[tuple[str, str, str]]:
     out = []
-    for uid, title, expr in _panels(Needs.DATA, *((Needs.ALERT_ENGINE,) if ENGINE else ())):
+    for uid, title, expr in _panels(Needs.DATA, Needs.ALERT_ENGINE):
         result = _query(prom, expr)
         if not result or isinstance(result[0], str):
             out.append((uid, title, result[0] if result else expr))
@@ -92,7 +90,6 @@ def test_fault_and_engine_panels_are_at_least_valid_promql(live):
         assert body["status"] == "success", (uid, title, body.get("error"))
 
 
-@pytest.mark.skipif(not ENGINE, reason="the alert engine is not installed")
 def test_the_engines_alerts_reach_prometheus_and_the_watchdog_stays_off_the_boards(live):
     # The watchdog always fires: the alerts role exports it as kafka_health_alert_instance, Prometheus scrapes it.
     watchdog = 'kafka_health_alert_instance{alertname="KafkaHealthWatchdog", alertstate="firing"}'

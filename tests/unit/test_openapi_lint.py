@@ -8,8 +8,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from fastapi.routing import APIRoute
 
-from tests.api_fixtures import openapi_document
+from monitor.api.routes import _effective_routes
+from monitor.core.store import Store
+from monitor.schema import create_all
+from tests.api_fixtures import build_api, make_config, openapi_document
 
 pytestmark = pytest.mark.unit
 OPERATION_ID = re.compile(r"^[a-z][a-zA-Z0-9]+$")
@@ -48,3 +52,18 @@ def test_every_operation_has_an_explicit_unique_id_a_summary_and_a_description(o
     ids = [op.get("operationId") for _, _, op in ops]
     problems += [f"operationId {i!r} used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
     assert not problems, "\n".join(problems)
+
+
+def test_no_two_routes_serve_one_method_and_path():
+    """Every domain's router is mounted as it is, so a second route for a (method, path) would be dead: it must not
+    exist (a clash was once resolved by dropping the later route; none is left)."""
+    store = Store("sqlite://")
+    create_all(store)
+    try:
+        app = build_api(make_config(), store)
+    finally:
+        store.dispose()
+    served = [(m, path) for path, methods, route in _effective_routes(app)
+              if isinstance(route, APIRoute) and path for m in (methods or ())]
+    assert len(served) >= 18 and ("GET", "/api/v1/tenants/{tenant}/health") in served
+    assert sorted({s for s in served if served.count(s) > 1}) == []
