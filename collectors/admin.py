@@ -29,10 +29,15 @@ metadata and topic configs first, then the group listing, the committed offsets 
 high watermarks, for which the offsets leave ``WATERMARK_RESERVE`` of the budget (without watermarks no lag can
 be computed). When time runs out the round ends with what it has: the cluster state is exported, the groups not
 finished (not listed, offsets not read, or no watermarks read for them) are skipped and counted like the failures
-above, and the round says so in its result message and a warning. A watermark call failing is handled the same
-way: it no longer fails the target, since the cluster state read before it is still good. Within the round, the
-group listing and descriptions get ``GROUPS_SHARE`` of the budget and one group's offsets ``OFFSETS_CALL_SHARE``, and
-groups whose offsets failed go last next round: a group on a dead coordinator cannot take the lag of all the others.
+above, and the round says so in its result message and a warning, and counts them as the deadline's ``Cut`` (an
+offsets call that timed out on less than its share, the deadline's leftover, counts there too): the message names
+the setting bounding the budget, ``kafka_health_admin_groups_cut{cause="deadline"}`` and the exporter's cut counter
+count it, ``KafkaHealthDataDropped`` fires. The series cap's choice of what to cut is ``collectors.outcome``'s; the
+skipped-groups series are built after it (they count the groups it cut whole) and are never cut themselves. A
+watermark call failing is handled like the deadline (not counted as its cut): it no longer fails the target, since
+the cluster state read before it is still good. Within the round, the group listing and descriptions get
+``GROUPS_SHARE`` of the budget and one group's offsets ``OFFSETS_CALL_SHARE``, and groups whose offsets failed go
+last next round: a group on a dead coordinator cannot take the lag of all the others.
 
 Process: in production the ``KafkaAdmin`` runs in a child process (``collectors.admin_process.IsolatedAdmin``), so a
 librdkafka crash fails one round of this target instead of killing the collector; the client is replaced after a
@@ -56,10 +61,10 @@ from collectors.admin_convert import (
 )
 from collectors.admin_process import IsolatedAdmin
 from collectors.catalog import TenantLookup
-from collectors.outcome import failed, succeeded
-from collectors.types import TP, AdminApi, ClusterState, Sample, Target, TargetResult
-from monitor.core.config import ClusterConfig
-from monitor.core.errors import KafkaHealthError, TargetForbidden
+from collectors.outcome import Capped, failed, succeeded
+from collectors.types import TP, AdminApi, ClusterState, Cut, CutCause, Sample, Target, TargetResult
+from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
+from monitor.core.errors import KafkaHealthError, TargetForbidden, TargetTimeout
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +115,8 @@ class GroupsRead:
     skipped: int
     # Why the round deadline cut the group reads short, for the result message and a warning; "" when it did not.
     cut_short: str = ""
+    # Of ``skipped``, the groups left unfinished because the round's deadline ran out (not a failed call).
+    deadline_skipped: int = 0
 
 
 def _isolated_admin(cluster: ClusterConfig) -> IsolatedAdmin:
@@ -130,7 +137,7 @@ class AdminCollector:
         cluster: ClusterConfig,
         *,
         tenants: TenantLookup,
-        max_series: int = 20000,
+        max_series: int = DEFAULT_MAX_SERIES_PER_TARGET,
         admin_factory: Callable[[ClusterConfig], AdminApi] | None = None,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -188,7 +195,8 @@ class AdminCollector:
         if not deadline.allows():
             return GroupsRead((), {}, self._known_groups,
                               cut_short=(f"round deadline of {budget:g}s reached before the consumer groups were "
-                                         f"listed: {self._known_groups} groups skipped"))
+                                         f"listed: {self._known_groups} groups skipped"),
+                              deadline_skipped=self._known_groups)
         try:
             listed = admin.groups(timeout=min(deadline.remaining(), GROUPS_SHARE * budget))
             self._known_groups = len(listed)
@@ -198,20 +206,21 @@ class AdminCollector:
             log.warning("%s: consumer groups skipped this round: %s", key, exc)
             return GroupsRead((), {}, self._known_groups)
         groups: list[GroupOffsets] = []
-        skipped, cut, forbidden = 0, "", ""
+        skipped, cut, forbidden, out_of_time = 0, "", "", 0
         reserve = WATERMARK_RESERVE * budget
         slow, self._slow_groups = self._slow_groups, set()
         listed = sorted(listed, key=lambda g: g.group in slow)  # stable: last round's slow groups go last
         for i, info in enumerate(listed):
             if not deadline.allows(reserve=reserve):
+                out_of_time += len(listed) - i
                 skipped += len(listed) - i
                 self._slow_groups.update(g.group for g in listed[i:] if g.group in slow)
                 cut = (f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
                        f"groups read, {skipped} groups skipped")
                 break
+            call_timeout = min(deadline.remaining(reserve=reserve), OFFSETS_CALL_SHARE * budget)
             try:  # before the watermarks
-                committed = admin.committed(info.group, timeout=min(deadline.remaining(reserve=reserve),
-                                                                    OFFSETS_CALL_SHARE * budget))
+                committed = admin.committed(info.group, timeout=call_timeout)
                 groups.append(GroupOffsets(info, committed))
             except TargetForbidden as exc:  # a missing ACL: the same for every group, said once in the result
                 forbidden = forbidden or str(exc)
@@ -220,25 +229,29 @@ class AdminCollector:
                 log.warning("%s: group %s skipped: %s", key, info.group, exc)
                 self._slow_groups.add(info.group)
                 skipped += 1
+                if isinstance(exc, TargetTimeout) and call_timeout < OFFSETS_CALL_SHARE * budget:
+                    out_of_time += 1  # it had only the round's leftover time: the deadline cut it
         if forbidden:
             cut = f"{cut}; {forbidden}" if cut else f"consumer group offsets not read: {forbidden}"
         wanted = {tp for g in groups for tp in g.committed}
         if not wanted:
-            return GroupsRead(tuple(groups), {}, skipped, cut_short=cut)
+            return GroupsRead(tuple(groups), {}, skipped, cut_short=cut, deadline_skipped=out_of_time)
         why = ""
-        if not deadline.allows():
+        late = not deadline.allows()
+        if late:
             why = f"round deadline of {budget:g}s reached before the high watermarks were read"
         else:
             try:
                 watermarks = admin.high_watermarks(sorted(wanted), timeout=deadline.remaining())
-                return GroupsRead(tuple(groups), watermarks, skipped, cut_short=cut)
+                return GroupsRead(tuple(groups), watermarks, skipped, cut_short=cut, deadline_skipped=out_of_time)
             except KafkaHealthError as exc:
                 why = f"high watermarks not read: {exc}"
         # No watermarks, no lag: a group with committed offsets is not finished this round.
         unfinished = sum(1 for g in groups if g.committed)
         why = f"{why}: {unfinished} groups whose offsets were read skipped"
         return GroupsRead(tuple(g for g in groups if not g.committed), {}, skipped + unfinished,
-                          cut_short=f"{cut}; {why}" if cut else why)
+                          cut_short=f"{cut}; {why}" if cut else why,
+                          deadline_skipped=out_of_time + (unfinished if late else 0))
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -272,9 +285,6 @@ class AdminCollector:
                     self._history.add(tp, now, hw)
                 samples += group_samples(read.offsets, read.watermarks, self._history, now=now, base=base,
                                          tenants=self._tenants)
-                samples.append(Sample("kafka_health_admin_skipped_groups", "gauge",
-                                      "Consumer groups whose offsets could not be read this round", base,
-                                      float(read.skipped)))
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=deadline.elapsed())
@@ -287,7 +297,10 @@ class AdminCollector:
                     log.info("%s: a group coordinator moved or does not answer; the next round uses a fresh Admin "
                              "client", target.key)
                     self._drop_admin()
-        result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series)
+        result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series,
+                           exempt=lambda capped: skipped_samples(read, capped, base))
+        if read.deadline_skipped:
+            result = replace(result, cuts=(self._deadline_cut(read.deadline_skipped), *result.cuts))
         if state.brokers and not state.partitions and self._cluster.security.get("sasl.username"):
             # Metadata hides the topics a principal may not describe, without an error: nothing visible, not even
             # __consumer_offsets, most likely means a missing ACL.
@@ -295,7 +308,34 @@ class AdminCollector:
                     f"allowing Describe on Topic * (or the cluster has no topics yet)")
             read = replace(read, cut_short=f"{read.cut_short}; {hint}" if read.cut_short else hint)
         if read.cut_short:
-            log.warning("%s: %s; cluster state exported", target.key, read.cut_short)
-            result = replace(result, message=f"{read.cut_short}; cluster state exported")
+            said = "; ".join(m for m in (read.cut_short, *(c.message for c in result.cuts
+                                                           if c.cause is CutCause.DEADLINE), "cluster state exported"))
+            log.warning("%s: %s", target.key, said)  # the cap's cut is logged by the service, for every collector
+            result = replace(result, message=f"{said}; {result.message}" if result.message else said)
         return result
+
+    def _deadline_cut(self, groups: int) -> Cut:
+        """The deadline's cut, saying which setting bounds the round's budget."""
+        if self._budget < self._cluster.jmx.timeout_seconds:
+            raise_what = (f"the round budget is {INTERVAL_SHARE:g} of collection.interval_seconds (below "
+                          f"jmx.timeout_seconds of cluster {self._cluster.name}): raise collection.interval_seconds")
+        else:
+            raise_what = (f"the round budget is jmx.timeout_seconds of cluster {self._cluster.name}: raise it, up to "
+                          f"{INTERVAL_SHARE:g} of collection.interval_seconds")
+        return Cut(CutCause.DEADLINE, 0, groups,
+                   f"{groups} consumer groups' lag not read within the round's {self._budget:g}s; {raise_what}")
+
+
+def skipped_samples(read: GroupsRead, capped: Capped, base: tuple[tuple[str, str], ...]) -> list[Sample]:
+    """The groups whose lag this round does not export: in all, and per cause of a cut (never cut themselves)."""
+    total = read.skipped + len(capped.groups_cut)
+    out = [Sample("kafka_health_admin_skipped_groups", "gauge",
+                  "Consumer groups whose lag this round does not export: offsets not read, out of time, or cut by "
+                  "the series cap", base, float(total))]
+    for cause, n in ((CutCause.DEADLINE, read.deadline_skipped), (CutCause.SERIES_CAP, len(capped.groups_cut))):
+        out.append(Sample("kafka_health_admin_groups_cut", "gauge",
+                          "Consumer groups whose lag this round does not export because a cut left them out, by "
+                          "cause: deadline (the round ran out of time), series_cap (collection.max_series_per_target)",
+                          base + (("cause", str(cause)),), float(n)))
+    return out
 

@@ -31,7 +31,7 @@ from collectors.jmx import JmxCollector
 from collectors.outcome import failed
 from collectors.probe import Probe, ProbeExporter, build_probes
 from collectors.transports import transport_for
-from collectors.types import Collector, Target, TargetResult, Transport
+from collectors.types import Collector, CutCause, Target, TargetResult, Transport
 from monitor.core.config import Config
 from monitor.core.tenancy import FixedTenants, Tenants
 
@@ -126,9 +126,9 @@ class CollectionService:
         except Exception as exc:  # a bug must not kill the loop: contain it in the target's result
             log.exception("collecting %s failed unexpectedly", target.key)
             result = failed(target, exc, started_at=now, duration=time.monotonic() - started)
-        if result.series_dropped:
-            log.warning("%s: %d series over collection.max_series_per_target were dropped", target.key,
-                        result.series_dropped)
+        for cut in result.cuts:
+            if cut.cause is CutCause.SERIES_CAP:  # the Admin collector logs its deadline with the round's reads
+                log.warning("%s: %s", target.key, cut.message)
         self.store.put(result)
         return result
 

@@ -4,6 +4,10 @@
 exporter's ``collect()`` only reads it, so a scrape never waits for a broker. A result older than two collection
 intervals is not served (its samples are dropped and the target reports success 0), so Prometheus never stores a
 stale value as if it were fresh.
+
+What a round left out is counted per cause (``CutCause``: the series cap, the round's deadline) in
+``kafka_health_scrape_cut_rounds_total``, exported at 0 for every target and cause from the first round so that
+``increase()`` sees the first cut (the ``KafkaHealthDataDropped`` alert reads it).
 """
 
 from __future__ import annotations
@@ -14,19 +18,20 @@ from collections.abc import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from collectors.types import Sample, TargetResult, TargetStatus
+from collectors.types import CutCause, Sample, TargetResult, TargetStatus
 
 SELF_LABELS = ["cluster", "collector", "target"]
 
 
 class SnapshotStore:
-    """Thread-safe: last result, last success time and failure counts per target key."""
+    """Thread-safe: last result, last success time, failure counts and cut counts per target key."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._results: dict[str, TargetResult] = {}
         self._last_success: dict[str, float] = {}
         self._failures: dict[tuple[str, str], int] = {}
+        self._cuts: dict[tuple[str, CutCause], int] = {}
 
     def put(self, result: TargetResult) -> None:
         key = result.target.key
@@ -37,6 +42,15 @@ class SnapshotStore:
                 self._failures[(key, reason)] = self._failures.get((key, reason), 0) + 1
             else:
                 self._last_success[key] = result.started_at + result.duration_seconds
+            for cause in CutCause:
+                self._cuts[(key, cause)] = self._cuts.get((key, cause), 0)
+            for cut in result.cuts:
+                self._cuts[(key, cut.cause)] += 1
+
+    def cut_rounds(self) -> dict[tuple[str, CutCause], int]:
+        """Rounds of each target that a cause cut data from (every target and cause, 0 until it happens)."""
+        with self._lock:
+            return dict(self._cuts)
 
     def snapshot(self) -> tuple[dict[str, TargetResult], dict[str, float], dict[tuple[str, str], int]]:
         with self._lock:
@@ -94,6 +108,10 @@ class KafkaHealthExporter:
                                     labels=SELF_LABELS)
         fails = CounterMetricFamily("kafka_health_scrape_failures", "Failed collections by reason",
                                     labels=SELF_LABELS + ["reason"])
+        cut_rounds = CounterMetricFamily("kafka_health_scrape_cut_rounds",
+                                         "Rounds that left data out, by cause: series_cap "
+                                         "(collection.max_series_per_target), deadline (the round ran out of time)",
+                                         labels=SELF_LABELS + ["cause"])
         for key, r in sorted(results.items()):
             t = r.target
             lv = [t.cluster, t.collector, t.name]
@@ -113,5 +131,10 @@ class KafkaHealthExporter:
         for (key, reason), n in sorted(failures.items()):
             t = results[key].target
             fails.add_metric([t.cluster, t.collector, t.name, reason], float(n))
+        for (key, cause), n in sorted(self._store.cut_rounds().items()):
+            if key not in results:  # put between the two reads: counted next scrape
+                continue
+            t = results[key].target
+            cut_rounds.add_metric([t.cluster, t.collector, t.name, str(cause)], float(n))
         yield from families(samples)
-        yield from (success, status, duration, last_ok, series, capped, dropped, fails)
+        yield from (success, status, duration, last_ok, series, capped, dropped, fails, cut_rounds)

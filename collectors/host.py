@@ -18,7 +18,7 @@ from pathlib import Path
 
 from collectors.outcome import failed, succeeded
 from collectors.types import Sample, Target, TargetResult
-from monitor.core.config import ClusterConfig
+from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
 from monitor.core.errors import TargetUnreachable
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
@@ -183,7 +183,7 @@ class HostCollector:
         statvfs: Callable[[str], os.statvfs_result] = os.statvfs,
         stat: Callable[[str], os.stat_result] = os.stat,
         ticks_per_second: float | None = None,
-        max_series: int = 20000,
+        max_series: int = DEFAULT_MAX_SERIES_PER_TARGET,
     ):
         self._cluster = cluster
         self._proc = Path(proc_root)

@@ -61,6 +61,27 @@ class FailureReason(str, enum.Enum):
         return self.value
 
 
+class CutCause(str, enum.Enum):
+    """Why a round that succeeded still left data out (``TargetResult.cuts``). Ordered as a round meets them."""
+
+    DEADLINE = "deadline"  # the round's time ran out (Admin: consumer groups whose lag was not read)
+    SERIES_CAP = "series_cap"  # more series than ``collection.max_series_per_target`` (collectors.outcome)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Cut:
+    """What one cause left out of one round: ``series`` not exported, ``groups`` whose lag is not exported (groups
+    that only lost detail series are not counted), and ``message``: what was cut and which setting to raise."""
+
+    cause: CutCause
+    series: int
+    groups: int
+    message: str
+
+
 @dataclass(frozen=True)
 class Target:
     """One scrape target. ``key`` is unique across the whole config and stable across restarts (used for sharding)."""
@@ -97,6 +118,7 @@ class TargetResult:
     reason: FailureReason | None = None
     message: str = ""  # safe to show: never a secret
     series_dropped: int = 0  # samples cut by the per-target cap
+    cuts: tuple[Cut, ...] = ()  # what a cap or the round's deadline left out, one per cause that cut something
 
 
 class Collector(Protocol):

@@ -12,6 +12,8 @@ M: dict[str, str] = {
     # availability
     "broker_up": "kafka_cluster_broker_up",  # Admin API {cluster, broker}: 1 if the broker is in the metadata
     "scrape_success": "kafka_health_scrape_success",  # {cluster, collector, target}
+    # {cluster, collector, target, cause}: rounds a cause (series_cap, deadline) left data out of
+    "scrape_cut_rounds": "kafka_health_scrape_cut_rounds_total",
     "offline_partitions": "kafka_cluster_offline_partitions",  # controller {cluster, broker}
     "topic_offline_partitions": "kafka_topic_offline_partitions",  # Admin API {cluster, topic, tenant}
     "topic_under_min_isr": "kafka_topic_under_min_isr_partitions",  # Admin API {cluster, topic, tenant}
