@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from monitor.core.kafka_versions import DEFAULT_RELEASE
+
 pytestmark = pytest.mark.integration
 
 
@@ -70,6 +72,6 @@ def test_maven_failure_names_the_log(tmp_path):
                   "KAFKA_HEALTH_CACHE_DIR": str(tmp_path / "cache")})
     assert r.returncode == 1, r.stderr
     line = r.stderr.strip()
-    assert line.startswith("error: maven could not resolve Kafka 4.1.1 jars (exit 1); see ")
+    assert line.startswith(f"error: maven could not resolve Kafka {DEFAULT_RELEASE.version} jars (exit 1); see ")
     assert "Could not resolve dependencies" in Path(line.rsplit("see ", 1)[1]).read_text()
     assert _no_process_under(tmp_path / "s")
