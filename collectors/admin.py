@@ -61,6 +61,7 @@ from collectors.admin_convert import (
 )
 from collectors.admin_process import IsolatedAdmin
 from collectors.catalog import TenantLookup
+from collectors.discovery import DiscoveryBoard
 from collectors.outcome import Capped, failed, succeeded
 from collectors.types import TP, AdminApi, ClusterState, Cut, CutCause, Sample, Target, TargetResult
 from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
@@ -142,8 +143,12 @@ class AdminCollector:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         interval: float | None = None,
+        board: DiscoveryBoard | None = None,
     ):
+        """``board``: the brokers discovery expects (collectors.discovery), besides the listed ones: a registered
+        broker missing from the metadata is ``kafka_cluster_broker_up`` 0, as a listed one is."""
         self._cluster = cluster
+        self._board = board
         self._tenants = tenants
         self._max_series = max_series
         self._factory = admin_factory or _isolated_admin
@@ -167,6 +172,11 @@ class AdminCollector:
 
     def targets(self) -> Sequence[Target]:
         return (self._target,)
+
+    def _expected(self) -> list[int]:
+        listed = {b.id for b in self._cluster.brokers}
+        found = {n.id for n in self._board.brokers()} if self._board is not None else set()
+        return sorted(listed | found)
 
     def _with_min_isr(self, admin: AdminApi, state: ClusterState, deadline: RoundDeadline) -> ClusterState:
         topics = {p.topic for p in state.partitions}
@@ -278,7 +288,7 @@ class AdminCollector:
                 # Cluster state first: it is what matters when a broker dies, and what the rest of the round keeps.
                 state = admin.cluster(timeout=deadline.remaining())
                 state = self._with_min_isr(admin, state, deadline)
-                samples = cluster_samples(state, base=base, configured=[b.id for b in self._cluster.brokers],
+                samples = cluster_samples(state, base=base, configured=self._expected(),
                                           tenants=self._tenants)
                 read = self._read_groups(admin, deadline)
                 for tp, hw in read.watermarks.items():

@@ -3,7 +3,10 @@
     CollectionService(config, registry=registry).start()
 
 builds, for every configured cluster, a ``JmxCollector`` (brokers + controllers), a ``HostCollector`` (log-dir
-filesystems and /proc of each distinct broker host) and an ``AdminCollector`` (Admin API), keeps the targets of
+filesystems and /proc of each distinct broker host), an ``AdminCollector`` (Admin API) and, where the cluster
+discovers its brokers or takes disk from the protocol, a ``ProtocolCollector`` (collectors.protocol: DescribeCluster,
+DescribeQuorum, DescribeLogDirs), whose ``DiscoveryBoard`` the JMX and Admin collectors read their brokers from.
+The targets are asked of the collectors every round (discovery adds and removes brokers); it keeps the targets of
 this process's shard (``collection.shard`` = ``i/n``), and registers one ``KafkaHealthExporter`` in ``registry``;
 and the end-to-end probe of each cluster of its shard (``collectors.probe``), which runs on threads of its own.
 
@@ -25,11 +28,13 @@ from prometheus_client import CollectorRegistry
 
 from collectors import catalog
 from collectors.admin import AdminCollector
+from collectors.discovery import DiscoveryBoard
 from collectors.exporter import KafkaHealthExporter, SnapshotStore
 from collectors.host import HostCollector
 from collectors.jmx import JmxCollector
 from collectors.outcome import failed
 from collectors.probe import Probe, ProbeExporter, build_probes
+from collectors.protocol import ProtocolCollector
 from collectors.transports import transport_for
 from collectors.types import Collector, CutCause, Target, TargetResult, Transport
 from monitor.core.config import Config
@@ -60,8 +65,10 @@ def build_collectors(
     admin_factory: Callable | None = None,
     clock: Callable[[], float] = time.time,
     tenants: Tenants | None = None,
+    protocol_factory: Callable | None = None,
 ) -> list[Collector]:
-    """``tenants``: the live tenant set (``monitor.tenants.live.LiveTenants`` in serve); default the config's."""
+    """``tenants``: the live tenant set (``monitor.tenants.live.LiveTenants`` in serve); default the config's.
+    ``protocol_factory``: builds the kafka-python client of a cluster (collectors.protocol; tests)."""
     transports = dict(transports or {})
     index = tenants or FixedTenants(config.tenants)
     out: list[Collector] = []
@@ -70,12 +77,19 @@ def build_collectors(
         transport = transports.setdefault(name, transport_for(name))
         controller_transport = transports.setdefault("jmxquery", transport_for("jmxquery"))
         tenants = catalog.TenantLookup(index, cluster.name)
+        # Discovery (collectors.discovery): the protocol collector finds the brokers and controllers, the JMX and
+        # Admin collectors read them from the board; the protocol collector also gives disk where no host does.
+        board = DiscoveryBoard() if cluster.discovers else None
+        max_series = config.collection.max_series_per_target
+        if ProtocolCollector.wanted(cluster):
+            out.append(ProtocolCollector(cluster, board=board or DiscoveryBoard(), max_series=max_series,
+                                         client_factory=protocol_factory))
         out.append(JmxCollector(cluster, transport=transport, controller_transport=controller_transport,
-                                tenants=tenants, max_series=config.collection.max_series_per_target))
-        out.append(HostCollector(cluster, proc_root=proc_root, max_series=config.collection.max_series_per_target))
-        out.append(AdminCollector(cluster, tenants=tenants, max_series=config.collection.max_series_per_target,
+                                tenants=tenants, max_series=max_series, board=board))
+        out.append(HostCollector(cluster, proc_root=proc_root, max_series=max_series))
+        out.append(AdminCollector(cluster, tenants=tenants, max_series=max_series,
                                   admin_factory=admin_factory, clock=clock,
-                                  interval=config.collection.interval_seconds))
+                                  interval=config.collection.interval_seconds, board=board))
     return out
 
 
@@ -99,16 +113,14 @@ class CollectionService:
         self._clock = clock
         self._collectors = (list(collectors) if collectors is not None
                             else build_collectors(config, clock=clock, tenants=tenants))
-        shard = config.collection.shard
-        parse_shard(shard)
-        self.work: list[tuple[Collector, Target]] = [
-            (c, t) for c in self._collectors for t in c.targets() if in_shard(t, shard)
-        ]
+        self._shard = config.collection.shard
+        parse_shard(self._shard)
+        self._known_keys: set[str] = set()
         self.store = SnapshotStore()
         registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
         if probes is None:
             probes = [] if collectors is not None else build_probes(
-                config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), shard))
+                config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), self._shard))
         self.probes = list(probes)
         if self.probes:
             registry.register(ProbeExporter(self.probes))
@@ -132,11 +144,34 @@ class CollectionService:
         self.store.put(result)
         return result
 
+    @property
+    def work(self) -> list[tuple[Collector, Target]]:
+        """This shard's targets now: asked of the collectors every round, as discovery adds and removes brokers."""
+        return [(c, t) for c in self._collectors for t in c.targets() if in_shard(t, self._shard)]
+
+    def _first_discovery(self, now: float) -> None:
+        """Before the first round, the membership of every discovering cluster (a bounded wait: each collector keeps
+        its own timeout), so discovered brokers are collected from the first round, not the second."""
+        first = [(c, t) for c in self._collectors if isinstance(c, ProtocolCollector) and not c.board.known
+                 for t in c.targets() if in_shard(t, self._shard)]
+        if first:
+            wait([self._pool.submit(self._run, c, t, now) for c, t in first])
+
     def submit_round(self, now: float | None = None) -> list[Future]:
-        """Submit every target not still running; returns the futures submitted."""
+        """Submit every target not still running; returns the futures submitted. A target that left (a broker
+        unregistered) is forgotten: its last result and success series go at once, nothing pages for it."""
         now = self._clock() if now is None else now
+        if self._rounds == 0:
+            self._first_discovery(now)
+        work = self.work
+        keys = {t.key for _, t in work}
+        gone = self._known_keys - keys
+        if gone:
+            log.info("targets no longer expected (unregistered from the cluster): %s", ", ".join(sorted(gone)))
+            self.store.forget(gone)
+        self._known_keys = keys
         futures = []
-        for collector, target in self.work:
+        for collector, target in work:
             running = self._in_flight.get(target.key)
             if running is not None and not running.done():
                 continue  # still waiting on its timeout: its old series age out, the others go on

@@ -47,6 +47,16 @@ class SnapshotStore:
             for cut in result.cuts:
                 self._cuts[(key, cut.cause)] += 1
 
+    def forget(self, keys: Iterable[str]) -> None:
+        """Drop what is kept of targets that are no longer collected (a broker unregistered from the cluster)."""
+        gone = set(keys)
+        with self._lock:
+            for key in gone:
+                self._results.pop(key, None)
+                self._last_success.pop(key, None)
+            self._failures = {k: v for k, v in self._failures.items() if k[0] not in gone}
+            self._cuts = {k: v for k, v in self._cuts.items() if k[0] not in gone}
+
     def cut_rounds(self) -> dict[tuple[str, CutCause], int]:
         """Rounds of each target that a cause cut data from (every target and cause, 0 until it happens)."""
         with self._lock:

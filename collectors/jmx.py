@@ -7,11 +7,11 @@ import threading
 import time
 from collections.abc import Sequence
 
-from collectors import catalog
+from collectors import catalog, discovery
 from collectors.controller_watch import ControllerWatch
 from collectors.outcome import failed, succeeded
 from collectors.types import Endpoint, Sample, Target, TargetResult, Transport
-from monitor.core.config import ClusterConfig
+from monitor.core.config import BrokerTarget, ClusterConfig
 from monitor.core.errors import KafkaHealthError
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ class JmxCollector:
         controller_transport: Transport,
         tenants: catalog.TenantLookup,
         max_series: int,
+        board: discovery.DiscoveryBoard | None = None,
     ):
         self._cluster = cluster
         self._transport = transport
@@ -52,38 +53,55 @@ class JmxCollector:
         self._max_series = max_series
         self._previous: dict[str, tuple[float, list[Sample]]] = {}
         self._lock = threading.Lock()
+        self._board = board
         jmx = cluster.jmx
-        password = jmx.password.resolve().get_secret_value() if jmx.password else None
+        self._password = jmx.password.resolve().get_secret_value() if jmx.password else None
         self._endpoints: dict[str, Endpoint] = {}
-        targets = []
         self._by_jmxquery: set[str] = set()  # broker targets ``auto`` reads with jmxquery (no Jolokia URL)
-        for b in cluster.brokers:
-            # A broker missing the address its transport needs is still a target: it fails with a message saying
-            # what is missing, instead of silently not being monitored.
-            bulk = bool(b.jolokia) if jmx.transport == "auto" else transport.name == "jolokia"
-            address = (b.jolokia if bulk else b.jmx) or b.jmx or b.jolokia
-            if not address:
-                continue
-            t = Target(cluster.name, "jmx", f"broker-{b.id}", address=address, broker=str(b.id))
-            self._endpoints[t.key] = Endpoint(jmx=b.jmx, jolokia=b.jolokia, username=jmx.username, password=password)
-            if jmx.transport == "auto" and not bulk:
-                self._by_jmxquery.add(t.key)
-            targets.append(t)
-        for addr in cluster.controller_jmx:
-            t = Target(cluster.name, "controller", f"controller-{addr}", address=addr)
-            self._endpoints[t.key] = Endpoint(jmx=addr, username=jmx.username, password=password)
-            targets.append(t)
         self._jolokia_controllers: set[str] = set()
-        for url in cluster.controller_jolokia:
-            t = Target(cluster.name, "controller", f"controller-{_host_port(url)}", address=url)
-            self._endpoints[t.key] = Endpoint(jolokia=url, username=jmx.username, password=password)
-            self._jolokia_controllers.add(t.key)
-            targets.append(t)
-        self._targets = tuple(targets)
+        self._targets = (tuple(self._broker_target(b) for b in cluster.brokers if b.jmx or b.jolokia)
+                         + self._controller_targets(cluster.controller_jmx, cluster.controller_jolokia))
         self._watches: dict[str, ControllerWatch] = {}  # controller target key -> its watch, started on first use
 
+    def _broker_target(self, b: BrokerTarget) -> Target:
+        """One broker's target (its endpoint and transport noted). A broker missing the address its transport needs
+        is still a target: it fails with a message saying what is missing, instead of silently not being
+        monitored."""
+        jmx = self._cluster.jmx
+        bulk = bool(b.jolokia) if jmx.transport == "auto" else self._transport.name == "jolokia"
+        address = (b.jolokia if bulk else b.jmx) or b.jmx or b.jolokia or ""
+        t = Target(self._cluster.name, "jmx", f"broker-{b.id}", address=address, broker=str(b.id))
+        with self._lock:
+            self._endpoints[t.key] = Endpoint(jmx=b.jmx, jolokia=b.jolokia, username=jmx.username,
+                                              password=self._password)
+            if jmx.transport == "auto" and not bulk:
+                self._by_jmxquery.add(t.key)
+        return t
+
+    def _controller_targets(self, jmx_addrs: Sequence[str], jolokia_urls: Sequence[str]) -> tuple[Target, ...]:
+        jmx = self._cluster.jmx
+        out = []
+        with self._lock:
+            for addr in jmx_addrs:
+                t = Target(self._cluster.name, "controller", f"controller-{addr}", address=addr)
+                self._endpoints[t.key] = Endpoint(jmx=addr, username=jmx.username, password=self._password)
+                out.append(t)
+            for url in jolokia_urls:
+                t = Target(self._cluster.name, "controller", f"controller-{_host_port(url)}", address=url)
+                self._endpoints[t.key] = Endpoint(jolokia=url, username=jmx.username, password=self._password)
+                self._jolokia_controllers.add(t.key)
+                out.append(t)
+        return tuple(out)
+
     def targets(self) -> Sequence[Target]:
-        return self._targets
+        """The listed targets, and those of the brokers and controllers the discovery board holds now (the list
+        changes as brokers join and are unregistered: the service asks every round)."""
+        if self._board is None:
+            return self._targets
+        found = discovery.broker_targets(self._cluster, self._board.brokers())
+        jmx_addrs, jolokia_urls = discovery.controller_addresses(self._cluster, self._board.controllers())
+        return (self._targets + tuple(self._broker_target(b) for b in found if b.jmx or b.jolokia)
+                + self._controller_targets(jmx_addrs, jolokia_urls))
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()

@@ -162,6 +162,54 @@ class ProbeSettings(_Strict):
         "the probe's topic; its consumer group has the same name"))
 
 
+TEMPLATE_FIELDS = ("host", "id")
+_TEMPLATE_FIELD = re.compile(r"\{([^{}]*)\}")
+
+
+def expand_template(template: str, *, host: str, node_id: int) -> str:
+    """``http://{host}:8778/jolokia`` for one node. Only ``{host}`` and ``{id}`` are replaced (plain substitution, not
+    ``str.format``: a template is data from a file, never code)."""
+    return template.replace("{host}", host).replace("{id}", str(node_id))
+
+
+def _template(v: str | None, check: Any) -> str | None:
+    """A discovery template: only {host} and {id}, and what it expands to passes ``check`` (a URL or host:port)."""
+    if v is None:
+        return None
+    unknown = sorted({f for f in _TEMPLATE_FIELD.findall(v) if f not in TEMPLATE_FIELDS})
+    if unknown:
+        named = ", ".join("{" + f + "}" for f in unknown)
+        raise ValueError(f"unknown template field(s) {named}: use {{host}} and {{id}}")
+    check(expand_template(v, host="broker.example", node_id=1))
+    return v
+
+
+class DiscoverySettings(_Strict):
+    """Brokers and controllers found from the cluster's metadata (collectors.discovery), each source reached through a
+    template of ``{host}`` (the node's advertised host) and ``{id}`` (its node id). On by default when ``brokers`` is
+    empty; a hand-listed broker keeps its own entry, discovery adds the others."""
+
+    enabled: bool | None = Field(default=None, description=(
+        "find brokers (DescribeCluster) and controllers (DescribeQuorum) every collection round; default: on when "
+        "brokers is empty"))
+    jolokia: str | None = Field(default=None, description="Jolokia agent URL template, e.g. http://{host}:8778/jolokia")
+    jmx: str | None = Field(default=None, description="remote JMX host:port template, e.g. {host}:9999")
+    controller_jolokia: str | None = Field(default=None, description=(
+        "Jolokia URL template of the KRaft controllers found by DescribeQuorum (default: jolokia)"))
+    controller_jmx: str | None = Field(default=None, description=(
+        "JMX host:port template of the controllers found by DescribeQuorum (default: jmx)"))
+
+    @field_validator("jolokia", "controller_jolokia")
+    @classmethod
+    def _url_template(cls, v: str | None) -> str | None:
+        return _template(v, lambda u: _service_url(u, "the cluster's jmx.username and jmx.password"))
+
+    @field_validator("jmx", "controller_jmx")
+    @classmethod
+    def _hostport_template(cls, v: str | None) -> str | None:
+        return _template(v, BrokerTarget._hostport)
+
+
 class ClusterConfig(_Strict):
     name: str = Field(pattern=NAME_RE)
     bootstrap_servers: str = Field(min_length=1)
@@ -174,6 +222,16 @@ class ClusterConfig(_Strict):
         "http://host:port/jolokia of the KRaft controllers' Jolokia agents, read with the cluster's jmx.username and "
         "jmx.password: the way to read controllers whose JMX wants a password"))
     probe: ProbeSettings = ProbeSettings()
+    discovery: DiscoverySettings = DiscoverySettings()
+    log_dirs_from_protocol: bool = Field(default=True, description=(
+        "each log dir's total and usable bytes from DescribeLogDirs v4 (Kafka 3.3+), exported as the "
+        "kafka_host_filesystem_* series for the brokers no host collector or node_exporter gives disk for"))
+
+    @property
+    def discovers(self) -> bool:
+        """Whether brokers and controllers are found from the cluster's metadata (``discovery.enabled``, by default
+        on when no broker is listed)."""
+        return self.discovery.enabled if self.discovery.enabled is not None else not self.brokers
 
     @field_validator("controller_jmx")
     @classmethod

@@ -1,0 +1,141 @@
+"""Brokers and controllers found from the cluster, not listed: the pure decisions, and the board that shares them.
+
+    ProtocolCollector (collectors.protocol) ── each round: DescribeCluster (fenced brokers included on Kafka 4.0+),
+        │                                       DescribeQuorum (controllers with their endpoints, KIP-853)
+        └─ Membership ──(expected_brokers)──> DiscoveryBoard ──> JmxCollector.targets() (broker_targets,
+                                                                   controller_addresses), AdminCollector's
+                                                                   expected brokers (kafka_cluster_broker_up)
+
+What a broker that comes or goes does (issue 30, item 1):
+1. A broker that joins is in the next DescribeCluster answer: its JMX target exists from the round after that.
+2. A broker that dies stays registered (KRaft fences it, it does not forget it): on Kafka 4.0+ DescribeCluster v2
+   still lists it, fenced, so it stays expected, its target fails and ``kafka_cluster_broker_up`` is 0: it pages as a
+   hand-listed broker does.
+3. A broker that Kafka unregisters (``kafka-cluster unregister``, or a new one taking its id after a scale-down) leaves
+   the DescribeCluster answer: it stops being expected at the next round, and its series end.
+4. Before 4.0 (DescribeCluster without fenced brokers) Kafka cannot say "registered but fenced", so a broker once
+   seen stays expected for the life of the collector (``expected_brokers``): a crash must never look like a removal.
+
+Pure: ``expected_brokers``, ``broker_targets`` and ``controller_addresses`` decide; the board only holds the last
+answer under a lock. Hand-listed brokers and controllers keep their entries; discovery adds the others.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from monitor.core.config import BrokerTarget, ClusterConfig, expand_template
+
+
+@dataclass(frozen=True)
+class Node:
+    """A broker or controller as the cluster describes it: its node id and the host and port it advertises."""
+
+    id: int
+    host: str
+    port: int
+    fenced: bool = False
+
+
+@dataclass(frozen=True)
+class Membership:
+    """One answer of the cluster: registered brokers and the controllers (voters) with an endpoint.
+
+    ``fenced_known``: the answer includes fenced brokers (DescribeCluster v2, Kafka 4.0+), so a broker missing from it
+    is unregistered, not merely down. ``controllers`` is empty where DescribeQuorum gave no endpoints (before 3.8, or
+    not allowed)."""
+
+    brokers: tuple[Node, ...]
+    controllers: tuple[Node, ...] = ()
+    fenced_known: bool = True
+
+
+def expected_brokers(previous: Sequence[Node], answer: Membership) -> tuple[Node, ...]:
+    """The brokers expected after ``answer``: Kafka's registrations when it says which are fenced (rules 2, 3), else
+    every broker seen so far, the newest address of each (rule 4). Sorted by node id."""
+    if answer.fenced_known:
+        nodes = {n.id: n for n in answer.brokers}
+    else:
+        nodes = {n.id: n for n in previous} | {n.id: n for n in answer.brokers}
+    return tuple(nodes[i] for i in sorted(nodes))
+
+
+def broker_targets(cluster: ClusterConfig, brokers: Iterable[Node]) -> tuple[BrokerTarget, ...]:
+    """What the collectors read of each discovered broker that is not listed by hand: the discovery templates expanded
+    with its host and id. A broker no template reaches is still returned (address-less): the JMX collector leaves it
+    out, the Admin collector still expects it."""
+    if not cluster.discovers:
+        return ()
+    listed = {b.id for b in cluster.brokers}
+    d = cluster.discovery
+    out = []
+    for n in sorted(brokers, key=lambda n: n.id):
+        if n.id in listed:
+            continue
+        out.append(BrokerTarget(
+            id=n.id, host=n.host,
+            jolokia=expand_template(d.jolokia, host=n.host, node_id=n.id) if d.jolokia else None,
+            jmx=expand_template(d.jmx, host=n.host, node_id=n.id) if d.jmx else None,
+        ))
+    return tuple(out)
+
+
+def controller_addresses(cluster: ClusterConfig, controllers: Iterable[Node]) -> tuple[tuple[str, ...],
+                                                                                      tuple[str, ...]]:
+    """(JMX host:ports, Jolokia URLs) of the discovered controllers, from ``discovery.controller_jmx`` /
+    ``controller_jolokia`` (default: the brokers' templates), leaving out any already listed by hand. Jolokia wins
+    where both templates are given, as ``jmx.transport: auto`` does for brokers."""
+    if not cluster.discovers:
+        return (), ()
+    d = cluster.discovery
+    jolokia_t = d.controller_jolokia or d.jolokia
+    jmx_t = d.controller_jmx or d.jmx
+    if cluster.jmx.transport == "jmxquery":
+        jolokia_t = None
+    jmx: list[str] = []
+    jolokia: list[str] = []
+    for n in sorted(controllers, key=lambda n: n.id):
+        if jolokia_t:
+            url = expand_template(jolokia_t, host=n.host, node_id=n.id)
+            if url not in cluster.controller_jolokia:
+                jolokia.append(url)
+        elif jmx_t:
+            addr = expand_template(jmx_t, host=n.host, node_id=n.id)
+            if addr not in cluster.controller_jmx:
+                jmx.append(addr)
+    return tuple(jmx), tuple(jolokia)
+
+
+class DiscoveryBoard:
+    """The last membership of one cluster, written by the protocol collector and read by the others' ``targets()``
+    (from the collection loop's thread). Empty and ``known`` False until the first answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._brokers: tuple[Node, ...] = ()
+        self._controllers: tuple[Node, ...] = ()
+        self._known = False
+
+    def publish(self, answer: Membership) -> tuple[Node, ...]:
+        """Take one answer; returns the brokers now expected."""
+        with self._lock:
+            self._brokers = expected_brokers(self._brokers, answer)
+            if answer.controllers or not self._known:
+                self._controllers = answer.controllers  # an answer without endpoints keeps the last ones
+            self._known = True
+            return self._brokers
+
+    @property
+    def known(self) -> bool:
+        with self._lock:
+            return self._known
+
+    def brokers(self) -> tuple[Node, ...]:
+        with self._lock:
+            return self._brokers
+
+    def controllers(self) -> tuple[Node, ...]:
+        with self._lock:
+            return self._controllers

@@ -1,0 +1,171 @@
+"""What the Kafka protocol alone tells, without any agent: the cluster's membership (discovery) and disk.
+
+One target per cluster (``protocol``), through the bootstrap servers with kafka-python (collectors.protocol_client):
+
+    DescribeCluster (fenced brokers too, 4.0+) ┐
+    DescribeQuorum  (controllers' endpoints)   ┴─ Membership ──> DiscoveryBoard (collectors.discovery): the JMX
+                                                                 targets and the brokers the Admin collector expects
+    DescribeLogDirs v4/v5 of every broker ──(log_dir_samples)──> kafka_host_filesystem_size_bytes / _avail_bytes,
+                                                                 kafka_broker_log_dir_cordoned
+
+Disk from the protocol (KIP-827, Kafka 3.3+): each log dir's total and usable bytes are what ``statvfs`` says of the
+volume holding it (Kafka's ``FileStore.getTotalSpace`` / ``getUsableSpace``: ``f_blocks`` / ``f_bavail`` times the
+fragment size), so they are exported under the host collector's names and labels (``host`` is the broker's
+advertised host; no ``device``: log dirs are then grouped by equal size and free space, as for any exporter without
+one) and every disk-full rule, dashboard and report reads them unchanged. They are exported only for brokers no host
+source gives disk for (``protocol_disk_brokers``): one series per log dir, never two sources summed. Remote (tiered)
+storage is not in them: Kafka counts the local volume only. A log dir in error (offline) has no size series.
+
+Partial failures: DescribeCluster failing fails the target (the board keeps the last membership: no broker is
+dropped because one answer failed); DescribeQuorum failing keeps the brokers only; a broker that does not answer
+DescribeLogDirs loses its disk series this round and is named in the round's message.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+
+from collectors.discovery import DiscoveryBoard, Membership
+from collectors.outcome import failed, succeeded
+from collectors.protocol_client import KafkaProtocol, LogDir
+from collectors.types import Sample, Target, TargetResult
+from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
+from monitor.core.errors import KafkaHealthError
+
+log = logging.getLogger(__name__)
+
+
+def host_disk_brokers(cluster: ClusterConfig) -> frozenset[int]:
+    """Brokers a host source gives disk for: listed with ``log_dirs`` (the host collector's statvfs)."""
+    return frozenset(b.id for b in cluster.brokers if b.log_dirs)
+
+
+def protocol_disk_brokers(cluster: ClusterConfig, brokers: Iterable[int]) -> tuple[int, ...]:
+    """The brokers whose disk comes from DescribeLogDirs: all of ``brokers`` that no host source covers, when the
+    cluster has ``log_dirs_from_protocol``."""
+    if not cluster.log_dirs_from_protocol:
+        return ()
+    covered = host_disk_brokers(cluster)
+    return tuple(sorted(b for b in set(brokers) if b not in covered))
+
+
+def log_dir_samples(dirs: Iterable[LogDir], *, base: tuple[tuple[str, str], ...],
+                    hosts: dict[int, str]) -> list[Sample]:
+    """The host collector's filesystem series for each online log dir that reports its volume (v4+), and whether it
+    is cordoned (v5+)."""
+    out = []
+    for d in sorted(dirs, key=lambda d: (d.broker, d.path)):
+        if d.error:
+            continue
+        labels = base + (("host", hosts.get(d.broker, "")), ("broker", str(d.broker)), ("path", d.path))
+        if d.total_bytes is not None and d.usable_bytes is not None:
+            out += [
+                Sample("kafka_host_filesystem_size_bytes", "gauge", "Size of the filesystem holding the log dir",
+                       labels, float(d.total_bytes)),
+                Sample("kafka_host_filesystem_avail_bytes", "gauge",
+                       "Bytes available to the broker (free minus reserved)", labels, float(d.usable_bytes)),
+            ]
+        if d.cordoned is not None:
+            out.append(Sample("kafka_broker_log_dir_cordoned", "gauge",
+                              "1 if the log dir is cordoned: no new partitions are placed on it (DescribeLogDirs v5)",
+                              base + (("broker", str(d.broker)), ("path", d.path)), 1.0 if d.cordoned else 0.0))
+    return out
+
+
+def membership_samples(m: Membership, expected: Sequence[int], base: tuple[tuple[str, str], ...]) -> list[Sample]:
+    fenced = {n.id for n in m.brokers if n.fenced}
+    out = [Sample("kafka_health_discovered_brokers", "gauge",
+                  "Brokers the collector expects from the cluster's registrations (discovery)", base,
+                  float(len(expected))),
+           Sample("kafka_health_discovered_controllers", "gauge",
+                  "Controllers found by DescribeQuorum with an endpoint (discovery)", base, float(len(m.controllers)))]
+    if m.fenced_known:
+        out += [Sample("kafka_cluster_broker_fenced", "gauge",
+                       "1 if the registered broker is fenced (DescribeCluster v2: down or not yet caught up)",
+                       base + (("broker", str(b)),), 1.0 if b in fenced else 0.0) for b in expected]
+    return out
+
+
+def _protocol_client(cluster: ClusterConfig) -> KafkaProtocol:
+    return KafkaProtocol(cluster.client_settings(), timeout=cluster.jmx.timeout_seconds)
+
+
+class ProtocolCollector:
+    """Membership and log-dir disk of one cluster. ``board`` receives the membership when the cluster discovers."""
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        *,
+        board: DiscoveryBoard,
+        max_series: int = DEFAULT_MAX_SERIES_PER_TARGET,
+        client_factory: Callable[[ClusterConfig], KafkaProtocol] | None = None,
+    ):
+        self._cluster = cluster
+        self._board = board
+        self._max_series = max_series
+        self._factory = client_factory or _protocol_client
+        self._client: KafkaProtocol | None = None
+        self._lock = threading.Lock()
+        self._target = Target(cluster.name, "protocol", "protocol", address=cluster.bootstrap_servers)
+
+    @staticmethod
+    def wanted(cluster: ClusterConfig) -> bool:
+        """Whether the cluster needs this collector: it discovers, or may take disk from the protocol."""
+        return cluster.discovers or (cluster.log_dirs_from_protocol and bool(
+            protocol_disk_brokers(cluster, (b.id for b in cluster.brokers))))
+
+    @property
+    def board(self) -> DiscoveryBoard:
+        return self._board
+
+    def targets(self) -> Sequence[Target]:
+        return (self._target,)
+
+    def collect_target(self, target: Target, *, now: float) -> TargetResult:
+        start = time.monotonic()
+        timeout = self._cluster.jmx.timeout_seconds
+        base = (("cluster", target.cluster),)
+        with self._lock:
+            try:
+                if self._client is None:
+                    self._client = self._factory(self._cluster)
+                client = self._client
+                m = client.membership()
+            except KafkaHealthError as exc:
+                log.warning("%s: %s", target.key, exc)
+                self._drop_client()
+                return failed(target, exc, started_at=now, duration=time.monotonic() - start)
+            if self._cluster.discovers:
+                expected = [n.id for n in self._board.publish(m)]
+            else:
+                expected = sorted({n.id for n in m.brokers} | {b.id for b in self._cluster.brokers})
+            samples = membership_samples(m, expected, base) if self._cluster.discovers else []
+            answering = [n.id for n in m.brokers if not n.fenced]
+            wanted = protocol_disk_brokers(self._cluster, answering)
+            message = ""
+            if wanted:
+                left = max(0.5, timeout - (time.monotonic() - start))
+                dirs, missing = client.log_dirs(wanted, timeout=left)
+                samples += log_dir_samples(dirs, base=base, hosts={n.id: n.host for n in m.brokers})
+                if missing:
+                    message = "log dirs not read: " + "; ".join(f"broker {b}: {why}" for b, why in missing.items())
+                    log.warning("%s: %s", target.key, message)
+        result = succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
+                           max_series=self._max_series)
+        if message:
+            result = replace(result, message=message)
+        return result
+
+    def _drop_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_client()

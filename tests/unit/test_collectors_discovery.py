@@ -1,0 +1,168 @@
+"""Discovery's pure decisions (collectors.discovery), the log-dir disk series (collectors.protocol), and the service
+asking the collectors for their targets every round, with a fake protocol client (the one seam)."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from collectors.component import CollectionService, build_collectors
+from collectors.discovery import (
+    DiscoveryBoard,
+    Membership,
+    Node,
+    broker_targets,
+    controller_addresses,
+    expected_brokers,
+)
+from collectors.protocol import ProtocolCollector, log_dir_samples, protocol_disk_brokers
+from collectors.protocol_client import LogDir, protocol_settings
+from collectors.types import TargetStatus
+from monitor.core.config import BrokerTarget, ClusterConfig, Config, ConfigError, parse_config
+from monitor.core.errors import TransportError
+
+pytestmark = pytest.mark.unit
+
+N1, N2, N3, N4 = (Node(i, f"k{i}.example", 9092) for i in (1, 2, 3, 4))
+DISCOVERING = ClusterConfig(name="prod", bootstrap_servers="k1.example:9092", discovery={
+    "jolokia": "http://{host}:8778/jolokia", "jmx": "{host}:9999", "controller_jolokia": "http://{host}:8779/jolokia"})
+
+
+# --- expected_brokers: the numbered rules of collectors.discovery --------------------------------------------------
+@pytest.mark.parametrize("case, previous, answer, expected", [
+    ("1 a broker joins", (N1, N2, N3), Membership((N1, N2, N3, N4)), (1, 2, 3, 4)),
+    ("2 a crashed broker is fenced, still registered", (N1, N2, N3),
+     Membership((N1, N2, Node(3, "k3.example", 9092, fenced=True))), (1, 2, 3)),
+    ("3 unregistered: no longer expected", (N1, N2, N3, N4), Membership((N1, N2, N3)), (1, 2, 3)),
+    ("4 before 4.0 a broker that left the metadata stays expected", (N1, N2, N3),
+     Membership((N1, N2), fenced_known=False), (1, 2, 3)),
+    ("4 and a new one is added", (N1,), Membership((N2,), fenced_known=False), (1, 2)),
+])
+def test_expected_brokers(case, previous, answer, expected):
+    assert tuple(n.id for n in expected_brokers(previous, answer)) == expected, case
+
+
+def test_a_moved_broker_keeps_its_newest_address():
+    moved = Node(2, "k2-new.example", 9092)
+    assert expected_brokers((N1, N2), Membership((N1, moved), fenced_known=False))[1].host == "k2-new.example"
+
+
+def test_templates_expand_per_broker_and_listed_brokers_keep_their_entries():
+    cluster = DISCOVERING.model_copy(update={"discovery": DISCOVERING.discovery.model_copy(update={"enabled": True}),
+                                             "brokers": (BrokerTarget(id=2, jolokia="http://special:1/jolokia"),)})
+    found = broker_targets(cluster, (N1, N2, N3))
+    assert [(b.id, b.jolokia, b.jmx, b.host) for b in found] == [
+        (1, "http://k1.example:8778/jolokia", "k1.example:9999", "k1.example"),
+        (3, "http://k3.example:8778/jolokia", "k3.example:9999", "k3.example")]
+
+
+def test_discovery_is_on_by_default_only_without_listed_brokers():
+    assert DISCOVERING.discovers
+    listed = DISCOVERING.model_copy(update={"brokers": (BrokerTarget(id=1, jmx="h:1"),)})
+    assert not listed.discovers and broker_targets(listed, (N1, N2)) == ()
+
+
+def test_controllers_from_their_own_template_and_id_template():
+    jmx, jolokia = controller_addresses(DISCOVERING, (Node(100, "c1.example", 9093),))
+    assert (jmx, jolokia) == ((), ("http://c1.example:8779/jolokia",))
+    by_id = ClusterConfig(name="x", bootstrap_servers="h:1", discovery={"jmx": "ctl-{id}.example:9999"})
+    assert controller_addresses(by_id, (Node(7, "c", 1),)) == (("ctl-7.example:9999",), ())
+
+
+def test_board_keeps_the_last_controllers_when_an_answer_has_none():
+    board = DiscoveryBoard()
+    assert not board.known
+    board.publish(Membership((N1,), (Node(100, "c", 1),)))
+    board.publish(Membership((N1, N2), ()))
+    assert [n.id for n in board.brokers()] == [1, 2] and [n.id for n in board.controllers()] == [100]
+
+
+def test_a_template_field_other_than_host_and_id_is_a_config_error_with_its_line():
+    text = "clusters:\n  - name: p\n    bootstrap_servers: h:1\n    discovery:\n      jolokia: http://{hostname}:1/j\n"
+    with pytest.raises(ConfigError) as err:
+        parse_config(text, "c.yaml")
+    assert "c.yaml:5" in str(err.value) and "{hostname}" in str(err.value)
+
+
+# --- disk from the protocol ---------------------------------------------------------------------------------------
+def test_log_dir_samples_are_the_host_collectors_series_without_offline_dirs():
+    dirs = [LogDir(1, "/data/a", "", 1000, 400, False), LogDir(1, "/data/b", "KafkaStorageError", None, None, None),
+            LogDir(2, "/data/a", "", None, None, None)]  # broker 2 below v4: no figures
+    got = {(s.name, dict(s.labels).get("path"), dict(s.labels)["broker"]): s.value
+           for s in log_dir_samples(dirs, base=(("cluster", "c"),), hosts={1: "k1", 2: "k2"})}
+    assert got == {("kafka_host_filesystem_size_bytes", "/data/a", "1"): 1000.0,
+                   ("kafka_host_filesystem_avail_bytes", "/data/a", "1"): 400.0,
+                   ("kafka_broker_log_dir_cordoned", "/data/a", "1"): 0.0}
+    size = next(s for s in log_dir_samples(dirs, base=(("cluster", "c"),), hosts={1: "k1"}))
+    assert [k for k, _ in size.labels] == ["cluster", "host", "broker", "path"]  # the host collector's order
+
+
+def test_protocol_disk_only_where_no_host_source_gives_it():
+    cluster = ClusterConfig(name="c", bootstrap_servers="h:1",
+                            brokers=(BrokerTarget(id=1, jmx="h:1", log_dirs=("/d",)), BrokerTarget(id=2, jmx="h:2")))
+    assert protocol_disk_brokers(cluster, (1, 2, 3)) == (2, 3)
+    off = cluster.model_copy(update={"log_dirs_from_protocol": False})
+    assert protocol_disk_brokers(off, (1, 2, 3)) == ()
+
+
+def test_protocol_settings_translate_security_and_refuse_what_they_cannot():
+    got = protocol_settings({"bootstrap.servers": "a:1, b:2", "security.protocol": "sasl_ssl",
+                             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
+                             "ssl.ca.location": "/ca.pem", "socket.keepalive.enable": "true"}, timeout=5)
+    assert got["bootstrap_servers"] == ["a:1", "b:2"] and got["security_protocol"] == "SASL_SSL"
+    assert (got["sasl_plain_username"], got["ssl_cafile"], got["request_timeout_ms"]) == ("u", "/ca.pem", 5000)
+    with pytest.raises(TransportError, match="sasl.oauthbearer.method") as err:
+        protocol_settings({"bootstrap.servers": "a:1", "sasl.oauthbearer.method": "oidc", "sasl.password": "s3"},
+                          timeout=5)
+    assert "s3" not in str(err.value)
+
+
+# --- the service: targets asked every round -----------------------------------------------------------------------
+class FakeProtocol:
+    """The protocol client's seam: answers what the test sets in ``members``."""
+
+    def __init__(self, members: list[Node]):
+        self.members = members
+
+    def membership(self) -> Membership:
+        return Membership(tuple(self.members), (Node(100, "c1", 9093),))
+
+    def log_dirs(self, brokers, *, timeout):
+        return [LogDir(b, "/data", "", 100, 50, None) for b in brokers], {}
+
+    def close(self) -> None:
+        pass
+
+
+class FailingAdmin:
+    stale_coordinator = replace_client = False
+
+    def cluster(self, *, timeout):
+        raise TransportError("no Admin in this test")
+
+
+def test_a_joining_broker_is_collected_next_round_and_an_unregistered_one_is_forgotten():
+    fake = FakeProtocol([N1, N2, N3])
+    config = Config(clusters=(DISCOVERING,))
+    collectors = build_collectors(config, protocol_factory=lambda c: fake, admin_factory=lambda c: FailingAdmin())
+    svc = CollectionService(config, registry=CollectorRegistry(), collectors=collectors)
+
+    def jmx_targets():
+        return sorted(t.name for _, t in svc.work if t.collector in ("jmx", "controller"))
+
+    svc.submit_round(now=0.0)  # the first round reads the membership before it lists the targets
+    assert jmx_targets() == ["broker-1", "broker-2", "broker-3", "controller-c1:8779"]
+    fake.members = [N1, N2, N3, N4]
+    svc.collect_once(timeout=10)
+    assert "broker-4" in jmx_targets()
+    protocol = next(c for c in collectors if isinstance(c, ProtocolCollector))
+    result = protocol.collect_target(protocol.targets()[0], now=1.0)
+    assert result.status is TargetStatus.OK
+    assert {dict(s.labels)["broker"] for s in result.samples if s.name == "kafka_host_filesystem_size_bytes"} == {
+        "1", "2", "3", "4"}
+    fake.members = [N1, N2, N3]  # broker 4 unregistered
+    svc.collect_once(timeout=10)
+    svc.collect_once(timeout=10)
+    assert "broker-4" not in jmx_targets()
+    assert "prod/jmx/broker-4" not in svc.store.snapshot()[0]  # nothing left to say it failed
+    svc.stop()
