@@ -28,6 +28,7 @@ from typing import NamedTuple
 from alerts.attribution import Attributor, placement_from_samples
 from alerts.detectors import Detector, DetectorContext
 from alerts.mute import DEFAULT_INHIBIT_RULES, Inhibitor, InhibitRule, Muter, MuteStage
+from alerts.observable import NotObservable
 from alerts.rules import EXPECTED_WHEN, render_annotations
 from alerts.state import advance, decide
 from alerts.types import (
@@ -55,6 +56,7 @@ class RuleHealth(str, Enum):
     OK = "ok"
     ERR = "err"
     NO_DATA = "nodata"
+    NOT_OBSERVABLE = "unobservable"  # an input no configured source of a cluster can give (alerts/observable.py)
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,14 @@ class Engine:
         self.detectors = detectors
         self.tenants = TenantIndex(config.tenants)
         self.inhibit_rules = tuple(inhibit_rules)
+        self._not_observable = NotObservable()
         unknown = [r.name for r in self.rules if r.kind == "detector" and r.detector not in detectors]
         if unknown:
             raise KafkaHealthError(f"rules refer to unknown detectors: {', '.join(unknown)}")
+
+    def _observable(self, inputs: _InputCheck) -> tuple[_InputCheck, dict[str, str]]:
+        missing, why = self._not_observable.split(self.config, inputs.missing)
+        return inputs._replace(missing=missing), why
 
     def use_tenants(self, config: Config, index: TenantIndex) -> None:
         """Follow a changed tenant set (``config.tenants`` and its index) from the next evaluation on."""
@@ -224,7 +231,12 @@ class Engine:
         attributor = self._read_placement(source, now)
         results = self._evaluate_rules(source, now, attributor)
         inputs = self._no_data(source, now)
+        inputs, not_observable = self._observable(inputs)
         self._evaluate_engine_rules(results, inputs, attributor)
+        for rule, why in not_observable.items():  # reported as such, never as no data (alerts/observable.py)
+            status = results.statuses.get(rule)
+            if status is not None and status.health is RuleHealth.OK:
+                results.statuses[rule] = RuleStatus(RuleHealth.NOT_OBSERVABLE, why[:500], status.duration_seconds)
         instances, deleted = _advance_instances(prev, results, now)
         instances = _confine_kept_evidence(instances, results, attributor)
         instances = _render_annotations(instances, results.rules, now)
@@ -289,6 +301,7 @@ class Engine:
         data_ok, detail = {}, {}
         for c in self.config.clusters:
             missing = sorted(m for m in wanted if m not in inputs.present.get(c.name, set()))
+            missing = self._not_observable.observable(c, missing)  # what no source gives is not "no data"
             data_ok[c.name] = inputs.error is None and not (core & set(missing))
             # The heartbeat's detail reaches tenants (health reasons): the Prometheus error's public text only, never
             # its URL or host (the operator detail is in the rule status and the log).

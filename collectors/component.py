@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors import catalog
 from collectors.admin import AdminCollector
+from collectors.capabilities import CapabilityExporter
 from collectors.discovery import DiscoveryBoard
 from collectors.exporter import KafkaHealthExporter, SnapshotStore
 from collectors.host import HostCollector
@@ -118,6 +119,7 @@ class CollectionService:
         self._known_keys: set[str] = set()
         self.store = SnapshotStore()
         registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
+        registry.register(CapabilityExporter(config.clusters))  # what each cluster's sources can observe
         if probes is None:
             probes = [] if collectors is not None else build_probes(
                 config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), self._shard))

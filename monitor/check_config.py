@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from alerts.rules import load_rules
+from collectors.capabilities import render
 from monitor.config_source import add_local_args, find_config, load_choice
 from monitor.core.config import Config, key_line, load_config
 from monitor.core.errors import ConfigError, ConfigProblem
@@ -40,6 +41,8 @@ def _check(args) -> int:
         f"{name}: ok ({len(cfg.clusters)} cluster(s), "
         f"{sum(len(c.brokers) for c in cfg.clusters)} broker target(s), {len(cfg.tenants)} tenant(s))"
     )
+    for cluster in cfg.clusters:  # what each cluster's sources can observe, and what not (kafka-health sources)
+        print(render(cluster, names=False))
     return 0
 
 

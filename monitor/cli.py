@@ -14,6 +14,7 @@ import argparse
 import sys
 
 import alerts.cli
+import collectors.cli
 import dashboards.cli
 import monitor.advisor.cli
 import monitor.api.cli
@@ -36,6 +37,7 @@ COMMAND_MODULES = [
     monitor.stack.cli,
     monitor.serve,
     monitor.check_config,
+    collectors.cli,
     monitor.tenants.cli,
     monitor.stack.telemetry_cli,
     monitor.api.cli,

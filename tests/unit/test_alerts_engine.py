@@ -22,6 +22,9 @@ CONFIG = parse_config("""
 clusters:
   - name: c1
     bootstrap_servers: localhost:9092
+    # every source configured: a missing input is no data, not "not observable" (alerts/observable.py)
+    discovery: {jolokia: "http://{host}:8778/jolokia"}
+    brokers: [{id: 1, jmx: "localhost:9999", log_dirs: [/data]}]
 tenants:
   - name: shop
     selectors: [{cluster: c1, topic_prefixes: [orders.], client_id_prefixes: [shop-]}]
@@ -361,3 +364,18 @@ def test_expected_when_must_name_an_input_of_the_rule(tmp_path):
     f.write_text(f.read_text().replace("{group_members:", "{group_lag:"))
     [rule] = [r for r in load_rules(RulesSettings(files=[str(f)])) if r.name == "KafkaSomethingOptional"]
     assert rule.params["expected_when"] == {M["group_lag"]: f"count by (cluster) ({M['group_members']})"}
+
+
+def test_an_input_no_configured_source_gives_is_not_observable_and_never_no_data():
+    protocol_only = parse_config("clusters:\n  - name: c1\n    bootstrap_servers: localhost:9092\n")
+    eng, src = Engine(protocol_only, load_rules(protocol_only.rules), builtin_detectors()), FakeSource()
+    src.present -= {M["under_replicated"], M["broker_up"]}  # JMX (no source here) and Admin (configured: no data)
+    r = {}
+    for s in (0, 300):
+        res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
+        r = res.instances
+    missing = {i.labels["metric"] for i in by_rule(res, NO_DATA)}
+    assert M["broker_up"] in missing and M["under_replicated"] not in missing
+    status = res.rules["KafkaUnderReplicatedPartitions"]
+    assert status.health is RuleHealth.NOT_OBSERVABLE
+    assert "not observable on cluster c1: enable discovery.jolokia" in status.error

@@ -259,7 +259,7 @@ def test_every_declared_dependency_is_imported_somewhere():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     names = [re.split(r"[<>=!\[ ;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]]
     imports = {"confluent-kafka": "confluent_kafka", "prometheus-client": "prometheus_client",
-               "pyyaml": "yaml", "google-re2": "re2", "uvicorn": "uvicorn"}
+               "pyyaml": "yaml", "google-re2": "re2", "uvicorn": "uvicorn", "kafka-python": "kafka"}
     sources = "\n".join(p.read_text() for pkg in ("monitor", "collectors", "alerts", "dashboards")
                         for p in (REPO / pkg).rglob("*.py"))
     for name in names:

@@ -166,3 +166,21 @@ def test_a_joining_broker_is_collected_next_round_and_an_unregistered_one_is_for
     assert "broker-4" not in jmx_targets()
     assert "prod/jmx/broker-4" not in svc.store.snapshot()[0]  # nothing left to say it failed
     svc.stop()
+
+
+# --- the capability table ------------------------------------------------------------------------------------------
+def test_a_protocol_only_cluster_says_what_it_cannot_observe_and_how_to_enable_it():
+    from collectors.capabilities import CapabilityExporter, capability_table, configured_sources, render
+
+    protocol_only = ClusterConfig(name="p", bootstrap_servers="h:1")
+    assert configured_sources(protocol_only) == ("admin", "probe", "protocol_disk")
+    table = {c.signal: c for c in capability_table(protocol_only)}
+    assert table["kafka_host_filesystem_avail_bytes"].sources == ("protocol_disk",)  # disk-full risk works
+    assert table["kafka_cluster_broker_up"].observable
+    idle = table["kafka_broker_request_handler_idle_ratio"]
+    assert not idle.observable and idle.hint().startswith("enable discovery.jolokia")
+    assert "not observable on this cluster (77)" in render(protocol_only)  # the catalog's broker signals
+    assert configured_sources(DISCOVERING) == ("admin", "probe", "protocol_disk", "broker_jmx", "controller_jmx")
+    exported = {(s.labels["signal"], s.value) for fam in CapabilityExporter([protocol_only]).collect()
+                for s in fam.samples if s.name == "kafka_health_signal_observable"}
+    assert ("kafka_broker_request_handler_idle_ratio", 0.0) in exported
