@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from alerts.models import AlertInstance, EngineHeartbeat
 from alerts.repo import firing_reasons, tenant_alerts_filter
+from collectors.capabilities import capability_table, configured_sources
 from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
 from monitor.core.api.pagination import Page, PagingParams, page_in_memory
 from monitor.core.api.schema import UtcDatetime
@@ -123,12 +124,34 @@ def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks 
     return body
 
 
+class NotObservable(BaseModel):
+    """Catalog signals no configured source of the cluster gives, and what would enable one (kafka-health sources)."""
+
+    enable: str
+    signals: list[str]
+
+
 class ClusterHealth(BaseModel):
     cluster: str
     status: HealthStatus
     score: int = Field(ge=0, le=100)
     as_of: UtcDatetime
     components: list[Component]
+    sources: list[str] = Field(default_factory=list, description="the sources the cluster's config turns on")
+    not_observable: list[NotObservable] = Field(default_factory=list, description=(
+        "what this health cannot see on the cluster: no alert judges these signals (collectors.capabilities)"))
+
+
+def _not_observable(config: Config, cluster: str) -> tuple[list[str], list[NotObservable]]:
+    try:
+        c = config.cluster(cluster)
+    except KeyError:  # a cluster known to the store only: nothing to say from the config
+        return [], []
+    groups: dict[str, list[str]] = {}
+    for cap in capability_table(c):
+        if not cap.observable:
+            groups.setdefault(cap.hint(), []).append(cap.signal)
+    return list(configured_sources(c)), [NotObservable(enable=h, signals=s) for h, s in groups.items()]
 
 
 def _cluster_firing(db_session: Session, cluster: str, own: TenantConfig | None) -> list:
@@ -151,8 +174,9 @@ def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session
         now=now,
         stale_after=_stale_after(config),
     )
+    sources, blind = _not_observable(config, cluster)
     return ClusterHealth(cluster=cluster, status=result.status, score=result.score, as_of=result.as_of,
-                         components=result.components)
+                         components=result.components, sources=sources, not_observable=blind)
 
 
 class BrokerRead(BaseModel):

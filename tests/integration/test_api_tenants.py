@@ -355,6 +355,11 @@ def test_cluster_health_operator_all_tenant_its_slice(client, store, tok):
         alert("n1", broker="2", rule="KafkaRequestHandlerSaturation"))
     op = client.get("/api/v1/clusters/shared/health", headers=tok.h("operator")).json()
     assert op["status"] == "critical" and {c["id"] for c in op["components"]} == {"acme.x", "globex.y", "2"}
+    # brokers listed without JMX or log dirs: what this health cannot see is said (collectors.capabilities)
+    assert op["sources"] == ["admin", "probe", "protocol_disk"]
+    blind = {g["enable"]: g["signals"] for g in op["not_observable"]}
+    assert any("kafka_broker_request_handler_idle_ratio" in s and e.startswith("enable discovery.jolokia")
+               for e, s in blind.items())
     mine = client.get("/api/v1/clusters/shared/health", headers=tok.h("acme")).json()
     assert mine["cluster"] == "shared" and mine["status"] == "degraded"
     assert [c["id"] for c in mine["components"]] == ["acme.x"]
