@@ -497,7 +497,7 @@ class Bench:
     def kill(self) -> None:
         import signal
 
-        from monitor.stack.faults import controlled_restart, delete_group, group_coordinated_by
+        from tests.harness.faults import controlled_restart, delete_group, group_coordinated_by
 
         victim = VICTIM["kill"]
         self.create_topic("bench.rf1", [[victim]])
@@ -544,24 +544,24 @@ class Bench:
                 watch = Watch(self.stack, svc, {"KafkaBrokerUnreachable"}, {"PromBrokerDown"}, t0, labels=labels)
                 self.record("sigstop", watch.wait(240, grace=60), watch, blame="cause")
             finally:
-                from monitor.stack.faults import controlled_restart
+                from tests.harness.faults import controlled_restart
 
                 controlled_restart(self.stack, victim)  # SIGCONT first, then a controlled shutdown and a start
 
     def restart(self) -> None:
-        from monitor.stack.faults import controlled_restart
+        from tests.harness.faults import controlled_restart
 
         self._routine("restart", lambda: [controlled_restart(self.stack, VICTIM["restart"])])
 
     def rolling(self) -> None:
-        from monitor.stack.faults import rolling_restart
+        from tests.harness.faults import rolling_restart
 
         self._routine("rolling", lambda: rolling_restart(self.stack))
 
     def _routine(self, key: str, work) -> None:
         """Routine work that must page nobody: every alert raised while it runs and for 2 minutes after (the
         longest `for` a restart could complete: under-replication's 60 s, scrape failures' 2 min from their start)."""
-        from monitor.stack.faults import in_sync
+        from tests.harness.faults import in_sync
 
         self.create_topic("bench.rf3", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])  # min.insync.replicas 2 (the stack's)
         for rep in range(self.args.reps):
@@ -584,7 +584,7 @@ class Bench:
     def disk(self) -> None:
         from confluent_kafka import Producer
 
-        from monitor.stack.faults import small_log_dir
+        from tests.harness.faults import small_log_dir
 
         if os.geteuid() != 0:
             self.notes.append("log dir filling: skipped (a tmpfs needs root)")
@@ -635,7 +635,7 @@ class Bench:
 
         from confluent_kafka import Consumer, Producer
 
-        from monitor.stack.faults import delete_group
+        from tests.harness.faults import delete_group
 
         self.create_topic("bench.lag", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
         servers = self.L.bootstrap_servers
@@ -690,7 +690,7 @@ class Bench:
         start with big fetches and a 4 KiB receive buffer: its responses sit in the broker's socket buffers and
         the response send time climbs. The fault starts when the reader starts; between repetitions the link is
         fast again and a healthy reader polls until nothing is active."""
-        from monitor.stack.faults import SLOW_READER, fill_topic
+        from tests.harness.faults import SLOW_READER, fill_topic
 
         if self.link is None:
             self.notes.append("slow reader: skipped (needs root and iproute2 for a network namespace)")
@@ -728,7 +728,7 @@ class Bench:
     def flood(self) -> None:
         """24 producers (2 processes) with linger 0 and one 16-byte record per request, at a broker on one request
         handler thread. The fault starts with the producers."""
-        from monitor.stack.faults import fewer_io_threads, tiny_produce_flood
+        from tests.harness.faults import fewer_io_threads, tiny_produce_flood
 
         victim = VICTIM["flood"]
         labels = {"broker": str(victim)}
@@ -781,7 +781,8 @@ def latency(args) -> int:
         TenantConfig,
         TenantSelector,
     )
-    from monitor.stack import Stack, StackLayout, slow_link
+    from monitor.stack import Stack, StackLayout
+    from tests.harness import slow_link
 
     keys = [k for k in args.scenarios.split(",") if k]
     unknown = sorted(set(keys) - set(SCENARIOS))

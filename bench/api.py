@@ -223,11 +223,11 @@ def main() -> int:
                     help="seconds between engine heartbeats (each drops every remembered health answer)")
     args = ap.parse_args()
 
-    from monitor.api.launch import serve_process
     from monitor.core.config import load_config
     from monitor.core.store import Store
     from monitor.store.migrate import upgrade
     from monitor.tenants import service
+    from tests.harness.launch import serve_process
 
     d = Path(tempfile.mkdtemp(prefix="kh-bench-api-"))
     port = _free_port()

@@ -241,10 +241,10 @@ def main() -> int:
     args = p.parse_args()
 
     from monitor.api import tokens as token_service
-    from monitor.api.launch import serve_process
     from monitor.core.config import load_config
     from monitor.core.store import Store
     from monitor.core.times import utc_now
+    from tests.harness.launch import serve_process
 
     prom, prom_count = slow_prometheus(args.prom_delay)
     with tempfile.TemporaryDirectory(prefix="kh-bench-limits-") as tmp:

@@ -34,8 +34,8 @@ from monitor.core.store import Store
 from monitor.demo import DEMO_LOAD, DEMO_TENANTS
 from monitor.loadgen import LoadGenerator
 from monitor.stack import Stack, StackLayout
-from monitor.stack.faults import rolling_restart
 from monitor.store.migrate import upgrade
+from tests.harness.faults import rolling_restart
 
 WATCHDOG = "KafkaHealthWatchdog"
 

@@ -40,7 +40,7 @@ from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
 from monitor.core.store import Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout
-from monitor.stack.faults import delete_group
+from tests.harness.faults import delete_group
 
 TOPIC = "bench.crash"
 RULES = """

@@ -107,7 +107,7 @@ def measure(stack, proc: subprocess.Popen, topic: str, window: float, windows: i
 def detection(stack, reps: int, deadline: float) -> list[tuple[float | None, float | None]]:
     import httpx
 
-    from monitor.stack.faults import (
+    from tests.harness.faults import (
         controlled_restart,
         in_sync,
         preferred_leader_elected,

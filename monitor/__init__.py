@@ -9,10 +9,4 @@ Package map (see docs/architecture.md):
 - ``monitor.serve``    wires API, collectors' exporter and alert engine into one process
 """
 
-from pathlib import Path
-
 __version__ = "0.1.0"
-
-# Source checkout root, for tests and tools that work on a checkout. Never for files the code reads at run time: an
-# installed wheel has no checkout (this is site-packages there); those are package data (monitor.stack.packaged).
-REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from monitor.stack.telemetry import plugin_jar
 
 DEPLOY_KAFKA = deploy_path("kafka")  # the poms and log4j configs of deploy/kafka, as package data
 HEAP = {"controller": "256m", "broker": "384m"}
-NUM_IO_THREADS = 4  # request handler threads per broker (faults.fewer_io_threads lowers it at run time)
+NUM_IO_THREADS = 4  # request handler threads per broker (tests/harness/faults.py lowers it at run time)
 
 
 def require_java() -> str:

@@ -34,16 +34,17 @@ from monitor.core.config import (
     TenantContract,
     TenantSelector,
 )
-from monitor.stack import StackLayout, slow_link
-from monitor.stack.faults import (
+from monitor.stack import StackLayout
+from monitor.stack.kafka import require_java, run_config_command
+from monitor.tenants import quotas
+from tests.conftest import running_stack, wait_until
+from tests.harness import slow_link
+from tests.harness.faults import (
     SLOW_READER,
     fewer_io_threads,
     fill_topic,
     tiny_produce_flood,
 )
-from monitor.stack.kafka import require_java, run_config_command
-from monitor.tenants import quotas
-from tests.conftest import running_stack, wait_until
 from tests.integration.alerts_helpers import (
     am_alerts,
     prom_query,

@@ -11,7 +11,7 @@ Both disks fill at once, so their minutes overlap: broker 3's log dir on a 2 GiB
 producer fills, broker 2's on a 160 MiB tmpfs where the file that is not Kafka's grows (``filling``, one collector
 process watching both). Each test asserts on its own broker's alert only and removes its own fault. The sizes differ
 so that the detector never takes the two for one filesystem (same size and free space within a MiB). Each tmpfs is
-mounted over the broker's log dir for this module only (``monitor.stack.faults``); its data is copied back and the
+mounted over the broker's log dir for this module only (``tests.harness.faults``); its data is copied back and the
 tmpfs unmounted afterwards, whatever happens. The sizes and rates put both ETAs in hours, as on a real disk (a
 tmpfs takes memory only for what is written: about 100 MiB here).
 """
@@ -36,8 +36,8 @@ from monitor.core.config import (
     TenantConfig,
     TenantSelector,
 )
-from monitor.stack.faults import delete_group, small_log_dir
 from tests.conftest import wait_until
+from tests.harness.faults import delete_group, small_log_dir
 from tests.integration.alerts_helpers import (
     am_alerts,
     prom_query,

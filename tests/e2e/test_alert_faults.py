@@ -26,8 +26,8 @@ from monitor.core.config import (
     TenantConfig,
     TenantSelector,
 )
-from monitor.stack.faults import delete_group, group_coordinated_by
 from tests.conftest import wait_until
+from tests.harness.faults import delete_group, group_coordinated_by
 from tests.integration.alerts_helpers import (
     am_alerts,
     prom_query,

@@ -26,9 +26,9 @@ from monitor.core.config import (
     TenantConfig,
     TenantSelector,
 )
-from monitor.stack import slow_link
-from monitor.stack.faults import controlled_restart, in_sync, preferred_leader_elected
 from tests.conftest import wait_until
+from tests.harness import slow_link
+from tests.harness.faults import controlled_restart, in_sync, preferred_leader_elected
 from tests.integration.alerts_helpers import am_alerts, prom_query, running_collectors
 
 pytestmark = [pytest.mark.e2e]

@@ -22,8 +22,8 @@ import pytest
 
 from alerts.types import AlertState
 from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
-from monitor.stack.faults import delete_group
 from tests.conftest import wait_until
+from tests.harness.faults import delete_group
 from tests.integration.alerts_helpers import am_alerts, prom_query, running_collectors
 
 pytestmark = [pytest.mark.e2e]

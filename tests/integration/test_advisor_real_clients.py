@@ -22,7 +22,7 @@ consumer is named ``slow_consumer_loop`` from the poll idle ratio it pushed itse
 keeping up never is.
 
 Kafka 4.1 accepts the 2.3.1 client (it negotiates API versions Kafka 4 still serves: checked by hand with
-monitor/stack/javaclients.py, its produce requests succeed); the brokers label its connections ``unknown``.
+tests/harness/javaclients.py, its produce requests succeed); the brokers label its connections ``unknown``.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from monitor.core.prom import PrometheusSource
 from monitor.core.tenancy import TenantIndex
 from monitor.loadgen import ensure_topics
 from monitor.serve import run
-from monitor.stack.javaclients import JavaClient, KcatProducer
 from tests.conftest import wait_until
+from tests.harness.javaclients import JavaClient, KcatProducer
 
 pytestmark = pytest.mark.integration
 

@@ -10,12 +10,12 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from monitor.api.launch import serve_process
 from monitor.cli import main
 from monitor.core.config import load_config
 from monitor.core.store import Store
 from tests.api_fixtures import CONFIG_YAML, build_api
 from tests.conftest import wait_until
+from tests.harness.launch import serve_process
 
 pytestmark = pytest.mark.integration
 

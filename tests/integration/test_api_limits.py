@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from monitor.api import tokens
-from monitor.api.launch import serve_process
 from tests.api_fixtures import *  # noqa: F403 - the shared API fixtures, used by name
 from tests.api_fixtures import CONFIG_YAML, NOW
+from tests.harness.launch import serve_process
 
 pytestmark = pytest.mark.integration
 

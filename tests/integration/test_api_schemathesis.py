@@ -19,12 +19,12 @@ import httpx
 import pytest
 
 from monitor.api import tokens
-from monitor.api.launch import serve_process
 from monitor.core.config import load_config
 from monitor.core.store import Store
 from monitor.store.migrate import upgrade
 from monitor.tenants import service
 from tests.api_fixtures import CONFIG_YAML, alert, beat
+from tests.harness.launch import serve_process
 
 pytestmark = pytest.mark.integration
 

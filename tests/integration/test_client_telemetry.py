@@ -29,9 +29,9 @@ from collectors.component import CollectionService
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import Endpoint, MBeanQuery
 from monitor.core.prom import PrometheusSource
-from monitor.stack.javaclients import JavaClient
 from monitor.stack.security import StackSecurity
 from tests.conftest import wait_until
+from tests.harness.javaclients import JavaClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
 

@@ -34,9 +34,9 @@ from collectors.types import FailureReason, TargetStatus
 from monitor.core.config import SecretRef
 from monitor.loadgen import ensure_topics
 from monitor.stack import security
-from monitor.stack.javaclients import JavaClient
 from monitor.stack.security import StackSecurity, issue_certificate
 from tests.conftest import wait_until
+from tests.harness.javaclients import JavaClient
 
 pytestmark = pytest.mark.integration
 QUIET = logging.getLogger("secured-test-librdkafka")

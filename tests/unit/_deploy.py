@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor import REPO_ROOT
+from tests.harness import REPO_ROOT
 
 DEPLOY = REPO_ROOT / "deploy"
 METRICS_DOC = REPO_ROOT / "docs" / "metrics.md"

@@ -10,6 +10,10 @@ cycle is still a cycle. Within one node the same holds between its modules (``mo
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -197,19 +201,65 @@ def test_a_cycle_dodged_by_a_function_level_import_is_found():
 # wiring that plugs it in as the last configuration fallback and by the demo that runs it; nothing else.
 STACK = "monitor.stack"
 STACK_IMPORTERS = {"monitor.cli", "monitor.demo"}
-# Harness still inside the product package, file -> why (issue 27, item 2 moves it out of the wheel).
-STACK_IMPORT_EXCEPTIONS = {
-    "monitor/api/launch.py": "the serve launcher of the tests and benches, built on the stack's ProcessTable",
-}
 
 
 def test_no_capability_imports_the_local_stack():
     graph = import_graph()
     assert "monitor.cli" in {n for n, targets in graph.items() if STACK in targets}, "wrong node name?"
-    offenders = {node: [w for w in targets[STACK] if w.split(":")[0] not in STACK_IMPORT_EXCEPTIONS]
-                 for node, targets in graph.items() if STACK in targets and node not in STACK_IMPORTERS}
-    offenders = {node: where for node, where in offenders.items() if where}
+    offenders = {node: targets[STACK] for node, targets in graph.items()
+                 if STACK in targets and node not in STACK_IMPORTERS}
     assert not offenders, f"only {sorted(STACK_IMPORTERS)} may import {STACK}: {offenders}"
+
+
+# The test harness (tests/harness: fault injection, slow links, Java clients, the serve launcher, the shared fakes)
+# is not the product: the product never imports it and the wheel does not ship it.
+HARNESS = ("tests", "faults", "slow_link", "javaclients", "launch", "fake_source", "REPO_ROOT")
+
+
+def test_the_product_imports_no_test_code():
+    offenders = [f"{where}:{line} {name}"
+                 for module, (source, is_package, where) in project_sources().items()
+                 for name, line in _imported(ast.parse(source), module, is_package)
+                 if name == "tests" or name.startswith("tests.")]
+    assert not offenders, offenders
+
+
+def wheel_modules(tmp: Path) -> list[str]:
+    """The files of a wheel built from the checkout's files as git sees them (tracked, or new and not ignored),
+    copied to ``tmp`` first, so the build neither writes into the shared checkout nor reads a stale build/ there."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True, capture_output=True).stdout.split(b"\0")
+    src = tmp / "src"
+    for name in filter(None, (f.decode() for f in files)):
+        path = ROOT / name
+        if path.is_file() or path.is_symlink():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            if path.is_symlink():
+                (src / name).symlink_to(path.readlink())
+            else:
+                shutil.copy2(path, src / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True)
+    (wheel,) = (tmp / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        return z.namelist()
+
+
+def harness_in(names: list[str]) -> list[str]:
+    return [n for n in names if n.endswith(".py")
+            and (n.startswith("tests/") or Path(n).stem in HARNESS)]
+
+
+def test_the_wheel_holds_no_harness(tmp_path):
+    names = wheel_modules(tmp_path)
+    assert "monitor/cli.py" in names and "alerts/engine.py" in names, "not the product's wheel?"
+    assert harness_in(names) == []
+
+
+def test_harness_in_finds_the_harness():
+    assert harness_in(["monitor/cli.py", "tests/harness/__init__.py", "monitor/stack/faults.py",
+                       "monitor/api/launch.py", "monitor/stack/deploy/kafka/pom.xml"]) == [
+        "tests/harness/__init__.py", "monitor/stack/faults.py", "monitor/api/launch.py"]
 
 
 def test_core_imports_no_other_package():

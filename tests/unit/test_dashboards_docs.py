@@ -6,7 +6,7 @@ import pytest
 
 from collectors.contract import METRICS
 from dashboards.boards import ALL
-from monitor import REPO_ROOT
+from tests.harness import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from monitor import REPO_ROOT
 from monitor.cli import build_parser, main
 from monitor.core.config import load_config
 from monitor.core.errors import ComponentFailed, StackError
@@ -29,6 +28,7 @@ from monitor.loadgen import ensure_topics
 from monitor.stack import Stack
 from monitor.stack.kafka import jolokia_port
 from monitor.stack.layout import StackLayout
+from tests.harness import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 

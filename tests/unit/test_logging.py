@@ -123,7 +123,7 @@ def test_the_deployed_services_log_json_lines():
     """The Kubernetes and systemd service command lines ask for JSON and parse with the real parser."""
     import yaml
 
-    from monitor import REPO_ROOT
+    from tests.harness import REPO_ROOT
 
     argvs = []
     for doc in yaml.safe_load_all((REPO_ROOT / "deploy" / "kubernetes" / "30-deployment.yaml").read_text()):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from monitor.stack.faults import java_string_hash
+from tests.harness.faults import java_string_hash
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""The real-client harness (monitor.stack.javaclients): settings in a 0600 file, never argv; inputs bounded."""
+"""The real-client harness (tests.harness.javaclients): settings in a 0600 file, never argv; inputs bounded."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from monitor.stack import javaclients
-from monitor.stack.javaclients import JavaClient, KcatProducer, write_properties
+from tests.harness import javaclients
+from tests.harness.javaclients import JavaClient, KcatProducer, write_properties
 
 
 def test_properties_file_is_private_and_keeps_backslashes(tmp_path):

@@ -16,8 +16,7 @@ import httpx
 
 from monitor.core.errors import ComponentFailed
 from monitor.stack.procs import ProcessTable, ProcSpec, tail
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.harness import REPO_ROOT
 
 
 @contextmanager
@@ -27,7 +26,7 @@ def serve_process(state_dir: Path, config_path: Path, port: int, *, timeout: flo
     table = ProcessTable(state_dir)
     log = state_dir / "serve.log"
     pid = table.start(ProcSpec(name="serve", argv=[sys.executable, "-m", "monitor.cli", "serve", "--config",
-                                                   str(config_path)], log=log, cwd=REPO))
+                                                   str(config_path)], log=log, cwd=REPO_ROOT))
     try:
         deadline = time.monotonic() + timeout
         while True:
