@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's collectors/, not bench/collectors.py
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -30,18 +33,21 @@ def main() -> None:
     layout = StackLayout(dir=args.dir, port_base=args.port_base, kafka_version=resolve_kafka_version(None),
                          secured=True, plaintext_listener=True)
     cluster = Stack(layout, log=lambda *_: None).config().clusters[0]
+    client = KafkaProtocol(cluster.client_settings(), timeout=60)  # the monitoring principal sees every topic
+
+    def partitions() -> dict[str, list[int]]:
+        return {t["name"]: [p["partition_index"] for p in t["partitions"]] for t in client._admin.describe_topics()}
+
     admin = AdminClient({"bootstrap.servers": layout.bootstrap_servers})
-    have = sum(len(t.partitions) for t in admin.list_topics(timeout=30).topics.values())
-    need, per_topic, n = max(0, args.partitions - have), 100, 0
+    need, n = max(0, args.partitions - sum(map(len, partitions().values()))), 0
     while need > 0:  # topics of 100 partitions, RF 1, until the cluster holds --partitions
-        k = min(per_topic, need)
+        k = min(100, need)
         name = f"bench.logdirs-{time.time_ns()}-{n}"
         admin.create_topics([NewTopic(name, num_partitions=k, replication_factor=1)])[name].result(120)
         need, n = need - k, n + 1
-    topics = admin.list_topics(timeout=30).topics
-    total = sum(len(t.partitions) for t in topics.values())
-    every = {name: sorted(t.partitions) for name, t in topics.items()}
-    client = KafkaProtocol(cluster.client_settings(), timeout=60)
+    time.sleep(2 if n else 0)  # let the new topics reach every broker's metadata
+    every = partitions()
+    total = sum(map(len, every.values()))
     brokers = list(layout.broker_ids)
     ours, full = [], []
     for _ in range(args.runs):

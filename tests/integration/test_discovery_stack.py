@@ -4,16 +4,23 @@ dirs' DescribeLogDirs figures are the statvfs of the real dirs; a protocol-only 
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import subprocess
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from collectors.capabilities import capability_table
 from collectors.component import CollectionService
+from collectors.protocol_client import KafkaProtocol
 from collectors.types import TargetStatus
 from monitor.core.config import ClusterConfig, DiscoverySettings
 from monitor.stack import kafka
+from monitor.stack.security import StackSecurity
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -75,3 +82,72 @@ def test_a_protocol_only_config_lists_what_is_not_observable(stack):
     assert not table["kafka_broker_under_replicated_partitions"].observable
     assert "enable discovery.jolokia" in table["kafka_broker_under_replicated_partitions"].hint()
     assert table["kafka_topic_under_replicated_partitions"].sources == ("admin",)  # URP still seen, by the metadata
+
+
+def _cluster_tool(stack, args: list[str], log) -> int:
+    """Kafka's ``kafka-cluster`` (ClusterTool, kafka-tools: the 4.4 stack's jars) as ``User:admin``."""
+    L = stack.layout
+    secured = L.secured
+    auth = ["--config", str(StackSecurity(L).admin_command_config())] if secured else []
+    cmd = [kafka.require_java(), "-Xmx128m", f"-Dkafka.logs.dir={L.logs_dir}", "-cp", f"{L.jars_dir}/*",
+           "org.apache.kafka.tools.ClusterTool", *args[:1],
+           "--bootstrap-server", L.sasl_bootstrap_servers if secured else L.bootstrap_servers, *auth, *args[1:]]
+    with open(log, "ab") as out:
+        return subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+
+
+def test_a_fourth_broker_is_collected_within_two_rounds_pages_when_down_and_is_forgotten_once_unregistered(stack):
+    """A broker started by the test joins the running cluster: collected within two rounds with no config change;
+    stopped, it stays registered (fenced), so its target fails and kafka_cluster_broker_up is 0; unregistered, it
+    is no longer expected: no target, no broker_up series, no success series left to page on."""
+    L = stack.layout
+    if not list(Path(L.jars_dir).glob("kafka-tools-*.jar")):
+        pytest.skip("kafka-cluster (ClusterTool) is in kafka-tools, resolved on the 4.4 stack only")
+    new = max(L.broker_ids) + 1
+    if kafka.jolokia_port(L, new) != L.port_base + 40 + new or new > 9:
+        pytest.skip("the {id} Jolokia template spells ports base+41..49 only")
+    four = dataclasses.replace(L, broker_ids=(*L.broker_ids, new))
+    java = kafka.require_java()
+    cluster_id = json.loads((L.dir / "stack.json").read_text())["cluster_id"]
+    log = L.logs_dir / "broker-new-test.log"
+    kafka.prepare_node(four, new, cluster_id, java, log)
+    cfg = stack.config().model_copy(update={"clusters": (discovering(stack),)})
+    svc = CollectionService(cfg, registry=CollectorRegistry(), probes=[])
+    name = four.node_name(new)
+    key = f"local/jmx/broker-{new}"
+
+    def registered() -> dict[int, bool]:  # node id -> fenced, as the cluster answers DescribeCluster
+        m = KafkaProtocol(cfg.clusters[0].client_settings(), timeout=10)
+        try:
+            return {n.id: n.fenced for n in m.membership().brokers}
+        finally:
+            m.close()
+
+    def round_() -> dict:
+        return {r.target.key: r for r in svc.collect_once(timeout=90)}
+
+    def broker_up(results) -> dict[str, float]:
+        return {dict(s.labels)["broker"]: s.value for s in results["local/admin/admin"].samples
+                if s.name == "kafka_cluster_broker_up"}
+
+    try:
+        assert key not in round_()
+        stack.procs.start(kafka.node_spec(four, new, java))
+        wait_until(lambda: registered().get(new) is False, timeout=120, what=f"broker {new} registered, unfenced")
+        rounds = [round_(), round_()]  # within two rounds, no config change
+        assert key in rounds[0] or key in rounds[1]
+        wait_until(lambda: round_()[key].status is TargetStatus.OK, timeout=60, what=f"broker {new}'s JMX answers")
+        stack.procs.stop(name)  # down, still registered: it must page like any broker
+        wait_until(lambda: registered().get(new) is True, timeout=60, what=f"broker {new} fenced")
+        results = round_()
+        assert results[key].status is TargetStatus.FAILED
+        assert broker_up(results)[str(new)] == 0.0
+        assert _cluster_tool(stack, ["unregister", "--id", str(new)], log) == 0, log.read_text()[-2000:]
+        wait_until(lambda: new not in registered(), timeout=60, what=f"broker {new} unregistered")
+        round_()  # the round that reads the unregistration
+        results = round_()
+        assert key not in results and str(new) not in broker_up(results)
+        assert key not in svc.store.snapshot()[0]  # no scrape-failure series left for the removed broker
+    finally:
+        svc.stop()
+        stack.procs.stop(name)
