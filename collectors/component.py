@@ -143,19 +143,26 @@ class CollectionService:
         for cut in result.cuts:
             if cut.cause is CutCause.SERIES_CAP:  # the Admin collector logs its deadline with the round's reads
                 log.warning("%s: %s", target.key, cut.message)
-        self.store.put(result)
+        if not self._membership_only(collector, target):  # another shard exports it
+            self.store.put(result)
         return result
 
     @property
     def work(self) -> list[tuple[Collector, Target]]:
-        """This shard's targets now: asked of the collectors every round, as discovery adds and removes brokers."""
-        return [(c, t) for c in self._collectors for t in c.targets() if in_shard(t, self._shard)]
+        """This shard's targets now: asked of the collectors every round, as discovery adds and removes brokers.
+        A discovering cluster's protocol target runs in every shard (each needs the membership to build its share of
+        the brokers' targets), but only the shard it belongs to exports its series (``_membership_only``)."""
+        return [(c, t) for c in self._collectors for t in c.targets()
+                if in_shard(t, self._shard) or self._membership_only(c, t)]
+
+    def _membership_only(self, collector: Collector, target: Target) -> bool:
+        return (isinstance(collector, ProtocolCollector) and collector.discovers
+                and not in_shard(target, self._shard))
 
     def _first_discovery(self, now: float) -> None:
         """Before the first round, the membership of every discovering cluster (a bounded wait: each collector keeps
         its own timeout), so discovered brokers are collected from the first round, not the second."""
-        first = [(c, t) for c in self._collectors if isinstance(c, ProtocolCollector) and not c.board.known
-                 for t in c.targets() if in_shard(t, self._shard)]
+        first = [(c, t) for c, t in self.work if isinstance(c, ProtocolCollector) and not c.board.known]
         if first:
             wait([self._pool.submit(self._run, c, t, now) for c, t in first])
 

@@ -120,6 +120,10 @@ class ProtocolCollector:
             protocol_disk_brokers(cluster, (b.id for b in cluster.brokers))))
 
     @property
+    def discovers(self) -> bool:
+        return self._cluster.discovers
+
+    @property
     def board(self) -> DiscoveryBoard:
         return self._board
 

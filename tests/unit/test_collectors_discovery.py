@@ -184,3 +184,21 @@ def test_a_protocol_only_cluster_says_what_it_cannot_observe_and_how_to_enable_i
     exported = {(s.labels["signal"], s.value) for fam in CapabilityExporter([protocol_only]).collect()
                 for s in fam.samples if s.name == "kafka_health_signal_observable"}
     assert ("kafka_broker_request_handler_idle_ratio", 0.0) in exported
+
+
+def test_every_shard_reads_the_membership_and_one_exports_it():
+    """Sharded collectors (collection.shard i/n): each shard needs the membership to build its share of the brokers'
+    targets, so the protocol target runs in each, and only the shard it belongs to serves its series."""
+    fake = FakeProtocol([N1, N2, N3, N4])
+    jmx, stored = set(), []
+    for shard in ("0/2", "1/2"):
+        config = Config(clusters=(DISCOVERING,), collection={"shard": shard})
+        collectors = build_collectors(config, protocol_factory=lambda c: fake,
+                                      admin_factory=lambda c: FailingAdmin())
+        svc = CollectionService(config, registry=CollectorRegistry(), collectors=collectors)
+        svc.collect_once(timeout=10)
+        jmx |= {t.name for _, t in svc.work if t.collector == "jmx"}
+        stored += [k for k in svc.store.snapshot()[0] if k.endswith("/protocol")]
+        svc.stop()
+    assert jmx == {"broker-1", "broker-2", "broker-3", "broker-4"}
+    assert stored == ["prod/protocol/protocol"]
