@@ -77,7 +77,7 @@ def main() -> int:
         calls = {
             "metadata": lambda a: a.cluster(timeout=timeout),
             "groups (list + describe)": lambda a: a.groups(timeout=timeout),
-            "one group's offsets": lambda a: a.committed("bench.admin-0", timeout=timeout),
+            "one group's offsets": lambda a: a.committed(["bench.admin-0"], timeout=timeout, group_timeout=timeout),
             "high watermarks (6)": lambda a: a.high_watermarks([("bench.admin", p) for p in range(6)],
                                                                timeout=timeout),
         }

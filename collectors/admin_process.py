@@ -25,7 +25,7 @@ import multiprocessing
 import signal
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 
 from collectors.types import TP, AdminApi, ClusterState, GroupInfo
@@ -175,11 +175,11 @@ class IsolatedAdmin:
             self._kill()
             raise TransportError(f"Admin API {what}: the Admin client process answered {kind!r}")
 
-    def _ask(self, name: str, what: str, timeout: float, *args):
+    def _ask(self, name: str, what: str, timeout: float, *args, **kwargs):
         if self.broken:
             raise TransportError(f"Admin API {what}: the Admin client process is gone; a fresh one starts next round")
         try:
-            self._conn.send((name, args, {"timeout": timeout}))
+            self._conn.send((name, args, {"timeout": timeout, **kwargs}))
         except (EOFError, OSError):
             pass  # the child is dead already: _receive says how
         return self._receive(what, timeout + GRACE_SECONDS)
@@ -193,8 +193,9 @@ class IsolatedAdmin:
     def groups(self, *, timeout: float) -> list[GroupInfo]:
         return self._ask("groups", "list groups", timeout)
 
-    def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
-        return self._ask("committed", f"group offsets of {group}", timeout, group)
+    def committed(self, groups: Sequence[str], *, timeout: float,
+                  group_timeout: float) -> dict[str, dict[TP, int] | CollectorError]:
+        return self._ask("committed", "group offsets", timeout, list(groups), group_timeout=group_timeout)
 
     def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
         return self._ask("high_watermarks", "list offsets", timeout, list(tps))

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from monitor.core.errors import CollectorError
+
 # "summary": a quantile series (label ``quantile``) of a summary family, which Prometheus' conventions reserve the
 # label for (promtool check metrics rejects a gauge with it); the family carries quantiles only, no _sum or _count.
 MetricKind = Literal["gauge", "counter", "summary"]
@@ -251,8 +253,11 @@ class AdminApi(Protocol):
         """Every consumer group, described where possible. Raises if the listing fails."""
         ...
 
-    def committed(self, group: str, *, timeout: float) -> dict[TP, int]:
-        """The group's committed offsets (negative: no commit on that partition)."""
+    def committed(self, groups: Sequence[str], *, timeout: float,
+                  group_timeout: float) -> dict[str, dict[TP, int] | CollectorError]:
+        """Each group's committed offsets (negative: no commit on that partition), or the error that group met.
+        All groups are asked together, not one after the other; a group gets ``group_timeout`` to answer (then its
+        entry is a ``TargetTimeout``), and one not answered within ``timeout`` is left out (the deadline cut it)."""
         ...
 
     def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:

@@ -77,9 +77,26 @@ class SlowAdmin:
         self._take("groups", timeout)
         return [GroupInfo(g, "stable", 1) for g in GROUPS]
 
-    def committed(self, group, *, timeout=BUDGET):
-        self._take("committed", timeout, group)
-        return {("alpha.t", 1): 3}
+    def committed(self, groups, *, timeout=BUDGET, group_timeout=BUDGET):
+        """All groups asked at once, as the real one: answers come one after the other, ``cost["committed"]`` apart;
+        a group of ``group_cost`` (a dead coordinator) waits on its own, failing after ``group_timeout``; a group not
+        answered within ``timeout`` is left out."""
+        assert timeout >= 0 and group_timeout >= 0, (timeout, group_timeout)
+        out, streamed, waited = {}, 0.0, 0.0
+        for g in groups:
+            self.calls.append((f"committed:{g}", self.clock.t, group_timeout))
+            if g in self.group_cost:
+                waited = max(waited, min(self.group_cost[g], group_timeout, timeout))
+                if self.group_cost[g] > group_timeout and group_timeout <= timeout:
+                    out[g] = TargetTimeout(f"Admin API group offsets: no answer within {group_timeout:g}s")
+                continue
+            if streamed + self.cost["committed"] > timeout:
+                waited = timeout
+                break
+            streamed += self.cost["committed"]
+            out[g] = {("alpha.t", 1): 3}
+        self.clock.t += max(streamed, waited)
+        return out
 
     def high_watermarks(self, tps, *, timeout=BUDGET):
         self._take("high_watermarks", timeout)
@@ -113,8 +130,8 @@ def skipped(result):
 
 
 def test_slow_group_offsets_end_the_round_in_time_with_the_cluster_state_and_the_rest_counted_as_skipped():
-    # A group coordinator on a dying broker: each offsets call takes 1.5 s. Called one after the other with their own
-    # timeout, the round would take 2 + 1 + 1 + 5 x 1.5 + 0.5 = 12 s, past the target's 10 s.
+    # A loaded coordinator: the groups' offsets answer 1.5 s apart. Waited for in full, the round would take
+    # 2 + 1 + 1 + 5 x 1.5 + 0.5 = 12 s, past the target's 10 s.
     clock = FakeClock()
     admin = SlowAdmin(clock, cluster=2.0, min_insync_replicas=1.0, groups=1.0, committed=1.5, high_watermarks=0.5)
     ac = collector(admin, clock)
@@ -124,8 +141,8 @@ def test_slow_group_offsets_end_the_round_in_time_with_the_cluster_state_and_the
     assert all(start + timeout <= BUDGET + 1e-9 for _, start, timeout in admin.calls)  # each got only what was left
     assert r.status is TargetStatus.OK
     assert_cluster_state_exported(r)
-    # Offsets leave a fifth of the budget to the watermarks: two groups done (t=7), the third cut at t=8 (timeout),
-    # two never started; the watermarks still read, so the finished groups have their lag.
+    # Offsets leave a fifth of the budget to the watermarks: two groups answered (t=7), the third would at 8.5 s,
+    # past 8 s; the watermarks still read, so the answered groups have their lag.
     assert admin.calls[-1][0] == "high_watermarks"
     assert lagging_groups(r) == ["alpha-g1", "alpha-g2"]
     assert skipped(r) == 3
@@ -174,8 +191,8 @@ def test_metadata_hanging_fails_the_target_within_its_timeout():
 
 
 def test_a_group_whose_coordinator_is_dead_costs_a_quarter_of_the_round_then_goes_last():
-    """Its offsets never come: the call gets a quarter of the budget, the other groups are read and have their lag,
-    and the next round reads it last, so it cannot starve them."""
+    """Its offsets never come: it gets a quarter of the budget while the other groups are read beside it and have
+    their lag, and the next round asks it last, so it cannot starve them."""
     clock = FakeClock()
     admin = SlowAdmin(clock)
     admin.group_cost["alpha-g1"] = 60.0

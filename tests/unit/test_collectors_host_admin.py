@@ -208,9 +208,9 @@ class FakeAdmin:
             raise TargetTimeout("Admin API list groups: no answer within 10s")
         return [GroupInfo("alpha-g", "stable", 1)]
 
-    def committed(self, group, *, timeout):
+    def committed(self, groups, *, timeout, group_timeout):
         self.calls.append("committed")
-        return {("alpha.t", 0): 3}
+        return {g: {("alpha.t", 0): 3} for g in groups}
 
     def high_watermarks(self, tps, *, timeout):
         self.calls.append("watermarks")
@@ -317,7 +317,7 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
     assert admin.stale_coordinator and admin.replace_client  # NOT_COORDINATOR: replaced after this round
     # and asks it no offsets: librdkafka's OffsetFetch on NOT_COORDINATOR segfaults the process (librdkafka#5040)
     with pytest.raises(TransportError, match="stale"):
-        admin.committed("a", timeout=5.0)
+        admin.committed(["a"], timeout=5.0, group_timeout=2.5)
     assert requests == [["a", "flaky", "stuck", "stuck-empty"], ["flaky", "stuck", "stuck-empty"]]
     assert groups["a"].members == 1 and groups["flaky"].members == 1
     assert groups["flaky"].member_clients == (("c", "/10.0.0.1"),)

@@ -1,0 +1,211 @@
+"""The Admin collector's round at the scale of the largest shared clusters, this code beside the previous code.
+
+    .venv/bin/python bench/admin_scale.py [--port-base 20700] [--dir /tmp/kafka-health-admin-scale]
+        [--groups 2000,5000,10000] [--partitions 50000,200000] [--rounds 3] [--baseline 42091c5] [--down]
+
+On a plaintext local stack (``monitor.stack``, started if it is not running): N consumer groups, each holding committed
+offsets on 6 partitions of one of 200 topics (the issue's set-up), made by AlterConsumerGroupOffsets; then P
+partitions in topics of 20 (RF 1), on whose every partition one of the groups commits, so the round reads metadata,
+min.insync.replicas and watermarks for all of them. At each level, ``--rounds`` production rounds (an
+``AdminCollector`` with its Admin client in a child process, 15 s interval, default caps) after one warm-up round, of
+this tree and of the ``--baseline`` commit (``git archive`` of its collectors/ and monitor/, run in a subprocess), one
+after the other: median round time, groups with a lag series, groups skipped, series dropped by the cap, and the time
+of the round's calls measured alone (metadata, min ISR of every topic, watermarks of every partition). Levels are
+cumulative: the groups stay when the partitions are added. What the stack cannot hold is said and skipped (a broker
+opens a file per partition; the stack's brokers have 384 MiB of heap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPICS = 200
+PARTS_PER_GROUP = 6
+PARTS_PER_TOPIC = 20  # the partition levels' topics
+INTERVAL = 15.0
+
+
+def _setup_groups(servers: str, start: int, end: int) -> float:
+    """Groups scale.g{start..end-1}, each with offsets committed on 6 partitions of one of 200 topics."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": servers})
+    topics = [f"scale.t{i}" for i in range(TOPICS)]
+    _create(admin, [NewTopic(t, num_partitions=PARTS_PER_GROUP, replication_factor=1) for t in topics])
+    t0 = time.monotonic()
+    _commit(admin, {f"scale.g{g}": [TopicPartition(topics[g % TOPICS], p, 1) for p in range(PARTS_PER_GROUP)]
+                    for g in range(start, end)}, ConsumerGroupTopicPartitions)
+    return time.monotonic() - t0
+
+
+def _setup_partitions(servers: str, have: int, want: int) -> float:
+    """Topics scale.p{i} of 20 partitions until ``want`` partitions in all; group scale.g{i} commits on all of
+    scale.p{i}'s partitions (the groups stay as many)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": servers, "socket.timeout.ms": 300_000})
+    t0 = time.monotonic()
+    first, last = have // PARTS_PER_TOPIC, want // PARTS_PER_TOPIC
+    for i in range(first, last, 50):  # 1,000 partitions a request: the controller answers within the timeout
+        _create(admin, [NewTopic(f"scale.p{j}", num_partitions=PARTS_PER_TOPIC, replication_factor=1)
+                        for j in range(i, min(last, i + 50))])
+    time.sleep(5)  # leaders elected and logs created before the commits
+    _commit(admin, {f"scale.g{i}": [TopicPartition(f"scale.p{i}", p, 1) for p in range(PARTS_PER_TOPIC)]
+                    for i in range(first, last)}, ConsumerGroupTopicPartitions)
+    return time.monotonic() - t0
+
+
+def _create(admin, topics) -> None:
+    for f in admin.create_topics(topics, request_timeout=300).values():
+        try:
+            f.result(300)
+        except Exception as exc:  # there from an earlier level or run
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+
+
+def _commit(admin, offsets: dict, ConsumerGroupTopicPartitions) -> None:
+    """AlterConsumerGroupOffsets, 500 groups in flight (one group a call in confluent-kafka)."""
+    window: list = []
+    for gid, tps in offsets.items():
+        window.append(admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(gid, tps)],
+                                                         request_timeout=120)[gid])
+        if len(window) >= 500:
+            for f in window:
+                f.result(120)
+            window = []
+    for f in window:
+        f.result(120)
+
+
+def measure(servers: str, rounds: int) -> dict:
+    """Rounds of the ``AdminCollector`` of whatever tree is first on sys.path (this one or the baseline's)."""
+    from collectors.admin import AdminCollector
+    from collectors.admin_client import KafkaAdmin
+    from collectors.catalog import TenantLookup
+    from monitor.core.config import BrokerTarget, ClusterConfig, JmxSettings
+
+    cluster = ClusterConfig(name="scale", bootstrap_servers=servers, jmx=JmxSettings(),
+                            brokers=tuple(BrokerTarget(id=b) for b in (1, 2, 3)))
+    ac = AdminCollector(cluster, tenants=TenantLookup(None, "scale"), interval=INTERVAL)
+    target = ac.targets()[0]
+    ac.collect_target(target, now=time.time())  # starts the child process, reads min ISR of every topic
+    out: dict[str, list] = {"round": [], "lag_groups": [], "skipped": [], "dropped": [], "message": []}
+    for _ in range(rounds):
+        t0 = time.monotonic()
+        r = ac.collect_target(target, now=time.time())
+        out["round"].append(time.monotonic() - t0)
+        out["lag_groups"].append(len({dict(s.labels)["group"] for s in r.samples
+                                      if s.name == "kafka_consumergroup_lag"}))
+        out["skipped"].append(sum(s.value for s in r.samples if s.name == "kafka_health_admin_skipped_groups"))
+        out["dropped"].append(sum(c.series for c in getattr(r, "cuts", ())))
+        out["message"].append(r.message[:200])
+    ac.close()
+    # The round's calls alone, in-process.
+    admin = KafkaAdmin(cluster.client_settings(), timeout=60.0)
+    t0 = time.monotonic()
+    state = admin.cluster(timeout=60.0)
+    out["metadata"] = time.monotonic() - t0
+    out["partitions"] = len(state.partitions)
+    topics = sorted({p.topic for p in state.partitions})
+    t0 = time.monotonic()
+    out["min_isr_topics"] = len(admin.min_insync_replicas(topics, timeout=60.0))
+    out["min_isr"] = time.monotonic() - t0
+    t0 = time.monotonic()
+    out["watermarks_read"] = len(admin.high_watermarks([(p.topic, p.partition) for p in state.partitions],
+                                                       timeout=60.0))
+    out["watermarks"] = time.monotonic() - t0
+    return out
+
+
+def _run(tree: Path, servers: str, rounds: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    proc = subprocess.run([sys.executable, __file__, "--measure", servers, "--rounds", str(rounds), "--tree",
+                           str(tree)], env=env, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise SystemExit(f"measuring {tree} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _row(label: str, what: str, m: dict) -> str:
+    med = statistics.median
+    return (f"{label:>22} {what:>9} {med(m['round']):7.2f} s ({min(m['round']):5.2f}-{max(m['round']):5.2f}) "
+            f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
+            f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
+            f"partitions")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port-base", type=int, default=20700)
+    ap.add_argument("--dir", default="/tmp/kafka-health-admin-scale")
+    ap.add_argument("--groups", default="2000,5000,10000")
+    ap.add_argument("--partitions", default="50000,200000")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", default="42091c5", help="the previous code: a commit before the batched offsets")
+    ap.add_argument("--down", action="store_true", help="stop the stack at the end")
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.measure:
+        sys.path.insert(0, args.tree)
+        print(json.dumps(measure(args.measure, args.rounds)))
+        return 0
+
+    sys.path.insert(0, str(ROOT))
+    from monitor.stack import Stack, StackLayout
+
+    stack = Stack(StackLayout(dir=Path(args.dir), port_base=args.port_base), log=lambda *a: print(*a, file=sys.stderr))
+    stack.up()
+    servers = stack.config().clusters[0].bootstrap_servers
+    old = Path(tempfile.mkdtemp(prefix="kh-admin-baseline-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "collectors", "monitor"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    print(f"load average {os.getloadavg()[0]:.1f} (2 cores shared); {args.rounds} rounds a level after a warm-up; "
+          f"baseline {args.baseline}; groups on 6 partitions of {TOPICS} topics; interval {INTERVAL:g} s",
+          flush=True)
+    print(f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
+          f"{'meta':>6} {'minISR':>6} {'watermarks'}", flush=True)
+    have_groups = have_parts = 0
+    levels = [("groups", int(n)) for n in args.groups.split(",") if n] + \
+             [("partitions", int(n)) for n in args.partitions.split(",") if n]
+    try:
+        for kind, n in levels:
+            try:
+                if kind == "groups":
+                    took = _setup_groups(servers, have_groups, n)
+                    have_groups = max(have_groups, n)
+                    label = f"{n:,} groups"
+                else:
+                    took = _setup_partitions(servers, have_parts, n)
+                    have_parts = max(have_parts, n)
+                    label = f"+{n:,} partitions"
+            except Exception as exc:  # noqa: BLE001 - the stack cannot hold it: said, and the run goes on
+                print(f"{kind} {n:,}: not set up on this stack ({type(exc).__name__}: {str(exc)[:200]})", flush=True)
+                break
+            print(f"{label}: set up in {took:.0f} s", file=sys.stderr, flush=True)
+            for what, tree in (("this", ROOT), ("previous", old)):
+                m = _run(tree, servers, args.rounds)
+                print(_row(label, what, m), flush=True)
+                if m["message"][-1]:
+                    print(f"{'':>33}last message: {m['message'][-1]}", flush=True)
+    finally:
+        if args.down:
+            stack.down()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
