@@ -117,6 +117,9 @@ class CollectionService:
         self._shard = config.collection.shard
         parse_shard(self._shard)
         self._known_keys: set[str] = set()
+        for c in self._collectors:
+            if isinstance(c, ProtocolCollector):
+                c.reads_disk = all(in_shard(t, self._shard) for t in c.targets())
         self.store = SnapshotStore()
         registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
         registry.register(CapabilityExporter(config.clusters))  # what each cluster's sources can observe
@@ -159,20 +162,20 @@ class CollectionService:
         return (isinstance(collector, ProtocolCollector) and collector.discovers
                 and not in_shard(target, self._shard))
 
-    def _first_discovery(self, now: float) -> None:
+    def _first_discovery(self, now: float) -> set[str]:
         """Before the first round, the membership of every discovering cluster (a bounded wait: each collector keeps
         its own timeout), so discovered brokers are collected from the first round, not the second."""
         first = [(c, t) for c, t in self.work if isinstance(c, ProtocolCollector) and not c.board.known]
         if first:
             wait([self._pool.submit(self._run, c, t, now) for c, t in first])
+        return {t.key for _, t in first}
 
     def submit_round(self, now: float | None = None) -> list[Future]:
         """Submit every target not still running; returns the futures submitted. A target that left (a broker
         unregistered) is forgotten: its last result and success series go at once, nothing pages for it."""
         now = self._clock() if now is None else now
-        if self._rounds == 0:
-            self._first_discovery(now)
-        work = self.work
+        done = self._first_discovery(now) if self._rounds == 0 else set()
+        work = [(c, t) for c, t in self.work if t.key not in done]  # read once already this round
         keys = {t.key for _, t in work}
         gone = self._known_keys - keys
         if gone:

@@ -112,6 +112,9 @@ class ProtocolCollector:
         self._client: KafkaProtocol | None = None
         self._lock = threading.Lock()
         self._target = Target(cluster.name, "protocol", "protocol", address=cluster.bootstrap_servers)
+        # False in a collector shard that runs this target for the membership only (another shard exports it):
+        # no DescribeLogDirs there (collectors.component).
+        self.reads_disk = True
 
     @staticmethod
     def wanted(cluster: ClusterConfig) -> bool:
@@ -150,7 +153,7 @@ class ProtocolCollector:
                 expected = sorted({n.id for n in m.brokers} | {b.id for b in self._cluster.brokers})
             samples = membership_samples(m, expected, base) if self._cluster.discovers else []
             answering = [n.id for n in m.brokers if not n.fenced]
-            wanted = protocol_disk_brokers(self._cluster, answering)
+            wanted = protocol_disk_brokers(self._cluster, answering) if self.reads_disk else ()
             message = ""
             if wanted:
                 left = max(0.5, timeout - (time.monotonic() - start))

@@ -123,11 +123,13 @@ class FakeProtocol:
 
     def __init__(self, members: list[Node]):
         self.members = members
+        self.log_dir_reads = 0
 
     def membership(self) -> Membership:
         return Membership(tuple(self.members), (Node(100, "c1", 9093),))
 
     def log_dirs(self, brokers, *, timeout):
+        self.log_dir_reads += 1
         return [LogDir(b, "/data", "", 100, 50, None) for b in brokers], {}
 
     def close(self) -> None:
@@ -202,3 +204,4 @@ def test_every_shard_reads_the_membership_and_one_exports_it():
         svc.stop()
     assert jmx == {"broker-1", "broker-2", "broker-3", "broker-4"}
     assert stored == ["prod/protocol/protocol"]
+    assert fake.log_dir_reads == 1  # only the exporting shard asks DescribeLogDirs
