@@ -66,6 +66,25 @@ def _setup_partitions(servers: str, have: int, want: int) -> float:
     return time.monotonic() - t0
 
 
+def _room(stack, partitions: int) -> str:
+    """Why the stack's brokers cannot hold ``partitions`` more (RF 1 over 3 brokers: a file open and two index
+    maps per partition), or ""."""
+    per_broker = partitions // 3 + TOPICS * PARTS_PER_GROUP
+    for name in (n for n in stack.component_names() if n.startswith("broker-")):
+        pid = stack.procs.owned_pid(name)
+        if pid is None:
+            continue
+        for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+            if line.startswith("Max open files"):
+                limit = int(line.split()[3])
+                if per_broker + 2_000 > limit:
+                    return f"{per_broker:,} partitions a broker need as many open files; {name}'s limit is {limit:,}"
+    maps = int(Path("/proc/sys/vm/max_map_count").read_text())
+    if 2 * per_broker + 10_000 > maps:
+        return f"{per_broker:,} partitions a broker map {2 * per_broker:,} index files; vm.max_map_count is {maps:,}"
+    return ""
+
+
 def _create(admin, topics) -> None:
     for f in admin.create_topics(topics, request_timeout=300).values():
         try:
@@ -126,6 +145,16 @@ def measure(servers: str, rounds: int) -> dict:
     out["watermarks_read"] = len(admin.high_watermarks([(p.topic, p.partition) for p in state.partitions],
                                                        timeout=60.0))
     out["watermarks"] = time.monotonic() - t0
+    # What describing every group costs (the round describes only the non-empty ones; these groups are all empty).
+    import concurrent.futures
+
+    from confluent_kafka.admin import AdminClient
+
+    raw = AdminClient(cluster.client_settings())
+    ids = [g.group_id for g in raw.list_consumer_groups(request_timeout=30).result(30).valid]
+    t0 = time.monotonic()
+    concurrent.futures.wait(list(raw.describe_consumer_groups(ids, request_timeout=30).values()), timeout=30)
+    out["describe_all"] = time.monotonic() - t0
     return out
 
 
@@ -143,7 +172,7 @@ def _row(label: str, what: str, m: dict) -> str:
     return (f"{label:>22} {what:>9} {med(m['round']):7.2f} s ({min(m['round']):5.2f}-{max(m['round']):5.2f}) "
             f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
             f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
-            f"partitions")
+            f"partitions | {m['describe_all']:5.2f}")
 
 
 def main() -> int:
@@ -177,7 +206,7 @@ def main() -> int:
           f"baseline {args.baseline}; groups on 6 partitions of {TOPICS} topics; interval {INTERVAL:g} s",
           flush=True)
     print(f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
-          f"{'meta':>6} {'minISR':>6} {'watermarks'}", flush=True)
+          f"{'meta':>6} {'minISR':>6} {'watermarks':<27} | describe all groups", flush=True)
     have_groups = have_parts = 0
     levels = [("groups", int(n)) for n in args.groups.split(",") if n] + \
              [("partitions", int(n)) for n in args.partitions.split(",") if n]
@@ -189,6 +218,10 @@ def main() -> int:
                     have_groups = max(have_groups, n)
                     label = f"{n:,} groups"
                 else:
+                    why = _room(stack, n)
+                    if why:
+                        print(f"+{n:,} partitions: not set up on this stack: {why}", flush=True)
+                        break
                     took = _setup_partitions(servers, have_parts, n)
                     have_parts = max(have_parts, n)
                     label = f"+{n:,} partitions"

@@ -256,7 +256,13 @@ class KafkaAdmin:
                                            tuple((m.client_id, m.host) for m in d.members),
                                            tuple((m.client_id, m.host, _assigned(m)) for m in d.members))
 
-        describe(list(listed))
+        # An empty group has no members to describe: its listing says all the description would (in a shared
+        # cluster most groups are idle ones; describing 10,000 groups took 2.7-3.9 s of the 4 s the listing gets).
+        for gid, g in listed.items():
+            if _state(g.state) == "empty":
+                described[gid] = GroupInfo(gid, "empty", 0, bool(getattr(g, "is_simple_consumer_group", False)))
+        if len(described) < len(listed):
+            describe([gid for gid in listed if gid not in described])
         if failed and _left(end) >= MIN_CALL_SECONDS:
             describe(sorted(failed))  # once more, in a request of their own
         for gid, exc in sorted(failed.items()):
