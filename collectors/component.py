@@ -162,27 +162,27 @@ class CollectionService:
         return (isinstance(collector, ProtocolCollector) and collector.discovers
                 and not in_shard(target, self._shard))
 
-    def _first_discovery(self, now: float) -> set[str]:
+    def _first_discovery(self, now: float) -> dict[str, Future]:
         """Before the first round, the membership of every discovering cluster (a bounded wait: each collector keeps
         its own timeout), so discovered brokers are collected from the first round, not the second."""
         first = [(c, t) for c, t in self.work if isinstance(c, ProtocolCollector) and not c.board.known]
-        if first:
-            wait([self._pool.submit(self._run, c, t, now) for c, t in first])
-        return {t.key for _, t in first}
+        futures = {t.key: self._pool.submit(self._run, c, t, now) for c, t in first}
+        wait(list(futures.values()))
+        return futures
 
     def submit_round(self, now: float | None = None) -> list[Future]:
         """Submit every target not still running; returns the futures submitted. A target that left (a broker
         unregistered) is forgotten: its last result and success series go at once, nothing pages for it."""
         now = self._clock() if now is None else now
-        done = self._first_discovery(now) if self._rounds == 0 else set()
+        done = self._first_discovery(now) if self._rounds == 0 else {}
         work = [(c, t) for c, t in self.work if t.key not in done]  # read once already this round
-        keys = {t.key for _, t in work}
+        keys = {t.key for _, t in work} | set(done)
         gone = self._known_keys - keys
         if gone:
             log.info("targets no longer expected (unregistered from the cluster): %s", ", ".join(sorted(gone)))
             self.store.forget(gone)
         self._known_keys = keys
-        futures = []
+        futures = list(done.values())  # the first round's membership reads are part of it
         for collector, target in work:
             running = self._in_flight.get(target.key)
             if running is not None and not running.done():
