@@ -165,7 +165,7 @@ class CollectionService:
     def _first_discovery(self, now: float) -> dict[str, Future]:
         """Before the first round, the membership of every discovering cluster (a bounded wait: each collector keeps
         its own timeout), so discovered brokers are collected from the first round, not the second."""
-        first = [(c, t) for c, t in self.work if isinstance(c, ProtocolCollector) and not c.board.known]
+        first = [(c, t) for c, t in self.work if isinstance(c, ProtocolCollector) and c.discovers and not c.board.known]
         futures = {t.key: self._pool.submit(self._run, c, t, now) for c, t in first}
         wait(list(futures.values()))
         return futures
