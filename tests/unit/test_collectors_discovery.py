@@ -27,6 +27,10 @@ N1, N2, N3, N4 = (Node(i, f"k{i}.example", 9092) for i in (1, 2, 3, 4))
 DISCOVERING = ClusterConfig(name="prod", bootstrap_servers="k1.example:9092", discovery={
     "jolokia": "http://{host}:8778/jolokia", "jmx": "{host}:9999", "controller_jolokia": "http://{host}:8779/jolokia"})
 
+# The service tests' cluster: every template reaches a closed loopback port, so a scrape fails at once (no DNS).
+LOCAL = ClusterConfig(name="prod", bootstrap_servers="127.0.0.1:1", jmx={"timeout_seconds": 2}, discovery={
+    "jolokia": "http://127.0.0.1:1/jolokia-{id}", "controller_jolokia": "http://127.0.0.1:1/jolokia"})
+
 
 # --- expected_brokers: the numbered rules of collectors.discovery --------------------------------------------------
 @pytest.mark.parametrize("case, previous, answer, expected", [
@@ -126,7 +130,7 @@ class FakeProtocol:
         self.log_dir_reads = 0
 
     def membership(self) -> Membership:
-        return Membership(tuple(self.members), (Node(100, "c1", 9093),))
+        return Membership(tuple(self.members), (Node(100, "127.0.0.1", 9093),))
 
     def log_dirs(self, brokers, *, timeout):
         self.log_dir_reads += 1
@@ -145,7 +149,7 @@ class FailingAdmin:
 
 def test_a_joining_broker_is_collected_next_round_and_an_unregistered_one_is_forgotten():
     fake = FakeProtocol([N1, N2, N3])
-    config = Config(clusters=(DISCOVERING,))
+    config = Config(clusters=(LOCAL,))
     collectors = build_collectors(config, protocol_factory=lambda c: fake, admin_factory=lambda c: FailingAdmin())
     svc = CollectionService(config, registry=CollectorRegistry(), collectors=collectors)
 
@@ -154,7 +158,7 @@ def test_a_joining_broker_is_collected_next_round_and_an_unregistered_one_is_for
 
     first = {r.target.key for r in svc.collect_once(timeout=10)}  # the membership is read before the targets
     assert "prod/protocol/protocol" in first and "prod/jmx/broker-3" in first
-    assert jmx_targets() == ["broker-1", "broker-2", "broker-3", "controller-c1:8779"]
+    assert jmx_targets() == ["broker-1", "broker-2", "broker-3", "controller-127.0.0.1:1"]
     fake.members = [N1, N2, N3, N4]
     svc.collect_once(timeout=10)
     assert "broker-4" in jmx_targets()
@@ -195,7 +199,7 @@ def test_every_shard_reads_the_membership_and_one_exports_it():
     fake = FakeProtocol([N1, N2, N3, N4])
     jmx, stored = set(), []
     for shard in ("0/2", "1/2"):
-        config = Config(clusters=(DISCOVERING,), collection={"shard": shard})
+        config = Config(clusters=(LOCAL,), collection={"shard": shard})
         collectors = build_collectors(config, protocol_factory=lambda c: fake,
                                       admin_factory=lambda c: FailingAdmin())
         svc = CollectionService(config, registry=CollectorRegistry(), collectors=collectors)
