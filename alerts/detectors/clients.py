@@ -1,5 +1,6 @@
 """Which clients hurt a broker: slow clients behind a response-queue backlog, busy clients behind request-handler
-and request-queue saturation, and outdated client software.
+and request-queue saturation, and outdated client software (by its KIP-511 name and version: a connection without a
+name is unknown software, not outdated).
 
 A slow reader shows in two ways: the broker-wide p99 of response send time rises (when the reader makes a fair
 share of the broker's responses), or, per connection, the reader's socket send queue on the broker never drains
@@ -18,11 +19,7 @@ from datetime import timedelta
 
 from alerts.detectors import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
-from monitor.core.clients import (
-    is_outdated,
-    principal_owners,
-    replica_fetch_connections,
-)
+from monitor.core.clients import is_outdated, principal_owners
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 
 
@@ -314,24 +311,9 @@ def detect_outdated_clients(rule: Rule, ctx: DetectorContext) -> list[Observatio
                                                         "client_software_version")}
             out.append(Observation(labels=labels, value=s.value,
                                    evidence={"connections": s.value, "minimum_version": mins[name]}))
-    # Connections without a KIP-511 software name ("unknown"): a Java client older than 2.4 or a librdkafka older
-    # than 1.4. Every new connection is "unknown" until its ApiVersions arrives, so only connections held for the
-    # whole of nameless_window (at least one at every step) count; churning clients never are.
-    # The other brokers' replica fetchers hold nameless connections too (replica_fetch_connections): only what is
-    # held beyond them counts.
-    w = rule.params.get("nameless_window", "5m")
-    fetchers = int(rule.params.get("replica_fetchers", 1))
-    inter_broker = replica_fetch_connections(f'count by (cluster) ({M["broker_up"]} == 1)', fetchers)
-    held = (f'min_over_time((sum by (cluster, broker) ({M["client_connections"]}{{client_software_name="unknown"}}) '
-            f"- on (cluster) group_left () {inter_broker})[{w}:30s]) >= 1")
-    for s in ctx.source.query(held, ctx.now):
-        labels = {"cluster": s.labels.get("cluster", ""), "broker": s.labels.get("broker", ""),
-                  "client_software_name": "unknown", "client_software_version": "unknown"}
-        out.append(Observation(labels=labels, value=s.value, evidence={
-            "connections": s.value, "replica_fetchers_per_broker": fetchers,
-            "minimum_version": {k: mins[k] for k in ("apache-kafka-java", "librdkafka") if k in mins},
-            "reason": "no KIP-511 software name: a Java client older than 2.4 or a librdkafka older than 1.4; "
-                      "upgrade to the minimum versions"}))
+    # Connections without a KIP-511 software name ("unknown") are not evidence of age: kafkajs (current) and older
+    # sarama send none either. The advisor reports them as unknown software (info, the possibilities listed); this
+    # alert stays for software whose name and version say outdated (issue 28).
     return out
 
 

@@ -33,13 +33,13 @@ _HELP = ("1 while the client advisor's finding holds (docs/advisor.md); client_i
 def finding_series(findings: Iterable[Finding]) -> list[tuple[str, ...]]:
     """Pure: the label values (``FINDING_LABELS`` order) of the series for ``findings``, sorted, without repeats.
 
-    A finding Kafka cannot attribute to one client (connection churn) is named by its first suspect, as the
-    KafkaClientHurtsOtherTenants alert names it; ``tenant`` is "" for operators-only findings (outdated software
-    on a shared cluster, churn with every suspect). Two users of one client id collapse into one series."""
+    ``client_id`` is the finding's own: one Kafka cannot attribute to a client (connection churn, a tenant-and-topic
+    finding whose culprit is not identified yet) has none, never a suspect's or a candidate's (issue 28: a name
+    needs that client's own evidence); ``tenant`` is "" for operators-only findings (unknown or outdated software on
+    a shared cluster, churn with every suspect). Two users of one client id collapse into one series."""
     out = set()
     for f in findings:
-        client = f.client_id or (f.suspects[0] if f.suspects else "")
-        out.add((f.cluster, f.tenant or "", client, f.group, f.kind.value))
+        out.add((f.cluster, f.tenant or "", f.client_id, f.group, f.kind.value))
     return sorted(out)
 
 

@@ -78,6 +78,21 @@ class Thresholds:
     batching_single_max_records_per_request: float = 1.2
     batching_single_min_requests_per_second: float = 5.0
     projection_factor: float = 10.0  # "at 10x the rate it costs ...": the measured cost scaled
+    # "Hurts other tenants" (a page) needs a material cost on the threads every tenant of the broker shares; below it a
+    # finding is advice for its own tenant (info). Measured: the client's quota-sensor request time, summed over
+    # brokers, at least half a percent of one broker thread. Why 0.5 %: a broker has num.io.threads (8) +
+    # num.network.threads (3) = 11 request threads, so 0.5 % of one is ~0.05 % of a broker's request capacity per
+    # client: what a few hundred such clients would take together, the scale of a shared cluster's client count.
+    # The one-record-per-request producers of the real-client tests (200 records/s, 20 bytes) measured above it
+    # (docs/advisor.md); a default consumer keeping up with tens of records/s below it
+    material_thread_share: float = 0.005
+    # ... and where no quota sensor measures it, the produce requests per second the behaviour causes: 20, one request
+    # every 50 ms, the batching rule's own rate floor (a request costs the brokers a round of network read, handler
+    # append and response whatever it carries)
+    material_requests_per_second: float = 20.0
+    # A tenant's lone producer is named on its topics' counts only if its own produced bytes (quota sensor: records
+    # plus batch overhead, so at least the topic's record bytes) are at least half its poor topics' bytes in
+    lone_producer_bytes_share: float = 0.5
     # A producer's own records-per-request-avg counts every batch of a request (one per partition it writes on that
     # broker): a producer of one-record batches to 3 partitions reports 3 (Java 3.9.1 with batch.size=1 measured 3.0
     # and 88-byte batches; with linger.ms=100 at the same rate, 38-41). Its request-rate is per client, not per
@@ -89,7 +104,11 @@ class Thresholds:
     # consumer catching up a backlog has records at every poll and idles near 0; a Java 3.9.1 consumer keeping up
     # with fetch.max.wait.ms=0 measured 0.49 idle and 0.4 ms fetches on the stack
     telemetry_min_poll_idle_ratio: float = 0.4
-    telemetry_max_fetch_latency_seconds: float = 0.05
+    # 5 ms: the broker answered without waiting for data. Not 50 ms (what it was): a default consumer (Java and
+    # librdkafka fetch.max.wait.ms / fetch.wait.max.ms=500, fetch.min.bytes=1) keeping up with records that arrive
+    # every 25 ms has its fetches answered in 10-20 ms because data arrives, not because it polls too often (the
+    # demo's confluent-kafka consumers: idle 0.91, fetches in 18 ms, were paged at 50 ms)
+    telemetry_max_fetch_latency_seconds: float = 0.005
     # A consumer whose application is the bottleneck (slow_consumer_loop): by its own telemetry it waits inside poll()
     # at most this share of the time, so it spends the rest processing between polls, while it has records to read.
     # A consumer with nothing to do waits in poll() nearly all the time (idle near 1), and one keeping up idles well
@@ -223,12 +242,14 @@ def _cost_sentence(ev: dict, factor: float) -> str:
 
 
 def _batching_finding(c, evidence: dict, basis: str, t: Thresholds, cause: str,
-                      suspects: tuple[str, ...] = ()) -> Finding:
+                      suspects: tuple[str, ...] = (), material: bool = True) -> Finding:
+    """A named poor-batching finding; below the material cost it is advice for its own tenant (info)."""
     evidence = {**evidence, "basis": basis}
     metrics = {"client_telemetry": TELEMETRY_BATCHING_METRICS, "topic_records_per_request": TOPIC_BATCHING_METRICS}
     f = _finding(FindingKind.POOR_BATCHING, c, evidence, cause=cause + _cost_sentence(evidence, t.projection_factor),
-                 basis=basis, metrics=metrics.get(basis))
-    return dataclasses.replace(f, suspects=suspects) if suspects else f
+                 basis=basis, metrics=metrics.get(basis),
+                 severity=FindingSeverity.WARNING if material else FindingSeverity.INFO)
+    return dataclasses.replace(f, suspects=suspects, material=material)
 
 
 TELEMETRY_BATCHING_METRICS = ("kafka_client_telemetry_producer_records_per_request_avg",
@@ -255,55 +276,124 @@ def _quota_sample_finder(clients: Iterable[ClientSample]) -> Callable[[Telemetry
     return find
 
 
-def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
-    """Producers that send (nearly) one record per request, on the best evidence there is for each, in this order:
+@dataclass(frozen=True)
+class TopicBlame:
+    """Who a tenant's poorly batched topics are blamed on (``blame_topic``): ``named`` only those whose own figures
+    show it; ``candidates`` every producer of the tenant that may cause it, new ones included (not a name)."""
 
-    1. ``client_telemetry``: the client pushed its own records per request (KIP-714): it is judged on that alone
-       (at most ``telemetry_max_records_per_request`` at ``telemetry_min_requests_per_second`` or more), named or
-       cleared, whatever the brokers' figures say about others.
-    2. ``topic_records_per_request``: the brokers count records and produce requests per topic (per partition
-       batch); a tenant whose topics carry at most ``batching_max_records_per_request`` at
-       ``batching_min_requests_per_second`` or more (or at most ``batching_single_max_records_per_request``, one
-       record a request, at ``batching_single_min_requests_per_second``) is told so whatever the other tenants do,
-       naming its producers that cost the most thread time per MiB (at least ``min_seconds_per_mib`` and within
-       ``cost_factor`` of the costliest: a well-batching producer of the same tenant is not named; Kafka counts
-       requests per topic, not per client). No thread-share floor: a bad configuration is found before it does harm.
-    3. ``thread_time_per_mib``: a producer far above the cluster's norm of thread time per MiB (``_costly``).
-    """
-    producers = [c for c in s.clients if c.is_producer]
-    sample_of = _quota_sample_finder(s.clients)
-    rpr = _records_per_request(s.topics)
-    cluster_rpr = statistics.median(rpr.values()) if rpr else None
-    seasoned = [c for c in producers if c.seen_share >= t.min_seen_share]
-    costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.produce_bytes_per_second) for c in producers}
-    norms = norms_without({_key(c): costs[_key(c)] for c in seasoned}, t.reference_seconds_per_mib)
+    named: tuple[ClientSample, ...]
+    candidates: tuple[str, ...]
 
-    def common(c: ClientSample | None) -> dict:
-        ev = {"tenant_topics_records_per_request": {tp.topic: round(rpr[tp.topic], 2) for tp in s.topics
-                                                    if c is not None and tp.tenant == c.tenant and tp.topic in rpr},
-              "cluster_median_records_per_request": round(cluster_rpr, 2) if cluster_rpr else None}
-        if c is not None and _key(c) in costs:
-            norm = norms.get(_key(c))
-            ev.update({"thread_seconds_per_mib": round(costs[_key(c)], 4),
+
+def blame_topic(mine: list[ClientSample], costs: dict[str, float], norms: dict[str, float], t: Thresholds,
+                topic_bytes_per_second: float = 0.0) -> TopicBlame:
+    """Kafka counts records and produce requests per topic, not per client, so the topic's figures name nobody. A
+    producer of the tenant is named only on its own figures, seen for (nearly) the whole window
+    (``min_seen_share``), in one of two ways:
+
+    1. its own quota sensors: its broker thread time per MiB is at least ``min_seconds_per_mib`` and at least
+       ``cost_factor`` times the norm of the cluster's other producers (the cost the poor batching causes, measured
+       on it);
+    2. it is the tenant's only producer seen all window, no other appeared in it, and the bytes it produced account
+       for at least ``lone_producer_bytes_share`` of the poor topics' bytes in: the topic's counts are its own (still
+       at least ``min_seconds_per_mib``). A producer writing a fraction of them is not the writer of the rest: the
+       culprit may have no sensor yet.
+
+    Otherwise nobody is named: a well-batching producer of the tenant is not the culprit because it is the costliest
+    one known, and a producer whose sensors are new (or not there yet) is a candidate, never excluded. Pure."""
+    seasoned = [c for c in mine if c.seen_share >= t.min_seen_share]
+    newcomers = [c for c in mine if c.seen_share < t.min_seen_share]
+    own = [c for c in seasoned if costs[_key(c)] >= t.min_seconds_per_mib
+           and _key(c) in norms and costs[_key(c)] >= t.cost_factor * norms[_key(c)]]
+    if (not own and len(seasoned) == 1 and not newcomers and costs[_key(seasoned[0])] >= t.min_seconds_per_mib
+            and seasoned[0].produce_bytes_per_second >= t.lone_producer_bytes_share * topic_bytes_per_second):
+        own = seasoned
+    named = tuple(sorted(own, key=lambda c: -costs[_key(c)])[:t.top_suspects])
+    candidates = tuple(sorted({c.client_id for c in mine}))
+    return TopicBlame(named=named, candidates=candidates)
+
+
+def batching_material(thread_share: float | None, requests_per_second: float | None, t: Thresholds) -> bool:
+    """Whether a poorly batching producer's cost on the brokers' shared threads is material enough to page the other
+    tenants: its measured share of a broker thread (quota sensors, summed over brokers) is at least
+    ``material_thread_share``; with no sensor, its produce requests per second at least
+    ``material_requests_per_second``. Pure."""
+    if thread_share is not None:
+        return thread_share >= t.material_thread_share
+    return (requests_per_second or 0.0) >= t.material_requests_per_second
+
+
+@dataclass(frozen=True)
+class _BatchingView:
+    """What the three batching ladders share: the cluster's producers, their cost per MiB and its norm, the topics'
+    records per request."""
+
+    s: Snapshot
+    producers: list[ClientSample]
+    costs: dict[str, float]
+    norms: dict[str, float]
+    rpr: dict[str, float]
+    cluster_rpr: float | None
+
+    @classmethod
+    def of(cls, s: Snapshot, t: Thresholds) -> _BatchingView:
+        producers = [c for c in s.clients if c.is_producer]
+        rpr = _records_per_request(s.topics)
+        seasoned = [c for c in producers if c.seen_share >= t.min_seen_share]
+        costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.produce_bytes_per_second) for c in producers}
+        norms = norms_without({_key(c): costs[_key(c)] for c in seasoned}, t.reference_seconds_per_mib)
+        return cls(s, producers, costs, norms, rpr, statistics.median(rpr.values()) if rpr else None)
+
+    def common(self, c: ClientSample | None) -> dict:
+        ev: dict = {"tenant_topics_records_per_request": {
+            tp.topic: round(self.rpr[tp.topic], 2) for tp in self.s.topics
+            if c is not None and tp.tenant == c.tenant and tp.topic in self.rpr},
+            "cluster_median_records_per_request": round(self.cluster_rpr, 2) if self.cluster_rpr else None}
+        if c is not None and _key(c) in self.costs:
+            norm = self.norms.get(_key(c))
+            ev.update({"thread_seconds_per_mib": round(self.costs[_key(c)], 4),
                        "cluster_norm_seconds_per_mib": round(norm, 4) if norm is not None else None,
                        "request_time_ratio": round(c.request_time_ratio, 4),
                        "produce_bytes_per_second": round(c.produce_bytes_per_second, 1)})
         return ev
 
-    out: list[Finding] = []
+
+def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
+    """Producers that send (nearly) one record per request, on the best evidence there is for each, in this order:
+
+    1. ``client_telemetry`` (``_batching_by_telemetry``): the client pushed its own records per request (KIP-714): it
+       is judged on that alone, named or cleared, whatever the brokers' figures say about others.
+    2. ``topic_records_per_request`` (``_batching_by_topic``): the brokers count records and produce requests per
+       topic; a tenant whose topics carry few records per request at a worthwhile rate is told so, naming a producer
+       only on its own figures (``blame_topic``), else with ``client_id`` unset and its candidates listed.
+    3. ``thread_time_per_mib`` (``_batching_by_thread_time``): a producer far above the cluster's norm of thread time
+       per MiB (``_costly``).
+
+    Each finding pages the other tenants only when its measured cost is material (``batching_material``)."""
+    view = _BatchingView.of(s, t)
     judged: set[tuple[str, str]] = set()  # (user, client id) settled by its own telemetry, named or not
+    out = _batching_by_telemetry(view, t, judged)
+    out += _batching_by_topic(view, t, judged, out)
+    named = {(f.user, f.client_id) for f in out if f.client_id}
+    out += _batching_by_thread_time(view, t, judged | named)
+    return out
+
+
+def _batching_by_telemetry(view: _BatchingView, t: Thresholds, judged: set[tuple[str, str]]) -> list[Finding]:
+    s, out = view.s, []
+    sample_of = _quota_sample_finder(s.clients)
     for tm in s.telemetry:
         if tm.records_per_request is None:
             continue
+        c = sample_of(tm)
         judged.add((tm.user, tm.client_id))
-        if sample_of(tm) is not None:
-            judged.add((sample_of(tm).user, tm.client_id))
+        if c is not None:
+            judged.add((c.user, tm.client_id))
         rate = tm.produce_request_rate or 0.0
         if (tm.records_per_request > t.telemetry_max_records_per_request
                 or rate < t.telemetry_min_requests_per_second):
             continue
-        c = sample_of(tm)
-        ev = {**common(c), "records_per_request": round(tm.records_per_request, 2),
+        ev = {**view.common(c), "records_per_request": round(tm.records_per_request, 2),
               "batch_size_avg_bytes": round(tm.batch_size_avg_bytes, 1) if tm.batch_size_avg_bytes is not None
               else None, "produce_requests_per_second": round(rate, 1),
               "client_software": f"{tm.software_name} {tm.software_version}".strip(),
@@ -311,9 +401,13 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
         out.append(_batching_finding(tm, ev, "client_telemetry", t, cause=(
             f"the producer itself reports {tm.records_per_request:.2f} records per produce request at {rate:.0f} "
             "requests/s (client telemetry): linger.ms=0 and/or a small batch.size, so every record or two costs a "
-            "whole request on the brokers' network and request-handler threads")))
-    named = {(f.user, f.client_id) for f in out}
+            "whole request on the brokers' network and request-handler threads"),
+            material=batching_material(c.request_time_ratio if c else None, rate, t)))
+    return out
 
+
+def _poor_topics(s: Snapshot, rpr: dict[str, float], t: Thresholds) -> dict[str, list[TopicSample]]:
+    """Per tenant, its topics with few records per produce request at a worthwhile request rate."""
     tenants: dict[str, list[TopicSample]] = {}
     for tp in s.topics:
         if tp.tenant and tp.topic in rpr and (
@@ -322,19 +416,22 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
                 or (rpr[tp.topic] <= t.batching_single_max_records_per_request
                     and tp.produce_requests_per_second >= t.batching_single_min_requests_per_second)):
             tenants.setdefault(tp.tenant, []).append(tp)
-    for tenant, poor in sorted(tenants.items()):
+    return tenants
+
+
+def _batching_by_topic(view: _BatchingView, t: Thresholds, judged: set[tuple[str, str]],
+                       so_far: list[Finding]) -> list[Finding]:
+    s, rpr, out = view.s, view.rpr, []
+    for tenant, poor in sorted(_poor_topics(s, rpr, t).items()):
+        if any(f.tenant == tenant for f in so_far):
+            continue  # its producers' own telemetry named one: the truth wins over the counts
         msgs = sum(tp.messages_per_second for tp in poor)
         reqs = sum(tp.produce_requests_per_second for tp in poor)
         byts = sum(tp.bytes_per_second for tp in poor)
-        # Its producers, costliest per MiB first; those seen for most of the window first (a producer's start
-        # looks like poor batching), the others only when there are none.
-        mine = [c for c in producers if c.tenant == tenant and (c.user, c.client_id) not in judged]
-        pool = [c for c in mine if c.seen_share >= t.min_seen_share] or mine
-        # Named: within cost_factor of the costliest (a producer 5x cheaper per byte batches better than whoever fills
-        # the topic one record at a time) and above the floor (a tenant of good producers names none of them).
-        worst = max((costs[_key(c)] for c in pool), default=0.0)
-        suspects = sorted((c for c in pool if costs[_key(c)] >= max(t.min_seconds_per_mib, worst / t.cost_factor)),
-                          key=lambda c: -costs[_key(c)])[:t.top_suspects]
+        mine = [c for c in view.producers if c.tenant == tenant and (c.user, c.client_id) not in judged]
+        if not mine and any(tm.tenant == tenant and tm.records_per_request is not None for tm in s.telemetry):
+            continue  # every producer of the tenant is cleared by its own telemetry
+        blame = blame_topic(mine, view.costs, view.norms, t, topic_bytes_per_second=byts)
         base = {"poor_topics": {tp.topic: {"records_per_request": round(rpr[tp.topic], 2),
                                            "produce_requests_per_second": round(tp.produce_requests_per_second, 1),
                                            "bytes_per_request": round(
@@ -345,33 +442,52 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
         cause = (f"tenant {tenant}'s topics {', '.join(sorted(tp.topic for tp in poor))} carry {msgs / reqs:.2f} "
                  f"records per produce request at {reqs:.0f} requests/s (brokers' per-topic counts): a producer with "
                  "linger.ms=0 and/or a small batch.size sends every record or two as a whole request")
-        if not suspects and (any(f.tenant == tenant for f in out)
-                             or any(tm.tenant == tenant and tm.records_per_request is not None for tm in s.telemetry)):
-            continue  # its producers' own telemetry named them, or cleared them: the truth wins over the counts
-        if not suspects:  # no quota sensors, or none of its producers costs much: the tenant is still told
+        if not blame.named:
+            share = sum(c.request_time_ratio for c in mine) if mine else None
+            # the topic's requests are measured; the known producers' sensors may not cover the culprit yet
+            material = batching_material(None, reqs, t) or batching_material(share, None, t)
             out.append(Finding(
-                kind=FindingKind.POOR_BATCHING, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
-                tenant=tenant, client_id="", user="", evidence={**base, "basis": "topic_records_per_request"},
-                metrics=TOPIC_BATCHING_METRICS, cause=cause, fix=ADVICE[FindingKind.POOR_BATCHING][2],
-                basis="topic_records_per_request"))
+                kind=FindingKind.POOR_BATCHING, cluster=s.cluster.cluster, tenant=tenant, client_id="", user="",
+                candidates=blame.candidates, severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
+                evidence={**base, "basis": "topic_records_per_request", "client_identified": False,
+                          "candidates": list(blame.candidates)},
+                metrics=TOPIC_BATCHING_METRICS, fix=ADVICE[FindingKind.POOR_BATCHING][2],
+                cause=cause + "; which client sends them is not identified yet (Kafka counts requests per topic; "
+                      f"candidates: {', '.join(blame.candidates) or 'clients not seen yet'})",
+                basis="topic_records_per_request", material=material))
             continue
-        names = tuple(c.client_id for c in suspects)
-        share = sum(c.request_time_ratio for c in suspects)
-        for c in suspects:
-            ev = {**common(c), **base, **_cost_now_and_at(c.request_time_ratio, reqs * c.request_time_ratio / share
-                                                          if share else None, t.projection_factor)}
-            out.append(_batching_finding(c, ev, "topic_records_per_request", t, cause, suspects=names))
-            named.add((c.user, c.client_id))
+        names = tuple(c.client_id for c in blame.named)
+        share = sum(c.request_time_ratio for c in blame.named)
+        for c in blame.named:
+            ev = {**view.common(c), **base, "client_identified": True,
+                  **_cost_now_and_at(c.request_time_ratio, reqs * c.request_time_ratio / share
+                                     if share else None, t.projection_factor)}
+            out.append(_batching_finding(c, ev, "topic_records_per_request", t, cause, suspects=names,
+                                         material=batching_material(c.request_time_ratio, None, t)))
+    return out
 
-    for c, cost, norm in _costly(producers, t, lambda c: c.produce_bytes_per_second):
-        if (c.user, c.client_id) in named or (c.user, c.client_id) in judged:
+
+def _batching_by_thread_time(view: _BatchingView, t: Thresholds, skip: set[tuple[str, str]]) -> list[Finding]:
+    out = []
+    for c, cost, norm in _costly(view.producers, t, lambda c: c.produce_bytes_per_second):
+        if (c.user, c.client_id) in skip:
             continue
-        ev = {**common(c), "times_the_norm": round(cost / norm, 1) if norm else None,
+        ev = {**view.common(c), "times_the_norm": round(cost / norm, 1) if norm else None,
               **_cost_now_and_at(c.request_time_ratio, None, t.projection_factor)}
         ev["cluster_norm_seconds_per_mib"] = round(norm, 4)
         out.append(_batching_finding(c, ev, "thread_time_per_mib", t, ADVICE[FindingKind.POOR_BATCHING][1] + (
-            f" (its broker thread time per MiB is {cost / norm:.1f}x the cluster's norm)" if norm else "")))
+            f" (its broker thread time per MiB is {cost / norm:.1f}x the cluster's norm)" if norm else ""),
+            material=batching_material(c.request_time_ratio, None, t)))
     return out
+
+
+def polling_material(c: ClientSample | None, t: Thresholds) -> bool:
+    """Whether a consumer's polling costs the other tenants enough to page them: its quota sensors measure at least
+    ``material_thread_share`` of a broker thread *and* at least ``min_seconds_per_mib`` per MiB it fetched (thread
+    time spent on little data, not on a big consumer's records). No sensor: no measured cost, advice only. Pure."""
+    if c is None or c.request_time_ratio < t.material_thread_share:
+        return False
+    return seconds_per_mib(c.request_time_ratio, c.fetch_bytes_per_second) >= t.min_seconds_per_mib
 
 
 def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
@@ -392,8 +508,10 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
                 or tm.fetch_latency_seconds > t.telemetry_max_fetch_latency_seconds):
             continue
         c = sample_of(tm)
-        out.append(_finding(
+        material = polling_material(c, t)
+        out.append(dataclasses.replace(_finding(
             FindingKind.POLLING_TOO_OFTEN, tm, basis="client_telemetry",
+            severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
             metrics=("kafka_client_telemetry_consumer_poll_idle_ratio_avg",
                      "kafka_client_telemetry_consumer_fetch_latency_avg_seconds", M["client_request_time"]),
             evidence={"basis": "client_telemetry", "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
@@ -403,7 +521,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
             cause=f"the consumer itself reports waiting in poll() {tm.poll_idle_ratio:.0%} of the time while its "
                   f"fetches return after {tm.fetch_latency_seconds * 1000:.0f} ms (client telemetry): the broker "
                   "answers each fetch at once with little or nothing (fetch.min.bytes=1, a short fetch wait), so "
-                  "the consumer sends many small fetches for the data it gets"))
+                  "the consumer sends many small fetches for the data it gets"), material=material))
     consumers = [c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0
                  and (c.user, c.client_id) not in judged]
     for c, cost, norm in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
@@ -541,10 +659,10 @@ def frequent_rebalances(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Per client software (name, version): older than the supported minimum (KIP-511 connections), or sending
-    requests in deprecated API versions (KIP-896), or both in one finding. And connections held without any software
-    name (``nameless_connections``): clients too old to send one (Java < 2.4, librdkafka < 1.4). Kafka labels
-    connections by software only, never by client or principal, so these go to the tenant owning the whole cluster
-    or to operators."""
+    requests in deprecated API versions (KIP-896), or both in one finding. Connections held without any software name
+    (``nameless_connections``) are ``unknown_software`` (``unknown_software``), not outdated: a missing name is no
+    evidence of age. Kafka labels connections by software only, never by client or principal, so these go to the
+    tenant owning the whole cluster or to operators."""
     mins = dict(t.min_versions)
     connections = {(sw.name, sw.version): sw.connections for sw in s.software if sw.connections > 0}
     deprecated: dict[tuple[str, str], dict[str, float]] = {}
@@ -581,23 +699,35 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
             tenant=s.whole_cluster_tenant, client_id="", user="", evidence=evidence, metrics=tuple(metrics),
             cause="; ".join(causes), fix="; ".join(fixes), basis="client_software"))
     if s.cluster.nameless_connections >= t.nameless_min_connections:
-        java, rdkafka = mins.get("apache-kafka-java", "2.8.0"), mins.get("librdkafka", "1.9.0")
-        out.append(Finding(
-            kind=FindingKind.OUTDATED_CLIENT, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
-            tenant=s.whole_cluster_tenant, client_id="", user="", basis="client_software",
-            evidence={"client_software_name": NAMELESS, "client_software_version": NAMELESS,
-                      "connections_held_on_average": round(s.cluster.nameless_connections, 2),
-                      "minimum_version": {"apache-kafka-java": java, "librdkafka": rdkafka}},
-            metrics=(M["client_connections"],),
-            cause="connections held by clients that send no KIP-511 software name (the brokers label them "
-                  "\"unknown\"): a Java client older than 2.4 or a librdkafka older than 1.4 (or one configured "
-                  "with api.version.request=false). Such clients lack years of fixes (idempotence, KIP-360 "
-                  "producer-id recovery, KIP-429 cooperative rebalancing) and cannot be told apart or counted by "
-                  "version",
-            fix=f"upgrade Java clients (kafka-clients) to {java} or later and librdkafka-based clients to {rdkafka} or "
-                "later (the applications' dependency manifests say which ones are old: Kafka cannot name them); a "
-                "client with api.version.request=false must drop it"))
+        out.append(unknown_software(s, t))
     return out
+
+
+# Clients that send no KIP-511 software name: what a nameless connection may be (docs/advisor.md).
+NAMELESS_POSSIBILITIES = (
+    "a Java client (kafka-clients) older than 2.4",
+    "a librdkafka-based client older than 1.4, or one with api.version.request=false",
+    "a client that does not implement KIP-511: kafkajs (every release to 2.2.4), sarama before 1.41, "
+    "kafka-python before 2.1, and other hand-written protocol clients")
+
+
+def unknown_software(s: Snapshot, t: Thresholds) -> Finding:
+    """Connections held without a KIP-511 software name: advice (info) that lists what they may be, never "upgrade":
+    current clients (kafkajs) send no name either. Whether such a client is outdated is ``outdated_clients``' business,
+    on evidence of age (deprecated request versions, KIP-896)."""
+    return Finding(
+        kind=FindingKind.UNKNOWN_SOFTWARE, severity=FindingSeverity.INFO, cluster=s.cluster.cluster,
+        tenant=s.whole_cluster_tenant, client_id="", user="", basis="client_software",
+        evidence={"client_software_name": NAMELESS, "client_software_version": NAMELESS,
+                  "connections_held_on_average": round(s.cluster.nameless_connections, 2),
+                  "possibilities": list(NAMELESS_POSSIBILITIES), "outdated": None},
+        metrics=(M["client_connections"],),
+        cause="connections held by client software that sends no KIP-511 name (the brokers label them \"unknown\"): "
+              + "; or ".join(NAMELESS_POSSIBILITIES) + ". A missing name says nothing of the client's age: "
+              "an outdated one would also show requests in deprecated API versions (kafka_broker_deprecated_requests"
+              "_total, Kafka 3.7+), which this finding does not see",
+        fix="nothing to upgrade on this evidence; to tell these clients apart, give each a client.id and, where the "
+            "library supports it, client.software.name (Java 2.4+, librdkafka 1.4+)")
 
 
 def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
@@ -625,7 +755,7 @@ def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
         names = tuple(c.client_id for c in clients[:t.top_suspects])
         out.append(Finding(
             kind=FindingKind.CONNECTION_CHURN, severity=FindingSeverity.WARNING, cluster=cl.cluster, tenant=tenant,
-            client_id=names[0] if len(names) == 1 else "", user="", suspects=names,
+            client_id="", user="", suspects=names,  # correlation, not the client's own figures: no name
             evidence={"new_connections_per_second": round(rate, 3), "open_connections": cl.open_connections,
                       "mean_connection_lifetime_seconds": round(lifetime, 1),
                       "suspects_thread_seconds_per_mib": {c.client_id: round(costs[_key(c)], 4)

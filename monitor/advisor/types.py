@@ -19,10 +19,12 @@ class FindingKind(str, Enum):
     THROTTLED_BY_QUOTA = "throttled_by_quota"
     CONNECTION_CHURN = "connection_churn"
     SLOW_CONSUMER_LOOP = "slow_consumer_loop"
+    UNKNOWN_SOFTWARE = "unknown_software"  # connections without a KIP-511 software name: not "outdated" by itself
 
 
 # Findings whose cost is paid by every tenant of the broker (shared request-handler and network threads), not
-# only by the client's own tenant: these are the ones worth an alert (KafkaClientHurtsOtherTenants).
+# only by the client's own tenant: these are the ones worth an alert (KafkaClientHurtsOtherTenants), and only when
+# the finding measured a material cost (``Finding.material``; the thresholds are in monitor.advisor.findings).
 HURTS_OTHERS = frozenset({FindingKind.POOR_BATCHING, FindingKind.REQUEST_STORM, FindingKind.POLLING_TOO_OFTEN,
                           FindingKind.CONNECTION_CHURN})
 
@@ -229,14 +231,20 @@ class Finding:
     # request time compared with the cluster's other clients, relative), "client_software" (KIP-511/KIP-896), or
     # "" for rules with one kind of evidence only.
     basis: str = ""
+    # Whether the client's measured cost on shared broker threads is material (Thresholds.material_*): below it the
+    # finding is advice for its own tenant (severity info), never a page for the others.
+    material: bool = True
+    # Clients that may cause a tenant-and-topic finding whose culprit's own figures are not in yet (client_id ""):
+    # every producer of the tenant not cleared by its own evidence, new ones included. Not a name: nobody is blamed.
+    candidates: tuple[str, ...] = ()
 
     @property
     def hurts_other_tenants(self) -> bool:
-        return self.kind in HURTS_OTHERS
+        return self.kind in HURTS_OTHERS and self.material
 
     def as_json(self) -> dict:
         return {"kind": self.kind.value, "severity": self.severity.value, "cluster": self.cluster,
                 "tenant": self.tenant, "client_id": self.client_id, "user": self.user, "group": self.group,
                 "evidence": self.evidence, "metrics": list(self.metrics), "cause": self.cause, "fix": self.fix,
                 "suspects": list(self.suspects), "hurts_other_tenants": self.hurts_other_tenants,
-                "basis": self.basis}
+                "basis": self.basis, "candidates": list(self.candidates), "material": self.material}

@@ -65,7 +65,11 @@ class FindingRead(OpenModel):
     cause: str
     fix: str = Field(description="the concrete setting(s) to change")
     suspects: list[str] = Field(description="clients that may cause a cluster-level finding (correlation)")
-    hurts_other_tenants: bool
+    hurts_other_tenants: bool = Field(description="the client's measured cost on shared broker threads is material: "
+                                      "the finding pages (KafkaClientHurtsOtherTenants); otherwise advice only")
+    candidates: list[str] = Field([], description="a tenant-and-topic finding whose culprit is not identified yet: "
+                                  "the tenant's clients that may cause it (not a name)")
+    material: bool = True
     basis: str = Field("", description="what the finding rests on, best first: client_telemetry (what the client "
                        "pushed, KIP-714), topic_records_per_request (brokers' per-topic counts), thread_time_per_mib "
                        "(request time relative to the cluster's other clients), client_software (KIP-511/KIP-896)")

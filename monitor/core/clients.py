@@ -32,15 +32,10 @@ def principal_owners(keys: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {cid: next(iter(us)) for cid, us in users.items() if len(us) == 1}
 
 
-def replica_fetch_connections(live_brokers: str, fetchers: int | float = 1) -> str:
-    """PromQL: the connections a broker holds from the other brokers' replica fetchers, for a ``live_brokers``
-    expression (a count of brokers, by cluster). A follower's replica fetchers skip ApiVersions
-    (``discoverBrokerVersions`` is off on the inter-broker client), so Kafka labels their connections ``unknown``
-    like a pre-KIP-511 client's: each broker holds ``num.replica.fetchers`` (``fetchers``) of them per other broker
-    (seen on the local stack: 2 per broker of 3, in every listener mode). They are not an old client."""
-    return f"(({live_brokers}) - 1) * {fetchers}"
-
-
 def replica_fetch_connections_in_cluster(live_brokers: float, fetchers: int = 1) -> float:
-    """The same, summed over a cluster of ``live_brokers`` (see ``replica_fetch_connections``)."""
+    """The connections a cluster's brokers hold from the other brokers' replica fetchers. A follower's replica
+    fetchers skip ApiVersions (``discoverBrokerVersions`` is off on the inter-broker client), so Kafka labels their
+    connections ``unknown`` like a client that sends no KIP-511 name: each broker holds ``num.replica.fetchers``
+    (``fetchers``) of them per other broker (seen on the local stack: 2 per broker of 3, in every listener mode).
+    They are no client at all."""
     return max(0.0, live_brokers * (live_brokers - 1) * fetchers)

@@ -20,6 +20,7 @@ from monitor.advisor.types import (
     ClusterSample,
     DeprecatedSample,
     FindingKind,
+    FindingSeverity,
     GroupSample,
     Snapshot,
     SoftwareSample,
@@ -339,10 +340,11 @@ def test_a_tenant_batching_one_record_per_request_is_told_whatever_the_others_do
     assert ev["thread_share_at_10x"] == 0.15
     assert "1.5% of a broker thread" in f.cause and "10x the rate with the same batching 15.0%" in f.cause
     assert "linger.ms" in f.fix and "kafka_topic_produce_requests_total" in f.metrics
-    # ads is told too, about its own topic: its three producers as suspects, each named
-    ads = findings.poor_batching(snap(bad, *others, topics=[topic("ads.t", 600.0, 600.0, tenant="ads")]), T)
-    assert sorted(x.client_id for x in ads) == ["ads-0", "ads-1", "ads-2"]
-    assert all(x.suspects == ("ads-0", "ads-1", "ads-2") for x in ads)
+    # ads is told too, about its own topic; its three producers cost alike, so the per-topic counts name none of
+    # them (issue 28): one tenant-and-topic finding, the three listed as candidates
+    ads, = findings.poor_batching(snap(bad, *others, topics=[topic("ads.t", 600.0, 600.0, tenant="ads")]), T)
+    assert (ads.tenant, ads.client_id, ads.candidates) == ("ads", "", ("ads-0", "ads-1", "ads-2"))
+    assert ads.evidence["client_identified"] is False and "not identified yet" in ads.cause
 
 
 BATCHING_TOPICS = [
@@ -362,16 +364,18 @@ BATCHING_TOPICS = [
     (5, [topic("shop.t", 4000.0, 100.0)], []),  # 40 records per request
     (6, [topic("ads.t", 200.0, 200.0, tenant="ads")], ["ads"]),  # ads has no producer sample: the tenant is told
 ]
-# shop-java costs 1.1235 s/MiB; a shop producer at 0.2 s/MiB (over the 0.05 floor, but under a fifth of the worst:
-# it batches better) is not named beside it; one at 0.5 s/MiB is
-SIDE = [(0.2 * 14000.0 / MIB, []), (0.5 * 14000.0 / MIB, ["shop-side"])]
+# shop-java costs 1.1235 s/MiB; beside a shop producer at 0.2 s/MiB (a fifth: it batches better) its own cost is
+# 5.6x its norm and it is named; beside one at 0.5 s/MiB (2.2x) the counts cannot say which of the two sends the
+# one-record requests: nobody is named, both are candidates (issue 28)
+SIDE = [(0.2 * 14000.0 / MIB, ["shop-java"], ()), (0.5 * 14000.0 / MIB, [""], ("shop-java", "shop-side"))]
 
 
-@pytest.mark.parametrize("rt,also", SIDE, ids=["side-0.2", "side-0.5"])
-def test_only_the_tenants_costliest_producers_are_named(rt, also):
+@pytest.mark.parametrize("rt,named,candidates", SIDE, ids=["side-0.2", "side-0.5"])
+def test_only_a_producer_whose_own_cost_stands_out_is_named(rt, named, candidates):
     side = client("shop-side", prod=14000.0, rt=rt)
     found = batching(client("shop-java", prod=14000.0, rt=0.015), side, topics=[topic("shop.t", 200.0, 200.0)])
-    assert sorted(f.client_id for f in found) == sorted(["shop-java", *also])
+    assert sorted(f.client_id for f in found) == named
+    assert all(f.candidates == candidates for f in found)
 
 
 @pytest.mark.parametrize("case,topics,expected", BATCHING_TOPICS, ids=[f"topics-{c[0]}" for c in BATCHING_TOPICS])
@@ -464,12 +468,15 @@ NAMELESS = [
 
 
 @pytest.mark.parametrize("case,held,whole,expected", NAMELESS, ids=[f"nameless-{c[0]}" for c in NAMELESS])
-def test_connections_without_a_software_name_are_an_outdated_client(case, held, whole, expected):
+def test_connections_without_a_software_name_are_unknown_software_not_outdated(case, held, whole, expected):
+    """A missing KIP-511 name is no evidence of age (kafkajs 2.2.4, current, sends none): "unknown software" at info,
+    the possibilities listed, and no upgrade advice (issue 28)."""
     s = snap(GOOD_PRODUCER, whole=whole, cluster=ClusterSample(cluster="c", window_seconds=600,
                                                                nameless_connections=held))
     found = [f for f in findings.outdated_clients(s, T)]
     assert [f.tenant for f in found] == expected
     for f in found:
+        assert f.kind is FindingKind.UNKNOWN_SOFTWARE and f.severity is FindingSeverity.INFO
         assert f.basis == "client_software" and f.evidence["client_software_name"] == "unknown"
-        assert "older than 2.4" in f.cause and "1.4" in f.cause
-        assert "2.8.0" in f.fix and "1.9.0" in f.fix
+        assert "older than 2.4" in f.cause and "1.4" in f.cause and "kafkajs" in f.cause
+        assert f.fix.startswith("nothing to upgrade") and not f.hurts_other_tenants
