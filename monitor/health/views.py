@@ -8,7 +8,8 @@ tenant, the heartbeats and then the firing instances, and remembers the serializ
 
 from __future__ import annotations
 
-from datetime import timedelta
+import logging
+from datetime import datetime, timedelta
 
 import anyio
 import anyio.to_thread
@@ -23,8 +24,9 @@ from collectors.capabilities import capability_table, configured_sources
 from monitor.core.api.deps import AppConfig, CurrentPrincipal, DbSession, Now
 from monitor.core.api.pagination import Page, PagingParams, page_in_memory
 from monitor.core.api.schema import UtcDatetime
-from monitor.core.config import Config, TenantConfig
-from monitor.core.errors import NotFound
+from monitor.core.config import BrokerTarget, Config, TenantConfig
+from monitor.core.errors import KafkaHealthError, NotFound
+from monitor.core.prom import Source, prometheus_source
 from monitor.core.store import Store
 from monitor.health.slo import SloBoard, TenantSloRead, tenant_slo
 from monitor.health.watch import AnswerMemo, Marks, read_heartbeats
@@ -43,6 +45,7 @@ from monitor.tenants.scope import (
     cluster_scope,
 )
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1", tags=["tenants"])
 clusters_router = APIRouter(prefix="/api/v1", tags=["clusters"])
 
@@ -188,7 +191,7 @@ class BrokerRead(BaseModel):
 
 @clusters_router.get("/clusters/{cluster}/brokers", response_model=Page[BrokerRead],
                      operation_id="listClusterBrokers",
-                     summary="The cluster's brokers from the config, with their latest known status")
+                     summary="The cluster's brokers (configured, and discovered ones), with their latest known status")
 def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
                     now: Now, paging: PagingParams) -> Page[BrokerRead]:
     """Each configured broker with its host, a status from the alerts firing on it (unknown when the cluster's
@@ -214,7 +217,38 @@ def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_sessio
         return BrokerRead(id=b.id, host=b.host, status=status_of(alerts), alerts=sorted({a.rule for a in alerts}))
 
     # Sort key zero-padded so the cursor order matches numeric order.
-    return page_in_memory(config.cluster(cluster).brokers, paging, key=lambda b: f"{b.id:010d}", convert=convert)
+    return page_in_memory(_brokers(config, cluster, now), paging, key=lambda b: f"{b.id:010d}", convert=convert)
+
+
+# How long a discovered broker stays listed after its last kafka_cluster_broker_up sample (an unregistered broker's
+# series end; one that is down keeps them, at 0).
+DISCOVERED_LOOKBACK = "5m"
+
+
+def _brokers(config: Config, cluster: str, now: datetime) -> list[BrokerTarget]:
+    """The configured brokers and, on a cluster that discovers its brokers (collectors.discovery), those its
+    collectors expect: from Prometheus, ``kafka_cluster_broker_up`` of the last ``DISCOVERED_LOOKBACK`` (host from
+    the protocol's log-dir series). Prometheus failing leaves the configured ones, said in the log."""
+    c = config.cluster(cluster)
+    if not c.discovers:
+        return list(c.brokers)
+    try:
+        found = discovered_brokers(prometheus_source(config.prometheus), cluster, now)
+    except KafkaHealthError as exc:
+        log.warning("cluster %s: discovered brokers not read from Prometheus: %s", cluster, exc)
+        found = {}
+    listed = {b.id: b for b in c.brokers}
+    return [*listed.values(), *(BrokerTarget(id=i, host=h) for i, h in sorted(found.items()) if i not in listed)]
+
+
+def discovered_brokers(source: Source, cluster: str, now: datetime) -> dict[int, str]:
+    """Node id -> host of the brokers the collectors of ``cluster`` expected lately (host "" where unknown)."""
+    sel = f'{{cluster="{cluster}"}}'  # a cluster name is [a-z0-9_.-]: safe inside the quotes
+    up = source.query(f"max by (broker) (last_over_time(kafka_cluster_broker_up{sel}[{DISCOVERED_LOOKBACK}]))", now)
+    hosts = source.query(
+        f"max by (broker, host) (last_over_time(kafka_host_filesystem_size_bytes{sel}[{DISCOVERED_LOOKBACK}]))", now)
+    host_of = {s.labels.get("broker", ""): s.labels.get("host", "") for s in hosts}
+    return {int(b): host_of.get(b, "") for b in (s.labels.get("broker", "") for s in up) if b.isdigit()}
 
 
 def routers() -> list[APIRouter]:

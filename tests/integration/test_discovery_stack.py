@@ -8,16 +8,18 @@ import dataclasses
 import json
 import os
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, start_http_server
 
 from collectors.capabilities import capability_table
 from collectors.component import CollectionService
 from collectors.protocol_client import KafkaProtocol
 from collectors.types import TargetStatus
 from monitor.core.config import ClusterConfig, DiscoverySettings
+from monitor.health.views import _brokers
 from monitor.stack import kafka
 from monitor.stack.security import StackSecurity
 from tests.conftest import wait_until
@@ -151,3 +153,25 @@ def test_a_fourth_broker_is_collected_within_two_rounds_pages_when_down_and_is_f
     finally:
         svc.stop()
         stack.procs.stop(name)
+
+
+def test_discovered_brokers_are_listed_by_the_brokers_answer_from_prometheus(stack):
+    """GET /clusters/{c}/brokers of a cluster that lists none: the brokers its collectors expected, read back from
+    the stack's real Prometheus (cluster renamed, so only this test's series count), with the protocol's host."""
+    cluster = discovering(stack).model_copy(update={"name": "found"})
+    cfg = stack.config().model_copy(update={"clusters": (cluster,)})
+    registry = CollectorRegistry()
+    svc = CollectionService(cfg, registry=registry, probes=[])
+    server, _ = start_http_server(stack.layout.service_port, addr="127.0.0.1", registry=registry)
+    try:
+        svc.collect_once(timeout=90)
+
+        def listed():  # every broker with its host: the scrape after the first may be needed for the host series
+            brokers = _brokers(cfg, "found", datetime.now(timezone.utc))
+            return brokers if len(brokers) == len(stack.layout.broker_ids) and all(b.host for b in brokers) else None
+
+        found = wait_until(listed, timeout=60, what="Prometheus to scrape the discovered brokers")
+        assert [(b.id, b.host) for b in found] == [(b, "127.0.0.1") for b in stack.layout.broker_ids]
+    finally:
+        server.shutdown()
+        svc.stop()
