@@ -23,7 +23,8 @@ from datetime import datetime, timedelta, timezone
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from alerts import repo
-from alerts.detectors import Detector, builtin_detectors
+from alerts.detectors import Detector
+from alerts.detectors.registry import builtin_detectors
 from alerts.engine import CycleResult, Engine, RuleHealth
 from alerts.exported import ActiveAlerts
 from alerts.mute import Silencer

@@ -57,7 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from alerts.detectors import builtin_detectors
+from alerts.detectors.registry import builtin_detectors
 from alerts.engine import Engine
 from alerts.rules import builtin_variant, load_rules
 from monitor.core.config import parse_config
@@ -631,30 +631,17 @@ class Bench:
         """A group consumes everything, commits and leaves while production goes on (40 messages/s): the fault
         starts when it leaves. The engine's STOP needs its window to hold only the member-less past; Strimzi's rule
         needs 1,000 messages of lag (25 s at this rate)."""
-        import threading
-
-        from confluent_kafka import Consumer, Producer
+        from confluent_kafka import Consumer
 
         from tests.harness.faults import delete_group
+        from tests.harness.producer import SteadyProducer
 
         self.create_topic("bench.lag", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
         servers = self.L.bootstrap_servers
         for rep in range(self.args.reps):
             group = f"bench.lag-{rep}-{os.getpid()}"
             labels = {"group": group}
-            stop = threading.Event()
-            producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
-
-            def produce():
-                while not stop.is_set():
-                    for _ in range(20):
-                        producer.produce("bench.lag", b"x" * 100)
-                    producer.poll(0)
-                    stop.wait(0.5)
-                producer.flush(10)
-
-            thread = threading.Thread(target=produce, daemon=True)
-            thread.start()
+            feed = SteadyProducer(servers, "bench.lag").start()  # ~40 records/s
             try:
                 consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": "bench-lag",
                                      "auto.offset.reset": "latest", "enable.auto.commit": False})
@@ -680,8 +667,7 @@ class Bench:
                 if others:
                     self.notes.append(f"group stopped #{rep + 1}: the engine also raised {', '.join(others)}")
             finally:
-                stop.set()
-                thread.join(20)
+                feed.stop()
             delete_group(servers, group)
         self.delete_topic("bench.lag")
 

@@ -24,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.component import build_collectors
-from monitor.demo import DEMO_LOAD, DEMO_TENANTS, onboard_demo_tenants
+from monitor.demo.lifecycle import onboard_demo_tenants
+from monitor.demo.story import DEMO_LOAD, DEMO_TENANTS
 from monitor.loadgen import LoadGenerator
 from monitor.stack import Stack, StackLayout
 from monitor.stack.procs import port_free

@@ -54,7 +54,7 @@ def _page(prom: httpx.Client, exprs: list[str]) -> float:
 def bench_open(runs: int, port_base: int, warmup: float) -> None:
     import uvicorn
 
-    from monitor.demo import DEMO_LOAD, DEMO_TENANTS
+    from monitor.demo.story import DEMO_LOAD, DEMO_TENANTS
     from monitor.loadgen import LoadGenerator
     from monitor.serve import build_app
     from monitor.stack import Stack, StackLayout

@@ -31,7 +31,7 @@ from alerts.component import AlertService
 from alerts.types import AlertState
 from monitor import serve
 from monitor.core.store import Store
-from monitor.demo import DEMO_LOAD, DEMO_TENANTS
+from monitor.demo.story import DEMO_LOAD, DEMO_TENANTS
 from monitor.loadgen import LoadGenerator
 from monitor.stack import Stack, StackLayout
 from monitor.store.migrate import upgrade

@@ -41,6 +41,7 @@ from monitor.core.store import Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout
 from tests.harness.faults import delete_group
+from tests.harness.producer import SteadyProducer
 
 TOPIC = "bench.crash"
 RULES = """
@@ -72,22 +73,8 @@ def prom(stack, path: str, **params):
 
 
 def repetition(stack, svc, servers: str, n: int) -> dict[str, float | None]:
-    from confluent_kafka import Producer
-
     group = f"bench.crash-{os.getpid()}-{n}"
-    producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
-    stop = threading.Event()
-
-    def produce():
-        while not stop.is_set():
-            for _ in range(20):
-                producer.produce(TOPIC, b"x" * 100)
-            producer.poll(0)
-            stop.wait(0.5)
-        producer.flush(10)
-
-    feeder = threading.Thread(target=produce, daemon=True)
-    feeder.start()
+    feeder = SteadyProducer(servers, TOPIC).start()  # ~40 records/s
     consumers = [subprocess.Popen([sys.executable, "-c", CONSUMER, servers, group, f"bench-crash-{i}", TOPIC],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
                  for i in range(3)]
@@ -130,12 +117,11 @@ def repetition(stack, svc, servers: str, n: int) -> dict[str, float | None]:
                                         for k, v in first.items()), flush=True)
         return first
     finally:
-        stop.set()
+        feeder.stop()
         for c in consumers:
             if c.poll() is None:
                 os.killpg(c.pid, signal.SIGKILL)
             c.wait(10)
-        feeder.join(20)
         delete_group(servers, group)
 
 

@@ -46,7 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from alerts.detectors import DetectorContext, window_seconds
+from alerts.detectors.context import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
 from monitor.core.liveness import (  # noqa: F401 - the classification's names, used here and by callers
     ACTIVE,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from alerts.detectors import DetectorContext, window_seconds
+from alerts.detectors.context import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
 from monitor.core.clients import is_outdated, principal_owners
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
 
-from alerts.detectors import DetectorContext, window_seconds
+from alerts.detectors.context import DetectorContext, window_seconds
 from alerts.types import Observation, Rule, Severity
 from monitor.advisor.capacity import LogDirDisk, same_filesystems
 from monitor.core.humanize import (

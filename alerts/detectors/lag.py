@@ -58,7 +58,7 @@ from enum import Enum
 from itertools import pairwise
 from typing import Any
 
-from alerts.detectors import DetectorContext, window_seconds
+from alerts.detectors.context import DetectorContext, window_seconds
 from alerts.types import Observation, Rule, Severity
 from monitor.core.metric_names import M
 from monitor.core.times import parse_duration

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from statistics import median
 
-from alerts.detectors import DetectorContext, window_seconds
+from alerts.detectors.context import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
 from monitor.core.metric_names import PHASE_TOTAL, M
 

@@ -21,7 +21,7 @@ snapshot is read once per cycle for both.
 
 from __future__ import annotations
 
-from alerts.detectors import DetectorContext, window_seconds
+from alerts.detectors.context import DetectorContext, window_seconds
 from alerts.types import Observation, Rule
 from monitor.advisor.exported import FindingsBoard
 from monitor.advisor.findings import advise

@@ -14,7 +14,7 @@ topics its own.
 from __future__ import annotations
 
 from alerts import slo
-from alerts.detectors import DetectorContext
+from alerts.detectors.context import DetectorContext
 from alerts.types import Observation, Rule
 from monitor.core.metric_names import M
 

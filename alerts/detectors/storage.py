@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from alerts.detectors import DetectorContext
+from alerts.detectors.context import DetectorContext
 from alerts.types import Observation, Rule, Severity
 from monitor.core.metric_names import M
 

@@ -27,7 +27,6 @@ import yaml
 from alerts.component import AlertService
 from alerts.types import AlertState
 from monitor.core.config import (
-    CollectionSettings,
     RuleOverride,
     RulesSettings,
     TenantConfig,
@@ -39,17 +38,14 @@ from monitor.stack.kafka import require_java, run_config_command
 from monitor.tenants import quotas
 from tests.conftest import running_stack, wait_until
 from tests.harness import slow_link
+from tests.harness.engine import create_topics, prom_query, watched_config, watching
 from tests.harness.faults import (
     SLOW_READER,
     fewer_io_threads,
     fill_topic,
     tiny_produce_flood,
 )
-from tests.integration.alerts_helpers import (
-    am_alerts,
-    prom_query,
-    running_collectors,
-)
+from tests.integration.alerts_helpers import am_alerts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 REPO = Path(__file__).resolve().parents[2]
@@ -111,12 +107,9 @@ FLOOD_IDLE_THRESHOLD = 0.3
 def watched(fault_stack, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("client-faults")
     _fast_backlog_rule(tmp / "backlog-rule.yaml")
-    config = fault_stack.config(tenants=TENANTS, store_url=f"sqlite:///{tmp / 'alerts.db'}")
-    config = config.model_copy(update={
-        "collection": CollectionSettings(interval_seconds=5),
-        "rules": RulesSettings(files=(str(tmp / "backlog-rule.yaml"),),
-                               overrides={"KafkaRequestHandlerSaturation": RuleOverride(
-                                   threshold=FLOOD_IDLE_THRESHOLD, for_seconds=10)})})
+    config = watched_config(fault_stack, tmp, TENANTS, rules=RulesSettings(
+        files=(str(tmp / "backlog-rule.yaml"),),
+        overrides={"KafkaRequestHandlerSaturation": RuleOverride(threshold=FLOOD_IDLE_THRESHOLD, for_seconds=10)}))
     _create(fault_stack, "shop.slow", [[SLOW_BROKER]])
     # Led by FLOOD_BROKER, replicated: the followers' fetches are handler work on the leader too.
     _create(fault_stack, "ads.flood", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
@@ -124,24 +117,15 @@ def watched(fault_stack, tmp_path_factory):
     # shop has a partition led by the flooded broker too: the flood hurts it, so the alert must reach it
     _create(fault_stack, "shop.orders", [[FLOOD_BROKER] + [b for b in fault_stack.layout.broker_ids
                                                            if b != FLOOD_BROKER]])
-    with running_collectors(config, tmp):
-        wait_until(lambda: len(prom_query(fault_stack, "kafka_cluster_broker_up == 1")) == 3
-                   and prom_query(fault_stack, "kafka_broker_request_handler_idle_ratio"), 120, interval=2,
-                   what="collectors' series in Prometheus")
+    with watching(fault_stack, config, tmp, lambda: len(prom_query(fault_stack, "kafka_cluster_broker_up == 1")) == 3
+                  and prom_query(fault_stack, "kafka_broker_request_handler_idle_ratio")):
         yield config
 
 
 def _create(stack, topic: str, assignment: list[list[int]]) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-    new = NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
-    for f in admin.create_topics([new], operation_timeout=30).values():
-        try:
-            f.result(60)
-        except Exception as exc:  # already there
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
+    create_topics(stack, [NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)])
 
 
 def _firing(svc: AlertService, rule: str, broker: int, seen: dict) -> list:

@@ -31,18 +31,14 @@ import pytest
 from alerts.rules import builtin_variant
 from alerts.types import AlertState
 from monitor.core.config import (
-    CollectionSettings,
     RulesSettings,
     TenantConfig,
     TenantSelector,
 )
 from tests.conftest import wait_until
+from tests.harness.engine import prom_query, running_collectors, watched_config
 from tests.harness.faults import delete_group, small_log_dir
-from tests.integration.alerts_helpers import (
-    am_alerts,
-    prom_query,
-    running_collectors,
-)
+from tests.integration.alerts_helpers import am_alerts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 SIZE_MIB, OTHER_SIZE_MIB = 2048, 160  # the tenant's disk, the disk the file that is not Kafka's fills
@@ -120,9 +116,7 @@ def watched(stack, tmp_path_factory):
     (tmp / "disk-rule.yaml").write_text(FAST_DISK_RULE)
     tenants = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",)),))
                     for n in ("telemetry", "billing"))
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
-                                       "rules": RulesSettings(files=(str(tmp / "disk-rule.yaml"),))})
+    config = watched_config(stack, tmp, tenants, rules=RulesSettings(files=(str(tmp / "disk-rule.yaml"),)))
     with running_collectors(config, tmp):
         yield config
 

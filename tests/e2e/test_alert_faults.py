@@ -14,46 +14,34 @@ branch is not merged yet.
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 import pytest
 
 from alerts.types import AlertState
 from monitor.core.config import (
-    CollectionSettings,
     RulesSettings,
     TenantConfig,
     TenantSelector,
 )
 from tests.conftest import wait_until
+from tests.harness.engine import create_topics, prom_query, watched_config, watching
 from tests.harness.faults import delete_group, group_coordinated_by
-from tests.integration.alerts_helpers import (
-    am_alerts,
-    prom_query,
-    running_collectors,
-)
+from tests.harness.producer import SteadyProducer
+from tests.integration.alerts_helpers import am_alerts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
 
 
 def _topics(stack):
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
-    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
     ids = stack.layout.broker_ids
-    topics = [
+    create_topics(stack, [
         NewTopic("orders.rf1", num_partitions=1, replica_assignment=[[ids[-1]]]),  # only on the broker we kill
         NewTopic("orders.rf3", num_partitions=3, replication_factor=3, config={"min.insync.replicas": "3"}),
         NewTopic("clicks.rf3", num_partitions=3, replication_factor=3),
-    ]
-    for topic in topics:  # one per request: librdkafka refuses explicit assignments mixed with partition counts
-        for f in admin.create_topics([topic], operation_timeout=30).values():
-            try:
-                f.result(60)
-            except Exception as exc:  # already there from an earlier run of the session
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise
+    ])
 
 
 # The lag rule with a 1-minute window (replacing the built-in one through rules.files), so the test waits for
@@ -81,16 +69,12 @@ def watched(stack, tmp_path_factory):
     tenants = (TenantConfig(name="shop", selectors=(TenantSelector(
                    cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),)),
                TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)))
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
-                                       "rules": RulesSettings(files=(str(tmp / "lag-rule.yaml"),))})
+    config = watched_config(stack, tmp, tenants, rules=RulesSettings(files=(str(tmp / "lag-rule.yaml"),)))
     _topics(stack)
-    with running_collectors(config, tmp) as proc:
+    with watching(stack, config, tmp, lambda: len(prom_query(stack, 'kafka_cluster_broker_up == 1')) == 3
+                  and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
+                  and prom_query(stack, 'kafka_broker_under_replicated_partitions')) as proc:
         WATCH["collector"], WATCH["log"] = proc, tmp / "collector.log"
-        wait_until(lambda: len(prom_query(stack, 'kafka_cluster_broker_up == 1')) == 3
-                   and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
-                   and prom_query(stack, 'kafka_broker_under_replicated_partitions'), 120,
-                   interval=2, what="collectors' series in Prometheus")
         yield config
 
 
@@ -175,20 +159,11 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
 
 
 def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recovers(stack, engine):
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer
 
     svc = engine
     servers = stack.layout.bootstrap_servers
-    producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
-    stop = threading.Event()
-
-    def produce():
-        while not stop.is_set():
-            for _ in range(20):
-                producer.produce("orders.rf3", b"x" * 100)
-            producer.poll(0)
-            stop.wait(0.5)
-        producer.flush(10)
+    feed = SteadyProducer(servers, "orders.rf3")  # ~40 records/s
 
     def consume_all(timeout: float) -> None:
         consumer = Consumer({"bootstrap.servers": servers, "group.id": "shop.billing",
@@ -205,8 +180,7 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
         consumer.commit(asynchronous=False)
         consumer.close()
 
-    thread = threading.Thread(target=produce, daemon=True)
-    thread.start()
+    feed.start()
     try:
         consume_all(60)  # the group commits, then leaves: no members while production goes on
 
@@ -229,8 +203,7 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
                             if a["labels"].get("tenant") == "shop"],
                    30, what="the lag alert in Alertmanager")
 
-        stop.set()
-        thread.join(20)
+        feed.stop()
         consume_all(60)  # catches up: lag 0
 
         def recovered():
@@ -243,5 +216,4 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
                                 if a["labels"].get("group") == "shop.billing"],
                    60, interval=2, what="the lag alert's resolve to reach Alertmanager")
     finally:
-        stop.set()
-        thread.join(20)
+        feed.stop()

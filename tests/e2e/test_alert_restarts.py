@@ -20,7 +20,6 @@ import pytest
 from alerts.slo import availability_query
 from alerts.types import AlertState, Decision
 from monitor.core.config import (
-    CollectionSettings,
     RuleOverride,
     RulesSettings,
     TenantConfig,
@@ -28,8 +27,9 @@ from monitor.core.config import (
 )
 from tests.conftest import wait_until
 from tests.harness import slow_link
+from tests.harness.engine import create_topics, prom_query, watched_config, watching
 from tests.harness.faults import controlled_restart, in_sync, preferred_leader_elected
-from tests.integration.alerts_helpers import am_alerts, prom_query, running_collectors
+from tests.integration.alerts_helpers import am_alerts
 
 pytestmark = [pytest.mark.e2e]
 
@@ -38,36 +38,27 @@ WATCHDOG = "KafkaHealthWatchdog"
 
 @pytest.fixture(scope="module")
 def watched(stack, tmp_path_factory):
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
     tmp = tmp_path_factory.mktemp("alert-restarts")
     # shop: the restarts' tenant. frozen and spared: the SLO page of a frozen broker (its partition led by the
     # broker the last test freezes, and one led by another broker)
     tenants = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(p,)),))
                     for n, p in (("shop", "orders."), ("frozen", "slo-frozen."), ("spared", "slo-spared.")))
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
     # The SLO page waits 10 s instead of its 1 min `for` (the suite's time; the burn-rate maths are the shipped ones)
-    config = config.model_copy(update={
-        "collection": CollectionSettings(interval_seconds=5),
-        "rules": RulesSettings(overrides={"KafkaTenantSloFastBurn": RuleOverride(for_seconds=10)})})
-    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
+    config = watched_config(stack, tmp, tenants, rules=RulesSettings(
+        overrides={"KafkaTenantSloFastBurn": RuleOverride(for_seconds=10)}))
     first, middle, last = stack.layout.broker_ids
     topics = [NewTopic("orders.restarts", num_partitions=3, replication_factor=3),
               # led by the broker the probe test freezes (not the one the restarts kill, so their bad minutes are
               # not its), and by another; replication factor 3, so a restart leaves them in sync
               NewTopic(SLO_TOPICS["frozen"], num_partitions=1, replica_assignment=[[middle, last, first]]),
               NewTopic(SLO_TOPICS["spared"], num_partitions=1, replica_assignment=[[first, middle, last]])]
-    for f in admin.create_topics(topics, operation_timeout=30).values():
-        try:
-            f.result(60)
-        except Exception as exc:  # there from an earlier run of the session
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
-    with running_collectors(config, tmp):
-        wait_until(lambda: len(prom_query(stack, "kafka_cluster_broker_up == 1")) == 3
-                   and len(prom_query(stack, "kafka_cluster_broker_heartbeat_age_seconds")) == 3
-                   and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.restarts"}'), 120,
-                   interval=2, what="collectors' series (with the controller's per-broker gauges) in Prometheus")
+    create_topics(stack, topics)
+    with watching(stack, config, tmp, lambda: len(prom_query(stack, "kafka_cluster_broker_up == 1")) == 3
+                  and len(prom_query(stack, "kafka_cluster_broker_heartbeat_age_seconds")) == 3
+                  and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.restarts"}'),
+                  what="collectors' series (with the controller's per-broker gauges) in Prometheus"):
         yield config
 
 

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 
@@ -23,8 +22,10 @@ import pytest
 from alerts.types import AlertState
 from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
 from tests.conftest import wait_until
+from tests.harness.engine import create_topics, prom_query, watched_config, watching
 from tests.harness.faults import delete_group
-from tests.integration.alerts_helpers import am_alerts, prom_query, running_collectors
+from tests.harness.producer import SteadyProducer
+from tests.integration.alerts_helpers import am_alerts
 
 pytestmark = [pytest.mark.e2e]
 
@@ -45,48 +46,26 @@ while True:
 
 @pytest.fixture(scope="module")
 def watched(stack, tmp_path_factory):
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
     tmp = tmp_path_factory.mktemp("lag-crash")
     tenants = (TenantConfig(name="shop", selectors=(TenantSelector(
         cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),)),)
-    config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp / 'alerts.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings()})  # the shipped 15 s
-    admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-    for f in admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)]).values():
-        try:
-            f.result(60)
-        except Exception as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
-    with running_collectors(config, tmp):
-        wait_until(lambda: prom_query(stack, "kafka_cluster_broker_up == 1"), 90, interval=2,
-                   what="collectors' series in Prometheus")
+    config = watched_config(stack, tmp, tenants, collection=CollectionSettings())  # the shipped 15 s
+    create_topics(stack, [NewTopic(TOPIC, num_partitions=3, replication_factor=3)])
+    with watching(stack, config, tmp, lambda: prom_query(stack, "kafka_cluster_broker_up == 1"), timeout=90):
         yield config
 
 
 def test_a_group_killed_under_load_pages_its_tenant_within_two_minutes(stack, engine):
-    from confluent_kafka import Producer
-
     servers = stack.layout.bootstrap_servers
     group = f"shop.crash-{uuid.uuid4().hex[:6]}"
-    producer = Producer({"bootstrap.servers": servers, "linger.ms": 5})
-    stop = threading.Event()
-
-    def produce():  # ~40 records/s all along
-        while not stop.is_set():
-            for _ in range(20):
-                producer.produce(TOPIC, b"x" * 100)
-            producer.poll(0)
-            stop.wait(0.5)
-        producer.flush(10)
-
-    thread = threading.Thread(target=produce, daemon=True)
+    feed = SteadyProducer(servers, TOPIC)  # ~40 records/s all along
     consumers = [subprocess.Popen([sys.executable, "-c", CONSUMER, servers, group, f"shop-crash-{i}", TOPIC],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
                  for i in range(3)]
     try:
-        thread.start()
+        feed.start()
         members = f'kafka_consumergroup_members{{group="{group}"}} == 3'
         committed = f'kafka_consumergroup_committed_offset{{group="{group}"}}'
         wait_until(lambda: prom_query(stack, members) and prom_query(stack, committed), 90, interval=2,
@@ -124,10 +103,9 @@ def test_a_group_killed_under_load_pages_its_tenant_within_two_minutes(stack, en
                    what="the page in Alertmanager within 120 s of the kill")
         print(f"in Alertmanager {time.monotonic() - killed:.0f} s after SIGKILL")
     finally:
-        stop.set()
+        feed.stop()
         for c in consumers:
             if c.poll() is None:
                 os.killpg(c.pid, signal.SIGKILL)
             c.wait(10)
-        thread.join(20)
         delete_group(servers, group)

@@ -4,22 +4,18 @@ the real collectors run against a stack."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
-import yaml
 
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
+from tests.harness.engine import prom_query, running_collectors
+from tests.harness.fake_source import FakeSource
+
+__all__ = ["prom_query", "running_collectors"]  # their home is tests.harness.engine; imported from here too
 
 
 def free_port() -> int:
@@ -71,21 +67,14 @@ class WebhookReceiver:
                 for doc in self.received for a in doc["alerts"]]
 
 
-class ScriptedSource:
-    """Prometheus stand-in for store/delivery tests: every input present, broker_up as scripted."""
+class ScriptedSource(FakeSource):
+    """Prometheus stand-in for store/delivery tests: every input present, broker_up as scripted in ``down``."""
 
-    def __init__(self):
+    def __init__(self) -> None:
+        super().__init__({M["broker_up"]: lambda expr, at: [InstantSample({"cluster": "local", "broker": b}, 0)
+                                                             for b in sorted(self.down)]},
+                         present=M.values(), cluster="local")
         self.down: set[str] = set()
-
-    def query(self, expr, at):
-        if expr.startswith("count by (__name__, cluster)"):
-            return [InstantSample({"__name__": m, "cluster": "local"}, 1) for m in M.values()]
-        if M["broker_up"] in expr:
-            return [InstantSample({"cluster": "local", "broker": b}, 0) for b in sorted(self.down)]
-        return []
-
-    def query_range(self, *a, **k):
-        return []
 
 
 def run_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
@@ -96,39 +85,6 @@ def run_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
     rc = monitor.cli.main(list(argv))
     out = capsys.readouterr()
     return rc, out.out, out.err
-
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@contextmanager
-def running_collectors(config, workdir: Path) -> Iterator[subprocess.Popen]:
-    """``serve --role collector`` for ``config`` as a process (its exporter on the config's service port, which the
-    stack's Prometheus scrapes); yields that process (its log is workdir/collector.log). Stopped, with its children,
-    on exit."""
-    cfg_file = workdir / "kafka-health.yaml"
-    cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-    # Without the CLI's module discovery (which could pick other packages' commands up from an editable install of
-    # another checkout).
-    run = ("import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-           "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", run, str(cfg_file)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
-        stderr=open(workdir / "collector.log", "wb"), start_new_session=True)
-    try:
-        yield proc
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def prom_query(stack, expr: str) -> list[dict]:
-    r = httpx.get(f"{stack.layout.prometheus_url}/api/v1/query", params={"query": expr}, timeout=5).json()
-    return r["data"]["result"]
 
 
 def am_alerts(stack, alertname: str) -> list[dict]:

@@ -20,7 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from alerts import repo
-from alerts.detectors import builtin_detectors
+from alerts.detectors.registry import builtin_detectors
 from alerts.engine import Engine
 from alerts.mute import Silencer
 from alerts.rules import load_rules

@@ -25,7 +25,7 @@ from dashboards.boards import ALL, service, tenant
 from dashboards.model import Kind, Needs
 from dashboards.promql import substitute
 from monitor.core.config import BrokerTarget
-from monitor.demo import DEMO_TENANTS
+from monitor.demo.story import DEMO_TENANTS
 from monitor.serve import build_app
 from tests.conftest import wait_until
 

@@ -19,7 +19,7 @@ from dashboards.boards import ALL
 from dashboards.boards.selectors import alerts
 from dashboards.model import VARIABLE_SOURCES, Needs, Var
 from dashboards.promql import substitute
-from monitor.demo import DEMO_LOAD, DEMO_TENANTS
+from monitor.demo.story import DEMO_LOAD, DEMO_TENANTS
 from monitor.loadgen import LoadGenerator
 from monitor.serve import build_app
 from tests.conftest import wait_until

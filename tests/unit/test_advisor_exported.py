@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from alerts.detectors import DetectorContext, builtin_detectors
+from alerts.detectors import DetectorContext
+from alerts.detectors.registry import builtin_detectors
 from alerts.rules import load_rules
 from monitor.advisor.exported import FINDING_METRIC, FindingsBoard, finding_series
 from monitor.advisor.findings import advise
@@ -18,6 +19,7 @@ from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelec
 from monitor.core.errors import QueryError
 from monitor.core.prom import InstantSample
 from monitor.core.tenancy import TenantIndex
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 MIB = 1048576.0
@@ -79,25 +81,12 @@ def test_board_replaces_a_clusters_findings_forgets_failures_and_drops_stale_one
     assert _exposed(board) == []
 
 
-class FakeSource:
+def prometheus() -> FakeSource:
     """Prometheus answering per cluster: cluster "bad" fails, cluster "ok" has one producer sending tiny requests."""
-
-    def __init__(self):
-        self.queries = []
-
-    def query(self, expr: str, at: datetime) -> list[InstantSample]:
-        self.queries.append(expr)
-        if 'cluster="bad"' in expr:
-            raise QueryError("Prometheus said no")
-        row = {"user": "", "client_id": "shop-tiny"}
-        if "avg_over_time(kafka_client_request_time_ratio" in expr:
-            return [InstantSample(row, 0.3)]
-        if "avg_over_time(kafka_client_produce_bytes_per_second" in expr:
-            return [InstantSample(row, 2048.0)]
-        return []
-
-    def query_range(self, *a, **k):
-        return []
+    row = {"user": "", "client_id": "shop-tiny"}
+    return FakeSource({'cluster="bad"': QueryError("Prometheus said no"),
+                       "avg_over_time(kafka_client_request_time_ratio": [InstantSample(row, 0.3)],
+                       "avg_over_time(kafka_client_produce_bytes_per_second": [InstantSample(row, 2048.0)]})
 
 
 def test_the_detector_publishes_every_finding_once_per_cycle_and_forgets_a_failed_cluster():
@@ -109,12 +98,12 @@ def test_the_detector_publishes_every_finding_once_per_cycle_and_forgets_a_faile
     board = FindingsBoard(max_age_seconds=60, clock=clock)
     board.publish("bad", advise(_snapshot()))  # what a previous cycle saw there
     detect = builtin_detectors(findings=board)["noisy_clients"]
-    source = FakeSource()
+    source = prometheus()
     ctx = DetectorContext(source=source, now=datetime(2026, 11, 22, tzinfo=timezone.utc), config=config,
                           tenants=TenantIndex(tenants))
     with pytest.raises(QueryError):
         detect(rule, ctx)  # the rule reports the failure ...
     assert board.series() == [("ok", "shop", "shop-tiny", "", "poor_batching")]  # ... the readable cluster publishes
     assert builtin_detectors()["noisy_clients"](rule, DetectorContext(
-        source=FakeSource(), now=ctx.now, config=config.model_copy(update={"clusters": config.clusters[:1]}),
+        source=prometheus(), now=ctx.now, config=config.model_copy(update={"clusters": config.clusters[:1]}),
         tenants=ctx.tenants))[0].labels["client_id"] == "shop-tiny"  # without a board: the alert alone

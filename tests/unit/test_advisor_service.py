@@ -13,6 +13,7 @@ from monitor.advisor.cli import format_advice, format_capacity
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.errors import QueryError
 from monitor.core.prom import InstantSample
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=timezone.utc)
@@ -21,24 +22,12 @@ TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", 
                                                                group_prefixes=("shop-",)),)),)
 
 
-class FakeSource:
-    """Answers each query with the samples of the first metric name it contains; [] (no data) otherwise."""
-
-    def __init__(self, series: dict[str, list[InstantSample]] | None = None, fail: bool = False, now: datetime = NOW):
-        self.series, self.fail, self.now, self.queries = series or {}, fail, now, []
-
-    def query(self, expr: str, at: datetime) -> list[InstantSample]:
-        assert at == self.now  # the time it is given, never the clock
-        self.queries.append(expr)
-        if self.fail:
-            raise QueryError("Prometheus unreachable at http://fake: ConnectError")
-        return next((rows for metric, rows in self.series.items() if metric in expr), [])
-
-    def query_range(self, expr, start, end, step_seconds):
-        raise AssertionError("the advisor reads instant queries only")
-
-    def close(self) -> None:
-        pass
+def prometheus(series: dict[str, list[InstantSample]] | None = None, fail: bool = False,
+               now: datetime = NOW) -> FakeSource:
+    """Answers each query with the samples of the first metric name it contains; [] (no data) otherwise; asked at
+    ``now`` only (the time it is given, never the clock); instant queries only."""
+    return FakeSource(series, {"": AssertionError("the advisor reads instant queries only")}, at=now,
+                      fail=QueryError("Prometheus unreachable at http://fake: ConnectError") if fail else None)
 
 
 def per_broker(value: float) -> list[InstantSample]:
@@ -54,9 +43,9 @@ def capacity(source: FakeSource, **kw) -> dict:
 
 
 def test_no_series_for_the_cluster_is_no_data_not_ok():
-    source = FakeSource()
+    source = prometheus()
     doc = advice(source)
-    assert source.queries  # Prometheus was asked, and answered: nothing
+    assert source.seen  # Prometheus was asked, and answered: nothing
     assert doc["findings"] == []
     [cluster] = doc["clusters"]
     assert cluster["status"] == "no_data", cluster  # was "ok": "no findings" read as "all good"
@@ -69,7 +58,7 @@ def test_no_series_for_the_cluster_is_no_data_not_ok():
 
 def test_consumer_groups_alone_are_still_no_data_but_their_finding_is_kept():
     flappy = {"kafka_consumergroup_members": [InstantSample({"group": "shop-flappy"}, 6.0)]}
-    doc = advice(FakeSource(flappy))
+    doc = advice(prometheus(flappy))
     [cluster] = doc["clusters"]
     assert cluster["status"] == "no_data"
     assert "kafka_client_" in cluster["message"] and "kafka_consumergroup_" not in cluster["message"]
@@ -77,22 +66,22 @@ def test_consumer_groups_alone_are_still_no_data_but_their_finding_is_kept():
 
 
 def test_broker_series_make_the_cluster_ok():
-    doc = advice(FakeSource({"kafka_broker_requests_total": [InstantSample({}, 40.0)]}))
+    doc = advice(prometheus({"kafka_broker_requests_total": [InstantSample({}, 40.0)]}))
     assert doc["clusters"] == [{"cluster": "local", "status": "ok", "message": ""}]
     assert format_advice(doc).splitlines()[-1] == "  no findings"
 
 
 def test_failing_prometheus_is_unavailable_and_distinct_from_no_data():
-    doc = advice(FakeSource(fail=True))
+    doc = advice(prometheus(fail=True))
     # Tenants read this answer: the generic message, not the operator's detail (which names Prometheus' URL).
     assert doc["clusters"][0] == {"cluster": "local", "status": "unavailable", "message": "metrics backend unavailable"}
-    cap = capacity(FakeSource(fail=True))
+    cap = capacity(prometheus(fail=True))
     assert cap["status"] == "unavailable" and cap["plan"] is None
     assert "UNAVAILABLE" in format_capacity(cap)
 
 
 def test_capacity_without_series_is_no_data_not_a_plan_of_zeros():
-    cap = capacity(FakeSource(), scenario=service.parse_scenario(["shop:3"]))
+    cap = capacity(prometheus(), scenario=service.parse_scenario(["shop:3"]))
     # was: status ok, brokers 0, disk_full_in_seconds 0.0 ("full now"), brokers_required 1
     assert cap["status"] == "no_data" and cap["plan"] is None and cap["what_if"] is None
     assert "kafka_host_filesystem_size_bytes" in cap["message"] and "kafka_topic_bytes_in_total" in cap["message"]
@@ -101,7 +90,7 @@ def test_capacity_without_series_is_no_data_not_a_plan_of_zeros():
 
 def test_capacity_with_brokers_but_no_disk_size_names_what_is_missing():
     # Partitions, leaders and thread idle per broker, topics of shop; the host collector's filesystem series absent.
-    source = FakeSource({
+    source = prometheus({
         "kafka_broker_partitions": per_broker(100.0), "kafka_broker_leader_partitions": per_broker(34.0),
         "kafka_broker_request_handler_idle_ratio": per_broker(0.6),
         "kafka_broker_network_processor_avg_idle_ratio": per_broker(0.65),
@@ -133,7 +122,7 @@ def test_the_endpoints_serve_no_data_as_it_is(tmp_path, monkeypatch):
     from tests.api_fixtures import NOW as API_NOW
     from tests.api_fixtures import build_api, make_config, new_token
 
-    monkeypatch.setattr(views, "_source", lambda config: FakeSource(now=API_NOW))
+    monkeypatch.setattr(views, "_source", lambda config: prometheus(now=API_NOW))
     store = Store(f"sqlite:///{tmp_path / 'kh.db'}")
     upgrade(store)
     app = build_api(make_config(), store)

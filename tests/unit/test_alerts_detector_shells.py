@@ -11,6 +11,7 @@ from monitor.core.config import parse_config
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample, Series
 from monitor.core.tenancy import TenantIndex
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
@@ -23,21 +24,6 @@ tenants:
     contract: {storage_budget_bytes: 1000}
 """)
 RULES = {r.name: r for r in load_rules(CONFIG.rules)}
-
-
-class Source:
-    def __init__(self, instant=None, ranges=None):
-        self.instant, self.ranges, self.seen = instant or {}, ranges or {}, []
-
-    def _find(self, table, expr):
-        self.seen.append(expr)
-        return next((v for k, v in table.items() if k in expr), [])
-
-    def query(self, expr, at):
-        return self._find(self.instant, expr)
-
-    def query_range(self, expr, start, end, step):
-        return self._find(self.ranges, expr)
 
 
 def ctx(src):
@@ -53,7 +39,7 @@ def test_disk_shell_reports_eta_per_log_dir():
     ts = times(60, 300)
     labels = {"cluster": "c1", "broker": "2", "path": "/data/kafka"}
     used = tuple(80 * GiB + 2 * GiB * (t - ts[0]) / 3600 for t in ts)  # +2 GiB/h
-    src = Source(instant={M["fs_size"]: [InstantSample(labels, 100 * GiB)]},
+    src = FakeSource(instant={M["fs_size"]: [InstantSample(labels, 100 * GiB)]},
                  ranges={M["fs_avail"]: [Series(labels, ts, used)]})
     [obs] = disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
     assert obs.labels == labels and obs.severity is Severity.CRITICAL
@@ -68,7 +54,7 @@ def test_disk_shell_judges_a_moved_log_dir_on_its_new_filesystem_only():
     labels = {"cluster": "c1", "broker": "3", "path": "/data/kafka"}
     used = tuple(180 * GiB if i < 20 else 100 * 2**20 + (t - ts[20]) * 2**20 for i, t in enumerate(ts))
     sizes = tuple(250 * GiB if i < 20 else GiB for i in range(40))
-    src = Source(instant={M["fs_size"]: [InstantSample(labels, GiB)]},
+    src = FakeSource(instant={M["fs_size"]: [InstantSample(labels, GiB)]},
                  ranges={M["fs_avail"]: [Series(labels, ts, used)], f"({M['fs_size']})": [Series(labels, ts, sizes)]})
     [obs] = disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
     assert obs.evidence["method"] == "linear" and obs.severity is Severity.CRITICAL
@@ -85,7 +71,7 @@ def _two_log_dirs(device1, device2, free_gap):
         labels = {"cluster": "c1", "host": "h", "broker": broker, "path": "/data/kafka"}
         used = tuple(80 * GiB + extra + 2 * GiB * (t - ts[0]) / 3600 for t in ts)
         rows.append((labels, device, used))
-    src = Source(instant={M["fs_size"]: [InstantSample({**labels, "device": device}, 100 * GiB)
+    src = FakeSource(instant={M["fs_size"]: [InstantSample({**labels, "device": device}, 100 * GiB)
                                          for labels, device, _ in rows]},
                  ranges={M["fs_avail"]: [Series(labels, ts, used) for labels, _, used in rows]})
     return disk.detect(RULES["KafkaDiskFullRisk"], ctx(src))
@@ -109,7 +95,7 @@ def test_disk_shell_without_device_labels_falls_back_to_the_figures():
 
 
 def test_storage_shell_sums_a_tenants_topics():
-    src = Source(instant={M["topic_size"]: [InstantSample({"cluster": "c1", "topic": "orders.a"}, 900),
+    src = FakeSource(instant={M["topic_size"]: [InstantSample({"cluster": "c1", "topic": "orders.a"}, 900),
                                             InstantSample({"cluster": "c1", "topic": "other"}, 5000)]})
     [obs] = storage.detect(RULES["KafkaTenantStorageBudget"], ctx(src))
     assert obs.labels == {"tenant": "shop"} and obs.value == 0.9 and obs.severity is Severity.WARNING
@@ -118,7 +104,7 @@ def test_storage_shell_sums_a_tenants_topics():
 def test_consumer_lag_shell_stopped_group_without_committed_offsets():
     ts = times(11, 60)
     key = {"cluster": "c1", "group": "shop.billing", "topic": "orders.a"}
-    src = Source(
+    src = FakeSource(
         instant={M["group_lag_seconds"]: [InstantSample(key, 700.0)]},
         ranges={M["group_lag"]: [Series(key, ts, tuple(100.0 + 50 * i for i in range(11)))],
                 M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (50.0,) * 11)],
@@ -138,7 +124,7 @@ def test_consumer_lag_shell_reads_committed_offsets_so_sampling_jitter_is_no_rew
     jittery = tuple(50.0 + (30.0 if i % 2 else -30.0) for i in range(11))  # what increase() reports: 20, 80, 20...
 
     def src(committed):
-        return Source(
+        return FakeSource(
             instant={M["group_lag_seconds"]: [InstantSample(key, 30.0)]},
             ranges={M["group_lag"]: [Series(key, ts, tuple(100.0 + 50 * i for i in range(11)))],
                     M["group_committed_offset"]: [Series(key, ts, committed)],
@@ -163,13 +149,13 @@ def test_consumer_lag_shell_does_not_judge_a_group_seen_for_less_than_half_the_w
     key = {"cluster": "c1", "group": "shop.new", "topic": "orders.a"}
     for n in (1, 2, 5):
         ts = times(n, 60)
-        src = Source(instant={M["group_lag_seconds"]: [InstantSample(key, 2.0)]},
+        src = FakeSource(instant={M["group_lag_seconds"]: [InstantSample(key, 2.0)]},
                      ranges={M["group_lag"]: [Series(key, ts, (30.0,) * n)],
                              M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (50.0,) * n)],
                              M["group_members"]: [Series({"cluster": "c1", "group": "shop.new"}, ts, (1.0,) * n)]})
         assert lag.detect(RULES["KafkaConsumerGroupLag"], ctx(src)) == [], n
     ts = times(6, 60)  # five minutes of a frozen offset with members: half the 10 min window, judged: STALL
-    src = Source(instant={M["group_lag_seconds"]: [InstantSample(key, 2.0)]},
+    src = FakeSource(instant={M["group_lag_seconds"]: [InstantSample(key, 2.0)]},
                  ranges={M["group_lag"]: [Series(key, ts, (30.0,) * 6)],
                          M["topic_messages_in"]: [Series({"cluster": "c1", "topic": "orders.a"}, ts, (0.0,) * 6)],
                          M["group_members"]: [Series({"cluster": "c1", "group": "shop.new"}, ts, (1.0,) * 6)]})
@@ -180,7 +166,7 @@ def test_consumer_lag_shell_does_not_judge_a_group_seen_for_less_than_half_the_w
 def test_slow_clients_shell_names_the_client_and_its_tenant():
     ts = times(30, 30)
     bk = {"cluster": "c1", "broker": "1"}
-    src = Source(
+    src = FakeSource(
         instant={M["client_request_time"]: [InstantSample({"user": "", "client_id": "shop-reader"}, 0.4),
                                             InstantSample({"user": "", "client_id": "bulk"}, 0.3)],
                  M["client_fetch_rate"]: [InstantSample({"user": "", "client_id": "shop-reader"}, 1000.0),
@@ -199,7 +185,7 @@ def test_slow_clients_shell_names_one_slow_reader_among_fast_consumers_from_its_
     ts = times(30, 30)
     bk = {"cluster": "c1", "broker": "2"}
     peer = {**bk, "peer": "10.0.0.7"}
-    src = Source(
+    src = FakeSource(
         instant={"sum_over_time(kafka_host_tcp": [InstantSample(peer, 23 * 150_000.0),
                                                   InstantSample({**bk, "peer": "127.0.0.1"}, 2 * 9_000.0)],
                  "count_over_time(kafka_host_tcp": [InstantSample(peer, 23.0),
@@ -228,7 +214,7 @@ def test_latency_shell_compares_history_and_peers():
         return Series({"cluster": "c1", "broker": broker, "request": "Produce"}, ts,
                       tuple(0.5 if (slow and t > split) else 0.1 for t in ts))
 
-    src = Source(ranges={'request="Produce"': [series("1", True), series("2", False), series("3", False)]})
+    src = FakeSource(ranges={'request="Produce"': [series("1", True), series("2", False), series("3", False)]})
     obs = latency.detect(RULES["KafkaLatencyRegression"], ctx(src))
     assert [(o.labels["broker"], o.labels["request"]) for o in obs] == [("1", "Produce")]
     assert obs[0].evidence["baseline_seconds"] == 0.1 and obs[0].evidence["peer_median_seconds"] == 0.1
@@ -243,8 +229,8 @@ def test_outdated_clients_alerts_on_old_software_never_on_a_missing_name():
                           3.0)
             for n, v in (("unknown", "unknown"), ("apache-kafka-java", "2.3.1"), ("apache-kafka-java", "3.9.1"))]
     # the nameless connections held all window too (what the alert asked for before): 3 beyond the replica fetchers
-    src = Source(instant={'client_software_name="unknown"': [InstantSample({"cluster": "c1", "broker": "2"}, 3.0)],
-                          "client_software_version": rows})
+    src = FakeSource(instant={'client_software_name="unknown"': [InstantSample({"cluster": "c1", "broker": "2"}, 3.0)],
+                              "client_software_version": rows})
     obs = clients.detect_outdated_clients(RULES["KafkaOutdatedClient"], ctx(src))
     assert [(o.labels["client_software_name"], o.labels["client_software_version"]) for o in obs] == [
         ("apache-kafka-java", "2.3.1")]

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from alerts.detectors import builtin_detectors
+from alerts.detectors.registry import builtin_detectors
 from alerts.engine import FAILING, NO_DATA, Engine, RuleHealth
 from alerts.mute import Matcher, Silencer, SilenceView
 from alerts.notify import ALERTMANAGER, targets_for
@@ -14,6 +14,7 @@ from monitor.core.config import RulesSettings, parse_config
 from monitor.core.errors import QueryError
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
@@ -34,33 +35,12 @@ tenants:
 """)
 
 
-class FakeSource:
-    """expr substring -> samples (or an exception). Unknown expressions have no data."""
-
-    def __init__(self):
-        self.answers: dict[str, object] = {}
-        self.present: set[str] = set(M.values())
-
-    def query(self, expr, at):
-        if expr.startswith("count by (__name__, cluster)"):
-            return [InstantSample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(self.present)]
-        for key, ans in self.answers.items():
-            if key in expr:
-                if isinstance(ans, Exception):
-                    raise ans
-                return ans
-        return []
-
-    def query_range(self, expr, start, end, step):
-        return []
-
-
 def _engine():
     return Engine(CONFIG, load_rules(CONFIG.rules), builtin_detectors())
 
 
 def _placement(src):
-    src.answers[f"last_over_time({M['topic_size']}"] = [
+    src.instant[f"last_over_time({M['topic_size']}"] = [
         InstantSample({"cluster": "c1", "broker": "1", "topic": "orders.eu"}, 3),
         InstantSample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1),
         InstantSample({"cluster": "c1", "broker": "2", "topic": "orders.eu"}, 3),
@@ -72,8 +52,8 @@ def by_rule(result, rule):
 
 
 def test_watchdog_fires_every_cycle_and_notifies_once():
-    eng, src = _engine(), FakeSource()
-    src.answers["vector(1)"] = [InstantSample({}, 1.0)]
+    eng, src = _engine(), FakeSource(present=M.values())
+    src.instant["vector(1)"] = [InstantSample({}, 1.0)]
     r1 = eng.evaluate({}, src, T0)
     [wd] = by_rule(r1, "KafkaHealthWatchdog")
     assert wd.state is AlertState.FIRING and "tenant" not in wd.labels and wd.labels["watchdog"] == "true"
@@ -86,9 +66,9 @@ def test_watchdog_fires_every_cycle_and_notifies_once():
 
 
 def test_broker_alert_is_one_instance_per_tenant_on_the_broker():
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     _placement(src)
-    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
+    src.instant[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
     r = eng.evaluate({}, src, T0)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
     insts = by_rule(r, "KafkaBrokerUnreachable")
@@ -103,12 +83,12 @@ def test_broker_alert_is_one_instance_per_tenant_on_the_broker():
 def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leaders():
     """As on a real cluster: the killed broker exports nothing; the leaders that lost a follower (brokers 2 and 3)
     report the under-replicated and under-min-ISR partitions under their own ``broker`` label."""
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     _placement(src)
-    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
-    src.answers[M["under_replicated"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 4),
+    src.instant[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
+    src.instant[M["under_replicated"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 4),
                                          InstantSample({"cluster": "c1", "broker": "3"}, 2)]
-    src.answers[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
+    src.instant[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
     r, notified = {}, []
     for s in (0, 30, 60, 90, 120):
         res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
@@ -127,8 +107,8 @@ def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leader
 
 
 def test_silence_mutes_and_its_expiry_releases_the_page():
-    eng, src = _engine(), FakeSource()
-    src.answers["vector(1)"] = [InstantSample({}, 1.0)]
+    eng, src = _engine(), FakeSource(present=M.values())
+    src.instant["vector(1)"] = [InstantSample({}, 1.0)]
     sil = SilenceView("s1", (Matcher("alertname", "KafkaHealthWatchdog"),), T0, T0 + timedelta(minutes=5))
     r = eng.evaluate({}, src, T0, silences=Silencer([sil], T0))
     [wd] = by_rule(r, "KafkaHealthWatchdog")
@@ -141,9 +121,9 @@ def test_silence_mutes_and_its_expiry_releases_the_page():
 def test_silencing_an_alert_that_paged_keeps_it_firing_in_alertmanager_and_never_pages_again():
     """Alertmanager resolves an alert whose ``endsAt`` passed: a delivered firing must keep being refreshed there
     while our silence holds it (no false resolve, no second page when the silence ends); webhooks get nothing."""
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     _placement(src)
-    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
+    src.instant[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
     r = eng.evaluate({}, src, T0).instances
     res = eng.evaluate(r, src, T0 + timedelta(seconds=30))
     shop = next(n for n in res.notifications if n.instance.labels.get("tenant") == "shop")
@@ -169,12 +149,12 @@ def test_silencing_an_alert_that_paged_keeps_it_firing_in_alertmanager_and_never
 
 
 def test_failing_rule_keeps_its_incidents_and_raises_rule_failing():
-    eng, src = _engine(), FakeSource()
-    src.answers[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
+    eng, src = _engine(), FakeSource(present=M.values())
+    src.instant[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
     r = eng.evaluate({}, src, T0)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
     assert {i.state for i in by_rule(r, "KafkaUnderMinIsrPartitions")} == {AlertState.FIRING}
-    src.answers[M["under_min_isr"]] = QueryError("Prometheus query failed: bad_data")
+    src.instant[M["under_min_isr"]] = QueryError("Prometheus query failed: bad_data")
     for s in (60, 120, 180):
         r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=s))
     assert r.rules["KafkaUnderMinIsrPartitions"].health is RuleHealth.ERR
@@ -186,7 +166,7 @@ def test_failing_rule_keeps_its_incidents_and_raises_rule_failing():
 
 
 def test_missing_input_raises_no_data_for_the_cluster():
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     src.present.discard(M["under_replicated"])
     r = {}
     for s in (0, 300):
@@ -205,12 +185,12 @@ def test_missing_input_raises_no_data_for_the_cluster():
 def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
     """Broker 3 is in the metadata but missing from the JMX targets (no request-handler series), broker 4 is down
     (not live), and the GC input is absent on every broker (the cluster-level instance covers it)."""
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     idle, gc = M["request_handler_idle"], M["gc_seconds"]
-    src.answers["count by (__name__, cluster, broker)"] = [
+    src.instant["count by (__name__, cluster, broker)"] = [
         InstantSample({"__name__": m, "cluster": "c1", "broker": b}, 1)
         for m in sorted(src.present - {gc}) for b in ("1", "2", "3") if not (m == idle and b == "3")]
-    src.answers[f"max by (cluster, broker) ({M['broker_up']}) == 1"] = [
+    src.instant[f"max by (cluster, broker) ({M['broker_up']}) == 1"] = [
         InstantSample({"cluster": "c1", "broker": b}, 1) for b in ("1", "2", "3")]
     src.present.discard(gc)
     r = {}
@@ -227,25 +207,25 @@ def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
     assert res.rules["KafkaRequestQueueSaturation"].health is RuleHealth.OK
 
     # the broker added to the targets: its series appear, the instance resolves
-    src.answers["count by (__name__, cluster, broker)"].append(InstantSample({"__name__": idle, "cluster": "c1",
+    src.instant["count by (__name__, cluster, broker)"].append(InstantSample({"__name__": idle, "cluster": "c1",
                                                                               "broker": "3"}, 1))
     res = eng.evaluate(r, src, T0 + timedelta(seconds=315))
     assert not [i for i in by_rule(res, NO_DATA) if "broker" in i.labels and i.state is AlertState.FIRING]
 
 
 def test_resolve_is_notified_once_and_instances_of_cleared_pending_are_dropped():
-    eng, src = _engine(), FakeSource()
-    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "3"}, 0)]
+    eng, src = _engine(), FakeSource(present=M.values())
+    src.instant[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "3"}, 0)]
     r = eng.evaluate({}, src, T0)
     [p] = by_rule(r, "KafkaBrokerUnreachable")[:1]
     assert p.state is AlertState.PENDING
-    del src.answers[M["broker_up"]]
+    del src.instant[M["broker_up"]]
     r2 = eng.evaluate(r.instances, src, T0 + timedelta(seconds=15))
     assert p.fingerprint in r2.deleted and not by_rule(r2, "KafkaBrokerUnreachable")
-    src.answers[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "3"}, 0)]
+    src.instant[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "3"}, 0)]
     r = eng.evaluate({}, src, T0)
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
-    del src.answers[M["broker_up"]]
+    del src.instant[M["broker_up"]]
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=45))
     res = [n for n in r.notifications if n.decision is Decision.NOTIFY_RESOLVED]
     assert len(res) == 2 and all(n.instance.state is AlertState.RESOLVED for n in res)
@@ -293,9 +273,9 @@ def _run(eng, src, minutes=(0, 5)):
 def test_a_cluster_with_active_groups_and_no_lag_raises_no_data_for_the_lag_rule():
     """The group collector lists the groups (members) but exports no lag (e.g. it may describe the groups but not
     the topics whose offsets lag needs): KafkaConsumerGroupLag is blind there, and says so."""
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     src.present.discard(M["group_lag"])
-    src.answers[f"({M['group_members']} > 0)"] = [InstantSample({"cluster": "c1"}, 2)]
+    src.instant[f"({M['group_members']} > 0)"] = [InstantSample({"cluster": "c1"}, 2)]
     res = _run(eng, src)
     assert _no_data_for(res, "KafkaConsumerGroupLag") == {("c1", M["group_lag"])}
     assert res.rules["KafkaConsumerGroupLag"].health is RuleHealth.NO_DATA
@@ -304,7 +284,7 @@ def test_a_cluster_with_active_groups_and_no_lag_raises_no_data_for_the_lag_rule
 
 
 def test_a_cluster_without_active_groups_needs_no_lag():
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     src.present.discard(M["group_lag"])  # the guard answers nothing: no group with members on c1
     res = _run(eng, src)
     assert _no_data_for(res, "KafkaConsumerGroupLag") == set()
@@ -314,34 +294,34 @@ def test_a_cluster_without_active_groups_needs_no_lag():
 def test_quota_sensors_without_their_throttle_time_raise_no_data_per_quota_type():
     """A produce quota is configured (its sensor's byte rates are collected) but the throttle times are not (a
     broken JMX mapping): KafkaClientThrottled cannot fire for produce. No fetch quota: nothing expected there."""
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     for key in ("client_produce_throttle", "client_fetch_throttle", "client_fetch_rate"):
         src.present.discard(M[key])
-    src.answers[f"count by (cluster) ({M['client_produce_rate']})"] = [InstantSample({"cluster": "c1"}, 4)]
+    src.instant[f"count by (cluster) ({M['client_produce_rate']})"] = [InstantSample({"cluster": "c1"}, 4)]
     res = _run(eng, src)
     assert _no_data_for(res, "KafkaClientThrottled") == {("c1", M["client_produce_throttle"])}
     assert _no_data_for(res, "KafkaClientHurtsOtherTenants") == set()  # the produce rates are there
     # and the other way round: throttle times without the byte rates the noisy-client detector reads
     src.present |= {M["client_produce_throttle"]}
     src.present.discard(M["client_produce_rate"])
-    src.answers = {f"count by (cluster) ({M['client_produce_throttle']})": [InstantSample({"cluster": "c1"}, 4)]}
+    src.instant = {f"count by (cluster) ({M['client_produce_throttle']})": [InstantSample({"cluster": "c1"}, 4)]}
     res = _run(eng, src)
     assert _no_data_for(res, "KafkaClientHurtsOtherTenants") == {("c1", M["client_produce_rate"])}
     assert _no_data_for(res, "KafkaClientThrottled") == set()
 
 
 def test_client_connections_are_expected_where_groups_are_active():
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     src.present.discard(M["client_connections"])
     assert _no_data_for(_run(eng, src), "KafkaOutdatedClient") == set()
-    src.answers[f"({M['group_members']} > 0)"] = [InstantSample({"cluster": "c1"}, 1)]
+    src.instant[f"({M['group_members']} > 0)"] = [InstantSample({"cluster": "c1"}, 1)]
     assert _no_data_for(_run(eng, src), "KafkaOutdatedClient") == {("c1", M["client_connections"])}
 
 
 def test_a_failing_guard_expects_nothing_and_the_cycle_goes_on():
-    eng, src = _engine(), FakeSource()
+    eng, src = _engine(), FakeSource(present=M.values())
     src.present.discard(M["group_lag"])
-    src.answers[f"({M['group_members']} > 0)"] = QueryError("guard timed out")
+    src.instant[f"({M['group_members']} > 0)"] = QueryError("guard timed out")
     res = _run(eng, src)
     assert _no_data_for(res, "KafkaConsumerGroupLag") == set()
     assert res.rules[NO_DATA].health is RuleHealth.OK
@@ -368,7 +348,8 @@ def test_expected_when_must_name_an_input_of_the_rule(tmp_path):
 
 def test_an_input_no_configured_source_gives_is_not_observable_and_never_no_data():
     protocol_only = parse_config("clusters:\n  - name: c1\n    bootstrap_servers: localhost:9092\n")
-    eng, src = Engine(protocol_only, load_rules(protocol_only.rules), builtin_detectors()), FakeSource()
+    eng = Engine(protocol_only, load_rules(protocol_only.rules), builtin_detectors())
+    src = FakeSource(present=M.values())
     src.present -= {M["under_replicated"], M["broker_up"]}  # JMX (no source here) and Admin (configured: no data)
     r = {}
     for s in (0, 300):

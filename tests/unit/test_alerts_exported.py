@@ -15,6 +15,7 @@ from monitor.core.config import ClusterConfig, Config, TenantConfig, TenantSelec
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
 from monitor.schema import create_all
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
@@ -88,20 +89,12 @@ CONFIG = Config(clusters=(ClusterConfig(name="c1", bootstrap_servers="localhost:
     for t in ("ads", "shop")))
 
 
-class _Source:
+def _source() -> FakeSource:
     """Every input present; broker 1 down; the watchdog's vector(1). Anything else has no data."""
-
-    def query(self, expr, at):
-        if expr.startswith("count by (__name__, cluster)"):
-            return [InstantSample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(set(M.values()))]
-        if expr == "vector(1)":
-            return [InstantSample({}, 1.0)]
-        if M["broker_up"] in expr and "==" in expr:
-            return [InstantSample({"cluster": "c1", "broker": "1"}, 0.0)]
-        return []
-
-    def query_range(self, expr, start, end, step):
-        return []
+    return FakeSource({
+        "vector(1)": [InstantSample({}, 1.0)],
+        M["broker_up"]: lambda expr, at: [InstantSample({"cluster": "c1", "broker": "1"}, 0.0)] if "==" in expr else [],
+    }, present=M.values())
 
 
 def test_the_alert_service_exports_its_instances_after_each_evaluation(tmp_path):
@@ -111,7 +104,7 @@ def test_the_alert_service_exports_its_instances_after_each_evaluation(tmp_path)
     store = Store(f"sqlite:///{tmp_path / 'alerts.db'}")
     create_all(store)
     registry = CollectorRegistry()
-    service = AlertService(CONFIG, store=store, registry=registry, source=_Source(), clock=lambda: T0)
+    service = AlertService(CONFIG, store=store, registry=registry, source=_source(), clock=lambda: T0)
     result = service.evaluate(T0)
     active = [i for i in result.instances.values() if i.state in (AlertState.PENDING, AlertState.FIRING)]
     lines = _exposed(registry)

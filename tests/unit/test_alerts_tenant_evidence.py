@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import pytest
 
 from alerts.attribution import OTHER_TENANT, Attributor, redact_evidence, redact_labels
-from alerts.detectors import builtin_detectors
+from alerts.detectors.registry import builtin_detectors
 from alerts.engine import Engine, Notification
 from alerts.notify import payload
 from alerts.rules import load_rules
@@ -20,6 +20,7 @@ from monitor.core.config import parse_config
 from monitor.core.metric_names import PHASE_RESPONSE_SEND, M
 from monitor.core.prom import InstantSample, Series
 from monitor.core.tenancy import TenantIndex
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
@@ -56,22 +57,7 @@ CLIENTS = [
 ]
 
 
-class Source:
-    """expr substring -> answer, first key that occurs in the expression wins (in insertion order)."""
-
-    def __init__(self, instant, ranges):
-        self.instant, self.ranges = instant, ranges
-
-    def query(self, expr, at):
-        if expr.startswith("count by (__name__, cluster)"):
-            return [InstantSample({"__name__": m, "cluster": "c1"}, 1) for m in sorted(set(M.values()))]
-        return next((v for k, v in self.instant.items() if k in expr), [])
-
-    def query_range(self, expr, start, end, step):
-        return next((v for k, v in self.ranges.items() if k in expr), [])
-
-
-def _source() -> Source:
+def _source() -> FakeSource:
     bk = {"cluster": "c1", "broker": "1"}
     ts = tuple(T0.timestamp() - 30 * (29 - i) for i in range(30))
     backlog = M["client_socket_backlog"]
@@ -99,7 +85,7 @@ def _source() -> Source:
         M["network_processor_idle"]: [Series(bk, ts, (0.9,) * 15 + (0.4,) * 15)],
         f'phase="{PHASE_RESPONSE_SEND}"': [],
     }
-    return Source(instant, ranges)
+    return FakeSource(instant, ranges, present=M.values())
 
 
 def _evaluate(config=CONFIG):

@@ -166,21 +166,9 @@ def test_no_cycle_between_packages():
     assert not cycles, "import cycles between packages:\n" + "\n".join(_explain(graph, c) for c in cycles)
 
 
-# Module cycles inside a package that are known, with what removes them. Each is a debt: the list only shrinks.
-KNOWN_MODULE_CYCLES = {
-    # The registry (alerts/detectors/__init__.py) imports its members inside a function; each member imports
-    # DetectorContext from the package. Issue 27, item 5 moves the registry out of the package its members import.
-    "alerts.detectors",
-}
-
-
-def _known(cycle: list[str]) -> bool:
-    return any(all(m == k or m.startswith(k + ".") for m in cycle) for k in KNOWN_MODULE_CYCLES)
-
-
 def test_no_cycle_between_modules_of_a_package():
     graph = module_graph(project_sources())
-    cycles = [c for c in find_cycles(graph) if not _known(c)]
+    cycles = find_cycles(graph)
     assert not cycles, "import cycles between modules:\n" + "\n".join(_explain(graph, c) for c in cycles)
 
 

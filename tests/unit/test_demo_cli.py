@@ -16,14 +16,9 @@ import pytest
 from monitor.cli import build_parser, main
 from monitor.core.config import load_config
 from monitor.core.errors import ComponentFailed, StackError
-from monitor.demo import (
-    DEMO_TENANTS,
-    STORY_WINDOW,
-    Console,
-    _wait_ready,
-    demo_text,
-    status_text,
-)
+from monitor.demo.console import Console, demo_text, status_text
+from monitor.demo.lifecycle import _wait_ready
+from monitor.demo.story import DEMO_TENANTS, STORY_WINDOW
 from monitor.loadgen import ensure_topics
 from monitor.stack import Stack
 from monitor.stack.kafka import jolokia_port

@@ -36,6 +36,7 @@ from monitor.core.humanize import (
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample, Series
 from monitor.core.tenancy import TenantIndex
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 MiB = 2**20
@@ -243,21 +244,9 @@ def test_capacity_counts_a_shared_filesystem_once():
     assert disk_totals(apart) == (3000 * GB, 1800 * GB)
 
 
-class _Prom:
-    """Answers by metric, in the order the disk detector asks: used range, size now, size range, log sizes range."""
-
-    def __init__(self, used, sizes, logs):
-        self.used, self.sizes, self.logs = used, sizes, logs
-
-    def query(self, expr, at):
-        return self.sizes if M["fs_size"] in expr else []
-
-    def query_range(self, expr, start, end, step):
-        if M["fs_avail"] in expr:
-            return self.used
-        if M["topic_size"] in expr:
-            return self.logs
-        return []
+def _prom(used, sizes, logs) -> FakeSource:
+    """Answers by metric, what the disk detector asks: used range, size now, log sizes range."""
+    return FakeSource({M["fs_size"]: sizes}, {M["fs_avail"]: used, M["topic_size"]: logs})
 
 
 CONFIG = parse_config("""
@@ -274,7 +263,7 @@ def _detect(logs):
     ts = tuple(t0 + t for t in TIMES)
     used = tuple(SIZE - f for f in FREE)
     dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/data/broker-{b}"} for b in "123"]
-    src = _Prom(used=[Series(d, ts, used) for d in dirs], sizes=[InstantSample(d, SIZE) for d in dirs],
+    src = _prom(used=[Series(d, ts, used) for d in dirs], sizes=[InstantSample(d, SIZE) for d in dirs],
                 logs=[Series(labels, ts, tuple(5 * GiB + r * MiB * t for t in TIMES)) for labels, r in logs])
     ctx = DetectorContext(source=src, now=NOW, config=CONFIG, tenants=TenantIndex(CONFIG.tenants))
     return disk.detect({r.name: r for r in load_rules(CONFIG.rules)}["KafkaDiskFullRisk"], ctx)
@@ -303,15 +292,10 @@ def test_detector_sums_the_tenants_data_of_every_broker_on_the_filesystem():
 def test_capacity_source_reads_each_log_dirs_filesystem_and_the_plan_counts_a_shared_one_once():
     dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}"} for b in "123"]
 
-    class Prom:
-        def query(self, expr, at):
-            if M["fs_size"] in expr:
-                return [InstantSample(d, 1000 * GB) for d in dirs]
-            if M["fs_avail"] in expr:  # one scrape, the same filesystem: 4 KiB apart at most
-                return [InstantSample(d, 400 * GB + 4096 * i) for i, d in enumerate(dirs)]
-            return []
-
-    usage = read_usage(Prom(), cluster="local", tenants=(), now=NOW)
+    prom = FakeSource({M["fs_size"]: [InstantSample(d, 1000 * GB) for d in dirs],
+                       # one scrape, the same filesystem: 4 KiB apart at most
+                       M["fs_avail"]: [InstantSample(d, 400 * GB + 4096 * i) for i, d in enumerate(dirs)]})
+    usage = read_usage(prom, cluster="local", tenants=(), now=NOW)
     assert [b.disk_size_bytes for b in usage.brokers] == [1000 * GB] * 3  # each broker sees its filesystem
     assert [[d.path for d in b.disks] for b in usage.brokers] == [[f"/stack/broker-{b}"] for b in "123"]
     p = plan(usage)
@@ -322,15 +306,9 @@ def _capacity_plan_of(devices, avails):
     dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}", "device": dev}
             for b, dev in zip("12", devices)]
 
-    class Prom:
-        def query(self, expr, at):
-            if M["fs_size"] in expr:
-                return [InstantSample(d, 1000 * GB) for d in dirs]
-            if M["fs_avail"] in expr:
-                return [InstantSample(d, a) for d, a in zip(dirs, avails)]
-            return []
-
-    return plan(read_usage(Prom(), cluster="local", tenants=(), now=NOW))
+    prom = FakeSource({M["fs_size"]: [InstantSample(d, 1000 * GB) for d in dirs],
+                       M["fs_avail"]: [InstantSample(d, a) for d, a in zip(dirs, avails)]})
+    return plan(read_usage(prom, cluster="local", tenants=(), now=NOW))
 
 
 def test_capacity_source_counts_by_the_device_label():

@@ -20,6 +20,7 @@ from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
 from monitor.core.tenancy import TenantIndex
 from monitor.health.slo import SloBoard, tenant_slo
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2026, 11, 24, 3, 0, tzinfo=timezone.utc)
@@ -116,23 +117,12 @@ def test_the_rules_burn_at_the_workbooks_factors_over_recorded_windows():
 # ---------------------------------------------------------------------------------------- the detector
 
 
-class Source:
-    """Answers like Prometheus' instant queries, by the first key found in the expression."""
-
-    def __init__(self, table):
-        self.table, self.seen = table, []
-
-    def query(self, expr, at):
-        self.seen.append(expr)
-        return next((v for k, v in self.table.items() if k in expr), [])
-
-
 def test_fast_burn_names_the_tenant_its_failing_brokers_and_evidence_and_nothing_of_others():
     def avail(shop, ads):
         return [InstantSample({"cluster": "c1", "tenant": "shop"}, shop),
                 InstantSample({"cluster": "c1", "tenant": "ads"}, ads)]
 
-    src = Source({
+    src = FakeSource({
         "[1h:1m]": avail(1 - 2 / 61, 1.0),
         "[5m:1m]": avail(1 - 2 / 6, 1.0),
         M["probe_messages"]: [InstantSample({"cluster": "c1", "broker": "2", "result": "lost"}, 11.6),
@@ -157,7 +147,7 @@ def test_fast_burn_names_the_tenant_its_failing_brokers_and_evidence_and_nothing
 
 
 def test_no_burn_asks_for_no_evidence():
-    src = Source({"[1h:1m]": [InstantSample({"cluster": "c1", "tenant": "shop"}, 1.0)],
+    src = FakeSource({"[1h:1m]": [InstantSample({"cluster": "c1", "tenant": "shop"}, 1.0)],
                   "[5m:1m]": [InstantSample({"cluster": "c1", "tenant": "shop"}, 0.0)]})
     ctx = DetectorContext(source=src, now=NOW, config=CONFIG, tenants=TenantIndex(CONFIG.tenants))
     assert slo_detector.detect(RULES["KafkaTenantSloFastBurn"], ctx) == []
@@ -212,21 +202,6 @@ def test_tenant_slo_view_of_the_window():
 # ---------------------------------------------------------------------------------------- the API's view
 
 
-class CountingSource(Source):
-    def __init__(self, table=None, fail=False):
-        super().__init__(table or {})
-        self.fail, self.closed = fail, 0
-
-    def query(self, expr, at):
-        if self.fail:
-            self.seen.append(expr)
-            raise QueryError("Prometheus unreachable at http://p:9090: ConnectError")
-        return super().query(expr, at)
-
-    def close(self):
-        self.closed += 1
-
-
 def test_tenant_slo_is_the_worst_of_its_own_clusters_and_nobody_elses():
     config = parse_config(CONFIG_TEXT + "\n  - name: shop2\n    whole_clusters: [c2]\n")
     shop = next(t for t in config.tenants if t.name == "shop")
@@ -242,7 +217,7 @@ def test_tenant_slo_is_the_worst_of_its_own_clusters_and_nobody_elses():
 
 def test_slo_board_asks_prometheus_once_per_ttl_and_remembers_a_failure_as_long():
     clock = [0.0]
-    src = CountingSource({"[28d:1m]": [InstantSample({"cluster": "c1", "tenant": "shop"}, 0.9995)]})
+    src = FakeSource({"[28d:1m]": [InstantSample({"cluster": "c1", "tenant": "shop"}, 0.9995)]})
     board = SloBoard(lambda config: src, ttl=60, clock=lambda: clock[0])
     assert board.availability(CONFIG, NOW) == {("c1", "shop"): 0.9995}
     clock[0] = 59
@@ -251,7 +226,7 @@ def test_slo_board_asks_prometheus_once_per_ttl_and_remembers_a_failure_as_long(
     clock[0] = 61
     board.availability(CONFIG, NOW)
     assert len(src.seen) == 2
-    down = CountingSource(fail=True)
+    down = FakeSource(fail=QueryError("Prometheus unreachable at http://p:9090: ConnectError"))
     board = SloBoard(lambda config: down, ttl=60, clock=lambda: clock[0])
     assert board.availability(CONFIG, NOW) is None and board.availability(CONFIG, NOW) is None
     assert len(down.seen) == 1 and down.closed == 1
