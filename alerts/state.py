@@ -13,7 +13,8 @@ continues the incident. A resolved instance is kept (the store keeps it for hist
     advance   the transition above
     decide    what the receiver must be told, from what it was last told (``notified_state``): a firing not yet
               sent (held back while muted), a resolve of a firing that was sent, a refresh of a firing it holds
-    step      both for one instance, as the engine takes them (it advances every instance before muting any)
+
+The engine (``alerts.engine``) takes them in its cycle: it advances every instance, mutes them, then decides.
 
 Deciding from what was told rather than from the transition is what makes notifications idempotent: replaying the
 same inputs after a restart pages nobody twice and loses no resolve, and a page a mute held back goes out when the
@@ -107,18 +108,3 @@ def decide(inst: Instance, now: datetime, *, resend_seconds: float | None = None
         return inst, decision
     return inst.evolve(notified_state=inst.state, last_sent_at=now), decision
 
-
-def step(
-    prev: Instance | None, obs: Observation | None, now: datetime, rule: Rule, labels: dict[str, str] | None = None,
-    *, muted_by: str | None = None, resend_seconds: float | None = None,
-) -> tuple[Instance | None, Decision]:
-    """One instance through one evaluation: ``advance``, take the mute stage's verdict (``muted_by``), ``decide``.
-
-    Returns (the new instance or None when there is nothing to keep, the notification decision).
-    """
-    inst = advance(prev, obs, now, rule, labels)
-    if inst is None:
-        return None, Decision.NONE
-    if inst.muted_by != muted_by:
-        inst = inst.evolve(muted_by=muted_by)
-    return decide(inst, now, resend_seconds=resend_seconds)

@@ -1,12 +1,15 @@
 """The state machine, minute by minute. Each case: rule timing, a string of condition results (one per minute,
-'1' true / '0' false), and the expected state and decision after each minute."""
+'1' true / '0' false), and the expected state and decision after each minute.
+
+Each minute goes through the engine's own decision steps (``alerts.engine``: advance every instance, mute, decide),
+so the table proves what the engine does, not a copy of it."""
 
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from alerts.state import step
-from alerts.types import AlertState, Decision, Observation, Rule, Scope, Severity
+from alerts.engine import _advance_instances, _decide_notifications, _mute, _RuleResults
+from alerts.types import AlertState, Decision, Instance, Observation, Rule, Scope, Severity
 
 T0 = datetime(2026, 11, 22, 0, 0, tzinfo=timezone.utc)
 I, P, F, R = "-", "P", "F", "R"  # noqa: E741 - the table's letters; inactive (no instance), pending, firing, resolved
@@ -26,6 +29,32 @@ CASES = [
     (9, 0, 0, "1", "F", "f"),
     (10, 1, 3, "1100001", "PFFFFRP", ".f...r."),  # resolves 3 minutes after clearing
 ]
+
+
+class _Muted:
+    """A silence that mutes everything it is asked about (the mute stage's verdict for one minute)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def mutes(self, labels: dict[str, str]) -> str | None:
+        return self.reason
+
+
+def step(prev: Instance | None, obs: Observation | None, now: datetime, rule: Rule,
+         labels: dict[str, str] | None = None, *, muted_by: str | None = None,
+         resend_seconds: float | None = None) -> tuple[Instance | None, Decision]:
+    """One instance of ``rule`` through one evaluation of the engine: ``_advance_instances`` (the rule evaluated and
+    observed ``obs``, or nothing), ``_mute`` (a silence ``muted_by``, or none), ``_decide_notifications``."""
+    fp = "fp"
+    results = _RuleResults(rules={rule.name: rule},
+                           observed={rule.name: {fp: (labels if labels is not None else prev.labels, obs)}
+                                     if obs is not None else {}})
+    kept, _ = _advance_instances({fp: prev} if prev is not None else {}, results, now)
+    muted = _mute(kept, _Muted(muted_by) if muted_by else None, ())
+    decided, notes = _decide_notifications(muted, now, resend_seconds)  # resend None: never refreshed
+    assert len(notes) <= 1 and all(n.instance is decided[fp] for n in notes)
+    return decided.get(fp), notes[0].decision if notes else Decision.NONE
 
 
 def _rule(for_min: int, keep_min: int) -> Rule:
