@@ -1,7 +1,7 @@
 """The Admin collector's round at the scale of the largest shared clusters, this code beside the previous code.
 
     .venv/bin/python bench/admin_scale.py [--port-base 20700] [--dir /tmp/kafka-health-admin-scale]
-        [--groups 2000,5000,10000] [--partitions 50000,200000] [--rounds 3] [--baseline 42091c5] [--down]
+        [--groups 2000,5000,10000] [--partitions 25000,50000,200000] [--rounds 3] [--baseline 42091c5] [--down]
 
 On a plaintext local stack (``monitor.stack``, started if it is not running): N consumer groups, each holding committed
 offsets on 6 partitions of one of 200 topics (the issue's set-up), made by AlterConsumerGroupOffsets; then P
@@ -10,9 +10,11 @@ min.insync.replicas and watermarks for all of them. At each level, ``--rounds`` 
 ``AdminCollector`` with its Admin client in a child process, 15 s interval, default caps) after one warm-up round, of
 this tree and of the ``--baseline`` commit (``git archive`` of its collectors/ and monitor/, run in a subprocess), one
 after the other: median round time, groups with a lag series, groups skipped, series dropped by the cap, and the time
-of the round's calls measured alone (metadata, min ISR of every topic, watermarks of every partition). Levels are
-cumulative: the groups stay when the partitions are added. What the stack cannot hold is said and skipped (a broker
-opens a file per partition; the stack's brokers have 384 MiB of heap).
+of the round's calls measured alone (metadata, min ISR of every topic, watermarks of every partition, describing
+every group: the round describes only non-empty ones), and the resident memory of the collector's process (peak) and
+of its Admin child. Levels are cumulative: the groups stay when the partitions are added. What the stack cannot hold
+is said and skipped (a broker opens a file and maps two indexes per partition; the stack's brokers have 384 MiB of
+heap, out at about 11,700 partitions each).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,6 +35,9 @@ TOPICS = 200
 PARTS_PER_GROUP = 6
 PARTS_PER_TOPIC = 20  # the partition levels' topics
 INTERVAL = 15.0
+# Partitions one broker of the local stack holds: two of its 384 MiB brokers died of OutOfMemoryError at 11,600-11,800
+# partitions each while creating 50,000 partitions (RF 1 over 3 brokers).
+HEAP_PARTITIONS = 10_000
 
 
 def _setup_groups(servers: str, start: int, end: int) -> float:
@@ -60,7 +66,7 @@ def _setup_partitions(servers: str, have: int, want: int) -> float:
     for i in range(first, last, 50):  # 1,000 partitions a request: the controller answers within the timeout
         _create(admin, [NewTopic(f"scale.p{j}", num_partitions=PARTS_PER_TOPIC, replication_factor=1)
                         for j in range(i, min(last, i + 50))])
-    time.sleep(5)  # leaders elected and logs created before the commits
+    _settle(servers, want)
     _commit(admin, {f"scale.g{i}": [TopicPartition(f"scale.p{i}", p, 1) for p in range(PARTS_PER_TOPIC)]
                     for i in range(first, last)}, ConsumerGroupTopicPartitions)
     return time.monotonic() - t0
@@ -69,7 +75,12 @@ def _setup_partitions(servers: str, have: int, want: int) -> float:
 def _room(stack, partitions: int) -> str:
     """Why the stack's brokers cannot hold ``partitions`` more (RF 1 over 3 brokers: a file open and two index
     maps per partition), or ""."""
-    per_broker = partitions // 3 + TOPICS * PARTS_PER_GROUP
+    from monitor.stack.kafka import HEAP
+
+    per_broker = (partitions + TOPICS * PARTS_PER_GROUP) // 3
+    if per_broker > HEAP_PARTITIONS:
+        return (f"{per_broker:,} partitions a broker; the stack's brokers have {HEAP['broker']} of heap "
+                f"(monitor/stack/kafka.py), which ran out at about 11,700 partitions a broker (OutOfMemoryError)")
     for name in (n for n in stack.component_names() if n.startswith("broker-")):
         pid = stack.procs.owned_pid(name)
         if pid is None:
@@ -83,6 +94,25 @@ def _room(stack, partitions: int) -> str:
     if 2 * per_broker + 10_000 > maps:
         return f"{per_broker:,} partitions a broker map {2 * per_broker:,} index files; vm.max_map_count is {maps:,}"
     return ""
+
+
+def _settle(servers: str, want: int, limit: float = 900.0) -> None:
+    """Until every broker has created the logs of the partitions and answers their watermarks: the controller
+    accepts 50,000 partitions in under 30 s, the brokers create their logs for minutes after (about 200 a second
+    each on this machine), and a round before that measures the creation, not the collector."""
+    sys.path.insert(0, str(ROOT))
+    from collectors.admin_client import KafkaAdmin
+
+    admin, end, have = KafkaAdmin({"bootstrap.servers": servers}, timeout=60.0), time.monotonic() + limit, 0
+    while time.monotonic() < end:
+        parts = [(p.topic, p.partition) for p in admin.cluster(timeout=60.0).partitions
+                 if p.topic.startswith("scale.p") and p.leader >= 0]
+        if len(parts) >= want:
+            have = len(admin.high_watermarks(parts, timeout=60.0))
+            if have >= want:
+                return
+        time.sleep(10)
+    raise TimeoutError(f"{want:,} partitions not all served after {limit:g} s ({have:,} answered their watermark)")
 
 
 def _create(admin, topics) -> None:
@@ -130,6 +160,11 @@ def measure(servers: str, rounds: int) -> dict:
         out["skipped"].append(sum(s.value for s in r.samples if s.name == "kafka_health_admin_skipped_groups"))
         out["dropped"].append(sum(c.series for c in getattr(r, "cuts", ())))
         out["message"].append(r.message[:200])
+    # Memory: the collector's process at its peak (rounds, samples, watermark history) and the Admin client's child.
+    child = getattr(ac, "_admin", None)
+    status = Path(f"/proc/{child.pid}/status").read_text() if child is not None else ""
+    out["child_mib"] = next((int(x.split()[1]) / 1024 for x in status.splitlines() if x.startswith("VmRSS:")), 0.0)
+    out["rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ac.close()
     # The round's calls alone, in-process.
     admin = KafkaAdmin(cluster.client_settings(), timeout=60.0)
@@ -172,7 +207,7 @@ def _row(label: str, what: str, m: dict) -> str:
     return (f"{label:>22} {what:>9} {med(m['round']):7.2f} s ({min(m['round']):5.2f}-{max(m['round']):5.2f}) "
             f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
             f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
-            f"partitions | {m['describe_all']:5.2f}")
+            f"partitions | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB")
 
 
 def main() -> int:
@@ -180,7 +215,7 @@ def main() -> int:
     ap.add_argument("--port-base", type=int, default=20700)
     ap.add_argument("--dir", default="/tmp/kafka-health-admin-scale")
     ap.add_argument("--groups", default="2000,5000,10000")
-    ap.add_argument("--partitions", default="50000,200000")
+    ap.add_argument("--partitions", default="25000,50000,200000")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", default="42091c5", help="the previous code: a commit before the batched offsets")
     ap.add_argument("--down", action="store_true", help="stop the stack at the end")
@@ -206,7 +241,7 @@ def main() -> int:
           f"baseline {args.baseline}; groups on 6 partitions of {TOPICS} topics; interval {INTERVAL:g} s",
           flush=True)
     print(f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
-          f"{'meta':>6} {'minISR':>6} {'watermarks':<27} | describe all groups", flush=True)
+          f"{'meta':>6} {'minISR':>6} {'watermarks':<27} | describe all | collector + Admin child RSS", flush=True)
     have_groups = have_parts = 0
     levels = [("groups", int(n)) for n in args.groups.split(",") if n] + \
              [("partitions", int(n)) for n in args.partitions.split(",") if n]

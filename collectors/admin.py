@@ -263,22 +263,28 @@ class AdminCollector:
         wanted = {tp for g in groups for tp in g.committed}
         if not wanted:
             return GroupsRead(tuple(groups), {}, skipped, cut_short=cut, deadline_skipped=out_of_time)
-        why = ""
+        why, watermarks = "", {}
         late = not deadline.allows()
         if late:
             why = f"round deadline of {budget:g}s reached before the high watermarks were read"
         else:
             try:
                 watermarks = admin.high_watermarks(sorted(wanted), timeout=deadline.remaining())
-                return GroupsRead(tuple(groups), watermarks, skipped, cut_short=cut, deadline_skipped=out_of_time)
             except KafkaHealthError as exc:
                 why = f"high watermarks not read: {exc}"
-        # No watermarks, no lag: a group with committed offsets is not finished this round.
-        unfinished = sum(1 for g in groups if g.committed)
-        why = f"{why}: {unfinished} groups whose offsets were read skipped"
-        return GroupsRead(tuple(g for g in groups if not g.committed), {}, skipped + unfinished,
+            else:
+                late = not deadline.allows()  # partitions left out when the call ran out of the round's time
+                why = (f"high watermarks of {len(wanted) - len(watermarks)} of {len(wanted)} partitions not read"
+                       + (f" within the round deadline of {budget:g}s" if late else ""))
+        # No watermark, no lag: a group with committed offsets none of whose partitions has a watermark is not
+        # finished this round (said and counted, never a group that silently has no lag series).
+        blind = {id(g) for g in groups if g.committed and not any(tp in watermarks for tp in g.committed)}
+        if not blind:
+            return GroupsRead(tuple(groups), watermarks, skipped, cut_short=cut, deadline_skipped=out_of_time)
+        why = f"{why}: {len(blind)} groups whose offsets were read skipped"
+        return GroupsRead(tuple(g for g in groups if id(g) not in blind), watermarks, skipped + len(blind),
                           cut_short=f"{cut}; {why}" if cut else why,
-                          deadline_skipped=out_of_time + (unfinished if late else 0))
+                          deadline_skipped=out_of_time + (len(blind) if late else 0))
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None

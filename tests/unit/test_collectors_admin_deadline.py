@@ -60,7 +60,7 @@ class SlowAdmin:
         self.calls.append((name if group is None else f"{name}:{group}", self.clock.t, timeout))
         cost = self.group_cost.get(group, self.cost[name])
         self.clock.t += min(cost, timeout)
-        if cost > timeout:
+        if cost > timeout and name != "high_watermarks":
             raise TargetTimeout(f"Admin API {name}: no answer within {timeout:g}s")
 
     def cluster(self, *, timeout=BUDGET):
@@ -102,6 +102,8 @@ class SlowAdmin:
         self._take("high_watermarks", timeout)
         if self.fail_watermarks:
             raise TargetTimeout("Admin API list offsets: no answer within 1s")
+        if self.cost["high_watermarks"] > timeout:
+            return {}  # the real client leaves out the partitions not answered in time
         return {tp: 8 for tp in tps}
 
 
@@ -178,6 +180,23 @@ def test_watermarks_failing_keep_the_cluster_state_and_skip_the_groups_that_have
     assert_cluster_state_exported(r)
     assert lagging_groups(r) == [] and skipped(r) == 5
     assert "high watermarks not read" in r.message
+
+
+def test_watermarks_not_answered_in_time_skip_the_groups_and_say_it_as_the_deadline_cut():
+    """The real client leaves out the partitions whose watermark did not come within its timeout (26,210 partitions
+    took 3.3 s on the local stack, and got less). Their groups have no lag: counted, said and cut, not silent."""
+    clock = FakeClock()
+    admin = SlowAdmin(clock, high_watermarks=30.0)
+    ac = collector(admin, clock)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+
+    assert r.status is TargetStatus.OK and clock.t <= BUDGET
+    assert_cluster_state_exported(r)
+    assert lagging_groups(r) == [] and skipped(r) == 5
+    assert ("high watermarks of 1 of 1 partitions not read within the round deadline of 10s: 5 groups whose "
+            "offsets were read skipped") in r.message
+    [cut] = r.cuts
+    assert str(cut.cause) == "deadline" and cut.groups == 5
 
 
 def test_metadata_hanging_fails_the_target_within_its_timeout():
