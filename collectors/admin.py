@@ -214,9 +214,9 @@ class AdminCollector:
             self._known_groups = len(listed)
         except TargetForbidden as exc:
             return GroupsRead((), {}, self._known_groups, cut_short=f"consumer groups not read: {exc}")
-        except KafkaHealthError as exc:
-            log.warning("%s: consumer groups skipped this round: %s", key, exc)
-            return GroupsRead((), {}, self._known_groups)
+        except KafkaHealthError as exc:  # said in the round's message too: every group's lag is missing
+            why = f"consumer groups not listed: {exc}: the {self._known_groups} groups of the last listing skipped"
+            return GroupsRead((), {}, self._known_groups, cut_short=why)
         groups: list[GroupOffsets] = []
         skipped, cut, forbidden, out_of_time = 0, "", "", 0
         reserve = WATERMARK_RESERVE * budget

@@ -243,6 +243,8 @@ def test_admin_collector_keeps_the_cluster_state_when_listing_groups_fails():
     assert any(name == "kafka_topic_offline_partitions" for name, _ in got)
     assert not any(name == "kafka_consumergroup_lag" for name, _ in got)
     assert got[("kafka_health_admin_skipped_groups", (("cluster", "c1"),))] == 1  # the one group listed before
+    assert r.message.startswith("consumer groups not listed: Admin API list groups: no answer within 10s: the 1 "
+                                "groups of the last listing skipped"), r.message  # said, not only logged
 
 
 TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
