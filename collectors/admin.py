@@ -223,15 +223,16 @@ class AdminCollector:
         slow, self._slow_groups = self._slow_groups, set()
         listed = sorted(listed, key=lambda g: g.group in slow)  # stable: last round's slow groups asked last
         answers: dict[str, dict[TP, int] | CollectorError] = {}
-        group_timeout = 0.0
+        group_timeout, whole = 0.0, ""
         if deadline.allows(reserve=reserve):
             group_timeout = min(deadline.remaining(reserve=reserve), OFFSETS_CALL_SHARE * budget)
             try:  # before the watermarks; every group at once, so a dead coordinator's groups delay no other
                 answers = admin.committed([g.group for g in listed], timeout=deadline.remaining(reserve=reserve),
                                           group_timeout=group_timeout)
             except KafkaHealthError as exc:  # the whole call: a stale coordinator, a dead client process
-                log.warning("%s: consumer group offsets not read: %s", key, exc)
                 answers = {g.group: exc for g in listed}
+                if not isinstance(exc, TargetForbidden):  # said below, once
+                    whole = f"consumer group offsets not read: {exc}: {len(listed)} groups skipped"
         failures: dict[str, CollectorError] = {}
         for info in listed:
             answer = answers.get(info.group)
@@ -258,6 +259,7 @@ class AdminCollector:
         if out_of_time:
             cut = (f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
                    f"groups read, {skipped} groups skipped")
+        cut = whole or cut
         if forbidden:
             cut = f"{cut}; {forbidden}" if cut else f"consumer group offsets not read: {forbidden}"
         wanted = {tp for g in groups for tp in g.committed}

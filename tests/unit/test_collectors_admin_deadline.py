@@ -199,6 +199,28 @@ def test_watermarks_not_answered_in_time_skip_the_groups_and_say_it_as_the_deadl
     assert str(cut.cause) == "deadline" and cut.groups == 5
 
 
+def test_an_offsets_call_that_fails_whole_skips_every_group_and_says_it():
+    """The Admin client's process died during the offsets (librdkafka aborted: seen with 10,000 groups' requests
+    timing out on an overloaded machine): every group is skipped, and the round's message says why."""
+    from monitor.core.errors import TransportError
+
+    clock = FakeClock()
+    admin = SlowAdmin(clock)
+
+    def died(groups, *, timeout, group_timeout):
+        raise TransportError("Admin API group offsets: the Admin client process died (killed by SIGABRT)")
+
+    admin.committed = died
+    ac = collector(admin, clock)
+    r = ac.collect_target(ac.targets()[0], now=100.0)
+
+    assert r.status is TargetStatus.OK
+    assert_cluster_state_exported(r)
+    assert lagging_groups(r) == [] and skipped(r) == 5
+    assert r.message.startswith("consumer group offsets not read: Admin API group offsets: the Admin client process "
+                                "died (killed by SIGABRT): 5 groups skipped"), r.message
+
+
 def test_metadata_hanging_fails_the_target_within_its_timeout():
     clock = FakeClock()
     admin = SlowAdmin(clock, cluster=60.0)
