@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -45,12 +45,9 @@ from monitor.core.errors import KafkaHealthError
 from monitor.core.prom import PrometheusSource, Source, prometheus_source
 from monitor.core.store import Store
 from monitor.core.tenancy import FixedTenants, Tenants
+from monitor.core.times import utc_now
 
 log = logging.getLogger(__name__)
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 class _Metrics:
@@ -81,7 +78,7 @@ class AlertService:
 
     def __init__(self, config: Config, *, store: Store, registry: CollectorRegistry,
                  source: Source | None = None, notifier_for: Callable[[str], Notifier] | None = None,
-                 clock: Callable[[], datetime] = utcnow, detectors: dict[str, Detector] | None = None,
+                 clock: Callable[[], datetime] = utc_now, detectors: dict[str, Detector] | None = None,
                  policy: DeliveryPolicy = DeliveryPolicy(), resolved_retention: timedelta = timedelta(days=7),
                  tenants: Tenants | None = None):
         self.config = config

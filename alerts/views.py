@@ -21,7 +21,7 @@ from alerts.mute import (
     compile_regex,
 )
 from alerts.types import AlertState
-from monitor.core.api.deps import CurrentPrincipal, DbSession
+from monitor.core.api.deps import CurrentPrincipal, DbSession, request_now
 from monitor.core.api.pagination import Page, Paging, PagingParams, page_of
 from monitor.core.api.principal import Principal, current_principal
 from monitor.core.api.schema import IsoTime
@@ -88,11 +88,6 @@ class SilenceRead(BaseModel):
     comment: str
     tenant: str | None = Field(description="the tenant it is confined to; null for an operator's silence")
     state: str = Field(description="pending | active | expired, at the time of the answer")
-
-
-def _now(request: Request) -> datetime:
-    clock = getattr(request.app.state, "clock", None)
-    return clock() if clock else datetime.now(timezone.utc)
 
 
 def _in_utc(dt: datetime | None, field: str) -> datetime | None:
@@ -166,7 +161,7 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
     own tenant (a `tenant` matcher naming another answers 404), and a tenant may hold a limited number at once
     (409). A silence that matches everything is refused (422)."""
     # Every refusal here is a 422 naming the field (the API's error contract), like the body's schema checks.
-    now = _now(request)
+    now = request_now(request)
     starts = _in_utc(body.starts_at, "starts_at") or now
     if body.ends_at is not None:
         ends, end_field = _in_utc(body.ends_at, "ends_at"), "ends_at"
@@ -220,7 +215,7 @@ def list_silences(request: Request, paging: PagingParams,
                   principal: Principal = Depends(current_principal)) -> Page:
     """Silences with their matchers, times and state (pending, active, expired), a page at a time. An operator
     token lists every silence; a tenant token lists its tenant's."""
-    now = _now(request)
+    now = request_now(request)
     with request.app.state.store.session() as s:
         rows = repo.list_silences(session=s, tenant=principal.tenant, all_tenants=principal.is_operator,
                                   limit=paging.limit + 1, after_id=paging.after)
@@ -233,7 +228,7 @@ def expire_silence(silence_id: str, request: Request, principal: Principal = Dep
     """Expire the silence (it is kept, expired, for the record) and answer it. Alerts it held back are notified
     at the next evaluation if they still fire. A tenant token may expire its tenant's silences only (404
     otherwise)."""
-    now = _now(request)
+    now = request_now(request)
     with request.app.state.store.session() as s:
         row = repo.get_silence(silence_id, session=s)
         if not principal.is_operator and row.tenant != principal.tenant:

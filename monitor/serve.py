@@ -34,6 +34,7 @@ from collectors.component import CollectionService
 from collectors.contract import TenantContractCollector
 from monitor import __version__
 from monitor.api.app import mount_api
+from monitor.api.errors import error_response
 from monitor.api.httpmetrics import RequestMetricsMiddleware, request_duration
 from monitor.config_source import add_config_args, config_args, config_from_args, find_config
 from monitor.core.api.principal import current_principal
@@ -58,13 +59,34 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     With ``config.reports.schedule`` set, the process serving the API also runs the weekly report at those times,
     as ``kafka-health report <report_args> --week W`` (``report_args`` say where the config is).
     """
-    registry = registry or CollectorRegistry()
+    registry = _process_registry(registry or CollectorRegistry(), roles)
+    components: list[Component] = []
+    app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None,
+                  lifespan=_lifespan(components))
+    app.state.config = config
+    app.state.registry = registry
+    app.state.components = components
+    _mount_store_and_api(app, config, roles, config_label)
+    # Added last, so it runs first: requests the API's body limit, authentication and rate limit refuse count too.
+    app.add_middleware(RequestMetricsMiddleware, duration=request_duration(registry))
+    tenants = _live_tenants(app, config, registry)
+    components += _components(config, roles, getattr(app.state, "store", None), registry, tenants, report_args)
+    _add_probes(app, components, registry, roles)
+    return app
+
+
+def _process_registry(registry: CollectorRegistry, roles: tuple[str, ...]) -> CollectorRegistry:
+    """The process's registry: its build info and prometheus-client's default collectors (process_*, python_info,
+    python_gc_*), as on its global registry."""
     info = Gauge("kafka_health_build_info", "kafka-health version and roles", ["version", "roles"], registry=registry)
     info.labels(__version__, ",".join(roles)).set(1)
-    # prometheus-client's default collectors (process_*, python_info, python_gc_*), as on its global registry
     for default in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
         registry.register(default)
-    components: list[Component] = []
+    return registry
+
+
+def _lifespan(components: list[Component]):
+    """Start ``components`` (as they are when the app starts) in order; stop them in reverse."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -78,33 +100,47 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
             # threads).
             stop_all(list(reversed(components)))
 
-    app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None, lifespan=lifespan)
-    app.state.config = config
-    app.state.registry = registry
-    app.state.components = components
+    return lifespan
 
+
+def _mount_store_and_api(app: FastAPI, config: Config, roles: tuple[str, ...], config_label: str) -> None:
+    """The store (migrated) where the API or the engine needs it, and the API's routers and middleware."""
     if "api" in roles or "alerts" in roles:
         app.state.store = open_store(config.store)
         if "api" in roles:  # the config file's tenants into the store before anyone reads the set
             mount_api(app, config=config, store=app.state.store,
                       origin=ConfigOrigin.of(config, config_label) if config_label else None)
-    # One live tenant set for every component of the process: a tenant created or deleted through the API is
-    # labelled, attributed, routed and shown from the next round, cycle or scrape on, without a restart.
-    # Added last, so it runs first: requests the API's body limit, authentication and rate limit refuse count too.
-    app.add_middleware(RequestMetricsMiddleware, duration=request_duration(registry))
+
+
+def _live_tenants(app: FastAPI, config: Config, registry: CollectorRegistry) -> Tenants:
+    """One live tenant set for every component of the process: a tenant created or deleted through the API is
+    labelled, attributed, routed and shown from the next round, cycle or scrape on, without a restart. Their
+    contracts (quotas, budget) become series for the dashboards: config, not a measurement."""
     tenants = _tenant_set(config, getattr(app.state, "store", None))
     app.state.tenants = tenants
-    # The tenants' contracts (quotas, budget) as series, for the dashboards: config, not a measurement.
     registry.register(TenantContractCollector(tenants))
+    return tenants
+
+
+def _components(config: Config, roles: tuple[str, ...], store: Store | None, registry: CollectorRegistry,
+                tenants: Tenants, report_args: list[str] | None) -> list[Component]:
+    """What each role runs, in start order."""
+    out: list[Component] = []
     if "collector" in roles:
-        components.append(CollectionService(config, registry=registry, tenants=tenants))
+        out.append(CollectionService(config, registry=registry, tenants=tenants))
     if "alerts" in roles:
-        components.append(AlertService(config, store=app.state.store, registry=registry, tenants=tenants))
+        out.append(AlertService(config, store=store, registry=registry, tenants=tenants))
     if "api" in roles:
-        components.append(ServicePresence(app.state.store))
+        out.append(ServicePresence(store))
         if config.reports.schedule:
-            components.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
-                                              command=report_command(report_args or []), registry=registry))
+            out.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
+                                       command=report_command(report_args or []), registry=registry))
+    return out
+
+
+def _add_probes(app: FastAPI, components: list[Component], registry: CollectorRegistry,
+                roles: tuple[str, ...]) -> None:
+    """``/healthz`` (the process lives), ``/readyz`` (every component ready), ``/metrics`` (the registry)."""
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:
@@ -124,11 +160,8 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
         # The API's auth middleware (mounted with the API) has already answered 401 to a missing or invalid token,
         # with its failed-authentication limits; what is left is who the token is.
         if "api" in roles and not current_principal(request).is_operator:
-            return JSONResponse({"error": {"code": "forbidden", "message": "this needs an operator token"}},
-                                status_code=403)
+            return error_response(403, "this needs an operator token")
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    return app
 
 
 def _tenant_set(config: Config, store: Store | None) -> Tenants:

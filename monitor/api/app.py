@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import datetime, timezone
 
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -26,6 +25,7 @@ from monitor.api.ratelimit import FailureLimit, TokenBuckets
 from monitor.core.config import Config
 from monitor.core.lifecycle import Component
 from monitor.core.store import Store
+from monitor.core.times import utc_now
 from monitor.health.views import routers as health_routers
 from monitor.health.watch import AnswerMemo, StoreWatch
 from monitor.tenants import service as tenant_service
@@ -104,7 +104,7 @@ def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_serv
     app.state.config = config
     app.state.store = store
     with store.session() as s:
-        result = tenant_service.sync_config(db_session=s, config=config, now=datetime.now(timezone.utc),
+        result = tenant_service.sync_config(db_session=s, config=config, now=utc_now(),
                                             origin=origin, by="serve")
     if result.added or result.updated or result.removed:
         log.info("config tenants synced: added %s, updated %s, removed %s",

@@ -46,8 +46,13 @@ def metrics_dir(lake: Path) -> Path:
     return Path(lake) / "metrics"
 
 
+def day_partition(day: date) -> str:
+    """The directory name of one day in every dated tree of the lake (Spark's partition column ``date``)."""
+    return f"date={day.isoformat()}"
+
+
 def day_dir(lake: Path, day: date) -> Path:
-    return metrics_dir(lake) / f"date={day.isoformat()}"
+    return metrics_dir(lake) / day_partition(day)
 
 
 def marker_path(lake: Path, day: date) -> Path:

@@ -18,6 +18,7 @@ from monitor import serve
 from monitor.api import tokens
 from monitor.core.config import Config, load_config
 from monitor.core.errors import ComponentFailed, PortInUse
+from monitor.core.healthz import Wait, wait_healthy
 from monitor.core.logs import divert_to_file
 from monitor.core.store import Store
 from monitor.core.times import utc_now
@@ -215,15 +216,10 @@ def _read_api(api: httpx.Client) -> tuple[list[dict] | None, int | None]:
 
 def _wait_ready(url: str, port: int, server: threading.Thread, timeout: float = 120.0) -> None:
     """Until the embedded service answers /healthz; a service that dies or never answers is a one-line error."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and server.is_alive():
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    if not server.is_alive():
+    ended = wait_healthy(url, alive=server.is_alive, timeout=timeout)
+    if ended is Wait.UP:
+        return
+    if ended is Wait.EXITED:
         # Someone took the port between the check and the bind (uvicorn logged "address already in use" above).
         raise ComponentFailed("service", f"stopped during start-up on port {port} (see the log above; if the port "
                                          "is taken, pick another --port-base)")

@@ -142,7 +142,7 @@ def check(lake: Path, day: date, source: dict, schemas: dict[str, str]) -> tuple
             out[kind] = []
             for rel, size, digest in files[kind]:
                 f = root / rel
-                if Path(rel).parent != Path(kind) / f"date={day.isoformat()}":
+                if Path(rel).parent != Path(kind) / lakefs.day_partition(day):
                     raise ValueError(f"{rel} is not a file of this day")
                 if f.stat().st_size != size or _sha256(f) != digest:
                     raise ValueError(f"{rel} does not match its recorded size and SHA-256")
@@ -220,7 +220,7 @@ def install(lake: Path, day: date, staged: dict[str, Path], source: dict, schema
     record_path(lake, day).unlink(missing_ok=True)  # from here the day is not cached until the new record lands
     files: dict[str, list] = {}
     for kind in KINDS:
-        final = kind_dir(lake, kind) / f"date={day.isoformat()}"
+        final = kind_dir(lake, kind) / lakefs.day_partition(day)
         if final.exists():
             old = final.parent / f".old-{day.isoformat()}-{uuid.uuid4().hex[:8]}"
             os.rename(final, old)
@@ -260,7 +260,7 @@ def write(lake: Path, fresh: TR.Reductions, days: list[date], sources: dict[date
             (dated.where(F.col("date").isin(days)).repartition("date").write.option("compression", "zstd")
              .partitionBy("date").parquet(str(staging / kind)))
         for day in days:
-            install(lake, day, {k: staging / k / f"date={day.isoformat()}" for k in KINDS}, sources[day], schemas,
+            install(lake, day, {k: staging / k / lakefs.day_partition(day) for k in KINDS}, sources[day], schemas,
                     now=now)
             written.append(day)
     except (OSError, *SparkFailure) as exc:

@@ -29,6 +29,7 @@ from pathlib import Path
 from croniter import croniter
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from monitor.core.times import utc_now
 from monitor.reports.extract import week_name
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ class ReportScheduler:
     name = "report-scheduler"
 
     def __init__(self, cron: str, *, lake: Path, command: Sequence[str], registry: CollectorRegistry,
-                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+                 clock: Callable[[], datetime] = utc_now,
                  popen: Callable[..., subprocess.Popen] = subprocess.Popen, tick_seconds: float = 15.0):
         self.cron = cron
         self.lake = Path(lake)

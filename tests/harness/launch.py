@@ -7,14 +7,12 @@ command line names it), so ``stop`` ends exactly that process and nothing else.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
 from monitor.core.errors import ComponentFailed
+from monitor.core.healthz import Wait, wait_healthy
 from monitor.stack.procs import ProcessTable, ProcSpec, tail
 from tests.harness import REPO_ROOT
 
@@ -28,18 +26,12 @@ def serve_process(state_dir: Path, config_path: Path, port: int, *, timeout: flo
     pid = table.start(ProcSpec(name="serve", argv=[sys.executable, "-m", "monitor.cli", "serve", "--config",
                                                    str(config_path)], log=log, cwd=REPO_ROOT))
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if table.owned_pid("serve") is None:
-                raise ComponentFailed("serve", f"exited: {tail(log, 20)}", str(log))
-            if time.monotonic() > deadline:
-                raise ComponentFailed("serve", f"no answer on port {port} after {timeout:.0f}s", str(log))
-            time.sleep(0.2)
+        ended = wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: table.owned_pid("serve") is not None,
+                             timeout=timeout, interval=0.2, request_timeout=1)
+        if ended is Wait.EXITED:
+            raise ComponentFailed("serve", f"exited: {tail(log, 20)}", str(log))
+        if ended is Wait.TIMEOUT:
+            raise ComponentFailed("serve", f"no answer on port {port} after {timeout:.0f}s", str(log))
         yield pid
     finally:
         table.stop("serve")

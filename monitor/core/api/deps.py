@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 import anyio
@@ -43,6 +43,7 @@ from starlette.concurrency import run_in_threadpool
 
 from monitor.core.api.principal import Principal, current_principal
 from monitor.core.config import Config
+from monitor.core.times import utc_now
 
 
 async def _db(request: Request) -> AsyncIterator[Session]:
@@ -74,10 +75,16 @@ async def _config(request: Request) -> Config:
     return config
 
 
-async def _now(request: Request) -> datetime:
-    """Read once per request and passed down; tests replace ``app.state.clock``."""
+def request_now(request: Request) -> datetime:
+    """The time of a request: the app's clock (``app.state.clock``, which tests replace), else ``utc_now``. Read once
+    per request and passed down."""
     clock = getattr(request.app.state, "clock", None)
-    return clock() if clock else datetime.now(timezone.utc)
+    now: datetime = clock() if clock else utc_now()
+    return now
+
+
+async def _now(request: Request) -> datetime:
+    return request_now(request)
 
 
 async def _principal(request: Request) -> Principal:
