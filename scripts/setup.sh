@@ -45,3 +45,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[dev]'
   touch "$stamp"
 fi
+
+# kafkajs (npm registry) and a franz-go producer (Go module proxy): real clients of the advisor's stack tests, built
+# once into ~/.cache/kafka-health/clients (tests/harness/polyglot.py; its fixtures would otherwise do it themselves)
+if command -v npm >/dev/null && { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; }; then
+  .venv/bin/python -m tests.harness.polyglot ensure >/dev/null
+fi

@@ -127,12 +127,23 @@ def read_telemetry(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tup
 
 def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime,
                   window: str = "10m") -> Snapshot:
+    """Everything the advisor's rules read for one ``cluster`` over ``window`` before ``now``, one named step per
+    input (``SNAPSHOT_INPUTS``): the clients' quota sensors, the topics' produce counts, the consumer groups, the
+    client software (KIP-511, KIP-896), the cluster's request figures, and what clients pushed (KIP-714). Raises
+    ``QueryError`` when Prometheus fails; a series that is absent is an empty input, never an error."""
     r = Reader(source, now=now, window=window)
     index = tenants if isinstance(tenants, TenantIndex) else TenantIndex(tenants)
     sel = f'cluster="{cluster}"'
-    w = window
-    cb = ("user", "client_id")
-    by_client = "user, client_id"
+    return Snapshot(cluster=_read_cluster(r, sel, cluster), clients=_read_clients(r, sel, cluster, index, now),
+                    topics=_read_topics(r, sel, cluster, index), groups=_read_groups(r, sel, cluster, index),
+                    software=_read_software(r, sel, cluster), deprecated=_read_deprecated(r, sel, cluster),
+                    telemetry=read_telemetry(r, sel, cluster, index),
+                    whole_cluster_tenant=index.for_topic(cluster, None))
+
+
+def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex, now: datetime) -> tuple[ClientSample, ...]:
+    """One sample per (user, client id) from the brokers' quota sensors, with the share of the window it was seen."""
+    w, cb, by_client = r.window, ("user", "client_id"), "user, client_id"
 
     def per_client(metric: str, agg: str = "sum") -> dict[tuple[str, ...], float]:
         return r.by(f"{agg} by ({by_client}) (avg_over_time({metric}{{{sel}}}[{w}]))", *cb)
@@ -145,7 +156,7 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
         "fetch_throttle_seconds": per_client(M["client_fetch_throttle"], "max"),
         "request_throttle_seconds": per_client(M["client_request_throttle"], "max"),
     }
-    wsec = parse_duration(window)
+    wsec = parse_duration(w)
     # When each client was first seen inside the window: the earliest sample timestamp, by a subquery at a tenth of
     # the window (the lookback makes a client older than the window report a timestamp before its start).
     step = max(1, int(wsec // 10))
@@ -154,29 +165,37 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
     fields, first = attribute_request_sensors(fields, first)
     keys = sorted({k for rows in fields.values() for k in rows})
     now_s = now.timestamp()
-    clients = tuple(ClientSample(
+    return tuple(ClientSample(
         cluster=cluster, user=user, client_id=cid,
         tenant=index.for_client(cluster, client_id=cid, user=user),
         fetch_seen=(user, cid) in fields["fetch_bytes_per_second"],
         seen_share=min(1.0, max(0.0, now_s - first[(user, cid)]) / wsec) if (user, cid) in first else 1.0,
         **{f: rows.get((user, cid), 0.0) for f, rows in fields.items()}) for user, cid in keys)
 
+
+def _read_topics(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[TopicSample, ...]:
+    """Records, produce requests and bytes in per topic (BrokerTopicMetrics, summed over brokers); internal topics
+    left out."""
     def per_topic(metric: str) -> dict[tuple[str, ...], float]:
-        return r.by(f"sum by (topic) (rate({metric}{{{sel}}}[{w}]))", "topic")
+        return r.by(f"sum by (topic) (rate({metric}{{{sel}}}[{r.window}]))", "topic")
 
-    msgs, reqs, byts = (per_topic("kafka_topic_messages_in_total"), per_topic("kafka_topic_produce_requests_total"),
-                        per_topic("kafka_topic_bytes_in_total"))
-    topics = tuple(TopicSample(cluster=cluster, topic=t, tenant=index.for_topic(cluster, t),
-                               messages_per_second=msgs.get((t,), 0.0),
-                               produce_requests_per_second=reqs.get((t,), 0.0), bytes_per_second=byts.get((t,), 0.0))
-                   for (t,) in sorted(set(msgs) | set(reqs)) if not t.startswith("__"))
+    msgs, reqs, byts = (per_topic(M["topic_messages_in"]), per_topic(M["topic_produce_requests"]),
+                        per_topic(M["topic_bytes_in"]))
+    return tuple(TopicSample(cluster=cluster, topic=t, tenant=index.for_topic(cluster, t),
+                             messages_per_second=msgs.get((t,), 0.0),
+                             produce_requests_per_second=reqs.get((t,), 0.0), bytes_per_second=byts.get((t,), 0.0))
+                 for (t,) in sorted(set(msgs) | set(reqs)) if not t.startswith("__"))
 
+
+def _read_groups(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[GroupSample, ...]:
+    """Each consumer group: membership and its changes, the share of samples spent rebalancing, its members' client
+    ids and its lag (what slow_consumer_loop needs: who is in it, and whether it has records to read)."""
+    w, wsec = r.window, parse_duration(r.window)
     members = r.by(f"max by (group) ({M['group_members']}{{{sel}}})", "group")
     changes = r.by(f"max by (group) (changes({M['group_members']}{{{sel}}}[{w}]))", "group")
     samples = r.by(f"max by (group) (count_over_time({M['group_members']}{{{sel}}}[{w}]))", "group")
-    rebal = r.by(f'sum by (group) (sum_over_time(kafka_consumergroup_state{{{sel},state=~"{REBALANCING_STATES}"}}'
+    rebal = r.by(f'sum by (group) (sum_over_time({M["group_state"]}{{{sel},state=~"{REBALANCING_STATES}"}}'
                  f"[{w}]))", "group")
-    # What slow_consumer_loop needs of a consumer's groups: who is in them, and whether they have records to read
     member_ids: dict[str, set[str]] = {}
     for g, cid in r.by(f"max by (group, client_id) (max_over_time({M['group_member_info']}{{{sel}}}[{w}]))",
                        "group", "client_id"):
@@ -185,34 +204,43 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
     lag_change = r.by(f"sum by (group) (delta({M['group_lag']}{{{sel}}}[{w}]))", "group")
     lag_seconds = r.by(f"max by (group) ({M['group_lag_seconds']}{{{sel}}})", "group")
     committed = r.by(f"sum by (group) (rate({M['group_committed_offset']}{{{sel}}}[{w}]))", "group")
-    groups = tuple(GroupSample(cluster=cluster, group=g, tenant=index.for_group(cluster, g), members=members[(g,)],
-                               member_changes=changes.get((g,), 0.0),
-                               rebalancing_share=rebal.get((g,), 0.0) / samples[(g,)] if samples.get((g,)) else 0.0,
-                               window_seconds=wsec, client_ids=tuple(sorted(member_ids.get(g, ()))),
-                               lag_records=lag.get((g,)), lag_change_records=lag_change.get((g,)),
-                               lag_seconds=lag_seconds.get((g,)), committed_records_per_second=committed.get((g,)))
-                   for (g,) in sorted(members))
+    return tuple(GroupSample(cluster=cluster, group=g, tenant=index.for_group(cluster, g), members=members[(g,)],
+                             member_changes=changes.get((g,), 0.0),
+                             rebalancing_share=rebal.get((g,), 0.0) / samples[(g,)] if samples.get((g,)) else 0.0,
+                             window_seconds=wsec, client_ids=tuple(sorted(member_ids.get(g, ()))),
+                             lag_records=lag.get((g,)), lag_change_records=lag_change.get((g,)),
+                             lag_seconds=lag_seconds.get((g,)), committed_records_per_second=committed.get((g,)))
+                 for (g,) in sorted(members))
 
-    software = tuple(SoftwareSample(cluster=cluster, name=n, version=v, connections=c) for (n, v), c in sorted(r.by(
+
+def _read_software(r: Reader, sel: str, cluster: str) -> tuple[SoftwareSample, ...]:
+    """Open connections by client software name and version (KIP-511), summed over brokers."""
+    return tuple(SoftwareSample(cluster=cluster, name=n, version=v, connections=c) for (n, v), c in sorted(r.by(
         f"sum by (client_software_name, client_software_version) ({M['client_connections']}{{{sel}}})",
         "client_software_name", "client_software_version").items()))
 
+
+def _read_deprecated(r: Reader, sel: str, cluster: str) -> tuple[DeprecatedSample, ...]:
+    """Requests per second in deprecated API versions (KIP-896) per client software, those sent in the window."""
     sw_labels = ("client_software_name", "client_software_version", "request", "api_version")
-    deprecated = tuple(
+    return tuple(
         DeprecatedSample(cluster=cluster, name=n, version=v, request=req, api_version=api, requests_per_second=rps)
         for (n, v, req, api), rps in sorted(r.by(
-            f"sum by ({', '.join(sw_labels)}) (rate(kafka_broker_deprecated_requests_total{{{sel}}}[{w}]))",
+            f"sum by ({', '.join(sw_labels)}) (rate({M['deprecated_requests']}{{{sel}}}[{r.window}]))",
             *sw_labels).items()) if rps > 0)
 
-    errors = r.by(f'sum by (request) (rate(kafka_broker_request_errors_total{{{sel},error!="NONE"}}[{w}]))', "request")
-    cs = ClusterSample(
+
+def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
+    """Cluster-wide request figures: requests and errors per second, new and open connections, nameless ones."""
+    w, wsec = r.window, parse_duration(r.window)
+    errors = r.by(f'sum by (request) (rate({M["request_errors"]}{{{sel},error!="NONE"}}[{w}]))', "request")
+    return ClusterSample(
         cluster=cluster, window_seconds=wsec,
-        requests_per_second=r.scalar(f"sum(rate(kafka_broker_requests_total{{{sel}}}[{w}]))"),
+        requests_per_second=r.scalar(f"sum(rate({M['requests']}{{{sel}}}[{w}]))"),
         errors_per_second=sum(errors.values()),
         # Every client connection starts with ApiVersions (KIP-35/KIP-511), so its rate is the rate of new
         # connections; Kafka's connection-creation-rate is not exported.
-        new_connections_per_second=r.scalar(
-            f'sum(rate(kafka_broker_requests_total{{{sel},request="ApiVersions"}}[{w}]))'),
+        new_connections_per_second=r.scalar(f'sum(rate({M["requests"]}{{{sel},request="ApiVersions"}}[{w}]))'),
         open_connections=r.scalar(f"sum({M['client_connections']}{{{sel}}})"),
         # Averaged over the window with its gaps as zero (a subquery over "sum or 0"): a connection that lived a
         # moment before its ApiVersions named its software must not count as one held all along.
@@ -222,9 +250,6 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
             f"[{w}:{max(1, int(wsec // 20))}s])") - replica_fetch_connections_in_cluster(
             r.scalar(f"count({M['broker_up']}{{{sel}}} == 1)"))),
         errors_by_request={k[0]: v for k, v in errors.items() if v > 0})
-    return Snapshot(cluster=cs, clients=clients, topics=topics, groups=groups, software=software,
-                    deprecated=deprecated, telemetry=read_telemetry(r, sel, cluster, index),
-                    whole_cluster_tenant=index.for_topic(cluster, None))
 
 
 def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig], now: datetime,
@@ -241,8 +266,8 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
         groups = same_filesystems(dirs)
         size[(b,)] = sum(g[0].size_bytes for g in groups)
         avail[(b,)] = sum(g[0].avail_bytes for g in groups)
-    parts = r.by(f"max by (broker) (kafka_broker_partitions{{{sel}}})", "broker")
-    leaders = r.by(f"max by (broker) (kafka_broker_leader_partitions{{{sel}}})", "broker")
+    parts = r.by(f"max by (broker) ({M['broker_partitions']}{{{sel}}})", "broker")
+    leaders = r.by(f"max by (broker) ({M['broker_leader_partitions']}{{{sel}}})", "broker")
     handler = r.by(f"min by (broker) (min_over_time({M['request_handler_idle']}{{{sel}}}[{w}]))", "broker")
     network = r.by(f"min by (broker) (min_over_time({M['network_processor_idle']}{{{sel}}}[{w}]))", "broker")
     ids = sorted(set(size) | set(parts) | set(handler), key=lambda k: (len(k[0]), k[0]))
@@ -252,12 +277,12 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
                                 disks=tuple(disks.get(b, ())))
                     for (b,) in ids)
 
-    bytes_in = r.by(f"sum by (topic) (rate(kafka_topic_bytes_in_total{{{sel}}}[{w}]))", "topic")
+    bytes_in = r.by(f"sum by (topic) (rate({M['topic_bytes_in']}{{{sel}}}[{w}]))", "topic")
     stored = r.by(f"sum by (topic) ({M['topic_size']}{{{sel}}})", "topic")
-    tparts = r.by(f"max by (topic) (kafka_topic_partitions{{{sel}}})", "topic")
+    tparts = r.by(f"max by (topic) ({M['topic_partitions']}{{{sel}}})", "topic")
     # The replication factor from the metadata (replicas / partitions). Not from ReplicationBytesIn / BytesIn: on
     # the test stack that ratio read 11 for RF 3 (follower fetches of tiny batches are not 1:1 with produce bytes).
-    replicas = r.by(f"max by (topic) (kafka_topic_replicas{{{sel}}})", "topic")
+    replicas = r.by(f"max by (topic) ({M['topic_replicas']}{{{sel}}})", "topic")
 
     acc: dict[str | None, list[float]] = {}
     for (topic,) in set(bytes_in) | set(stored) | set(tparts):

@@ -55,6 +55,17 @@ M: dict[str, str] = {
     "fs_size": "kafka_host_filesystem_size_bytes",  # {cluster, host, broker, path}
     "topic_size": "kafka_topic_log_size_bytes",  # {cluster, broker, topic, tenant}: also where replicas are
     "topic_messages_in": "kafka_topic_messages_in_total",  # {cluster, broker, topic, tenant}
+    "topic_produce_requests": "kafka_topic_produce_requests_total",  # {cluster, broker, topic, tenant}
+    "topic_bytes_in": "kafka_topic_bytes_in_total",  # {cluster, broker, topic, tenant}
+    "topic_partitions": "kafka_topic_partitions",  # Admin API {cluster, topic, tenant}
+    "topic_replicas": "kafka_topic_replicas",  # Admin API {cluster, topic, tenant}: replicas over all partitions
+    "broker_partitions": "kafka_broker_partitions",  # {cluster, broker}
+    "broker_leader_partitions": "kafka_broker_leader_partitions",  # {cluster, broker}
+    "requests": "kafka_broker_requests_total",  # {cluster, broker, request}
+    "request_errors": "kafka_broker_request_errors_total",  # {cluster, broker, request, error}
+    # {cluster, broker, request, api_version, client_software_name, client_software_version}: KIP-896
+    "deprecated_requests": "kafka_broker_deprecated_requests_total",
+    "group_state": "kafka_consumergroup_state",  # Admin API {cluster, group, state, tenant}: 1 in the current state
     # clients: quota sensors, present only once some quota of the type is configured
     "client_request_time": "kafka_client_request_time_ratio",  # {cluster, broker, user, client_id, tenant}
     "client_produce_throttle": "kafka_client_produce_throttle_time_seconds",

@@ -47,20 +47,23 @@ from monitor.loadgen import ensure_topics
 from monitor.serve import run
 from tests.conftest import wait_until
 from tests.harness.javaclients import JavaClient, KcatProducer
+from tests.harness.polyglot import PolyglotProducer, ensure_franz, ensure_kafkajs
 
 pytestmark = pytest.mark.integration
 
-NAMES = ("jv3", "kc", "jv2", "good", "cons")
+NAMES = ("jv3", "kc", "jv2", "good", "cons", "js", "fz")
 TENANTS = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",),
                                                                client_id_prefixes=(f"{n}-",),
                                                                group_prefixes=(f"{n}-",)),)) for n in NAMES)
-BAD = {"jv3-producer": "jv3", "kc-kcat": "kc", "jv2-producer": "jv2"}
+BAD = {"jv3-producer": "jv3", "kc-kcat": "kc", "jv2-producer": "jv2", "js-nodejs-api": "js", "fz-sync": "fz"}
 # The evidence each may rest on, best first: the 3.9.1 producer's own telemetry once it pushes it (the stack
 # subscribes clients every 10 s; on a starved machine its first push can come after the window's figures), else its
 # topic's counts, like kcat (librdkafka 2.0.2 predates KIP-714) and the 2.3.1 producer
 BASIS = {"jv3-producer": ("client_telemetry", "topic_records_per_request"), "kc-kcat": ("topic_records_per_request",),
-         "jv2-producer": ("topic_records_per_request",)}
-GOOD = ("good-java", "good-py", "cons-py", "cons-good")
+         "jv2-producer": ("topic_records_per_request",), "js-nodejs-api": ("topic_records_per_request",),
+         "fz-sync": ("topic_records_per_request",)}
+GOOD = ("good-java", "good-py", "cons-py", "cons-good", "good-js", "good-franz")
+JS_RATE = 150  # issue 28's search-nodejs-api: one awaited send() per record at 150 records/s
 SLOW = "cons-slow"  # the consumer whose application is its bottleneck
 WINDOW = "2m"
 RATE = 200
@@ -83,10 +86,12 @@ def _confluent(stop: threading.Event, servers: str, client_id: str = "good-py", 
 @pytest.fixture(scope="module")
 def clients(stack, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("real-clients")
+    ensure_kafkajs(tmp / "kafkajs-install.log"), ensure_franz(tmp / "franz-build.log")  # cached after the first
     config = stack.config(tenants=TENANTS, store_url=f"sqlite:///{tmp / 'store.db'}")
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5)})
     servers = stack.layout.bootstrap_servers
-    ensure_topics(servers, ["jv3.events", "kc.events", "jv2.events", "good.java", "good.py"])
+    ensure_topics(servers, ["jv3.events", "kc.events", "jv2.events", "good.java", "good.py", "js.events",
+                            "fz.events", "good.js", "good.franz"])
     # One partition: cons-py's ~10 requests/s then carry ~10 records each (over three partitions a topic's count
     # would fall to ~3 records per partition batch at ~30/s, which poor_batching names)
     ensure_topics(servers, ["cons.events"], partitions=1)
@@ -102,6 +107,15 @@ def clients(stack, tmp_path_factory):
                                                            "batch.size": 65536}),
         KcatProducer(topic="kc.events", rate=RATE, record_bytes=20, log=tmp / "kcat.log",
                      properties={**base, "client.id": "kc-kcat", "linger.ms": 0, "batch.num.messages": 1}),
+        # kafkajs 2.2.4 (no KIP-511 name, no telemetry) and franz-go 1.22.3: each on its defaults, good and bad
+        PolyglotProducer(kind="kafkajs", client_id="js-nodejs-api", topic="js.events", brokers=servers, rate=JS_RATE,
+                         mode="await-each", log=tmp / "js-bad.log"),
+        PolyglotProducer(kind="kafkajs", client_id="good-js", topic="good.js", brokers=servers, rate=RATE,
+                         mode="batch", log=tmp / "js-good.log"),
+        PolyglotProducer(kind="franz", client_id="fz-sync", topic="fz.events", brokers=servers, rate=JS_RATE,
+                         mode="sync-each", log=tmp / "fz-bad.log"),
+        PolyglotProducer(kind="franz", client_id="good-franz", topic="good.franz", brokers=servers, rate=RATE,
+                         mode="default", log=tmp / "fz-good.log"),
         JavaClient(version="3.9.1", mode="consume", topic="cons.events", log=tmp / "cons-slow.log", process_ms=30,
                    properties={**base, "client.id": SLOW, "group.id": SLOW, "max.poll.records": 10}),
         JavaClient(version="3.9.1", mode="consume", topic="cons.events", log=tmp / "cons-good.log",
@@ -144,7 +158,7 @@ def _snapshot(stack):
 def found(stack, clients):
     """The findings read every 5 s until each expected (kind, client, basis) has been seen: the latest copy of each,
     how many reads, and in how many a good client was named."""
-    expected = {("poor_batching", c) for c in BAD} | {("outdated_client", "unknown"), ("slow_consumer_loop", SLOW)}
+    expected = {("poor_batching", c) for c in BAD} | {("unknown_software", "unknown"), ("slow_consumer_loop", SLOW)}
     seen: dict[tuple[str, str, str], dict] = {}
     reads, good_named, last, slow_named, slow_first = [0], {}, [None], {}, {}
 
@@ -154,10 +168,12 @@ def found(stack, clients):
         reads[0] += 1
         for f in findings.advise(snap):
             d = f.as_json()
-            # outdated_client names software, not a client
+            # unknown_software names software, not a client
             seen[(d["kind"], d["client_id"] or d["evidence"].get("client_software_name", ""), d["basis"])] = d
-            for name in {d["client_id"], *d["suspects"]} & set(GOOD):
-                good_named[name] = good_named.get(name, 0) + 1
+            # a name is the client_id (suspects and candidates are not names); a page is one that hurts others
+            if d["client_id"] in GOOD:
+                key = (d["client_id"], d["kind"], "page" if d["hurts_other_tenants"] else "advice")
+                good_named[key] = good_named.get(key, 0) + 1
             if d["kind"] == "slow_consumer_loop":  # every client it names, in any read, and when first
                 slow_named[d["client_id"]] = slow_named.get(d["client_id"], 0) + 1
                 slow_first.setdefault(d["client_id"], round(
@@ -172,11 +188,14 @@ def found(stack, clients):
         tele = {t.client_id: (t.records_per_request, t.produce_request_rate, t.poll_idle_ratio,
                               t.fetch_latency_seconds) for t in (s.telemetry if s else ())}
         groups = {g.group: (g.client_ids, g.lag_records, g.lag_change_records) for g in (s.groups if s else ())}
-        cl = {c.client_id: (round(c.produce_bytes_per_second), round(c.request_time_ratio, 4))
-              for c in (s.clients if s else ()) if c.tenant}
+        cl = {f"{c.user}/{c.client_id}": (round(c.produce_bytes_per_second), round(c.request_time_ratio, 4),
+                                          round(c.seen_share, 2)) for c in (s.clients if s else ()) if c.tenant}
+        unnamed = {f["tenant"]: f["candidates"] for (k, c, b), f in seen.items() if k == "poor_batching" and not c}
         return (f"{sorted(expected)} (seen: {sorted(seen)}; topics {topics}; telemetry {tele}; groups {groups}; "
-                f"clients {cl}; nameless {s.cluster.nameless_connections if s else None})")
-    wait_until(all_found, 150, interval=5, what=what)
+                f"clients {cl}; unnamed {unnamed}; nameless {s.cluster.nameless_connections if s else None})")
+    # one advisor window after the slowest client's first records: JVMs, node and the Go client take up to a minute
+    # to start on the loaded 2-core machine (the 2.3.1 producer's sensor covered 0.7 of the window at 150 s)
+    wait_until(all_found, 200, interval=5, what=what)
     return {"findings": seen, "reads": reads[0], "good_named": good_named, "slow_named": slow_named,
             "slow_first": slow_first, "last": last[0],
             "after": (datetime.now(timezone.utc) - clients["started"]).total_seconds()}
@@ -186,6 +205,8 @@ def test_each_badly_batching_producer_is_named_on_records_per_request(found, cli
     procs = clients["procs"]
     assert all(p.running() for p in procs), [p.log.read_text()[-2000:] for p in procs if not p.running()]
     assert procs[0].counts()["acked"] > 0 and procs[1].counts()["acked"] > 0  # the 2.3.1 client's records land
+    polyglot = [p for p in procs if isinstance(p, PolyglotProducer)]
+    assert all(p.counts()["acked"] > 0 for p in polyglot), {p.client_id: p.log.read_text()[-500:] for p in polyglot}
     for client_id, tenant in BAD.items():
         f = next(found["findings"][("poor_batching", client_id, b)] for b in BASIS[client_id]
                  if ("poor_batching", client_id, b) in found["findings"])
@@ -205,50 +226,71 @@ def test_each_badly_batching_producer_is_named_on_records_per_request(found, cli
     print(f"every finding seen {found['after']:.0f} s after the clients started, {found['reads']} reads, good clients "
           f"named {found['good_named']}")
     # Within one advisor window of the clients' start (plus a scrape or two)
-    assert found["after"] <= 165
+    assert found["after"] <= 200
+    # No good client is ever named in a finding that pages (issue 28), from the first read on; advice (info) naming
+    # one is tolerated in a quarter of the reads (broker thread time on a starved 2-core machine is noisy)
+    assert not [k for k in found["good_named"] if k[2] == "page"], found["good_named"]
     assert all(n <= found["reads"] / 4 for n in found["good_named"].values()), found
 
 
-def test_the_pre_kip511_client_is_found_outdated(stack, found, clients):
-    f = found["findings"][("outdated_client", "unknown", "client_software")]  # the only basis it has
+def test_the_pre_kip511_client_is_unknown_software_not_called_outdated(stack, found, clients):
+    """The 2.3.1 producer sends no KIP-511 name, as kafkajs (current) does not either: a missing name is no evidence
+    of age (issue 28). The advisor lists it as unknown software with the possibilities, at info; the outdated-client
+    alert says nothing of it (its negotiated API versions are all ones Kafka 4 serves)."""
+    f = found["findings"][("unknown_software", "unknown", "client_software")]  # the only basis it has
     assert f["tenant"] is None  # Kafka cannot name its tenant: operators are told
     assert f["evidence"]["client_software_name"] == "unknown" and f["basis"] == "client_software"
-    assert f["evidence"]["connections_held_on_average"] >= 1 and "2.4" in f["cause"]
-    # The alert's detector, with a 30 s hold (its default 5m exceeds this test's budget)
+    assert f["evidence"]["connections_held_on_average"] >= 1 and "2.4" in f["cause"] and "kafkajs" in f["cause"]
+    assert f["severity"] == "info" and f["fix"].startswith("nothing to upgrade")
     rule = next(r for r in load_rules(clients["config"].rules) if r.name == "KafkaOutdatedClient")
-    rule = dataclasses.replace(rule, params={**rule.params, "nameless_window": "30s"})
     source = PrometheusSource(stack.layout.prometheus_url)
     try:
         obs = detect_outdated_clients(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
                                                             config=clients["config"], tenants=TenantIndex(TENANTS)))
     finally:
         source.close()
-    nameless = [o for o in obs if o.labels["client_software_name"] == "unknown"]
-    assert nameless and all(o.labels["cluster"] == "local" and o.value >= 1 for o in nameless), obs
+    assert not [o for o in obs if o.labels["client_software_name"] == "unknown"], obs
 
 
 def test_the_alert_names_each_badly_batching_producer(stack, found, clients):
-    """KafkaClientHurtsOtherTenants runs the same rules: on the test's window it names tenant and client of each."""
+    """KafkaClientHurtsOtherTenants runs the same rules: on the test's window it names, by its own client id, each bad
+    producer whose measured cost is material (>= 50 produce requests/s, issue 28); one the starved machine slowed
+    below that is advice at info and pages nobody (at load ~20 on the shared 2-core machine, the 150-200 records/s
+    offered came out at 6-19 requests/s for all but the 2.3.1 producer's 121). No good client is named in any
+    detection, nor any client by a guess."""
     rule = next(r for r in load_rules(clients["config"].rules) if r.name == "KafkaClientHurtsOtherTenants")
     rule = dataclasses.replace(rule, params={**rule.params, "window": WINDOW})
     named: set[tuple[str, str]] = set()
+    material: dict[str, float] = {}  # bad producer -> its produce requests/s when its finding was material
 
     def detected():
         source = PrometheusSource(stack.layout.prometheus_url)
+        now = datetime.now(timezone.utc)
         try:
-            obs = noisy_clients.detect(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
-                                                             config=clients["config"], tenants=TenantIndex(TENANTS)))
+            obs = noisy_clients.detect(rule, DetectorContext(source=source, now=now, config=clients["config"],
+                                                             tenants=TenantIndex(TENANTS)))
+            snap = read_snapshot(source, cluster="local", tenants=TENANTS, now=now, window=WINDOW)
         finally:
             source.close()
-        last[:] = [(o.labels["tenant"], o.labels["client_id"]) for o in obs]
+        for f in findings.advise(snap):
+            if f.kind.value == "poor_batching" and f.client_id in BAD:
+                rate[f.client_id] = f.evidence.get("produce_requests_per_second")
+                if f.hurts_other_tenants:
+                    material[f.client_id] = rate[f.client_id]
+        last[:] = [(o.labels["tenant"], o.labels.get("client_id", "")) for o in obs]
+        every.update(last)
         named.update(pair for pair, o in zip(last, obs) if o.labels["finding"] == "poor_batching")
-        return {(t, c) for c, t in BAD.items()} <= named
+        return bool(material) and {(BAD[c], c) for c in material} <= named
 
     last: list[tuple[str, str]] = []
-    wait_until(detected, 30, interval=5, what=lambda: f"the alert naming {sorted(BAD)} (named: {sorted(named)})")
-    # In the detection that completed the set (a starved machine may misjudge a good client in some reads: see the
-    # first test)
-    assert not any(c in GOOD for _, c in last), last
+    every: set[tuple[str, str]] = set()
+    rate: dict[str, float] = {}
+    wait_until(detected, 40, interval=5, what=lambda: f"the alert naming the material ones of {sorted(BAD)} "
+                                                      f"(named: {sorted(named)}; material: {material}; rates: {rate})")
+    print(f"alert named {sorted(c for _, c in named)}; produce requests/s of the bad ones {rate}")
+    # In no detection: a good client is never the alert's name, nor a client by a guess (issue 28)
+    assert not any(c in GOOD for _, c in every), every
+    assert all(c in BAD for _, c in every if c), every
 
 
 def test_the_consumer_whose_processing_is_its_bottleneck_is_named_from_its_poll_idle_ratio(found, clients):

@@ -188,3 +188,26 @@ def test_a_finding_below_the_material_cost_pages_nobody_and_a_guess_is_no_label(
     ob = observation_for(unnamed, rule_for_seconds=FOR, window=WINDOW)
     assert ob.labels == {"cluster": "c", "tenant": "search", "finding": "poor_batching", "topic": "search.queries"}
     assert ob.for_seconds == FOR + WINDOW and ob.evidence["candidates"] == ["a", "b"]
+
+
+def test_a_default_producer_at_a_modest_rate_is_advice_for_its_tenant_not_a_page():
+    """A Java 3.x producer on its defaults (linger.ms=0) at 30 records/s sends 30 one-record requests a second: worth
+    telling its tenant (linger.ms), not worth paging the others (under 50 requests/s)."""
+    lone = producer("shop-default", "shop", prod=3000.0, rt=0.003)
+    f, = findings.poor_batching(snapshot(lone, topics=[topic("shop.t", "shop", 30.0, 30.0)]), T)
+    assert (f.client_id, f.severity, f.hurts_other_tenants) == ("shop-default", FindingSeverity.INFO, False)
+    assert observation_for(f, rule_for_seconds=FOR, window=WINDOW) is None
+    # the same habit at 150 records/s pages, by name
+    busy = dataclasses.replace(lone, produce_bytes_per_second=15000.0, request_time_ratio=0.015)
+    f, = findings.poor_batching(snapshot(busy, topics=[topic("shop.t", "shop", 150.0, 150.0)]), T)
+    assert f.client_id == "shop-default" and f.hurts_other_tenants
+
+
+def test_a_consumer_far_above_the_norm_by_thread_time_alone_pages_only_from_five_percent():
+    """No telemetry: the relative rule names it, and pages only at a material share (the real-client stack test saw
+    cons-good, fetch.min.bytes=65536, named so once in 27 reads on the loaded machine before its telemetry came)."""
+    reader = consumer("payments-reader", "payments", fetch=1048576.0, rt=0.01)
+    for rt, pages in ((0.03, False), (0.06, True)):
+        f, = findings.polling_too_often(snapshot(reader, consumer("payments-spin", "payments", fetch=2048.0, rt=rt),
+                                                 topics=()), T)
+        assert (f.client_id, f.hurts_other_tenants) == ("payments-spin", pages)

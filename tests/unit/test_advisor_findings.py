@@ -294,7 +294,8 @@ def test_well_configured_clients_produce_no_finding_at_all():
 
 
 def test_finding_json_names_kind_client_metric_cause_and_fix():
-    f, = findings.poor_batching(snap(GOOD_PRODUCER, client("shop-tiny", user="User:shop", prod=50 * KIB, rt=0.1)), T)
+    # a quarter of a thread and more: relative thread time alone pages from there (issue 28)
+    f, = findings.poor_batching(snap(GOOD_PRODUCER, client("shop-tiny", user="User:shop", prod=50 * KIB, rt=0.3)), T)
     doc = f.as_json()
     assert doc["kind"] == "poor_batching" and doc["client_id"] == "shop-tiny" and doc["user"] == "User:shop"
     assert doc["hurts_other_tenants"] is True and doc["metrics"] and doc["cause"] and doc["fix"]
