@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from collectors import catalog, discovery
 from collectors.controller_watch import ControllerWatch
 from collectors.outcome import failed, succeeded
+from collectors.transports.exposition import ExpositionTransport, weak_signal_samples
 from collectors.types import Endpoint, Sample, Target, TargetResult, Transport
 from monitor.core.config import BrokerTarget, ClusterConfig
 from monitor.core.errors import KafkaHealthError
@@ -59,7 +60,9 @@ class JmxCollector:
         self._endpoints: dict[str, Endpoint] = {}
         self._by_jmxquery: set[str] = set()  # broker targets ``auto`` reads with jmxquery (no Jolokia URL)
         self._jolokia_controllers: set[str] = set()
-        self._targets = (tuple(self._broker_target(b) for b in cluster.brokers if b.jmx or b.jolokia)
+        self._by_exporter: dict[str, str] = {}  # broker targets read from their jmx_exporter -> its dialect
+        self._exporter = ExpositionTransport()
+        self._targets = (tuple(self._broker_target(b) for b in cluster.brokers if b.jmx or b.jolokia or b.jmx_exporter)
                          + self._controller_targets(cluster.controller_jmx, cluster.controller_jolokia))
         self._watches: dict[str, ControllerWatch] = {}  # controller target key -> its watch, started on first use
 
@@ -68,6 +71,12 @@ class JmxCollector:
         is still a target: it fails with a message saying what is missing, instead of silently not being
         monitored."""
         jmx = self._cluster.jmx
+        if b.jmx_exporter and not (b.jmx or b.jolokia):  # only an exporter: read its exposition (same catalog)
+            t = Target(self._cluster.name, "jmx", f"broker-{b.id}", address=b.jmx_exporter.url, broker=str(b.id))
+            with self._lock:
+                self._endpoints[t.key] = Endpoint(exporter=b.jmx_exporter.url, dialect=b.jmx_exporter.dialect)
+                self._by_exporter[t.key] = b.jmx_exporter.dialect
+            return t
         bulk = bool(b.jolokia) if jmx.transport == "auto" else self._transport.name == "jolokia"
         address = (b.jolokia if bulk else b.jmx) or b.jmx or b.jolokia or ""
         t = Target(self._cluster.name, "jmx", f"broker-{b.id}", address=address, broker=str(b.id))
@@ -100,7 +109,7 @@ class JmxCollector:
             return self._targets
         found = discovery.broker_targets(self._cluster, self._board.brokers())
         jmx_addrs, jolokia_urls = discovery.controller_addresses(self._cluster, self._board.controllers())
-        return (self._targets + tuple(self._broker_target(b) for b in found if b.jmx or b.jolokia)
+        return (self._targets + tuple(self._broker_target(b) for b in found if b.jmx or b.jolokia or b.jmx_exporter)
                 + self._controller_targets(jmx_addrs, jolokia_urls))
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
@@ -111,6 +120,8 @@ class JmxCollector:
             transport = self._transport if by_jolokia else self._controller_transport
         else:
             transport = self._controller_transport if target.key in self._by_jmxquery else self._transport
+            if target.key in self._by_exporter:
+                transport = self._exporter
         queries = CONTROLLER_QUERIES if is_controller else BROKER_QUERIES
         rules = catalog.CONTROLLER_RULES if is_controller else catalog.BROKER_TARGET_RULES
         try:
@@ -124,6 +135,8 @@ class JmxCollector:
         samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
         if is_controller and by_jolokia:
             samples += self._watch(target).samples(base)
+        if target.key in self._by_exporter:
+            samples += weak_signal_samples(self._by_exporter[target.key], base)
         with self._lock:
             prev = self._previous.get(target.key)
             self._previous[target.key] = (now, samples)

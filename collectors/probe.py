@@ -40,9 +40,9 @@ from prometheus_client.core import (
 
 from collectors.probe_plan import (
     Ledger,
-    Observation,
     PartitionView,
-    Plan,
+    ProbeMeasurement,
+    ProbePlacement,
     Result,
     plan,
     replication_factor,
@@ -86,7 +86,7 @@ class ProbeSeries:
                 for r in Result:
                     self._results.setdefault((b, str(r)), 0)
 
-    def record(self, observations: Iterable[Observation]) -> None:
+    def record(self, observations: Iterable[ProbeMeasurement]) -> None:
         observations = list(observations)
         if not observations:
             return
@@ -262,7 +262,7 @@ class Probe:
         return brokers, {p.id: PartitionView(tuple(r.id for r in p.replicas), p.leader.id if p.leader else -1)
                          for p in t.partitions}
 
-    def _apply(self, admin, p: Plan, now: float) -> None:
+    def _apply(self, admin, p: ProbePlacement, now: float) -> None:
         from confluent_kafka import ElectionType, TopicPartition
         from confluent_kafka.admin import NewPartitions, NewTopic
 

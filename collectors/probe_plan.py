@@ -1,11 +1,11 @@
 """The end-to-end probe's decisions, pure: which partition measures which broker, and what became of each record.
 
-    plan(brokers, topic) ──> Plan: the topic to create, the partitions to add, the leaders to elect, and ``owners``
-                                   (partition -> the broker whose series it feeds)
-    Ledger: sent / delivered / consumed / expire(now) ──> Observation (produce or round-trip latency, a result)
+    plan(brokers, topic) ──> ProbePlacement: the topic to create, the partitions to add, the leaders to elect,
+                             and ``owners`` (partition -> the broker whose series it feeds)
+    Ledger: sent / delivered / consumed / expire(now) ──> ProbeMeasurement (produce or round-trip latency, a result)
 
 The probe (``collectors.probe``) is the shell: it reads the metadata, applies the plan through the Admin API,
-produces and consumes, and turns observations into ``kafka_probe_*`` series. Time is always passed in.
+produces and consumes, and turns measurements into ``kafka_probe_*`` series. Time is always passed in.
 
 Placement (after KMinion's end-to-end monitoring): one partition per broker, created with an explicit replica
 assignment whose first replica, the preferred leader, is that broker; replication factor min(3, brokers), the other
@@ -50,7 +50,7 @@ class PartitionView:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ProbePlacement:
     create: tuple[tuple[int, ...], ...] = ()  # the topic's replica assignment, partition by partition; () = exists
     add: tuple[tuple[int, ...], ...] = ()  # new partitions' replica lists, appended after the existing ones
     elect: tuple[int, ...] = ()  # partitions whose alive preferred leader does not lead them
@@ -74,15 +74,16 @@ def replicas_led_by(broker: int, brokers: Iterable[int]) -> tuple[int, ...]:
     return tuple(ring[(start + i) % len(ring)] for i in range(replication_factor(len(ring))))
 
 
-def plan(brokers: Iterable[int], topic: Mapping[int, PartitionView] | None) -> Plan:
+def plan(brokers: Iterable[int], topic: Mapping[int, PartitionView] | None) -> ProbePlacement:
     """What to do so that every alive broker leads one partition of the probe topic. ``brokers``: the brokers in the
     metadata now; ``topic``: the topic's partitions, None when it does not exist."""
     alive = sorted(set(brokers))
     if not alive:
-        return Plan(owners={} if topic is None else {p: v.replicas[0] for p, v in topic.items() if v.replicas})
+        owners = {} if topic is None else {p: v.replicas[0] for p, v in topic.items() if v.replicas}
+        return ProbePlacement(owners=owners)
     if topic is None:
         create = tuple(replicas_led_by(b, alive) for b in alive)
-        return Plan(create=create, owners={i: b for i, b in enumerate(alive)})
+        return ProbePlacement(create=create, owners={i: b for i, b in enumerate(alive)})
     owners = {p: v.replicas[0] for p, v in sorted(topic.items()) if v.replicas}
     led = set(owners.values())
     missing = [b for b in alive if b not in led]
@@ -91,11 +92,11 @@ def plan(brokers: Iterable[int], topic: Mapping[int, PartitionView] | None) -> P
     owners.update({first_new + i: b for i, b in enumerate(missing)})
     elect = tuple(p for p, v in sorted(topic.items())
                   if v.replicas and v.replicas[0] in alive and v.leader != v.replicas[0])
-    return Plan(add=add, elect=elect, owners=owners)
+    return ProbePlacement(add=add, elect=elect, owners=owners)
 
 
 @dataclass(frozen=True)
-class Observation:
+class ProbeMeasurement:
     """One thing learnt about a broker: ``kind`` is "produce" or "roundtrip" (``seconds`` set) or "result"
     (``result`` set)."""
 
@@ -136,41 +137,41 @@ class Ledger:
         """Drop a record without a result (refused for the probe's own lack of rights: not the cluster's doing)."""
         self._records.pop(key, None)
 
-    def delivered(self, key: int, now: float, error: str | None = None) -> list[Observation]:
+    def delivered(self, key: int, now: float, error: str | None = None) -> list[ProbeMeasurement]:
         """The delivery report: acknowledged by all in-sync replicas (``error`` None), or failed."""
         rec = self._records.get(key)
         if rec is None or rec.acked:
             return []
         rec.acked = True
-        out: list[Observation] = []
+        out: list[ProbeMeasurement] = []
         if not rec.decided:
             if error is None:
-                out.append(Observation(rec.broker, "produce", seconds=now - rec.sent_at))
+                out.append(ProbeMeasurement(rec.broker, "produce", seconds=now - rec.sent_at))
             else:
-                out.append(Observation(rec.broker, "result", result=Result.ERROR))
+                out.append(ProbeMeasurement(rec.broker, "result", result=Result.ERROR))
                 rec.decided = True
         if rec.decided:
             del self._records[key]
         return out
 
-    def consumed(self, key: int, now: float) -> list[Observation]:
+    def consumed(self, key: int, now: float) -> list[ProbeMeasurement]:
         rec = self._records.get(key)
         if rec is None or rec.decided:
             return []
         rec.decided = True
         if rec.acked:
             del self._records[key]
-        return [Observation(rec.broker, "roundtrip", seconds=now - rec.sent_at),
-                Observation(rec.broker, "result", result=Result.OK)]
+        return [ProbeMeasurement(rec.broker, "roundtrip", seconds=now - rec.sent_at),
+                ProbeMeasurement(rec.broker, "result", result=Result.OK)]
 
-    def expire(self, now: float) -> list[Observation]:
+    def expire(self, now: float) -> list[ProbeMeasurement]:
         """Records not back within the deadline are lost; decided records whose report never came are forgotten."""
-        out: list[Observation] = []
+        out: list[ProbeMeasurement] = []
         for key, rec in list(self._records.items()):
             age = now - rec.sent_at
             if not rec.decided and age >= self.deadline:
                 rec.decided = True
-                out.append(Observation(rec.broker, "result", result=Result.LOST))
+                out.append(ProbeMeasurement(rec.broker, "result", result=Result.LOST))
             if rec.decided and (rec.acked or age >= 2 * self.deadline):
                 del self._records[key]
         return out

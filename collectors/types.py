@@ -166,6 +166,8 @@ class Endpoint:
     jolokia: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    exporter: str | None = None  # a jmx_exporter's /metrics URL (collectors/transports/exposition.py)
+    dialect: str | None = None  # its naming: vanilla | strimzi
 
 
 class Transport(Protocol):

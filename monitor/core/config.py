@@ -125,12 +125,30 @@ class JmxSettings(_Strict):
     controller_watch_seconds: float = Field(default=2.0, ge=0, le=60)
 
 
+class ExporterSource(_Strict):
+    """A jmx_exporter's ``/metrics`` and the naming its rules use (collectors/transports/exposition.py): ``vanilla``
+    (no rules, the default format, as Amazon MSK's open monitoring serves it) or ``strimzi`` (Strimzi's
+    kafka-metrics.yaml rules)."""
+
+    url: str
+    dialect: Literal["vanilla", "strimzi"] = "vanilla"
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return v if "{host}" in v or "{id}" in v else _service_url(v, "no credentials (the exporter has none)")
+
+
 class BrokerTarget(_Strict):
     id: int = Field(ge=0)
     jmx: str | None = Field(default=None, description="host:port of the broker's remote JMX")
     jolokia: str | None = Field(default=None, description=(
         "http://host:port/jolokia of the broker's Jolokia agent; credentials go in the cluster's jmx.username and "
         "jmx.password"))
+    jmx_exporter: ExporterSource | None = Field(default=None, description=(
+        "the broker's jmx_exporter (http://host:port/metrics) and its dialect, read instead of JMX/Jolokia"))
+    node_exporter: str | None = Field(default=None, description=(
+        "http://host:port/metrics of the node_exporter on the broker's machine: host series without a collector there"))
     host: str = Field(default="localhost", description="host collector target; 'localhost' reads this machine")
     log_dirs: tuple[str, ...] = ()
     listener_ports: tuple[int, ...] = Field(default=(), description=(
@@ -148,6 +166,11 @@ class BrokerTarget(_Strict):
     @classmethod
     def _jolokia_url(cls, v: str | None) -> str | None:
         return v if v is None else _service_url(v, "the cluster's jmx.username and jmx.password")
+
+    @field_validator("node_exporter")
+    @classmethod
+    def _node_exporter_url(cls, v: str | None) -> str | None:
+        return v if v is None else _service_url(v, "no credentials (node_exporter has none here)")
 
 
 class ProbeSettings(_Strict):

@@ -52,7 +52,7 @@ from pyspark.sql import types as T
 
 from monitor.archive import lake as lakefs
 from monitor.reports import transforms as TR
-from monitor.reports.extract import FRAME_SCHEMA, DayFiles, Scanned, Window, extract
+from monitor.reports.extract import FRAME_SCHEMA, DayFiles, ReportWindow, Scanned, extract
 
 log = logging.getLogger(__name__)
 KINDS = TR.Reductions.KINDS
@@ -104,7 +104,7 @@ def _sha256(path: Path) -> str:
 
 
 @dataclass
-class Plan:
+class DaySources:
     """Where each day of the window comes from in this run."""
 
     cached: dict[date, dict[str, list[str]]] = field(default_factory=dict)  # day -> kind -> files (under reduced/)
@@ -153,12 +153,13 @@ def check(lake: Path, day: date, source: dict, schemas: dict[str, str]) -> tuple
     return out, None
 
 
-def plan(lake: Path, scanned: Scanned, *, current_week: date, schemas: dict[str, str], enabled: bool = True) -> Plan:
+def plan(lake: Path, scanned: Scanned, *, current_week: date, schemas: dict[str, str],
+         enabled: bool = True) -> DaySources:
     """Decide, per day of ``scanned``, whether it is read from the cache or the lake, and which fresh days to cache.
     ``current_week`` is the Monday of the week of ``now`` (its days may still change); ``schemas`` is
     ``schema_record``. Reads records and hashes cached files; no Spark."""
     days = sorted(scanned.days)
-    p = Plan()
+    p = DaySources()
     outside = [d for d in days if not scanned.days[d].contained]
     if not enabled or outside:
         p.fresh = days
@@ -275,7 +276,7 @@ LABELS = {"key_days": "per-key daily reduction", "cluster_minutes": "per-cluster
           "minute_rows": "per-minute rows", "disk_days": "disks per day"}
 
 
-def reductions(spark: SparkSession, lake: Path, scanned: Scanned, window: Window, p: Plan, *, now: datetime,
+def reductions(spark: SparkSession, lake: Path, scanned: Scanned, window: ReportWindow, p: DaySources, *, now: datetime,
                keep: Callable[[str, DataFrame], DataFrame] = lambda _name, df: df,
                timed: Callable[[str, Callable[[], object]], object] = lambda _name, fn: fn()) -> TR.Reductions:
     """The window's reductions, in canonical order (``transforms.canonical``) and each materialized by ``keep``:

@@ -56,13 +56,13 @@ def week_name(monday: date) -> str:
 
 
 @dataclass(frozen=True)
-class Window:
+class ReportWindow:
     week: date  # Monday of the report week
     start: date  # first day read (HISTORY_WEEKS before the week)
     end: date  # day after the report week (exclusive)
 
     @classmethod
-    def for_week(cls, week: date) -> Window:
+    def for_week(cls, week: date) -> ReportWindow:
         return cls(week, week - timedelta(days=7 * HISTORY_WEEKS), week + timedelta(days=7))
 
     def days(self) -> list[date]:
@@ -138,7 +138,7 @@ def _inside(meta: pq.FileMetaData, day: date) -> bool:
     return True
 
 
-def scan(lake: Path, window: Window, *, today: date) -> Scanned:
+def scan(lake: Path, window: ReportWindow, *, today: date) -> Scanned:
     """Check the window's days and files (directories, markers, Parquet footers). No Spark."""
     groups: dict[tuple[str, ...], list[str]] = {}
     present, problems, missing = [], [], []
@@ -239,7 +239,8 @@ def read(spark: SparkSession, groups: dict[tuple[str, ...], list[str]]) -> DataF
                      & ~F.isnan("value"))
 
 
-def extract(spark: SparkSession, scanned: Scanned, window: Window, days: Iterable[date] | None = None) -> DataFrame:
+def extract(spark: SparkSession, scanned: Scanned, window: ReportWindow,
+            days: Iterable[date] | None = None) -> DataFrame:
     """The rows of ``days`` (default: every day ``scan`` found) inside the window, as one DataFrame."""
     start = datetime(window.start.year, window.start.month, window.start.day, tzinfo=timezone.utc)
     end = datetime(window.end.year, window.end.month, window.end.day, tzinfo=timezone.utc)

@@ -29,7 +29,7 @@ from monitor.reports import cache
 from monitor.reports import document as D
 from monitor.reports import transforms as T
 from monitor.reports.extract import (
-    Window,
+    ReportWindow,
     budgets_frame,
     parse_week,
     scan,
@@ -174,7 +174,7 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
         progress(f"[{n}/{STAGES}] {text} (+{time.monotonic() - started:.0f}s)")
 
     stage(1, f"extract: checking the lake's files for {week} and the 4 weeks before")
-    window = Window.for_week(monday)
+    window = ReportWindow.for_week(monday)
     ex = scan(lake, window, today=now.date())
     current_week = now.date() - timedelta(days=now.date().weekday())  # its days may still be archived again
     plan = cache.plan(lake, ex, current_week=current_week, schemas=cache.schema_record(spark), enabled=use_cache)

@@ -27,7 +27,7 @@ from monitor.core.store import Store
 from monitor.core.times import utc_now
 from monitor.store import open_store
 from monitor.tenants import service
-from monitor.tenants.models import Tenant, TenantCreate, TenantRead, TenantSource
+from monitor.tenants.models import Tenant, TenantCreate, TenantOrigin, TenantRead
 
 
 def open_registry(args, *, writing: bool = False) -> tuple[Config, Store]:
@@ -49,7 +49,7 @@ def _registry_view(db_session, config: Config) -> list[Tenant]:
     now = utc_now()
     for cfg in config.tenants:
         if cfg.name not in rows:
-            rows[cfg.name] = Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+            rows[cfg.name] = Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantOrigin.CONFIG.value,
                                     spec=service.spec_of(cfg), created_at=now, updated_at=now)
     return [rows[n] for n in sorted(rows)]
 

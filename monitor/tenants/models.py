@@ -27,7 +27,7 @@ from monitor.core.config import (
 from monitor.core.store import Base, UtcDateTime
 
 
-class TenantSource(str, Enum):
+class TenantOrigin(str, Enum):
     CONFIG = "config"  # from the config file: read-only through the API
     API = "api"  # created through the API or the CLI
 
@@ -37,7 +37,7 @@ class Tenant(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     display_name: Mapped[str | None] = mapped_column(String(200), nullable=True)
-    source: Mapped[str] = mapped_column(String(16))  # TenantSource value
+    source: Mapped[str] = mapped_column(String(16))  # TenantOrigin value
     spec: Mapped[dict] = mapped_column(JSON)  # TenantConfig fields except name and display_name
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
@@ -104,7 +104,7 @@ class TenantCreate(TenantSpec):
 class TenantRead(BaseModel):
     name: str
     display_name: str | None
-    source: TenantSource
+    source: TenantOrigin
     whole_clusters: tuple[str, ...]
     selectors: tuple[TenantSelector, ...]
     contract: TenantContract
@@ -118,7 +118,7 @@ class TenantRead(BaseModel):
         return cls(
             name=row.name,
             display_name=row.display_name,
-            source=TenantSource(row.source),
+            source=TenantOrigin(row.source),
             whole_clusters=cfg.whole_clusters,
             selectors=cfg.selectors,
             contract=cfg.contract,

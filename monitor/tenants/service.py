@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from monitor.core.config import Config, TenantConfig
 from monitor.core.errors import Conflict, Invalid
 from monitor.core.tenancy import TenantIndex, find_overlaps
-from monitor.tenants.models import RegistrySource, RegistryVersion, Tenant, TenantSource
+from monitor.tenants.models import RegistrySource, RegistryVersion, Tenant, TenantOrigin
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def create(*, db_session: Session, tenant_in: TenantConfig, clusters: Iterable[s
     if get(db_session=db_session, name=tenant_in.name) is not None:
         raise Conflict(f"tenant {tenant_in.name!r} already exists")
     _check(tenant_in, others=_others(db_session, tenant_in.name), clusters=clusters)
-    row = Tenant(name=tenant_in.name, display_name=tenant_in.display_name, source=TenantSource.API.value,
+    row = Tenant(name=tenant_in.name, display_name=tenant_in.display_name, source=TenantOrigin.API.value,
                  spec=_spec(tenant_in), created_at=now, updated_at=now)
     db_session.add(row)
     bump_version(db_session=db_session)
@@ -153,7 +153,7 @@ def create(*, db_session: Session, tenant_in: TenantConfig, clusters: Iterable[s
 
 
 def _writable(tenant: Tenant) -> None:
-    if tenant.source == TenantSource.CONFIG.value:
+    if tenant.source == TenantOrigin.CONFIG.value:
         raise Conflict(f"tenant {tenant.name!r} is defined in the config file; change it there")
 
 
@@ -253,17 +253,17 @@ def plan_sync(*, db_session: Session, config: Config) -> SyncPlan:
     starts, rather than the API silently guessing an owner."""
     rows = {r.name: r for r in db_session.scalars(select(Tenant))}
     wanted = {t.name: t for t in config.tenants}
-    api_tenants = [r.to_config() for n, r in rows.items() if r.source == TenantSource.API.value and n not in wanted]
+    api_tenants = [r.to_config() for n, r in rows.items() if r.source == TenantOrigin.API.value and n not in wanted]
     overlaps = find_overlaps([*config.tenants, *api_tenants])
     if overlaps:
         raise Conflict("config tenants overlap tenants created through the API: "
                        + "; ".join(str(o) for o in overlaps))
     added = tuple(n for n in wanted if n not in rows)
-    taken = tuple(n for n in wanted if n in rows and rows[n].source != TenantSource.CONFIG.value)
+    taken = tuple(n for n in wanted if n in rows and rows[n].source != TenantOrigin.CONFIG.value)
     updated = tuple(n for n, cfg in wanted.items() if n in rows and (
-        rows[n].source != TenantSource.CONFIG.value or rows[n].spec != _spec(cfg)
+        rows[n].source != TenantOrigin.CONFIG.value or rows[n].spec != _spec(cfg)
         or rows[n].display_name != cfg.display_name))
-    removed = tuple(n for n, r in rows.items() if r.source == TenantSource.CONFIG.value and n not in wanted)
+    removed = tuple(n for n, r in rows.items() if r.source == TenantOrigin.CONFIG.value and n not in wanted)
     return SyncPlan(added, updated, removed, taken, _dependents(db_session, removed))
 
 
@@ -276,7 +276,7 @@ def sync_config(*, db_session: Session, config: Config, now: datetime, origin: C
     rows = {r.name: r for r in db_session.scalars(select(Tenant))}
     for name in plan.added:
         cfg = next(t for t in config.tenants if t.name == name)
-        db_session.add(Tenant(name=name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+        db_session.add(Tenant(name=name, display_name=cfg.display_name, source=TenantOrigin.CONFIG.value,
                               spec=_spec(cfg), created_at=now, updated_at=now))
     for name in plan.taken_over:
         log.warning("tenant %s was created through the API; the config file now defines it", name)
@@ -284,7 +284,7 @@ def sync_config(*, db_session: Session, config: Config, now: datetime, origin: C
         cfg = next(t for t in config.tenants if t.name == name)
         row = rows[name]
         row.source, row.spec, row.display_name, row.updated_at = (
-            TenantSource.CONFIG.value, _spec(cfg), cfg.display_name, now)
+            TenantOrigin.CONFIG.value, _spec(cfg), cfg.display_name, now)
     for name in plan.removed:
         _purge(db_session, name)
         db_session.delete(rows[name])
@@ -312,7 +312,7 @@ def add_missing_config_tenants(*, db_session: Session, config: Config, now: date
     clusters = [c.name for c in config.clusters]
     for cfg in missing:
         _check(cfg, others=others, clusters=clusters)
-        db_session.add(Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantSource.CONFIG.value,
+        db_session.add(Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantOrigin.CONFIG.value,
                               spec=_spec(cfg), created_at=now, updated_at=now))
         others.append(cfg)
     bump_version(db_session=db_session)

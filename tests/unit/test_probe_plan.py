@@ -7,9 +7,9 @@ import pytest
 from collectors.probe import ProbeSeries
 from collectors.probe_plan import (
     Ledger,
-    Observation,
     PartitionView,
-    Plan,
+    ProbeMeasurement,
+    ProbePlacement,
     Result,
     plan,
     replicas_led_by,
@@ -24,27 +24,27 @@ V = PartitionView
 CASES = [
     # 1. no topic: one partition per broker, its first replica (preferred leader) that broker, RF 3
     ((1, 2, 3), None,
-     Plan(create=((1, 2, 3), (2, 3, 1), (3, 1, 2)), owners={0: 1, 1: 2, 2: 3})),
+     ProbePlacement(create=((1, 2, 3), (2, 3, 1), (3, 1, 2)), owners={0: 1, 1: 2, 2: 3})),
     # 2. one broker: RF 1; two: RF 2
-    ((5,), None, Plan(create=((5,),), owners={0: 5})),
-    ((1, 2), None, Plan(create=((1, 2), (2, 1)), owners={0: 1, 1: 2})),
+    ((5,), None, ProbePlacement(create=((5,),), owners={0: 5})),
+    ((1, 2), None, ProbePlacement(create=((1, 2), (2, 1)), owners={0: 1, 1: 2})),
     # 3. in place: nothing to do
     ((1, 2, 3), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 3)},
-     Plan(owners={0: 1, 1: 2, 2: 3})),
+     ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
     # 4. broker 3 restarted: its partition led by 1 meanwhile, the series stay 3's; back in the metadata -> elect
     ((1, 2, 3), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 1)},
-     Plan(elect=(2,), owners={0: 1, 1: 2, 2: 3})),
+     ProbePlacement(elect=(2,), owners={0: 1, 1: 2, 2: 3})),
     # 5. broker 3 down: its partition led elsewhere, no election (it cannot lead), still its series
     ((1, 2), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 1)},
-     Plan(owners={0: 1, 1: 2, 2: 3})),
+     ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
     # 6. broker 4 joins: a partition of its own, replicas in ring order
     ((1, 2, 3, 4), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 3)},
-     Plan(add=((4, 1, 2),), owners={0: 1, 1: 2, 2: 3, 3: 4})),
+     ProbePlacement(add=((4, 1, 2),), owners={0: 1, 1: 2, 2: 3, 3: 4})),
     # 7. no partition has its leader (all down but one, the metadata still answers): nothing to elect for the dead
     ((2,), {0: V((1, 2, 3), -1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), -1)},
-     Plan(owners={0: 1, 1: 2, 2: 3})),
+     ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
     # 8. no broker in the metadata: nothing to do, the owners the topic says
-    ((), {0: V((1, 2, 3), -1)}, Plan(owners={0: 1})),
+    ((), {0: V((1, 2, 3), -1)}, ProbePlacement(owners={0: 1})),
 ]
 
 
@@ -67,7 +67,7 @@ def test_every_broker_leads_one_partition_and_each_is_replicated_on_distinct_bro
 
 # --- results with a fake clock ---------------------------------------------------------------------------------
 def obs(broker, kind, x):
-    return Observation(broker, kind, seconds=x) if kind != "result" else Observation(broker, kind, result=x)
+    return ProbeMeasurement(broker, kind, seconds=x) if kind != "result" else ProbeMeasurement(broker, kind, result=x)
 
 
 def test_acked_then_consumed_is_ok_with_both_latencies():

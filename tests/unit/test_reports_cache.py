@@ -15,7 +15,7 @@ import pytest
 
 from monitor.archive import lake as lakefs
 from monitor.reports import cache
-from monitor.reports.extract import Window, scan
+from monitor.reports.extract import ReportWindow, scan
 
 pytestmark = pytest.mark.unit
 UTC = timezone.utc
@@ -53,8 +53,8 @@ def lake(tmp_path) -> Path:
     return lake
 
 
-def plan(lake: Path, **kw) -> cache.Plan:
-    scanned = scan(lake, Window.for_week(WEEK), today=NOW.date())
+def plan(lake: Path, **kw) -> cache.DaySources:
+    scanned = scan(lake, ReportWindow.for_week(WEEK), today=NOW.date())
     return cache.plan(lake, scanned, current_week=CURRENT, schemas=kw.pop("schemas", SCHEMAS), **kw)
 
 
@@ -63,7 +63,7 @@ def fill(lake: Path, day: date, tmp_path: Path) -> Path:
     staged = tmp_path / f"staged-{day}" / f"date={day}"
     staged.mkdir(parents=True)
     pq.write_table(pa.table({"topic": ["acme.orders"], "amount": [180.0]}), staged / "part-0.parquet")
-    scanned = scan(lake, Window.for_week(WEEK), today=NOW.date())
+    scanned = scan(lake, ReportWindow.for_week(WEEK), today=NOW.date())
     cache.install(lake, day, {"key_days": staged}, cache.source_of(lake, scanned.days[day]), SCHEMAS, now=NOW)
     return cache.kind_dir(lake, "key_days") / f"date={day}" / "part-0.parquet"
 
@@ -115,7 +115,7 @@ def test_a_file_with_rows_outside_its_day_turns_the_cache_off(lake, tmp_path):
     fill(lake, GOOD, tmp_path)
     other = date(2026, 11, 11)
     archive(lake, other, t=table(other, extra=timedelta(days=1, minutes=5)))  # a row of the 12th in the 11th's file
-    scanned = scan(lake, Window.for_week(WEEK), today=NOW.date())
+    scanned = scan(lake, ReportWindow.for_week(WEEK), today=NOW.date())
     assert not scanned.days[other].contained and not scanned.days[other].final and scanned.days[GOOD].final
     p = plan(lake)
     assert p.cached == {} and p.to_cache == [] and p.fresh == sorted(scanned.days)

@@ -1,0 +1,290 @@
+"""Metric sources that serve the Prometheus text exposition: jmx_exporter (in its dialects) and node_exporter.
+
+``ExpositionTransport`` is a ``Transport`` like Jolokia's: it GETs a jmx_exporter's ``/metrics`` and turns each
+sample back into the ``Reading`` (ObjectName, attribute) it was exported from, so ``catalog.convert`` names, scales,
+aggregates and attributes it exactly as for Jolokia and jmxquery: every alert, dashboard and report works
+unchanged. Parsing is prometheus_client's text parser. The inverse is built from the catalog itself (its MBean
+patterns name every domain, type, name and attribute it reads), so it covers what the catalog asks for, no more.
+
+Dialects (``ExporterSource.dialect``):
+- ``vanilla``: jmx_exporter with no rules (its default format), what Amazon MSK's open monitoring serves:
+  ``kafka_server_ReplicaManager_Value{name="UnderReplicatedPartitions"}`` = domain_type_attribute, the other
+  ObjectName keys as labels. Lossless: every catalog signal is there.
+- ``strimzi``: Strimzi's ``kafka-metrics.yaml`` rules (deploy/kafka/jmx_exporter/strimzi-kafka-metrics.yml):
+  lowercased ``kafka_<domain>_<type>_<name>`` with ``_total`` for a meter's Count, ``_percent`` for gauges named
+  ...Percent, ``quantile`` for percentiles. Weaker: the request-handler idle meter is exported from ``MeanRate``
+  (average since the broker started) instead of its Count, so ``kafka_broker_request_handler_idle_ratio`` cannot
+  be derived; the reading comes back as ``MeanRate`` (which no catalog rule reads) and ``weak_signals`` says so.
+
+``node_exporter_samples`` maps a node_exporter scrape onto the host collector's ``kafka_host_*`` series.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from collectors import catalog
+from collectors.types import Endpoint, MBeanQuery, Reading, Sample
+from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.redact import redact_url
+
+DIALECTS = ("vanilla", "strimzi")
+METER_ATTRIBUTES = ("Count", "MeanRate", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate")
+_PERCENTILES = {"50thPercentile": "0.50", "75thPercentile": "0.75", "95thPercentile": "0.95",
+                "98thPercentile": "0.98", "99thPercentile": "0.99", "999thPercentile": "0.999"}
+# A signal a dialect gives only in a weaker form: (dialect, catalog series) -> what it gives instead, and the one-line
+# exporter rule that restores it (docs/metrics.md "Dialects").
+WEAK_SIGNALS = {
+    ("strimzi", "kafka_broker_request_handler_idle_ratio"): (
+        "MeanRate (average since the broker started)",
+        '- {pattern: "kafka.server<type=KafkaRequestHandlerPool, name=RequestHandlerAvgIdlePercent><>Count", '
+        'name: kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total, type: COUNTER}'),
+}
+
+
+def _sanitize(s: str) -> str:
+    """jmx_exporter's name sanitising: every character outside [a-zA-Z0-9_:] becomes ``_``."""
+    return re.sub(r"[^a-zA-Z0-9_:]", "_", s)
+
+
+@dataclass(frozen=True)
+class _Index:
+    types: dict[str, tuple[str, str]]  # sanitised "domain_type_" -> (domain, type)
+    attributes: dict[str, str]  # sanitised attribute -> attribute
+    label_keys: dict[str, str]  # sanitised ObjectName key -> key
+    strimzi: dict[str, tuple[str, str, str]]  # lowercased Strimzi name -> (domain, type, name); attribute by suffix
+
+
+@lru_cache(maxsize=1)
+def _index() -> _Index:
+    types: dict[str, tuple[str, str]] = {}
+    attributes = {_sanitize(a): a for a in METER_ATTRIBUTES + tuple(_PERCENTILES) + ("Value", "Mean", "Max")}
+    label_keys: dict[str, str] = {}
+    strimzi: dict[str, tuple[str, str, str]] = {}
+    for rule in catalog.BROKER_TARGET_RULES + catalog.CONTROLLER_RULES:
+        domain, props = catalog.parse_object_name(rule.mbean)
+        p = dict(props)
+        for k in p:
+            if k != "*":
+                label_keys[_sanitize(k)] = k
+        attributes[_sanitize(rule.attribute)] = rule.attribute
+        typ = p.get("type", "*")
+        if "*" in typ or "{" in typ:
+            continue
+        types[_sanitize(f"{domain}_{typ}_")] = (domain, typ)
+        name = p.get("name", "*")
+        if domain.startswith("kafka.") and "*" not in name:
+            short = domain.split(".", 1)[1].replace(".", "_")
+            stem = f"kafka_{short}_{typ}_".lower()
+            if "Percent" in name:
+                strimzi[stem + name.split("Percent")[0].lower() + "_percent"] = (domain, typ, name)
+            elif "PerSec" in name:
+                strimzi[stem + name.split("PerSec")[0].lower() + "_total"] = (domain, typ, name)
+            else:
+                strimzi[stem + name.lower()] = (domain, typ, name)
+                strimzi[stem + name.lower() + "_count"] = (domain, typ, name)
+    return _Index(types, attributes, label_keys, strimzi)
+
+
+def _object_name(domain: str, props: Iterable[tuple[str, str]]) -> str:
+    return domain + ":" + ",".join(f"{k}={v}" for k, v in props)
+
+
+def _samples(text: str) -> Iterable[tuple[str, dict[str, str], float]]:
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                yield s.name, s.labels, float(s.value)
+    except ValueError as exc:
+        raise TransportError(f"not a Prometheus text exposition: {exc}") from None
+
+
+def _vanilla_name(name: str) -> tuple[str, str, str] | None:
+    """(domain, type, attribute) of a default-format name, or None if the catalog reads nothing of it."""
+    idx = _index()
+    prefix = max((p for p in idx.types if name.startswith(p)), key=len, default=None)
+    if prefix is None:
+        return None
+    rest = name[len(prefix):]
+    attr = idx.attributes.get(rest)
+    if attr is None:  # a CompositeData item: attribute_key (java_lang_Memory_HeapMemoryUsage_used)
+        head, _, key = rest.rpartition("_")
+        attr = idx.attributes.get(head) and f"{idx.attributes[head]}/{key}"
+    return None if attr is None else (*idx.types[prefix], attr)
+
+
+def mapped(name: str, dialect: str) -> bool:
+    """Whether a sample name of ``dialect`` maps onto a catalog reading (what the fixtures keep)."""
+    return (_vanilla_name(name) if dialect == "vanilla" else _index().strimzi.get(name)) is not None
+
+
+def vanilla_readings(text: str) -> list[Reading]:
+    """Pure: a jmx_exporter scrape in its default format -> the readings it was exported from (catalog MBeans only).
+    ``kafka_server_ReplicaManager_Value{name="UnderReplicatedPartitions"}`` ->
+    ``Reading("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value", v)``."""
+    idx = _index()
+    out = []
+    for name, labels, value in _samples(text):
+        hit = _vanilla_name(name)
+        if hit is None:
+            continue
+        domain, typ, attr = hit
+        attr, _, key = attr.partition("/")
+        props = [("type", typ)] + [(idx.label_keys.get(k, k), v) for k, v in labels.items()]
+        out.append(Reading(_object_name(domain, props), attr, value, key or None))
+    return out
+
+
+def strimzi_readings(text: str) -> list[Reading]:
+    """Pure: a scrape under Strimzi's kafka-metrics.yaml rules -> readings. A ``_total`` is a meter's Count; a
+    ``quantile`` label a percentile; ``_percent`` is a gauge's Value, except the request-handler idle meter, which
+    those rules export from ``MeanRate`` (the reading says so: no catalog rule reads it)."""
+    idx = _index()
+    out = []
+    for name, labels, value in _samples(text):
+        hit = idx.strimzi.get(name)
+        if hit is None:
+            continue
+        domain, typ, mname = hit
+        labels = dict(labels)
+        quantile = labels.pop("quantile", None)
+        if quantile is not None:
+            attr = next((a for a, q in _PERCENTILES.items() if q == quantile), None)
+            if attr is None:
+                continue
+        elif name.endswith("_total") or name.endswith("_count"):
+            attr = "Count"
+        elif name.endswith("_percent") and mname == "RequestHandlerAvgIdlePercent":
+            attr = "MeanRate"
+        else:
+            attr = "Value"
+        props = [("type", typ), ("name", mname)] + list(labels.items())
+        out.append(Reading(_object_name(domain, props), attr, value))
+    return out
+
+
+def readings(text: str, dialect: str) -> list[Reading]:
+    if dialect == "vanilla":
+        return vanilla_readings(text)
+    if dialect == "strimzi":
+        return strimzi_readings(text)
+    raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
+
+
+def weak_signals(dialect: str) -> list[tuple[str, str, str]]:
+    """(catalog series, what the dialect gives instead, the exporter rule that fixes it) for ``dialect``."""
+    return [(series, basis, fix) for (d, series), (basis, fix) in WEAK_SIGNALS.items() if d == dialect]
+
+
+def weak_signal_samples(dialect: str, base: tuple[tuple[str, str], ...]) -> list[Sample]:
+    """``kafka_source_weak_signal{signal, basis} 1`` per catalog series this dialect gives only in a weaker form:
+    the companion series that says why that series is absent (and what to add to the exporter's rules)."""
+    return [Sample("kafka_source_weak_signal", "gauge",
+                   "A catalog series this source cannot give at full strength (1): basis says what it gives instead",
+                   base + (("signal", series), ("basis", basis), ("dialect", dialect)), 1.0)
+            for series, basis, _ in weak_signals(dialect)]
+
+
+def _get(url: str, timeout: float, client: httpx.Client | None) -> str:
+    shown = redact_url(url)
+    own = client or httpx.Client()
+    try:
+        resp = own.get(url, timeout=httpx.Timeout(timeout))
+    except httpx.TimeoutException:
+        raise TargetTimeout(f"exporter {shown} did not answer within {timeout:g}s") from None
+    except httpx.TransportError as exc:
+        raise TargetUnreachable(f"exporter {shown} unreachable: {type(exc).__name__}") from None
+    finally:
+        if client is None:
+            own.close()
+    if resp.status_code != 200:
+        raise TransportError(f"exporter {shown} answered HTTP {resp.status_code}")
+    return resp.text
+
+
+class ExpositionTransport:
+    """Reads a jmx_exporter's ``/metrics`` (``Endpoint.exporter``, in ``Endpoint.dialect``) as readings. ``queries``
+    are ignored: the exporter serves what its rules export, one GET per scrape."""
+
+    name = "jmx_exporter"
+
+    def __init__(self, *, client: httpx.Client | None = None):
+        self._client = client
+
+    def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery], *, timeout: float) -> list[Reading]:
+        if not endpoint.exporter:
+            raise TransportError("no jmx_exporter URL configured for this target")
+        return readings(_get(endpoint.exporter, timeout, self._client), endpoint.dialect or "vanilla")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# node_exporter -> kafka_host_*
+
+_NODE_COUNTERS = {
+    "node_disk_read_bytes_total": ("kafka_host_disk_read_bytes_total", "Bytes read from the device"),
+    "node_disk_written_bytes_total": ("kafka_host_disk_written_bytes_total", "Bytes written to the device"),
+    "node_disk_io_time_seconds_total": ("kafka_host_disk_io_time_seconds_total", "Time the device was busy"),
+    "node_network_receive_bytes_total": ("kafka_host_network_receive_bytes_total", "Bytes received by the interface"),
+    "node_network_transmit_bytes_total": ("kafka_host_network_transmit_bytes_total", "Bytes sent by the interface"),
+}
+_NODE_MEMORY = {"node_memory_MemTotal_bytes": ("kafka_host_memory_total_bytes", "Physical memory"),
+                "node_memory_MemAvailable_bytes": ("kafka_host_memory_available_bytes",
+                                                   "Memory available without swapping")}
+_NODE_FS = {"node_filesystem_size_bytes": ("kafka_host_filesystem_size_bytes",
+                                           "Size of the filesystem holding the log dir"),
+            "node_filesystem_free_bytes": ("kafka_host_filesystem_free_bytes",
+                                           "Free bytes of the filesystem holding the log dir"),
+            "node_filesystem_avail_bytes": ("kafka_host_filesystem_avail_bytes",
+                                            "Bytes available to the broker (free minus reserved)")}
+
+
+def _mount_of(path: str, mounts: Iterable[str]) -> str | None:
+    """The longest mountpoint holding ``path`` (node_exporter lists mountpoints, Kafka log dirs)."""
+    best = None
+    for m in mounts:
+        if path == m or path.startswith(m.rstrip("/") + "/"):
+            if best is None or len(m) > len(best):
+                best = m
+    return best
+
+
+def node_exporter_samples(text: str, base: tuple[tuple[str, str], ...],
+                          log_dirs: Sequence[tuple[str, str]]) -> list[Sample]:
+    """Pure: a node_exporter scrape -> the host collector's series (collectors/host.py) with its labels: CPU seconds
+    per mode summed over cores, memory, disk and network counters per device, and for each (broker, log dir) the
+    size/free/avail of the filesystem mounted on its longest matching mountpoint (``device`` the block device)."""
+    cpu: dict[str, float] = {}
+    fs: dict[str, dict[str, tuple[float, str]]] = {}
+    out: list[Sample] = []
+    for name, labels, value in _samples(text):
+        if name == "node_cpu_seconds_total":
+            cpu[labels.get("mode", "")] = cpu.get(labels.get("mode", ""), 0.0) + value
+        elif name in _NODE_MEMORY:
+            metric, help_ = _NODE_MEMORY[name]
+            out.append(Sample(metric, "gauge", help_, base, value))
+        elif name in _NODE_COUNTERS and not labels.get("device", "").startswith(("loop", "ram")):
+            metric, help_ = _NODE_COUNTERS[name]
+            out.append(Sample(metric, "counter", help_, base + (("device", labels.get("device", "")),), value))
+        elif name in _NODE_FS:
+            fs.setdefault(labels.get("mountpoint", ""), {})[name] = (value, labels.get("device", ""))
+    out += [Sample("kafka_host_cpu_seconds_total", "counter", "CPU time of all cores by mode", base + (("mode", m),), v)
+            for m, v in sorted(cpu.items())]
+    for broker, path in log_dirs:
+        mount = _mount_of(path, fs)
+        if mount is None:
+            continue
+        for name, (value, device) in sorted(fs[mount].items()):
+            metric, help_ = _NODE_FS[name]
+            out.append(Sample(metric, "gauge", help_, base + (("broker", broker), ("path", path), ("device", device)),
+                              value))
+    return out
+
+
+def scrape_node_exporter(url: str, *, timeout: float, client: httpx.Client | None = None) -> str:
+    return _get(url, timeout, client)

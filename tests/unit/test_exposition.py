@@ -1,0 +1,141 @@
+"""jmx_exporter (vanilla, strimzi) and node_exporter scrapes recorded from the real agents (tests/fixtures/exposition,
+record.py there) mapped onto the catalog: the same series and labels the Jolokia/jmxquery and host collectors give,
+and docs/metrics.md's dialect table is what these scrapes give."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from collectors import catalog
+from collectors.jmx import JmxCollector
+from collectors.transports import exposition
+from collectors.transports.jolokia import JolokiaTransport
+from collectors.types import TargetStatus
+from monitor.core.config import BrokerTarget, ClusterConfig, ExporterSource
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exposition"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+BASE = (("cluster", "prod"), ("broker", "1"))
+DIALECTS = ("vanilla", "strimzi")
+
+
+def scrape(dialect: str) -> str:
+    return (FIXTURES / f"jmx_exporter_{dialect}.prom").read_text()
+
+
+def series(dialect: str) -> dict[str, list[catalog.Sample]]:
+    samples = catalog.convert(exposition.readings(scrape(dialect), dialect), catalog.BROKER_TARGET_RULES, base=BASE,
+                              tenants=catalog.TenantLookup(None, "prod"))
+    out: dict[str, list[catalog.Sample]] = {}
+    for s in samples:
+        out.setdefault(s.name, []).append(s)
+    return out
+
+
+def dialect_table() -> str:
+    """The table in docs/metrics.md: every catalog broker series, and what each dialect's recorded scrape gives."""
+    got = {d: series(d) for d in DIALECTS}
+    weak = {(d, s): basis for d in DIALECTS for s, basis, _ in exposition.weak_signals(d)}
+    derived = {src: ratio for src, ratio, _ in catalog.RATIOS}
+    rows = ["| catalog series | vanilla (MSK) | strimzi |", "|---|---|---|"]
+    for name in sorted({r.metric for r in catalog.BROKER_TARGET_RULES} | set(derived.values())):
+        cells = []
+        for d in DIALECTS:
+            src = next((k for k, v in derived.items() if v == name), None)
+            if (d, name) in weak:
+                cells.append(f"weak: {weak[(d, name)]}")
+            elif name in got[d] or (src is not None and src in got[d]):
+                cells.append("yes")
+            else:
+                cells.append("not in scrape")
+        rows.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_core_signals_map_with_the_jolokia_labels(dialect):
+    got = series(dialect)
+    urp = got["kafka_broker_under_replicated_partitions"]
+    assert [(s.labels, s.value) for s in urp] == [(BASE, 0.0)]
+    # per-topic meters come back per topic with the catalog's labels (the fixture's topics got 300 records)
+    topics = {dict(s.labels)["topic"]: s.value for s in got["kafka_topic_messages_in_total"]}
+    assert {"shop.orders", "shop.payments", "ads.clicks"} <= set(topics) and topics["shop.orders"] >= 100
+    assert all(dict(s.labels).keys() == {"cluster", "broker", "topic", "tenant"}
+               for s in got["kafka_topic_messages_in_total"])
+
+
+def test_vanilla_is_lossless_where_strimzi_exports_the_idle_meter_from_meanrate():
+    assert "kafka_broker_request_handler_idle_seconds_total" in series("vanilla")
+    assert "kafka_broker_request_handler_idle_seconds_total" not in series("strimzi")
+    # the strimzi reading is there, but as MeanRate: no catalog rule turns it into the idle counter
+    rd = [r for r in exposition.readings(scrape("strimzi"), "strimzi") if "RequestHandlerAvgIdlePercent" in r.mbean]
+    assert [r.attribute for r in rd] == ["MeanRate"]
+    weak = exposition.weak_signal_samples("strimzi", BASE)
+    assert [dict(s.labels)["signal"] for s in weak] == ["kafka_broker_request_handler_idle_ratio"]
+    assert exposition.weak_signal_samples("vanilla", BASE) == []
+
+
+def test_docs_dialect_table_is_what_the_recorded_scrapes_give():
+    table = dialect_table()
+    assert table in DOCS.read_text(), "docs/metrics.md 'Dialects' table is stale; paste:\n" + table
+
+
+def test_node_exporter_maps_onto_the_host_series():
+    text = (FIXTURES / "node_exporter.prom").read_text()
+    base = (("cluster", "prod"), ("host", "k1"))
+    samples = exposition.node_exporter_samples(text, base, [("1", "/var/lib/kafka/data")])
+    names = {s.name for s in samples}
+    assert {"kafka_host_cpu_seconds_total", "kafka_host_memory_total_bytes", "kafka_host_memory_available_bytes",
+            "kafka_host_network_receive_bytes_total", "kafka_host_filesystem_avail_bytes"} <= names
+    fs = [s for s in samples if s.name.startswith("kafka_host_filesystem_")]
+    assert {dict(s.labels)["path"] for s in fs} == {"/var/lib/kafka/data"}  # held by "/" in the recording
+    assert all(dict(s.labels)["broker"] == "1" and dict(s.labels)["device"] for s in fs)
+    modes = {dict(s.labels)["mode"] for s in samples if s.name == "kafka_host_cpu_seconds_total"}
+    assert {"idle", "user", "system"} <= modes
+    size = next(s.value for s in fs if s.name == "kafka_host_filesystem_size_bytes")
+    avail = next(s.value for s in fs if s.name == "kafka_host_filesystem_avail_bytes")
+    assert 0 < avail <= size
+
+
+def test_garbage_is_a_transport_error_not_an_empty_scrape():
+    from monitor.core.errors import TransportError
+
+    with pytest.raises(TransportError):
+        exposition.readings("kafka_server_ReplicaManager_Value{name=\n", "vanilla")
+
+
+@pytest.fixture
+def exporter_url():
+    body = scrape("strimzi").encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # http.server calls it by this name
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    server.shutdown()
+
+
+def test_collector_reads_an_exporter_only_broker_over_http(exporter_url):
+    cluster = ClusterConfig(name="prod", bootstrap_servers="k1:9092", brokers=(
+        BrokerTarget(id=1, jmx_exporter=ExporterSource(url=exporter_url, dialect="strimzi")),))
+    c = JmxCollector(cluster, transport=JolokiaTransport(), controller_transport=JolokiaTransport(),
+                     tenants=catalog.TenantLookup(None, "prod"), max_series=100_000)
+    (target,) = c.targets()
+    r = c.collect_target(target, now=0.0)
+    assert r.status is TargetStatus.OK, r.message
+    by_name = {s.name: s for s in r.samples}
+    assert by_name["kafka_broker_under_replicated_partitions"].labels == BASE
+    assert dict(by_name["kafka_source_weak_signal"].labels)["basis"].startswith("MeanRate")
