@@ -1,0 +1,241 @@
+"""Every kind of group through one listing, and share groups (KIP-932) described: issue 29, item 4.
+
+``ListGroups`` v5 (KIP-848, Kafka 4.0+) answers each group's type: ``classic``, ``consumer``, ``share`` or
+``streams`` (KIP-1071). ``GroupKinds.list_groups`` returns them as ``Group`` rows, so a share or streams group is
+shown as what it is, never as a consumer group with zero members (kafka_exporter #533, KMinion #294).
+
+Share groups have no committed offsets: each share-partition has a start offset (records below it are acknowledged)
+and, from Kafka 4.2 (DescribeShareGroupOffsets v1, KIP-1226), a lag the broker computes (records at or above the start
+offset not yet acknowledged). confluent-kafka 2.16 sends neither ShareGroupDescribe (API 77) nor
+DescribeShareGroupOffsets (API 90), and kafka-python 3.0.12 defines neither, but it builds a message class from
+Kafka's own JSON schema: the two schemas ship in ``collectors.kafka_messages`` and the requests go through the same
+pure-Python kafka-python client as ``collectors.protocol_client`` (no JVM, no child process). A Java Admin child
+(``Admin.listShareGroupOffsets``) was the other path; it costs a JVM (~150 MB resident, ~1.5 s start) per collector
+for two requests kafka-python sends from here.
+
+Brokers without share groups (3.9; 4.1 unless ``share.version`` is enabled) answer ListGroups without share groups
+and refuse API 77: ``share_supported`` is then False and the groups are said absent, not failed.
+
+``share_status`` is pure: consuming, stalled (members, records waiting, start offsets not moving between two
+samples), idle (no records waiting) or ``no_members`` (records waiting and nobody to take them).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import collectors.kafka_messages as _schemas
+from collectors.protocol_client import protocol_settings, translate
+from monitor.core.tenancy import TenantIndex
+
+log = logging.getLogger(__name__)
+
+SHARE_DESCRIBE_API = 77
+SHARE_OFFSETS_API = 90
+STATUSES = ("consuming", "stalled", "idle", "no_members")
+
+
+@dataclass(frozen=True)
+class Group:
+    """One row of ListGroups: ``type`` is classic, consumer, share or streams (``classic`` below v5)."""
+
+    id: str
+    type: str
+    state: str
+    protocol_type: str = ""
+
+
+@dataclass(frozen=True)
+class ShareMember:
+    member_id: str
+    client_id: str
+    host: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class SharePartition:
+    topic: str
+    partition: int
+    start_offset: int  # -1: the share-partition is not initialised (nothing consumed yet)
+    lag: int | None  # None where the broker does not compute it (DescribeShareGroupOffsets v0)
+
+
+@dataclass(frozen=True)
+class ShareGroup:
+    id: str
+    state: str
+    members: tuple[ShareMember, ...]
+    partitions: tuple[SharePartition, ...] = ()
+    error: str = ""
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag or 0 for p in self.partitions)
+
+    def topics(self) -> tuple[str, ...]:
+        return tuple(sorted({p.topic for p in self.partitions} | {t for m in self.members for t, _ in m.partitions}))
+
+
+def share_status(now: ShareGroup, before: ShareGroup | None) -> str:
+    """consuming / stalled / idle / no_members for ``now``, with ``before`` the previous sample of the same group.
+
+    Records waiting (lag > 0) and no member: ``no_members``. Members, records waiting and no start offset advanced
+    since ``before`` (same partitions, none moved): ``stalled``; a first sample cannot say stalled. No records
+    waiting: ``idle``. Otherwise ``consuming``."""
+    if now.lag <= 0:
+        return "idle"
+    if not now.members:
+        return "no_members"
+    if before is None:
+        return "consuming"
+    prev = {(p.topic, p.partition): p.start_offset for p in before.partitions}
+    moved = any(p.start_offset != prev.get((p.topic, p.partition)) for p in now.partitions if p.lag)
+    return "consuming" if moved else "stalled"
+
+
+def share_tenant(index: TenantIndex, cluster: str, group: ShareGroup) -> str | None:
+    """The tenant of a share group: its group prefix, else the owner of the topics it reads (one owner only)."""
+    owner = index.for_group(cluster, group.id)
+    if owner:
+        return owner
+    owners = {index.for_topic(cluster, t) for t in group.topics()} - {None}
+    return owners.pop() if len(owners) == 1 else None
+
+
+@dataclass
+class _Messages:
+    describe_req: Any = None
+    offsets_req: Any = None
+    responses: tuple[Any, ...] = ()  # kafka-python registers response classes by weak reference: kept alive here
+    loaded: bool = field(default=False)
+
+
+_MESSAGES = _Messages()
+
+
+def _messages() -> _Messages:
+    """The two request classes, built once from Kafka's schemas (kafka-python registers the response classes)."""
+    if not _MESSAGES.loaded:
+        from kafka.protocol.api_message import ApiMessage
+
+        class ShareGroupDescribeRequest(ApiMessage, load_json=_schemas):
+            pass
+
+        class ShareGroupDescribeResponse(ApiMessage, load_json=_schemas):
+            pass
+
+        class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_schemas):
+            pass
+
+        class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_schemas):
+            pass
+
+        _MESSAGES.describe_req, _MESSAGES.offsets_req = ShareGroupDescribeRequest, DescribeShareGroupOffsetsRequest
+        _MESSAGES.responses = (ShareGroupDescribeResponse, DescribeShareGroupOffsetsResponse)
+        _MESSAGES.loaded = True
+    return _MESSAGES
+
+
+def _get(obj: Any, name: str) -> Any:
+    return getattr(obj, name)
+
+
+class GroupKinds:
+    """ListGroups with types, ShareGroupDescribe and DescribeShareGroupOffsets of one cluster (kafka-python)."""
+
+    def __init__(self, settings: dict[str, str], *, timeout: float):
+        from kafka.admin import KafkaAdminClient
+
+        self._principal = settings.get("sasl.username")
+        args = protocol_settings(settings, timeout=timeout) | {"client_id": "kafka-health-groups"}
+        try:
+            self._admin = KafkaAdminClient(**args)
+        except Exception as exc:  # the library's errors, translated at the seam
+            raise translate("connect", exc, self._principal) from exc
+
+    def _api_max(self, api_key: int) -> int:
+        versions = self._admin._manager.broker_version_data.api_versions  # the versions the cluster answered
+        return int(versions.get(api_key, (0, -1))[1])
+
+    @property
+    def share_supported(self) -> bool:
+        """The cluster answers ShareGroupDescribe v1 (stable KIP-932: Kafka 4.1+ with share.version, 4.2+ default)."""
+        return self._api_max(SHARE_DESCRIBE_API) >= 1
+
+    def list_groups(self) -> list[Group]:
+        """Every group of every broker with its type (ListGroups v5; below it every group reads ``classic``)."""
+        try:
+            rows = self._admin.list_groups()
+        except Exception as exc:
+            raise translate("list groups", exc, self._principal) from exc
+        return sorted((Group(str(r["group_id"]), str(r.get("group_type") or "classic").lower(),
+                             str(r.get("group_state") or ""), str(r.get("protocol_type") or "")) for r in rows),
+                      key=lambda g: g.id)
+
+    async def _ask(self, ids: list[str], offsets_version: int) -> list[tuple[Any, Any]]:
+        """(offsets answer, describe answer) of each coordinator of ``ids``, in one run of kafka-python's event
+        loop, as its own admin calls do."""
+        msgs = _messages()
+        found = await self._admin._find_coordinator_ids(ids)
+        by_node: dict[int, list[str]] = {}
+        for g in ids:
+            by_node.setdefault(int(found[g]), []).append(g)
+        out = []
+        for node, groups in sorted(by_node.items()):
+            offsets = await self._admin._manager.send(msgs.offsets_req(
+                groups=[msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None)
+                        for g in groups], max_version=offsets_version), node_id=node)
+            desc = await self._admin._manager.send(msgs.describe_req(
+                group_ids=groups, include_authorized_operations=False, max_version=1), node_id=node)
+            out.append((offsets, desc))
+        return out
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]:
+        """Members, assignments and per-partition start offset and lag of each share group; a group the broker
+        refuses carries its error name. Empty where the cluster has no share groups (``share_supported``)."""
+        import kafka.errors as ke
+
+        ids = sorted(set(group_ids))
+        if not ids or not self.share_supported:
+            return []
+        out: list[ShareGroup] = []
+        try:
+            answers = self._admin._manager.run(self._ask, ids, min(1, self._api_max(SHARE_OFFSETS_API)))
+            for offsets, desc in answers:
+                parts: dict[str, list[SharePartition]] = {}
+                errors: dict[str, str] = {}
+                for g in _get(offsets, "groups"):
+                    err = ke.for_code(_get(g, "error_code"))
+                    if err is not ke.NoError:
+                        errors[_get(g, "group_id")] = err.__name__
+                    for t in _get(g, "topics"):
+                        for p in _get(t, "partitions"):
+                            lag = getattr(p, "lag", -1)  # v0 has none
+                            parts.setdefault(_get(g, "group_id"), []).append(SharePartition(
+                                str(_get(t, "topic_name")), int(_get(p, "partition_index")),
+                                int(_get(p, "start_offset")), int(lag) if lag is not None and lag >= 0 else None))
+                for g in _get(desc, "groups"):
+                    gid = str(_get(g, "group_id"))
+                    err = ke.for_code(_get(g, "error_code"))
+                    members = tuple(ShareMember(
+                        str(_get(m, "member_id")), str(_get(m, "client_id")), str(_get(m, "client_host")),
+                        tuple(sorted((str(_get(tp, "topic_name")), int(p))
+                                     for tp in _get(_get(m, "assignment"), "topic_partitions")
+                                     for p in _get(tp, "partitions"))))
+                        for m in _get(g, "members"))
+                    out.append(ShareGroup(gid, str(_get(g, "group_state")), members,
+                                          tuple(sorted(parts.get(gid, ()), key=lambda p: (p.topic, p.partition))),
+                                          errors.get(gid, "") if err is ke.NoError else err.__name__))
+        except Exception as exc:
+            raise translate("describe share groups", exc, self._principal) from exc
+        return sorted(out, key=lambda g: g.id)
+
+    def close(self) -> None:
+        try:
+            self._admin.close()
+        except Exception:  # closing a broken client must not fail the collector's shutdown
+            log.debug("closing the groups client failed", exc_info=True)

@@ -1,0 +1,4 @@
+"""Kafka's own message schemas (clients/src/main/resources/common/message, kafka-clients 4.4.0, Apache-2.0) for the
+requests kafka-python 3.0 does not define: ShareGroupDescribe (API 77) and DescribeShareGroupOffsets (API 90, v1
+carries the broker-computed lag, KIP-1226). kafka-python builds a message class from a schema file found here
+(collectors.group_kinds)."""
