@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from collectors.outcome import failed, succeeded
+from collectors.transports.exposition import node_exporter_samples, scrape_node_exporter
 from collectors.types import Sample, Target, TargetResult
 from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
-from monitor.core.errors import TargetUnreachable
+from monitor.core.errors import KafkaHealthError, TargetUnreachable
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
@@ -193,16 +194,32 @@ class HostCollector:
         self._max_series = max_series
         self._dirs: dict[str, list[tuple[str, str]]] = {}
         self._ports: dict[str, dict[int, str]] = {}
+        # node_exporter URL -> the (broker, log dir)s on its machine: read from it instead of this machine's /proc
+        self._node: dict[str, list[tuple[str, str]]] = {}
         for b in cluster.brokers:
+            if b.node_exporter:
+                self._node.setdefault(b.node_exporter, []).extend((str(b.id), d) for d in b.log_dirs)
+                continue
             self._dirs.setdefault(b.host, []).extend((str(b.id), d) for d in b.log_dirs)
             self._ports.setdefault(b.host, {}).update((p, str(b.id)) for p in b.listener_ports)
-        self._targets = tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs)
+        self._targets = (tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs)
+                         + tuple(Target(cluster.name, "host", f"node-exporter-{_host_of(u)}", address=u)
+                                 for u in self._node))
 
     def targets(self) -> Sequence[Target]:
         return self._targets
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
+        if target.address in self._node:
+            try:
+                text = scrape_node_exporter(target.address, timeout=self._cluster.jmx.timeout_seconds)
+                samples = node_exporter_samples(text, (("cluster", target.cluster), ("host", _host_of(target.address))),
+                                                self._node[target.address])
+            except KafkaHealthError as exc:
+                return failed(target, exc, started_at=now, duration=time.monotonic() - start)
+            return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
+                             max_series=self._max_series)
         if target.address not in LOCAL_HOSTS:
             exc = TargetUnreachable(f"host {target.address} is remote: run a collector on it (see docs/metrics.md)")
             return failed(target, exc, started_at=now, duration=time.monotonic() - start)
@@ -227,3 +244,8 @@ class HostCollector:
             samples += parse_tcp_backlogs(texts, base, self._ports[target.address])
         return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
                          max_series=self._max_series)
+
+
+def _host_of(url: str) -> str:
+    """``k1`` of ``http://k1:11002/metrics``: the ``host`` label of a machine read through its node_exporter."""
+    return url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]

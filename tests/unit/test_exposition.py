@@ -139,3 +139,39 @@ def test_collector_reads_an_exporter_only_broker_over_http(exporter_url):
     by_name = {s.name: s for s in r.samples}
     assert by_name["kafka_broker_under_replicated_partitions"].labels == BASE
     assert dict(by_name["kafka_source_weak_signal"].labels)["basis"].startswith("MeanRate")
+
+
+@pytest.fixture
+def node_exporter_url():
+    body = (FIXTURES / "node_exporter.prom").read_bytes()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # http.server calls it by this name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    server.shutdown()
+
+
+def test_host_collector_reads_a_broker_machine_through_its_node_exporter(node_exporter_url):
+    from collectors.host import HostCollector
+
+    cluster = ClusterConfig(name="prod", bootstrap_servers="k1:9092", brokers=(
+        BrokerTarget(id=1, node_exporter=node_exporter_url, log_dirs=("/var/lib/kafka",)),))
+    hc = HostCollector(cluster)
+    (target,) = hc.targets()  # no /proc target: the only broker's machine is read through its exporter
+    r = hc.collect_target(target, now=0.0)
+    assert r.status is TargetStatus.OK, r.message
+    fs = [s for s in r.samples if s.name == "kafka_host_filesystem_avail_bytes"]
+    assert [dict(s.labels)["path"] for s in fs] == ["/var/lib/kafka"]
+    assert dict(fs[0].labels)["host"] == "127.0.0.1"
+    hc_down = HostCollector(cluster.model_copy(update={"brokers": (
+        BrokerTarget(id=1, node_exporter="http://127.0.0.1:9/metrics", log_dirs=("/var/lib/kafka",)),)}))
+    assert hc_down.collect_target(hc_down.targets()[0], now=0.0).status is not TargetStatus.OK
