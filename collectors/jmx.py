@@ -136,7 +136,7 @@ class JmxCollector:
         if is_controller and by_jolokia:
             samples += self._watch(target).samples(base)
         if target.key in self._by_exporter:
-            samples += weak_signal_samples(self._by_exporter[target.key], base)
+            samples += weak_signal_samples(self._by_exporter[target.key], base, samples)
         with self._lock:
             prev = self._previous.get(target.key)
             self._previous[target.key] = (now, samples)

@@ -84,6 +84,7 @@ def _index() -> _Index:
             stem = f"kafka_{short}_{typ}_".lower()
             if "Percent" in name:
                 strimzi[stem + name.split("Percent")[0].lower() + "_percent"] = (domain, typ, name)
+                strimzi[stem + name.lower() + "_total"] = (domain, typ, name)  # the fix rule of WEAK_SIGNALS
             elif "PerSec" in name:
                 strimzi[stem + name.split("PerSec")[0].lower() + "_total"] = (domain, typ, name)
             else:
@@ -182,13 +183,20 @@ def weak_signals(dialect: str) -> list[tuple[str, str, str]]:
     return [(series, basis, fix) for (d, series), (basis, fix) in WEAK_SIGNALS.items() if d == dialect]
 
 
-def weak_signal_samples(dialect: str, base: tuple[tuple[str, str], ...]) -> list[Sample]:
-    """``kafka_source_weak_signal{signal, basis} 1`` per catalog series this dialect gives only in a weaker form:
-    the companion series that says why that series is absent (and what to add to the exporter's rules)."""
+# The series a weak signal is derived from: present when the exporter has the fix rule.
+_WEAK_SOURCE = {"kafka_broker_request_handler_idle_ratio": "kafka_broker_request_handler_idle_seconds_total"}
+
+
+def weak_signal_samples(dialect: str, base: tuple[tuple[str, str], ...],
+                        samples: Sequence[Sample] = ()) -> list[Sample]:
+    """``kafka_source_weak_signal{signal, basis} 1`` per catalog series this dialect gives only in a weaker form
+    (unless ``samples``, the scrape's, hold its source: the exporter has the fix rule): the companion series that
+    says why that series is absent (and what to add to the exporter's rules)."""
+    have = {s.name for s in samples}
     return [Sample("kafka_source_weak_signal", "gauge",
                    "A catalog series this source cannot give at full strength (1): basis says what it gives instead",
                    base + (("signal", series), ("basis", basis), ("dialect", dialect)), 1.0)
-            for series, basis, _ in weak_signals(dialect)]
+            for series, basis, _ in weak_signals(dialect) if _WEAK_SOURCE.get(series) not in have]
 
 
 def _get(url: str, timeout: float, client: httpx.Client | None) -> str:

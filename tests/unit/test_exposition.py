@@ -79,6 +79,19 @@ def test_vanilla_is_lossless_where_strimzi_exports_the_idle_meter_from_meanrate(
     assert exposition.weak_signal_samples("vanilla", BASE) == []
 
 
+def test_the_documented_strimzi_fix_rule_restores_the_idle_counter():
+    # what the rule of WEAK_SIGNALS exports (its name, the meter's Count) appended to the recorded Strimzi scrape
+    count = next(r.value for r in exposition.readings(scrape("vanilla"), "vanilla")
+                 if "name=RequestHandlerAvgIdlePercent" in r.mbean and r.attribute == "Count")
+    fixed = scrape("strimzi") + f"kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total {count}\n"
+    (fix,) = [f for _, _, f in exposition.weak_signals("strimzi")]
+    assert "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total" in fix
+    samples = catalog.convert(exposition.readings(fixed, "strimzi"), catalog.BROKER_TARGET_RULES, base=BASE,
+                              tenants=catalog.TenantLookup(None, "prod"))
+    assert "kafka_broker_request_handler_idle_seconds_total" in {s.name for s in samples}
+    assert exposition.weak_signal_samples("strimzi", BASE, samples) == []
+
+
 def test_docs_dialect_table_is_what_the_recorded_scrapes_give():
     table = dialect_table()
     assert table in DOCS.read_text(), "docs/metrics.md 'Dialects' table is stale; paste:\n" + table
