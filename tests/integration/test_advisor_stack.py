@@ -341,7 +341,8 @@ def test_the_alert_names_tenant_and_client_of_findings_that_hurt_others(stack, w
         finally:
             source.close()
         observations.extend(obs)
-        last[:] = [(o.labels["tenant"], o.labels["client_id"], o.labels["finding"]) for o in obs]
+        # a tenant-and-topic observation has no client_id (issue 28: not identified yet)
+        last[:] = [(o.labels["tenant"], o.labels.get("client_id", ""), o.labels["finding"]) for o in obs]
         named.update(last)
         return ("shop", "shop-batchless", "poor_batching") in named
 
