@@ -54,3 +54,29 @@ def test_requests_encode_and_their_responses_stay_registered() -> None:
     gc.collect()
     for api in (77, 90):
         assert ResponseClassRegistry._response_class_registry[api].API_KEY == api  # a dead proxy raises here
+
+
+def test_series_say_type_lag_and_status_across_rounds() -> None:
+    from collectors.group_kinds import Group, ShareGroupSeries
+
+    series = ShareGroupSeries()
+    base = (("cluster", "c"),)
+    kinds = [Group("pay-share", "share", "Stable"), Group("pay-app", "consumer", "Stable"),
+             Group("pay-streams", "streams", "Stable")]
+
+    def round_(g: ShareGroup) -> dict[str, list[tuple[tuple[tuple[str, str], ...], float]]]:
+        out: dict[str, list[tuple[tuple[tuple[str, str], ...], float]]] = {}
+        for smp in series.samples(kinds, [g], base=base, tenant=lambda _: "payments",
+                                  group_tenant=lambda _: "payments"):
+            out.setdefault(smp.name, []).append((smp.labels, smp.value))
+        return out
+
+    first = round_(group(100, 50))
+    assert {dict(labels)["type"] for labels, _ in first["kafka_group_info"]} == {"share", "consumer", "streams"}
+    assert first["kafka_sharegroup_lag"] == [(base + (("group", "pay-share"), ("topic", "orders"),
+                                                      ("tenant", "payments")), 50.0)]
+    assert dict(first["kafka_sharegroup_status"][0][0])["status"] == "consuming"
+    second = round_(group(100, 70))
+    assert dict(second["kafka_sharegroup_status"][0][0])["status"] == "stalled"
+    uninitialised = round_(ShareGroup("pay-share", "Stable", (M,), (SharePartition("orders", 0, -1, None),)))
+    assert "kafka_sharegroup_lag" not in uninitialised and "kafka_sharegroup_start_offset" not in uninitialised
