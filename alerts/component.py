@@ -1,10 +1,14 @@
 """``AlertService``: the alert engine as a component of ``kafka-health serve`` (the one place that wires it).
 
 Each cycle (every ``config.rules.evaluation_interval_seconds``, in its own thread):
-  1. read ``now`` once; load instances and active silences from the store;
+  0. renew or take the lease (``alerts.lease``); a standby stops here and looks again a quarter interval later;
+  1. read ``now`` once; load instances and active silences from the store (a takeover starts from them: a firing
+     alert is not paged again, a pending one keeps its ``active_at``);
   2. ``Engine.evaluate`` against Prometheus' HTTP API;
-  3. in ONE transaction: save instances, enqueue their notifications in the outbox, upsert heartbeats;
-  4. deliver due outbox rows (retries, backoff, dead letters);
+  3. in ONE transaction, fenced by the lease's epoch (``Lease.fence``, its first statement): save instances,
+     enqueue their notifications in the outbox, upsert heartbeats;
+  4. deliver due outbox rows (claimed ``FOR UPDATE SKIP LOCKED``, the lease checked before each send; retries,
+     backoff, dead letters);
   5. export its own health into ``registry`` (``kafka_health_*``), and every pending or firing instance with its
      labels (``kafka_health_alert_instance``, ``alerts.exported``: what the dashboards show beside ``ALERTS``); the
      client advisor's findings, computed by KafkaClientHurtsOtherTenants during step 2, are exported there too
@@ -27,6 +31,7 @@ from alerts.detectors import Detector
 from alerts.detectors.registry import builtin_detectors
 from alerts.engine import CycleResult, Engine, RuleHealth
 from alerts.exported import ActiveAlerts
+from alerts.lease import STANDBY_POLLS_PER_INTERVAL, Deposed, Lease
 from alerts.mute import Silencer
 from alerts.notify import (
     ALERTMANAGER,
@@ -71,6 +76,13 @@ class _Metrics:
                             ["result"], registry=registry)
         self.last = Gauge("kafka_health_alert_last_evaluation_timestamp_seconds", "End of the last good cycle",
                           registry=registry)
+        self.active_engine = Gauge("kafka_health_alert_engine_active",
+                                   "1 while this engine holds the lease (evaluates and notifies), 0 on standby",
+                                   registry=registry)
+        self.lease_epoch = Gauge("kafka_health_alert_engine_lease_epoch", "The lease epoch this engine last saw",
+                                 registry=registry)
+        self.deposed = Counter("kafka_health_alert_engine_deposed_total",
+                               "Writes refused because the lease had passed to another engine", registry=registry)
 
 
 class AlertService:
@@ -104,6 +116,8 @@ class AlertService:
         self._thread: threading.Thread | None = None
         self._last_ok: float | None = None  # time.monotonic() of the last good cycle
         self.last_result: CycleResult | None = None
+        self.lease = Lease(store, interval_seconds=config.rules.evaluation_interval_seconds)
+        self.role = "starting"  # active | standby, what /readyz reports
 
     def _default_notifier(self, target: str) -> Notifier:
         if target not in self._notifiers:
@@ -124,6 +138,10 @@ class AlertService:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        try:
+            self.lease.release()
+        except KafkaHealthError as exc:  # the lease then expires by itself
+            log.warning("alert engine lease not released: %s", exc)
         if isinstance(self.source, PrometheusSource):
             self.source.close()
 
@@ -141,16 +159,22 @@ class AlertService:
             except Exception:  # a bug in one cycle must not kill the engine; it shows in metrics
                 log.exception("alert cycle failed")
                 self.metrics.cycles.labels("error").inc()
-            self._stop.wait(max(0.0, interval - (time.monotonic() - t0)))
+            wait = interval / STANDBY_POLLS_PER_INTERVAL if self.role == "standby" else interval
+            self._stop.wait(max(0.0, wait - (time.monotonic() - t0)))
 
     # ---------------------------------------------------------------------------------------- one cycle
 
     def run_once(self, now: datetime | None = None) -> CycleResult | None:
         """One evaluation + delivery cycle at ``now`` (default: the clock). Never raises for expected failures."""
+        if not self._take_lease():
+            return None
         now = now or self.clock()
         t0 = time.perf_counter()
         try:
             result = self.evaluate(now)
+        except Deposed as exc:
+            self._stand_by(str(exc))
+            return None
         except KafkaHealthError as exc:
             log.error("alert evaluation failed: %s", exc)
             self.metrics.cycles.labels("error").inc()
@@ -161,6 +185,33 @@ class AlertService:
         self.metrics.last.set(now.timestamp())
         self._last_ok = time.monotonic()
         return result
+
+    def _take_lease(self) -> bool:
+        """Renew or take the lease; False on standby (ready: a standby is a healthy member of the pair)."""
+        try:
+            decision = self.lease.acquire()
+        except KafkaHealthError as exc:  # the store does not answer: hold nothing, write nothing
+            log.error("alert engine lease: %s", exc)
+            self.role = "standby"
+            self.metrics.active_engine.set(0)
+            return False
+        self.metrics.lease_epoch.set(decision.epoch)
+        if not decision.held:
+            if self.role == "active":
+                self._stand_by(f"the lease is held by another engine (epoch {decision.epoch})")
+            self.role = "standby"
+            self._last_ok = time.monotonic()
+            return False
+        self.role = "active"
+        self.metrics.active_engine.set(1)
+        return True
+
+    def _stand_by(self, why: str) -> None:
+        log.warning("alert engine %s stands by: %s", self.lease.holder, why)
+        self.metrics.deposed.inc()
+        self.metrics.active_engine.set(0)
+        self.active_alerts.publish([])  # the active engine exports the instances now
+        self.role = "standby"
 
     def _follow_tenants(self) -> None:
         current = self.tenants.current()
@@ -176,6 +227,7 @@ class AlertService:
         result = self.engine.evaluate(prev, self.source, now, silences=silencer,
                                       resend_seconds=max(60.0, self.config.rules.evaluation_interval_seconds))
         with self.store.session() as s:
+            self.lease.fence(s)  # first: a deposed engine writes nothing of this cycle
             repo.save_instances(result.instances, result.deleted, session=s)
             enqueue_notifications(result.notifications, self.config, now=now, session=s)
             for cluster, ok in result.data_ok.items():
@@ -187,7 +239,10 @@ class AlertService:
 
     def deliver(self, now: datetime) -> DeliveryReport:
         try:
-            report = deliver_due(self.store, self._notifier_for, now=now, policy=self.policy)
+            report = deliver_due(self.store, self._notifier_for, now=now, policy=self.policy, lease=self.lease)
+        except Deposed as exc:
+            self._stand_by(str(exc))
+            return DeliveryReport()
         except KafkaHealthError as exc:
             log.error("notification delivery failed: %s", exc)
             return DeliveryReport()

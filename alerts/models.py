@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Float, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Float, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from monitor.core.store import Base, UtcDateTime
@@ -119,3 +119,15 @@ class DeadLetter(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     dead_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class EngineLease(Base):
+    """Who evaluates alerts and sends notifications (``alerts.lease``): one row per lease name. ``epoch`` increases at
+    every takeover and fences every write of alert state and outbox rows; ``expires_at`` is on the database's clock."""
+
+    __tablename__ = "engine_lease"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(200))
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -7,9 +7,10 @@
     WebhookNotifier        POST of an Alertmanager-webhook-shaped JSON group (version "4") to any URL
 
 The outbox (``alerts.repo``) makes delivery at-least-once and ordered per target: rows are sent oldest first in
-batches per (target, group key), deleted only after the target accepted them, retried with exponential backoff and
-dead-lettered after ``max_attempts``. Nothing is dropped silently: a dead letter is counted in
-``kafka_health_alert_dead_letters`` and replayable with ``kafka-health outbox replay``.
+batches per (target, group key), each batch claimed ``FOR UPDATE SKIP LOCKED`` so two engines never send one row,
+deleted only after the target accepted them, retried with exponential backoff and dead-lettered after
+``max_attempts``. Nothing is dropped silently: a dead letter is counted in ``kafka_health_alert_dead_letters`` and
+replayable with ``kafka-health outbox replay``.
 
 A webhook URL is a secret as a whole (its path is often the token): logs and error texts name a webhook by
 ``monitor.core.redact.target_id`` (``https://host/...#<hash>``), and what a webhook answers is scrubbed of its URL
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,6 +30,7 @@ import httpx
 
 from alerts import repo
 from alerts.engine import Notification
+from alerts.lease import Lease
 from alerts.types import AlertState, Decision
 from monitor.core.config import AlertmanagerSettings, Config
 from monitor.core.redact import redact_url, scrub, target_id
@@ -159,22 +160,27 @@ class DeliveryReport:
 
 
 def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: datetime,
-                policy: DeliveryPolicy = DeliveryPolicy()) -> DeliveryReport:
-    """Send every due outbox row once. Network calls happen outside any transaction."""
+                policy: DeliveryPolicy = DeliveryPolicy(), lease: Lease | None = None) -> DeliveryReport:
+    """Send every due outbox row once, one (target, group key) at a time, each in its own transaction: its rows are
+    claimed ``FOR UPDATE SKIP LOCKED`` (``repo.claim_group``), so two engines never send the same row, and deleted or
+    rescheduled in that transaction once the target answered. With a ``lease``, each claim first checks that the
+    lease is still this engine's (``Lease.check``; ``Deposed`` stops the delivery). A crash between the send and the
+    commit leaves the rows to be sent again: at least once."""
     with store.session() as s:
-        rows = [(r.id, r.target, r.group_key, r.payload)
-                for r in repo.due_entries(now, session=s, limit=policy.batch_limit)]
-    batches: OrderedDict[tuple[str, str], list[tuple[int, dict]]] = OrderedDict()
-    for rid, target, gk, body in rows:
-        batches.setdefault((target, gk), []).append((rid, body))
+        groups = repo.due_groups(now, session=s, limit=policy.batch_limit)
     report = DeliveryReport()
     blocked: set[str] = set()
-    for (target, _gk), items in batches.items():
-        ids = [i for i, _ in items]
+    for target, gk in groups:
         if target in blocked:  # the target is down this round: keep order, do not hammer it
             continue
-        retry, error = notifier_for(target).notify([b for _, b in items], now=now)
         with store.session() as s:
+            if lease is not None:
+                lease.check(s)
+            rows = repo.claim_group(target, gk, now, session=s, limit=policy.batch_limit)
+            if not rows:
+                continue
+            ids = [r.id for r in rows]
+            retry, error = notifier_for(target).notify([r.payload for r in rows], now=now)
             if error is None:
                 repo.delivered(ids, session=s)
                 report.delivered += len(ids)

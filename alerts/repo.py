@@ -217,9 +217,26 @@ def enqueue(target: str, fingerprint: str, group_key: str, kind: str, payload: d
                             attempts=0, next_attempt_at=now, created_at=now))
 
 
-def due_entries(now: datetime, *, session: Session, limit: int = 500) -> list[OutboxEntry]:
-    return list(session.scalars(select(OutboxEntry).where(OutboxEntry.next_attempt_at <= now)
-                                .order_by(OutboxEntry.id).limit(limit)))
+def due_groups(now: datetime, *, session: Session, limit: int = 500) -> list[tuple[str, str]]:
+    """The (target, group key) pairs with rows due, the group holding the oldest row first."""
+    rows = session.execute(select(OutboxEntry.target, OutboxEntry.group_key)
+                           .where(OutboxEntry.next_attempt_at <= now)
+                           .group_by(OutboxEntry.target, OutboxEntry.group_key)
+                           .order_by(func.min(OutboxEntry.id)).limit(limit))
+    return [(r[0], r[1]) for r in rows]
+
+
+def claim_group(target: str, group_key: str, now: datetime, *, session: Session,
+                limit: int = 500) -> list[OutboxEntry]:
+    """Lock the due rows of one (target, group key) for this transaction, row by row ``FOR UPDATE SKIP LOCKED``: rows
+    another engine is sending are skipped, never sent twice. If any due row of the group is taken, nothing is claimed
+    (sending the rest would reorder the group: a resolve before its firing). SQLite has one writer and ignores the
+    clause."""
+    due = (OutboxEntry.target == target, OutboxEntry.group_key == group_key, OutboxEntry.next_attempt_at <= now)
+    rows = list(session.scalars(select(OutboxEntry).where(*due).order_by(OutboxEntry.id).limit(limit)
+                                .with_for_update(skip_locked=True)))
+    total = int(session.scalar(select(func.count()).select_from(OutboxEntry).where(*due)) or 0)
+    return rows if len(rows) >= min(total, limit) else []
 
 
 def outbox_depth(*, session: Session) -> int:

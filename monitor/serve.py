@@ -150,7 +150,11 @@ def _add_probes(app: FastAPI, components: list[Component], registry: CollectorRe
     def readyz() -> JSONResponse:
         states = {c.name: c.ready() for c in components}
         ok = all(states.values())
-        return JSONResponse({"ready": ok, "components": states}, status_code=200 if ok else 503)
+        # A component of a pair says which member it is (the alert engine: active or standby, issue 31); a standby
+        # is ready: it takes over by itself.
+        roles_now = {c.name: role for c in components if isinstance(role := getattr(c, "role", None), str)}
+        body: dict = {"ready": ok, "components": states, **({"roles": roles_now} if roles_now else {})}
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metrics", include_in_schema=False)
     def metrics(request: Request) -> Response:
