@@ -88,3 +88,18 @@ def test_no_secret_in_args_or_plain_env():
                 job.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
             assert not any("PASSWORD" in a or "TOKEN" in a for a in c.get("args", [])), c["name"]
             assert all("value" not in e or "PASSWORD" not in e["name"] for e in c.get("env", [])), c["name"]
+
+
+def test_alert_engines_run_in_pairs_and_a_drain_leaves_one():
+    engines = next(d for d in _by_kind("Deployment") if d["metadata"]["name"] == "kafka-health-alerts")
+    pdb = next(p for p in _by_kind("PodDisruptionBudget") if p["metadata"]["name"] == "kafka-health-alerts")
+    labels = engines["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert engines["spec"]["replicas"] >= 2 and 1 <= pdb["spec"]["minAvailable"] < engines["spec"]["replicas"]
+    assert engines["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    args = engines["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--role") + 1] == "alerts"
+    # The API's Deployment no longer runs an engine of its own: exactly the pair evaluates.
+    others = [d for d in _by_kind("Deployment") if d["metadata"]["name"] != "kafka-health-alerts"]
+    assert all("alerts" not in c["args"][c["args"].index("--role") + 1].split(",")
+               for d in others for c in d["spec"]["template"]["spec"]["containers"] if "--role" in c["args"])
