@@ -4,7 +4,10 @@ wiring on top, and no cycle between packages; the local development stack is imp
 Nodes are ``alerts``, ``collectors``, ``dashboards`` and each direct child of ``monitor`` (``monitor.core``,
 ``monitor.api``, ``monitor.serve``...). Every import counts: module level, inside functions, under
 ``TYPE_CHECKING``, and ``importlib.import_module("...")`` with a literal name, because an import that dodges a
-cycle is still a cycle. Within one node the same holds between its modules (``module_graph``).
+cycle is still a cycle. Within one node the same holds between its modules (``module_graph``): none is excused.
+
+The test harness (``tests/harness``) is not the product: no product module imports ``tests.*``, and the wheel built
+from the checkout holds no harness module.
 """
 
 from __future__ import annotations
