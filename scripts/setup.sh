@@ -20,6 +20,8 @@ command -v tc >/dev/null || need+=(iproute2)
 # kcat (librdkafka's own CLI): one of the real clients of the advisor's stack tests
 command -v kcat >/dev/null || need+=(kcat)
 command -v systemd-analyze >/dev/null || need+=(systemd)
+# node_exporter: the host source recorded by tests/fixtures/exposition/record.py and timed by bench/sources.py
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need Debian packages: ${need[*]} (run as root, or install them)" >&2; exit 1
