@@ -38,8 +38,8 @@ from monitor.core.store import Store
 log = logging.getLogger(__name__)
 
 ALERTS = "alerts"
-TTL_INTERVALS = 1.75  # the lease outlives 1.75 evaluation intervals without a renewal
-STANDBY_POLLS_PER_INTERVAL = 4  # a standby looks 4 times per interval: takeover <= 2 intervals after the last renewal
+TTL_INTERVALS = 1.5  # the lease outlives 1.5 evaluation intervals without a renewal
+STANDBY_POLLS_PER_INTERVAL = 4  # a standby looks 4 times per interval: takeover <= 1.75 intervals after renewal
 
 
 class Deposed(KafkaHealthError):

@@ -3,7 +3,7 @@ write, and the outbox is claimed FOR UPDATE SKIP LOCKED. A real HTTP webhook rec
 
 The engines are two ``AlertService`` objects in this process, each with its own lease holder and its own connections;
 a frozen engine (SIGSTOP) is one whose cycles are not run while real time passes. The evaluation interval is 1 s here
-(the lease expires 1.75 s after its last renewal, on the database's clock), so a takeover costs 2 s of wall time.
+(the lease expires 1.5 s after its last renewal, on the database's clock), so a takeover costs 2 s of wall time.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_standby_takes_over_from_the_stored_state_and_the_deposed_engine_writes_
     with store.session() as s:
         assert s.get(EngineLease, "alerts").epoch == 1
 
-    time.sleep(1.75 * INTERVAL + 0.3)  # a is frozen: no renewal; its lease expires on the database's clock
+    time.sleep(1.5 * INTERVAL + 0.3)  # a is frozen: no renewal; its lease expires on the database's clock
     b.run_once(T0 + timedelta(seconds=45))
     assert b.role == "active" and b.lease.epoch == 2
     assert _pages(hook) == [("firing", "KafkaBrokerUnreachable", "shop")]  # taken over from the store: no re-page
