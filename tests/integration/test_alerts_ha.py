@@ -8,19 +8,25 @@ a frozen engine (SIGSTOP) is one whose cycles are not run while real time passes
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
 
+import httpx
 import pytest
 from prometheus_client import CollectorRegistry
-from sqlalchemy import select
+from sqlalchemy import create_engine, select, text
 
 from alerts import repo
 from alerts.component import AlertService
 from alerts.lease import Deposed
 from alerts.models import AlertInstance, EngineLease, OutboxEntry
+from tests.conftest import wait_until
 from tests.integration import test_alerts_restart as restart
-from tests.integration.alerts_helpers import ScriptedSource
+from tests.integration.alerts_helpers import ScriptedSource, free_port
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2026, 11, 26, 3, 0, tzinfo=timezone.utc)
@@ -127,3 +133,59 @@ def test_two_engines_never_claim_the_same_outbox_rows(store):
     finally:
         one.close()
         two.close()
+
+
+def _serve(tmp_path, name: str, url: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(f"service: {{host: 127.0.0.1, port: {port}}}\nstore: {{url: '{url}'}}\n"
+                   f"prometheus: {{url: 'http://127.0.0.1:{free_port()}'}}\n"  # nothing listens: the lease goes on
+                   f"rules: {{evaluation_interval_seconds: {INTERVAL}}}\n")
+    log = (tmp_path / f"{name}.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg), "--role", "alerts"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    return proc, port
+
+
+def _role(port: int) -> str | None:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).json().get("roles", {}).get("alerts")
+    except httpx.HTTPError:
+        return None
+
+
+def test_two_serve_processes_kill_9_and_sigstop_of_the_active_one(tmp_path, pg_url):
+    """Two real ``kafka-health serve --role alerts`` processes on a fresh PostgreSQL database (migrated by serve)."""
+    db = f"kh_ha_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f"CREATE DATABASE {db}"))
+    url = pg_url.rsplit("/", 1)[0] + f"/{db}"
+    procs = dict(a=_serve(tmp_path, "a", url), b=_serve(tmp_path, "b", url))
+    try:
+        assert wait_until(lambda: sorted(str(_role(p)) for _, p in procs.values()) == ["active", "standby"],
+                          timeout=90), [(tmp_path / f"{n}.log").read_text()[-2000:] for n in procs]
+        active = next(n for n, (_, p) in procs.items() if _role(p) == "active")
+        standby = "b" if active == "a" else "a"
+        procs[active][0].send_signal(signal.SIGKILL)
+        assert wait_until(lambda: _role(procs[standby][1]) == "active", timeout=30)
+        procs[active][0].wait()
+        procs[active] = _serve(tmp_path, active + "2", url)  # the killed one comes back as the standby
+        assert wait_until(lambda: _role(procs[active][1]) == "standby", timeout=90)
+        frozen, other = standby, active  # now freeze the active one
+        procs[frozen][0].send_signal(signal.SIGSTOP)
+        assert wait_until(lambda: _role(procs[other][1]) == "active", timeout=30)
+        procs[frozen][0].send_signal(signal.SIGCONT)
+        assert wait_until(lambda: _role(procs[frozen][1]) == "standby", timeout=30)
+        metrics = httpx.get(f"http://127.0.0.1:{procs[frozen][1]}/metrics", timeout=5).text
+        assert "kafka_health_alert_engine_active 0.0" in metrics
+        with create_engine(url).connect() as c:
+            assert c.execute(text("SELECT epoch FROM engine_lease")).scalar() == 3  # one takeover per fault
+    finally:
+        for proc, _ in procs.values():
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+            proc.wait()
+        with admin.connect() as c:
+            c.execute(text(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        admin.dispose()
