@@ -289,14 +289,16 @@ class _Redaction:
                 kept.append(x)
         if others:
             counts[f"other_{key}"] = len(others)
-            ratios = [float(o["request_time_ratio"]) for o in others
-                      if isinstance(o.get("request_time_ratio"), (int, float))]
+            ratios = [
+                float(o["request_time_ratio"]) for o in others if isinstance(o.get("request_time_ratio"), (int, float))
+            ]
             if ratios:
                 theirs = sum(ratios)
                 total = parent.get(f"all_{key}_request_time_ratio")
                 if not isinstance(total, (int, float)) or total < theirs:
-                    total = theirs + sum(float(c.get("request_time_ratio") or 0)
-                                         for c in kept if isinstance(c, Mapping))
+                    total = theirs + sum(
+                        float(c.get("request_time_ratio") or 0) for c in kept if isinstance(c, Mapping)
+                    )
                 counts[f"other_{key}_request_time_ratio"] = round(theirs, 4)
                 counts[f"other_{key}_share"] = round(theirs / total, 4) if total > 0 else None
         return kept

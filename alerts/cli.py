@@ -59,8 +59,11 @@ def _store(args):
 
 def _export(args) -> int:
     config = config_from_args(args)
-    text = export_prometheus(load_rules(config.rules), interval_seconds=config.rules.evaluation_interval_seconds,
-                             slo_objective=config.slo.objective)
+    text = export_prometheus(
+        load_rules(config.rules),
+        interval_seconds=config.rules.evaluation_interval_seconds,
+        slo_objective=config.slo.objective,
+    )
     if args.out:
         args.out.write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)
@@ -87,8 +90,16 @@ def _create(args) -> int:
     store = _store(args)
     now = utc_now()
     with store.session() as s:
-        row = repo.create_silence(matchers, now, now + timedelta(seconds=seconds), created_by=args.author,
-                                  comment=args.comment, tenant=None, now=now, session=s)
+        row = repo.create_silence(
+            matchers,
+            now,
+            now + timedelta(seconds=seconds),
+            created_by=args.author,
+            comment=args.comment,
+            tenant=None,
+            now=now,
+            session=s,
+        )
         print(row.id)
     return 0
 

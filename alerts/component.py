@@ -57,42 +57,69 @@ log = logging.getLogger(__name__)
 
 class _Metrics:
     def __init__(self, registry: CollectorRegistry):
-        self.duration = Histogram("kafka_health_alert_evaluation_duration_seconds",
-                                  "Duration of one alert evaluation cycle", registry=registry,
-                                  buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
-        self.cycles = Counter("kafka_health_alert_evaluations_total", "Alert evaluation cycles", ["result"],
-                              registry=registry)
-        self.rule_health = Gauge("kafka_health_alert_rule_health",
-                                 "1 for the rule's current health (ok, err, nodata)", ["rule", "health"],
-                                 registry=registry)
-        self.rule_duration = Gauge("kafka_health_alert_rule_duration_seconds", "Last evaluation time of each rule",
-                                   ["rule"], registry=registry)
+        self.duration = Histogram(
+            "kafka_health_alert_evaluation_duration_seconds",
+            "Duration of one alert evaluation cycle",
+            registry=registry,
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.cycles = Counter(
+            "kafka_health_alert_evaluations_total", "Alert evaluation cycles", ["result"], registry=registry
+        )
+        self.rule_health = Gauge(
+            "kafka_health_alert_rule_health",
+            "1 for the rule's current health (ok, err, nodata)",
+            ["rule", "health"],
+            registry=registry,
+        )
+        self.rule_duration = Gauge(
+            "kafka_health_alert_rule_duration_seconds", "Last evaluation time of each rule", ["rule"], registry=registry
+        )
         self.active = Gauge("kafka_health_alerts", "Alert instances by state", ["state"], registry=registry)
-        self.queue = Gauge("kafka_health_alert_notification_queue_depth", "Notifications waiting in the outbox",
-                           registry=registry)
-        self.dead = Gauge("kafka_health_alert_dead_letters", "Notifications that could not be delivered",
-                          registry=registry)
-        self.sent = Counter("kafka_health_alert_notifications_total", "Notification delivery attempts",
-                            ["result"], registry=registry)
-        self.last = Gauge("kafka_health_alert_last_evaluation_timestamp_seconds", "End of the last good cycle",
-                          registry=registry)
-        self.active_engine = Gauge("kafka_health_alert_engine_active",
-                                   "1 while this engine holds the lease (evaluates and notifies), 0 on standby",
-                                   registry=registry)
-        self.lease_epoch = Gauge("kafka_health_alert_engine_lease_epoch", "The lease epoch this engine last saw",
-                                 registry=registry)
-        self.deposed = Counter("kafka_health_alert_engine_deposed_total",
-                               "Writes refused because the lease had passed to another engine", registry=registry)
+        self.queue = Gauge(
+            "kafka_health_alert_notification_queue_depth", "Notifications waiting in the outbox", registry=registry
+        )
+        self.dead = Gauge(
+            "kafka_health_alert_dead_letters", "Notifications that could not be delivered", registry=registry
+        )
+        self.sent = Counter(
+            "kafka_health_alert_notifications_total", "Notification delivery attempts", ["result"], registry=registry
+        )
+        self.last = Gauge(
+            "kafka_health_alert_last_evaluation_timestamp_seconds", "End of the last good cycle", registry=registry
+        )
+        self.active_engine = Gauge(
+            "kafka_health_alert_engine_active",
+            "1 while this engine holds the lease (evaluates and notifies), 0 on standby",
+            registry=registry,
+        )
+        self.lease_epoch = Gauge(
+            "kafka_health_alert_engine_lease_epoch", "The lease epoch this engine last saw", registry=registry
+        )
+        self.deposed = Counter(
+            "kafka_health_alert_engine_deposed_total",
+            "Writes refused because the lease had passed to another engine",
+            registry=registry,
+        )
 
 
 class AlertService:
     name = "alerts"
 
-    def __init__(self, config: Config, *, store: Store, registry: CollectorRegistry,
-                 source: Source | None = None, notifier_for: Callable[[str], Notifier] | None = None,
-                 clock: Callable[[], datetime] = utc_now, detectors: dict[str, Detector] | None = None,
-                 policy: DeliveryPolicy = DeliveryPolicy(), resolved_retention: timedelta = timedelta(days=7),
-                 tenants: Tenants | None = None):
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store: Store,
+        registry: CollectorRegistry,
+        source: Source | None = None,
+        notifier_for: Callable[[str], Notifier] | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        detectors: dict[str, Detector] | None = None,
+        policy: DeliveryPolicy = DeliveryPolicy(),
+        resolved_retention: timedelta = timedelta(days=7),
+        tenants: Tenants | None = None,
+    ):
         self.config = config
         # The live tenant set (serve passes monitor.tenants.live.LiveTenants): attribution, routing and webhooks
         # follow a tenant created or deleted through the API from the next cycle on.
@@ -224,8 +251,13 @@ class AlertService:
         with self.store.session() as s:
             prev = repo.load_instances(session=s)
             silencer = Silencer(repo.active_silences(now, session=s), now)
-        result = self.engine.evaluate(prev, self.source, now, silences=silencer,
-                                      resend_seconds=max(60.0, self.config.rules.evaluation_interval_seconds))
+        result = self.engine.evaluate(
+            prev,
+            self.source,
+            now,
+            silences=silencer,
+            resend_seconds=max(60.0, self.config.rules.evaluation_interval_seconds),
+        )
         with self.store.session() as s:
             self.lease.fence(s)  # first: a deposed engine writes nothing of this cycle
             repo.save_instances(result.instances, result.deleted, session=s)

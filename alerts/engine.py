@@ -1,18 +1,18 @@
 """One evaluation cycle, as a function of (rules, previous instances, source, now, mutes): no clock, no store.
 
-    for each rule:   threshold -> PromQL instant query;  detector -> Python over the source
-                     an error marks the rule health=err, keeps its instances as they were (a failing query must
-                     not resolve incidents) and raises KafkaHealthRuleFailing; the loop goes on
-    no data:         one query counts every rule input per cluster; a missing input raises KafkaHealthRuleNoData
-                     (and per live broker for broker-scoped rules: a broker no collector watches)
-    attribution:     each observation becomes one instance per tenant hurt (alerts.attribution), each tenant's
-                     copy confined to its own clients (the operator copy keeps all)
-    state machine:   alerts.state.advance per instance, then its annotations rendered
-    mute:            silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
-                     firing keeps being refreshed there)
-    notify:          alerts.state.decide per instance, the one place that decides; ``notified_state`` makes
-                     notifications idempotent, so replaying a cycle after a restart sends nothing twice and loses no
-                     resolve.
+for each rule:   threshold -> PromQL instant query;  detector -> Python over the source
+                 an error marks the rule health=err, keeps its instances as they were (a failing query must
+                 not resolve incidents) and raises KafkaHealthRuleFailing; the loop goes on
+no data:         one query counts every rule input per cluster; a missing input raises KafkaHealthRuleNoData
+                 (and per live broker for broker-scoped rules: a broker no collector watches)
+attribution:     each observation becomes one instance per tenant hurt (alerts.attribution), each tenant's
+                 copy confined to its own clients (the operator copy keeps all)
+state machine:   alerts.state.advance per instance, then its annotations rendered
+mute:            silences and inhibition hold back pages not yet sent (what Alertmanager already holds as
+                 firing keeps being refreshed there)
+notify:          alerts.state.decide per instance, the one place that decides; ``notified_state`` makes
+                 notifications idempotent, so replaying a cycle after a restart sends nothing twice and loses no
+                 resolve.
 """
 
 from __future__ import annotations
@@ -101,8 +101,14 @@ class _InputCheck(NamedTuple):
 
 
 class Engine:
-    def __init__(self, config: Config, rules: list[Rule], detectors: dict[str, Detector], *,
-                 inhibit_rules: Iterable[InhibitRule] = DEFAULT_INHIBIT_RULES):
+    def __init__(
+        self,
+        config: Config,
+        rules: list[Rule],
+        detectors: dict[str, Detector],
+        *,
+        inhibit_rules: Iterable[InhibitRule] = DEFAULT_INHIBIT_RULES,
+    ):
         self.config = config
         self.rules = [r for r in rules if r.kind != "engine"]
         self.engine_rules = {r.name: r for r in rules if r.kind == "engine"}
@@ -127,10 +133,18 @@ class Engine:
     def _observe(self, rule: Rule, ctx: DetectorContext) -> list[Observation]:
         if rule.kind == "detector":
             return self.detectors[rule.detector](rule, ctx)
-        return [Observation(labels=s.labels, value=s.value,
-                            evidence={"value": s.value, "expr": rule.expr, **{k: v for k, v in rule.params.items()
-                                                                             if isinstance(v, (int, float))}})
-                for s in ctx.source.query(rule.expr, ctx.now)]
+        return [
+            Observation(
+                labels=s.labels,
+                value=s.value,
+                evidence={
+                    "value": s.value,
+                    "expr": rule.expr,
+                    **{k: v for k, v in rule.params.items() if isinstance(v, (int, float))},
+                },
+            )
+            for s in ctx.source.query(rule.expr, ctx.now)
+        ]
 
     def _no_data(self, source: Source, now: datetime) -> _InputCheck:
         """Observations for rule inputs with no series per configured cluster; also which inputs each cluster has.
@@ -153,15 +167,28 @@ class Engine:
             for r in self.rules:
                 for metric in r.inputs:
                     if metric not in have:
-                        out.append(Observation(labels={"cluster": cluster, "rule": r.name, "metric": metric},
-                                               value=0.0, evidence={"rule": r.name, "metric": metric,
-                                                                    "reason": "no series in Prometheus"}))
+                        out.append(
+                            Observation(
+                                labels={"cluster": cluster, "rule": r.name, "metric": metric},
+                                value=0.0,
+                                evidence={"rule": r.name, "metric": metric, "reason": "no series in Prometheus"},
+                            )
+                        )
                 for metric, guard in r.params.get(EXPECTED_WHEN, {}).items():
                     if cluster in expected.get((r.name, metric), ()) and metric not in have:
-                        out.append(Observation(labels={"cluster": cluster, "rule": r.name, "metric": metric},
-                                               value=0.0, evidence={"rule": r.name, "metric": metric, "reason": (
-                                                   f"no series in Prometheus, though the cluster should have "
-                                                   f"them: {guard}")}))
+                        out.append(
+                            Observation(
+                                labels={"cluster": cluster, "rule": r.name, "metric": metric},
+                                value=0.0,
+                                evidence={
+                                    "rule": r.name,
+                                    "metric": metric,
+                                    "reason": (
+                                        f"no series in Prometheus, though the cluster should have them: {guard}"
+                                    ),
+                                },
+                            )
+                        )
         return _InputCheck(out + self._no_data_per_broker(source, now, clusters), present, None)
 
     def _expected_inputs(self, source: Source, now: datetime) -> dict[tuple[str, str], set[str]]:
@@ -202,7 +229,8 @@ class Engine:
         seen: dict[tuple[str, str], set[str]] = {}
         for row in rows:
             seen.setdefault((row.labels.get("cluster", ""), row.labels.get("__name__", "")), set()).add(
-                row.labels.get("broker", ""))
+                row.labels.get("broker", "")
+            )
         live: dict[str, set[str]] = {}
         for row in up:
             live.setdefault(row.labels.get("cluster", ""), set()).add(row.labels.get("broker", ""))
@@ -214,18 +242,35 @@ class Engine:
                     if metric == M["broker_up"] or not have:
                         continue
                     for broker in sorted(live.get(cluster, set()) - have, key=lambda b: (len(b), b)):
-                        out.append(Observation(
-                            labels={"cluster": cluster, "rule": r.name, "metric": metric, "broker": broker},
-                            value=0.0, evidence={"rule": r.name, "metric": metric, "broker": broker, "reason": (
-                                f"broker {broker} is up but has no {metric} series while "
-                                f"{len(have)} node(s) of the cluster have it: "
-                                "is the broker in the collectors' targets?")}))
+                        out.append(
+                            Observation(
+                                labels={"cluster": cluster, "rule": r.name, "metric": metric, "broker": broker},
+                                value=0.0,
+                                evidence={
+                                    "rule": r.name,
+                                    "metric": metric,
+                                    "broker": broker,
+                                    "reason": (
+                                        f"broker {broker} is up but has no {metric} series while "
+                                        f"{len(have)} node(s) of the cluster have it: "
+                                        "is the broker in the collectors' targets?"
+                                    ),
+                                },
+                            )
+                        )
         return out
 
     # ------------------------------------------------------------------------------------------- the cycle
 
-    def evaluate(self, prev: dict[str, Instance], source: Source, now: datetime, *,
-                 silences: Muter | None = None, resend_seconds: float = 60.0) -> CycleResult:
+    def evaluate(
+        self,
+        prev: dict[str, Instance],
+        source: Source,
+        now: datetime,
+        *,
+        silences: Muter | None = None,
+        resend_seconds: float = 60.0,
+    ) -> CycleResult:
         """``resend_seconds``: firing alerts already sent are refreshed to Alertmanager this often, muted or not (it
         resolves alerts whose ``endsAt`` passes), as Prometheus' resend delay does."""
         attributor = self._read_placement(source, now)
@@ -250,7 +295,8 @@ class Engine:
         try:
             placement = placement_from_samples(
                 source.query(f"count by (cluster, broker, topic) (last_over_time({M['topic_size']}[1h]))", now),
-                self.tenants)
+                self.tenants,
+            )
         except KafkaHealthError:
             placement = {}  # fall back to every tenant on the cluster
         return Attributor(self.config, self.tenants, placement)
@@ -292,7 +338,8 @@ class Engine:
             if status and status.health is RuleHealth.OK:
                 where = f" on broker {o.labels['broker']}" if "broker" in o.labels else ""
                 results.statuses[o.labels["rule"]] = RuleStatus(
-                    RuleHealth.NO_DATA, f"no data for {o.labels['metric']}{where}", status.duration_seconds)
+                    RuleHealth.NO_DATA, f"no data for {o.labels['metric']}{where}", status.duration_seconds
+                )
 
     def _data_health(self, inputs: _InputCheck) -> tuple[dict[str, bool], dict[str, str]]:
         """Per configured cluster: whether every core input had data, and what is missing."""
@@ -305,8 +352,13 @@ class Engine:
             data_ok[c.name] = inputs.error is None and not (core & set(missing))
             # The heartbeat's detail reaches tenants (health reasons): the Prometheus error's public text only, never
             # its URL or host (the operator detail is in the rule status and the log).
-            detail[c.name] = (f"prometheus: {QueryError.PUBLIC}" if inputs.error else
-                              f"no data: {', '.join(missing)}" if missing else "ok")[:500]
+            detail[c.name] = (
+                f"prometheus: {QueryError.PUBLIC}"
+                if inputs.error
+                else f"no data: {', '.join(missing)}"
+                if missing
+                else "ok"
+            )[:500]
         return data_ok, detail
 
     @staticmethod
@@ -321,8 +373,10 @@ class Engine:
 # The pure steps of the cycle. Instances are immutable, and copying thousands per cycle is the engine's main cost:
 # each step copies an instance only when it changes it.
 
-def _advance_instances(prev: dict[str, Instance], results: _RuleResults,
-                       now: datetime) -> tuple[dict[str, Instance], set[str]]:
+
+def _advance_instances(
+    prev: dict[str, Instance], results: _RuleResults, now: datetime
+) -> tuple[dict[str, Instance], set[str]]:
     """The state machine over the union of known and observed instances of every rule that evaluated. Returns
     (fingerprint -> instance to keep, fingerprints to forget)."""
     keep: dict[str, Instance] = {}
@@ -350,8 +404,9 @@ def _advance_instances(prev: dict[str, Instance], results: _RuleResults,
     return keep, deleted
 
 
-def _confine_kept_evidence(instances: dict[str, Instance], results: _RuleResults,
-                           attributor: Attributor) -> dict[str, Instance]:
+def _confine_kept_evidence(
+    instances: dict[str, Instance], results: _RuleResults, attributor: Attributor
+) -> dict[str, Instance]:
     """Tenants' instances kept without a new observation this cycle (resolved ones, for a week; those of a failing
     rule) hold the evidence they were stored with, which an older version did not confine to the tenant: confine it
     (``Attributor.confine``; confined evidence comes back equal, and its instance is not copied)."""
@@ -367,8 +422,7 @@ def _confine_kept_evidence(instances: dict[str, Instance], results: _RuleResults
     return out
 
 
-def _render_annotations(instances: dict[str, Instance], rules: dict[str, Rule],
-                        now: datetime) -> dict[str, Instance]:
+def _render_annotations(instances: dict[str, Instance], rules: dict[str, Rule], now: datetime) -> dict[str, Instance]:
     """The annotations of the instances evaluated now, with their labels and value filled in."""
     out = {}
     for fp, inst in instances.items():
@@ -381,8 +435,9 @@ def _render_annotations(instances: dict[str, Instance], rules: dict[str, Rule],
     return out
 
 
-def _mute(instances: dict[str, Instance], silences: Muter | None,
-          inhibit_rules: tuple[InhibitRule, ...]) -> dict[str, Instance]:
+def _mute(
+    instances: dict[str, Instance], silences: Muter | None, inhibit_rules: tuple[InhibitRule, ...]
+) -> dict[str, Instance]:
     """What mutes each instance now: a silence, or inhibition by this cycle's firing instances. A resolve is always
     delivered: a resolved instance is never muted."""
     mute = MuteStage(*(m for m in (silences, Inhibitor(inhibit_rules, instances.values())) if m is not None))
@@ -393,8 +448,9 @@ def _mute(instances: dict[str, Instance], silences: Muter | None,
     return out
 
 
-def _decide_notifications(instances: dict[str, Instance], now: datetime,
-                          resend_seconds: float) -> tuple[dict[str, Instance], list[Notification]]:
+def _decide_notifications(
+    instances: dict[str, Instance], now: datetime, resend_seconds: float
+) -> tuple[dict[str, Instance], list[Notification]]:
     """``alerts.state.decide`` per instance: the notifications due, and the instances recording them."""
     out, notes = {}, []
     for fp, inst in instances.items():

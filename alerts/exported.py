@@ -30,8 +30,10 @@ from prometheus_client.registry import Collector
 from alerts.types import AlertState, Instance
 
 ALERT_METRIC = "kafka_health_alert_instance"
-_HELP = ("1 per pending or firing alert instance of the alert engine, with its labels and alertstate "
-         "(like Prometheus' ALERTS; docs/metrics.md)")
+_HELP = (
+    "1 per pending or firing alert instance of the alert engine, with its labels and alertstate "
+    "(like Prometheus' ALERTS; docs/metrics.md)"
+)
 _EXPORTED_STATES = (AlertState.PENDING, AlertState.FIRING)
 # A label name Prometheus accepts and does not reserve; anything else would make the whole scrape fail.
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -49,8 +51,11 @@ def alert_series(instances: Iterable[Instance]) -> list[Series]:
     for inst in instances:
         if inst.state not in _EXPORTED_STATES:
             continue
-        labels = {k: str(v) for k, v in inst.labels.items()
-                  if _LABEL_NAME.match(k) and not k.startswith("__") and k != "alertstate" and v not in (None, "")}
+        labels = {
+            k: str(v)
+            for k, v in inst.labels.items()
+            if _LABEL_NAME.match(k) and not k.startswith("__") and k != "alertstate" and v not in (None, "")
+        }
         labels.update(alertname=inst.rule, severity=inst.severity.value)
         key = tuple(sorted(labels.items()))
         if best.get(key) is not AlertState.FIRING:

@@ -100,18 +100,30 @@ class Lease:
         self.epoch = None
         with self.store.session() as s:
             s.execute(text(f"SET LOCAL lock_timeout = {self._idle_ms}"))
-            s.execute(text("INSERT INTO engine_lease (name, holder, epoch, expires_at) "
-                           "VALUES (:n, '', 0, 'epoch') ON CONFLICT (name) DO NOTHING"), {"n": self.name})
-            got = s.execute(text("SELECT holder, epoch, expires_at, now() FROM engine_lease WHERE name = :n "
-                                 "FOR UPDATE"), {"n": self.name}).one()
+            s.execute(
+                text(
+                    "INSERT INTO engine_lease (name, holder, epoch, expires_at) "
+                    "VALUES (:n, '', 0, 'epoch') ON CONFLICT (name) DO NOTHING"
+                ),
+                {"n": self.name},
+            )
+            got = s.execute(
+                text("SELECT holder, epoch, expires_at, now() FROM engine_lease WHERE name = :n FOR UPDATE"),
+                {"n": self.name},
+            ).one()
             d = decide(LeaseRow(got[0], got[1], got[2]), self.holder, got[3], self.ttl)
             if d.write is not None:
-                s.execute(text("UPDATE engine_lease SET holder = :h, epoch = :e, expires_at = now() + :ttl "
-                               "WHERE name = :n"),
-                          {"h": d.write.holder, "e": d.write.epoch, "ttl": self.ttl, "n": self.name})
+                s.execute(
+                    text("UPDATE engine_lease SET holder = :h, epoch = :e, expires_at = now() + :ttl WHERE name = :n"),
+                    {"h": d.write.holder, "e": d.write.epoch, "ttl": self.ttl, "n": self.name},
+                )
         if d.takeover:
-            log.warning("alert engine %s took the lease over: epoch %d (was held by %s)", self.holder, d.epoch,
-                        got[0] or "nobody")
+            log.warning(
+                "alert engine %s took the lease over: epoch %d (was held by %s)",
+                self.holder,
+                d.epoch,
+                got[0] or "nobody",
+            )
         self.epoch = d.epoch if d.held else None
         return d
 
@@ -122,9 +134,13 @@ class Lease:
         if self.epoch is None:
             raise Deposed(f"alert engine {self.holder} holds no lease")
         session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {self._idle_ms}"))
-        n = session.execute(text("UPDATE engine_lease SET expires_at = now() + :ttl WHERE name = :n AND holder = :h "
-                                 "AND epoch = :e AND expires_at > now()"),
-                            {"ttl": self.ttl, "n": self.name, "h": self.holder, "e": self.epoch}).rowcount
+        n = session.execute(
+            text(
+                "UPDATE engine_lease SET expires_at = now() + :ttl WHERE name = :n AND holder = :h "
+                "AND epoch = :e AND expires_at > now()"
+            ),
+            {"ttl": self.ttl, "n": self.name, "h": self.holder, "e": self.epoch},
+        ).rowcount
         if n != 1:
             self._deposed()
 
@@ -134,9 +150,10 @@ class Lease:
             return
         if self.epoch is None:
             raise Deposed(f"alert engine {self.holder} holds no lease")
-        ok = session.execute(text("SELECT 1 FROM engine_lease WHERE name = :n AND holder = :h AND epoch = :e "
-                                  "AND expires_at > now()"),
-                             {"n": self.name, "h": self.holder, "e": self.epoch}).first()
+        ok = session.execute(
+            text("SELECT 1 FROM engine_lease WHERE name = :n AND holder = :h AND epoch = :e AND expires_at > now()"),
+            {"n": self.name, "h": self.holder, "e": self.epoch},
+        ).first()
         if ok is None:
             self._deposed()
 
@@ -145,8 +162,10 @@ class Lease:
         if not self.shared or self.epoch is None:
             return
         with self.store.session() as s:
-            s.execute(text("UPDATE engine_lease SET expires_at = 'epoch' WHERE name = :n AND holder = :h "
-                           "AND epoch = :e"), {"n": self.name, "h": self.holder, "e": self.epoch})
+            s.execute(
+                text("UPDATE engine_lease SET expires_at = 'epoch' WHERE name = :n AND holder = :h AND epoch = :e"),
+                {"n": self.name, "h": self.holder, "e": self.epoch},
+            )
         self.epoch = None
 
     def _deposed(self) -> None:

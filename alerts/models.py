@@ -100,8 +100,10 @@ class OutboxEntry(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
-    __table_args__ = (Index("ix_alert_outbox_due", "next_attempt_at"),
-                      Index("ix_alert_outbox_target_fp", "target", "fingerprint"))
+    __table_args__ = (
+        Index("ix_alert_outbox_due", "next_attempt_at"),
+        Index("ix_alert_outbox_target_fp", "target", "fingerprint"),
+    )
 
 
 class DeadLetter(Base):

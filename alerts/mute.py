@@ -119,8 +119,9 @@ class SilenceView:
         matcher; None when it may match any alert."""
         if self.tenant:
             return self.tenant
-        return next((m.value for m in self.matchers
-                     if m.name == "tenant" and m.is_equal and not m.is_regex and m.value), None)
+        return next(
+            (m.value for m in self.matchers if m.name == "tenant" and m.is_equal and not m.is_regex and m.value), None
+        )
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,14 @@ class Silencer:
     make that rare, but a tenant with many alerts of distinct, long labels and 100 silences of 32 regexes each could
     otherwise spend seconds. All three are logged."""
 
-    def __init__(self, silences: Iterable[SilenceView], now: datetime, *,
-                 budget_seconds: float = MUTE_BUDGET_SECONDS_PER_TENANT,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self,
+        silences: Iterable[SilenceView],
+        now: datetime,
+        *,
+        budget_seconds: float = MUTE_BUDGET_SECONDS_PER_TENANT,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         self._budget, self._clock = budget_seconds, clock
         self._memo: dict[tuple[str, str], bool] = {}  # (pattern, label value) -> full match
         self._spent: dict[str, float] = {}  # tenant -> seconds its regex silences took this cycle
@@ -166,8 +172,12 @@ class Silencer:
                 self._by_scope.setdefault(compiled.scope, []).append(compiled)
         for tenant, n in counted.items():
             if n > MAX_ACTIVE_SILENCES_PER_TENANT:
-                log.warning("tenant %s has %d active silences; the engine uses its oldest %d", tenant, n,
-                            MAX_ACTIVE_SILENCES_PER_TENANT)
+                log.warning(
+                    "tenant %s has %d active silences; the engine uses its oldest %d",
+                    tenant,
+                    n,
+                    MAX_ACTIVE_SILENCES_PER_TENANT,
+                )
 
     @property
     def over_budget(self) -> list[str]:
@@ -222,8 +232,12 @@ class Silencer:
             if s.has_regex:  # only regexes can be slow: the clock is read after those alone
                 spent = before + clock() - start
                 if spent > self._budget:
-                    log.warning("tenant %s's silences took over %.3f s of this cycle: its other alerts are not "
-                                "checked against them until the next", tenant, self._budget)
+                    log.warning(
+                        "tenant %s's silences took over %.3f s of this cycle: its other alerts are not "
+                        "checked against them until the next",
+                        tenant,
+                        self._budget,
+                    )
                     break
         self._spent[tenant] = before + clock() - start
         return found
@@ -258,14 +272,17 @@ class Inhibitor:
         self._sources: dict[str, set[tuple]] = {}
         firing = [i for i in instances if i.state is AlertState.FIRING]
         for r in self._rules:
-            self._sources[r.source_alertname] = {tuple(i.labels.get(k, "") for k in r.equal)
-                                                 for i in firing if i.rule == r.source_alertname}
+            self._sources[r.source_alertname] = {
+                tuple(i.labels.get(k, "") for k in r.equal) for i in firing if i.rule == r.source_alertname
+            }
 
     def mutes(self, labels: dict[str, str]) -> str | None:
         name = labels.get("alertname", "")
         for r in self._rules:
-            if (name in r.target_alertnames
-                    and tuple(labels.get(k, "") for k in r.equal) in self._sources[r.source_alertname]):
+            if (
+                name in r.target_alertnames
+                and tuple(labels.get(k, "") for k in r.equal) in self._sources[r.source_alertname]
+            ):
                 return f"inhibited:{r.source_alertname}"
         return None
 

@@ -55,9 +55,14 @@ def payload(n: Notification, *, generator_url: str = "") -> dict:
     ann["evidence"] = json.dumps(inst.evidence, sort_keys=True, default=str)[:4000]
     return {
         "status": "resolved" if inst.state is AlertState.RESOLVED else "firing",
-        "labels": dict(inst.labels), "annotations": ann, "evidence": inst.evidence,
-        "startsAt": _iso(inst.fired_at or inst.active_at), "endsAt": _iso(inst.resolved_at),
-        "fingerprint": inst.fingerprint, "generatorURL": generator_url, "value": inst.value,
+        "labels": dict(inst.labels),
+        "annotations": ann,
+        "evidence": inst.evidence,
+        "startsAt": _iso(inst.fired_at or inst.active_at),
+        "endsAt": _iso(inst.resolved_at),
+        "fingerprint": inst.fingerprint,
+        "generatorURL": generator_url,
+        "value": inst.value,
     }
 
 
@@ -82,8 +87,9 @@ def enqueue_notifications(notes: list[Notification], config: Config, *, now: dat
         body = payload(note)
         kind = "refresh" if note.decision is Decision.REFRESH else body["status"]
         for target in targets_for(note.instance.labels, note.decision, config):
-            repo.enqueue(target, note.instance.fingerprint, group_key(note.instance.labels), kind, body, now=now,
-                         session=session)
+            repo.enqueue(
+                target, note.instance.fingerprint, group_key(note.instance.labels), kind, body, now=now, session=session
+            )
             n += 1
     return n
 
@@ -97,24 +103,40 @@ def _classify(resp: httpx.Response) -> tuple[bool, str | None]:
 class AlertmanagerNotifier:
     """``auth``: (username, password) for HTTP basic auth; never put credentials into ``url``."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0, ttl_seconds: float = 300.0,
-                 auth: tuple[str, str] | None = None, transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        ttl_seconds: float = 300.0,
+        auth: tuple[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ):
         self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, auth=auth, transport=transport)
         self._url = url
         self._ttl = ttl_seconds
 
     @classmethod
-    def from_settings(cls, settings: AlertmanagerSettings, *,
-                      transport: httpx.BaseTransport | None = None) -> AlertmanagerNotifier:
-        return cls(settings.url or "", timeout=settings.timeout_seconds, auth=settings.basic_auth(),
-                   transport=transport)
+    def from_settings(
+        cls, settings: AlertmanagerSettings, *, transport: httpx.BaseTransport | None = None
+    ) -> AlertmanagerNotifier:
+        return cls(
+            settings.url or "", timeout=settings.timeout_seconds, auth=settings.basic_auth(), transport=transport
+        )
 
     def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]:
         body = []
         for a in alerts:
             ends = a["endsAt"] if a["status"] == "resolved" else _iso(now + timedelta(seconds=self._ttl))
-            body.append({"labels": a["labels"], "annotations": a["annotations"], "startsAt": a["startsAt"],
-                         "endsAt": ends, "generatorURL": a.get("generatorURL") or ""})
+            body.append(
+                {
+                    "labels": a["labels"],
+                    "annotations": a["annotations"],
+                    "startsAt": a["startsAt"],
+                    "endsAt": ends,
+                    "generatorURL": a.get("generatorURL") or "",
+                }
+            )
         try:
             resp = self._client.post("/api/v2/alerts", json=body)
         except httpx.HTTPError as exc:
@@ -131,10 +153,15 @@ class WebhookNotifier:
         common = dict(alerts[0]["labels"])
         for a in alerts[1:]:
             common = {k: v for k, v in common.items() if a["labels"].get(k) == v}
-        doc = {"version": "4", "receiver": "kafka-health", "groupKey": group_key(alerts[0]["labels"]),
-               "status": "firing" if any(a["status"] == "firing" for a in alerts) else "resolved",
-               "groupLabels": {k: alerts[0]["labels"].get(k, "") for k in GROUP_BY}, "commonLabels": common,
-               "alerts": alerts}
+        doc = {
+            "version": "4",
+            "receiver": "kafka-health",
+            "groupKey": group_key(alerts[0]["labels"]),
+            "status": "firing" if any(a["status"] == "firing" for a in alerts) else "resolved",
+            "groupLabels": {k: alerts[0]["labels"].get(k, "") for k in GROUP_BY},
+            "commonLabels": common,
+            "alerts": alerts,
+        }
         try:
             resp = self._client.post(self._url, json=doc)
         except httpx.HTTPError as exc:
@@ -159,8 +186,14 @@ class DeliveryReport:
     dead: int = 0
 
 
-def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: datetime,
-                policy: DeliveryPolicy = DeliveryPolicy(), lease: Lease | None = None) -> DeliveryReport:
+def deliver_due(
+    store: Store,
+    notifier_for: Callable[[str], Notifier],
+    *,
+    now: datetime,
+    policy: DeliveryPolicy = DeliveryPolicy(),
+    lease: Lease | None = None,
+) -> DeliveryReport:
     """Send every due outbox row once, one (target, group key) at a time, each in its own transaction: its rows are
     claimed ``FOR UPDATE SKIP LOCKED`` (``repo.claim_group``), so two engines never send the same row, and deleted or
     rescheduled in that transaction once the target answered. With a ``lease``, each claim first checks that the
@@ -189,9 +222,16 @@ def deliver_due(store: Store, notifier_for: Callable[[str], Notifier], *, now: d
                 error = scrub(error, target)
             log.warning("delivery to %s failed (%s, retry=%s)", _safe_target(target), error, retry)
             report.failed += len(ids)
-            report.dead += repo.failed(ids, error, recoverable=retry, now=now, max_attempts=policy.max_attempts,
-                                       base_backoff=policy.base_backoff_seconds,
-                                       max_backoff=policy.max_backoff_seconds, session=s)
+            report.dead += repo.failed(
+                ids,
+                error,
+                recoverable=retry,
+                now=now,
+                max_attempts=policy.max_attempts,
+                base_backoff=policy.base_backoff_seconds,
+                max_backoff=policy.max_backoff_seconds,
+                session=s,
+            )
         if retry:
             blocked.add(target)
     return report

@@ -29,6 +29,7 @@ from monitor.core.errors import NotFound
 
 # ------------------------------------------------------------------------------------------------ instances
 
+
 @cache
 def _tenant_alerts_clause(*, whole: bool, in_clusters: bool):
     """A tenant's instances: labelled with it, or unlabelled on a cluster it owns whole (all of it is theirs).
@@ -37,8 +38,9 @@ def _tenant_alerts_clause(*, whole: bool, in_clusters: bool):
     statement's cache key and compiled SQL instead of rebuilding them on every request."""
     cond = AlertInstance.tenant == bindparam("tenant")
     if whole:
-        cond = or_(cond, and_(AlertInstance.tenant.is_(None),
-                              AlertInstance.cluster.in_(bindparam("whole", expanding=True))))
+        cond = or_(
+            cond, and_(AlertInstance.tenant.is_(None), AlertInstance.cluster.in_(bindparam("whole", expanding=True)))
+        )
     if in_clusters:
         cond = and_(cond, AlertInstance.cluster.in_(bindparam("clusters", expanding=True)))
     return cond
@@ -69,8 +71,16 @@ def tenant_alerts_filter(cfg: AlertOwner, clusters: set[str] | None = None) -> t
     return _tenant_alerts_clause(whole=bool(whole), in_clusters=clusters is not None), params
 
 
-_REASON_COLUMNS = (AlertInstance.rule, AlertInstance.state, AlertInstance.severity, AlertInstance.cluster,
-                   AlertInstance.broker, AlertInstance.labels, AlertInstance.annotations, AlertInstance.evidence)
+_REASON_COLUMNS = (
+    AlertInstance.rule,
+    AlertInstance.state,
+    AlertInstance.severity,
+    AlertInstance.cluster,
+    AlertInstance.broker,
+    AlertInstance.labels,
+    AlertInstance.annotations,
+    AlertInstance.evidence,
+)
 
 
 @cache
@@ -84,8 +94,9 @@ def firing_reasons(db_session: Session, cond, params: dict | None = None) -> lis
     return list(db_session.connection().execute(_firing_query(cond), params or {}))
 
 
-def list_instances(*, session: Session, tenant: AlertOwner | None, state: AlertState | None, after: str | None,
-                   limit: int) -> list[AlertInstance]:
+def list_instances(
+    *, session: Session, tenant: AlertOwner | None, state: AlertState | None, after: str | None, limit: int
+) -> list[AlertInstance]:
     """The one query for "alert instances", every tenant's (``tenant=None``, operators) or one tenant's (the same set
     ``tenant_alerts_filter`` gives its health): in ``state``, else every state but inactive; keyset-paged on the
     fingerprint, which stays stable while the engine adds and resolves instances between pages."""
@@ -94,28 +105,43 @@ def list_instances(*, session: Session, tenant: AlertOwner | None, state: AlertS
     if tenant is not None:
         cond, params = tenant_alerts_filter(tenant)
         q = q.where(cond)
-    q = q.where(AlertInstance.state == state.value) if state else q.where(
-        AlertInstance.state != AlertState.INACTIVE.value)
+    q = (
+        q.where(AlertInstance.state == state.value)
+        if state
+        else q.where(AlertInstance.state != AlertState.INACTIVE.value)
+    )
     if after is not None:
         q = q.where(AlertInstance.fingerprint > after)
     return list(session.scalars(q.order_by(AlertInstance.fingerprint).limit(limit), params))
 
 
-
 def to_instance(row: AlertInstance) -> Instance:
     return Instance(
-        rule=row.rule, labels=dict(row.labels or {}), state=AlertState(row.state), severity=Severity(row.severity),
-        annotations=dict(row.annotations or {}), evidence=dict(row.evidence or {}), value=row.value,
-        active_at=row.active_at, fired_at=row.fired_at, resolved_at=row.resolved_at,
-        keep_firing_since=row.keep_firing_since, last_evaluated_at=row.last_evaluated_at,
+        rule=row.rule,
+        labels=dict(row.labels or {}),
+        state=AlertState(row.state),
+        severity=Severity(row.severity),
+        annotations=dict(row.annotations or {}),
+        evidence=dict(row.evidence or {}),
+        value=row.value,
+        active_at=row.active_at,
+        fired_at=row.fired_at,
+        resolved_at=row.resolved_at,
+        keep_firing_since=row.keep_firing_since,
+        last_evaluated_at=row.last_evaluated_at,
         notified_state=AlertState(row.notified_state) if row.notified_state else None,
-        last_sent_at=row.last_sent_at, muted_by=row.muted_by)
+        last_sent_at=row.last_sent_at,
+        muted_by=row.muted_by,
+    )
 
 
 def _fill(row: AlertInstance, inst: Instance) -> None:
     row.rule, row.state, row.severity = inst.rule, inst.state.value, inst.severity.value
-    row.cluster, row.broker, row.tenant = (inst.labels.get("cluster"), inst.labels.get("broker"),
-                                           inst.labels.get("tenant"))
+    row.cluster, row.broker, row.tenant = (
+        inst.labels.get("cluster"),
+        inst.labels.get("broker"),
+        inst.labels.get("tenant"),
+    )
     row.labels, row.annotations, row.evidence, row.value = inst.labels, inst.annotations, inst.evidence, inst.value
     row.active_at, row.fired_at, row.resolved_at = inst.active_at, inst.fired_at, inst.resolved_at
     row.keep_firing_since, row.last_evaluated_at = inst.keep_firing_since, inst.last_evaluated_at
@@ -141,8 +167,11 @@ def save_instances(instances: dict[str, Instance], deleted: Iterable[str], *, se
 
 
 def prune_resolved(older_than: datetime, *, session: Session) -> int:
-    res = session.execute(delete(AlertInstance).where(AlertInstance.state == AlertState.RESOLVED.value,
-                                                      AlertInstance.resolved_at < older_than))
+    res = session.execute(
+        delete(AlertInstance).where(
+            AlertInstance.state == AlertState.RESOLVED.value, AlertInstance.resolved_at < older_than
+        )
+    )
     return res.rowcount or 0
 
 
@@ -156,17 +185,41 @@ def upsert_heartbeat(cluster: str, at: datetime, data_ok: bool, detail: str, *, 
 
 # ------------------------------------------------------------------------------------------------ silences
 
-def create_silence(matchers: list[dict], starts_at: datetime, ends_at: datetime, *, created_by: str, comment: str,
-                   tenant: str | None, now: datetime, session: Session) -> Silence:
-    row = Silence(id=str(uuid.uuid4()), matchers=matchers, starts_at=starts_at, ends_at=ends_at,
-                  created_by=created_by, comment=comment, tenant=tenant, created_at=now)
+
+def create_silence(
+    matchers: list[dict],
+    starts_at: datetime,
+    ends_at: datetime,
+    *,
+    created_by: str,
+    comment: str,
+    tenant: str | None,
+    now: datetime,
+    session: Session,
+) -> Silence:
+    row = Silence(
+        id=str(uuid.uuid4()),
+        matchers=matchers,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        created_by=created_by,
+        comment=comment,
+        tenant=tenant,
+        created_at=now,
+    )
     session.add(row)
     session.flush()
     return row
 
 
-def list_silences(*, session: Session, tenant: str | None = None, all_tenants: bool = True, limit: int = 100,
-                  after_id: str | None = None) -> list[Silence]:
+def list_silences(
+    *,
+    session: Session,
+    tenant: str | None = None,
+    all_tenants: bool = True,
+    limit: int = 100,
+    after_id: str | None = None,
+) -> list[Silence]:
     """Silences ordered by id (keyset pagination: ``after_id`` is the last id of the previous page)."""
     q = select(Silence).order_by(Silence.id)
     if not all_tenants:
@@ -193,48 +246,70 @@ def expire_silence(silence_id: str, *, now: datetime, session: Session) -> Silen
 
 def active_silences(now: datetime, *, session: Session) -> list[SilenceView]:
     rows = session.scalars(select(Silence).where(Silence.ends_at > now))
-    return [SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), r.starts_at, r.ends_at, r.tenant)
-            for r in rows]
+    return [
+        SilenceView(r.id, tuple(Matcher.from_dict(m) for m in r.matchers), r.starts_at, r.ends_at, r.tenant)
+        for r in rows
+    ]
 
 
 def count_unexpired_silences(tenant: str, *, now: datetime, session: Session) -> int:
     """The tenant's silences that are active or pending at ``now`` (what MAX_ACTIVE_SILENCES_PER_TENANT caps)."""
-    return session.scalar(select(func.count()).select_from(Silence).where(
-        Silence.tenant == tenant, Silence.ends_at > now)) or 0
+    return (
+        session.scalar(select(func.count()).select_from(Silence).where(Silence.tenant == tenant, Silence.ends_at > now))
+        or 0
+    )
 
 
 # ------------------------------------------------------------------------------------------------ outbox
 
-def enqueue(target: str, fingerprint: str, group_key: str, kind: str, payload: dict, *, now: datetime,
-            session: Session) -> None:
+
+def enqueue(
+    target: str, fingerprint: str, group_key: str, kind: str, payload: dict, *, now: datetime, session: Session
+) -> None:
     if kind == "refresh":
         # A refresh only matters if nothing for this alert is already waiting for the target.
-        waiting = session.scalar(select(OutboxEntry.id).where(OutboxEntry.target == target,
-                                                              OutboxEntry.fingerprint == fingerprint).limit(1))
+        waiting = session.scalar(
+            select(OutboxEntry.id).where(OutboxEntry.target == target, OutboxEntry.fingerprint == fingerprint).limit(1)
+        )
         if waiting is not None:
             return
-    session.add(OutboxEntry(target=target, fingerprint=fingerprint, group_key=group_key, kind=kind, payload=payload,
-                            attempts=0, next_attempt_at=now, created_at=now))
+    session.add(
+        OutboxEntry(
+            target=target,
+            fingerprint=fingerprint,
+            group_key=group_key,
+            kind=kind,
+            payload=payload,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+    )
 
 
 def due_groups(now: datetime, *, session: Session, limit: int = 500) -> list[tuple[str, str]]:
     """The (target, group key) pairs with rows due, the group holding the oldest row first."""
-    rows = session.execute(select(OutboxEntry.target, OutboxEntry.group_key)
-                           .where(OutboxEntry.next_attempt_at <= now)
-                           .group_by(OutboxEntry.target, OutboxEntry.group_key)
-                           .order_by(func.min(OutboxEntry.id)).limit(limit))
+    rows = session.execute(
+        select(OutboxEntry.target, OutboxEntry.group_key)
+        .where(OutboxEntry.next_attempt_at <= now)
+        .group_by(OutboxEntry.target, OutboxEntry.group_key)
+        .order_by(func.min(OutboxEntry.id))
+        .limit(limit)
+    )
     return [(r[0], r[1]) for r in rows]
 
 
-def claim_group(target: str, group_key: str, now: datetime, *, session: Session,
-                limit: int = 500) -> list[OutboxEntry]:
+def claim_group(target: str, group_key: str, now: datetime, *, session: Session, limit: int = 500) -> list[OutboxEntry]:
     """Lock the due rows of one (target, group key) for this transaction, row by row ``FOR UPDATE SKIP LOCKED``: rows
     another engine is sending are skipped, never sent twice. If any due row of the group is taken, nothing is claimed
     (sending the rest would reorder the group: a resolve before its firing). SQLite has one writer and ignores the
     clause."""
     due = (OutboxEntry.target == target, OutboxEntry.group_key == group_key, OutboxEntry.next_attempt_at <= now)
-    rows = list(session.scalars(select(OutboxEntry).where(*due).order_by(OutboxEntry.id).limit(limit)
-                                .with_for_update(skip_locked=True)))
+    rows = list(
+        session.scalars(
+            select(OutboxEntry).where(*due).order_by(OutboxEntry.id).limit(limit).with_for_update(skip_locked=True)
+        )
+    )
     total = int(session.scalar(select(func.count()).select_from(OutboxEntry).where(*due)) or 0)
     return rows if len(rows) >= min(total, limit) else []
 
@@ -256,17 +331,36 @@ def delivered(ids: list[int], *, session: Session) -> None:
         session.execute(delete(OutboxEntry).where(OutboxEntry.id.in_(ids)))
 
 
-def failed(ids: list[int], error: str, *, recoverable: bool, now: datetime, max_attempts: int, base_backoff: float,
-           max_backoff: float, session: Session) -> int:
+def failed(
+    ids: list[int],
+    error: str,
+    *,
+    recoverable: bool,
+    now: datetime,
+    max_attempts: int,
+    base_backoff: float,
+    max_backoff: float,
+    session: Session,
+) -> int:
     """Record a failed attempt: retry later with exponential backoff, or move to dead letters. Returns how many died."""
     died = 0
     for row in session.scalars(select(OutboxEntry).where(OutboxEntry.id.in_(ids))):
         row.attempts += 1
         row.last_error = error[:2000]
         if not recoverable or row.attempts >= max_attempts:
-            session.add(DeadLetter(target=row.target, fingerprint=row.fingerprint, group_key=row.group_key,
-                                   kind=row.kind, payload=row.payload, attempts=row.attempts,
-                                   created_at=row.created_at, dead_at=now, last_error=row.last_error))
+            session.add(
+                DeadLetter(
+                    target=row.target,
+                    fingerprint=row.fingerprint,
+                    group_key=row.group_key,
+                    kind=row.kind,
+                    payload=row.payload,
+                    attempts=row.attempts,
+                    created_at=row.created_at,
+                    dead_at=now,
+                    last_error=row.last_error,
+                )
+            )
             session.delete(row)
             died += 1
         else:
@@ -285,9 +379,19 @@ def replay_dead_letters(*, now: datetime, session: Session, target: str | None =
         q = q.where(DeadLetter.target == target)
     n = 0
     for row in session.scalars(q):
-        session.add(OutboxEntry(target=row.target, fingerprint=row.fingerprint, group_key=row.group_key,
-                                kind=row.kind, payload=row.payload, attempts=0, next_attempt_at=now,
-                                created_at=row.created_at, last_error=row.last_error))
+        session.add(
+            OutboxEntry(
+                target=row.target,
+                fingerprint=row.fingerprint,
+                group_key=row.group_key,
+                kind=row.kind,
+                payload=row.payload,
+                attempts=0,
+                next_attempt_at=now,
+                created_at=row.created_at,
+                last_error=row.last_error,
+            )
+        )
         session.delete(row)
         n += 1
     return n

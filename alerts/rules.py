@@ -86,8 +86,11 @@ def builtin_variant(name: str, *, for_: str | None = None, **params: Any) -> str
 
 def render_expr(expr: str, params: dict[str, Any]) -> str:
     """Substitute ``${key}``: metric names from monitor/core/metric_names.py, then scalar params."""
-    values = {k: (format(v, "g") if isinstance(v, float) else v) for k, v in params.items()
-              if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+    values = {
+        k: (format(v, "g") if isinstance(v, float) else v)
+        for k, v in params.items()
+        if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+    }
     try:
         return Template(expr).substitute({**values, **M})
     except KeyError as exc:
@@ -117,15 +120,25 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
             value = getattr(o, key, None) if o else None
             if value is not None:
                 if key not in params:
-                    problems.append(ConfigProblem("config", None, f"rules.overrides.{s.name}.{key}",
-                                                  f"rule has no '{key}' parameter "
-                                                  f"(it has: {', '.join(params) or 'none'})"))
+                    problems.append(
+                        ConfigProblem(
+                            "config",
+                            None,
+                            f"rules.overrides.{s.name}.{key}",
+                            f"rule has no '{key}' parameter (it has: {', '.join(params) or 'none'})",
+                        )
+                    )
                 params[key] = value
-        for key, value in (o.params.items() if o else ()):
+        for key, value in o.params.items() if o else ():
             if key not in params:
-                problems.append(ConfigProblem("config", None, f"rules.overrides.{s.name}.params.{key}",
-                                              f"rule has no '{key}' parameter "
-                                              f"(it has: {', '.join(params) or 'none'})"))
+                problems.append(
+                    ConfigProblem(
+                        "config",
+                        None,
+                        f"rules.overrides.{s.name}.params.{key}",
+                        f"rule has no '{key}' parameter (it has: {', '.join(params) or 'none'})",
+                    )
+                )
             params[key] = value
         if s.detector == "consumer_lag":  # its per-group entries, checked here so check-config reports them
             problems += [ConfigProblem("rules", None, f"{s.name}.params", p) for p in lag.group_problems(params)]
@@ -134,8 +147,9 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
                 problems.append(ConfigProblem("rules", None, s.name, f"unknown input metric key {key!r}"))
         for key in s.expected_when:
             if key not in s.inputs + s.optional_inputs:
-                problems.append(ConfigProblem("rules", None, f"{s.name}.expected_when",
-                                              f"{key!r} is not one of the rule's inputs"))
+                problems.append(
+                    ConfigProblem("rules", None, f"{s.name}.expected_when", f"{key!r} is not one of the rule's inputs")
+                )
         if s.expected_when:
             try:
                 params[EXPECTED_WHEN] = {M[k]: render_expr(e, params) for k, e in s.expected_when.items() if k in M}
@@ -143,19 +157,31 @@ def load_rules(settings: RulesSettings | None = None) -> list[Rule]:
                 problems.extend(exc.problems)
         try:
             for_s = o.for_seconds if o and o.for_seconds is not None else parse_duration(s.for_)
-            keep_s = (o.keep_firing_for_seconds if o and o.keep_firing_for_seconds is not None
-                      else parse_duration(s.keep_firing_for))
+            keep_s = (
+                o.keep_firing_for_seconds
+                if o and o.keep_firing_for_seconds is not None
+                else parse_duration(s.keep_firing_for)
+            )
         except ValueError as exc:
             problems.append(ConfigProblem("rules", None, s.name, str(exc)))
             continue
-        rules.append(Rule(
-            name=s.name, severity=s.severity, scope=s.scope, kind=s.kind,
-            expr=render_expr(s.expr, params) if s.expr else "", detector=s.detector,
-            for_seconds=for_s, keep_firing_for_seconds=keep_s, labels=dict(s.labels),
-            annotations=_annotations(s, settings.runbook_base_url),
-            params=params, inputs=tuple(M[k] for k in s.inputs if k in M),
-            optional_inputs=tuple(M[k] for k in s.optional_inputs if k in M),
-        ))
+        rules.append(
+            Rule(
+                name=s.name,
+                severity=s.severity,
+                scope=s.scope,
+                kind=s.kind,
+                expr=render_expr(s.expr, params) if s.expr else "",
+                detector=s.detector,
+                for_seconds=for_s,
+                keep_firing_for_seconds=keep_s,
+                labels=dict(s.labels),
+                annotations=_annotations(s, settings.runbook_base_url),
+                params=params,
+                inputs=tuple(M[k] for k in s.inputs if k in M),
+                optional_inputs=tuple(M[k] for k in s.optional_inputs if k in M),
+            )
+        )
     if problems:
         raise ConfigError(problems)
     return rules
@@ -166,9 +192,11 @@ def _annotations(spec: RuleSpec, runbook_base_url: str) -> dict[str, str]:
     tools expect it (a link that works from a pager), and ``runbook``, the path inside the repository's docs, which
     the API has always returned. A rule file may set either itself."""
     anchor = spec.name.lower()
-    return {**spec.annotations,
-            "runbook": spec.annotations.get("runbook", f"{RUNBOOK_DOC}#{anchor}"),
-            "runbook_url": spec.annotations.get("runbook_url", f"{runbook_base_url}#{anchor}")}
+    return {
+        **spec.annotations,
+        "runbook": spec.annotations.get("runbook", f"{RUNBOOK_DOC}#{anchor}"),
+        "runbook_url": spec.annotations.get("runbook_url", f"{runbook_base_url}#{anchor}"),
+    }
 
 
 RUNBOOK_DOC = "docs/alerts.md"
@@ -176,8 +204,12 @@ RUNBOOK_DOC = "docs/alerts.md"
 
 _TEMPLATE = re.compile(r"\{\{\s*\$(labels\.([A-Za-z_][A-Za-z0-9_]*)|value)\s*(?:\|\s*([A-Za-z0-9]+)\s*)?\}\}")
 # Prometheus' template functions the summaries use on $value (so the exported rule file renders the same words).
-_HUMANIZE = {"humanize": humanize_number, "humanizeDuration": humanize_seconds, "humanize1024": humanize_bytes,
-             "humanizePercentage": humanize_share}
+_HUMANIZE = {
+    "humanize": humanize_number,
+    "humanizeDuration": humanize_seconds,
+    "humanize1024": humanize_bytes,
+    "humanizePercentage": humanize_share,
+}
 
 
 def render_annotations(annotations: dict[str, str], labels: dict[str, str], value: float | None) -> dict[str, str]:
@@ -195,8 +227,13 @@ def render_annotations(annotations: dict[str, str], labels: dict[str, str], valu
     return {k: _TEMPLATE.sub(sub, v) for k, v in annotations.items()}
 
 
-def export_prometheus(rules: list[Rule], *, group: str = "kafka-health", interval_seconds: float = 15,
-                      slo_objective: float = SloSettings().objective) -> str:
+def export_prometheus(
+    rules: list[Rule],
+    *,
+    group: str = "kafka-health",
+    interval_seconds: float = 15,
+    slo_objective: float = SloSettings().objective,
+) -> str:
     """A Prometheus rule file with every rule that has a PromQL expression (threshold rules, and detectors' PromQL
     screens, marked with ``kafka_health_kind: detector`` so operators know the Python detector says more), and, when
     a tenant SLO rule is among them, a second group with the SLO recording rules they read (``slo_objective``: the

@@ -39,6 +39,7 @@ AVAILABILITY_RECORD = "cluster_tenant:kafka_tenant_availability:ratio_{window}"
 BURN_RECORD = "cluster_tenant:kafka_tenant_slo_burn_rate:{window}"
 PROBE_FAILURES = "error|lost"  # kafka_probe_messages_total results that make a minute bad
 
+
 def _sel(metric_key: str, *matchers: str) -> str:
     inner = ", ".join(m for m in matchers if m)
     return f"{M[metric_key]}{{{inner}}}" if inner else M[metric_key]
@@ -51,19 +52,27 @@ def minute_expr(*, cluster: str = "", tenant: str = "") -> str:
     failed = f'result=~"{PROBE_FAILURES}"'
     # A broker's probe in the minute: 1 if some record failed or was lost, 0 if it ran without failure (should the
     # error series not exist, the ok series says the probe ran), no value if the probe has no series for the broker.
-    probe_bad = (f"(sum by (cluster, broker) (increase({_sel('probe_messages', failed, cluster)}[1m])) > bool 0 "
-                 f"or sum by (cluster, broker) (increase({_sel('probe_messages', cluster)}[1m])) * 0)")
+    probe_bad = (
+        f"(sum by (cluster, broker) (increase({_sel('probe_messages', failed, cluster)}[1m])) > bool 0 "
+        f"or sum by (cluster, broker) (increase({_sel('probe_messages', cluster)}[1m])) * 0)"
+    )
     # Led "during the minute or the one before": a frozen leader is fenced and loses its partitions within about
     # 10 s, while its lost records are decided a probe deadline (20 s) later and scraped after that; with one minute
     # both signals fell into the same minute only if a minute boundary came between them, so such an outage often
     # made no bad minute at all (the restart e2e's freeze: no page in two full CI sessions, a page when alone).
-    leads = (f"(max by (cluster, tenant, broker) (max_over_time({_sel('tenant_partition_leaders', cluster, tenant)}"
-             f"[2m])) > bool 0)")
+    leads = (
+        f"(max by (cluster, tenant, broker) (max_over_time({_sel('tenant_partition_leaders', cluster, tenant)}"
+        f"[2m])) > bool 0)"
+    )
     parts = [
-        (f"max by (cluster, tenant) (max_over_time({_sel('topic_offline_partitions', *tenant_of)}[1m])) > bool 0",
-         "offline"),
-        (f"max by (cluster, tenant) (max_over_time({_sel('topic_under_min_isr', *tenant_of)}[1m])) > bool 0",
-         "under_min_isr"),
+        (
+            f"max by (cluster, tenant) (max_over_time({_sel('topic_offline_partitions', *tenant_of)}[1m])) > bool 0",
+            "offline",
+        ),
+        (
+            f"max by (cluster, tenant) (max_over_time({_sel('topic_under_min_isr', *tenant_of)}[1m])) > bool 0",
+            "under_min_isr",
+        ),
         (f"max by (cluster, tenant) ({probe_bad} * on (cluster, broker) group_right () {leads})", "probe"),
     ]
     union = " or ".join(f'label_replace({expr}, "part", "{name}", "", "")' for expr, name in parts)
@@ -83,17 +92,25 @@ def recording_rules(default_objective: float, interval: str = "1m") -> dict:
     """The rule group ``kafka-health rules export`` writes beside the alerts: each tenant's objective (its contract's
     series, else ``default_objective``: the exporting config's ``slo.objective``), the minute, and availability and
     burn rate per window. Evaluated every minute, so ``avg_over_time`` over a window averages one value per minute."""
-    objective = (f"max by (tenant) ({M['tenant_objective']}) or max by (tenant) ({M['tenant_info']}) * 0 + "
-                 f"{default_objective:g}")
-    rules: list[dict] = [{"record": OBJECTIVE_RECORD, "expr": objective},
-                         {"record": MINUTE_RECORD, "expr": MINUTE_EXPR}]
+    objective = (
+        f"max by (tenant) ({M['tenant_objective']}) or max by (tenant) ({M['tenant_info']}) * 0 + {default_objective:g}"
+    )
+    rules: list[dict] = [
+        {"record": OBJECTIVE_RECORD, "expr": objective},
+        {"record": MINUTE_RECORD, "expr": MINUTE_EXPR},
+    ]
     for w in WINDOWS:
-        rules.append({"record": AVAILABILITY_RECORD.format(window=w),
-                      "expr": f"1 - avg_over_time({MINUTE_RECORD}[{w}])"})
+        rules.append(
+            {"record": AVAILABILITY_RECORD.format(window=w), "expr": f"1 - avg_over_time({MINUTE_RECORD}[{w}])"}
+        )
     for w in WINDOWS:
-        rules.append({"record": BURN_RECORD.format(window=w),
-                      "expr": f"(1 - {AVAILABILITY_RECORD.format(window=w)}) / on (tenant) group_left () "
-                              f"(1 - {OBJECTIVE_RECORD})"})
+        rules.append(
+            {
+                "record": BURN_RECORD.format(window=w),
+                "expr": f"(1 - {AVAILABILITY_RECORD.format(window=w)}) / on (tenant) group_left () "
+                f"(1 - {OBJECTIVE_RECORD})",
+            }
+        )
     return {"name": "kafka-health-tenant-slo", "interval": interval, "rules": rules}
 
 
@@ -106,8 +123,9 @@ class MinuteStatus(str, Enum):
     UNKNOWN = "unknown"
 
 
-def minute_status(*, probe_up: bool, partitions_unavailable: bool, leaders: Iterable[str],
-                  failing_brokers: Iterable[str]) -> MinuteStatus:
+def minute_status(
+    *, probe_up: bool, partitions_unavailable: bool, leaders: Iterable[str], failing_brokers: Iterable[str]
+) -> MinuteStatus:
     """One minute of one tenant on one cluster, as ``MINUTE_EXPR`` judges it. ``probe_up``: up the whole minute;
     ``partitions_unavailable``: one of its partitions offline or under min ISR; ``leaders``: brokers that led its
     partitions; ``failing_brokers``: brokers whose probe failed in the minute."""
@@ -161,5 +179,9 @@ class TenantSlo:
     @classmethod
     def of(cls, *, objective: float, window_days: int, avail: float | None) -> TenantSlo:
         remaining = None if avail is None else round(error_budget_remaining(avail, objective), 6)
-        return cls(objective=objective, window=f"{window_days}d",
-                   availability=None if avail is None else round(avail, 6), error_budget_remaining=remaining)
+        return cls(
+            objective=objective,
+            window=f"{window_days}d",
+            availability=None if avail is None else round(avail, 6),
+            error_budget_remaining=remaining,
+        )

@@ -52,8 +52,12 @@ def advance(
         )
         if prev is None or prev.state in (AlertState.INACTIVE, AlertState.RESOLVED):
             # a new incident starts with a new instance: nothing of it has been told yet
-            base = Instance(rule=rule.name, labels=dict(labels if labels is not None else prev.labels),  # type: ignore[union-attr]  # no prev: labels given
-                            state=AlertState.PENDING, severity=rule.severity)
+            base = Instance(
+                rule=rule.name,
+                labels=dict(labels if labels is not None else prev.labels),  # type: ignore[union-attr]  # no prev: labels given
+                state=AlertState.PENDING,
+                severity=rule.severity,
+            )
             inst = base.evolve(active_at=now, fired_at=None, resolved_at=None, **fresh)
             if for_ <= timedelta(0):
                 return inst.evolve(state=AlertState.FIRING, fired_at=now)
@@ -95,8 +99,11 @@ def decide(inst: Instance, now: datetime, *, resend_seconds: float | None = None
         # alerts whatever Alertmanager's silences say): else Alertmanager times its copy out and reports a false
         # resolve, and the end of the silence pages again. Refreshes never go to webhooks
         # (alerts.notify.targets_for).
-        elif (resend_seconds is not None and inst.last_sent_at is not None
-              and now - inst.last_sent_at >= timedelta(seconds=resend_seconds)):
+        elif (
+            resend_seconds is not None
+            and inst.last_sent_at is not None
+            and now - inst.last_sent_at >= timedelta(seconds=resend_seconds)
+        ):
             decision = Decision.REFRESH
         else:
             decision = Decision.NONE
@@ -107,4 +114,3 @@ def decide(inst: Instance, now: datetime, *, resend_seconds: float | None = None
     if decision is Decision.NONE:
         return inst, decision
     return inst.evolve(notified_state=inst.state, last_sent_at=now), decision
-

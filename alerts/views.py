@@ -103,18 +103,38 @@ def _iso(dt: datetime | None) -> str | None:
 
 
 def alert_json(row: AlertInstance) -> dict:
-    return {"fingerprint": row.fingerprint, "alertname": row.rule, "state": row.state, "severity": row.severity,
-            "cluster": row.cluster, "broker": row.broker, "tenant": row.tenant, "labels": row.labels,
-            "annotations": row.annotations, "evidence": row.evidence, "value": row.value,
-            "active_at": _iso(row.active_at), "fired_at": _iso(row.fired_at), "resolved_at": _iso(row.resolved_at),
-            "muted_by": row.muted_by}
+    return {
+        "fingerprint": row.fingerprint,
+        "alertname": row.rule,
+        "state": row.state,
+        "severity": row.severity,
+        "cluster": row.cluster,
+        "broker": row.broker,
+        "tenant": row.tenant,
+        "labels": row.labels,
+        "annotations": row.annotations,
+        "evidence": row.evidence,
+        "value": row.value,
+        "active_at": _iso(row.active_at),
+        "fired_at": _iso(row.fired_at),
+        "resolved_at": _iso(row.resolved_at),
+        "muted_by": row.muted_by,
+    }
 
 
 def silence_json(row: Silence, now: datetime) -> dict:
     starts, ends = row.starts_at, row.ends_at
     state = "expired" if ends <= now else "active" if starts <= now else "pending"
-    return {"id": row.id, "matchers": row.matchers, "starts_at": _iso(starts), "ends_at": _iso(ends),
-            "created_by": row.created_by, "comment": row.comment, "tenant": row.tenant, "state": state}
+    return {
+        "id": row.id,
+        "matchers": row.matchers,
+        "starts_at": _iso(starts),
+        "ends_at": _iso(ends),
+        "created_by": row.created_by,
+        "comment": row.comment,
+        "tenant": row.tenant,
+        "state": state,
+    }
 
 
 def _alerts_page(db_session: Session, tenant: str | None, state: StateParam | None, paging: Paging) -> Page:
@@ -123,15 +143,25 @@ def _alerts_page(db_session: Session, tenant: str | None, state: StateParam | No
     if tenant is not None:
         # A tenant deleted since its token was checked owns nothing but what is labelled with its name.
         owner = tenant_service.get_config(db_session=db_session, name=tenant) or repo.Owner(tenant)
-    rows = repo.list_instances(session=db_session, tenant=owner, state=AlertState(state) if state else None,
-                               after=paging.after, limit=paging.limit + 1)
+    rows = repo.list_instances(
+        session=db_session,
+        tenant=owner,
+        state=AlertState(state) if state else None,
+        after=paging.after,
+        limit=paging.limit + 1,
+    )
     return page_of(rows, paging, key=lambda r: r.fingerprint, convert=alert_json)
 
 
-@router.get("/api/v1/alerts", response_model=Page[AlertInstanceRead], operation_id="listAlerts",
-            summary="Alert instances (operators: every one; a tenant token: its tenant's)")
-def list_alerts(db_session: DbSession, principal: CurrentPrincipal, paging: PagingParams,
-                state: StateParam | None = None) -> Page:
+@router.get(
+    "/api/v1/alerts",
+    response_model=Page[AlertInstanceRead],
+    operation_id="listAlerts",
+    summary="Alert instances (operators: every one; a tenant token: its tenant's)",
+)
+def list_alerts(
+    db_session: DbSession, principal: CurrentPrincipal, paging: PagingParams, state: StateParam | None = None
+) -> Page:
     """Pending, firing and resolved alert instances (resolved ones are kept 7 days), a page at a time. Each carries
     its labels, annotations (summary, description, runbook_url), evidence and state times. An operator token lists
     every instance; a tenant token lists its own tenant's only, with other tenants' clients scrubbed from labels
@@ -139,12 +169,18 @@ def list_alerts(db_session: DbSession, principal: CurrentPrincipal, paging: Pagi
     return _alerts_page(db_session, None if principal.is_operator else principal.tenant, state, paging)
 
 
-@router.get("/api/v1/tenants/{tenant}/alerts", response_model=Page[AlertInstanceRead],
-            operation_id="listTenantAlerts",
-            summary="This tenant's alert instances (the same answer as /alerts with its token)")
-def tenant_alerts(name: TenantName, db_session: DbSession, paging: PagingParams,
-                  state: Annotated[StateParam | None, Query(description="only instances in this state")] = None
-                  ) -> Page:
+@router.get(
+    "/api/v1/tenants/{tenant}/alerts",
+    response_model=Page[AlertInstanceRead],
+    operation_id="listTenantAlerts",
+    summary="This tenant's alert instances (the same answer as /alerts with its token)",
+)
+def tenant_alerts(
+    name: TenantName,
+    db_session: DbSession,
+    paging: PagingParams,
+    state: Annotated[StateParam | None, Query(description="only instances in this state")] = None,
+) -> Page:
     """The alert instances attributed to one tenant, optionally only those in one state. A tenant token may ask
     for its own tenant only: any other name answers 404, as an unknown one does."""
     if tenant_service.get(db_session=db_session, name=name) is None:
@@ -152,8 +188,13 @@ def tenant_alerts(name: TenantName, db_session: DbSession, paging: PagingParams,
     return _alerts_page(db_session, name, state, paging)
 
 
-@router.post("/api/v1/silences", status_code=201, response_model=SilenceRead, operation_id="createSilence",
-             summary="Silence the alerts that match some labels for a while")
+@router.post(
+    "/api/v1/silences",
+    status_code=201,
+    response_model=SilenceRead,
+    operation_id="createSilence",
+    summary="Silence the alerts that match some labels for a while",
+)
 def create_silence(body: SilenceIn, request: Request, principal: Principal = Depends(current_principal)) -> dict:
     """Create a silence: label matchers (`=`, `!=`, `=~`, `!~`; regexes are RE2, fully matched, as in
     Alertmanager) and an end (`ends_at`, or `duration_seconds` from `starts_at`, default now). Matching alerts
@@ -184,8 +225,10 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
             try:
                 compile_regex(m["value"])
             except PatternError as exc:
-                raise Invalid(f"invalid regex (RE2 syntax, at most {MAX_REGEX_LENGTH} characters): {exc}",
-                              field=f"matchers[{i}].value") from None
+                raise Invalid(
+                    f"invalid regex (RE2 syntax, at most {MAX_REGEX_LENGTH} characters): {exc}",
+                    field=f"matchers[{i}].value",
+                ) from None
     tenant = None
     if not principal.is_operator:
         tenant = principal.tenant
@@ -194,36 +237,59 @@ def create_silence(body: SilenceIn, request: Request, principal: Principal = Dep
                 raise NotFound(TENANT_NOT_FOUND)
         # A tenant's silence can only ever match its own alerts.
         matchers = [m for m in matchers if m["name"] != "tenant"] + [
-            {"name": "tenant", "value": tenant, "is_regex": False, "is_equal": True}]
+            {"name": "tenant", "value": tenant, "is_regex": False, "is_equal": True}
+        ]
     if all(m["value"] in ("", ".*") and (m["is_regex"] or not m["is_equal"]) for m in matchers):
         raise Invalid("a silence must match something specific", field="matchers")
     with request.app.state.store.session() as s:
         if tenant is not None:
             n = repo.count_unexpired_silences(tenant, now=now, session=s)
             if n >= MAX_ACTIVE_SILENCES_PER_TENANT:
-                raise Conflict(f"the tenant has {n} active or pending silences, the most allowed "
-                               f"({MAX_ACTIVE_SILENCES_PER_TENANT}): expire some (DELETE /api/v1/silences/{{id}}) "
-                               f"or widen one")
-        row = repo.create_silence(matchers, starts, ends, created_by=principal.token_id, comment=body.comment,
-                                  tenant=tenant, now=now, session=s)
+                raise Conflict(
+                    f"the tenant has {n} active or pending silences, the most allowed "
+                    f"({MAX_ACTIVE_SILENCES_PER_TENANT}): expire some (DELETE /api/v1/silences/{{id}}) "
+                    f"or widen one"
+                )
+        row = repo.create_silence(
+            matchers,
+            starts,
+            ends,
+            created_by=principal.token_id,
+            comment=body.comment,
+            tenant=tenant,
+            now=now,
+            session=s,
+        )
         return silence_json(row, now)
 
 
-@router.get("/api/v1/silences", response_model=Page[SilenceRead], operation_id="listSilences",
-            summary="Silences, active, pending and expired")
-def list_silences(request: Request, paging: PagingParams,
-                  principal: Principal = Depends(current_principal)) -> Page:
+@router.get(
+    "/api/v1/silences",
+    response_model=Page[SilenceRead],
+    operation_id="listSilences",
+    summary="Silences, active, pending and expired",
+)
+def list_silences(request: Request, paging: PagingParams, principal: Principal = Depends(current_principal)) -> Page:
     """Silences with their matchers, times and state (pending, active, expired), a page at a time. An operator
     token lists every silence; a tenant token lists its tenant's."""
     now = request_now(request)
     with request.app.state.store.session() as s:
-        rows = repo.list_silences(session=s, tenant=principal.tenant, all_tenants=principal.is_operator,
-                                  limit=paging.limit + 1, after_id=paging.after)
+        rows = repo.list_silences(
+            session=s,
+            tenant=principal.tenant,
+            all_tenants=principal.is_operator,
+            limit=paging.limit + 1,
+            after_id=paging.after,
+        )
         return page_of(rows, paging, key=lambda r: r.id, convert=lambda r: silence_json(r, now))
 
 
-@router.delete("/api/v1/silences/{silence_id}", response_model=SilenceRead, operation_id="expireSilence",
-               summary="End a silence now")
+@router.delete(
+    "/api/v1/silences/{silence_id}",
+    response_model=SilenceRead,
+    operation_id="expireSilence",
+    summary="End a silence now",
+)
 def expire_silence(silence_id: str, request: Request, principal: Principal = Depends(current_principal)) -> dict:
     """Expire the silence (it is kept, expired, for the record) and answer it. Alerts it held back are notified
     at the next evaluation if they still fire. A tenant token may expire its tenant's silences only (404

@@ -78,8 +78,7 @@ def main() -> int:
             "metadata": lambda a: a.cluster(timeout=timeout),
             "groups (list + describe)": lambda a: a.groups(timeout=timeout),
             "one group's offsets": lambda a: a.committed(["bench.admin-0"], timeout=timeout, group_timeout=timeout),
-            "high watermarks (6)": lambda a: a.high_watermarks([("bench.admin", p) for p in range(6)],
-                                                               timeout=timeout),
+            "high watermarks (6)": lambda a: a.high_watermarks([("bench.admin", p) for p in range(6)], timeout=timeout),
         }
         times = {(name, kind): [] for name in calls for kind in ("in-process", "isolated")}
         for _ in range(args.reps):
@@ -91,9 +90,12 @@ def main() -> int:
         isolated.close()
 
         tenants = TenantLookup(None, cluster.name)
-        collectors = {"in-process": AdminCollector(cluster, tenants=tenants,
-                                                   admin_factory=lambda c: KafkaAdmin(settings, timeout=timeout)),
-                      "isolated": AdminCollector(cluster, tenants=tenants)}
+        collectors = {
+            "in-process": AdminCollector(
+                cluster, tenants=tenants, admin_factory=lambda c: KafkaAdmin(settings, timeout=timeout)
+            ),
+            "isolated": AdminCollector(cluster, tenants=tenants),
+        }
         rounds = {k: [] for k in collectors}
         for ac in collectors.values():
             ac.collect_target(ac.targets()[0], now=time.time())  # creates the client (and the child)
@@ -107,15 +109,18 @@ def main() -> int:
             ac.close()
 
         print(f"load average {os.getloadavg()[0]:.1f}; {args.groups} groups; {args.reps} repetitions")
-        print(f"child start (spawn, imports, client): median {statistics.median(starts) * 1000:.0f} ms, "
-              f"max {max(starts) * 1000:.0f} ms")
+        print(
+            f"child start (spawn, imports, client): median {statistics.median(starts) * 1000:.0f} ms, "
+            f"max {max(starts) * 1000:.0f} ms"
+        )
         print(f"{'call':28} {'in-process ms':>16} {'isolated ms':>16} {'ratio':>6}")
-        rows = [(name, times[(name, 'in-process')], times[(name, 'isolated')]) for name in calls]
+        rows = [(name, times[(name, "in-process")], times[(name, "isolated")]) for name in calls]
         rows.append(("whole Admin round", rounds["in-process"], rounds["isolated"]))
         for name, a, b in rows:
             ma, mb = statistics.median(a) * 1000, statistics.median(b) * 1000
-            print(f"{name:28} {ma:8.1f} (p90 {_p90(a) * 1000:5.1f}) {mb:8.1f} (p90 {_p90(b) * 1000:5.1f}) "
-                  f"{mb / ma:6.2f}")
+            print(
+                f"{name:28} {ma:8.1f} (p90 {_p90(a) * 1000:5.1f}) {mb:8.1f} (p90 {_p90(b) * 1000:5.1f}) {mb / ma:6.2f}"
+            )
     finally:
         if args.down:
             stack.down()

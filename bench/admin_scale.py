@@ -49,8 +49,14 @@ def _setup_groups(servers: str, start: int, end: int) -> float:
     topics = [f"scale.t{i}" for i in range(TOPICS)]
     _create(admin, [NewTopic(t, num_partitions=PARTS_PER_GROUP, replication_factor=1) for t in topics])
     t0 = time.monotonic()
-    _commit(admin, {f"scale.g{g}": [TopicPartition(topics[g % TOPICS], p, 1) for p in range(PARTS_PER_GROUP)]
-                    for g in range(start, end)}, ConsumerGroupTopicPartitions)
+    _commit(
+        admin,
+        {
+            f"scale.g{g}": [TopicPartition(topics[g % TOPICS], p, 1) for p in range(PARTS_PER_GROUP)]
+            for g in range(start, end)
+        },
+        ConsumerGroupTopicPartitions,
+    )
     return time.monotonic() - t0
 
 
@@ -64,11 +70,22 @@ def _setup_partitions(servers: str, have: int, want: int) -> float:
     t0 = time.monotonic()
     first, last = have // PARTS_PER_TOPIC, want // PARTS_PER_TOPIC
     for i in range(first, last, 50):  # 1,000 partitions a request: the controller answers within the timeout
-        _create(admin, [NewTopic(f"scale.p{j}", num_partitions=PARTS_PER_TOPIC, replication_factor=1)
-                        for j in range(i, min(last, i + 50))])
+        _create(
+            admin,
+            [
+                NewTopic(f"scale.p{j}", num_partitions=PARTS_PER_TOPIC, replication_factor=1)
+                for j in range(i, min(last, i + 50))
+            ],
+        )
     _settle(servers, want)
-    _commit(admin, {f"scale.g{i}": [TopicPartition(f"scale.p{i}", p, 1) for p in range(PARTS_PER_TOPIC)]
-                    for i in range(first, last)}, ConsumerGroupTopicPartitions)
+    _commit(
+        admin,
+        {
+            f"scale.g{i}": [TopicPartition(f"scale.p{i}", p, 1) for p in range(PARTS_PER_TOPIC)]
+            for i in range(first, last)
+        },
+        ConsumerGroupTopicPartitions,
+    )
     return time.monotonic() - t0
 
 
@@ -79,8 +96,10 @@ def _room(stack, partitions: int) -> str:
 
     per_broker = (partitions + TOPICS * PARTS_PER_GROUP) // 3
     if per_broker > HEAP_PARTITIONS:
-        return (f"{per_broker:,} partitions a broker; the stack's brokers have {HEAP['broker']} of heap "
-                f"(monitor/stack/kafka.py), which ran out at about 11,700 partitions a broker (OutOfMemoryError)")
+        return (
+            f"{per_broker:,} partitions a broker; the stack's brokers have {HEAP['broker']} of heap "
+            f"(monitor/stack/kafka.py), which ran out at about 11,700 partitions a broker (OutOfMemoryError)"
+        )
     for name in (n for n in stack.component_names() if n.startswith("broker-")):
         pid = stack.procs.owned_pid(name)
         if pid is None:
@@ -105,8 +124,11 @@ def _settle(servers: str, want: int, limit: float = 900.0) -> None:
 
     admin, end, have = KafkaAdmin({"bootstrap.servers": servers}, timeout=60.0), time.monotonic() + limit, 0
     while time.monotonic() < end:
-        parts = [(p.topic, p.partition) for p in admin.cluster(timeout=60.0).partitions
-                 if p.topic.startswith("scale.p") and p.leader >= 0]
+        parts = [
+            (p.topic, p.partition)
+            for p in admin.cluster(timeout=60.0).partitions
+            if p.topic.startswith("scale.p") and p.leader >= 0
+        ]
         if len(parts) >= want:
             have = len(admin.high_watermarks(parts, timeout=60.0))
             if have >= want:
@@ -128,8 +150,9 @@ def _commit(admin, offsets: dict, ConsumerGroupTopicPartitions) -> None:
     """AlterConsumerGroupOffsets, 500 groups in flight (one group a call in confluent-kafka)."""
     window: list = []
     for gid, tps in offsets.items():
-        window.append(admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(gid, tps)],
-                                                         request_timeout=120)[gid])
+        window.append(
+            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(gid, tps)], request_timeout=120)[gid]
+        )
         if len(window) >= 500:
             for f in window:
                 f.result(120)
@@ -145,8 +168,9 @@ def measure(servers: str, rounds: int) -> dict:
     from collectors.catalog import TenantLookup
     from monitor.core.config import BrokerTarget, ClusterConfig, JmxSettings
 
-    cluster = ClusterConfig(name="scale", bootstrap_servers=servers, jmx=JmxSettings(),
-                            brokers=tuple(BrokerTarget(id=b) for b in (1, 2, 3)))
+    cluster = ClusterConfig(
+        name="scale", bootstrap_servers=servers, jmx=JmxSettings(), brokers=tuple(BrokerTarget(id=b) for b in (1, 2, 3))
+    )
     ac = AdminCollector(cluster, tenants=TenantLookup(None, "scale"), interval=INTERVAL)
     target = ac.targets()[0]
     ac.collect_target(target, now=time.time())  # starts the child process, reads min ISR of every topic
@@ -155,8 +179,9 @@ def measure(servers: str, rounds: int) -> dict:
         t0 = time.monotonic()
         r = ac.collect_target(target, now=time.time())
         out["round"].append(time.monotonic() - t0)
-        out["lag_groups"].append(len({dict(s.labels)["group"] for s in r.samples
-                                      if s.name == "kafka_consumergroup_lag"}))
+        out["lag_groups"].append(
+            len({dict(s.labels)["group"] for s in r.samples if s.name == "kafka_consumergroup_lag"})
+        )
         out["skipped"].append(sum(s.value for s in r.samples if s.name == "kafka_health_admin_skipped_groups"))
         out["dropped"].append(sum(c.series for c in getattr(r, "cuts", ())))
         out["message"].append(r.message[:200])
@@ -177,8 +202,9 @@ def measure(servers: str, rounds: int) -> dict:
     out["min_isr_topics"] = len(admin.min_insync_replicas(topics, timeout=60.0))
     out["min_isr"] = time.monotonic() - t0
     t0 = time.monotonic()
-    out["watermarks_read"] = len(admin.high_watermarks([(p.topic, p.partition) for p in state.partitions],
-                                                       timeout=60.0))
+    out["watermarks_read"] = len(
+        admin.high_watermarks([(p.topic, p.partition) for p in state.partitions], timeout=60.0)
+    )
     out["watermarks"] = time.monotonic() - t0
     # What describing every group costs (the round describes only the non-empty ones; these groups are all empty).
     import concurrent.futures
@@ -195,8 +221,13 @@ def measure(servers: str, rounds: int) -> dict:
 
 def _run(tree: Path, servers: str, rounds: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run([sys.executable, __file__, "--measure", servers, "--rounds", str(rounds), "--tree",
-                           str(tree)], env=env, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--measure", servers, "--rounds", str(rounds), "--tree", str(tree)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"measuring {tree} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -204,10 +235,12 @@ def _run(tree: Path, servers: str, rounds: int) -> dict:
 
 def _row(label: str, what: str, m: dict) -> str:
     med = statistics.median
-    return (f"{label:>22} {what:>9} {med(m['round']):7.2f} s ({min(m['round']):5.2f}-{max(m['round']):5.2f}) "
-            f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
-            f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
-            f"partitions | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB")
+    return (
+        f"{label:>22} {what:>9} {med(m['round']):7.2f} s ({min(m['round']):5.2f}-{max(m['round']):5.2f}) "
+        f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
+        f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
+        f"partitions | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB"
+    )
 
 
 def main() -> int:
@@ -234,17 +267,24 @@ def main() -> int:
     stack.up()
     servers = stack.config().clusters[0].bootstrap_servers
     old = Path(tempfile.mkdtemp(prefix="kh-admin-baseline-"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "collectors", "monitor"],
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", args.baseline, "collectors", "monitor"], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
-    print(f"load average {os.getloadavg()[0]:.1f} (2 cores shared); {args.rounds} rounds a level after a warm-up; "
-          f"baseline {args.baseline}; groups on 6 partitions of {TOPICS} topics; interval {INTERVAL:g} s",
-          flush=True)
-    print(f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
-          f"{'meta':>6} {'minISR':>6} {'watermarks':<27} | describe all | collector + Admin child RSS", flush=True)
+    print(
+        f"load average {os.getloadavg()[0]:.1f} (2 cores shared); {args.rounds} rounds a level after a warm-up; "
+        f"baseline {args.baseline}; groups on 6 partitions of {TOPICS} topics; interval {INTERVAL:g} s",
+        flush=True,
+    )
+    print(
+        f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
+        f"{'meta':>6} {'minISR':>6} {'watermarks':<27} | describe all | collector + Admin child RSS",
+        flush=True,
+    )
     have_groups = have_parts = 0
-    levels = [("groups", int(n)) for n in args.groups.split(",") if n] + \
-             [("partitions", int(n)) for n in args.partitions.split(",") if n]
+    levels = [("groups", int(n)) for n in args.groups.split(",") if n] + [
+        ("partitions", int(n)) for n in args.partitions.split(",") if n
+    ]
     try:
         for kind, n in levels:
             try:

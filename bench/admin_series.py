@@ -48,33 +48,55 @@ SCENARIOS = [
 
 
 def round_samples(groups: int, members: int, partitions: int, topics: int, skewed: bool) -> list[Sample]:
-    lookup = TenantLookup(TenantIndex([TenantConfig(name=f"t{i}", selectors=(
-        TenantSelector(cluster="c1", topic_prefixes=(f"t{i}.",), group_prefixes=(f"t{i}-",)),))
-        for i in range(TENANTS)]), "c1")
+    lookup = TenantLookup(
+        TenantIndex(
+            [
+                TenantConfig(
+                    name=f"t{i}",
+                    selectors=(TenantSelector(cluster="c1", topic_prefixes=(f"t{i}.",), group_prefixes=(f"t{i}-",)),),
+                )
+                for i in range(TENANTS)
+            ]
+        ),
+        "c1",
+    )
     names = [f"t{i % TENANTS}.topic{i}" for i in range(topics)]
     per_topic = partitions // topics
-    state = ClusterState((1, 2, 3), 1, tuple(PartitionState(t, p, p % 3 + 1, (1, 2, 3), (1, 2, 3))
-                                             for t in names for p in range(per_topic)), {t: 2 for t in names})
+    state = ClusterState(
+        (1, 2, 3),
+        1,
+        tuple(PartitionState(t, p, p % 3 + 1, (1, 2, 3), (1, 2, 3)) for t in names for p in range(per_topic)),
+        {t: 2 for t in names},
+    )
     offsets, watermarks = [], {}
     for g in range(groups):
         tps = [(names[g % topics], p % per_topic) for p in range(PARTS_PER_GROUP)]
         assigned = tuple((f"client-{g}-{m}", f"/10.0.{m}.1", tuple(tps[m::members])) for m in range(members))
         big = groups - 50 * (TENANTS - 1)
         tenant = (0 if g < big else 1 + (g - big) // 50) if skewed else g % TENANTS
-        info = GroupInfo(f"t{tenant}-g{g}", "stable" if members else "empty", members,
-                         member_clients=tuple((c, h) for c, h, _ in assigned), member_assignments=assigned)
+        info = GroupInfo(
+            f"t{tenant}-g{g}",
+            "stable" if members else "empty",
+            members,
+            member_clients=tuple((c, h) for c, h, _ in assigned),
+            member_assignments=assigned,
+        )
         offsets.append(GroupOffsets(info, {tp: 100 for tp in tps}))
         watermarks.update({tp: 200 for tp in tps})
     base = (("cluster", "c1"),)
-    return (cluster_samples(state, base=base, configured=(1, 2, 3), tenants=lookup)
-            + group_samples(offsets, watermarks, WatermarkHistory(), now=0.0, base=base, tenants=lookup))
+    return cluster_samples(state, base=base, configured=(1, 2, 3), tenants=lookup) + group_samples(
+        offsets, watermarks, WatermarkHistory(), now=0.0, base=base, tenants=lookup
+    )
 
 
 def lag_kept(samples: list[Sample], kept: tuple[Sample, ...] | list[Sample]) -> tuple[int, int]:
     """(groups with a lag series, tenants owning groups of which none has one) in ``kept``."""
+
     def owners(series: tuple[Sample, ...] | list[Sample]) -> dict[str, str]:
-        return {dict(x.labels)["group"]: dict(x.labels)["tenant"] for x in series
-                if x.name == "kafka_consumergroup_lag"}
+        return {
+            dict(x.labels)["group"]: dict(x.labels)["tenant"] for x in series if x.name == "kafka_consumergroup_lag"
+        }
+
     everyone, left = owners(samples), owners(kept)
     return len(left), len(set(everyone.values()) - set(left.values()))
 
@@ -82,8 +104,10 @@ def lag_kept(samples: list[Sample], kept: tuple[Sample, ...] | list[Sample]) -> 
 def main() -> None:
     print("* skewed: one tenant owns all groups but 50 of each of the 19 others, listed first")
     default_cap = f"default {DEFAULT_MAX_SERIES_PER_TARGET}"
-    print(f"{'groups':>7} {'members':>7} {'partitions':>10} {'topics':>6} {'series':>8} | groups with lag (tenants "
-          f"without any): {'old code, cap 20k':>17} {'this policy, 20k':>16} {default_cap:>15} | cap ms")
+    print(
+        f"{'groups':>7} {'members':>7} {'partitions':>10} {'topics':>6} {'series':>8} | groups with lag (tenants "
+        f"without any): {'old code, cap 20k':>17} {'this policy, 20k':>16} {default_cap:>15} | cap ms"
+    )
     for groups, members, partitions, topics, skewed in SCENARIOS:
         samples = round_samples(groups, members, partitions, topics, skewed)
         old = lag_kept(samples, samples[:OLD_CAP])  # before: the first series in the round's order
@@ -94,8 +118,10 @@ def main() -> None:
         default = lag_kept(samples, cap(samples, DEFAULT_MAX_SERIES_PER_TARGET).kept)
         cols = [f"{g} ({t})" for g, t in (old, new, default)]
         mark = "*" if skewed else " "
-        print(f"{groups:>6}{mark} {members:>7} {partitions:>10} {topics:>6} {len(samples):>8} | {'':>30}"
-              f"{cols[0]:>17} {cols[1]:>16} {cols[2]:>15} | {ms:>6.0f}")
+        print(
+            f"{groups:>6}{mark} {members:>7} {partitions:>10} {topics:>6} {len(samples):>8} | {'':>30}"
+            f"{cols[0]:>17} {cols[1]:>16} {cols[2]:>15} | {ms:>6.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -25,17 +25,25 @@ from monitor.advisor.types import ClientSample, ClusterSample, Snapshot
 
 
 def snapshot(n: int, rnd: random.Random) -> Snapshot:
-    clients = tuple(ClientSample(
-        cluster="c", user="", client_id=f"t{i % 50}-app-{i}", tenant=f"t{i % 50}",
-        produce_bytes_per_second=rnd.uniform(1e4, 1e6), request_time_ratio=rnd.uniform(0.001, 0.02)
-        if i % 20 else rnd.uniform(0.1, 0.3)) for i in range(n))
-    return Snapshot(cluster=ClusterSample(cluster="c", window_seconds=600, requests_per_second=1000.0),
-                    clients=clients)
+    clients = tuple(
+        ClientSample(
+            cluster="c",
+            user="",
+            client_id=f"t{i % 50}-app-{i}",
+            tenant=f"t{i % 50}",
+            produce_bytes_per_second=rnd.uniform(1e4, 1e6),
+            request_time_ratio=rnd.uniform(0.001, 0.02) if i % 20 else rnd.uniform(0.1, 0.3),
+        )
+        for i in range(n)
+    )
+    return Snapshot(cluster=ClusterSample(cluster="c", window_seconds=600, requests_per_second=1000.0), clients=clients)
 
 
 def naive_norms(values: dict[str, float], default: float) -> dict[str, float]:
-    return {k: statistics.median_low([v for j, v in values.items() if j != k]) if len(values) > 1 else default
-            for k in values}
+    return {
+        k: statistics.median_low([v for j, v in values.items() if j != k]) if len(values) > 1 else default
+        for k in values
+    }
 
 
 def median_seconds(fn, repeat: int) -> float:

@@ -94,20 +94,36 @@ class SyntheticSource:
         if "vector(1)" in expr:
             return [InstantSample({}, 1.0)]
         if M["topic_size"] in expr and "last_over_time" in expr:
-            return [InstantSample({"cluster": "big", "broker": b, "topic": t}, 1)
-                    for i, t in enumerate(self.topics) for b in self.brokers[i % 7::7][:3]]
+            return [
+                InstantSample({"cluster": "big", "broker": b, "topic": t}, 1)
+                for i, t in enumerate(self.topics)
+                for b in self.brokers[i % 7 :: 7][:3]
+            ]
         if M["topic_size"] in expr:
             return [InstantSample({"cluster": "big", "topic": t}, 1e9) for t in self.topics]
         if M["group_lag_seconds"] in expr:
-            return [InstantSample({"cluster": "big", "group": g, "topic": self.topics[i % len(self.topics)]}, 30.0)
-                    for i, g in enumerate(self.groups)]
+            return [
+                InstantSample({"cluster": "big", "group": g, "topic": self.topics[i % len(self.topics)]}, 30.0)
+                for i, g in enumerate(self.groups)
+            ]
         if 'broker="' in expr:  # per-broker client detail
-            return [InstantSample({"user": f"u{i}", "client_id": f"t{i % 20}-client{i}"}, self.rng.random())
-                    for i in range(20)]
+            return [
+                InstantSample({"user": f"u{i}", "client_id": f"t{i % 20}-client{i}"}, self.rng.random())
+                for i in range(20)
+            ]
         if M["client_connections"] in expr:
-            return [InstantSample({"cluster": "big", "broker": b, "client_software_name": "apache-kafka-java",
-                            "client_software_version": "2.4.0" if int(b) % 50 == 0 else "3.7.0"}, 5)
-                    for b in self.brokers]
+            return [
+                InstantSample(
+                    {
+                        "cluster": "big",
+                        "broker": b,
+                        "client_software_name": "apache-kafka-java",
+                        "client_software_version": "2.4.0" if int(b) % 50 == 0 else "3.7.0",
+                    },
+                    5,
+                )
+                for b in self.brokers
+            ]
         out = []
         for i, b in enumerate(self.brokers):
             v = self._broker_value(expr, i)
@@ -135,8 +151,13 @@ class SyntheticSource:
             return Series(labels, times, tuple(f(i) for i in range(n)))
 
         if M["group_lag"] in expr:
-            return [series({"cluster": "big", "group": g, "topic": self.topics[i % len(self.topics)]},
-                           lambda k, i=i: 100 + (k * 10 if i % 9 == 0 else 0)) for i, g in enumerate(self.groups)]
+            return [
+                series(
+                    {"cluster": "big", "group": g, "topic": self.topics[i % len(self.topics)]},
+                    lambda k, i=i: 100 + (k * 10 if i % 9 == 0 else 0),
+                )
+                for i, g in enumerate(self.groups)
+            ]
         if M["topic_messages_in"] in expr:
             return [series({"cluster": "big", "topic": t}, lambda k: 10.0) for t in self.topics]
         if M["group_members"] in expr:
@@ -146,16 +167,26 @@ class SyntheticSource:
         if M["fs_size"] in expr and M["fs_avail"] not in expr:  # filesystem sizes: constant
             return [series({"cluster": "big", "broker": b, "path": "/data"}, lambda k: 2e12) for b in self.brokers]
         if M["fs_size"] in expr:  # used bytes: sawtooth on most, growth on a few
-            return [series({"cluster": "big", "broker": b, "path": "/data"},
-                           lambda k, i=i: 5e11 + (k * 4e9 if i % 25 == 0 else (k % 30) * 1e9)) for i, b in
-                    enumerate(self.brokers)]
+            return [
+                series(
+                    {"cluster": "big", "broker": b, "path": "/data"},
+                    lambda k, i=i: 5e11 + (k * 4e9 if i % 25 == 0 else (k % 30) * 1e9),
+                )
+                for i, b in enumerate(self.brokers)
+            ]
         if M["request_latency"] in expr:
-            return [series({"cluster": "big", "broker": b, "request": "Produce"},
-                           lambda k, i=i: 0.3 if (i == 5 and k > n - 20) else 0.05 + 0.001 * math.sin(k))
-                    for i, b in enumerate(self.brokers)]
+            return [
+                series(
+                    {"cluster": "big", "broker": b, "request": "Produce"},
+                    lambda k, i=i: 0.3 if (i == 5 and k > n - 20) else 0.05 + 0.001 * math.sin(k),
+                )
+                for i, b in enumerate(self.brokers)
+            ]
         if M["response_queue_size"] in expr:
-            return [series({"cluster": "big", "broker": b}, lambda k, i=i: 80.0 if i % 33 == 0 else 2.0)
-                    for i, b in enumerate(self.brokers)]
+            return [
+                series({"cluster": "big", "broker": b}, lambda k, i=i: 80.0 if i % 33 == 0 else 2.0)
+                for i, b in enumerate(self.brokers)
+            ]
         if M["network_processor_idle"] in expr:
             return [series({"cluster": "big", "broker": b}, lambda k: 0.9 - 0.005 * k) for b in self.brokers]
         return []
@@ -164,9 +195,12 @@ class SyntheticSource:
 def config(tenants: int):
     lines = ["clusters:", "  - name: big", "    bootstrap_servers: localhost:9092", "tenants:"]
     for t in range(tenants):
-        lines += [f"  - name: tenant{t}", f"    selectors: [{{cluster: big, topic_prefixes: [t{t}.],",
-                  f"                 client_id_prefixes: [t{t}-], group_prefixes: [t{t}.]}}]",
-                  f"    contract: {{storage_budget_bytes: {int(5e11)}}}"]
+        lines += [
+            f"  - name: tenant{t}",
+            f"    selectors: [{{cluster: big, topic_prefixes: [t{t}.],",
+            f"                 client_id_prefixes: [t{t}-], group_prefixes: [t{t}.]}}]",
+            f"    contract: {{storage_budget_bytes: {int(5e11)}}}",
+        ]
     return parse_config("\n".join(lines))
 
 
@@ -221,14 +255,21 @@ groups:
 """
 
 SCENARIOS = {  # key: (title, [(engine alert, Prometheus alert)])
-    "kill": ("broker killed", [("KafkaBrokerUnreachable", "PromBrokerDown"),
-                               ("KafkaUnderReplicatedPartitions", "PromUnderReplicatedPartitions"),
-                               ("KafkaOfflinePartitions", "PromOfflinePartitions")]),
+    "kill": (
+        "broker killed",
+        [
+            ("KafkaBrokerUnreachable", "PromBrokerDown"),
+            ("KafkaUnderReplicatedPartitions", "PromUnderReplicatedPartitions"),
+            ("KafkaOfflinePartitions", "PromOfflinePartitions"),
+        ],
+    ),
     "sigstop": ("broker hung", [("KafkaBrokerUnreachable", "PromBrokerDown")]),
     "restart": ("controlled restart", []),  # routine work: pages counted, not timed (Bench.restart)
     "rolling": ("rolling restart", []),
-    "disk": ("log dir filling", [("KafkaDiskFullRisk", "PromDiskFullPredicted"),
-                                 ("KafkaDiskFullRisk", "PromRunningOutOfSpace")]),
+    "disk": (
+        "log dir filling",
+        [("KafkaDiskFullRisk", "PromDiskFullPredicted"), ("KafkaDiskFullRisk", "PromRunningOutOfSpace")],
+    ),
     "lag": ("group stopped", [("KafkaConsumerGroupLag", "PromConsumerGroupLag")]),
     "slow": ("slow reader", [("KafkaResponseQueueBacklog", "PromResponseQueueSize")]),
     "flood": ("tiny produces", [("KafkaRequestHandlerSaturation", "PromRequestHandlerIdle")]),
@@ -265,8 +306,10 @@ class _Observer:
 
         self.stack, self.svc = stack, svc
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self._engine, daemon=True),
-                        threading.Thread(target=self._prom, daemon=True)]
+        self.threads = [
+            threading.Thread(target=self._engine, daemon=True),
+            threading.Thread(target=self._prom, daemon=True),
+        ]
         for th in self.threads:
             th.start()
 
@@ -306,8 +349,16 @@ class Watch(_Observer):
     """First time each alert is seen firing (with ``labels``) after ``t0``, in the engine and in Prometheus. Keeps
     the evidence of the engine's first firing instance, to check whom it blames."""
 
-    def __init__(self, stack, svc, names: set[str], prom_names: set[str], t0: float, labels: dict | None = None,
-                 prom_labels: dict | None = None):
+    def __init__(
+        self,
+        stack,
+        svc,
+        names: set[str],
+        prom_names: set[str],
+        t0: float,
+        labels: dict | None = None,
+        prom_labels: dict | None = None,
+    ):
         self.t0 = t0
         self.labels = labels or {}
         self.prom_labels = self.labels if prom_labels is None else prom_labels
@@ -329,8 +380,11 @@ class Watch(_Observer):
 
     def prometheus_alerts(self, alerts: list[dict]) -> None:
         for a in alerts:
-            if (a["labels"]["alertname"] in self.prom_names and a["state"] == "firing"
-                    and _match(a["labels"], self.prom_labels)):
+            if (
+                a["labels"]["alertname"] in self.prom_names
+                and a["state"] == "firing"
+                and _match(a["labels"], self.prom_labels)
+            ):
                 self.first.setdefault(a["labels"]["alertname"], time.monotonic() - self.t0)
 
     def wait(self, timeout: float, *, grace: float | None = None, until=None) -> dict[str, float]:
@@ -358,8 +412,9 @@ class Pages(_Observer):
 
         # what already fired before the work began (e.g. an unclean election's 30 min keep_firing_for after the
         # crash scenarios) is not the work's doing
-        self.before = {self._key(i.labels) for i in (before.instances.values() if before else ())
-                       if i.state is AlertState.FIRING}
+        self.before = {
+            self._key(i.labels) for i in (before.instances.values() if before else ()) if i.state is AlertState.FIRING
+        }
         self.firing: set[tuple] = set()
         self.pending: set[tuple] = set()
         self.notified: list[tuple] = []
@@ -381,13 +436,20 @@ class Pages(_Observer):
                 self.firing.add(key)
             elif i.state is AlertState.PENDING:
                 self.pending.add(key)
-        self.notified += [self._key(n.instance.labels) for n in result.notifications
-                          if n.decision is Decision.NOTIFY_FIRING and n.instance.rule != WATCHDOG
-                          and self._key(n.instance.labels) not in self.before]
+        self.notified += [
+            self._key(n.instance.labels)
+            for n in result.notifications
+            if n.decision is Decision.NOTIFY_FIRING
+            and n.instance.rule != WATCHDOG
+            and self._key(n.instance.labels) not in self.before
+        ]
 
     def prometheus_alerts(self, alerts: list[dict]) -> None:
-        self.prom |= {self._key(a["labels"]) for a in alerts
-                      if a["labels"]["alertname"].startswith("Prom") and a["state"] == "firing"}
+        self.prom |= {
+            self._key(a["labels"])
+            for a in alerts
+            if a["labels"]["alertname"].startswith("Prom") and a["state"] == "firing"
+        }
 
     def finish(self, seconds: float) -> None:
         self.stop.wait(seconds)
@@ -432,16 +494,24 @@ class Bench:
         deadline = time.monotonic() + timeout
         while True:
             r = svc.run_once()
-            busy = {i.rule for i in (r.instances.values() if r else ()) if i.rule in names and _match(i.labels, labels)
-                    and i.state in (AlertState.PENDING, AlertState.FIRING)}
+            busy = {
+                i.rule
+                for i in (r.instances.values() if r else ())
+                if i.rule in names and _match(i.labels, labels) and i.state in (AlertState.PENDING, AlertState.FIRING)
+            }
             alerts = httpx.get(f"{self.L.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
-            busy |= {a["labels"]["alertname"] for a in alerts
-                     if a["labels"]["alertname"] in prom and _match(a["labels"], labels)}
+            busy |= {
+                a["labels"]["alertname"]
+                for a in alerts
+                if a["labels"]["alertname"] in prom and _match(a["labels"], labels)
+            }
             if not busy:
                 return
             if time.monotonic() > deadline:
-                raise SystemExit(f"{SCENARIOS[key][0]}: {sorted(busy)} still active {timeout:.0f}s after the last "
-                                 "repetition's fault was removed")
+                raise SystemExit(
+                    f"{SCENARIOS[key][0]}: {sorted(busy)} still active {timeout:.0f}s after the last "
+                    "repetition's fault was removed"
+                )
             if while_waiting:
                 while_waiting()
             time.sleep(5.0)
@@ -451,8 +521,9 @@ class Bench:
         import httpx
 
         deadline = time.monotonic() + timeout
-        while not httpx.get(f"{self.L.prometheus_url}/api/v1/query", params={"query": expr},
-                            timeout=5).json()["data"]["result"]:
+        while not httpx.get(f"{self.L.prometheus_url}/api/v1/query", params={"query": expr}, timeout=5).json()["data"][
+            "result"
+        ]:
             if time.monotonic() > deadline:
                 raise SystemExit(f"not settled within {timeout:.0f}s: {expr}")
             while_waiting()
@@ -467,15 +538,20 @@ class Bench:
             who = f"{blame}={ev.get(blame)} tenant={ev.get('tenant')}" if ev else "-"
             self.blamed.setdefault(key, []).append(who)
             named = f"; {who}"
-        print(f"  {SCENARIOS[key][0]} #{len(self.results[key]) // len(SCENARIOS[key][1])}: "
-              + ", ".join(f"{k} {v:.0f}s" for k, v in sorted(first.items())) + named, flush=True)
+        print(
+            f"  {SCENARIOS[key][0]} #{len(self.results[key]) // len(SCENARIOS[key][1])}: "
+            + ", ".join(f"{k} {v:.0f}s" for k, v in sorted(first.items()))
+            + named,
+            flush=True,
+        )
 
     def create_topic(self, name: str, assignment: list[list[int]]) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.L.bootstrap_servers})  # fresh: see the disk scenario
-        for f in admin.create_topics([NewTopic(name, num_partitions=len(assignment),
-                                               replica_assignment=assignment)], operation_timeout=30).values():
+        for f in admin.create_topics(
+            [NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment)], operation_timeout=30
+        ).values():
             try:
                 f.result(60)
             except Exception as exc:  # reused stack
@@ -508,8 +584,9 @@ class Bench:
             self.quiet("kill", {})
             # The victim coordinates a consumer group, as a real broker coordinates a share of them: describing that
             # group once aborted the collector (librdkafka#4605), and the broker-down alerts lost their data.
-            group = group_coordinated_by(self.L.bootstrap_servers, victim, prefix=f"bench.coordinated-{rep}-",
-                                         topic="bench.rf3")
+            group = group_coordinated_by(
+                self.L.bootstrap_servers, victim, prefix=f"bench.coordinated-{rep}-", topic="bench.rf3"
+            )
             crashes = log.read_text(errors="replace").count("Admin client process died")
             svc = self.service(f"kill-{rep}")
             svc.run_once()  # the engine's state before the fault
@@ -519,10 +596,12 @@ class Bench:
             self.record("kill", watch.wait(240))
             controlled_restart(self.stack, victim)  # waits until the dead JVM's ports are closed, then starts it
             crashes = log.read_text(errors="replace").count("Admin client process died") - crashes
-            self.notes.append(f"broker killed #{rep + 1}: it coordinated group {group}; Admin client process "
-                              f"crashes (a fresh one each time): {crashes}; collector process "
-                              f"{'alive' if self.collector.poll() is None else 'DEAD'}; the engine's cause: "
-                              f"{watch.evidence.get('KafkaBrokerUnreachable', {}).get('cause')}")
+            self.notes.append(
+                f"broker killed #{rep + 1}: it coordinated group {group}; Admin client process "
+                f"crashes (a fresh one each time): {crashes}; collector process "
+                f"{'alive' if self.collector.poll() is None else 'DEAD'}; the engine's cause: "
+                f"{watch.evidence.get('KafkaBrokerUnreachable', {}).get('cause')}"
+            )
             delete_group(self.L.bootstrap_servers, group)
         self.delete_topic("bench.rf1")  # a replication-factor-1 topic makes any restart an outage (it pages)
 
@@ -573,13 +652,21 @@ class Bench:
             pages = Pages(self.stack, svc, svc.run_once())
             took = work()
             pages.finish(120)
-            row = {"took": took, "firing": sorted(pages.firing), "notified": pages.notified,
-                   "pending": sorted(pages.pending), "prom": sorted(pages.prom)}
+            row = {
+                "took": took,
+                "firing": sorted(pages.firing),
+                "notified": pages.notified,
+                "pending": sorted(pages.pending),
+                "prom": sorted(pages.prom),
+            }
             self.routine.setdefault(key, []).append(row)
-            print(f"  {SCENARIOS[key][0]} #{rep + 1}: restarts took {', '.join(f'{x:.0f}s' for x in took)}; engine "
-                  f"firing {row['firing']}, notifications {len(row['notified'])}, pending {row['pending']}; "
-                  f"already firing before, left out: {sorted(pages.before)}; "
-                  f"Prometheus rules firing {row['prom']}", flush=True)
+            print(
+                f"  {SCENARIOS[key][0]} #{rep + 1}: restarts took {', '.join(f'{x:.0f}s' for x in took)}; engine "
+                f"firing {row['firing']}, notifications {len(row['notified'])}, pending {row['pending']}; "
+                f"already firing before, left out: {sorted(pages.before)}; "
+                f"Prometheus rules firing {row['prom']}",
+                flush=True,
+            )
 
     def disk(self) -> None:
         from confluent_kafka import Producer
@@ -624,8 +711,11 @@ class Bench:
             producer.flush(10)
             self.delete_topic("bench.fill")
         self.record("disk", first)
-        print("  free space when each fired: " + ", ".join(
-            f"{k} {v:.0%}" for k, v in sorted(free_at.items(), key=lambda kv: -kv[1])), flush=True)
+        print(
+            "  free space when each fired: "
+            + ", ".join(f"{k} {v:.0%}" for k, v in sorted(free_at.items(), key=lambda kv: -kv[1])),
+            flush=True,
+        )
 
     def lag(self) -> None:
         """A group consumes everything, commits and leaves while production goes on (40 messages/s): the fault
@@ -643,8 +733,15 @@ class Bench:
             labels = {"group": group}
             feed = SteadyProducer(servers, "bench.lag").start()  # ~40 records/s
             try:
-                consumer = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": "bench-lag",
-                                     "auto.offset.reset": "latest", "enable.auto.commit": False})
+                consumer = Consumer(
+                    {
+                        "bootstrap.servers": servers,
+                        "group.id": group,
+                        "client.id": "bench-lag",
+                        "auto.offset.reset": "latest",
+                        "enable.auto.commit": False,
+                    }
+                )
                 consumer.subscribe(["bench.lag"])
                 t_end = time.monotonic() + 60  # consume for a while, caught up: a healthy group
                 got = 0
@@ -660,8 +757,15 @@ class Bench:
                 consumer.close()  # the group stops: no member, no commits
                 t0 = time.monotonic()
                 # STOP is the status of this fault; another one firing first is reported apart (a false status)
-                watch = Watch(self.stack, svc, {"KafkaConsumerGroupLag"}, {"PromConsumerGroupLag"}, t0,
-                              labels={**labels, "status": "STOP"}, prom_labels=labels)
+                watch = Watch(
+                    self.stack,
+                    svc,
+                    {"KafkaConsumerGroupLag"},
+                    {"PromConsumerGroupLag"},
+                    t0,
+                    labels={**labels, "status": "STOP"},
+                    prom_labels=labels,
+                )
                 self.record("lag", watch.wait(300, grace=120), watch, blame="lag_seconds")
                 others = sorted({lbl.get("status", "") for lbl in watch.firing if _match(lbl, labels)} - {"STOP"})
                 if others:
@@ -694,18 +798,30 @@ class Bench:
                 # fast sends a second dilute the slow reader's few slow ones out of the p99 (see docs/alerts.md).
                 healthy = _Reader(self.L.bootstrap_servers, "bench.slow")
                 self.quiet("slow", labels, while_waiting=healthy.poll)
-                self.settled(f'max_over_time(max({M["request_latency"]}{{broker="{victim}",'
-                             f'phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})[3m:15s]) < 0.25', healthy.poll)
+                self.settled(
+                    f'max_over_time(max({M["request_latency"]}{{broker="{victim}",'
+                    f'phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})[3m:15s]) < 0.25',
+                    healthy.poll,
+                )
                 healthy.close()
             svc = self.service(f"slow-{rep}")
             svc.run_once()
             self.link.slow(delay_ms=50, rate="1mbit")
             t0 = time.monotonic()
-            self.link.popen([sys.executable, "-c", SLOW_READER, self.L.client_bootstrap_servers, "bench.slow",
-                             "bench-slow-reader", f"bench.slow-{rep}-{os.getpid()}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            watch = Watch(self.stack, svc, {"KafkaResponseQueueBacklog"}, {"PromResponseQueueSize"}, t0,
-                          labels=labels)
+            self.link.popen(
+                [
+                    sys.executable,
+                    "-c",
+                    SLOW_READER,
+                    self.L.client_bootstrap_servers,
+                    "bench.slow",
+                    "bench-slow-reader",
+                    f"bench.slow-{rep}-{os.getpid()}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            watch = Watch(self.stack, svc, {"KafkaResponseQueueBacklog"}, {"PromResponseQueueSize"}, t0, labels=labels)
             self.record("slow", watch.wait(300, grace=60), watch, blame="slow_client")
             self.link.stop_processes()
             self.link.fast()
@@ -727,8 +843,14 @@ class Bench:
                 svc.run_once()
                 t0 = time.monotonic()
                 with tiny_produce_flood(self.L.bootstrap_servers, "bench.flood", "bench-flood"):
-                    watch = Watch(self.stack, svc, {"KafkaRequestHandlerSaturation"}, {"PromRequestHandlerIdle"}, t0,
-                                  labels=labels)
+                    watch = Watch(
+                        self.stack,
+                        svc,
+                        {"KafkaRequestHandlerSaturation"},
+                        {"PromRequestHandlerIdle"},
+                        t0,
+                        labels=labels,
+                    )
                     first = watch.wait(300, grace=60)
                 self.record("flood", first, watch, blame="busy_client")
         self.delete_topic("bench.flood")
@@ -741,8 +863,15 @@ class _Reader:
     def __init__(self, servers: str, topic: str):
         from confluent_kafka import Consumer
 
-        self.c = Consumer({"bootstrap.servers": servers, "group.id": "bench.healthy", "client.id": "bench-healthy",
-                           "auto.offset.reset": "latest", "fetch.wait.max.ms": 10})
+        self.c = Consumer(
+            {
+                "bootstrap.servers": servers,
+                "group.id": "bench.healthy",
+                "client.id": "bench-healthy",
+                "auto.offset.reset": "latest",
+                "fetch.wait.max.ms": 10,
+            }
+        )
         self.c.subscribe([topic])
 
     def poll(self) -> None:
@@ -781,8 +910,10 @@ def latency(args) -> int:
         # before the stack: its brokers listen on the host side of the link (StackLayout.client_listener_host)
         n = (args.port_base // 10) % 250
         link = slow_link.SlowLink(f"kh{args.port_base}", f"10.232.{n}.1", f"10.232.{n}.2").create()
-    stack = Stack(StackLayout(dir=args.dir, port_base=args.port_base,
-                              client_listener_host=link.host_addr if link else None), log=lambda *_: None)
+    stack = Stack(
+        StackLayout(dir=args.dir, port_base=args.port_base, client_listener_host=link.host_addr if link else None),
+        log=lambda *_: None,
+    )
     already_up = all(s.healthy for s in stack.status())
     if already_up and link is not None:
         print("the stack in --dir is already up: restarting it so its brokers listen on the slow link", flush=True)
@@ -802,18 +933,34 @@ def latency(args) -> int:
         for key, text in VARIANTS.items():
             (tmp / f"{key}-rule.yaml").write_text(text)
             files.append(str(tmp / f"{key}-rule.yaml"))
-        tenant = TenantConfig(name=TENANT, selectors=(TenantSelector(
-            cluster="local", topic_prefixes=("bench.",), group_prefixes=("bench.",), client_id_prefixes=("bench-",)),))
+        tenant = TenantConfig(
+            name=TENANT,
+            selectors=(
+                TenantSelector(
+                    cluster="local",
+                    topic_prefixes=("bench.",),
+                    group_prefixes=("bench.",),
+                    client_id_prefixes=("bench-",),
+                ),
+            ),
+        )
         config = stack.config(tenants=(tenant,), store_url=f"sqlite:///{tmp / 'unused.db'}")
-        config = config.model_copy(update={"rules": RulesSettings(files=tuple(files)),
-                                           "collection": CollectionSettings(interval_seconds=5)})
+        config = config.model_copy(
+            update={"rules": RulesSettings(files=tuple(files)), "collection": CollectionSettings(interval_seconds=5)}
+        )
         # The collectors in their own process, as `serve --role collector` runs beside the engine in production.
         (tmp / "collector.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-        run = ("import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-               "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
-        collector = subprocess.Popen([sys.executable, "-c", run, str(tmp / "collector.yaml")],
-                                     cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
-                                     stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
+        run = (
+            "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
+            "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)"
+        )
+        collector = subprocess.Popen(
+            [sys.executable, "-c", run, str(tmp / "collector.yaml")],
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp / "collector.log", "wb"),
+            start_new_session=True,
+        )
         bench = Bench(args, stack, config, tmp, link, collector)
         time.sleep(30)  # a few scrapes, so every series exists before the first fault
         for key in keys:
@@ -842,9 +989,11 @@ def latency(args) -> int:
         return statistics.median(xs) if xs else None
 
     fmt = lambda v: f"{v:7.0f}s" if v is not None else "  never"  # noqa: E731 - a one-line formatter for the table
-    print(f"\ndetection latency, fault -> firing (median of {args.reps}, 1 for the disk; engine every "
-          f"{config.rules.evaluation_interval_seconds:.0f}s with its own `for`, Prometheus every "
-          f"{L.scrape_interval_seconds}s with `for: 10s`; never = not within the wait)")
+    print(
+        f"\ndetection latency, fault -> firing (median of {args.reps}, 1 for the disk; engine every "
+        f"{config.rules.evaluation_interval_seconds:.0f}s with its own `for`, Prometheus every "
+        f"{L.scrape_interval_seconds}s with `for: 10s`; never = not within the wait)"
+    )
     print(f"  {'scenario':<16} {'engine alert':<31} {'engine':>8} {'Prometheus rule':<30} {'Prom':>8} {'ratio':>6}")
     for key, rows in bench.results.items():
         for e, p in dict.fromkeys((e, p) for e, p, _, _ in rows):
@@ -852,16 +1001,20 @@ def latency(args) -> int:
             ys = [y for a, b, _, y in rows if (a, b) == (e, p)]
             me, mp = med(xs), med(ys)
             ratio = f"{me / mp:5.2f}x" if me and mp else "   n/a"
-            fired = (f"  (engine fired {len(xs) - xs.count(None)}/{len(xs)}, "
-                     f"Prometheus {len(ys) - ys.count(None)}/{len(ys)})")
+            fired = (
+                f"  (engine fired {len(xs) - xs.count(None)}/{len(xs)}, "
+                f"Prometheus {len(ys) - ys.count(None)}/{len(ys)})"
+            )
             print(f"  {SCENARIOS[key][0]:<16} {e:<31} {fmt(me)} {p:<30} {fmt(mp)} {ratio}{fired}")
     for key, rows in bench.routine.items():
         fired = [len(r["firing"]) for r in rows]
         notified = [len(r["notified"]) for r in rows]
         prom = [len([a for a in r["prom"] if dict(a).get("alertname") == "PromBrokerDown"]) for r in rows]
-        print(f"  {SCENARIOS[key][0]:<18} engine: firing {fired}, notifications {notified} (per repetition); "
-              f"Prometheus PromBrokerDown firing {prom}; all Prometheus rules: "
-              f"{sorted({dict(a)['alertname'] for r in rows for a in r['prom']})}")
+        print(
+            f"  {SCENARIOS[key][0]:<18} engine: firing {fired}, notifications {notified} (per repetition); "
+            f"Prometheus PromBrokerDown firing {prom}; all Prometheus rules: "
+            f"{sorted({dict(a)['alertname'] for r in rows for a in r['prom']})}"
+        )
         for r in rows:
             if r["firing"] or r["pending"]:
                 print(f"    engine raised: firing {r['firing']}, pending {r['pending']}")
@@ -876,8 +1029,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--latency", action="store_true", help="detection latency on the real stack (see above)")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS),
-                    help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)")
+    ap.add_argument(
+        "--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, from {','.join(SCENARIOS)} (default: all)"
+    )
     ap.add_argument("--no-disk", dest="disk", action="store_false", help="skip the log-dir scenario")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kafka-health-alerts-bench"))
     ap.add_argument("--port-base", type=int, default=21000)
@@ -892,8 +1046,10 @@ def main() -> int:
     rules = load_rules(cfg.rules)
     full = Engine(cfg, rules, builtin_detectors())
     threshold_only = Engine(cfg, [r for r in rules if r.kind != "detector"], builtin_detectors())
-    print(f"alert engine, one cycle: {args.brokers} brokers, {args.topics} topics, {args.groups} groups, 20 tenants, "
-          f"{len(rules)} rules, {args.cycles} cycles (synthetic in-memory Prometheus)")
+    print(
+        f"alert engine, one cycle: {args.brokers} brokers, {args.topics} topics, {args.groups} groups, 20 tenants, "
+        f"{len(rules)} rules, {args.cycles} cycles (synthetic in-memory Prometheus)"
+    )
     results = {}
     for name, eng in (("threshold rules only (baseline)", threshold_only), ("full catalog", full)):
         src = SyntheticSource(args.brokers, args.topics, args.groups)
@@ -901,8 +1057,10 @@ def main() -> int:
         med = statistics.median(times)
         p90 = sorted(times)[int(0.9 * (len(times) - 1))]
         results[name] = med
-        print(f"  {name:<34} median {med * 1000:8.1f} ms   p90 {p90 * 1000:8.1f} ms   "
-              f"queries/cycle {qpc:6.1f}   firing instances {firing}")
+        print(
+            f"  {name:<34} median {med * 1000:8.1f} ms   p90 {p90 * 1000:8.1f} ms   "
+            f"queries/cycle {qpc:6.1f}   firing instances {firing}"
+        )
     ratio = results["full catalog"] / results["threshold rules only (baseline)"]
     print(f"  ratio full / baseline: {ratio:.2f}x")
     return 0

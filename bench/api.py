@@ -70,27 +70,52 @@ def seed(config, store) -> tuple[list[tuple[str, str]], float]:
     with store.session() as s:
         for i in range(N_TENANTS):
             name = f"tenant-{i:04d}"
-            cfg = TenantConfig(name=name, selectors=[{
-                "cluster": CLUSTERS[i % len(CLUSTERS)], "topic_prefixes": [f"{name}."],
-                "group_prefixes": [f"{name}-"], "client_id_prefixes": [f"{name}-"]}])
+            cfg = TenantConfig(
+                name=name,
+                selectors=[
+                    {
+                        "cluster": CLUSTERS[i % len(CLUSTERS)],
+                        "topic_prefixes": [f"{name}."],
+                        "group_prefixes": [f"{name}-"],
+                        "client_id_prefixes": [f"{name}-"],
+                    }
+                ],
+            )
             service.create(db_session=s, tenant_in=cfg, clusters=CLUSTERS, now=now)
     create_s = time.perf_counter() - t0
     with store.session() as s:
         for i in range(N_TENANTS):
             name = f"tenant-{i:04d}"
-            pairs.append((name, tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant=name, name="bench",
-                                              now=now)[1]))
+            pairs.append(
+                (name, tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant=name, name="bench", now=now)[1])
+            )
             cluster = CLUSTERS[i % len(CLUSTERS)]
             for k in range(ALERTS_PER_TENANT):
                 state = "firing" if k < 6 else ("pending" if k < 8 else "resolved")
-                labels = rng.choice([{"topic": f"{name}.t{k}"}, {"group": f"{name}-g{k}", "topic": f"{name}.t"},
-                                     {"client_id": f"{name}-app{k}"}, {"broker": str(1 + k % 3)}])
-                s.add(AlertInstance(
-                    fingerprint=f"{i:04d}{k:02d}".ljust(16, "0"), rule=f"KafkaRule{k}", state=state,
-                    severity="critical" if k % 5 == 0 else "warning", cluster=cluster, tenant=name,
-                    broker=labels.get("broker"), labels={"cluster": cluster, "tenant": name, **labels},
-                    annotations={"summary": f"rule {k} on {name}"}, evidence={"value": k * 1.5, "threshold": 1.0},
-                    active_at=now - timedelta(minutes=30), fired_at=now - timedelta(minutes=20)))
+                labels = rng.choice(
+                    [
+                        {"topic": f"{name}.t{k}"},
+                        {"group": f"{name}-g{k}", "topic": f"{name}.t"},
+                        {"client_id": f"{name}-app{k}"},
+                        {"broker": str(1 + k % 3)},
+                    ]
+                )
+                s.add(
+                    AlertInstance(
+                        fingerprint=f"{i:04d}{k:02d}".ljust(16, "0"),
+                        rule=f"KafkaRule{k}",
+                        state=state,
+                        severity="critical" if k % 5 == 0 else "warning",
+                        cluster=cluster,
+                        tenant=name,
+                        broker=labels.get("broker"),
+                        labels={"cluster": cluster, "tenant": name, **labels},
+                        annotations={"summary": f"rule {k} on {name}"},
+                        evidence={"value": k * 1.5, "threshold": 1.0},
+                        active_at=now - timedelta(minutes=30),
+                        fired_at=now - timedelta(minutes=20),
+                    )
+                )
         for c in CLUSTERS:
             s.add(EngineHeartbeat(cluster=c, evaluated_at=now, data_ok=True, detail=""))
     return pairs, create_s
@@ -195,13 +220,20 @@ def _pct(xs: list[float], p: float) -> float:
 
 def report(label: str, res: dict) -> dict:
     lat = res["latencies"]
-    fig = {"n": len(lat), "rps": len(lat) / res["elapsed"], "p50_ms": _pct(lat, 50) * 1000,
-           "p99_ms": _pct(lat, 99) * 1000, "max_ms": max(lat) * 1000 if lat else float("nan"),
-           "statuses": res["statuses"],
-           "cpu_ms": res["server_cpu"] / len(lat) * 1000 if lat and "server_cpu" in res else float("nan")}
-    print(f"{label:<34} {fig['n']:>7} req {fig['rps']:>8.0f} req/s   p50 {fig['p50_ms']:6.1f} ms   "
-          f"p99 {fig['p99_ms']:6.1f} ms   max {fig['max_ms']:6.1f} ms   server CPU {fig['cpu_ms']:.2f} ms/req   "
-          f"status {fig['statuses']}")
+    fig = {
+        "n": len(lat),
+        "rps": len(lat) / res["elapsed"],
+        "p50_ms": _pct(lat, 50) * 1000,
+        "p99_ms": _pct(lat, 99) * 1000,
+        "max_ms": max(lat) * 1000 if lat else float("nan"),
+        "statuses": res["statuses"],
+        "cpu_ms": res["server_cpu"] / len(lat) * 1000 if lat and "server_cpu" in res else float("nan"),
+    }
+    print(
+        f"{label:<34} {fig['n']:>7} req {fig['rps']:>8.0f} req/s   p50 {fig['p50_ms']:6.1f} ms   "
+        f"p99 {fig['p99_ms']:6.1f} ms   max {fig['max_ms']:6.1f} ms   server CPU {fig['cpu_ms']:.2f} ms/req   "
+        f"status {fig['statuses']}"
+    )
     return fig
 
 
@@ -219,8 +251,12 @@ def main() -> int:
     ap.add_argument("--store-url", default=None, help="SQLAlchemy URL (default: a SQLite file in a temp dir)")
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per run")
     ap.add_argument("--rate", type=float, default=500.0, help="open-loop request rate")
-    ap.add_argument("--heartbeat-every", type=float, default=5.0,
-                    help="seconds between engine heartbeats (each drops every remembered health answer)")
+    ap.add_argument(
+        "--heartbeat-every",
+        type=float,
+        default=5.0,
+        help="seconds between engine heartbeats (each drops every remembered health answer)",
+    )
     args = ap.parse_args()
 
     from monitor.core.config import load_config
@@ -239,8 +275,10 @@ def main() -> int:
         service.sync_config(db_session=s, config=config, now=datetime.now(timezone.utc))
     pairs, create_s = seed(config, store)
     print(f"store: {store.safe_url()}")
-    print(f"seeded {N_TENANTS} tenants (service.create with overlap check: {create_s:.1f} s, "
-          f"{create_s / N_TENANTS * 1000:.1f} ms each), {N_TENANTS * ALERTS_PER_TENANT} alert instances")
+    print(
+        f"seeded {N_TENANTS} tenants (service.create with overlap check: {create_s:.1f} s, "
+        f"{create_s / N_TENANTS * 1000:.1f} ms each), {N_TENANTS * ALERTS_PER_TENANT} alert instances"
+    )
 
     stop = threading.Event()
     writer = threading.Thread(target=heartbeat_writer, args=(store, stop, args.heartbeat_every), daemon=True)
@@ -257,20 +295,28 @@ def run_load(pid: int, port: int, pairs, args) -> int:
     rss0, _ = rss_kib(pid)
     health_jobs = [(f"/api/v1/tenants/{t}/health", tok) for t, tok in pairs]
     load(port, health_jobs, 3.0)  # warm-up
-    print(f"\nconcurrency {CONCURRENCY}, {args.duration:.0f} s per run, loopback, {os.cpu_count()} cores shared "
-          f"by server and load generator")
+    print(
+        f"\nconcurrency {CONCURRENCY}, {args.duration:.0f} s per run, loopback, {os.cpu_count()} cores shared "
+        f"by server and load generator"
+    )
     base = report("baseline GET /healthz (closed)", load(port, [("/healthz", None)], args.duration, pid=pid))
     closed = report("GET .../health (closed loop)", load(port, health_jobs, args.duration, pid=pid))
-    opened = report(f"GET .../health (open, {args.rate:.0f}/s)",
-                    load(port, health_jobs, args.duration, args.rate, pid=pid))
+    opened = report(
+        f"GET .../health (open, {args.rate:.0f}/s)", load(port, health_jobs, args.duration, args.rate, pid=pid)
+    )
     rss, hwm = rss_kib(pid)
-    print(f"\nserver RSS: {rss0 / 1024:.0f} MiB after start, {rss / 1024:.0f} MiB after load, "
-          f"peak {hwm / 1024:.0f} MiB")
-    print(f"health throughput vs /healthz baseline: {closed['rps'] / base['rps']:.2f}x; server CPU per request "
-          f"{closed['cpu_ms'] / base['cpu_ms']:.2f}x the baseline's")
+    print(
+        f"\nserver RSS: {rss0 / 1024:.0f} MiB after start, {rss / 1024:.0f} MiB after load, peak {hwm / 1024:.0f} MiB"
+    )
+    print(
+        f"health throughput vs /healthz baseline: {closed['rps'] / base['rps']:.2f}x; server CPU per request "
+        f"{closed['cpu_ms'] / base['cpu_ms']:.2f}x the baseline's"
+    )
     ok = opened["p99_ms"] < 50 and opened["rps"] >= 0.95 * args.rate and set(opened["statuses"]) == {200}
-    print(f"target p99 < 50 ms at {args.rate:.0f} req/s: {'met' if ok else 'NOT met'} "
-          f"(p99 {opened['p99_ms']:.1f} ms at {opened['rps']:.0f} req/s)")
+    print(
+        f"target p99 < 50 ms at {args.rate:.0f} req/s: {'met' if ok else 'NOT met'} "
+        f"(p99 {opened['p99_ms']:.1f} ms at {opened['rps']:.0f} req/s)"
+    )
     return 0
 
 

@@ -74,7 +74,7 @@ def write_config(d: Path, port: int, prom_port: int) -> Path:
     path.write_text(f"""
 service: {{port: {port}, roles: [api], api_rate_limit_per_second: 100000, api_rate_limit_burst: 100000}}
 prometheus: {{url: 'http://127.0.0.1:{prom_port}', timeout_seconds: 30}}
-store: {{url: 'sqlite:///{d / 'kh.db'}'}}
+store: {{url: 'sqlite:///{d / "kh.db"}'}}
 clusters:
   - {{name: a-only, bootstrap_servers: '127.0.0.1:1', brokers: [{{id: 1}}]}}
   - {{name: b-only, bootstrap_servers: '127.0.0.1:2', brokers: [{{id: 1}}]}}
@@ -99,8 +99,10 @@ def make_tokens(cfg: Path) -> dict[str, str]:
     store = Store(load_config(str(cfg)).store.url)
     try:
         with store.session() as s:
-            return {t: tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant=t, name="bench",
-                                     now=utc_now())[1] for t in ("a", "b")}
+            return {
+                t: tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant=t, name="bench", now=utc_now())[1]
+                for t in ("a", "b")
+            }
     finally:
         store.dispose()
 
@@ -130,15 +132,17 @@ def cluster_404s(base: str, token: str, n: int) -> None:
         for _ in range(50):  # warm: the token remembered, connections open
             http.get(f"{base}/clusters/nowhere/health")
         for i in range(n):
-            for cluster in (("b-only", "nowhere") if i % 2 else ("nowhere", "b-only")):
+            for cluster in ("b-only", "nowhere") if i % 2 else ("nowhere", "b-only"):
                 t0 = time.perf_counter()
                 r = http.get(f"{base}/clusters/{cluster}/health")
                 times[cluster].append(time.perf_counter() - t0)
                 bodies.add((r.status_code, r.text))
     on, absent = statistics.median(times["b-only"]), statistics.median(times["nowhere"])
-    print(f"[10] 404 for a cluster tenant a is not on: {ms(times['b-only'])}; for one that does not exist: "
-          f"{ms(times['nowhere'])}; ratio {on / absent:.2f} (n={n} each, interleaved); distinct answers: "
-          f"{len(bodies)} {sorted(bodies)[:2]}")
+    print(
+        f"[10] 404 for a cluster tenant a is not on: {ms(times['b-only'])}; for one that does not exist: "
+        f"{ms(times['nowhere'])}; ratio {on / absent:.2f} (n={n} each, interleaved); distinct answers: "
+        f"{len(bodies)} {sorted(bodies)[:2]}"
+    )
 
 
 # --- 2. item 6 ---------------------------------------------------------------------------------------------------
@@ -196,10 +200,12 @@ def starvation(base: str, tokens: dict[str, str], duration: float, prom_count: l
     loaded = poll(base, tokens["b"], duration - 2)
     statuses = out.get(timeout=duration + 300)
     flood.join()
-    print(f"[6] tenant b's GET /tenants/b: idle {ms(idle)}; while tenant a keeps 45 advice calls in flight "
-          f"{ms(loaded)}, max {max(loaded) * 1000:.0f} ms, "
-          f"ratio of medians {statistics.median(loaded) / statistics.median(idle):.1f} "
-          f"(n={len(loaded)}); a's calls answered {statuses}; Prometheus queries {prom_count[0] - before}")
+    print(
+        f"[6] tenant b's GET /tenants/b: idle {ms(idle)}; while tenant a keeps 45 advice calls in flight "
+        f"{ms(loaded)}, max {max(loaded) * 1000:.0f} ms, "
+        f"ratio of medians {statistics.median(loaded) / statistics.median(idle):.1f} "
+        f"(n={len(loaded)}); a's calls answered {statuses}; Prometheus queries {prom_count[0] - before}"
+    )
 
 
 # --- 3. item 9 ---------------------------------------------------------------------------------------------------
@@ -224,13 +230,20 @@ def big_body(base: str, pid: int, operator_token: str) -> None:
     import httpx
 
     before = rss_mib(pid)
-    body = json.dumps({"matchers": [{"name": "alertname", "value": "x"}], "duration_seconds": 60,
-                       "comment": "x" * (64 * 1024 * 1024)})
-    r = httpx.post(f"{base}/silences", content=body, timeout=120,
-                   headers={"Authorization": f"Bearer {operator_token}", "Content-Type": "application/json"})
+    body = json.dumps(
+        {"matchers": [{"name": "alertname", "value": "x"}], "duration_seconds": 60, "comment": "x" * (64 * 1024 * 1024)}
+    )
+    r = httpx.post(
+        f"{base}/silences",
+        content=body,
+        timeout=120,
+        headers={"Authorization": f"Bearer {operator_token}", "Content-Type": "application/json"},
+    )
     after = rss_mib(pid)
-    print(f"[7] a 64 MiB silence: HTTP {r.status_code} {r.text[:90]}; server RSS {before[0]:.0f} -> {after[0]:.0f} "
-          f"MiB, peak {before[1]:.0f} -> {after[1]:.0f} MiB")
+    print(
+        f"[7] a 64 MiB silence: HTTP {r.status_code} {r.text[:90]}; server RSS {before[0]:.0f} -> {after[0]:.0f} "
+        f"MiB, peak {before[1]:.0f} -> {after[1]:.0f} MiB"
+    )
 
 
 def main() -> int:
@@ -255,8 +268,9 @@ def main() -> int:
             tokens = make_tokens(cfg)
             store = Store(load_config(str(cfg)).store.url)
             with store.session() as s:
-                operator = token_service.create(db_session=s, kind=token_service.TokenKind.OPERATOR, tenant=None,
-                                                name="bench", now=utc_now())[1]
+                operator = token_service.create(
+                    db_session=s, kind=token_service.TokenKind.OPERATOR, tenant=None, name="bench", now=utc_now()
+                )[1]
             store.dispose()
             base = f"http://127.0.0.1:{port}/api/v1"
             print(f"server pid {pid}, stand-in Prometheus {args.prom_delay * 1000:.0f} ms per query")

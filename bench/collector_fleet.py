@@ -53,11 +53,17 @@ def own_cpu() -> float:
 def fleet_config(stack: Stack, brokers: int, transport: str):
     cfg = stack.config()
     real = cfg.clusters[0].brokers
-    fleet = tuple(BrokerTarget(id=1000 + k, jmx=real[k % len(real)].jmx, jolokia=real[k % len(real)].jolokia)
-                  for k in range(brokers))
-    cluster = cfg.clusters[0].model_copy(update={
-        "brokers": fleet, "controller_jmx": (),
-        "jmx": cfg.clusters[0].jmx.model_copy(update={"transport": transport})})
+    fleet = tuple(
+        BrokerTarget(id=1000 + k, jmx=real[k % len(real)].jmx, jolokia=real[k % len(real)].jolokia)
+        for k in range(brokers)
+    )
+    cluster = cfg.clusters[0].model_copy(
+        update={
+            "brokers": fleet,
+            "controller_jmx": (),
+            "jmx": cfg.clusters[0].jmx.model_copy(update={"transport": transport}),
+        }
+    )
     return cfg.model_copy(update={"clusters": (cluster,)}), cluster
 
 
@@ -77,8 +83,13 @@ def child(args) -> None:
     cfg, cluster = fleet_config(stack, args.brokers, args.child)
     cfg = cfg.model_copy(update={"collection": cfg.collection.model_copy(update={"interval_seconds": args.interval})})
     t = JolokiaTransport() if args.child == "jolokia" else JmxQueryTransport()
-    jmx = JmxCollector(cluster, transport=t, controller_transport=t, tenants=TenantLookup(None, cluster.name),
-                       max_series=cfg.collection.max_series_per_target)
+    jmx = JmxCollector(
+        cluster,
+        transport=t,
+        controller_transport=t,
+        tenants=TenantLookup(None, cluster.name),
+        max_series=cfg.collection.max_series_per_target,
+    )
     svc = CollectionService(cfg, registry=CollectorRegistry(), collectors=[jmx])
     rounds = []
     next_at = time.monotonic()
@@ -91,11 +102,16 @@ def child(args) -> None:
             results = [f.result() for f in done]
             next_at += args.interval
             time.sleep(max(0.0, next_at - time.monotonic()))
-            rounds.append({
-                "cpu": own_cpu() - cpu0, "finished_s": finished if len(done) == len(futures) else None,
-                "ok": sum(r.status is TargetStatus.OK for r in results),
-                "failed": sum(r.status is TargetStatus.FAILED for r in results),
-                "late": len(futures) - len(done), "skipped": args.brokers - len(futures)})
+            rounds.append(
+                {
+                    "cpu": own_cpu() - cpu0,
+                    "finished_s": finished if len(done) == len(futures) else None,
+                    "ok": sum(r.status is TargetStatus.OK for r in results),
+                    "failed": sum(r.status is TargetStatus.FAILED for r in results),
+                    "late": len(futures) - len(done),
+                    "skipped": args.brokers - len(futures),
+                }
+            )
     finally:
         svc.stop()
     print(json.dumps(rounds), flush=True)
@@ -121,28 +137,38 @@ def main() -> int:
     stack.up()
     timeout = JmxSettings().timeout_seconds
     brokers = {s.name: s.pid for s in stack.status() if s.name.startswith("broker") and s.pid}
-    print(f"{args.brokers} broker targets on one CPU, every {args.interval:g} s, {args.rounds} rounds "
-          f"(pool {8} workers, timeout {timeout:g} s per target); load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{args.brokers} broker targets on one CPU, every {args.interval:g} s, {args.rounds} rounds "
+        f"(pool {8} workers, timeout {timeout:g} s per target); load average {os.getloadavg()[0]:.1f}"
+    )
     summary = {}
     try:
         for transport in args.transports.split(","):
             b0 = sum(proc_cpu(p) for p in brokers.values())
-            out = subprocess.run([sys.executable, __file__, "--child", transport, *sys.argv[1:]],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--child", transport, *sys.argv[1:]],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             broker_cpu = sum(proc_cpu(p) for p in brokers.values()) - b0
             rounds = json.loads(out.stdout.strip().splitlines()[-1])
             steady = rounds[1:] or rounds  # the first round pays for imports, JIT and connections
             cpu = statistics.median(r["cpu"] for r in steady)
             finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
             summary[transport] = cpu
-            outcomes = "/".join(str(round(statistics.median(r[k] for r in steady)))
-                                for k in ("ok", "failed", "late", "skipped"))
-            print(f"  {transport:<9} collector CPU {cpu:6.2f} s/round = {cpu / args.interval:6.1%} of one core   "
-                  f"round finished in {statistics.median(finished) if finished else float('nan'):6.2f} s "
-                  f"(median; {len(steady) - len(finished)} of {len(steady)} rounds unfinished at the next tick)   "
-                  f"per round ok/failed/late/skipped "
-                  f"{outcomes}   "
-                  f"brokers' CPU {broker_cpu / len(rounds):6.2f} s/round", flush=True)
+            outcomes = "/".join(
+                str(round(statistics.median(r[k] for r in steady))) for k in ("ok", "failed", "late", "skipped")
+            )
+            print(
+                f"  {transport:<9} collector CPU {cpu:6.2f} s/round = {cpu / args.interval:6.1%} of one core   "
+                f"round finished in {statistics.median(finished) if finished else float('nan'):6.2f} s "
+                f"(median; {len(steady) - len(finished)} of {len(steady)} rounds unfinished at the next tick)   "
+                f"per round ok/failed/late/skipped "
+                f"{outcomes}   "
+                f"brokers' CPU {broker_cpu / len(rounds):6.2f} s/round",
+                flush=True,
+            )
             print(f"            rounds: {json.dumps(rounds)}", file=sys.stderr)
         first = args.transports.split(",")[0]
         for transport, cpu in summary.items():

@@ -39,8 +39,9 @@ def cpu() -> float:
 
 
 def measure(mode: str, work: Path, port_base: int, rounds: int) -> dict[str, list[float]]:
-    layout = StackLayout(dir=work / mode, port_base=port_base, secured=mode == "sasl_ssl", plaintext_listener=mode
-                         != "sasl_ssl")
+    layout = StackLayout(
+        dir=work / mode, port_base=port_base, secured=mode == "sasl_ssl", plaintext_listener=mode != "sasl_ssl"
+    )
     deadline = time.monotonic() + 60  # a previous stack's JVMs release their ports a moment after they exit
     while time.monotonic() < deadline and not all(port_free(p) for p in layout.all_ports().values()):
         time.sleep(0.5)
@@ -85,10 +86,16 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kh-bench-collector-security-"))
     got = {mode: measure(mode, work, args.port_base, args.rounds) for mode in ("plaintext", "sasl_ssl")}
-    print(f"collector cost per round, plaintext vs secured stack (medians of {args.rounds} rounds; Kafka 4.1.1, "
-          "3 brokers + controller, demo load)")
-    labels = {"jmx_wall": "JMX (Jolokia) round, wall s", "jmx_cpu": "JMX round, collector CPU s",
-              "admin_wall": "Admin round, wall s", "admin_first": "first Admin round (new client), wall s"}
+    print(
+        f"collector cost per round, plaintext vs secured stack (medians of {args.rounds} rounds; Kafka 4.1.1, "
+        "3 brokers + controller, demo load)"
+    )
+    labels = {
+        "jmx_wall": "JMX (Jolokia) round, wall s",
+        "jmx_cpu": "JMX round, collector CPU s",
+        "admin_wall": "Admin round, wall s",
+        "admin_first": "first Admin round (new client), wall s",
+    }
     for key, label in labels.items():
         p, s = statistics.median(got["plaintext"][key]), statistics.median(got["sasl_ssl"][key])
         print(f"  {label:<42} plaintext {p:8.4f}   secured {s:8.4f}   ratio {s / p if p else float('nan'):5.2f}x")

@@ -93,8 +93,9 @@ def ensure_partitions(admin: AdminClient, jolokia: JolokiaTransport, endpoint, t
     from collectors.types import MBeanQuery
 
     def count() -> int:
-        rd = jolokia.read(endpoint, [MBeanQuery("kafka.server:type=ReplicaManager,name=PartitionCount", ("Value",))],
-                          timeout=30)
+        rd = jolokia.read(
+            endpoint, [MBeanQuery("kafka.server:type=ReplicaManager,name=PartitionCount", ("Value",))], timeout=30
+        )
         return int(rd[0].value)
 
     have = count()
@@ -149,8 +150,10 @@ def main() -> int:
     cluster = cfg.clusters[0].model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
     tenants = TenantLookup(None, cluster.name)
     transports = {"jmxquery": JmxQueryTransport(), "jolokia": JolokiaTransport()}
-    collectors = {n: JmxCollector(cluster, transport=t, controller_transport=t, tenants=tenants, max_series=10**7)
-                  for n, t in transports.items()}
+    collectors = {
+        n: JmxCollector(cluster, transport=t, controller_transport=t, tenants=tenants, max_series=10**7)
+        for n, t in transports.items()
+    }
     targets = {n: next(t for t in c.targets() if t.name == f"broker-{BROKER}") for n, c in collectors.items()}
     endpoint = collectors["jolokia"]._endpoints[targets["jolokia"].key]
     admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
@@ -161,6 +164,7 @@ def main() -> int:
             if r.status is not TargetStatus.OK:
                 raise RuntimeError(f"{name}: {r.status} {r.message}")
             return len(r.samples)
+
         return run
 
     def exporter():
@@ -190,8 +194,12 @@ def main() -> int:
                 else:
                     mem = peak_mb(fn)
                 rows.append((level, have, name, wall, cpu, ccpu, mem, series))
-                print(f"partitions={have:>6} {name:<12} wall={wall:7.3f}s cpu={cpu:7.3f}s "
-                      f"client_cpu={ccpu:7.3f}s peak={mem:7.1f}MB series={series}", file=sys.stderr, flush=True)
+                print(
+                    f"partitions={have:>6} {name:<12} wall={wall:7.3f}s cpu={cpu:7.3f}s "
+                    f"client_cpu={ccpu:7.3f}s peak={mem:7.1f}MB series={series}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     finally:
         if made:
             admin.delete_topics(made, request_timeout=120)
@@ -199,21 +207,27 @@ def main() -> int:
         if args.down:
             stack.down()
 
-    print(f"\n{'partitions':>10} {'transport':<12} {'wall s':>8} {'cpu s':>8} {'client cpu s':>12} {'peak MB':>8} "
-          f"{'series':>8} {'wall/exp':>8} {'cpu/exp':>8}")
+    print(
+        f"\n{'partitions':>10} {'transport':<12} {'wall s':>8} {'cpu s':>8} {'client cpu s':>12} {'peak MB':>8} "
+        f"{'series':>8} {'wall/exp':>8} {'cpu/exp':>8}"
+    )
     for level in levels:
         group = [r for r in rows if r[0] == level]
         base = next(r for r in group if r[2] == "jmx_exporter")
         for _, have, name, wall, cpu, ccpu, mem, series in group:
-            print(f"{have:>10} {name:<12} {wall:8.3f} {cpu:8.3f} {ccpu:12.3f} {mem:8.1f} {series:>8} "
-                  f"{wall / base[3]:8.2f} {cpu / base[4]:8.2f}")
+            print(
+                f"{have:>10} {name:<12} {wall:8.3f} {cpu:8.3f} {ccpu:12.3f} {mem:8.1f} {series:>8} "
+                f"{wall / base[3]:8.2f} {cpu / base[4]:8.2f}"
+            )
     print("\none collector process, one core, 50 brokers, 30 s interval (from client cpu per broker scrape):")
     for level in levels:
         for r in rows:
             if r[0] == level and r[2] in ("jmxquery", "jolokia"):
                 share = 50 * r[5] / 30.0
-                print(f"  {r[1]:>6} partitions/broker {r[2]:<9} {share * 100:6.1f}% of a core "
-                      f"({'fits' if share < 1 else 'does NOT fit'})")
+                print(
+                    f"  {r[1]:>6} partitions/broker {r[2]:<9} {share * 100:6.1f}% of a core "
+                    f"({'fits' if share < 1 else 'does NOT fit'})"
+                )
     return 0
 
 

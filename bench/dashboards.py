@@ -27,8 +27,14 @@ from dashboards.boards import ALL
 from dashboards.build import render_all
 from dashboards.promql import substitute
 
-VARIABLES = {"cluster": ".*", "broker": ".*", "tenant": ".*", "__rate_interval": "1m", "__interval": "15s",
-             "__range": "1h"}
+VARIABLES = {
+    "cluster": ".*",
+    "broker": ".*",
+    "tenant": ".*",
+    "__rate_interval": "1m",
+    "__interval": "15s",
+    "__range": "1h",
+}
 
 
 def bench_render(runs: int) -> None:
@@ -38,8 +44,10 @@ def bench_render(runs: int) -> None:
         render_all()
         times.append(time.perf_counter() - t0)
     panels = sum(len(b.panels()) for b in ALL)
-    print(f"render: {len(ALL)} dashboards, {panels} panels: median {statistics.median(times) * 1000:.1f} ms "
-          f"over {runs} runs")
+    print(
+        f"render: {len(ALL)} dashboards, {panels} panels: median {statistics.median(times) * 1000:.1f} ms "
+        f"over {runs} runs"
+    )
 
 
 def _page(prom: httpx.Client, exprs: list[str]) -> float:
@@ -59,11 +67,18 @@ def bench_open(runs: int, port_base: int, warmup: float) -> None:
     from monitor.serve import build_app
     from monitor.stack import Stack, StackLayout
 
-    stack = Stack(StackLayout(dir=Path(tempfile.mkdtemp(prefix="kh-bench-dash-")), port_base=port_base),
-                  log=lambda *_: None)
+    stack = Stack(
+        StackLayout(dir=Path(tempfile.mkdtemp(prefix="kh-bench-dash-")), port_base=port_base), log=lambda *_: None
+    )
     stack.up(timeout=300)
-    server = uvicorn.Server(uvicorn.Config(build_app(stack.config(tenants=DEMO_TENANTS), ("collector",)),
-                                           host="127.0.0.1", port=stack.layout.service_port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(stack.config(tenants=DEMO_TENANTS), ("collector",)),
+            host="127.0.0.1",
+            port=stack.layout.service_port,
+            log_level="warning",
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     load = LoadGenerator(stack.layout.bootstrap_servers, DEMO_LOAD)
     try:
@@ -76,9 +91,11 @@ def bench_open(runs: int, port_base: int, warmup: float) -> None:
             exprs = [substitute(q.expr, VARIABLES) for p in board.panels() for q in p.queries]
             base = [_page(prom, ["up"] * len(exprs)) for _ in range(runs)]
             real = [_page(prom, exprs) for _ in range(runs)]
-            print(f"  {board.uid:24s} {len(exprs):3d} queries: median {statistics.median(real) * 1000:7.1f} ms, "
-                  f"baseline {statistics.median(base) * 1000:6.1f} ms, "
-                  f"ratio {statistics.median(real) / statistics.median(base):4.1f}x")
+            print(
+                f"  {board.uid:24s} {len(exprs):3d} queries: median {statistics.median(real) * 1000:7.1f} ms, "
+                f"baseline {statistics.median(base) * 1000:6.1f} ms, "
+                f"ratio {statistics.median(real) / statistics.median(base):4.1f}x"
+            )
         prom.close()
     finally:
         load.stop()

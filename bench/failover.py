@@ -33,8 +33,9 @@ from tests.integration.test_alerts_restart import _config
 
 def _services(store: Store, url: str, hook: WebhookReceiver, interval: float, tmp: Path) -> list[AlertService]:
     config = _config(tmp, hook.url, url)
-    config = config.model_copy(update={"rules": config.rules.model_copy(
-        update={"evaluation_interval_seconds": interval})})
+    config = config.model_copy(
+        update={"rules": config.rules.model_copy(update={"evaluation_interval_seconds": interval})}
+    )
     src = ScriptedSource()
     src.down = {"2"}
     return [AlertService(config, store=store, registry=CollectorRegistry(), source=src) for _ in range(2)]
@@ -94,13 +95,17 @@ def main() -> None:
             create_all(store)
             takes.append(failover(store, args.store_url, hook, args.interval, args.dir))
         med = statistics.median(takes)
-        print(f"failover after the active engine stopped: median {med:.2f} s = {med / args.interval:.2f} intervals "
-              f"(interval {args.interval} s; each: {', '.join(f'{t:.2f}' for t in takes)})")
+        print(
+            f"failover after the active engine stopped: median {med:.2f} s = {med / args.interval:.2f} intervals "
+            f"(interval {args.interval} s; each: {', '.join(f'{t:.2f}' for t in takes)})"
+        )
         Base.metadata.drop_all(store.engine)
         create_all(store)
         with_lease, without = cycle_cost(store, args.store_url, hook, args.cycles, args.dir)
-        print(f"cycle with the lease: median {with_lease * 1000:.1f} ms; without: {without * 1000:.1f} ms; "
-              f"ratio {with_lease / without:.2f}")
+        print(
+            f"cycle with the lease: median {with_lease * 1000:.1f} ms; without: {without * 1000:.1f} ms; "
+            f"ratio {with_lease / without:.2f}"
+        )
     finally:
         hook.stop()
         store.dispose()

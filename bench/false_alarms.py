@@ -50,8 +50,12 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "kafka-health-false-alarms")
     ap.add_argument("--port-base", type=int, default=21000)
-    ap.add_argument("--rolling-restart-at", type=float, default=None,
-                    help="minutes into the run for a rolling restart of all brokers (default: half-way; 0: none)")
+    ap.add_argument(
+        "--rolling-restart-at",
+        type=float,
+        default=None,
+        help="minutes into the run for a rolling restart of all brokers (default: half-way; 0: none)",
+    )
     args = ap.parse_args()
     restart_at = args.minutes / 2 if args.rolling_restart_at is None else args.rolling_restart_at
 
@@ -66,9 +70,13 @@ def main() -> int:
     upgrade(store)
     load = LoadGenerator(stack.layout.bootstrap_servers, DEMO_LOAD)
     stop = threading.Event()
-    collector = threading.Thread(target=serve.run, args=(config, ("collector",), "127.0.0.1",
-                                                         stack.layout.service_port),
-                                 kwargs={"stop_event": stop}, name="collector", daemon=True)
+    collector = threading.Thread(
+        target=serve.run,
+        args=(config, ("collector",), "127.0.0.1", stack.layout.service_port),
+        kwargs={"stop_event": stop},
+        name="collector",
+        daemon=True,
+    )
     fired: collections.Counter[str] = collections.Counter()
     evidence: dict[str, dict] = {}
     pending_only: set[str] = set()
@@ -92,8 +100,12 @@ def main() -> int:
         svc = AlertService(config, store=store, registry=CollectorRegistry())
         interval = config.rules.evaluation_interval_seconds
         deadline = time.monotonic() + args.minutes * 60
-        print(f"healthy demo load, full catalog every {interval:.0f}s for {args.minutes:g} min"
-              + (f", a rolling restart at {restart_at:g} min" if restarter else "") + " ...", flush=True)
+        print(
+            f"healthy demo load, full catalog every {interval:.0f}s for {args.minutes:g} min"
+            + (f", a rolling restart at {restart_at:g} min" if restarter else "")
+            + " ...",
+            flush=True,
+        )
         if restarter:
             restarter.daemon = True
             restarter.start()
@@ -127,12 +139,20 @@ def main() -> int:
         if not already_up:
             stack.down()
 
-    print(f"\n{cycles} cycles over {args.minutes:g} min; produced {sum(load.produced.values())}, "
-          f"consumed {sum(load.consumed.values())} messages")
+    print(
+        f"\n{cycles} cycles over {args.minutes:g} min; produced {sum(load.produced.values())}, "
+        f"consumed {sum(load.consumed.values())} messages"
+    )
     if restarter:
         took = ", ".join(f"{t:.0f}" for t in restarts.get("took", []))
-        print(f"rolling restart at {restart_at:g} min: " + (f"failed: {restarts['error']}" if "error" in restarts
-              else f"brokers restarted in {took} s, {restarts.get('seconds', 0):.0f} s in all"))
+        print(
+            f"rolling restart at {restart_at:g} min: "
+            + (
+                f"failed: {restarts['error']}"
+                if "error" in restarts
+                else f"brokers restarted in {took} s, {restarts.get('seconds', 0):.0f} s in all"
+            )
+        )
     print(f"false alarms (fired, other than {WATCHDOG}): {sum(fired.values())}")
     for key, n in fired.most_common():
         print(f"  {n:3d}  {key}")

@@ -72,27 +72,32 @@ class Rows:
         for b in sorted(self.blocks, key=lambda b: order[b["series"]]):
             n = len(b["ts"])
             cols["ts"].append(pa.array(b["ts"].astype("datetime64[us]"), pa.timestamp("us", tz="UTC")))
-            cols["series"].append(pa.DictionaryArray.from_arrays(np.zeros(n, "int32"), pa.array([b["series"]]))
-                                  .cast(pa.string()))
+            cols["series"].append(
+                pa.DictionaryArray.from_arrays(np.zeros(n, "int32"), pa.array([b["series"]])).cast(pa.string())
+            )
             for c in LABEL_COLUMNS:
                 v = b.get(c)
                 if v is None or isinstance(v, str):
-                    cols[c].append(pa.nulls(n, pa.string()) if v is None else
-                                   pa.DictionaryArray.from_arrays(np.zeros(n, "int32"), pa.array([v]))
-                                   .cast(pa.string()))
+                    cols[c].append(
+                        pa.nulls(n, pa.string())
+                        if v is None
+                        else pa.DictionaryArray.from_arrays(np.zeros(n, "int32"), pa.array([v])).cast(pa.string())
+                    )
                 else:  # array of labels
                     cols[c].append(pa.array(v, pa.string()))
             cols["value"].append(pa.array(b["value"]))
-        return pa.table({k: pa.chunked_array(v, lakefs.SCHEMA.field(k).type) for k, v in cols.items()},
-                        schema=lakefs.SCHEMA)
+        return pa.table(
+            {k: pa.chunked_array(v, lakefs.SCHEMA.field(k).type) for k, v in cols.items()}, schema=lakefs.SCHEMA
+        )
 
 
 def write(lake: Path, by_day: dict[date, dict[str, Rows]], now: datetime) -> int:
     n = 0
     for day, clusters in sorted(by_day.items()):
         tables = {c: r.table() for c, r in clusters.items()}
-        m = lakefs.write_day(lake, day, tables, start=_midnight(day), end=_midnight(day) + timedelta(days=1),
-                             complete=True, now=now)
+        m = lakefs.write_day(
+            lake, day, tables, start=_midnight(day), end=_midnight(day) + timedelta(days=1), complete=True, now=now
+        )
         n += m.rows
     return n
 
@@ -113,26 +118,42 @@ KNOWN = {
     "acme_throttled_minutes": 45,
     "disk_weeks_until_full": 460 / 70,  # main: 460 GB free, used +70 GB/week
     # client-advisor findings of the week: (finding, client_id, group) -> (minutes, first seen, last seen)
-    "acme_findings": {("poor_batching", "acme-batch", None): (90, "2026-11-18T09:00:00+00:00",
-                                                              "2026-11-20T09:29:00+00:00"),
-                      ("slow_consumer", "acme-reader", "acme-consumers"): (20, "2026-11-21T12:00:00+00:00",
-                                                                           "2026-11-21T12:19:00+00:00")},
+    "acme_findings": {
+        ("poor_batching", "acme-batch", None): (90, "2026-11-18T09:00:00+00:00", "2026-11-20T09:29:00+00:00"),
+        ("slow_consumer", "acme-reader", "acme-consumers"): (
+            20,
+            "2026-11-21T12:00:00+00:00",
+            "2026-11-21T12:19:00+00:00",
+        ),
+    },
 }
 
 
 def known_answer_config(lake: Path) -> Config:
     main, edge = "main", "edge"
     return Config(
-        clusters=(ClusterConfig(name=main, bootstrap_servers="127.0.0.1:9"),
-                  ClusterConfig(name=edge, bootstrap_servers="127.0.0.1:9")),
+        clusters=(
+            ClusterConfig(name=main, bootstrap_servers="127.0.0.1:9"),
+            ClusterConfig(name=edge, bootstrap_servers="127.0.0.1:9"),
+        ),
         tenants=(
-            TenantConfig(name="acme", selectors=(TenantSelector(cluster=main, topic_prefixes=("acme.",),
-                                                                principals=("User:acme-svc",),
-                                                                client_id_prefixes=("acme-",),
-                                                                group_prefixes=("acme-",)),),
-                         contract=TenantContract(storage_budget_bytes=100 * 10**9)),
-            TenantConfig(name="beta", selectors=(TenantSelector(cluster=main, topic_prefixes=("beta.",),
-                                                                client_id_prefixes=("beta-",)),)),
+            TenantConfig(
+                name="acme",
+                selectors=(
+                    TenantSelector(
+                        cluster=main,
+                        topic_prefixes=("acme.",),
+                        principals=("User:acme-svc",),
+                        client_id_prefixes=("acme-",),
+                        group_prefixes=("acme-",),
+                    ),
+                ),
+                contract=TenantContract(storage_budget_bytes=100 * 10**9),
+            ),
+            TenantConfig(
+                name="beta",
+                selectors=(TenantSelector(cluster=main, topic_prefixes=("beta.",), client_id_prefixes=("beta-",)),),
+            ),
             TenantConfig(name="gamma", selectors=(TenantSelector(cluster=main, topic_prefixes=("gamma.",)),)),
             TenantConfig(name="empty", selectors=(TenantSelector(cluster=main, topic_prefixes=("empty.",)),)),
             TenantConfig(name="delta", whole_clusters=(edge,)),
@@ -170,6 +191,7 @@ def known_answer_lake(lake: Path, *, now: datetime | None = None) -> Config:
         by_day[d]["edge"].add("topic_bytes_in_rate", hours, 500.0, topic="anything")
     wed = _midnight(week + timedelta(days=2))
     m = by_day[week + timedelta(days=2)]["main"]
+
     def rng(t: datetime, n: int) -> np.ndarray:
         return _np(t) + np.arange(n) * np.timedelta64(60, "s")
 
@@ -192,39 +214,70 @@ def known_answer_lake(lake: Path, *, now: datetime | None = None) -> Config:
     m.add("client_throttle_seconds", rng(wed + timedelta(hours=5), 45), 0.2, client_id="acme-batch")
     m.add("client_throttle_seconds", rng(wed + timedelta(hours=6), 5), 0.0, client_id="acme-batch")
     # alerts: two resolved episodes (30 and 10 minutes), one cluster-wide, one still firing at the week's end
-    m.add("alert_firing", rng(wed + timedelta(hours=3), 30), 1.0, alertname="KafkaOfflinePartitions",
-          severity="critical", tenant="acme", topic="acme.orders")
+    m.add(
+        "alert_firing",
+        rng(wed + timedelta(hours=3), 30),
+        1.0,
+        alertname="KafkaOfflinePartitions",
+        severity="critical",
+        tenant="acme",
+        topic="acme.orders",
+    )
     fri = _midnight(week + timedelta(days=4))
-    by_day[week + timedelta(days=4)]["main"].add("alert_firing", rng(fri + timedelta(hours=10), 10), 1.0,
-                                                 alertname="KafkaOfflinePartitions", severity="critical",
-                                                 tenant="acme", topic="acme.orders")
-    m.add("alert_firing", rng(wed + timedelta(hours=8), 5), 1.0, alertname="KafkaBrokerUnreachable",
-          severity="critical", broker="2")
+    by_day[week + timedelta(days=4)]["main"].add(
+        "alert_firing",
+        rng(fri + timedelta(hours=10), 10),
+        1.0,
+        alertname="KafkaOfflinePartitions",
+        severity="critical",
+        tenant="acme",
+        topic="acme.orders",
+    )
+    m.add(
+        "alert_firing",
+        rng(wed + timedelta(hours=8), 5),
+        1.0,
+        alertname="KafkaBrokerUnreachable",
+        severity="critical",
+        broker="2",
+    )
     sun = _midnight(week + timedelta(days=6))
-    by_day[week + timedelta(days=6)]["main"].add("alert_firing", rng(sun + timedelta(hours=23, minutes=50), 10), 1.0,
-                                                 alertname="KafkaConsumerLagHigh", severity="warning",
-                                                 tenant="acme", group="acme-consumers")
+    by_day[week + timedelta(days=6)]["main"].add(
+        "alert_firing",
+        rng(sun + timedelta(hours=23, minutes=50), 10),
+        1.0,
+        alertname="KafkaConsumerLagHigh",
+        severity="warning",
+        tenant="acme",
+        group="acme-consumers",
+    )
     # client-advisor findings: 60 + 30 minutes of poor batching, 20 of a slow consumer; one the week before (not
     # this week's), a zero sample (the finding did not hold), and beta's finding that acme must never see
     f = dict(tenant="acme", finding="poor_batching", client_id="acme-batch")
     m.add("client_advisor_finding", rng(wed + timedelta(hours=9), 60), 1.0, **f)
     m.add("client_advisor_finding", rng(wed + timedelta(hours=10), 5), 0.0, **f)
-    by_day[week + timedelta(days=4)]["main"].add("client_advisor_finding", rng(fri + timedelta(hours=9), 30), 1.0,
-                                                 **f)
-    by_day[week - timedelta(days=2)]["main"].add("client_advisor_finding", rng(_midnight(week - timedelta(days=2)),
-                                                                               50), 1.0, **f)
+    by_day[week + timedelta(days=4)]["main"].add("client_advisor_finding", rng(fri + timedelta(hours=9), 30), 1.0, **f)
+    by_day[week - timedelta(days=2)]["main"].add(
+        "client_advisor_finding", rng(_midnight(week - timedelta(days=2)), 50), 1.0, **f
+    )
     sat = _midnight(week + timedelta(days=5))
-    by_day[week + timedelta(days=5)]["main"].add("client_advisor_finding", rng(sat + timedelta(hours=12), 20), 1.0,
-                                                 tenant="acme", finding="slow_consumer", client_id="acme-reader",
-                                                 group="acme-consumers")
-    m.add("client_advisor_finding", rng(wed, 10), 1.0, tenant="beta", finding="poor_batching",
-          client_id="beta-loader")
+    by_day[week + timedelta(days=5)]["main"].add(
+        "client_advisor_finding",
+        rng(sat + timedelta(hours=12), 20),
+        1.0,
+        tenant="acme",
+        finding="slow_consumer",
+        client_id="acme-reader",
+        group="acme-consumers",
+    )
+    m.add("client_advisor_finding", rng(wed, 10), 1.0, tenant="beta", finding="poor_batching", client_id="beta-loader")
     # gamma joins on Wednesday at noon
     for day in range(2, 7):
         t = _midnight(week + timedelta(days=day)) + (timedelta(hours=12) if day == 2 else timedelta())
         n = 12 if day == 2 else 24
         by_day[week + timedelta(days=day)]["main"].add(
-            "topic_bytes_in_rate", rng(t, 1) + np.arange(n) * np.timedelta64(3600, "s"), 10.0, topic="gamma.logs")
+            "topic_bytes_in_rate", rng(t, 1) + np.arange(n) * np.timedelta64(3600, "s"), 10.0, topic="gamma.logs"
+        )
     write(lake, by_day, now or datetime(2026, 11, 23, 6, tzinfo=UTC))
     return known_answer_config(lake)
 
@@ -233,8 +286,18 @@ def known_answer_lake(lake: Path, *, now: datetime | None = None) -> Config:
 # Realistic
 
 
-def realistic(lake: Path, *, brokers: int, topics: int, tenants: int, weeks: int, end_week: date,
-              clusters: int | None = None, seed: int = 7, progress=print) -> tuple[Config, int]:
+def realistic(
+    lake: Path,
+    *,
+    brokers: int,
+    topics: int,
+    tenants: int,
+    weeks: int,
+    end_week: date,
+    clusters: int | None = None,
+    seed: int = 7,
+    progress=print,
+) -> tuple[Config, int]:
     """``weeks`` weeks ending with ``end_week`` (its Monday). Returns the config and the number of rows written."""
     rnd = np.random.default_rng(seed)
     clusters = clusters or max(1, brokers // 25)
@@ -251,11 +314,23 @@ def realistic(lake: Path, *, brokers: int, topics: int, tenants: int, weeks: int
     first = end_week - timedelta(days=7 * (weeks - 1))
     cfg = Config(
         clusters=tuple(ClusterConfig(name=c, bootstrap_servers="127.0.0.1:9") for c in cnames),
-        tenants=tuple(TenantConfig(name=t, selectors=(TenantSelector(
-            cluster=t_cluster[i], topic_prefixes=(f"{t}.",), client_id_prefixes=(f"{t}-",),
-            group_prefixes=(f"{t}-",)),), contract=TenantContract(storage_budget_bytes=int(5e12 * t_scale[i]) + 1))
-            for i, t in enumerate(tnames)),
-        lake=LakeSettings(path=str(lake)))
+        tenants=tuple(
+            TenantConfig(
+                name=t,
+                selectors=(
+                    TenantSelector(
+                        cluster=t_cluster[i],
+                        topic_prefixes=(f"{t}.",),
+                        client_id_prefixes=(f"{t}-",),
+                        group_prefixes=(f"{t}-",),
+                    ),
+                ),
+                contract=TenantContract(storage_budget_bytes=int(5e12 * t_scale[i]) + 1),
+            )
+            for i, t in enumerate(tnames)
+        ),
+        lake=LakeSettings(path=str(lake)),
+    )
     total = 0
     for di in range(7 * weeks):
         d = first + timedelta(days=di)
@@ -285,14 +360,21 @@ def realistic(lake: Path, *, brokers: int, topics: int, tenants: int, weeks: int
             # incidents: a few topics lose a partition leader for 5-60 minutes
             for j in rnd.choice(idx, size=min(3, len(idx)), replace=False):
                 start, n = int(rnd.integers(0, 1380)), int(rnd.integers(5, 60))
-                r.add("topic_offline_partitions", minutes[start:start + n], 1.0, topic=str(topic_names[j]))
+                r.add("topic_offline_partitions", minutes[start : start + n], 1.0, topic=str(topic_names[j]))
                 tenant = tnames[topic_tenant[j]]
-                r.add("alert_firing", minutes[start:start + n], 1.0, alertname="KafkaOfflinePartitions",
-                      severity="critical", tenant=tenant, topic=str(topic_names[j]))
+                r.add(
+                    "alert_firing",
+                    minutes[start : start + n],
+                    1.0,
+                    alertname="KafkaOfflinePartitions",
+                    severity="critical",
+                    tenant=tenant,
+                    topic=str(topic_names[j]),
+                )
             # ... and a few run under min ISR for a while (a slow follower)
             for j in rnd.choice(idx, size=min(3, len(idx)), replace=False):
                 start, n = int(rnd.integers(0, 1320)), int(rnd.integers(10, 120))
-                r.add("topic_under_min_isr_partitions", minutes[start:start + n], 1.0, topic=str(topic_names[j]))
+                r.add("topic_under_min_isr_partitions", minutes[start : start + n], 1.0, topic=str(topic_names[j]))
         for b in range(brokers):
             c = broker_cluster[b]
             p99 = 0.004 + 0.006 * diurnal * rnd.gamma(2, 0.5, 1440)
@@ -309,17 +391,35 @@ def realistic(lake: Path, *, brokers: int, topics: int, tenants: int, weeks: int
                 r.add("client_produce_bytes_rate", minutes, base * (k + 1), user=f"{t}-svc", client_id=f"{t}-app{k}")
                 r.add("client_fetch_bytes_rate", minutes, base * (k + 1) * 2, user=f"{t}-svc", client_id=f"{t}-app{k}")
             throttled = base > np.quantile(base, 0.98) * (1.0 if ti % 10 else 0.5)
-            r.add("client_throttle_seconds", minutes, np.where(throttled, 0.05, 0.0), user=f"{t}-svc",
-                  client_id=f"{t}-app0")
+            r.add(
+                "client_throttle_seconds",
+                minutes,
+                np.where(throttled, 0.05, 0.0),
+                user=f"{t}-svc",
+                client_id=f"{t}-app0",
+            )
             if ti % 7 == 0:  # one tenant in seven has a client the advisor flags for a few hours a day
                 start = int(rnd.integers(0, 1200))
-                r.add("client_advisor_finding", minutes[start:start + 180], 1.0, tenant=t, finding="poor_batching",
-                      client_id=f"{t}-app1")
+                r.add(
+                    "client_advisor_finding",
+                    minutes[start : start + 180],
+                    1.0,
+                    tenant=t,
+                    finding="poor_batching",
+                    client_id=f"{t}-app1",
+                )
             lag = 1000 * t_scale[ti] * diurnal * (1 + di * 0.02)
             r.add("group_lag_messages", minutes, lag, group=f"{t}-consumers", topic=f"{t}.topic")
         tables = {c: r.table() for c, r in by_cluster.items()}
-        m = lakefs.write_day(lake, d, tables, start=_midnight(d), end=_midnight(d) + timedelta(days=1), complete=True,
-                             now=datetime.now(UTC))
+        m = lakefs.write_day(
+            lake,
+            d,
+            tables,
+            start=_midnight(d),
+            end=_midnight(d) + timedelta(days=1),
+            complete=True,
+            now=datetime.now(UTC),
+        )
         total += m.rows
         progress(f"{d}: {m.rows:,} rows in {time.monotonic() - started:.1f}s")
     return cfg, total
@@ -340,8 +440,14 @@ def main(argv: list[str] | None = None) -> int:
         cfg = known_answer_lake(a.lake)
     else:
         y, w = a.week.split("-W")
-        cfg, rows = realistic(a.lake, brokers=a.brokers, topics=a.topics, tenants=a.tenants, weeks=a.weeks,
-                              end_week=date.fromisocalendar(int(y), int(w), 1))
+        cfg, rows = realistic(
+            a.lake,
+            brokers=a.brokers,
+            topics=a.topics,
+            tenants=a.tenants,
+            weeks=a.weeks,
+            end_week=date.fromisocalendar(int(y), int(w), 1),
+        )
         print(f"{rows:,} rows written to {a.lake}")
     if a.config_out:
         import yaml

@@ -75,11 +75,20 @@ def prom(stack, path: str, **params):
 def repetition(stack, svc, servers: str, n: int) -> dict[str, float | None]:
     group = f"bench.crash-{os.getpid()}-{n}"
     feeder = SteadyProducer(servers, TOPIC).start()  # ~40 records/s
-    consumers = [subprocess.Popen([sys.executable, "-c", CONSUMER, servers, group, f"bench-crash-{i}", TOPIC],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-                 for i in range(3)]
-    first: dict[str, float | None] = {"KafkaConsumerGroupLag": None, "PromConsumerGroupLag": None,
-                                      "PromGroupGone": None}
+    consumers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONSUMER, servers, group, f"bench-crash-{i}", TOPIC],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for i in range(3)
+    ]
+    first: dict[str, float | None] = {
+        "KafkaConsumerGroupLag": None,
+        "PromConsumerGroupLag": None,
+        "PromGroupGone": None,
+    }
     try:
         deadline = time.monotonic() + 120
         while not prom(stack, "/api/v1/query", query=f'kafka_consumergroup_members{{group="{group}"}} == 3')["result"]:
@@ -95,12 +104,17 @@ def repetition(stack, svc, servers: str, n: int) -> dict[str, float | None]:
             while not halt.is_set():
                 t = time.monotonic()
                 r = svc.run_once()
-                for i in (r.instances.values() if r else ()):
-                    if (i.rule == "KafkaConsumerGroupLag" and i.labels.get("group") == group
-                            and i.state is AlertState.FIRING and first[i.rule] is None):
+                for i in r.instances.values() if r else ():
+                    if (
+                        i.rule == "KafkaConsumerGroupLag"
+                        and i.labels.get("group") == group
+                        and i.state is AlertState.FIRING
+                        and first[i.rule] is None
+                    ):
                         first[i.rule] = time.monotonic() - killed
-                        print(f"  engine: {i.labels.get('status')} decided by {i.evidence.get('decided_by')}",
-                              flush=True)
+                        print(
+                            f"  engine: {i.labels.get('status')} decided by {i.evidence.get('decided_by')}", flush=True
+                        )
                 halt.wait(max(0.0, svc.config.rules.evaluation_interval_seconds - (time.monotonic() - t)))
 
         loop = threading.Thread(target=engine, daemon=True)
@@ -113,8 +127,10 @@ def repetition(stack, svc, servers: str, n: int) -> dict[str, float | None]:
             time.sleep(1)
         halt.set()
         loop.join(60)
-        print(f"  rep {n}: " + ", ".join(f"{k} {v:.0f} s" if v is not None else f"{k} never"
-                                        for k, v in first.items()), flush=True)
+        print(
+            f"  rep {n}: " + ", ".join(f"{k} {v:.0f} s" if v is not None else f"{k} never" for k, v in first.items()),
+            flush=True,
+        )
         return first
     finally:
         feeder.stop()
@@ -132,8 +148,10 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=None)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="lag-crash-"))
-    stack = Stack(StackLayout(dir=args.dir or tmp / "stack", port_base=args.port_base, scrape_interval_seconds=15),
-                  log=lambda *_: None)
+    stack = Stack(
+        StackLayout(dir=args.dir or tmp / "stack", port_base=args.port_base, scrape_interval_seconds=15),
+        log=lambda *_: None,
+    )
     L, collector = stack.layout, None
     try:
         print("starting the stack ...", flush=True)
@@ -145,16 +163,24 @@ def main() -> int:
         admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
         for f in admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)]).values():
             f.result(60)
-        tenant = TenantConfig(name="bench", selectors=(TenantSelector(
-            cluster="local", topic_prefixes=("bench.",), group_prefixes=("bench.",)),))
+        tenant = TenantConfig(
+            name="bench",
+            selectors=(TenantSelector(cluster="local", topic_prefixes=("bench.",), group_prefixes=("bench.",)),),
+        )
         config = stack.config(tenants=(tenant,), store_url=f"sqlite:///{tmp / 'alerts.db'}")
         config = config.model_copy(update={"collection": CollectionSettings()})  # shipped: 15 s
         (tmp / "collector.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-        run = ("import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-               "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
-        collector = subprocess.Popen([sys.executable, "-c", run, str(tmp / "collector.yaml")],
-                                     cwd=Path(__file__).resolve().parents[1], stdout=subprocess.DEVNULL,
-                                     stderr=open(tmp / "collector.log", "wb"), start_new_session=True)
+        run = (
+            "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
+            "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)"
+        )
+        collector = subprocess.Popen(
+            [sys.executable, "-c", run, str(tmp / "collector.yaml")],
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp / "collector.log", "wb"),
+            start_new_session=True,
+        )
         store = Store(config.store.url)
         create_all(store)
         svc = AlertService(config, store=store, registry=CollectorRegistry())

@@ -30,8 +30,13 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=11)
     args = ap.parse_args()
-    layout = StackLayout(dir=args.dir, port_base=args.port_base, kafka_version=resolve_kafka_version(None),
-                         secured=True, plaintext_listener=True)
+    layout = StackLayout(
+        dir=args.dir,
+        port_base=args.port_base,
+        kafka_version=resolve_kafka_version(None),
+        secured=True,
+        plaintext_listener=True,
+    )
     cluster = Stack(layout, log=lambda *_: None).config().clusters[0]
     client = KafkaProtocol(cluster.client_settings(), timeout=60)  # the monitoring principal sees every topic
 

@@ -96,11 +96,19 @@ def measure(stack, proc: subprocess.Popen, topic: str, window: float, windows: i
         c1, b1, s1, t1 = tree_cpu(proc.pid), sum(tree_cpu(p) for p in brokers), scalar(L, size), time.monotonic()
         minutes = (t1 - t0) / 60
         grown = (s1 - s0) if s0 is not None and s1 is not None else None
-        out.append({"collector": (c1 - c0) / minutes, "brokers": (b1 - b0) / minutes,
-                    "bytes_per_day": grown / (t1 - t0) * 86400 if grown is not None else None})
+        out.append(
+            {
+                "collector": (c1 - c0) / minutes,
+                "brokers": (b1 - b0) / minutes,
+                "bytes_per_day": grown / (t1 - t0) * 86400 if grown is not None else None,
+            }
+        )
         w = out[-1]
-        print(f"    window: collector {w['collector']:.2f} CPU s/min, brokers {w['brokers']:.2f} CPU s/min, "
-              f"probe topic {w['bytes_per_day'] or 0:.0f} bytes/day", flush=True)
+        print(
+            f"    window: collector {w['collector']:.2f} CPU s/min, brokers {w['brokers']:.2f} CPU s/min, "
+            f"probe topic {w['bytes_per_day'] or 0:.0f} bytes/day",
+            flush=True,
+        )
     return out
 
 
@@ -117,9 +125,15 @@ def detection(stack, reps: int, deadline: float) -> list[tuple[float | None, flo
     failed = f'sum(kafka_probe_messages_total{{broker="{VICTIM}",result=~"lost|error"}})'
     rows = []
     for rep in range(reps):
-        while not (in_sync(L.bootstrap_servers) and scalar(L, "count(kafka_cluster_broker_up == 1)") == 3
-                   and not [a for a in httpx.get(f"{L.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]
-                            ["alerts"] if a["labels"]["alertname"] == "PromBrokerDown"]):
+        while not (
+            in_sync(L.bootstrap_servers)
+            and scalar(L, "count(kafka_cluster_broker_up == 1)") == 3
+            and not [
+                a
+                for a in httpx.get(f"{L.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+                if a["labels"]["alertname"] == "PromBrokerDown"
+            ]
+        ):
             time.sleep(2)
         # The victim leads its probe partition again (the restart below moved it away), as the probe does itself
         # where its principal may elect (Alter on the cluster, which the stack's monitoring principal lacks) and
@@ -136,16 +150,23 @@ def detection(stack, reps: int, deadline: float) -> list[tuple[float | None, flo
                 now = time.monotonic() - t0
                 if probe is None and (scalar(L, failed) or 0.0) > before:
                     probe = now
-                if plain is None and [a for a in httpx.get(f"{L.prometheus_url}/api/v1/alerts", timeout=5).json()
-                                      ["data"]["alerts"] if a["labels"]["alertname"] == "PromBrokerDown"
-                                      and a["labels"].get("broker") == str(VICTIM) and a["state"] == "firing"]:
+                if plain is None and [
+                    a
+                    for a in httpx.get(f"{L.prometheus_url}/api/v1/alerts", timeout=5).json()["data"]["alerts"]
+                    if a["labels"]["alertname"] == "PromBrokerDown"
+                    and a["labels"].get("broker") == str(VICTIM)
+                    and a["state"] == "firing"
+                ]:
                     plain = now
                 time.sleep(0.5)
         finally:
             controlled_restart(stack, VICTIM)  # SIGCONT first, then a controlled shutdown and a start
         rows.append((probe, plain))
-        print(f"    SIGSTOP #{rep + 1}: probe {probe and f'{probe:.0f}s'}, plain up rule {plain and f'{plain:.0f}s'} "
-              f"(probe deadline {deadline:g}s)", flush=True)
+        print(
+            f"    SIGSTOP #{rep + 1}: probe {probe and f'{probe:.0f}s'}, plain up rule {plain and f'{plain:.0f}s'} "
+            f"(probe deadline {deadline:g}s)",
+            flush=True,
+        )
     return rows
 
 
@@ -158,13 +179,13 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
 
-
     from monitor.core.config import CollectionSettings
     from monitor.stack import Stack, StackLayout
     from tests.integration.alerts_helpers import running_collectors
 
-    stack = Stack(StackLayout(dir=args.dir, port_base=args.port_base, secured=True, plaintext_listener=True),
-                  log=lambda *_: None)
+    stack = Stack(
+        StackLayout(dir=args.dir, port_base=args.port_base, secured=True, plaintext_listener=True), log=lambda *_: None
+    )
     L = stack.layout
     already_up = all(s.healthy for s in stack.status())
     tmp = Path(tempfile.mkdtemp(prefix="probe-bench-"))
@@ -205,19 +226,26 @@ def main() -> int:
 
     off, on = "probe off (baseline)", "probe on"
     brokers = len(L.broker_ids)
-    print(f"\nprobe cost (median of {args.windows} windows of {args.window:.0f}s; {brokers} brokers, one record per "
-          f"second per broker, SASL_SSL)")
+    print(
+        f"\nprobe cost (median of {args.windows} windows of {args.window:.0f}s; {brokers} brokers, one record per "
+        f"second per broker, SASL_SSL)"
+    )
     for key, what in (("collector", "collector process (+ Admin child)"), ("brokers", "broker JVMs, all three")):
         a, b = med(key, off), med(key, on)
         print(f"  {what:<36} off {a:6.2f} CPU s/min   on {b:6.2f} CPU s/min   ratio {b / a:5.2f}x")
     a, b = med("collector", off), med("collector", on)
-    print(f"  the probe's own CPU per probed broker per minute: {(b - a) / brokers:.2f} CPU s "
-          f"({(b - a) / brokers / 60 * 100:.2f} % of a core)")
+    print(
+        f"  the probe's own CPU per probed broker per minute: {(b - a) / brokers:.2f} CPU s "
+        f"({(b - a) / brokers / 60 * 100:.2f} % of a core)"
+    )
     a, b = med("brokers", off), med("brokers", on)
     print(f"  brokers' extra CPU per broker per minute: {(b - a) / brokers:.2f} CPU s")
     written = med("bytes_per_day", on)
-    print(f"  bytes written per day (probe topic, all replicas): {written / 1e6:.1f} MB" if written is not None
-          else "  bytes written per day: not measured (no kafka_topic_log_size_bytes for the probe topic)")
+    print(
+        f"  bytes written per day (probe topic, all replicas): {written / 1e6:.1f} MB"
+        if written is not None
+        else "  bytes written per day: not measured (no kafka_topic_log_size_bytes for the probe topic)"
+    )
     probe = [p for p, _ in rows if p is not None]
     plain = [q for _, q in rows if q is not None]
     mp = statistics.median(probe) if probe else None

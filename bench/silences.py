@@ -39,8 +39,13 @@ from alerts.types import AlertState, Instance, Severity
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
 HOSTILE_TENANTS = ("t00", "t01", "t02")
 PER_TENANT = 100
-ALERTNAMES = ("KafkaRequestHandlerSaturation", "KafkaUnderReplicatedPartitions", "KafkaConsumerGroupLag",
-              "KafkaDiskFullRisk", "KafkaLatencyRegression")
+ALERTNAMES = (
+    "KafkaRequestHandlerSaturation",
+    "KafkaUnderReplicatedPartitions",
+    "KafkaConsumerGroupLag",
+    "KafkaDiskFullRisk",
+    "KafkaLatencyRegression",
+)
 
 
 def _instances(tenants: int, per_tenant: int) -> dict[str, Instance]:
@@ -49,15 +54,33 @@ def _instances(tenants: int, per_tenant: int) -> dict[str, Instance]:
         tenant = f"t{t:02}"
         for i in range(per_tenant):
             topic = "a" * 200 if tenant in HOSTILE_TENANTS else f"{tenant}.orders.{i}"
-            labels = {"alertname": ALERTNAMES[i % len(ALERTNAMES)], "cluster": "c1", "broker": str(i % 100),
-                      "topic": topic, "severity": "warning", "tenant": tenant}
-            inst = Instance(rule=labels["alertname"], labels=labels, state=AlertState.FIRING,
-                            severity=Severity.WARNING, active_at=NOW, fired_at=NOW)
+            labels = {
+                "alertname": ALERTNAMES[i % len(ALERTNAMES)],
+                "cluster": "c1",
+                "broker": str(i % 100),
+                "topic": topic,
+                "severity": "warning",
+                "tenant": tenant,
+            }
+            inst = Instance(
+                rule=labels["alertname"],
+                labels=labels,
+                state=AlertState.FIRING,
+                severity=Severity.WARNING,
+                active_at=NOW,
+                fired_at=NOW,
+            )
             out[f"{tenant}-{i}"] = inst
     for i in range(per_tenant * 2):  # operators' own (no tenant)
         labels = {"alertname": "KafkaBrokerUnreachable", "cluster": "c1", "broker": str(i)}
-        out[f"op-{i}"] = Instance(rule="KafkaBrokerUnreachable", labels=labels, state=AlertState.FIRING,
-                                  severity=Severity.CRITICAL, active_at=NOW, fired_at=NOW)
+        out[f"op-{i}"] = Instance(
+            rule="KafkaBrokerUnreachable",
+            labels=labels,
+            state=AlertState.FIRING,
+            severity=Severity.CRITICAL,
+            active_at=NOW,
+            fired_at=NOW,
+        )
     return out
 
 
@@ -67,15 +90,20 @@ def _silences(kind: str) -> list[SilenceView]:
         for i in range(PER_TENANT):
             if kind == "hostile":
                 patterns = (f"(a+)+{tenant}{i}$", f"(a|aa)+{i}", f"(.*a){{{10 + i % 10}}}{tenant}")
-                matchers = [Matcher("alertname", patterns[i % 3], is_regex=True),
-                            Matcher("topic", patterns[(i + 1) % 3], is_regex=True)]
+                matchers = [
+                    Matcher("alertname", patterns[i % 3], is_regex=True),
+                    Matcher("topic", patterns[(i + 1) % 3], is_regex=True),
+                ]
                 for m in matchers:
                     compile_regex(m.value)  # accepted by the API: raises otherwise
             else:
                 matchers = [Matcher("alertname", ALERTNAMES[i % len(ALERTNAMES)]), Matcher("broker", str(i))]
             matchers.append(Matcher("tenant", tenant))
-            out.append(SilenceView(f"{tenant}-{kind}-{i}", tuple(matchers), NOW - timedelta(hours=1),
-                                   NOW + timedelta(hours=1), tenant))
+            out.append(
+                SilenceView(
+                    f"{tenant}-{kind}-{i}", tuple(matchers), NOW - timedelta(hours=1), NOW + timedelta(hours=1), tenant
+                )
+            )
     return out
 
 
@@ -101,19 +129,25 @@ def main() -> int:
     ap.add_argument("--instances-per-tenant", type=int, default=250)
     args = ap.parse_args()
     instances = _instances(args.tenants, args.instances_per_tenant)
-    cases = {"no silences": [],
-             f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} ordinary silences": _silences("ordinary"),
-             f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} hostile silences": _silences("hostile")}
-    print(f"mute step of one alert cycle: {len(instances)} firing instances ({args.tenants} tenants), "
-          f"{args.cycles} cycles")
+    cases = {
+        "no silences": [],
+        f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} ordinary silences": _silences("ordinary"),
+        f"{len(HOSTILE_TENANTS)} tenants x {PER_TENANT} hostile silences": _silences("hostile"),
+    }
+    print(
+        f"mute step of one alert cycle: {len(instances)} firing instances ({args.tenants} tenants), "
+        f"{args.cycles} cycles"
+    )
     medians = {}
     for name, silences in cases.items():
         _compiled.cache_clear()  # the first cycle compiles, as after a start
         times, capped = _run(instances, silences, args.cycles + 1)
         first, rest = times[0], times[1:]
         medians[name] = statistics.median(rest)
-        print(f"  {name:<40} median {medians[name] * 1e3:8.2f} ms   p90 {_p90(rest) * 1e3:8.2f} ms   "
-              f"first cycle {first * 1e3:8.2f} ms   tenants over budget: {', '.join(sorted(capped)) or 'none'}")
+        print(
+            f"  {name:<40} median {medians[name] * 1e3:8.2f} ms   p90 {_p90(rest) * 1e3:8.2f} ms   "
+            f"first cycle {first * 1e3:8.2f} ms   tenants over budget: {', '.join(sorted(capped)) or 'none'}"
+        )
     base, hostile = medians["no silences"], list(medians.values())[-1]
     print(f"  ratio hostile / no silences: {hostile / base:.2f}x")
     return 0

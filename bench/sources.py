@@ -82,9 +82,11 @@ def bench(runs: dict[str, tuple], pid: int | None, repeat: int, base: str) -> No
             results[name].append(collect(c, t, pid))
     med = {n: tuple(statistics.median(r[i] for r in rs) for i in range(3)) + (rs[-1][3],) for n, rs in results.items()}
     for name, (wall, ccpu, bcpu, series) in med.items():
-        print(f"{name:<22} wall={wall:7.3f}s client_cpu={ccpu:7.3f}s broker_cpu={bcpu:7.3f}s series={series:>6} "
-              f"wall_ratio={wall / med[base][0]:5.2f} client_cpu_ratio={ccpu / max(med[base][1], 1e-9):5.2f}",
-              flush=True)
+        print(
+            f"{name:<22} wall={wall:7.3f}s client_cpu={ccpu:7.3f}s broker_cpu={bcpu:7.3f}s series={series:>6} "
+            f"wall_ratio={wall / med[base][0]:5.2f} client_cpu_ratio={ccpu / max(med[base][1], 1e-9):5.2f}",
+            flush=True,
+        )
 
 
 def main() -> int:
@@ -102,44 +104,76 @@ def main() -> int:
     name = f"bench-sources-{args.partitions}"
     if name not in admin.list_topics(timeout=30).topics:
         n = args.partitions
-        admin.create_topics([NewTopic(name, num_partitions=n, replication_factor=-1,
-                                      replica_assignment=[[BROKER]] * n)], request_timeout=300)[name].result(300)
+        admin.create_topics(
+            [NewTopic(name, num_partitions=n, replication_factor=-1, replica_assignment=[[BROKER]] * n)],
+            request_timeout=300,
+        )[name].result(300)
     cluster = stack.config().clusters[0]
     cluster = cluster.model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
     tenants = TenantLookup(None, cluster.name)
     jolokia = JolokiaTransport()
     port = args.port_base + 90
     agent = kafka.agents_dir() / "jmx_prometheus_javaagent.jar"
-    print(f"broker-1 with {args.partitions} partitions of {name} (plus the stack's own); load average "
-          f"{os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"broker-1 with {args.partitions} partitions of {name} (plus the stack's own); load average "
+        f"{os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     try:
         for dialect, config in DIALECT_CONFIG.items():
             pid = restart_broker(stack, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}", f"-Xmx{args.broker_heap}"])
-            by_jolokia = JmxCollector(cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants,
-                                      max_series=10**7)
-            exp_cluster = cluster.model_copy(update={"brokers": (BrokerTarget(id=BROKER, jmx_exporter=ExporterSource(
-                url=f"http://127.0.0.1:{port}/metrics", dialect=dialect)),)})
-            by_exporter = JmxCollector(exp_cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants,
-                                       max_series=10**7)
+            by_jolokia = JmxCollector(
+                cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants, max_series=10**7
+            )
+            exp_cluster = cluster.model_copy(
+                update={
+                    "brokers": (
+                        BrokerTarget(
+                            id=BROKER,
+                            jmx_exporter=ExporterSource(url=f"http://127.0.0.1:{port}/metrics", dialect=dialect),
+                        ),
+                    )
+                }
+            )
+            by_exporter = JmxCollector(
+                exp_cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants, max_series=10**7
+            )
             t_j = next(t for t in by_jolokia.targets() if t.name == f"broker-{BROKER}")
             t_e = next(t for t in by_exporter.targets() if t.name == f"broker-{BROKER}")
             print(f"-- jmx_exporter dialect {dialect}", flush=True)
-            bench({"jolokia": (by_jolokia, t_j), f"jmx_exporter/{dialect}": (by_exporter, t_e)}, pid, args.repeat,
-                  "jolokia")
+            bench(
+                {"jolokia": (by_jolokia, t_j), f"jmx_exporter/{dialect}": (by_exporter, t_e)},
+                pid,
+                args.repeat,
+                "jolokia",
+            )
     finally:
         restart_broker(stack, None)
     node_port = args.port_base + 92
-    proc = subprocess.Popen(["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{node_port}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{node_port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(2)
         log_dirs = (str(L.node_dir(BROKER) / "data"),)
         local = HostCollector(cluster.model_copy(update={"brokers": (BrokerTarget(id=BROKER, log_dirs=log_dirs),)}))
-        node = HostCollector(cluster.model_copy(update={"brokers": (BrokerTarget(
-            id=BROKER, log_dirs=log_dirs, node_exporter=f"http://127.0.0.1:{node_port}/metrics"),)}))
+        node = HostCollector(
+            cluster.model_copy(
+                update={
+                    "brokers": (
+                        BrokerTarget(
+                            id=BROKER, log_dirs=log_dirs, node_exporter=f"http://127.0.0.1:{node_port}/metrics"
+                        ),
+                    )
+                }
+            )
+        )
         print("-- host", flush=True)
-        bench({"proc": (local, local.targets()[0]), "node_exporter": (node, node.targets()[0])}, None, args.repeat,
-              "proc")
+        bench(
+            {"proc": (local, local.targets()[0]), "node_exporter": (node, node.targets()[0])}, None, args.repeat, "proc"
+        )
     finally:
         proc.terminate()
         proc.wait(10)

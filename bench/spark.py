@@ -127,13 +127,18 @@ def ref_wall(ref: str, root: Path, config, lake: Path, week: str, now: datetime)
     if not code.exists():
         code.mkdir(parents=True)
         repo = Path(__file__).resolve().parents[1]
-        archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "monitor", "alerts", "collectors"],
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(repo), "archive", ref, "monitor", "alerts", "collectors"], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(code)], input=archive, check=True)
     cfg = root / "bench-config.yaml"
     cfg.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_defaults=True)))
-    done = subprocess.run([sys.executable, "-c", REF_RUNNER, str(code), str(cfg), week, now.isoformat(), str(lake)],
-                          capture_output=True, text=True, cwd=code)
+    done = subprocess.run(
+        [sys.executable, "-c", REF_RUNNER, str(code), str(cfg), week, now.isoformat(), str(lake)],
+        capture_output=True,
+        text=True,
+        cwd=code,
+    )
     for line in done.stdout.splitlines():
         if line.startswith("REF_WALL "):
             return float(line.split()[1])
@@ -150,8 +155,15 @@ def cache_runs(spark, config, lake: Path, end_week: date, now: datetime, runs: i
     def timed(kind: str, week_text: str, use_cache: bool):
         loads.append(os.getloadavg()[0])
         t0 = time.monotonic()
-        run = run_report(spark, config, week_text, now=now, lake=lake, use_cache=use_cache,
-                         progress=lambda m: print("   ", m, flush=True))
+        run = run_report(
+            spark,
+            config,
+            week_text,
+            now=now,
+            lake=lake,
+            use_cache=use_cache,
+            progress=lambda m: print("   ", m, flush=True),
+        )
         walls[kind].append(time.monotonic() - t0)
         loads.append(os.getloadavg()[0])
         print(f"  {kind} #{len(walls[kind])}: {walls[kind][-1]:.1f}s (load average {loads[-1]:.1f})", flush=True)
@@ -166,11 +178,17 @@ def cache_runs(spark, config, lake: Path, end_week: date, now: datetime, runs: i
     med = {k: statistics.median(v) for k, v in walls.items()}
     every = "; ".join(f"{k} " + " ".join(f"{x:.1f}" for x in v) for k, v in walls.items())
     cached = sum(f.stat().st_size for f in lakefs.reduced_dir(lake).rglob("*.parquet"))
-    print(f"cache: medians of {runs} run(s): cold {med['cold']:.1f}s, warm {med['warm']:.1f}s, warm / cold "
-          f"{med['warm'] / med['cold']:.2f} (x{med['cold'] / med['warm']:.2f}); fill (the week before: its days "
-          f"reduced and cached) {med['fill']:.1f}s", flush=True)
-    print(f"cache: every run (s): {every}; warm documents equal cold: {equal}; cache {cached / 2**20:.1f} MiB; "
-          f"load average {min(loads):.1f} to {max(loads):.1f}", flush=True)
+    print(
+        f"cache: medians of {runs} run(s): cold {med['cold']:.1f}s, warm {med['warm']:.1f}s, warm / cold "
+        f"{med['warm'] / med['cold']:.2f} (x{med['cold'] / med['warm']:.2f}); fill (the week before: its days "
+        f"reduced and cached) {med['fill']:.1f}s",
+        flush=True,
+    )
+    print(
+        f"cache: every run (s): {every}; warm documents equal cold: {equal}; cache {cached / 2**20:.1f} MiB; "
+        f"load average {min(loads):.1f} to {max(loads):.1f}",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,10 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--week", default="2026-W47")
     p.add_argument("--dir", type=Path, default=None, help="where to put the lakes (default: a temp dir, removed)")
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--compare-ref", default=None,
-                   help="also time the report as written at this git ref (02a3647: before reduce-then-attribute)")
-    p.add_argument("--cache-runs", type=int, default=0,
-                   help="time cold (no cache) against warm (cache of the previous week's report) N times each")
+    p.add_argument(
+        "--compare-ref",
+        default=None,
+        help="also time the report as written at this git ref (02a3647: before reduce-then-attribute)",
+    )
+    p.add_argument(
+        "--cache-runs",
+        type=int,
+        default=0,
+        help="time cold (no cache) against warm (cache of the previous week's report) N times each",
+    )
     a = p.parse_args(argv)
     brokers, topics, tenants = (max(1, round(x * a.scale)) for x in (a.brokers, a.topics, a.tenants))
     y, w = a.week.split("-W")
@@ -202,36 +227,57 @@ def main(argv: list[str] | None = None) -> int:
             lake = root / f"lake-{weeks}w"
             shutil.rmtree(lake, ignore_errors=True)
             t0 = time.monotonic()
-            config, _ = realistic(lake, brokers=brokers, topics=topics, tenants=tenants, weeks=weeks,
-                                  end_week=end_week, progress=lambda _m: None)
+            config, _ = realistic(
+                lake,
+                brokers=brokers,
+                topics=topics,
+                tenants=tenants,
+                weeks=weeks,
+                end_week=end_week,
+                progress=lambda _m: None,
+            )
             gen = time.monotonic() - t0
             rows = rows_in(lake)
             size = sum(f.stat().st_size for f in lakefs.metrics_dir(lake).rglob("*.parquet"))
             if a.cache_runs:
-                print(f"weeks={weeks}: {rows:,} rows ({size / 2**20:.0f} MiB Parquet, generated in {gen:.0f}s)",
-                      flush=True)
+                print(
+                    f"weeks={weeks}: {rows:,} rows ({size / 2**20:.0f} MiB Parquet, generated in {gen:.0f}s)",
+                    flush=True,
+                )
                 cache_runs(spark, config, lake, end_week, now, a.cache_runs)
                 if a.dir is None:
                     shutil.rmtree(lake, ignore_errors=True)
                 continue
-            before = (ref_wall(a.compare_ref, root, config, lake, week_name(end_week), now)
-                      if a.compare_ref else None)
+            before = ref_wall(a.compare_ref, root, config, lake, week_name(end_week), now) if a.compare_ref else None
             scan = scan_floor(spark, lake)
             t0 = time.monotonic()
             with PeakMemory() as mem:
-                run = run_report(spark, config, week_name(end_week), now=now, lake=lake, use_cache=False,
-                                 progress=lambda m: print("   ", m, flush=True))
+                run = run_report(
+                    spark,
+                    config,
+                    week_name(end_week),
+                    now=now,
+                    lake=lake,
+                    use_cache=False,
+                    progress=lambda m: print("   ", m, flush=True),
+                )
             wall = time.monotonic() - t0
             py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             results.append((weeks, rows, wall, scan))
             if before is not None:
-                print(f"weeks={weeks}: report at {a.compare_ref}: {before:.1f}s; this code: {wall:.1f}s; "
-                      f"speed-up x{before / wall:.2f} (same lake, same run)", flush=True)
-            print(f"weeks={weeks}: {rows:,} rows ({size / 2**20:.0f} MiB Parquet, generated in {gen:.0f}s); "
-                  f"report wall {wall:.1f}s; {rows / wall:,.0f} rows/s; scan floor {scan:.1f}s "
-                  f"(report = {wall / scan:.2f} scans); driver JVM peak RSS "
-                  f"{mem.peak_kib / 1024:.0f} MiB, Python peak RSS {py_peak:.0f} MiB; "
-                  f"{len(run.documents)} tenant reports; load average {os.getloadavg()[0]:.1f}", flush=True)
+                print(
+                    f"weeks={weeks}: report at {a.compare_ref}: {before:.1f}s; this code: {wall:.1f}s; "
+                    f"speed-up x{before / wall:.2f} (same lake, same run)",
+                    flush=True,
+                )
+            print(
+                f"weeks={weeks}: {rows:,} rows ({size / 2**20:.0f} MiB Parquet, generated in {gen:.0f}s); "
+                f"report wall {wall:.1f}s; {rows / wall:,.0f} rows/s; scan floor {scan:.1f}s "
+                f"(report = {wall / scan:.2f} scans); driver JVM peak RSS "
+                f"{mem.peak_kib / 1024:.0f} MiB, Python peak RSS {py_peak:.0f} MiB; "
+                f"{len(run.documents)} tenant reports; load average {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
             if a.dir is None:
                 shutil.rmtree(lake, ignore_errors=True)
     finally:
@@ -242,8 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     base_weeks, base_rows, base_wall, _ = results[0]
     for weeks, rows, wall, scan in results:
-        print(f"weeks={weeks}: rows x{rows / base_rows:.2f}, wall x{wall / base_wall:.2f} of {base_weeks} week(s); "
-              f"report / scan floor x{wall / scan:.2f}")
+        print(
+            f"weeks={weeks}: rows x{rows / base_rows:.2f}, wall x{wall / base_wall:.2f} of {base_weeks} week(s); "
+            f"report / scan floor x{wall / scan:.2f}"
+        )
     return 0
 
 

@@ -53,12 +53,18 @@ def timed_up(layout: StackLayout) -> tuple[float, Stack]:
 
 
 def mode_layout(directory: Path, port_base: int, mode: str, version: str | None = None) -> StackLayout:
-    return StackLayout(dir=directory, port_base=port_base, secured=mode != "plaintext",
-                       plaintext_listener=mode != "sasl_ssl", kafka_version=resolve_kafka_version(version))
+    return StackLayout(
+        dir=directory,
+        port_base=port_base,
+        secured=mode != "plaintext",
+        plaintext_listener=mode != "sasl_ssl",
+        kafka_version=resolve_kafka_version(version),
+    )
 
 
-def measure_mode(work: Path, port_base: int, variant: str,
-                 runs: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+def measure_mode(
+    work: Path, port_base: int, variant: str, runs: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
     """warm and restart times and idle RSS of one ``version/mode`` variant (same machine, same run)."""
     version, mode = variant.split("/")
     results: dict[str, list[float]] = {"warm": [], "restart": []}
@@ -108,14 +114,18 @@ def main() -> None:
 
     measured = {mode: measure_mode(work, args.port_base, mode, args.runs) for mode in modes}
 
-    print("stack up -> ready (1 controller + 3 brokers, Prometheus, Alertmanager); medians of "
-          f"{args.runs} runs per Kafka version/security mode, run one after the other on this machine")
+    print(
+        "stack up -> ready (1 controller + 3 brokers, Prometheus, Alertmanager); medians of "
+        f"{args.runs} runs per Kafka version/security mode, run one after the other on this machine"
+    )
     if cold:
         print(f"  cold ({modes[-1]}, empty jar cache and Maven repository): {cold[0]:.1f} s")
     for kind in ("warm", "restart"):
         line = "  ".join(f"{mode} {statistics.median(measured[mode][0][kind]):5.1f} s" for mode in modes)
-        print(f"  {kind:<8} {line}   runs: "
-              + "; ".join(f"{m}: {', '.join(f'{v:.1f}' for v in measured[m][0][kind])}" for m in modes))
+        print(
+            f"  {kind:<8} {line}   runs: "
+            + "; ".join(f"{m}: {', '.join(f'{v:.1f}' for v in measured[m][0][kind])}" for m in modes)
+        )
     base = modes[0]
     for mode in modes[1:]:
         for kind in ("warm", "restart"):

@@ -47,6 +47,7 @@ P = "org.apache.kafka."
 
 # --- a minimal OTLP (protobuf) encoder: the payload a Java producer pushes under kafka-health's subscription
 
+
 def _varint(v: int) -> bytes:
     out = bytearray()
     while True:
@@ -63,8 +64,9 @@ def _len(field: int, body: bytes) -> bytes:
 
 def _point(value: float, node: int | None) -> bytes:
     attrs = b"" if node is None else _len(7, _len(1, b"node.id") + _len(2, _varint(3 << 3) + _varint(node)))
-    return (attrs + _varint(3 << 3 | 1) + struct.pack("<Q", time.time_ns())
-            + _varint(4 << 3 | 1) + struct.pack("<d", value))
+    return (
+        attrs + _varint(3 << 3 | 1) + struct.pack("<Q", time.time_ns()) + _varint(4 << 3 | 1) + struct.pack("<d", value)
+    )
 
 
 def _metric(name: str, *points: bytes) -> bytes:
@@ -88,15 +90,28 @@ def java_producer_push() -> bytes:
 
 # --- the JVM side
 
+
 def jvm_cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_driver(jars: Path, plugin: Path, jolokia: Path, payload: Path, clients: int, rounds: int, port: int):
-    argv = ["java", f"-javaagent:{jolokia}=host=127.0.0.1,port={port},discoveryEnabled=false",
-            "-Xms384m", "-Xmx384m", "-XX:+UseG1GC", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
-            "-cp", f"{jars}/*:{plugin}", str(DRIVER), str(payload), str(clients), str(rounds)]
+    argv = [
+        "java",
+        f"-javaagent:{jolokia}=host=127.0.0.1,port={port},discoveryEnabled=false",
+        "-Xms384m",
+        "-Xmx384m",
+        "-XX:+UseG1GC",
+        "-XX:ParallelGCThreads=1",
+        "-XX:ConcGCThreads=1",
+        "-cp",
+        f"{jars}/*:{plugin}",
+        str(DRIVER),
+        str(payload),
+        str(clients),
+        str(rounds),
+    ]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     for line in proc.stdout:  # the Jolokia agent prints its own lines first
         if line.startswith("{"):
@@ -114,8 +129,9 @@ def scrape_costs(port: int, pid: int, scrapes: int) -> dict:
     for i in range(scrapes + 2):
         jvm0, cpu0, t0 = jvm_cpu_seconds(pid), time.process_time(), time.perf_counter()
         readings = transport.read(endpoint, queries, timeout=30)
-        samples = catalog.convert(readings, catalog.BROKER_TARGET_RULES, base=(("cluster", "bench"), ("broker", "1")),
-                                  tenants=tenants)
+        samples = catalog.convert(
+            readings, catalog.BROKER_TARGET_RULES, base=(("cluster", "bench"), ("broker", "1")), tenants=tenants
+        )
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0 + jvm_cpu_seconds(pid) - jvm0
         if i >= 2:  # the first two warm up Jolokia and the catalog's caches
             walls.append(wall)
@@ -162,18 +178,24 @@ def run(args, levels: list[int], work: Path) -> int:
     for n, r in results.items():
         s = r["scrape"]
         print(f"{n:>8} {s['series']:>7} {s['wall'] * 1e3:>8.1f} {s['cpu'] * 1e3:>7.1f} {s['cpu'] / base['cpu']:>10.1f}")
-    print("\nbroker plugin (medians of 5 interleaved repeats; "
-          "baseline: parsing the same pushes with Kafka's OTLP classes):")
-    print(f"{'clients':>8} {'us/push':>8} {'parse us':>8} {'ratio':>6} {'cpu % at 60 s push':>19} "
-          f"{'heap MiB':>9} {'KiB/1000 clients':>17} {'failures':>8}")
+    print(
+        "\nbroker plugin (medians of 5 interleaved repeats; "
+        "baseline: parsing the same pushes with Kafka's OTLP classes):"
+    )
+    print(
+        f"{'clients':>8} {'us/push':>8} {'parse us':>8} {'ratio':>6} {'cpu % at 60 s push':>19} "
+        f"{'heap MiB':>9} {'KiB/1000 clients':>17} {'failures':>8}"
+    )
     for n in levels:
         r = results[n]
         plugin_us = statistics.median(r["plugin_ns_per_push"]) / 1e3
         parse_us = statistics.median(r["parse_ns_per_push"]) / 1e3
         share = n / 60 * plugin_us / 1e6 * 100  # of one core, N clients pushing once a minute
         held = r["heap_full_bytes"] - r["heap_empty_bytes"]
-        print(f"{n:>8} {plugin_us:>8.1f} {parse_us:>8.1f} {plugin_us / parse_us:>6.2f} {share:>18.4f}% "
-              f"{held / 2**20:>9.1f} {held / n * 1000 / 1024:>17.0f} {r['failures']:>8}")
+        print(
+            f"{n:>8} {plugin_us:>8.1f} {parse_us:>8.1f} {plugin_us / parse_us:>6.2f} {share:>18.4f}% "
+            f"{held / 2**20:>9.1f} {held / n * 1000 / 1024:>17.0f} {r['failures']:>8}"
+        )
     return 0
 
 

@@ -162,8 +162,13 @@ class AdminCollector:
         self._budget = cluster.jmx.timeout_seconds
         if interval is not None and INTERVAL_SHARE * interval < self._budget:
             self._budget = INTERVAL_SHARE * interval
-            log.info("%s: Admin round budget %gs (%g of the %gs collection interval, under jmx.timeout_seconds)",
-                     cluster.name, self._budget, INTERVAL_SHARE, interval)
+            log.info(
+                "%s: Admin round budget %gs (%g of the %gs collection interval, under jmx.timeout_seconds)",
+                cluster.name,
+                self._budget,
+                INTERVAL_SHARE,
+                interval,
+            )
         self._slow_groups: set[str] = set()  # groups whose offsets could not be read last round: read last
         # min.insync.replicas per topic changes rarely and costs one request per topic: read it for new topics and
         # every MIN_ISR_REFRESH_SECONDS, not every round.
@@ -186,8 +191,9 @@ class AdminCollector:
         stale = now - self._min_isr_at >= MIN_ISR_REFRESH_SECONDS
         missing = topics - set(self._min_isr)
         if (stale or missing) and not deadline.allows():
-            log.warning("%s: min.insync.replicas not read: round deadline of %gs reached", self._target.key,
-                        deadline.budget)
+            log.warning(
+                "%s: min.insync.replicas not read: round deadline of %gs reached", self._target.key, deadline.budget
+            )
         elif stale or missing:
             try:
                 fresh = admin.min_insync_replicas(sorted(topics if stale else missing), timeout=deadline.remaining())
@@ -197,18 +203,28 @@ class AdminCollector:
                 self._min_isr = {t: v for t, v in {**self._min_isr, **fresh}.items() if t in topics}
                 if stale:
                     self._min_isr_at = now
-        return ClusterState(state.brokers, state.controller_id, state.partitions,
-                            {t: v for t, v in self._min_isr.items() if t in topics})
+        return ClusterState(
+            state.brokers,
+            state.controller_id,
+            state.partitions,
+            {t: v for t, v in self._min_isr.items() if t in topics},
+        )
 
     def _read_groups(self, admin: AdminApi, deadline: RoundDeadline) -> GroupsRead:
         """Groups with their committed offsets, the high watermarks, the groups skipped and why the round was cut
         short. Never raises a KafkaHealthError: the cluster state is read already."""
         key, budget = self._target.key, deadline.budget
         if not deadline.allows():
-            return GroupsRead((), {}, self._known_groups,
-                              cut_short=(f"round deadline of {budget:g}s reached before the consumer groups were "
-                                         f"listed: {self._known_groups} groups skipped"),
-                              deadline_skipped=self._known_groups)
+            return GroupsRead(
+                (),
+                {},
+                self._known_groups,
+                cut_short=(
+                    f"round deadline of {budget:g}s reached before the consumer groups were "
+                    f"listed: {self._known_groups} groups skipped"
+                ),
+                deadline_skipped=self._known_groups,
+            )
         try:
             listed = admin.groups(timeout=min(deadline.remaining(), GROUPS_SHARE * budget))
             self._known_groups = len(listed)
@@ -227,8 +243,9 @@ class AdminCollector:
         if deadline.allows(reserve=reserve):
             group_timeout = min(deadline.remaining(reserve=reserve), OFFSETS_CALL_SHARE * budget)
             try:  # before the watermarks; every group at once, so a dead coordinator's groups delay no other
-                answers = admin.committed([g.group for g in listed], timeout=deadline.remaining(reserve=reserve),
-                                          group_timeout=group_timeout)
+                answers = admin.committed(
+                    [g.group for g in listed], timeout=deadline.remaining(reserve=reserve), group_timeout=group_timeout
+                )
             except KafkaHealthError as exc:  # the whole call: a stale coordinator, a dead client process
                 answers = {g.group: exc for g in listed}
                 if not isinstance(exc, TargetForbidden):  # said below, once
@@ -254,11 +271,19 @@ class AdminCollector:
                 groups.append(GroupOffsets(info, answer))
         if failures:  # one line, not one per group: a dead coordinator fails a third of them
             first = sorted(failures)[:3]
-            log.warning("%s: %d consumer groups skipped, offsets not read (%s%s): %s", key, len(failures),
-                        ", ".join(first), ", ..." if len(failures) > 3 else "", failures[first[0]])
+            log.warning(
+                "%s: %d consumer groups skipped, offsets not read (%s%s): %s",
+                key,
+                len(failures),
+                ", ".join(first),
+                ", ..." if len(failures) > 3 else "",
+                failures[first[0]],
+            )
         if out_of_time:
-            cut = (f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
-                   f"groups read, {skipped} groups skipped")
+            cut = (
+                f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
+                f"groups read, {skipped} groups skipped"
+            )
         cut = whole or cut
         if forbidden:
             cut = f"{cut}; {forbidden}" if cut else f"consumer group offsets not read: {forbidden}"
@@ -276,17 +301,22 @@ class AdminCollector:
                 why = f"high watermarks not read: {exc}"
             else:
                 late = not deadline.allows()  # partitions left out when the call ran out of the round's time
-                why = (f"high watermarks of {len(wanted) - len(watermarks)} of {len(wanted)} partitions not read"
-                       + (f" within the round deadline of {budget:g}s" if late else ""))
+                why = f"high watermarks of {len(wanted) - len(watermarks)} of {len(wanted)} partitions not read" + (
+                    f" within the round deadline of {budget:g}s" if late else ""
+                )
         # No watermark, no lag: a group with committed offsets none of whose partitions has a watermark is not
         # finished this round (said and counted, never a group that silently has no lag series).
         blind = {id(g) for g in groups if g.committed and not any(tp in watermarks for tp in g.committed)}
         if not blind:
             return GroupsRead(tuple(groups), watermarks, skipped, cut_short=cut, deadline_skipped=out_of_time)
         why = f"{why}: {len(blind)} groups whose offsets were read skipped"
-        return GroupsRead(tuple(g for g in groups if id(g) not in blind), watermarks, skipped + len(blind),
-                          cut_short=f"{cut}; {why}" if cut else why,
-                          deadline_skipped=out_of_time + (len(blind) if late else 0))
+        return GroupsRead(
+            tuple(g for g in groups if id(g) not in blind),
+            watermarks,
+            skipped + len(blind),
+            cut_short=f"{cut}; {why}" if cut else why,
+            deadline_skipped=out_of_time + (len(blind) if late else 0),
+        )
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -313,13 +343,13 @@ class AdminCollector:
                 # Cluster state first: it is what matters when a broker dies, and what the rest of the round keeps.
                 state = admin.cluster(timeout=deadline.remaining())
                 state = self._with_min_isr(admin, state, deadline)
-                samples = cluster_samples(state, base=base, configured=self._expected(),
-                                          tenants=self._tenants)
+                samples = cluster_samples(state, base=base, configured=self._expected(), tenants=self._tenants)
                 read = self._read_groups(admin, deadline)
                 for tp, hw in read.watermarks.items():
                     self._history.add(tp, now, hw)
-                samples += group_samples(read.offsets, read.watermarks, self._history, now=now, base=base,
-                                         tenants=self._tenants)
+                samples += group_samples(
+                    read.offsets, read.watermarks, self._history, now=now, base=base, tenants=self._tenants
+                )
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=deadline.elapsed())
@@ -329,22 +359,38 @@ class AdminCollector:
                     log.warning("%s: the Admin client process is gone; the next round starts a fresh one", target.key)
                     self._drop_admin()
                 elif getattr(self._admin, "replace_client", False):
-                    log.info("%s: a group coordinator moved or does not answer; the next round uses a fresh Admin "
-                             "client", target.key)
+                    log.info(
+                        "%s: a group coordinator moved or does not answer; the next round uses a fresh Admin client",
+                        target.key,
+                    )
                     self._drop_admin()
-        result = succeeded(target, samples, started_at=now, duration=deadline.elapsed(), max_series=self._max_series,
-                           exempt=lambda capped: skipped_samples(read, capped, base))
+        result = succeeded(
+            target,
+            samples,
+            started_at=now,
+            duration=deadline.elapsed(),
+            max_series=self._max_series,
+            exempt=lambda capped: skipped_samples(read, capped, base),
+        )
         if read.deadline_skipped:
             result = replace(result, cuts=(self._deadline_cut(read.deadline_skipped), *result.cuts))
         if state.brokers and not state.partitions and self._cluster.security.get("sasl.username"):
             # Metadata hides the topics a principal may not describe, without an error: nothing visible, not even
             # __consumer_offsets, most likely means a missing ACL.
-            hint = (f"no topic is visible to User:{self._cluster.security['sasl.username']}: it may lack an ACL "
-                    f"allowing Describe on Topic * (or the cluster has no topics yet)")
+            hint = (
+                f"no topic is visible to User:{self._cluster.security['sasl.username']}: it may lack an ACL "
+                f"allowing Describe on Topic * (or the cluster has no topics yet)"
+            )
             read = replace(read, cut_short=f"{read.cut_short}; {hint}" if read.cut_short else hint)
         if read.cut_short:
-            said = "; ".join(m for m in (read.cut_short, *(c.message for c in result.cuts
-                                                           if c.cause is CutCause.DEADLINE), "cluster state exported"))
+            said = "; ".join(
+                m
+                for m in (
+                    read.cut_short,
+                    *(c.message for c in result.cuts if c.cause is CutCause.DEADLINE),
+                    "cluster state exported",
+                )
+            )
             log.warning("%s: %s", target.key, said)  # the cap's cut is logged by the service, for every collector
             result = replace(result, message=f"{said}; {result.message}" if result.message else said)
         return result
@@ -352,25 +398,45 @@ class AdminCollector:
     def _deadline_cut(self, groups: int) -> Cut:
         """The deadline's cut, saying which setting bounds the round's budget."""
         if self._budget < self._cluster.jmx.timeout_seconds:
-            raise_what = (f"the round budget is {INTERVAL_SHARE:g} of collection.interval_seconds (below "
-                          f"jmx.timeout_seconds of cluster {self._cluster.name}): raise collection.interval_seconds")
+            raise_what = (
+                f"the round budget is {INTERVAL_SHARE:g} of collection.interval_seconds (below "
+                f"jmx.timeout_seconds of cluster {self._cluster.name}): raise collection.interval_seconds"
+            )
         else:
-            raise_what = (f"the round budget is jmx.timeout_seconds of cluster {self._cluster.name}: raise it, up to "
-                          f"{INTERVAL_SHARE:g} of collection.interval_seconds")
-        return Cut(CutCause.DEADLINE, 0, groups,
-                   f"{groups} consumer groups' lag not read within the round's {self._budget:g}s; {raise_what}")
+            raise_what = (
+                f"the round budget is jmx.timeout_seconds of cluster {self._cluster.name}: raise it, up to "
+                f"{INTERVAL_SHARE:g} of collection.interval_seconds"
+            )
+        return Cut(
+            CutCause.DEADLINE,
+            0,
+            groups,
+            f"{groups} consumer groups' lag not read within the round's {self._budget:g}s; {raise_what}",
+        )
 
 
 def skipped_samples(read: GroupsRead, capped: Capped, base: tuple[tuple[str, str], ...]) -> list[Sample]:
     """The groups whose lag this round does not export: in all, and per cause of a cut (never cut themselves)."""
     total = read.skipped + len(capped.groups_cut)
-    out = [Sample("kafka_health_admin_skipped_groups", "gauge",
-                  "Consumer groups whose lag this round does not export: offsets not read, out of time, or cut by "
-                  "the series cap", base, float(total))]
+    out = [
+        Sample(
+            "kafka_health_admin_skipped_groups",
+            "gauge",
+            "Consumer groups whose lag this round does not export: offsets not read, out of time, or cut by "
+            "the series cap",
+            base,
+            float(total),
+        )
+    ]
     for cause, n in ((CutCause.DEADLINE, read.deadline_skipped), (CutCause.SERIES_CAP, len(capped.groups_cut))):
-        out.append(Sample("kafka_health_admin_groups_cut", "gauge",
-                          "Consumer groups whose lag this round does not export because a cut left them out, by "
-                          "cause: deadline (the round ran out of time), series_cap (collection.max_series_per_target)",
-                          base + (("cause", str(cause)),), float(n)))
+        out.append(
+            Sample(
+                "kafka_health_admin_groups_cut",
+                "gauge",
+                "Consumer groups whose lag this round does not export because a cut left them out, by "
+                "cause: deadline (the round ran out of time), series_cap (collection.max_series_per_target)",
+                base + (("cause", str(cause)),),
+                float(n),
+            )
+        )
     return out
-

@@ -100,8 +100,10 @@ def expired_certificate(bootstrap: str, *, timeout: float = 3.0) -> str | None:
         ctx = ssl.create_default_context()
         ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock, \
-                    ctx.wrap_socket(sock, server_hostname=host) as tls:
+            with (
+                socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock,
+                ctx.wrap_socket(sock, server_hostname=host) as tls,
+            ):
                 der = tls.getpeercert(binary_form=True)
         except (OSError, ValueError):
             continue
@@ -144,8 +146,9 @@ class KafkaAdmin:
         self._auth_error: tuple[float, str] | None = None
         self._principal = settings.get("sasl.username")
         self._bootstrap = settings.get("bootstrap.servers", "")
-        self._admin = AdminClient({**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000),
-                                   "error_cb": self._on_error})
+        self._admin = AdminClient(
+            {**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000), "error_cb": self._on_error}
+        )
 
     def _on_error(self, err) -> None:
         from confluent_kafka import KafkaError
@@ -202,7 +205,9 @@ class KafkaAdmin:
         md = self._call("metadata", timeout, lambda: self._admin.list_topics(timeout=timeout))
         parts = tuple(
             PartitionState(t.topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
-            for t in md.topics.values() if t.error is None for p in t.partitions.values()
+            for t in md.topics.values()
+            if t.error is None
+            for p in t.partitions.values()
         )
         return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
 
@@ -234,8 +239,7 @@ class KafkaAdmin:
         against Kafka 4.1 answered "ConsumerGroupDescribe: " for some classic groups of a long-lived client, round
         after round; leaving them out made their lag vanish, and the lag alert with it.)"""
         t, end = timeout, time.monotonic() + timeout
-        listing = self._call("list groups", t,
-                             lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
+        listing = self._call("list groups", t, lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
         listed = {g.group_id: g for g in listing.valid}
         if not listed:
             return []
@@ -243,8 +247,11 @@ class KafkaAdmin:
         failed: dict[str, KafkaHealthError] = {}
 
         def describe(ids: list[str]) -> None:
-            futs = self._call("describe groups", t, lambda: self._admin.describe_consumer_groups(
-                ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))))
+            futs = self._call(
+                "describe groups",
+                t,
+                lambda: self._admin.describe_consumer_groups(ids, request_timeout=max(MIN_CALL_SECONDS, _left(end))),
+            )
             # Waited for together: a group whose coordinator is dead must not use up the time of the others.
             concurrent.futures.wait(list(futs.values()), timeout=_left(end))
             for gid, fut in futs.items():
@@ -254,9 +261,14 @@ class KafkaAdmin:
                     failed[gid] = exc
                     continue
                 failed.pop(gid, None)
-                described[gid] = GroupInfo(gid, _state(d.state), len(d.members), bool(d.is_simple_consumer_group),
-                                           tuple((m.client_id, m.host) for m in d.members),
-                                           tuple((m.client_id, m.host, _assigned(m)) for m in d.members))
+                described[gid] = GroupInfo(
+                    gid,
+                    _state(d.state),
+                    len(d.members),
+                    bool(d.is_simple_consumer_group),
+                    tuple((m.client_id, m.host) for m in d.members),
+                    tuple((m.client_id, m.host, _assigned(m)) for m in d.members),
+                )
 
         # An empty group has no members to describe: its listing says all the description would (in a shared
         # cluster most groups are idle ones; describing 10,000 groups took 2.7-3.9 s of the 4 s the listing gets).
@@ -271,12 +283,14 @@ class KafkaAdmin:
             g = listed[gid]
             state = _state(g.state)
             log.warning("group %s: not described (%s); offsets and lag read anyway, members unknown", gid, exc)
-            described[gid] = GroupInfo(gid, state, 0 if state == "empty" else None,
-                                       bool(getattr(g, "is_simple_consumer_group", False)))
+            described[gid] = GroupInfo(
+                gid, state, 0 if state == "empty" else None, bool(getattr(g, "is_simple_consumer_group", False))
+            )
         return [described[gid] for gid in listed if gid in described]
 
-    def committed(self, groups: Sequence[str], *, timeout: float,
-                  group_timeout: float) -> dict[str, dict[TP, int] | CollectorError]:
+    def committed(
+        self, groups: Sequence[str], *, timeout: float, group_timeout: float
+    ) -> dict[str, dict[TP, int] | CollectorError]:
         """Every group's committed offsets, all asked at once (one OffsetFetch per group, all in flight together;
         ``bench/admin_scale.py``: 10,000 groups in 2.6-3.4 s, where one after the other took 8 s for 2,700 of them).
         Each group answers within ``group_timeout`` or fails with ``TargetTimeout``: a dead coordinator's groups fail
@@ -288,16 +302,25 @@ class KafkaAdmin:
             # librdkafka (2.16 still, librdkafka#5040) dereferences a NULL consumer group when an admin OffsetFetch
             # answers NOT_COORDINATOR, and the whole process dies (SIGSEGV, seen on the latency bench): with a stale
             # coordinator known, no offsets are asked of this client; the next round's fresh client reads them.
-            raise TransportError("Admin API group offsets: skipped, the client's group coordinator is stale "
-                                 "(NOT_COORDINATOR); read next round with a fresh client")
+            raise TransportError(
+                "Admin API group offsets: skipped, the client's group coordinator is stale "
+                "(NOT_COORDINATOR); read next round with a fresh client"
+            )
         end = time.monotonic() + timeout
         futs: dict[str, concurrent.futures.Future] = {}
         for group in groups:  # confluent-kafka 2.16 takes one group per call (its docs: "only a single group")
             if _left(end) < MIN_CALL_SECONDS:
                 break  # submitting took the call's time (not seen at 10,000 groups: 1.6 s): the rest is cut
-            futs.update(self._call("group offsets", timeout, lambda g=group: self._admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(g)], request_timeout=max(MIN_CALL_SECONDS, min(group_timeout,
-                                                                                            _left(end))))))
+            futs.update(
+                self._call(
+                    "group offsets",
+                    timeout,
+                    lambda g=group: self._admin.list_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(g)],
+                        request_timeout=max(MIN_CALL_SECONDS, min(group_timeout, _left(end))),
+                    ),
+                )
+            )
         concurrent.futures.wait(list(futs.values()), timeout=_left(end))
         out: dict[str, dict[TP, int] | CollectorError] = {}
         for group, fut in futs.items():
@@ -324,9 +347,14 @@ class KafkaAdmin:
         t, end = timeout, time.monotonic() + timeout
         futs: dict = {}
         for i in range(0, len(wanted), WATERMARK_CHUNK):
-            request = dict.fromkeys(wanted[i:i + WATERMARK_CHUNK], OffsetSpec.latest())
-            futs.update(self._call("list offsets", t, lambda r=request: self._admin.list_offsets(
-                r, request_timeout=max(MIN_CALL_SECONDS, _left(end)))))
+            request = dict.fromkeys(wanted[i : i + WATERMARK_CHUNK], OffsetSpec.latest())
+            futs.update(
+                self._call(
+                    "list offsets",
+                    t,
+                    lambda r=request: self._admin.list_offsets(r, request_timeout=max(MIN_CALL_SECONDS, _left(end))),
+                )
+            )
         concurrent.futures.wait(list(futs.values()), timeout=_left(end))
         out = {}
         for tp, fut in futs.items():
@@ -353,4 +381,3 @@ def _assigned(member) -> tuple[TP, ...]:
 def _state(state) -> str:
     name = getattr(state, "name", str(state))
     return name.lower().replace("_", "")
-

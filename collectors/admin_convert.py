@@ -35,17 +35,30 @@ class GroupOffsets:
     committed: dict[TP, int] = field(default_factory=dict)
 
 
-def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[int],
-                    tenants: TenantLookup) -> list[Sample]:
+def cluster_samples(
+    state: ClusterState, *, base: tuple, configured: Iterable[int], tenants: TenantLookup
+) -> list[Sample]:
     out = [
         Sample("kafka_cluster_brokers", "gauge", "Brokers in the cluster metadata", base, float(len(state.brokers))),
-        Sample("kafka_cluster_controller_id", "gauge", "Node id of the active controller (-1 if unknown)", base,
-               float(state.controller_id)),
+        Sample(
+            "kafka_cluster_controller_id",
+            "gauge",
+            "Node id of the active controller (-1 if unknown)",
+            base,
+            float(state.controller_id),
+        ),
     ]
     present = set(state.brokers)
     for b in sorted(present | set(configured)):
-        out.append(Sample("kafka_cluster_broker_up", "gauge", "1 if the broker is in the cluster metadata",
-                          base + (("broker", str(b)),), 1.0 if b in present else 0.0))
+        out.append(
+            Sample(
+                "kafka_cluster_broker_up",
+                "gauge",
+                "1 if the broker is in the cluster metadata",
+                base + (("broker", str(b)),),
+                1.0 if b in present else 0.0,
+            )
+        )
     per_topic: dict[str, list[int]] = {}
     for p in state.partitions:
         counts = per_topic.setdefault(p.topic, [0, 0, 0, 0])
@@ -58,23 +71,47 @@ def cluster_samples(state: ClusterState, *, base: tuple, configured: Iterable[in
         if p.topic in state.min_isr:
             # As Kafka's UnderMinIsrPartitionCount: a led partition whose ISR is below min.insync.replicas (acks=all
             # producers fail). A partition without a leader is counted as offline instead.
-            under_min_isr[p.topic] = under_min_isr.get(p.topic, 0) + (p.leader >= 0 and
-                                                                      len(p.isr) < state.min_isr[p.topic])
+            under_min_isr[p.topic] = under_min_isr.get(p.topic, 0) + (
+                p.leader >= 0 and len(p.isr) < state.min_isr[p.topic]
+            )
     out += tenant_leader_samples(state, base=base, tenants=tenants)
     for topic, (n, offline, urp, replicas) in sorted(per_topic.items()):
         labels = base + (("topic", topic), ("tenant", tenants.topic(topic)))
         if topic in under_min_isr:
-            out.append(Sample("kafka_topic_under_min_isr_partitions", "gauge",
-                              "Led partitions whose ISR is smaller than the topic's min.insync.replicas (metadata + "
-                              "topic config)", labels, float(under_min_isr[topic])))
+            out.append(
+                Sample(
+                    "kafka_topic_under_min_isr_partitions",
+                    "gauge",
+                    "Led partitions whose ISR is smaller than the topic's min.insync.replicas (metadata + "
+                    "topic config)",
+                    labels,
+                    float(under_min_isr[topic]),
+                )
+            )
         out += [
             Sample("kafka_topic_partitions", "gauge", "Partitions of the topic (metadata)", labels, float(n)),
-            Sample("kafka_topic_replicas", "gauge", "Replicas of the topic's partitions, summed (metadata): "
-                   "replicas / partitions is the replication factor", labels, float(replicas)),
-            Sample("kafka_topic_offline_partitions", "gauge", "Partitions without a leader (metadata)", labels,
-                   float(offline)),
-            Sample("kafka_topic_under_replicated_partitions", "gauge",
-                   "Partitions whose ISR is smaller than their replica set (metadata)", labels, float(urp)),
+            Sample(
+                "kafka_topic_replicas",
+                "gauge",
+                "Replicas of the topic's partitions, summed (metadata): "
+                "replicas / partitions is the replication factor",
+                labels,
+                float(replicas),
+            ),
+            Sample(
+                "kafka_topic_offline_partitions",
+                "gauge",
+                "Partitions without a leader (metadata)",
+                labels,
+                float(offline),
+            ),
+            Sample(
+                "kafka_topic_under_replicated_partitions",
+                "gauge",
+                "Partitions whose ISR is smaller than their replica set (metadata)",
+                labels,
+                float(urp),
+            ),
         ]
     return out
 
@@ -88,10 +125,16 @@ def tenant_leader_samples(state: ClusterState, *, base: tuple, tenants: TenantLo
         tenant = tenants.topic(p.topic)
         if tenant and p.leader >= 0:
             counts[(tenant, p.leader)] = counts.get((tenant, p.leader), 0) + 1
-    return [Sample("kafka_cluster_tenant_led_partitions", "gauge",
-                   "Partitions of the tenant this broker leads (metadata)",
-                   base + (("tenant", tenant), ("broker", str(broker))), float(n))
-            for (tenant, broker), n in sorted(counts.items())]
+    return [
+        Sample(
+            "kafka_cluster_tenant_led_partitions",
+            "gauge",
+            "Partitions of the tenant this broker leads (metadata)",
+            base + (("tenant", tenant), ("broker", str(broker))),
+            float(n),
+        )
+        for (tenant, broker), n in sorted(counts.items())
+    ]
 
 
 def lag_seconds(history: Sequence[tuple[float, int]], committed: int, high_watermark: int, now: float) -> float:
@@ -137,22 +180,43 @@ class WatermarkHistory:
 
 
 def group_samples(
-    groups: Sequence[GroupOffsets], watermarks: dict[TP, int], history: WatermarkHistory, *, now: float,
-    base: tuple, tenants: TenantLookup,
+    groups: Sequence[GroupOffsets],
+    watermarks: dict[TP, int],
+    history: WatermarkHistory,
+    *,
+    now: float,
+    base: tuple,
+    tenants: TenantLookup,
 ) -> list[Sample]:
     out: list[Sample] = []
     for g in groups:
         tenant = tenants.group(g.group.group)
         gl = base + (("group", g.group.group), ("tenant", tenant))
         if g.group.members is not None:
-            out.append(Sample("kafka_consumergroup_members", "gauge", "Active members of the group", gl,
-                              float(g.group.members)))
-        out.append(Sample("kafka_consumergroup_state", "gauge", "1 for the group's current state",
-                          base + (("group", g.group.group), ("state", g.group.state), ("tenant", tenant)), 1.0))
+            out.append(
+                Sample(
+                    "kafka_consumergroup_members", "gauge", "Active members of the group", gl, float(g.group.members)
+                )
+            )
+        out.append(
+            Sample(
+                "kafka_consumergroup_state",
+                "gauge",
+                "1 for the group's current state",
+                base + (("group", g.group.group), ("state", g.group.state), ("tenant", tenant)),
+                1.0,
+            )
+        )
         for client_id, host in sorted(set(g.group.member_clients)):
-            out.append(Sample("kafka_consumergroup_member_info", "gauge",
-                              "1 per (client id, client host) of the group's active members", gl +
-                              (("client_id", client_id), ("client_host", host.lstrip("/"))), 1.0))
+            out.append(
+                Sample(
+                    "kafka_consumergroup_member_info",
+                    "gauge",
+                    "1 per (client id, client host) of the group's active members",
+                    gl + (("client_id", client_id), ("client_host", host.lstrip("/"))),
+                    1.0,
+                )
+            )
         per_topic: dict[str, list[float]] = {}
         committed_sum: dict[str, float] = {}
         for (topic, part), committed in sorted(g.committed.items()):
@@ -171,18 +235,34 @@ def group_samples(
         for topic, (total, worst, secs, n) in sorted(per_topic.items()):
             tl = base + (("group", g.group.group), ("topic", topic), ("tenant", tenant))
             out += [
-                Sample("kafka_consumergroup_lag", "gauge", "Messages behind the high watermark, summed over partitions",
-                       tl, total),
+                Sample(
+                    "kafka_consumergroup_lag",
+                    "gauge",
+                    "Messages behind the high watermark, summed over partitions",
+                    tl,
+                    total,
+                ),
                 Sample("kafka_consumergroup_partition_lag_max", "gauge", "Largest lag of one partition", tl, worst),
-                Sample("kafka_consumergroup_lag_seconds", "gauge",
-                       "Estimated age of the oldest unconsumed message, worst partition", tl, secs),
+                Sample(
+                    "kafka_consumergroup_lag_seconds",
+                    "gauge",
+                    "Estimated age of the oldest unconsumed message, worst partition",
+                    tl,
+                    secs,
+                ),
                 Sample("kafka_consumergroup_partitions", "gauge", "Partitions with a committed offset", tl, float(n)),
             ]
         out += member_lag_samples(g, watermarks, base=base, tenant=tenant)
         for topic, total in sorted(committed_sum.items()):
-            out.append(Sample("kafka_consumergroup_committed_offset", "gauge",
-                              "Committed offsets summed over the partitions that have one (falls only on a rewind)",
-                              base + (("group", g.group.group), ("topic", topic), ("tenant", tenant)), total))
+            out.append(
+                Sample(
+                    "kafka_consumergroup_committed_offset",
+                    "gauge",
+                    "Committed offsets summed over the partitions that have one (falls only on a rewind)",
+                    base + (("group", g.group.group), ("topic", topic), ("tenant", tenant)),
+                    total,
+                )
+            )
     return out
 
 
@@ -202,13 +282,31 @@ def member_lag_samples(g: GroupOffsets, watermarks: dict[TP, int], *, base: tupl
                 entry[2] += 1
     out: list[Sample] = []
     for (client_id, host, topic), (parts, lag, known) in sorted(acc.items()):
-        labels = base + (("group", g.group.group), ("topic", topic), ("client_id", client_id),
-                         ("client_host", host), ("tenant", tenant))
-        out.append(Sample("kafka_consumergroup_member_partitions", "gauge",
-                          "Partitions of the topic assigned to the group's members of this client id and host",
-                          labels, parts))
+        labels = base + (
+            ("group", g.group.group),
+            ("topic", topic),
+            ("client_id", client_id),
+            ("client_host", host),
+            ("tenant", tenant),
+        )
+        out.append(
+            Sample(
+                "kafka_consumergroup_member_partitions",
+                "gauge",
+                "Partitions of the topic assigned to the group's members of this client id and host",
+                labels,
+                parts,
+            )
+        )
         if known:
-            out.append(Sample("kafka_consumergroup_member_lag", "gauge",
-                              "Lag of the partitions of the topic assigned to the group's members of this client id "
-                              "and host (those with a commit and a watermark)", labels, lag))
+            out.append(
+                Sample(
+                    "kafka_consumergroup_member_lag",
+                    "gauge",
+                    "Lag of the partitions of the topic assigned to the group's members of this client id "
+                    "and host (those with a commit and a watermark)",
+                    labels,
+                    lag,
+                )
+            )
     return out

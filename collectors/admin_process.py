@@ -44,8 +44,9 @@ GRACE_SECONDS = 5.0  # beyond a call's own timeout, before the child is taken fo
 START_SECONDS = 60.0  # the child imports confluent-kafka and the collectors; slow on a loaded machine
 STOP_SECONDS = 5.0
 CLOSE_SECONDS = 1.0  # a client has no state to save: one that does not exit at once is killed
-ERRORS = {cls.__name__: cls for cls in (TargetTimeout, TargetUnreachable, TransportError, TargetAuthFailed,
-                                        TargetForbidden)}
+ERRORS = {
+    cls.__name__: cls for cls in (TargetTimeout, TargetUnreachable, TransportError, TargetAuthFailed, TargetForbidden)
+}
 
 # What the child runs: called as client(settings, timeout=timeout). It crosses to the child pickled, so it must be
 # importable by name (a module-level class or function, e.g. collectors.admin_client.KafkaAdmin).
@@ -76,8 +77,7 @@ def _serve(conn: Connection, settings: dict[str, str], timeout: float, client: C
         conn.send(("err", (type(exc).__name__, str(exc), (False, False))))
         return
     except Exception as exc:  # noqa: BLE001 - e.g. a setting librdkafka refuses
-        conn.send(("err", ("TransportError", f"Admin client not created: {type(exc).__name__}: {exc}",
-                           (False, False))))
+        conn.send(("err", ("TransportError", f"Admin client not created: {type(exc).__name__}: {exc}", (False, False))))
         return
     conn.send(("ready", None))
     while True:
@@ -127,8 +127,9 @@ class IsolatedAdmin:
         self.broken = False  # the child died or hung: the collector replaces this client
         ctx = multiprocessing.get_context("spawn")
         self._conn, child_conn = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child_conn, settings, timeout, client), name="kafka-health-admin",
-                                 daemon=True)
+        self._proc = ctx.Process(
+            target=_serve, args=(child_conn, settings, timeout, client), name="kafka-health-admin", daemon=True
+        )
         self._proc.start()
         child_conn.close()
         self._receive("start the Admin client", START_SECONDS, expect="ready")
@@ -144,17 +145,21 @@ class IsolatedAdmin:
             try:
                 if left <= 0 or not self._conn.poll(left):
                     self._kill()
-                    raise TargetTimeout(f"Admin API {what}: the Admin client process did not answer within "
-                                        f"{wait:g}s; it was stopped, a fresh one starts next round")
+                    raise TargetTimeout(
+                        f"Admin API {what}: the Admin client process did not answer within "
+                        f"{wait:g}s; it was stopped, a fresh one starts next round"
+                    )
                 kind, payload = self._conn.recv()
             except (EOFError, OSError):
                 self._proc.join(STOP_SECONDS)
                 code = self._proc.exitcode
                 self._kill()
                 log.error("the Admin client process (pid %s) died during %s: %s", self._proc.pid, what, _how(code))
-                raise TransportError(f"Admin API {what}: the Admin client process died ({_how(code)}), a librdkafka "
-                                     "fault (docs/metrics.md, 'Known librdkafka faults'); a fresh one starts next "
-                                     "round") from None
+                raise TransportError(
+                    f"Admin API {what}: the Admin client process died ({_how(code)}), a librdkafka "
+                    "fault (docs/metrics.md, 'Known librdkafka faults'); a fresh one starts next "
+                    "round"
+                ) from None
             if kind == "log":
                 name, level, message = payload
                 logging.getLogger(name).log(level, "%s", message)
@@ -193,8 +198,9 @@ class IsolatedAdmin:
     def groups(self, *, timeout: float) -> list[GroupInfo]:
         return self._ask("groups", "list groups", timeout)
 
-    def committed(self, groups: Sequence[str], *, timeout: float,
-                  group_timeout: float) -> dict[str, dict[TP, int] | CollectorError]:
+    def committed(
+        self, groups: Sequence[str], *, timeout: float, group_timeout: float
+    ) -> dict[str, dict[TP, int] | CollectorError]:
         return self._ask("committed", "group offsets", timeout, list(groups), group_timeout=group_timeout)
 
     def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:

@@ -25,25 +25,49 @@ from collectors import catalog
 from collectors.protocol import protocol_disk_brokers
 from monitor.core.config import ClusterConfig
 
-HOST_SIGNALS = frozenset({
-    "kafka_host_cpu_seconds_total", "kafka_host_memory_total_bytes", "kafka_host_memory_available_bytes",
-    "kafka_host_disk_read_bytes_total", "kafka_host_disk_written_bytes_total", "kafka_host_disk_io_time_seconds_total",
-    "kafka_host_network_receive_bytes_total", "kafka_host_network_transmit_bytes_total",
-    "kafka_host_tcp_send_queue_bytes", "kafka_host_filesystem_size_bytes", "kafka_host_filesystem_free_bytes",
-    "kafka_host_filesystem_avail_bytes",
-})
+HOST_SIGNALS = frozenset(
+    {
+        "kafka_host_cpu_seconds_total",
+        "kafka_host_memory_total_bytes",
+        "kafka_host_memory_available_bytes",
+        "kafka_host_disk_read_bytes_total",
+        "kafka_host_disk_written_bytes_total",
+        "kafka_host_disk_io_time_seconds_total",
+        "kafka_host_network_receive_bytes_total",
+        "kafka_host_network_transmit_bytes_total",
+        "kafka_host_tcp_send_queue_bytes",
+        "kafka_host_filesystem_size_bytes",
+        "kafka_host_filesystem_free_bytes",
+        "kafka_host_filesystem_avail_bytes",
+    }
+)
 DISK_SIGNALS = frozenset({"kafka_host_filesystem_size_bytes", "kafka_host_filesystem_avail_bytes"})
-ADMIN_SIGNALS = frozenset({
-    "kafka_cluster_brokers", "kafka_cluster_controller_id", "kafka_cluster_broker_up",
-    "kafka_cluster_tenant_led_partitions", "kafka_topic_partitions", "kafka_topic_replicas",
-    "kafka_topic_offline_partitions", "kafka_topic_under_replicated_partitions", "kafka_topic_under_min_isr_partitions",
-    "kafka_consumergroup_committed_offset", "kafka_consumergroup_lag", "kafka_consumergroup_lag_seconds",
-    "kafka_consumergroup_member_info", "kafka_consumergroup_member_lag", "kafka_consumergroup_member_partitions",
-    "kafka_consumergroup_members", "kafka_consumergroup_partition_lag_max", "kafka_consumergroup_partitions",
-    "kafka_consumergroup_state",
-})
-PROBE_SIGNALS = frozenset({"kafka_probe_messages_total", "kafka_probe_produce_latency_seconds",
-                           "kafka_probe_roundtrip_latency_seconds"})
+ADMIN_SIGNALS = frozenset(
+    {
+        "kafka_cluster_brokers",
+        "kafka_cluster_controller_id",
+        "kafka_cluster_broker_up",
+        "kafka_cluster_tenant_led_partitions",
+        "kafka_topic_partitions",
+        "kafka_topic_replicas",
+        "kafka_topic_offline_partitions",
+        "kafka_topic_under_replicated_partitions",
+        "kafka_topic_under_min_isr_partitions",
+        "kafka_consumergroup_committed_offset",
+        "kafka_consumergroup_lag",
+        "kafka_consumergroup_lag_seconds",
+        "kafka_consumergroup_member_info",
+        "kafka_consumergroup_member_lag",
+        "kafka_consumergroup_member_partitions",
+        "kafka_consumergroup_members",
+        "kafka_consumergroup_partition_lag_max",
+        "kafka_consumergroup_partitions",
+        "kafka_consumergroup_state",
+    }
+)
+PROBE_SIGNALS = frozenset(
+    {"kafka_probe_messages_total", "kafka_probe_produce_latency_seconds", "kafka_probe_roundtrip_latency_seconds"}
+)
 
 
 @lru_cache(maxsize=1)
@@ -65,22 +89,38 @@ class SourceKind:
 SOURCES = (
     SourceKind("admin", "Kafka Admin API (confluent-kafka) through bootstrap_servers", "bootstrap_servers (always on)"),
     SourceKind("probe", "end-to-end probe: produce and consume on every broker", "probe.enabled: true"),
-    SourceKind("protocol_disk", "DescribeLogDirs v4: each log dir's total and usable bytes",
-               "log_dirs_from_protocol: true (Kafka 3.3+)"),
-    SourceKind("broker_jmx", "broker JMX (Jolokia or remote JMX)",
-               "discovery.jolokia (or discovery.jmx), or brokers[].jolokia / brokers[].jmx"),
-    SourceKind("controller_jmx", "KRaft controller JMX", "discovery.controller_jolokia, or controller_jolokia / "
-               "controller_jmx"),
-    SourceKind("host", "host collector on the broker's machine (/proc, statvfs)",
-               "brokers[].log_dirs with host: localhost, one collector per broker host"),
+    SourceKind(
+        "protocol_disk",
+        "DescribeLogDirs v4: each log dir's total and usable bytes",
+        "log_dirs_from_protocol: true (Kafka 3.3+)",
+    ),
+    SourceKind(
+        "broker_jmx",
+        "broker JMX (Jolokia or remote JMX)",
+        "discovery.jolokia (or discovery.jmx), or brokers[].jolokia / brokers[].jmx",
+    ),
+    SourceKind(
+        "controller_jmx", "KRaft controller JMX", "discovery.controller_jolokia, or controller_jolokia / controller_jmx"
+    ),
+    SourceKind(
+        "host",
+        "host collector on the broker's machine (/proc, statvfs)",
+        "brokers[].log_dirs with host: localhost, one collector per broker host",
+    ),
 )
 _BY_NAME = {s.name: s for s in SOURCES}
 
 
 def source_signals(name: str) -> frozenset[str]:
     broker, controller = _jmx_signals()
-    return {"admin": ADMIN_SIGNALS, "probe": PROBE_SIGNALS, "protocol_disk": DISK_SIGNALS, "broker_jmx": broker,
-            "controller_jmx": controller, "host": HOST_SIGNALS}[name]
+    return {
+        "admin": ADMIN_SIGNALS,
+        "probe": PROBE_SIGNALS,
+        "protocol_disk": DISK_SIGNALS,
+        "broker_jmx": broker,
+        "controller_jmx": controller,
+        "host": HOST_SIGNALS,
+    }[name]
 
 
 def all_signals() -> frozenset[str]:
@@ -98,15 +138,19 @@ def configured_sources(cluster: ClusterConfig) -> tuple[str, ...]:
         on.add("probe")
     if any(b.jmx or b.jolokia for b in cluster.brokers) or (cluster.discovers and (d.jolokia or d.jmx)):
         on.add("broker_jmx")
-    if cluster.controller_jmx or cluster.controller_jolokia or (cluster.discovers and any(
-            (d.controller_jolokia, d.controller_jmx, d.jolokia, d.jmx))):
+    if (
+        cluster.controller_jmx
+        or cluster.controller_jolokia
+        or (cluster.discovers and any((d.controller_jolokia, d.controller_jmx, d.jolokia, d.jmx)))
+    ):
         on.add("controller_jmx")
     if any(b.log_dirs for b in cluster.brokers):
         on.add("host")
     # Disk from the protocol for any broker the host collector does not cover (a discovered one, or one listed
     # without log dirs); the broker ids are not known here, so "some broker" is asked with an id no listing covers.
-    if cluster.log_dirs_from_protocol and (cluster.discovers or protocol_disk_brokers(
-            cluster, [b.id for b in cluster.brokers])):
+    if cluster.log_dirs_from_protocol and (
+        cluster.discovers or protocol_disk_brokers(cluster, [b.id for b in cluster.brokers])
+    ):
         on.add("protocol_disk")
     return tuple(s.name for s in SOURCES if s.name in on)
 
@@ -142,8 +186,7 @@ def capability_table(cluster: ClusterConfig, signals: Iterable[str] | None = Non
 def unobservable(cluster: ClusterConfig, signals: Iterable[str]) -> dict[str, str]:
     """Of ``signals`` (e.g. alert rule inputs), those no configured source of the cluster gives and which the
     catalog knows a source for, with the hint that enables one. A signal of no known source is not judged here."""
-    return {c.signal: c.hint() for c in capability_table(cluster, set(signals) & all_signals())
-            if not c.observable}
+    return {c.signal: c.hint() for c in capability_table(cluster, set(signals) & all_signals()) if not c.observable}
 
 
 def render(cluster: ClusterConfig, *, names: bool = True) -> str:
@@ -175,10 +218,16 @@ class CapabilityExporter:
         self._clusters = tuple(clusters)
 
     def collect(self) -> Iterable[Metric]:
-        sig = GaugeMetricFamily("kafka_health_signal_observable", "1 if a configured source of the cluster gives the "
-                                "catalog signal, 0 if none does (kafka-health sources)", labels=["cluster", "signal"])
-        src = GaugeMetricFamily("kafka_health_source_configured", "1 if the cluster's config turns the source on",
-                                labels=["cluster", "source"])
+        sig = GaugeMetricFamily(
+            "kafka_health_signal_observable",
+            "1 if a configured source of the cluster gives the catalog signal, 0 if none does (kafka-health sources)",
+            labels=["cluster", "signal"],
+        )
+        src = GaugeMetricFamily(
+            "kafka_health_source_configured",
+            "1 if the cluster's config turns the source on",
+            labels=["cluster", "source"],
+        )
         for c in self._clusters:
             on = configured_sources(c)
             for s in SOURCES:

@@ -145,8 +145,18 @@ BTM = "kafka.server:type=BrokerTopicMetrics"
 BTM_QUERY = "kafka.server:type=BrokerTopicMetrics,*"
 # The APIs whose latency breakdown is exported. Others are counted (requests_total) but not broken down.
 BUSY_REQUESTS = (
-    "Produce", "FetchConsumer", "FetchFollower", "Metadata", "ListOffsets", "OffsetCommit", "OffsetFetch",
-    "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "ConsumerGroupHeartbeat",
+    "Produce",
+    "FetchConsumer",
+    "FetchFollower",
+    "Metadata",
+    "ListOffsets",
+    "OffsetCommit",
+    "OffsetFetch",
+    "FindCoordinator",
+    "JoinGroup",
+    "SyncGroup",
+    "Heartbeat",
+    "ConsumerGroupHeartbeat",
 )
 PHASES = (
     ("TotalTimeMs", "total"),
@@ -170,137 +180,376 @@ TOPIC_METERS = (
 )
 
 
-INFO_RULE = MBeanRule("kafka_broker_info", "gauge", "Kafka version of the node (1)", "kafka.server:type=app-info,id=*",
-                 "Version", value_label="version")
+INFO_RULE = MBeanRule(
+    "kafka_broker_info",
+    "gauge",
+    "Kafka version of the node (1)",
+    "kafka.server:type=app-info,id=*",
+    "Version",
+    value_label="version",
+)
 
 
 def _broker_rules() -> tuple[MBeanRule, ...]:
     r: list[MBeanRule] = []
     add = r.append
     # --- threads and queues
-    add(MBeanRule("kafka_broker_request_handler_idle_seconds_total", "counter",
-             "Idle time of the request handler pool, averaged over its threads (rate = idle ratio)",
-             "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "Count", scale=NS))
-    add(MBeanRule("kafka_broker_network_processor_avg_idle_ratio", "gauge",
-             "Average idle ratio of the network processor threads",
-             "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value"))
-    add(MBeanRule("kafka_broker_network_processor_idle_ratio", "gauge", "Idle ratio of one network processor thread",
-             "kafka.network:type=Processor,name=IdlePercent,networkProcessor=*", "Value",
-             labels=(("processor", "networkProcessor"),)))
-    add(MBeanRule("kafka_broker_request_queue_size", "gauge", "Requests waiting for a request handler thread",
-             "kafka.network:type=RequestChannel,name=RequestQueueSize", "Value"))
-    add(MBeanRule("kafka_broker_response_queue_size", "gauge", "Responses waiting for a network processor (all)",
-             "kafka.network:type=RequestChannel,name=ResponseQueueSize", "Value"))
-    add(MBeanRule("kafka_broker_processor_response_queue_size", "gauge", "Responses waiting for one network processor",
-             "kafka.network:type=RequestChannel,name=ResponseQueueSize,processor=*", "Value",
-             labels=(("processor", "processor"),)))
+    add(
+        MBeanRule(
+            "kafka_broker_request_handler_idle_seconds_total",
+            "counter",
+            "Idle time of the request handler pool, averaged over its threads (rate = idle ratio)",
+            "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent",
+            "Count",
+            scale=NS,
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_network_processor_avg_idle_ratio",
+            "gauge",
+            "Average idle ratio of the network processor threads",
+            "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent",
+            "Value",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_network_processor_idle_ratio",
+            "gauge",
+            "Idle ratio of one network processor thread",
+            "kafka.network:type=Processor,name=IdlePercent,networkProcessor=*",
+            "Value",
+            labels=(("processor", "networkProcessor"),),
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_request_queue_size",
+            "gauge",
+            "Requests waiting for a request handler thread",
+            "kafka.network:type=RequestChannel,name=RequestQueueSize",
+            "Value",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_response_queue_size",
+            "gauge",
+            "Responses waiting for a network processor (all)",
+            "kafka.network:type=RequestChannel,name=ResponseQueueSize",
+            "Value",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_processor_response_queue_size",
+            "gauge",
+            "Responses waiting for one network processor",
+            "kafka.network:type=RequestChannel,name=ResponseQueueSize,processor=*",
+            "Value",
+            labels=(("processor", "processor"),),
+        )
+    )
     # --- requests
     for mbean_name, phase in PHASES:
         for req in BUSY_REQUESTS:
             for attr, q in QUANTILES:
-                add(MBeanRule("kafka_broker_request_latency_seconds", "summary",
-                         "Request latency by phase (Kafka's histogram quantile over its recent reservoir)",
-                         f"kafka.network:type=RequestMetrics,name={mbean_name},request={req}", attr, scale=MS,
-                         labels=(("request", "request"),), const=(("phase", phase), ("quantile", q))))
-    add(MBeanRule("kafka_broker_requests_total", "counter", "Requests received, summed over API versions",
-             "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*", "Count",
-             labels=(("request", "request"),)))
-    add(MBeanRule("kafka_broker_request_errors_total", "counter",
-             "Responses by request and error code (error=\"NONE\" counts successes)",
-             "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=*,error=*", "Count",
-             labels=(("request", "request"), ("error", "error"))))
+                add(
+                    MBeanRule(
+                        "kafka_broker_request_latency_seconds",
+                        "summary",
+                        "Request latency by phase (Kafka's histogram quantile over its recent reservoir)",
+                        f"kafka.network:type=RequestMetrics,name={mbean_name},request={req}",
+                        attr,
+                        scale=MS,
+                        labels=(("request", "request"),),
+                        const=(("phase", phase), ("quantile", q)),
+                    )
+                )
+    add(
+        MBeanRule(
+            "kafka_broker_requests_total",
+            "counter",
+            "Requests received, summed over API versions",
+            "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*",
+            "Count",
+            labels=(("request", "request"),),
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_request_errors_total",
+            "counter",
+            'Responses by request and error code (error="NONE" counts successes)',
+            "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=*,error=*",
+            "Count",
+            labels=(("request", "request"), ("error", "error")),
+        )
+    )
     # --- throughput, broker-wide and per topic
     for mbean_name, stem, what in TOPIC_METERS:
-        add(MBeanRule(f"kafka_broker_{stem}_total", "counter", f"{what} this broker",
-                 f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
-        add(MBeanRule(f"kafka_topic_{stem}_total", "counter", f"{what} this topic on this broker",
-                 f"{BTM},name={mbean_name},topic=*", "Count", labels=(("topic", "topic"),), tenant="topic",
-                 query=BTM_QUERY))
-    for mbean_name, stem in (("ReplicationBytesInPerSec", "replication_bytes_in"),
-                             ("ReplicationBytesOutPerSec", "replication_bytes_out")):
-        add(MBeanRule(f"kafka_broker_{stem}_total", "counter", "Replication traffic between brokers",
-                 f"{BTM},name={mbean_name}", "Count", query=BTM_QUERY))
+        add(
+            MBeanRule(
+                f"kafka_broker_{stem}_total",
+                "counter",
+                f"{what} this broker",
+                f"{BTM},name={mbean_name}",
+                "Count",
+                query=BTM_QUERY,
+            )
+        )
+        add(
+            MBeanRule(
+                f"kafka_topic_{stem}_total",
+                "counter",
+                f"{what} this topic on this broker",
+                f"{BTM},name={mbean_name},topic=*",
+                "Count",
+                labels=(("topic", "topic"),),
+                tenant="topic",
+                query=BTM_QUERY,
+            )
+        )
+    for mbean_name, stem in (
+        ("ReplicationBytesInPerSec", "replication_bytes_in"),
+        ("ReplicationBytesOutPerSec", "replication_bytes_out"),
+    ):
+        add(
+            MBeanRule(
+                f"kafka_broker_{stem}_total",
+                "counter",
+                "Replication traffic between brokers",
+                f"{BTM},name={mbean_name}",
+                "Count",
+                query=BTM_QUERY,
+            )
+        )
     # --- partitions and replication
     for mbean_name, metric, what in (
         ("UnderReplicatedPartitions", "kafka_broker_under_replicated_partitions", "Led partitions with ISR < replicas"),
-        ("UnderMinIsrPartitionCount", "kafka_broker_under_min_isr_partitions",
-         "Led partitions with ISR < min.insync.replicas"),
-        ("AtMinIsrPartitionCount", "kafka_broker_at_min_isr_partitions",
-         "Led partitions with ISR = min.insync.replicas"),
+        (
+            "UnderMinIsrPartitionCount",
+            "kafka_broker_under_min_isr_partitions",
+            "Led partitions with ISR < min.insync.replicas",
+        ),
+        (
+            "AtMinIsrPartitionCount",
+            "kafka_broker_at_min_isr_partitions",
+            "Led partitions with ISR = min.insync.replicas",
+        ),
         ("OfflineReplicaCount", "kafka_broker_offline_replicas", "Replicas on this broker that are offline"),
         ("PartitionCount", "kafka_broker_partitions", "Partition replicas on this broker"),
         ("LeaderCount", "kafka_broker_leader_partitions", "Partitions this broker leads"),
     ):
         add(MBeanRule(metric, "gauge", what, f"kafka.server:type=ReplicaManager,name={mbean_name}", "Value"))
-    add(MBeanRule("kafka_broker_isr_shrinks_total", "counter", "ISR shrinks of partitions led by this broker",
-             "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec", "Count"))
-    add(MBeanRule("kafka_broker_isr_expands_total", "counter", "ISR expands of partitions led by this broker",
-             "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec", "Count"))
-    add(MBeanRule("kafka_broker_metadata_lag_seconds", "gauge", "Age of the last metadata record this broker applied",
-             "kafka.server:type=broker-metadata-metrics", "last-applied-record-lag-ms", scale=MS))
+    add(
+        MBeanRule(
+            "kafka_broker_isr_shrinks_total",
+            "counter",
+            "ISR shrinks of partitions led by this broker",
+            "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec",
+            "Count",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_isr_expands_total",
+            "counter",
+            "ISR expands of partitions led by this broker",
+            "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec",
+            "Count",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_metadata_lag_seconds",
+            "gauge",
+            "Age of the last metadata record this broker applied",
+            "kafka.server:type=broker-metadata-metrics",
+            "last-applied-record-lag-ms",
+            scale=MS,
+        )
+    )
     # --- storage
-    add(MBeanRule("kafka_topic_log_size_bytes", "gauge", "Size of this topic's partition logs on this broker",
-             "kafka.log:type=Log,name=Size,topic=*,partition=*", "Value", labels=(("topic", "topic"),),
-             tenant="topic"))
-    add(MBeanRule("kafka_broker_offline_log_dirs", "gauge", "Log directories this broker has taken offline",
-             "kafka.log:type=LogManager,name=OfflineLogDirectoryCount", "Value"))
-    add(MBeanRule("kafka_broker_cordoned_log_dirs", "gauge",
-             "Log directories cordoned on this broker: they keep their partitions but take no new ones (Kafka 4.4)",
-             "kafka.log:type=LogManager,name=CordonedLogDirectoryCount", "Value"))
+    add(
+        MBeanRule(
+            "kafka_topic_log_size_bytes",
+            "gauge",
+            "Size of this topic's partition logs on this broker",
+            "kafka.log:type=Log,name=Size,topic=*,partition=*",
+            "Value",
+            labels=(("topic", "topic"),),
+            tenant="topic",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_offline_log_dirs",
+            "gauge",
+            "Log directories this broker has taken offline",
+            "kafka.log:type=LogManager,name=OfflineLogDirectoryCount",
+            "Value",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_cordoned_log_dirs",
+            "gauge",
+            "Log directories cordoned on this broker: they keep their partitions but take no new ones (Kafka 4.4)",
+            "kafka.log:type=LogManager,name=CordonedLogDirectoryCount",
+            "Value",
+        )
+    )
     # --- group coordinators: every kind of group (classic, consumer KIP-848, share KIP-932, streams KIP-1071) as the
     # broker that coordinates it counts them, and the state of the internal partitions the coordinators serve from
     # (a "failed" partition leaves its groups unable to commit or be described).
     gcm = "kafka.server:type=group-coordinator-metrics"
-    add(MBeanRule("kafka_broker_coordinated_groups", "gauge", "Groups this broker coordinates, by group protocol",
-             f"{gcm},protocol=*", "group-count", labels=(("protocol", "protocol"),), query=f"{gcm},*"))
+    add(
+        MBeanRule(
+            "kafka_broker_coordinated_groups",
+            "gauge",
+            "Groups this broker coordinates, by group protocol",
+            f"{gcm},protocol=*",
+            "group-count",
+            labels=(("protocol", "protocol"),),
+            query=f"{gcm},*",
+        )
+    )
     for proto in ("classic", "consumer", "share", "streams"):
-        add(MBeanRule("kafka_broker_coordinated_groups_by_state", "gauge",
-                 "Groups this broker coordinates, by group protocol and group state", f"{gcm},state=*",
-                 f"{proto}-group-count", labels=(("state", "state"),), const=(("protocol", proto),),
-                 query=f"{gcm},*"))
+        add(
+            MBeanRule(
+                "kafka_broker_coordinated_groups_by_state",
+                "gauge",
+                "Groups this broker coordinates, by group protocol and group state",
+                f"{gcm},state=*",
+                f"{proto}-group-count",
+                labels=(("state", "state"),),
+                const=(("protocol", proto),),
+                query=f"{gcm},*",
+            )
+        )
     for coordinator in ("group", "share"):
-        add(MBeanRule("kafka_broker_coordinator_partitions", "gauge",
-                 "Internal-topic partitions this broker's coordinator serves, by state (active, loading, failed)",
-                 f"kafka.server:type={coordinator}-coordinator-metrics,state=*", "num-partitions",
-                 labels=(("state", "state"),), const=(("coordinator", coordinator),),
-                 query=f"kafka.server:type={coordinator}-coordinator-metrics,*"))
+        add(
+            MBeanRule(
+                "kafka_broker_coordinator_partitions",
+                "gauge",
+                "Internal-topic partitions this broker's coordinator serves, by state (active, loading, failed)",
+                f"kafka.server:type={coordinator}-coordinator-metrics,state=*",
+                "num-partitions",
+                labels=(("state", "state"),),
+                const=(("coordinator", coordinator),),
+                query=f"kafka.server:type={coordinator}-coordinator-metrics,*",
+            )
+        )
     # --- share groups (KIP-932): deliveries acknowledged by kind (a growing Reject or Release share is records
     # failing or coming back), and the share fetch sessions the broker holds
-    add(MBeanRule("kafka_broker_share_acknowledgements_total", "counter",
-             "Records share consumers acknowledged on this broker, by acknowledgement (Accept, Release, Reject, Renew)",
-             "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*", "Count",
-             labels=(("ack_type", "ackType"),)))
-    add(MBeanRule("kafka_broker_share_sessions", "gauge", "Share fetch sessions this broker holds",
-             "kafka.server:type=ShareSessionCache,name=ShareSessionsCount", "Value"))
+    add(
+        MBeanRule(
+            "kafka_broker_share_acknowledgements_total",
+            "counter",
+            "Records share consumers acknowledged on this broker, by acknowledgement (Accept, Release, Reject, Renew)",
+            "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*",
+            "Count",
+            labels=(("ack_type", "ackType"),),
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_share_sessions",
+            "gauge",
+            "Share fetch sessions this broker holds",
+            "kafka.server:type=ShareSessionCache,name=ShareSessionsCount",
+            "Value",
+        )
+    )
     # --- clients (quota sensors exist only once a quota of that type is configured: see docs/metrics.md)
     client = (("user", "user"), ("client_id", "client-id"))
     for typ, stem in (("Produce", "produce"), ("Fetch", "fetch")):
-        add(MBeanRule(f"kafka_client_{stem}_bytes_per_second", "gauge", f"{typ} byte rate of the client (quota sensor)",
-                 f"kafka.server:type={typ},*", "byte-rate", labels=client, tenant="client", nan="zero"))
-        add(MBeanRule(f"kafka_client_{stem}_throttle_time_seconds", "gauge",
-                 f"Average {stem} throttle time of the client's requests (quota sensor)",
-                 f"kafka.server:type={typ},*", "throttle-time", scale=MS, labels=client, tenant="client", nan="zero"))
-    add(MBeanRule("kafka_client_request_time_ratio", "gauge",
-             "Share of one broker thread the client's requests used (quota sensor; 1 = one thread busy)",
-             "kafka.server:type=Request,*", "request-time", scale=0.01, labels=client, tenant="client", nan="zero"))
-    add(MBeanRule("kafka_client_request_throttle_time_seconds", "gauge",
-             "Average throttle time of the client's requests for the request-rate quota (quota sensor)",
-             "kafka.server:type=Request,*", "throttle-time", scale=MS, labels=client, tenant="client", nan="zero"))
-    add(MBeanRule("kafka_broker_connections", "gauge", "Open connections by client software name and version",
-             "kafka.server:type=socket-server-metrics,clientSoftwareName=*,clientSoftwareVersion=*,listener=*,"
-             "networkProcessor=*", "connections",
-             labels=(("client_software_name", "clientSoftwareName"),
-                     ("client_software_version", "clientSoftwareVersion"))))
+        add(
+            MBeanRule(
+                f"kafka_client_{stem}_bytes_per_second",
+                "gauge",
+                f"{typ} byte rate of the client (quota sensor)",
+                f"kafka.server:type={typ},*",
+                "byte-rate",
+                labels=client,
+                tenant="client",
+                nan="zero",
+            )
+        )
+        add(
+            MBeanRule(
+                f"kafka_client_{stem}_throttle_time_seconds",
+                "gauge",
+                f"Average {stem} throttle time of the client's requests (quota sensor)",
+                f"kafka.server:type={typ},*",
+                "throttle-time",
+                scale=MS,
+                labels=client,
+                tenant="client",
+                nan="zero",
+            )
+        )
+    add(
+        MBeanRule(
+            "kafka_client_request_time_ratio",
+            "gauge",
+            "Share of one broker thread the client's requests used (quota sensor; 1 = one thread busy)",
+            "kafka.server:type=Request,*",
+            "request-time",
+            scale=0.01,
+            labels=client,
+            tenant="client",
+            nan="zero",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_client_request_throttle_time_seconds",
+            "gauge",
+            "Average throttle time of the client's requests for the request-rate quota (quota sensor)",
+            "kafka.server:type=Request,*",
+            "throttle-time",
+            scale=MS,
+            labels=client,
+            tenant="client",
+            nan="zero",
+        )
+    )
+    add(
+        MBeanRule(
+            "kafka_broker_connections",
+            "gauge",
+            "Open connections by client software name and version",
+            "kafka.server:type=socket-server-metrics,clientSoftwareName=*,clientSoftwareVersion=*,listener=*,"
+            "networkProcessor=*",
+            "connections",
+            labels=(
+                ("client_software_name", "clientSoftwareName"),
+                ("client_software_version", "clientSoftwareVersion"),
+            ),
+        )
+    )
     # KIP-896: requests in API versions Kafka deprecated, by client software (KIP-511 name/version from ApiVersions).
     # The MBean exists only once such a request arrived; Kafka 4.x removed every version 3.x deprecated, so today
     # it appears on 3.7+ brokers (docs/advisor.md, outdated_client).
-    add(MBeanRule("kafka_broker_deprecated_requests_total", "counter",
-             "Requests in a deprecated API version (KIP-896), by request, API version and client software",
-             "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=*,version=*,"
-             "clientSoftwareName=*,clientSoftwareVersion=*", "Count",
-             labels=(("request", "request"), ("api_version", "version"),
-                     ("client_software_name", "clientSoftwareName"),
-                     ("client_software_version", "clientSoftwareVersion"))))
+    add(
+        MBeanRule(
+            "kafka_broker_deprecated_requests_total",
+            "counter",
+            "Requests in a deprecated API version (KIP-896), by request, API version and client software",
+            "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=*,version=*,"
+            "clientSoftwareName=*,clientSoftwareVersion=*",
+            "Count",
+            labels=(
+                ("request", "request"),
+                ("api_version", "version"),
+                ("client_software_name", "clientSoftwareName"),
+                ("client_software_version", "clientSoftwareVersion"),
+            ),
+        )
+    )
     r += _client_telemetry_rules()
     add(INFO_RULE)
     return tuple(r)
@@ -313,45 +562,106 @@ def _broker_rules() -> tuple[MBeanRule, ...]:
 TELEMETRY_QUERY = "kafka.health:type=ClientTelemetry,*"
 TELEMETRY_SIGNALS = (
     ("producer_batch_size_avg_bytes", "BatchSizeAvg", 1.0, "Average producer batch size (batch-size-avg)"),
-    ("producer_records_per_request_avg", "RecordsPerRequestAvg", 1.0,
-     "Average records per produce request (records-per-request-avg)"),
-    ("producer_record_queue_time_avg_seconds", "RecordQueueTimeAvgMs", MS,
-     "Average time a record waits in the producer's queue before it is sent (record-queue-time-avg)"),
+    (
+        "producer_records_per_request_avg",
+        "RecordsPerRequestAvg",
+        1.0,
+        "Average records per produce request (records-per-request-avg)",
+    ),
+    (
+        "producer_record_queue_time_avg_seconds",
+        "RecordQueueTimeAvgMs",
+        MS,
+        "Average time a record waits in the producer's queue before it is sent (record-queue-time-avg)",
+    ),
     ("producer_request_rate", "RequestRate", 1.0, "Requests the client sends per second (request-rate)"),
-    ("request_latency_avg_seconds", "RequestLatencyAvgMs", MS,
-     "Average request latency the client sees (request-latency-avg, else the mean of its per-node ones)"),
-    ("throttle_time_avg_seconds", "ThrottleTimeAvgMs", MS,
-     "Average time brokers throttled the client (produce-throttle-time-avg / fetch-throttle-time-avg)"),
-    ("consumer_poll_idle_ratio_avg", "PollIdleRatioAvg", 1.0,
-     "Share of time the consumer waits in poll for records (poll-idle-ratio-avg, 0-1)"),
+    (
+        "request_latency_avg_seconds",
+        "RequestLatencyAvgMs",
+        MS,
+        "Average request latency the client sees (request-latency-avg, else the mean of its per-node ones)",
+    ),
+    (
+        "throttle_time_avg_seconds",
+        "ThrottleTimeAvgMs",
+        MS,
+        "Average time brokers throttled the client (produce-throttle-time-avg / fetch-throttle-time-avg)",
+    ),
+    (
+        "consumer_poll_idle_ratio_avg",
+        "PollIdleRatioAvg",
+        1.0,
+        "Share of time the consumer waits in poll for records (poll-idle-ratio-avg, 0-1)",
+    ),
     ("consumer_fetch_latency_avg_seconds", "FetchLatencyAvgMs", MS, "Average fetch latency (fetch-latency-avg)"),
     ("consumer_commit_latency_avg_seconds", "CommitLatencyAvgMs", MS, "Average commit latency (commit-latency-avg)"),
-    ("last_push_timestamp_seconds", "LastPushTimestampSeconds", 1.0,
-     "When the client last pushed its metrics to this broker (Unix time)"),
+    (
+        "last_push_timestamp_seconds",
+        "LastPushTimestampSeconds",
+        1.0,
+        "When the client last pushed its metrics to this broker (Unix time)",
+    ),
 )
 
 
 def _client_telemetry_rules() -> list[MBeanRule]:
-    labels = (("user", "user"), ("client_id", "client-id"), ("client_instance_id", "client-instance-id"),
-              ("client_software_name", "client-software-name"),
-              ("client_software_version", "client-software-version"))
-    r = [MBeanRule(f"kafka_client_telemetry_{stem}", "gauge", f"{what} (KIP-714 push)", TELEMETRY_QUERY, attr,
-                   scale=scale, labels=labels, tenant="client")
-         for stem, attr, scale, what in TELEMETRY_SIGNALS]
+    labels = (
+        ("user", "user"),
+        ("client_id", "client-id"),
+        ("client_instance_id", "client-instance-id"),
+        ("client_software_name", "client-software-name"),
+        ("client_software_version", "client-software-version"),
+    )
+    r = [
+        MBeanRule(
+            f"kafka_client_telemetry_{stem}",
+            "gauge",
+            f"{what} (KIP-714 push)",
+            TELEMETRY_QUERY,
+            attr,
+            scale=scale,
+            labels=labels,
+            tenant="client",
+        )
+        for stem, attr, scale, what in TELEMETRY_SIGNALS
+    ]
     plugin = "kafka.health:type=ClientTelemetryExporter"
     r += [
-        MBeanRule("kafka_client_telemetry_plugin_clients", "gauge",
-                  "Client instances the telemetry plugin holds on this broker (at most its max.clients)", plugin,
-                  "Clients"),
-        MBeanRule("kafka_client_telemetry_plugin_pushes_total", "counter", "Telemetry pushes the plugin received",
-                  plugin, "Pushes"),
-        MBeanRule("kafka_client_telemetry_plugin_failures_total", "counter",
-                  "Pushes the plugin could not read (the broker answered them anyway)", plugin, "Failures"),
-        MBeanRule("kafka_client_telemetry_plugin_evicted_total", "counter",
-                  "Client instances dropped to stay within max.clients (least recently pushed first)", plugin,
-                  "Evicted"),
-        MBeanRule("kafka_client_telemetry_plugin_expired_total", "counter",
-                  "Client instances dropped because they stopped pushing or closed", plugin, "Expired"),
+        MBeanRule(
+            "kafka_client_telemetry_plugin_clients",
+            "gauge",
+            "Client instances the telemetry plugin holds on this broker (at most its max.clients)",
+            plugin,
+            "Clients",
+        ),
+        MBeanRule(
+            "kafka_client_telemetry_plugin_pushes_total",
+            "counter",
+            "Telemetry pushes the plugin received",
+            plugin,
+            "Pushes",
+        ),
+        MBeanRule(
+            "kafka_client_telemetry_plugin_failures_total",
+            "counter",
+            "Pushes the plugin could not read (the broker answered them anyway)",
+            plugin,
+            "Failures",
+        ),
+        MBeanRule(
+            "kafka_client_telemetry_plugin_evicted_total",
+            "counter",
+            "Client instances dropped to stay within max.clients (least recently pushed first)",
+            plugin,
+            "Evicted",
+        ),
+        MBeanRule(
+            "kafka_client_telemetry_plugin_expired_total",
+            "counter",
+            "Client instances dropped because they stopped pushing or closed",
+            plugin,
+            "Expired",
+        ),
     ]
     return r
 
@@ -367,13 +677,25 @@ def _controller_rules() -> tuple[MBeanRule, ...]:
             ("ActiveBrokerCount", "kafka_cluster_active_brokers", "Registered, unfenced brokers", 1.0),
             ("GlobalPartitionCount", "kafka_cluster_partitions", "Partitions in the cluster", 1.0),
             ("GlobalTopicCount", "kafka_cluster_topics", "Topics in the cluster", 1.0),
-            ("PreferredReplicaImbalanceCount", "kafka_cluster_preferred_replica_imbalance",
-             "Partitions not led by their preferred replica", 1.0),
+            (
+                "PreferredReplicaImbalanceCount",
+                "kafka_cluster_preferred_replica_imbalance",
+                "Partitions not led by their preferred replica",
+                1.0,
+            ),
             ("MetadataErrorCount", "kafka_cluster_metadata_errors", "Metadata errors seen by the controller", 1.0),
-            ("LastAppliedRecordLagMs", "kafka_cluster_controller_metadata_lag_seconds",
-             "Age of the last metadata record the controller applied", MS),
-            ("ControlledShutdownBrokerCount", "kafka_cluster_controlled_shutdown_brokers",
-             "Registered brokers in controlled shutdown", 1.0),
+            (
+                "LastAppliedRecordLagMs",
+                "kafka_cluster_controller_metadata_lag_seconds",
+                "Age of the last metadata record the controller applied",
+                MS,
+            ),
+            (
+                "ControlledShutdownBrokerCount",
+                "kafka_cluster_controlled_shutdown_brokers",
+                "Registered brokers in controlled shutdown",
+                1.0,
+            ),
         )
     ]
     # Per registered broker (Kafka 4.x; absent on 3.9): how the controller sees each broker. What tells a crash from
@@ -382,43 +704,112 @@ def _controller_rules() -> tuple[MBeanRule, ...]:
     # its heartbeats are fresh. The heartbeat age is kept by the active controller only (others report the session
     # timeout for every broker) and is capped at the session timeout.
     r += [
-        MBeanRule("kafka_cluster_broker_registration_state", "gauge",
-                  "Broker registration as the controller sees it: 10 fenced, 20 in controlled shutdown, 30 active",
-                  f"{kc},name=BrokerRegistrationState,broker=*", "Value", query=f"{kc},*", about_broker="broker"),
-        MBeanRule("kafka_cluster_broker_heartbeat_age_seconds", "gauge",
-                  "Time since the controller last received the broker's heartbeat (capped at the session timeout)",
-                  f"{kc},name=TimeSinceLastHeartbeatReceivedMs,broker=*", "Value", scale=MS, query=f"{kc},*",
-                  about_broker="broker"),
-        MBeanRule("kafka_cluster_broker_heartbeats_timed_out_total", "counter",
-                  "Broker heartbeat requests that timed out in the controller's event queue (an overloaded "
-                  "controller, not a lost broker)",
-                  f"{kc},name=TimedOutBrokerHeartbeatCount", "Value", query=f"{kc},*"),
+        MBeanRule(
+            "kafka_cluster_broker_registration_state",
+            "gauge",
+            "Broker registration as the controller sees it: 10 fenced, 20 in controlled shutdown, 30 active",
+            f"{kc},name=BrokerRegistrationState,broker=*",
+            "Value",
+            query=f"{kc},*",
+            about_broker="broker",
+        ),
+        MBeanRule(
+            "kafka_cluster_broker_heartbeat_age_seconds",
+            "gauge",
+            "Time since the controller last received the broker's heartbeat (capped at the session timeout)",
+            f"{kc},name=TimeSinceLastHeartbeatReceivedMs,broker=*",
+            "Value",
+            scale=MS,
+            query=f"{kc},*",
+            about_broker="broker",
+        ),
+        MBeanRule(
+            "kafka_cluster_broker_heartbeats_timed_out_total",
+            "counter",
+            "Broker heartbeat requests that timed out in the controller's event queue (an overloaded "
+            "controller, not a lost broker)",
+            f"{kc},name=TimedOutBrokerHeartbeatCount",
+            "Value",
+            query=f"{kc},*",
+        ),
     ]
-    r.append(MBeanRule("kafka_cluster_unclean_leader_elections_total", "counter", "Unclean leader elections",
-                  "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count"))
-    r.append(MBeanRule("kafka_cluster_raft_state", "gauge", "KRaft state of this node (1 for the current state)",
-                  "kafka.server:type=raft-metrics", "current-state", value_label="state"))
+    r.append(
+        MBeanRule(
+            "kafka_cluster_unclean_leader_elections_total",
+            "counter",
+            "Unclean leader elections",
+            "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec",
+            "Count",
+        )
+    )
+    r.append(
+        MBeanRule(
+            "kafka_cluster_raft_state",
+            "gauge",
+            "KRaft state of this node (1 for the current state)",
+            "kafka.server:type=raft-metrics",
+            "current-state",
+            value_label="state",
+        )
+    )
     return tuple(r)
 
 
 JVM_RULES: tuple[MBeanRule, ...] = (
-    MBeanRule("kafka_jvm_gc_collections_total", "counter", "GC runs per collector",
-         "java.lang:type=GarbageCollector,name=*", "CollectionCount", labels=(("gc", "name"),)),
-    MBeanRule("kafka_jvm_gc_collection_seconds_total", "counter", "GC time per collector",
-         "java.lang:type=GarbageCollector,name=*", "CollectionTime", scale=MS, labels=(("gc", "name"),)),
-    MBeanRule("kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage",
-              key="used"),
-    MBeanRule("kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage",
-              key="max"),
+    MBeanRule(
+        "kafka_jvm_gc_collections_total",
+        "counter",
+        "GC runs per collector",
+        "java.lang:type=GarbageCollector,name=*",
+        "CollectionCount",
+        labels=(("gc", "name"),),
+    ),
+    MBeanRule(
+        "kafka_jvm_gc_collection_seconds_total",
+        "counter",
+        "GC time per collector",
+        "java.lang:type=GarbageCollector,name=*",
+        "CollectionTime",
+        scale=MS,
+        labels=(("gc", "name"),),
+    ),
+    MBeanRule(
+        "kafka_jvm_heap_used_bytes", "gauge", "Heap in use", "java.lang:type=Memory", "HeapMemoryUsage", key="used"
+    ),
+    MBeanRule(
+        "kafka_jvm_heap_max_bytes", "gauge", "Maximum heap", "java.lang:type=Memory", "HeapMemoryUsage", key="max"
+    ),
     # CollectionUsage exists only for heap pools: the sum is the heap left after each pool's last GC.
-    MBeanRule("kafka_jvm_heap_after_gc_used_bytes", "gauge", "Heap in use right after the last GC of each pool (sum)",
-         "java.lang:type=MemoryPool,name=*", "CollectionUsage", key="used"),
-    MBeanRule("kafka_jvm_open_fds", "gauge", "Open file descriptors", "java.lang:type=OperatingSystem",
-         "OpenFileDescriptorCount"),
-    MBeanRule("kafka_jvm_max_fds", "gauge", "File descriptor limit", "java.lang:type=OperatingSystem",
-         "MaxFileDescriptorCount"),
-    MBeanRule("kafka_jvm_process_cpu_seconds_total", "counter", "CPU time of the JVM process",
-         "java.lang:type=OperatingSystem", "ProcessCpuTime", scale=NS),
+    MBeanRule(
+        "kafka_jvm_heap_after_gc_used_bytes",
+        "gauge",
+        "Heap in use right after the last GC of each pool (sum)",
+        "java.lang:type=MemoryPool,name=*",
+        "CollectionUsage",
+        key="used",
+    ),
+    MBeanRule(
+        "kafka_jvm_open_fds",
+        "gauge",
+        "Open file descriptors",
+        "java.lang:type=OperatingSystem",
+        "OpenFileDescriptorCount",
+    ),
+    MBeanRule(
+        "kafka_jvm_max_fds",
+        "gauge",
+        "File descriptor limit",
+        "java.lang:type=OperatingSystem",
+        "MaxFileDescriptorCount",
+    ),
+    MBeanRule(
+        "kafka_jvm_process_cpu_seconds_total",
+        "counter",
+        "CPU time of the JVM process",
+        "java.lang:type=OperatingSystem",
+        "ProcessCpuTime",
+        scale=NS,
+    ),
 )
 
 BROKER_RULES: tuple[MBeanRule, ...] = _broker_rules() + JVM_RULES
@@ -429,8 +820,11 @@ CONTROLLER_RULES: tuple[MBeanRule, ...] = _controller_rules() + (INFO_RULE,) + J
 
 # Rate-derived gauges: (counter, gauge, help). Computed from two collections, clamped to [0, 1].
 RATIOS = (
-    ("kafka_broker_request_handler_idle_seconds_total", "kafka_broker_request_handler_idle_ratio",
-     "Idle ratio of the request handler pool, from the rate of the idle meter's Count"),
+    (
+        "kafka_broker_request_handler_idle_seconds_total",
+        "kafka_broker_request_handler_idle_ratio",
+        "Idle ratio of the request handler pool, from the rate of the idle meter's Count",
+    ),
 )
 
 
@@ -537,9 +931,7 @@ def convert(
     return [Sample(m, meta[m].kind, meta[m].help, labels, v) for (m, labels), v in sums.items()]
 
 
-def derive_rates(
-    current: Sequence[Sample], previous: Sequence[Sample] | None, elapsed_seconds: float
-) -> list[Sample]:
+def derive_rates(current: Sequence[Sample], previous: Sequence[Sample] | None, elapsed_seconds: float) -> list[Sample]:
     """Pure: the ``RATIOS`` gauges from two collections of the same target. None on the first collection, after a
     counter reset (restart) or when no time elapsed: a wrong ratio is worse than a missing one."""
     if not previous or elapsed_seconds <= 0:
@@ -576,12 +968,16 @@ def markdown_table() -> str:
                 row[3].append(source)
     for counter, gauge, help_ in RATIOS:
         rows[gauge] = ["gauge", "", "broker", [f"rate of `{counter}` between two collections"], help_]
-    out = ["| metric | type | labels (besides cluster, broker) | read from | JMX source | meaning |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "| metric | type | labels (besides cluster, broker) | read from | JMX source | meaning |",
+        "|---|---|---|---|---|---|",
+    ]
     for metric, (kind, labels, where, sources, help_) in rows.items():
         if metric == "kafka_broker_request_latency_seconds":  # the latency breakdown: one line instead of 252
-            sources = [f"`kafka.network:type=RequestMetrics,name={{{','.join(p for p, _ in PHASES)}}},"
-                       f"request={{{','.join(BUSY_REQUESTS)}}}` `{{{','.join(a for a, _ in QUANTILES)}}}` ×0.001"]
+            sources = [
+                f"`kafka.network:type=RequestMetrics,name={{{','.join(p for p, _ in PHASES)}}},"
+                f"request={{{','.join(BUSY_REQUESTS)}}}` `{{{','.join(a for a, _ in QUANTILES)}}}` ×0.001"
+            ]
         out.append(f"| `{metric}` | {kind} | {labels} | {where} | {'<br>'.join(sources)} | {help_} |")
     return "\n".join(out) + "\n"
 

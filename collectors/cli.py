@@ -12,8 +12,11 @@ from monitor.core.errors import Invalid
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sources", help="the capability table: which signals each configured source of a cluster "
-                                       "gives, and what is not observable")
+    p = sub.add_parser(
+        "sources",
+        help="the capability table: which signals each configured source of a cluster "
+        "gives, and what is not observable",
+    )
     p.add_argument("--cluster", default=None, help="one cluster (default: every cluster of the config)")
     p.add_argument("--json", action="store_true", help="one object per cluster: sources, and every signal's")
     add_config_args(p)
@@ -26,10 +29,26 @@ def _sources(args) -> int:
     if args.cluster is not None and not clusters:
         raise Invalid(f"no cluster {args.cluster!r} in the config")
     if args.json:
-        print(json.dumps([{"cluster": c.name, "sources": list(configured_sources(c)),
-                           "signals": [{"signal": s.signal, "sources": list(s.sources),
-                                        **({} if s.observable else {"not_observable": s.hint()})}
-                                       for s in capability_table(c)]} for c in clusters], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "cluster": c.name,
+                        "sources": list(configured_sources(c)),
+                        "signals": [
+                            {
+                                "signal": s.signal,
+                                "sources": list(s.sources),
+                                **({} if s.observable else {"not_observable": s.hint()}),
+                            }
+                            for s in capability_table(c)
+                        ],
+                    }
+                    for c in clusters
+                ],
+                indent=2,
+            )
+        )
     else:
         print("\n\n".join(render(c) for c in clusters))
     return 0

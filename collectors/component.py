@@ -83,14 +83,33 @@ def build_collectors(
         board = DiscoveryBoard() if cluster.discovers else None
         max_series = config.collection.max_series_per_target
         if ProtocolCollector.wanted(cluster):
-            out.append(ProtocolCollector(cluster, board=board or DiscoveryBoard(), max_series=max_series,
-                                         client_factory=protocol_factory))
-        out.append(JmxCollector(cluster, transport=transport, controller_transport=controller_transport,
-                                tenants=tenants, max_series=max_series, board=board))
+            out.append(
+                ProtocolCollector(
+                    cluster, board=board or DiscoveryBoard(), max_series=max_series, client_factory=protocol_factory
+                )
+            )
+        out.append(
+            JmxCollector(
+                cluster,
+                transport=transport,
+                controller_transport=controller_transport,
+                tenants=tenants,
+                max_series=max_series,
+                board=board,
+            )
+        )
         out.append(HostCollector(cluster, proc_root=proc_root, max_series=max_series))
-        out.append(AdminCollector(cluster, tenants=tenants, max_series=max_series,
-                                  admin_factory=admin_factory, clock=clock,
-                                  interval=config.collection.interval_seconds, board=board))
+        out.append(
+            AdminCollector(
+                cluster,
+                tenants=tenants,
+                max_series=max_series,
+                admin_factory=admin_factory,
+                clock=clock,
+                interval=config.collection.interval_seconds,
+                board=board,
+            )
+        )
     return out
 
 
@@ -112,8 +131,9 @@ class CollectionService:
         self._config = config
         self._interval = config.collection.interval_seconds
         self._clock = clock
-        self._collectors = (list(collectors) if collectors is not None
-                            else build_collectors(config, clock=clock, tenants=tenants))
+        self._collectors = (
+            list(collectors) if collectors is not None else build_collectors(config, clock=clock, tenants=tenants)
+        )
         self._shard = config.collection.shard
         parse_shard(self._shard)
         self._known_keys: set[str] = set()
@@ -124,8 +144,13 @@ class CollectionService:
         registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
         registry.register(CapabilityExporter(config.clusters))  # what each cluster's sources can observe
         if probes is None:
-            probes = [] if collectors is not None else build_probes(
-                config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), self._shard))
+            probes = (
+                []
+                if collectors is not None
+                else build_probes(
+                    config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), self._shard)
+                )
+            )
         self.probes = list(probes)
         if self.probes:
             registry.register(ProbeExporter(self.probes))
@@ -155,12 +180,15 @@ class CollectionService:
         """This shard's targets now: asked of the collectors every round, as discovery adds and removes brokers.
         A discovering cluster's protocol target runs in every shard (each needs the membership to build its share of
         the brokers' targets), but only the shard it belongs to exports its series (``_membership_only``)."""
-        return [(c, t) for c in self._collectors for t in c.targets()
-                if in_shard(t, self._shard) or self._membership_only(c, t)]
+        return [
+            (c, t)
+            for c in self._collectors
+            for t in c.targets()
+            if in_shard(t, self._shard) or self._membership_only(c, t)
+        ]
 
     def _membership_only(self, collector: Collector, target: Target) -> bool:
-        return (isinstance(collector, ProtocolCollector) and collector.discovers
-                and not in_shard(target, self._shard))
+        return isinstance(collector, ProtocolCollector) and collector.discovers and not in_shard(target, self._shard)
 
     def _first_discovery(self, now: float) -> dict[str, Future]:
         """Before the first round, the membership of every discovering cluster (a bounded wait: each collector keeps

@@ -24,16 +24,31 @@ from monitor.core.config import TenantConfig
 
 # (metric, help, value of a contract or None)
 _FIELDS = (
-    ("kafka_health_tenant_produce_quota_bytes_per_second", "Produce quota of the tenant's contract",
-     lambda c: c.produce_quota_bytes_per_second),
-    ("kafka_health_tenant_fetch_quota_bytes_per_second", "Fetch quota of the tenant's contract",
-     lambda c: c.fetch_quota_bytes_per_second),
-    ("kafka_health_tenant_storage_budget_bytes", "Storage budget of the tenant's contract",
-     lambda c: c.storage_budget_bytes),
-    ("kafka_health_tenant_retention_seconds", "Retention the tenant expects",
-     lambda c: c.retention_hours * 3600 if c.retention_hours is not None else None),
-    ("kafka_health_tenant_availability_objective_ratio", "Availability objective of the tenant's contract",
-     lambda c: c.availability_objective),
+    (
+        "kafka_health_tenant_produce_quota_bytes_per_second",
+        "Produce quota of the tenant's contract",
+        lambda c: c.produce_quota_bytes_per_second,
+    ),
+    (
+        "kafka_health_tenant_fetch_quota_bytes_per_second",
+        "Fetch quota of the tenant's contract",
+        lambda c: c.fetch_quota_bytes_per_second,
+    ),
+    (
+        "kafka_health_tenant_storage_budget_bytes",
+        "Storage budget of the tenant's contract",
+        lambda c: c.storage_budget_bytes,
+    ),
+    (
+        "kafka_health_tenant_retention_seconds",
+        "Retention the tenant expects",
+        lambda c: c.retention_hours * 3600 if c.retention_hours is not None else None,
+    ),
+    (
+        "kafka_health_tenant_availability_objective_ratio",
+        "Availability objective of the tenant's contract",
+        lambda c: c.availability_objective,
+    ),
 )
 INFO = "kafka_health_tenant_info"
 METRICS = frozenset((INFO,) + tuple(name for name, _, _ in _FIELDS))

@@ -56,8 +56,7 @@ class DepartureLog:
                 q.popleft()
             eps = episodes(q, self._t)
             ep = eps[-1] if eps else None
-            if (ep is None or not ep.seen_leaving or ep.cause is Cause.UNKNOWN
-                    or self._counted.get(broker) == ep.start):
+            if ep is None or not ep.seen_leaving or ep.cause is Cause.UNKNOWN or self._counted.get(broker) == ep.start:
                 continue
             self._counted[broker] = ep.start
             self.counts[(broker, ep.cause.value)] += 1
@@ -73,12 +72,31 @@ class DepartureLog:
         controller = labels.get("broker", "")
         out = []
         for (broker, cause), n in sorted(self.counts.items()):
-            lab = (("cluster", labels.get("cluster", "")), ("broker", broker), ("controller", controller),
-                   ("cause", cause))
-            out.append(Sample(DEPARTURES, "counter", "Broker departures the active controller saw, by how the broker "
-                              "left (heartbeats_lost: crash or hang; controlled_shutdown)", lab, float(n)))
-            out.append(Sample(LAST_DEPARTURE, "gauge", "When the broker's latest departure of that cause began "
-                              "(Unix time)", lab, self.last[(broker, cause)]))
+            lab = (
+                ("cluster", labels.get("cluster", "")),
+                ("broker", broker),
+                ("controller", controller),
+                ("cause", cause),
+            )
+            out.append(
+                Sample(
+                    DEPARTURES,
+                    "counter",
+                    "Broker departures the active controller saw, by how the broker "
+                    "left (heartbeats_lost: crash or hang; controlled_shutdown)",
+                    lab,
+                    float(n),
+                )
+            )
+            out.append(
+                Sample(
+                    LAST_DEPARTURE,
+                    "gauge",
+                    "When the broker's latest departure of that cause began (Unix time)",
+                    lab,
+                    self.last[(broker, cause)],
+                )
+            )
         return out
 
 
@@ -86,8 +104,14 @@ class ControllerWatch:
     """A thread calling ``read()`` every ``interval`` seconds; ``read`` returns (is the active controller, broker id
     -> (state, age)) or raises. Readings of a standby controller are dropped."""
 
-    def __init__(self, name: str, read: Callable[[], tuple[bool, dict[str, tuple[float, float | None]]]],
-                 interval: float, *, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        name: str,
+        read: Callable[[], tuple[bool, dict[str, tuple[float, float | None]]]],
+        interval: float,
+        *,
+        clock: Callable[[], float] = time.time,
+    ):
         self.log = DepartureLog()
         self._read, self._interval, self._clock = read, interval, clock
         self._lock = threading.Lock()

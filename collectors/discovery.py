@@ -74,16 +74,20 @@ def broker_targets(cluster: ClusterConfig, brokers: Iterable[Node]) -> tuple[Bro
     for n in sorted(brokers, key=lambda n: n.id):
         if n.id in listed:
             continue
-        out.append(BrokerTarget(
-            id=n.id, host=n.host,
-            jolokia=expand_template(d.jolokia, host=n.host, node_id=n.id) if d.jolokia else None,
-            jmx=expand_template(d.jmx, host=n.host, node_id=n.id) if d.jmx else None,
-        ))
+        out.append(
+            BrokerTarget(
+                id=n.id,
+                host=n.host,
+                jolokia=expand_template(d.jolokia, host=n.host, node_id=n.id) if d.jolokia else None,
+                jmx=expand_template(d.jmx, host=n.host, node_id=n.id) if d.jmx else None,
+            )
+        )
     return tuple(out)
 
 
-def controller_addresses(cluster: ClusterConfig, controllers: Iterable[Node]) -> tuple[tuple[str, ...],
-                                                                                      tuple[str, ...]]:
+def controller_addresses(
+    cluster: ClusterConfig, controllers: Iterable[Node]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(JMX host:ports, Jolokia URLs) of the discovered controllers, from ``discovery.controller_jmx`` /
     ``controller_jolokia`` (default: the brokers' templates), leaving out any already listed by hand. Jolokia wins
     where both templates are given, as ``jmx.transport: auto`` does for brokers."""

@@ -100,28 +100,40 @@ class KafkaHealthExporter:
         now = self._clock()
         results, last_success, failures = self._store.snapshot()
         samples: list[Sample] = []
-        success = GaugeMetricFamily("kafka_health_scrape_success",
-                                    "1 if the last collection of the target succeeded (no_data counts as success)",
-                                    labels=SELF_LABELS)
-        status = GaugeMetricFamily("kafka_health_scrape_status", "1 for the target's current status",
-                                   labels=SELF_LABELS + ["status"])
-        duration = GaugeMetricFamily("kafka_health_scrape_duration_seconds", "Duration of the last collection",
-                                     labels=SELF_LABELS)
-        last_ok = GaugeMetricFamily("kafka_health_scrape_last_success_timestamp_seconds",
-                                    "When the target last answered", labels=SELF_LABELS)
-        series = GaugeMetricFamily("kafka_health_scrape_series", "Series the target's last collection produced",
-                                   labels=SELF_LABELS)
-        capped = GaugeMetricFamily("kafka_health_scrape_series_capped",
-                                   "1 if the per-target series cap (collection.max_series_per_target) cut series",
-                                   labels=SELF_LABELS)
-        dropped = GaugeMetricFamily("kafka_health_scrape_series_dropped", "Series cut by the per-target cap",
-                                    labels=SELF_LABELS)
-        fails = CounterMetricFamily("kafka_health_scrape_failures", "Failed collections by reason",
-                                    labels=SELF_LABELS + ["reason"])
-        cut_rounds = CounterMetricFamily("kafka_health_scrape_cut_rounds",
-                                         "Rounds that left data out, by cause: series_cap "
-                                         "(collection.max_series_per_target), deadline (the round ran out of time)",
-                                         labels=SELF_LABELS + ["cause"])
+        success = GaugeMetricFamily(
+            "kafka_health_scrape_success",
+            "1 if the last collection of the target succeeded (no_data counts as success)",
+            labels=SELF_LABELS,
+        )
+        status = GaugeMetricFamily(
+            "kafka_health_scrape_status", "1 for the target's current status", labels=SELF_LABELS + ["status"]
+        )
+        duration = GaugeMetricFamily(
+            "kafka_health_scrape_duration_seconds", "Duration of the last collection", labels=SELF_LABELS
+        )
+        last_ok = GaugeMetricFamily(
+            "kafka_health_scrape_last_success_timestamp_seconds", "When the target last answered", labels=SELF_LABELS
+        )
+        series = GaugeMetricFamily(
+            "kafka_health_scrape_series", "Series the target's last collection produced", labels=SELF_LABELS
+        )
+        capped = GaugeMetricFamily(
+            "kafka_health_scrape_series_capped",
+            "1 if the per-target series cap (collection.max_series_per_target) cut series",
+            labels=SELF_LABELS,
+        )
+        dropped = GaugeMetricFamily(
+            "kafka_health_scrape_series_dropped", "Series cut by the per-target cap", labels=SELF_LABELS
+        )
+        fails = CounterMetricFamily(
+            "kafka_health_scrape_failures", "Failed collections by reason", labels=SELF_LABELS + ["reason"]
+        )
+        cut_rounds = CounterMetricFamily(
+            "kafka_health_scrape_cut_rounds",
+            "Rounds that left data out, by cause: series_cap "
+            "(collection.max_series_per_target), deadline (the round ran out of time)",
+            labels=SELF_LABELS + ["cause"],
+        )
         for key, r in sorted(results.items()):
             t = r.target
             lv = [t.cluster, t.collector, t.name]

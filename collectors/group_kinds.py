@@ -115,35 +115,70 @@ class ShareGroupSeries:
     def __init__(self) -> None:
         self._before: dict[str, ShareGroup] = {}
 
-    def samples(self, groups: Iterable[Group], shares: Iterable[ShareGroup], *, base: tuple[tuple[str, str], ...],
-                tenant: Callable[[ShareGroup], str | None], group_tenant: Callable[[str], str | None]) -> list[Sample]:
-        out = [Sample("kafka_group_info", "gauge", "1 per group, by its type (classic, consumer, share, streams)",
-                      base + (("group", g.id), ("type", g.type), ("state", g.state.lower()),
-                              ("tenant", group_tenant(g.id) or "")), 1.0) for g in groups]
+    def samples(
+        self,
+        groups: Iterable[Group],
+        shares: Iterable[ShareGroup],
+        *,
+        base: tuple[tuple[str, str], ...],
+        tenant: Callable[[ShareGroup], str | None],
+        group_tenant: Callable[[str], str | None],
+    ) -> list[Sample]:
+        out = [
+            Sample(
+                "kafka_group_info",
+                "gauge",
+                "1 per group, by its type (classic, consumer, share, streams)",
+                base
+                + (("group", g.id), ("type", g.type), ("state", g.state.lower()), ("tenant", group_tenant(g.id) or "")),
+                1.0,
+            )
+            for g in groups
+        ]
         now: dict[str, ShareGroup] = {}
         for g in shares:
             if g.error:
                 continue
             now[g.id] = g
             labels = base + (("group", g.id), ("tenant", tenant(g) or ""))
-            out.append(Sample("kafka_sharegroup_members", "gauge", "members of the share group", labels,
-                              float(len(g.members))))
-            out.append(Sample("kafka_sharegroup_status", "gauge",
-                              "1 for the share group's status: consuming, stalled, idle, no_members",
-                              labels + (("status", share_status(g, self._before.get(g.id))),), 1.0))
+            out.append(
+                Sample("kafka_sharegroup_members", "gauge", "members of the share group", labels, float(len(g.members)))
+            )
+            out.append(
+                Sample(
+                    "kafka_sharegroup_status",
+                    "gauge",
+                    "1 for the share group's status: consuming, stalled, idle, no_members",
+                    labels + (("status", share_status(g, self._before.get(g.id))),),
+                    1.0,
+                )
+            )
             for topic in sorted({p.topic for p in g.partitions}):
                 parts = [p for p in g.partitions if p.topic == topic]
                 t_labels = labels[:-1] + (("topic", topic),) + labels[-1:]
                 known = [p.lag for p in parts if p.lag is not None]
                 if known:
-                    out.append(Sample("kafka_sharegroup_lag", "gauge",
-                                      "records of the topic from the share-partition start offsets on, not yet "
-                                      "acknowledged (the broker's lag, KIP-1226)", t_labels, float(sum(known))))
+                    out.append(
+                        Sample(
+                            "kafka_sharegroup_lag",
+                            "gauge",
+                            "records of the topic from the share-partition start offsets on, not yet "
+                            "acknowledged (the broker's lag, KIP-1226)",
+                            t_labels,
+                            float(sum(known)),
+                        )
+                    )
                 started = [p.start_offset for p in parts if p.start_offset >= 0]
                 if started:
-                    out.append(Sample("kafka_sharegroup_start_offset", "gauge",
-                                      "sum of the topic's share-partition start offsets (below: acknowledged)",
-                                      t_labels, float(sum(started))))
+                    out.append(
+                        Sample(
+                            "kafka_sharegroup_start_offset",
+                            "gauge",
+                            "sum of the topic's share-partition start offsets (below: acknowledged)",
+                            t_labels,
+                            float(sum(started)),
+                        )
+                    )
         self._before = now
         return out
 
@@ -214,9 +249,18 @@ class GroupKinds:
             rows = self._admin.list_groups()
         except Exception as exc:
             raise translate("list groups", exc, self._principal) from exc
-        return sorted((Group(str(r["group_id"]), str(r.get("group_type") or "classic").lower(),
-                             str(r.get("group_state") or ""), str(r.get("protocol_type") or "")) for r in rows),
-                      key=lambda g: g.id)
+        return sorted(
+            (
+                Group(
+                    str(r["group_id"]),
+                    str(r.get("group_type") or "classic").lower(),
+                    str(r.get("group_state") or ""),
+                    str(r.get("protocol_type") or ""),
+                )
+                for r in rows
+            ),
+            key=lambda g: g.id,
+        )
 
     async def _ask(self, ids: list[str], offsets_version: int) -> list[tuple[Any, Any]]:
         """(offsets answer, describe answer) of each coordinator of ``ids``, in one run of kafka-python's event
@@ -228,11 +272,18 @@ class GroupKinds:
             by_node.setdefault(int(found[g]), []).append(g)
         out = []
         for node, groups in sorted(by_node.items()):
-            offsets = await self._admin._manager.send(msgs.offsets_req(
-                groups=[msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None)
-                        for g in groups], max_version=offsets_version), node_id=node)
-            desc = await self._admin._manager.send(msgs.describe_req(
-                group_ids=groups, include_authorized_operations=False, max_version=1), node_id=node)
+            offsets = await self._admin._manager.send(
+                msgs.offsets_req(
+                    groups=[
+                        msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None) for g in groups
+                    ],
+                    max_version=offsets_version,
+                ),
+                node_id=node,
+            )
+            desc = await self._admin._manager.send(
+                msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1), node_id=node
+            )
             out.append((offsets, desc))
         return out
 
@@ -257,21 +308,41 @@ class GroupKinds:
                     for t in _get(g, "topics"):
                         for p in _get(t, "partitions"):
                             lag = getattr(p, "lag", -1)  # v0 has none
-                            parts.setdefault(_get(g, "group_id"), []).append(SharePartition(
-                                str(_get(t, "topic_name")), int(_get(p, "partition_index")),
-                                int(_get(p, "start_offset")), int(lag) if lag is not None and lag >= 0 else None))
+                            parts.setdefault(_get(g, "group_id"), []).append(
+                                SharePartition(
+                                    str(_get(t, "topic_name")),
+                                    int(_get(p, "partition_index")),
+                                    int(_get(p, "start_offset")),
+                                    int(lag) if lag is not None and lag >= 0 else None,
+                                )
+                            )
                 for g in _get(desc, "groups"):
                     gid = str(_get(g, "group_id"))
                     err = ke.for_code(_get(g, "error_code"))
-                    members = tuple(ShareMember(
-                        str(_get(m, "member_id")), str(_get(m, "client_id")), str(_get(m, "client_host")),
-                        tuple(sorted((str(_get(tp, "topic_name")), int(p))
-                                     for tp in _get(_get(m, "assignment"), "topic_partitions")
-                                     for p in _get(tp, "partitions"))))
-                        for m in _get(g, "members"))
-                    out.append(ShareGroup(gid, str(_get(g, "group_state")), members,
-                                          tuple(sorted(parts.get(gid, ()), key=lambda p: (p.topic, p.partition))),
-                                          errors.get(gid, "") if err is ke.NoError else err.__name__))
+                    members = tuple(
+                        ShareMember(
+                            str(_get(m, "member_id")),
+                            str(_get(m, "client_id")),
+                            str(_get(m, "client_host")),
+                            tuple(
+                                sorted(
+                                    (str(_get(tp, "topic_name")), int(p))
+                                    for tp in _get(_get(m, "assignment"), "topic_partitions")
+                                    for p in _get(tp, "partitions")
+                                )
+                            ),
+                        )
+                        for m in _get(g, "members")
+                    )
+                    out.append(
+                        ShareGroup(
+                            gid,
+                            str(_get(g, "group_state")),
+                            members,
+                            tuple(sorted(parts.get(gid, ()), key=lambda p: (p.topic, p.partition))),
+                            errors.get(gid, "") if err is ke.NoError else err.__name__,
+                        )
+                    )
         except Exception as exc:
             raise translate("describe share groups", exc, self._principal) from exc
         return sorted(out, key=lambda g: g.id)

@@ -40,8 +40,12 @@ def parse_stat(text: str, base: tuple, ticks_per_second: float) -> list[Sample]:
         parts = line.split()
         if parts and parts[0] == "cpu":
             return [
-                _c("kafka_host_cpu_seconds_total", "CPU time of all cores by mode", base + (("mode", mode),),
-                   int(v) / ticks_per_second)
+                _c(
+                    "kafka_host_cpu_seconds_total",
+                    "CPU time of all cores by mode",
+                    base + (("mode", mode),),
+                    int(v) / ticks_per_second,
+                )
                 for mode, v in zip(CPU_MODES, parts[1:])
             ]
     return []
@@ -55,9 +59,10 @@ def parse_meminfo(text: str, base: tuple) -> list[Sample]:
         if fields:
             values[key] = int(fields[0]) * (1024 if len(fields) > 1 and fields[1] == "kB" else 1)
     out = []
-    for key, name, help_ in (("MemTotal", "kafka_host_memory_total_bytes", "Physical memory"),
-                             ("MemAvailable", "kafka_host_memory_available_bytes",
-                              "Memory available without swapping")):
+    for key, name, help_ in (
+        ("MemTotal", "kafka_host_memory_total_bytes", "Physical memory"),
+        ("MemAvailable", "kafka_host_memory_available_bytes", "Memory available without swapping"),
+    ):
         if key in values:
             out.append(_g(name, help_, base, float(values[key])))
     return out
@@ -103,7 +108,7 @@ def _hex_addr(field: str) -> tuple[str, int]:
 
     addr, _, port = field.partition(":")
     raw = bytes.fromhex(addr)
-    packed = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+    packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
     ip = ipaddress.ip_address(packed)
     if ip.version == 6 and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
@@ -133,9 +138,16 @@ def parse_tcp_backlogs(texts: Sequence[str], base: tuple, ports: dict[int, str],
     out = []
     for broker in sorted({b for b, _ in queues}):
         ranked = sorted(((q, p) for (b, p), q in queues.items() if b == broker), reverse=True)[:top]
-        out += [_g("kafka_host_tcp_send_queue_bytes", "Bytes sent by the broker to the peer address not yet "
-                   "acknowledged (socket send queues on its listener ports, summed per peer)",
-                   base + (("broker", broker), ("peer", peer)), float(q)) for q, peer in ranked]
+        out += [
+            _g(
+                "kafka_host_tcp_send_queue_bytes",
+                "Bytes sent by the broker to the peer address not yet "
+                "acknowledged (socket send queues on its listener ports, summed per peer)",
+                base + (("broker", broker), ("peer", peer)),
+                float(q),
+            )
+            for q, peer in ranked
+        ]
     return out
 
 
@@ -146,7 +158,9 @@ def filesystem_device(st: os.stat_result) -> str:
 
 
 def filesystem_samples(
-    log_dirs: Sequence[tuple[str, str]], base: tuple, statvfs: Callable[[str], os.statvfs_result],
+    log_dirs: Sequence[tuple[str, str]],
+    base: tuple,
+    statvfs: Callable[[str], os.statvfs_result],
     stat: Callable[[str], os.stat_result] = os.stat,
 ) -> list[Sample]:
     """Size/free/available bytes of the filesystem holding each (broker, log dir), labelled with the filesystem's
@@ -165,12 +179,24 @@ def filesystem_samples(
         except OSError:
             pass
         out += [
-            _g("kafka_host_filesystem_size_bytes", "Size of the filesystem holding the log dir", labels,
-               float(st.f_blocks * st.f_frsize)),
-            _g("kafka_host_filesystem_free_bytes", "Free bytes of the filesystem holding the log dir", labels,
-               float(st.f_bfree * st.f_frsize)),
-            _g("kafka_host_filesystem_avail_bytes", "Bytes available to the broker (free minus reserved)", labels,
-               float(st.f_bavail * st.f_frsize)),
+            _g(
+                "kafka_host_filesystem_size_bytes",
+                "Size of the filesystem holding the log dir",
+                labels,
+                float(st.f_blocks * st.f_frsize),
+            ),
+            _g(
+                "kafka_host_filesystem_free_bytes",
+                "Free bytes of the filesystem holding the log dir",
+                labels,
+                float(st.f_bfree * st.f_frsize),
+            ),
+            _g(
+                "kafka_host_filesystem_avail_bytes",
+                "Bytes available to the broker (free minus reserved)",
+                labels,
+                float(st.f_bavail * st.f_frsize),
+            ),
         ]
     return out
 
@@ -202,9 +228,9 @@ class HostCollector:
                 continue
             self._dirs.setdefault(b.host, []).extend((str(b.id), d) for d in b.log_dirs)
             self._ports.setdefault(b.host, {}).update((p, str(b.id)) for p in b.listener_ports)
-        self._targets = (tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs)
-                         + tuple(Target(cluster.name, "host", f"node-exporter-{_host_of(u)}", address=u)
-                                 for u in self._node))
+        self._targets = tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs) + tuple(
+            Target(cluster.name, "host", f"node-exporter-{_host_of(u)}", address=u) for u in self._node
+        )
 
     def targets(self) -> Sequence[Target]:
         return self._targets
@@ -214,21 +240,25 @@ class HostCollector:
         if target.address in self._node:
             try:
                 text = scrape_node_exporter(target.address, timeout=self._cluster.jmx.timeout_seconds)
-                samples = node_exporter_samples(text, (("cluster", target.cluster), ("host", _host_of(target.address))),
-                                                self._node[target.address])
+                samples = node_exporter_samples(
+                    text, (("cluster", target.cluster), ("host", _host_of(target.address))), self._node[target.address]
+                )
             except KafkaHealthError as exc:
                 return failed(target, exc, started_at=now, duration=time.monotonic() - start)
-            return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
-                             max_series=self._max_series)
+            return succeeded(
+                target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
+            )
         if target.address not in LOCAL_HOSTS:
             exc = TargetUnreachable(f"host {target.address} is remote: run a collector on it (see docs/metrics.md)")
             return failed(target, exc, started_at=now, duration=time.monotonic() - start)
         base = (("cluster", target.cluster), ("host", target.address))
         samples = filesystem_samples(self._dirs[target.address], base, self._statvfs, self._stat)
-        for fname, parse in (("stat", lambda t: parse_stat(t, base, self._ticks)),
-                             ("meminfo", lambda t: parse_meminfo(t, base)),
-                             ("diskstats", lambda t: parse_diskstats(t, base)),
-                             ("net/dev", lambda t: parse_net_dev(t, base))):
+        for fname, parse in (
+            ("stat", lambda t: parse_stat(t, base, self._ticks)),
+            ("meminfo", lambda t: parse_meminfo(t, base)),
+            ("diskstats", lambda t: parse_diskstats(t, base)),
+            ("net/dev", lambda t: parse_net_dev(t, base)),
+        ):
             try:
                 text = (self._proc / fname).read_text()
             except OSError:
@@ -242,8 +272,9 @@ class HostCollector:
                 except OSError:
                     continue  # no IPv6: tcp only
             samples += parse_tcp_backlogs(texts, base, self._ports[target.address])
-        return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
-                         max_series=self._max_series)
+        return succeeded(
+            target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
+        )
 
 
 def _host_of(url: str) -> str:

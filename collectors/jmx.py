@@ -21,8 +21,11 @@ BROKER_QUERIES = catalog.queries_for(catalog.BROKER_TARGET_RULES)
 CONTROLLER_QUERIES = catalog.queries_for(catalog.CONTROLLER_RULES)
 # What the controller watch reads every couple of seconds: whether this controller is the active one, and its view of
 # each broker (collectors/controller_watch.py).
-_WATCHED = ("kafka_cluster_active_controllers", "kafka_cluster_broker_registration_state",
-            "kafka_cluster_broker_heartbeat_age_seconds")
+_WATCHED = (
+    "kafka_cluster_active_controllers",
+    "kafka_cluster_broker_registration_state",
+    "kafka_cluster_broker_heartbeat_age_seconds",
+)
 WATCH_RULES = tuple(r for r in catalog.CONTROLLER_RULES if r.metric in _WATCHED)
 WATCH_QUERIES = catalog.queries_for(WATCH_RULES)
 
@@ -62,8 +65,9 @@ class JmxCollector:
         self._jolokia_controllers: set[str] = set()
         self._by_exporter: dict[str, str] = {}  # broker targets read from their jmx_exporter -> its dialect
         self._exporter = ExpositionTransport()
-        self._targets = (tuple(self._broker_target(b) for b in cluster.brokers if b.jmx or b.jolokia or b.jmx_exporter)
-                         + self._controller_targets(cluster.controller_jmx, cluster.controller_jolokia))
+        self._targets = tuple(
+            self._broker_target(b) for b in cluster.brokers if b.jmx or b.jolokia or b.jmx_exporter
+        ) + self._controller_targets(cluster.controller_jmx, cluster.controller_jolokia)
         self._watches: dict[str, ControllerWatch] = {}  # controller target key -> its watch, started on first use
 
     def _broker_target(self, b: BrokerTarget) -> Target:
@@ -81,8 +85,9 @@ class JmxCollector:
         address = (b.jolokia if bulk else b.jmx) or b.jmx or b.jolokia or ""
         t = Target(self._cluster.name, "jmx", f"broker-{b.id}", address=address, broker=str(b.id))
         with self._lock:
-            self._endpoints[t.key] = Endpoint(jmx=b.jmx, jolokia=b.jolokia, username=jmx.username,
-                                              password=self._password)
+            self._endpoints[t.key] = Endpoint(
+                jmx=b.jmx, jolokia=b.jolokia, username=jmx.username, password=self._password
+            )
             if jmx.transport == "auto" and not bulk:
                 self._by_jmxquery.add(t.key)
         return t
@@ -109,8 +114,11 @@ class JmxCollector:
             return self._targets
         found = discovery.broker_targets(self._cluster, self._board.brokers())
         jmx_addrs, jolokia_urls = discovery.controller_addresses(self._cluster, self._board.controllers())
-        return (self._targets + tuple(self._broker_target(b) for b in found if b.jmx or b.jolokia or b.jmx_exporter)
-                + self._controller_targets(jmx_addrs, jolokia_urls))
+        return (
+            self._targets
+            + tuple(self._broker_target(b) for b in found if b.jmx or b.jolokia or b.jmx_exporter)
+            + self._controller_targets(jmx_addrs, jolokia_urls)
+        )
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
@@ -125,8 +133,7 @@ class JmxCollector:
         queries = CONTROLLER_QUERIES if is_controller else BROKER_QUERIES
         rules = catalog.CONTROLLER_RULES if is_controller else catalog.BROKER_TARGET_RULES
         try:
-            readings = transport.read(self._endpoints[target.key], queries,
-                                      timeout=self._cluster.jmx.timeout_seconds)
+            readings = transport.read(self._endpoints[target.key], queries, timeout=self._cluster.jmx.timeout_seconds)
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=time.monotonic() - start)
@@ -142,9 +149,9 @@ class JmxCollector:
             self._previous[target.key] = (now, samples)
         if prev is not None:
             samples += catalog.derive_rates(samples, prev[1], now - prev[0])
-        return succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
-                         max_series=self._max_series)
-
+        return succeeded(
+            target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
+        )
 
     def _watch(self, target: Target) -> ControllerWatch:
         with self._lock:
@@ -162,8 +169,9 @@ class JmxCollector:
     def _watch_read(self, target: Target) -> tuple[bool, dict[str, tuple[float, float | None]]]:
         timeout = min(self._cluster.jmx.timeout_seconds, max(2 * self._watch_interval(), 1.0))
         readings = self._transport.read(self._endpoints[target.key], WATCH_QUERIES, timeout=timeout)
-        samples = catalog.convert(readings, WATCH_RULES, base=(("cluster", target.cluster), ("broker", "")),
-                                  tenants=self._tenants)
+        samples = catalog.convert(
+            readings, WATCH_RULES, base=(("cluster", target.cluster), ("broker", "")), tenants=self._tenants
+        )
         active = any(s.name == "kafka_cluster_active_controllers" and s.value >= 1 for s in samples)
         states: dict[str, float] = {}
         ages: dict[str, float] = {}

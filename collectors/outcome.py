@@ -39,8 +39,11 @@ from monitor.core.errors import (
 )
 
 # Cut levels of a group's series, cut first to last (see the module docstring).
-MEMBER_DETAIL = ("kafka_consumergroup_member_lag", "kafka_consumergroup_member_partitions",
-                 "kafka_consumergroup_member_info")
+MEMBER_DETAIL = (
+    "kafka_consumergroup_member_lag",
+    "kafka_consumergroup_member_partitions",
+    "kafka_consumergroup_member_info",
+)
 PARTITION_DETAIL = ("kafka_consumergroup_partition_lag_max", "kafka_consumergroup_partitions")
 _LEVEL = {**{n: 0 for n in MEMBER_DETAIL}, **{n: 1 for n in PARTITION_DETAIL}}
 _GROUP_LEVEL = 2  # everything else of a group
@@ -73,8 +76,11 @@ def group_keep_order(groups: Iterable[GroupKey]) -> list[GroupKey]:
     by_tenant: dict[str, list[str]] = {}
     for tenant, group in set(groups):
         by_tenant.setdefault(tenant, []).append(group)
-    ranked = [((tenant == "", i, tenant, group), (tenant, group))
-              for tenant, names in by_tenant.items() for i, group in enumerate(sorted(names))]
+    ranked = [
+        ((tenant == "", i, tenant, group), (tenant, group))
+        for tenant, names in by_tenant.items()
+        for i, group in enumerate(sorted(names))
+    ]
     return [key for _, key in sorted(ranked)]
 
 
@@ -119,8 +125,14 @@ def cap(samples: Sequence[Sample], max_series: int) -> Capped:
     gone = {t for t, _ in groups_cut}
     kept_tenants = {t for (level, (t, _)) in counts if level == _GROUP_LEVEL and (level, (t, _)) not in cut}
     detail = tuple(sum(1 for lv, _ in cut if lv == level) for level in range(_GROUP_LEVEL))
-    return Capped(tuple(kept), len(samples), (detail[0], detail[1]), groups_cut,
-                  tuple(sorted(t for t in gone - kept_tenants if t)), own_cut)
+    return Capped(
+        tuple(kept),
+        len(samples),
+        (detail[0], detail[1]),
+        groups_cut,
+        tuple(sorted(t for t in gone - kept_tenants if t)),
+        own_cut,
+    )
 
 
 def cap_message(c: Capped, max_series: int) -> str:
@@ -132,13 +144,22 @@ def cap_message(c: Capped, max_series: int) -> str:
     if c.tenants_cut:
         shown = ", ".join(c.tenants_cut[:5]) + (f" and {len(c.tenants_cut) - 5} more" if len(c.tenants_cut) > 5 else "")
         tenants = f"; tenants left without any group's lag: {shown}"
-    return (f"series cap reached: {c.produced} series, collection.max_series_per_target is {max_series}: "
-            f"{c.dropped} dropped ({', '.join(parts)}){tenants}; raise collection.max_series_per_target to at "
-            f"least {c.produced}")
+    return (
+        f"series cap reached: {c.produced} series, collection.max_series_per_target is {max_series}: "
+        f"{c.dropped} dropped ({', '.join(parts)}){tenants}; raise collection.max_series_per_target to at "
+        f"least {c.produced}"
+    )
 
 
-def succeeded(target: Target, samples: Sequence[Sample], *, started_at: float, duration: float,
-              max_series: int, exempt: Callable[[Capped], Sequence[Sample]] | None = None) -> TargetResult:
+def succeeded(
+    target: Target,
+    samples: Sequence[Sample],
+    *,
+    started_at: float,
+    duration: float,
+    max_series: int,
+    exempt: Callable[[Capped], Sequence[Sample]] | None = None,
+) -> TargetResult:
     """OK, or NO_DATA when the target answered with nothing; beyond ``max_series`` the cap cuts (``cap``), counted
     in ``series_dropped`` and a ``Cut`` whose message is the result's. ``exempt``: builds, from what the cap cut,
     the series that say what the round left out (the Admin collector's skipped groups): added after the cap, never
@@ -151,8 +172,14 @@ def succeeded(target: Target, samples: Sequence[Sample], *, started_at: float, d
         message = cap_message(c, max_series)
         cuts = (Cut(CutCause.SERIES_CAP, c.dropped, len(c.groups_cut), message),)
     return TargetResult(
-        target, TargetStatus.OK if kept else TargetStatus.NO_DATA, kept, started_at, duration,
-        message=message, series_dropped=c.dropped, cuts=cuts,
+        target,
+        TargetStatus.OK if kept else TargetStatus.NO_DATA,
+        kept,
+        started_at,
+        duration,
+        message=message,
+        series_dropped=c.dropped,
+        cuts=cuts,
     )
 
 

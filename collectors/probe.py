@@ -62,8 +62,16 @@ MIN_INSYNC_REPLICAS = 2
 TOPIC_CONFIG = {"retention.ms": "3600000", "segment.ms": "3600000"}
 CLIENT_ID = "kafka-health-probe"
 # librdkafka error names that mean the probe itself cannot run (not that the cluster is down).
-REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
-                     "SASL_AUTHENTICATION_FAILED", "_AUTHENTICATION", "_SSL"})
+REFUSED = frozenset(
+    {
+        "TOPIC_AUTHORIZATION_FAILED",
+        "GROUP_AUTHORIZATION_FAILED",
+        "CLUSTER_AUTHORIZATION_FAILED",
+        "SASL_AUTHENTICATION_FAILED",
+        "_AUTHENTICATION",
+        "_SSL",
+    }
+)
 
 
 class ProbeSeries:
@@ -106,8 +114,9 @@ class ProbeSeries:
     def set_up(self, up: bool, reason: str = "") -> None:
         with self._lock:
             if up != self._up or reason != self.reason:
-                (log.info if up else log.warning)("probe of %s: %s", self.cluster,
-                                                  "running" if up else f"cannot run: {reason}")
+                (log.info if up else log.warning)(
+                    "probe of %s: %s", self.cluster, "running" if up else f"cannot run: {reason}"
+                )
             self._up, self.reason = up, reason
 
     @property
@@ -123,22 +132,32 @@ class ProbeSeries:
         with self._lock:
             hist, results, up = {k: list(v) for k, v in self._hist.items()}, dict(self._results), self._up
         labels = ["cluster", "broker"]
-        produce = HistogramMetricFamily("kafka_probe_produce_latency_seconds",
-                                        "Probe records: send to acknowledgement by all in-sync replicas (acks=all)",
-                                        labels=labels)
-        roundtrip = HistogramMetricFamily("kafka_probe_roundtrip_latency_seconds",
-                                          "Probe records: send to consumed back", labels=labels)
+        produce = HistogramMetricFamily(
+            "kafka_probe_produce_latency_seconds",
+            "Probe records: send to acknowledgement by all in-sync replicas (acks=all)",
+            labels=labels,
+        )
+        roundtrip = HistogramMetricFamily(
+            "kafka_probe_roundtrip_latency_seconds", "Probe records: send to consumed back", labels=labels
+        )
         for (kind, broker), h in sorted(hist.items()):
             buckets = [(str(le), h[i]) for i, le in enumerate(BUCKETS)] + [("+Inf", h[-1])]
-            (produce if kind == "produce" else roundtrip).add_metric([self.cluster, str(broker)], buckets,
-                                                                    sum_value=h[-2])
-        messages = CounterMetricFamily("kafka_probe_messages", "Probe records by result: ok (consumed back within "
-                                       "the deadline), error (produce failed), lost (not back within the deadline)",
-                                       labels=labels + ["result"])
+            (produce if kind == "produce" else roundtrip).add_metric(
+                [self.cluster, str(broker)], buckets, sum_value=h[-2]
+            )
+        messages = CounterMetricFamily(
+            "kafka_probe_messages",
+            "Probe records by result: ok (consumed back within "
+            "the deadline), error (produce failed), lost (not back within the deadline)",
+            labels=labels + ["result"],
+        )
         for (broker, result), n in sorted(results.items()):
             messages.add_metric([self.cluster, str(broker), result], float(n))
-        health = GaugeMetricFamily("kafka_health_probe_up", "1 while the end-to-end probe runs; 0: it cannot (its "
-                                   "records then say nothing about the cluster)", labels=["cluster"])
+        health = GaugeMetricFamily(
+            "kafka_health_probe_up",
+            "1 while the end-to-end probe runs; 0: it cannot (its records then say nothing about the cluster)",
+            labels=["cluster"],
+        )
         health.add_metric([self.cluster], 1.0 if up and running else 0.0)
         return [produce, roundtrip, messages, health]
 
@@ -195,10 +214,14 @@ class Probe:
     def start(self) -> None:
         if self._threads:
             return
-        self._threads = [threading.Thread(target=self._guard, args=(self._send_loop,), daemon=True,
-                                          name=f"probe-send-{self.cluster.name}"),
-                         threading.Thread(target=self._guard, args=(self._receive_loop,), daemon=True,
-                                          name=f"probe-receive-{self.cluster.name}")]
+        self._threads = [
+            threading.Thread(
+                target=self._guard, args=(self._send_loop,), daemon=True, name=f"probe-send-{self.cluster.name}"
+            ),
+            threading.Thread(
+                target=self._guard, args=(self._receive_loop,), daemon=True, name=f"probe-receive-{self.cluster.name}"
+            ),
+        ]
         for t in self._threads:
             t.start()
 
@@ -216,8 +239,13 @@ class Probe:
             self._stop.set()
 
     def _client_settings(self, extra: dict) -> dict:
-        return {**self.cluster.client_settings(), "client.id": CLIENT_ID, "error_cb": self._on_error,
-                "logger": _QUIET, **extra}
+        return {
+            **self.cluster.client_settings(),
+            "client.id": CLIENT_ID,
+            "error_cb": self._on_error,
+            "logger": _QUIET,
+            **extra,
+        }
 
     def _on_error(self, err) -> None:
         """librdkafka's client-level errors. A refused login or TLS handshake is only said here, and also happens for
@@ -233,8 +261,11 @@ class Probe:
         """The cluster refused the probe something its ACLs should allow."""
         user = self.cluster.security.get("sasl.username")
         who = f"User:{user}" if isinstance(user, str) else "the monitoring principal"
-        self.series.set_up(False, f"{name}: {who} needs ACLs allowing Create, Alter, Describe, Write and Read on "
-                                  f"topic {self.topic} and Read on group {self.topic} (docs/configuration.md)")
+        self.series.set_up(
+            False,
+            f"{name}: {who} needs ACLs allowing Create, Alter, Describe, Write and Read on "
+            f"topic {self.topic} and Read on group {self.topic} (docs/configuration.md)",
+        )
 
     def _login_refused(self, now: float) -> None:
         seen = self._login_error
@@ -247,11 +278,13 @@ class Probe:
         # (auto.create.topics.enable), with the broker's default placement and settings.
         from confluent_kafka import TopicCollection
 
-        brokers = sorted(n.id for n in admin.describe_cluster(request_timeout=ADMIN_TIMEOUT).result(
-            ADMIN_TIMEOUT + 5).nodes)
+        brokers = sorted(
+            n.id for n in admin.describe_cluster(request_timeout=ADMIN_TIMEOUT).result(ADMIN_TIMEOUT + 5).nodes
+        )
         try:
             t = admin.describe_topics(TopicCollection([self.topic]), request_timeout=ADMIN_TIMEOUT)[self.topic].result(
-                ADMIN_TIMEOUT + 5)
+                ADMIN_TIMEOUT + 5
+            )
         except Exception as exc:
             name = _exception_name(exc)
             if name == "UNKNOWN_TOPIC_OR_PART":
@@ -259,8 +292,9 @@ class Probe:
             if name in REFUSED:
                 raise _Refused(name) from None
             raise
-        return brokers, {p.id: PartitionView(tuple(r.id for r in p.replicas), p.leader.id if p.leader else -1)
-                         for p in t.partitions}
+        return brokers, {
+            p.id: PartitionView(tuple(r.id for r in p.replicas), p.leader.id if p.leader else -1) for p in t.partitions
+        }
 
     def _apply(self, admin, p: ProbePlacement, now: float) -> None:
         from confluent_kafka import ElectionType, TopicPartition
@@ -268,16 +302,25 @@ class Probe:
 
         if p.create:
             rf = replication_factor(len(p.create))
-            new = NewTopic(self.topic, num_partitions=len(p.create), replica_assignment=[list(r) for r in p.create],
-                           config={"min.insync.replicas": str(min(MIN_INSYNC_REPLICAS, rf)), **TOPIC_CONFIG})
+            new = NewTopic(
+                self.topic,
+                num_partitions=len(p.create),
+                replica_assignment=[list(r) for r in p.create],
+                config={"min.insync.replicas": str(min(MIN_INSYNC_REPLICAS, rf)), **TOPIC_CONFIG},
+            )
             for f in admin.create_topics([new], request_timeout=ADMIN_TIMEOUT).values():
                 _result(f, ok_if=("TOPIC_ALREADY_EXISTS",))
-            log.info("probe of %s: topic %s created, preferred leaders %s", self.cluster.name, self.topic,
-                     [r[0] for r in p.create])
+            log.info(
+                "probe of %s: topic %s created, preferred leaders %s",
+                self.cluster.name,
+                self.topic,
+                [r[0] for r in p.create],
+            )
         if p.add:
             total = len(p.owners)
-            for f in admin.create_partitions([NewPartitions(self.topic, total, [list(r) for r in p.add])],
-                                             request_timeout=ADMIN_TIMEOUT).values():
+            for f in admin.create_partitions(
+                [NewPartitions(self.topic, total, [list(r) for r in p.add])], request_timeout=ADMIN_TIMEOUT
+            ).values():
                 _result(f)
             log.info("probe of %s: partitions added for brokers %s", self.cluster.name, [r[0] for r in p.add])
         if p.elect and now >= self._elect_after:
@@ -290,15 +333,23 @@ class Probe:
                 if name == "CLUSTER_AUTHORIZATION_FAILED":
                     self._elect_after = now + ELECT_BACKOFF_SECONDS
                     # info, not a warning: Kafka gives the leadership back itself (auto.leader.rebalance.enable)
-                    log.info("probe of %s: partitions %s are led by another broker than their own and cannot "
-                             "be given back: electing preferred leaders needs Alter on the cluster (docs/"
-                             "configuration.md); Kafka's auto.leader.rebalance will", self.cluster.name, p.elect)
+                    log.info(
+                        "probe of %s: partitions %s are led by another broker than their own and cannot "
+                        "be given back: electing preferred leaders needs Alter on the cluster (docs/"
+                        "configuration.md); Kafka's auto.leader.rebalance will",
+                        self.cluster.name,
+                        p.elect,
+                    )
                 else:
                     log.info("probe of %s: preferred-leader election not done: %s", self.cluster.name, name)
             else:
                 failed = {tp.partition: str(e) for tp, e in answers.items() if e is not None}
-                log.info("probe of %s: preferred leaders elected for partitions %s%s", self.cluster.name,
-                         sorted(set(p.elect) - set(failed)), f" (not for {failed})" if failed else "")
+                log.info(
+                    "probe of %s: preferred leaders elected for partitions %s%s",
+                    self.cluster.name,
+                    sorted(set(p.elect) - set(failed)),
+                    f" (not for {failed})" if failed else "",
+                )
 
     def _place(self, admin, now: float) -> str:
         """Read the metadata and fix the placement: "placed", "refused" (the probe may not), or "failed" (the
@@ -329,9 +380,16 @@ class Probe:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient(self._client_settings({}))
-        producer = Producer(self._client_settings({
-            "acks": "all", "linger.ms": 0, "enable.idempotence": False,
-            "message.timeout.ms": int(self.settings.deadline_seconds * 1000)}))
+        producer = Producer(
+            self._client_settings(
+                {
+                    "acks": "all",
+                    "linger.ms": 0,
+                    "enable.idempotence": False,
+                    "message.timeout.ms": int(self.settings.deadline_seconds * 1000),
+                }
+            )
+        )
         interval = 1.0 / self.settings.messages_per_second
         next_plan = next_tick = self._clock()
         try:
@@ -364,8 +422,12 @@ class Probe:
             with self._lock:
                 self._ledger.sent(key, broker, now)
             try:
-                producer.produce(self.topic, f"{self._run}:{key}".encode(), partition=partition,
-                                 on_delivery=lambda err, _msg, key=key: self._delivered(key, err))
+                producer.produce(
+                    self.topic,
+                    f"{self._run}:{key}".encode(),
+                    partition=partition,
+                    on_delivery=lambda err, _msg, key=key: self._delivered(key, err),
+                )
             except BufferError:  # the local queue is full (brokers gone for long): the deadline counts it lost
                 pass
 
@@ -386,9 +448,16 @@ class Probe:
     def _receive_loop(self) -> None:
         from confluent_kafka import Consumer
 
-        consumer = Consumer(self._client_settings({
-            "group.id": self.topic, "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "auto.offset.reset": "latest"}))
+        consumer = Consumer(
+            self._client_settings(
+                {
+                    "group.id": self.topic,
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "auto.offset.reset": "latest",
+                }
+            )
+        )
         assigned: dict[int, int] = {}
         try:
             while not self._stop.is_set():
@@ -453,7 +522,8 @@ _QUIET.propagate = False
 _QUIET.addHandler(logging.NullHandler())
 
 
-def build_probes(clusters: Iterable[ClusterConfig], *, runs_here: Callable[[str], bool] = lambda _c: True
-                 ) -> list[Probe]:
+def build_probes(
+    clusters: Iterable[ClusterConfig], *, runs_here: Callable[[str], bool] = lambda _c: True
+) -> list[Probe]:
     """One probe per cluster whose probe is enabled and which this collector process runs (its shard)."""
     return [Probe(c) for c in clusters if c.probe.enabled and runs_here(c.name)]

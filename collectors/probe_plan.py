@@ -90,8 +90,9 @@ def plan(brokers: Iterable[int], topic: Mapping[int, PartitionView] | None) -> P
     add = tuple(replicas_led_by(b, alive) for b in missing)
     first_new = max(topic, default=-1) + 1
     owners.update({first_new + i: b for i, b in enumerate(missing)})
-    elect = tuple(p for p, v in sorted(topic.items())
-                  if v.replicas and v.replicas[0] in alive and v.leader != v.replicas[0])
+    elect = tuple(
+        p for p, v in sorted(topic.items()) if v.replicas and v.replicas[0] in alive and v.leader != v.replicas[0]
+    )
     return ProbePlacement(add=add, elect=elect, owners=owners)
 
 
@@ -161,8 +162,10 @@ class Ledger:
         rec.decided = True
         if rec.acked:
             del self._records[key]
-        return [ProbeMeasurement(rec.broker, "roundtrip", seconds=now - rec.sent_at),
-                ProbeMeasurement(rec.broker, "result", result=Result.OK)]
+        return [
+            ProbeMeasurement(rec.broker, "roundtrip", seconds=now - rec.sent_at),
+            ProbeMeasurement(rec.broker, "result", result=Result.OK),
+        ]
 
     def expire(self, now: float) -> list[ProbeMeasurement]:
         """Records not back within the deadline are lost; decided records whose report never came are forgotten."""

@@ -53,8 +53,9 @@ def protocol_disk_brokers(cluster: ClusterConfig, brokers: Iterable[int]) -> tup
     return tuple(sorted(b for b in set(brokers) if b not in covered))
 
 
-def log_dir_samples(dirs: Iterable[LogDir], *, base: tuple[tuple[str, str], ...],
-                    hosts: dict[int, str]) -> list[Sample]:
+def log_dir_samples(
+    dirs: Iterable[LogDir], *, base: tuple[tuple[str, str], ...], hosts: dict[int, str]
+) -> list[Sample]:
     """The host collector's filesystem series for each online log dir that reports its volume (v4+), and whether it
     is cordoned (v5+)."""
     out = []
@@ -64,29 +65,63 @@ def log_dir_samples(dirs: Iterable[LogDir], *, base: tuple[tuple[str, str], ...]
         labels = base + (("host", hosts.get(d.broker, "")), ("broker", str(d.broker)), ("path", d.path))
         if d.total_bytes is not None and d.usable_bytes is not None:
             out += [
-                Sample("kafka_host_filesystem_size_bytes", "gauge", "Size of the filesystem holding the log dir",
-                       labels, float(d.total_bytes)),
-                Sample("kafka_host_filesystem_avail_bytes", "gauge",
-                       "Bytes available to the broker (free minus reserved)", labels, float(d.usable_bytes)),
+                Sample(
+                    "kafka_host_filesystem_size_bytes",
+                    "gauge",
+                    "Size of the filesystem holding the log dir",
+                    labels,
+                    float(d.total_bytes),
+                ),
+                Sample(
+                    "kafka_host_filesystem_avail_bytes",
+                    "gauge",
+                    "Bytes available to the broker (free minus reserved)",
+                    labels,
+                    float(d.usable_bytes),
+                ),
             ]
         if d.cordoned is not None:
-            out.append(Sample("kafka_broker_log_dir_cordoned", "gauge",
-                              "1 if the log dir is cordoned: no new partitions are placed on it (DescribeLogDirs v5)",
-                              base + (("broker", str(d.broker)), ("path", d.path)), 1.0 if d.cordoned else 0.0))
+            out.append(
+                Sample(
+                    "kafka_broker_log_dir_cordoned",
+                    "gauge",
+                    "1 if the log dir is cordoned: no new partitions are placed on it (DescribeLogDirs v5)",
+                    base + (("broker", str(d.broker)), ("path", d.path)),
+                    1.0 if d.cordoned else 0.0,
+                )
+            )
     return out
 
 
 def membership_samples(m: Membership, expected: Sequence[int], base: tuple[tuple[str, str], ...]) -> list[Sample]:
     fenced = {n.id for n in m.brokers if n.fenced}
-    out = [Sample("kafka_health_discovered_brokers", "gauge",
-                  "Brokers the collector expects from the cluster's registrations (discovery)", base,
-                  float(len(expected))),
-           Sample("kafka_health_discovered_controllers", "gauge",
-                  "Controllers found by DescribeQuorum with an endpoint (discovery)", base, float(len(m.controllers)))]
+    out = [
+        Sample(
+            "kafka_health_discovered_brokers",
+            "gauge",
+            "Brokers the collector expects from the cluster's registrations (discovery)",
+            base,
+            float(len(expected)),
+        ),
+        Sample(
+            "kafka_health_discovered_controllers",
+            "gauge",
+            "Controllers found by DescribeQuorum with an endpoint (discovery)",
+            base,
+            float(len(m.controllers)),
+        ),
+    ]
     if m.fenced_known:
-        out += [Sample("kafka_cluster_broker_fenced", "gauge",
-                       "1 if the registered broker is fenced (DescribeCluster v2: down or not yet caught up)",
-                       base + (("broker", str(b)),), 1.0 if b in fenced else 0.0) for b in expected]
+        out += [
+            Sample(
+                "kafka_cluster_broker_fenced",
+                "gauge",
+                "1 if the registered broker is fenced (DescribeCluster v2: down or not yet caught up)",
+                base + (("broker", str(b)),),
+                1.0 if b in fenced else 0.0,
+            )
+            for b in expected
+        ]
     return out
 
 
@@ -119,8 +154,9 @@ class ProtocolCollector:
     @staticmethod
     def wanted(cluster: ClusterConfig) -> bool:
         """Whether the cluster needs this collector: it discovers, or may take disk from the protocol."""
-        return cluster.discovers or (cluster.log_dirs_from_protocol and bool(
-            protocol_disk_brokers(cluster, (b.id for b in cluster.brokers))))
+        return cluster.discovers or (
+            cluster.log_dirs_from_protocol and bool(protocol_disk_brokers(cluster, (b.id for b in cluster.brokers)))
+        )
 
     @property
     def discovers(self) -> bool:
@@ -162,8 +198,9 @@ class ProtocolCollector:
                 if missing:
                     message = "log dirs not read: " + "; ".join(f"broker {b}: {why}" for b, why in missing.items())
                     log.warning("%s: %s", target.key, message)
-        result = succeeded(target, samples, started_at=now, duration=time.monotonic() - start,
-                           max_series=self._max_series)
+        result = succeeded(
+            target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
+        )
         if message:
             result = replace(result, message=message)
         return result

@@ -54,8 +54,11 @@ _SETTINGS = {
     "client.id": "client_id",
 }
 # Where the protocol asks for a permission (docs/configuration.md, "Secured clusters").
-NEEDS = {"describe cluster": "Describe on the cluster", "describe quorum": "Describe on the cluster",
-         "log dirs": "Describe on the cluster"}
+NEEDS = {
+    "describe cluster": "Describe on the cluster",
+    "describe quorum": "Describe on the cluster",
+    "log dirs": "Describe on the cluster",
+}
 
 
 def protocol_settings(settings: dict[str, str], *, timeout: float) -> dict[str, Any]:
@@ -70,16 +73,19 @@ def protocol_settings(settings: dict[str, str], *, timeout: float) -> dict[str, 
     unsupported = []
     for key, value in settings.items():
         if key in _SETTINGS:
-            out[_SETTINGS[key]] = value.upper() if key in ("security.protocol", "sasl.mechanism",
-                                                            "sasl.mechanisms") else value
+            out[_SETTINGS[key]] = (
+                value.upper() if key in ("security.protocol", "sasl.mechanism", "sasl.mechanisms") else value
+            )
         elif key == "ssl.endpoint.identification.algorithm":
             out["ssl_check_hostname"] = value.lower() == "https"
         elif key.startswith(("sasl.", "ssl.")):
             unsupported.append(key)
     if unsupported:
-        raise TransportError(f"the protocol client (kafka-python: DescribeCluster, DescribeQuorum, DescribeLogDirs) "
-                             f"cannot use {', '.join(sorted(unsupported))}; set log_dirs_from_protocol: false and "
-                             f"list the brokers (discovery.enabled: false) for this cluster")
+        raise TransportError(
+            f"the protocol client (kafka-python: DescribeCluster, DescribeQuorum, DescribeLogDirs) "
+            f"cannot use {', '.join(sorted(unsupported))}; set log_dirs_from_protocol: false and "
+            f"list the brokers (discovery.enabled: false) for this cluster"
+        )
     return out
 
 
@@ -140,19 +146,26 @@ class KafkaProtocol:
             cluster = self._admin.describe_cluster()
         except Exception as exc:
             raise translate("describe cluster", exc, self._principal) from exc
-        brokers = tuple(Node(int(b["broker_id"]), str(b["host"]), int(b["port"]), bool(b.get("is_fenced")))
-                        for b in cluster.get("brokers", ()))
+        brokers = tuple(
+            Node(int(b["broker_id"]), str(b["host"]), int(b["port"]), bool(b.get("is_fenced")))
+            for b in cluster.get("brokers", ())
+        )
         return Membership(brokers, self._controllers(), fenced_known=self._api_max(60) >= 2)
 
     def _controllers(self) -> tuple[Node, ...]:
         try:
             quorum = self._admin.describe_metadata_quorum()
         except Exception as exc:  # noqa: BLE001 - the brokers are still known: only the controllers are missing
-            log.info("controllers not discovered (DescribeQuorum): %s", translate("describe quorum", exc,
-                                                                                 self._principal))
+            log.info(
+                "controllers not discovered (DescribeQuorum): %s", translate("describe quorum", exc, self._principal)
+            )
             return ()
-        voters = {v["replica_id"] for t in quorum.get("topics", ()) for p in t.get("partitions", ())
-                  for v in p.get("current_voters", ())}
+        voters = {
+            v["replica_id"]
+            for t in quorum.get("topics", ())
+            for p in t.get("partitions", ())
+            for v in p.get("current_voters", ())
+        }
         out = []
         for n in quorum.get("nodes") or ():
             listeners = n.get("listeners") or ()
@@ -183,12 +196,16 @@ class KafkaProtocol:
                 for d in entry["log_dirs"]:
                     err = ke.for_code(d["error_code"])
                     total, usable = d.get("total_bytes"), d.get("usable_bytes")
-                    dirs.append(LogDir(
-                        broker=int(entry["broker"]), path=str(d["log_dir"]),
-                        error="" if err is ke.NoError else err.__name__,
-                        total_bytes=int(total) if total is not None and total >= 0 else None,
-                        usable_bytes=int(usable) if usable is not None and usable >= 0 else None,
-                        cordoned=bool(d["is_cordoned"]) if "is_cordoned" in d and self._api_max(35) >= 5 else None))
+                    dirs.append(
+                        LogDir(
+                            broker=int(entry["broker"]),
+                            path=str(d["log_dir"]),
+                            error="" if err is ke.NoError else err.__name__,
+                            total_bytes=int(total) if total is not None and total >= 0 else None,
+                            usable_bytes=int(usable) if usable is not None and usable >= 0 else None,
+                            cordoned=bool(d["is_cordoned"]) if "is_cordoned" in d and self._api_max(35) >= 5 else None,
+                        )
+                    )
         return dirs, missing
 
     def close(self) -> None:
@@ -197,4 +214,3 @@ class KafkaProtocol:
             self._admin.close()
         except Exception:  # closing a broken client must not fail the collector's shutdown
             log.debug("closing the protocol client failed", exc_info=True)
-

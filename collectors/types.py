@@ -255,8 +255,9 @@ class AdminApi(Protocol):
         """Every consumer group, described where possible. Raises if the listing fails."""
         ...
 
-    def committed(self, groups: Sequence[str], *, timeout: float,
-                  group_timeout: float) -> dict[str, dict[TP, int] | CollectorError]:
+    def committed(
+        self, groups: Sequence[str], *, timeout: float, group_timeout: float
+    ) -> dict[str, dict[TP, int] | CollectorError]:
         """Each group's committed offsets (negative: no commit on that partition), or the error that group met.
         All groups are asked together, not one after the other; a group gets ``group_timeout`` to answer (then its
         entry is a ``TargetTimeout``), and one not answered within ``timeout`` is left out (the deadline cut it)."""

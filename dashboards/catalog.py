@@ -14,10 +14,17 @@ from pathlib import Path
 from collectors import contract
 
 # Series Prometheus itself creates: alert state and per-target scrape health.
-PROMETHEUS_SERIES = frozenset({
-    "ALERTS", "ALERTS_FOR_STATE", "up", "scrape_duration_seconds", "scrape_samples_scraped",
-    "scrape_series_added", "scrape_samples_post_metric_relabeling",
-})
+PROMETHEUS_SERIES = frozenset(
+    {
+        "ALERTS",
+        "ALERTS_FOR_STATE",
+        "up",
+        "scrape_duration_seconds",
+        "scrape_samples_scraped",
+        "scrape_series_added",
+        "scrape_samples_post_metric_relabeling",
+    }
+)
 # Series of monitor/serve.py itself.
 SERVICE_SERIES = frozenset({"kafka_health_build_info"})
 _CODE_SPAN = re.compile(r"`([^`]+)`")

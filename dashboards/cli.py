@@ -30,6 +30,7 @@ def _build(args) -> int:
         print(f"{len(rendered)} dashboards up to date in {out}")
         return 0
     changed = write(out, rendered)
-    print(f"{len(rendered)} dashboards in {out}; {len(changed)} changed"
-          + (f": {', '.join(changed)}" if changed else ""))
+    print(
+        f"{len(rendered)} dashboards in {out}; {len(changed)} changed" + (f": {', '.join(changed)}" if changed else "")
+    )
     return 0

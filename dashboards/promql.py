@@ -12,8 +12,20 @@ import re
 
 # Words that can stand where a metric name could, but are not one.
 _KEYWORDS = {
-    "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or", "unless", "offset",
-    "inf", "nan", "atan2",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "inf",
+    "nan",
+    "atan2",
 }
 _GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
 _TOKEN = re.compile(

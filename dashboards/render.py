@@ -60,13 +60,19 @@ def alert_annotation_expr(board: Dashboard) -> str:
 def _variable(var: Var):
     if var is Var.DATASOURCE:
         return (
-            db.DatasourceVariable("datasource").label("Data source").type("prometheus")
+            db.DatasourceVariable("datasource")
+            .label("Data source")
+            .type("prometheus")
             .current(dm.VariableOption(selected=True, text="kafka-health Prometheus", value=DEFAULT_DATASOURCE_UID))
         )
     return (
-        db.QueryVariable(var.value).label(var.value.capitalize()).datasource(DATASOURCE)
+        db.QueryVariable(var.value)
+        .label(var.value.capitalize())
+        .datasource(DATASOURCE)
         .query(variable_query(var))
-        .multi(True).include_all(True).all_value(".*")
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
         .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(dm.VariableSort.ALPHABETICAL_ASC)
     )
@@ -81,7 +87,11 @@ def _thresholds(panel: Panel):
 def _panel(panel: Panel, panel_id: int, x: int, y: int):
     b = _PANEL_BUILDERS[panel.kind]()
     b = (
-        b.id(panel_id).title(panel.title).datasource(DATASOURCE).unit(panel.unit).thresholds(_thresholds(panel))
+        b.id(panel_id)
+        .title(panel.title)
+        .datasource(DATASOURCE)
+        .unit(panel.unit)
+        .thresholds(_thresholds(panel))
         .grid_pos(dm.GridPos(h=panel.height, w=panel.width, x=x, y=y))
     )
     if panel.description:
@@ -101,21 +111,31 @@ def _panel(panel: Panel, panel_id: int, x: int, y: int):
     if panel.kind is Kind.TIMESERIES:
         b = (
             b.fill_opacity(20 if panel.stacked else 10)
-            .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
-                    .placement(common.LegendPlacement.BOTTOM).show_legend(True))
-            .tooltip(common_b.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
-                     .sort(common.SortOrder.DESCENDING))
+            .legend(
+                common_b.VizLegendOptions()
+                .display_mode(common.LegendDisplayMode.LIST)
+                .placement(common.LegendPlacement.BOTTOM)
+                .show_legend(True)
+            )
+            .tooltip(
+                common_b.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI).sort(common.SortOrder.DESCENDING)
+            )
         )
         if panel.stacked:
             b = b.stacking(common_b.StackingConfig().mode(common.StackingMode.NORMAL))
     elif panel.kind is Kind.TABLE:
         b = b.show_header(True)
         if panel.columns:
-            b = b.with_transformation(dm.DataTransformerConfig(id_val="organize", options={
-                "excludeByName": {"Time": True},
-                "indexByName": {field: i for i, (field, _) in enumerate(panel.columns)},
-                "renameByName": {field: header for field, header in panel.columns},
-            }))
+            b = b.with_transformation(
+                dm.DataTransformerConfig(
+                    id_val="organize",
+                    options={
+                        "excludeByName": {"Time": True},
+                        "indexByName": {field: i for i, (field, _) in enumerate(panel.columns)},
+                        "renameByName": {field: header for field, header in panel.columns},
+                    },
+                )
+            )
     elif panel.kind in (Kind.STAT, Kind.BARGAUGE):
         b = b.reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
     return b
@@ -124,17 +144,33 @@ def _panel(panel: Panel, panel_id: int, x: int, y: int):
 def build(board: Dashboard) -> dict[str, Any]:
     """The Grafana dashboard JSON (as a dict) for ``board``."""
     d = (
-        db.Dashboard(board.title).uid(board.uid).description(board.description).tags(list(board.tags))
-        .time("now-3h", "now").refresh("1m").timezone("utc").readonly()
+        db.Dashboard(board.title)
+        .uid(board.uid)
+        .description(board.description)
+        .tags(list(board.tags))
+        .time("now-3h", "now")
+        .refresh("1m")
+        .timezone("utc")
+        .readonly()
         .tooltip(dm.DashboardCursorSync.CROSSHAIR)
-        .link(db.DashboardLink("Kafka health").type(dm.DashboardLinkType.DASHBOARDS).tags(["kafka-health"])
-              .as_dropdown(True).include_vars(True).keep_time(True))
+        .link(
+            db.DashboardLink("Kafka health")
+            .type(dm.DashboardLinkType.DASHBOARDS)
+            .tags(["kafka-health"])
+            .as_dropdown(True)
+            .include_vars(True)
+            .keep_time(True)
+        )
     )
     for var in board.variables:
         d = d.with_variable(_variable(var))
     if board.alert_annotation:
         d = d.annotation(
-            db.AnnotationQuery().name("Firing alerts").datasource(DATASOURCE).enable(True).icon_color("red")
+            db.AnnotationQuery()
+            .name("Firing alerts")
+            .datasource(DATASOURCE)
+            .enable(True)
+            .icon_color("red")
             .expr(alert_annotation_expr(board))
         )
     panel_id, y = 1, 0
@@ -153,8 +189,14 @@ def build(board: Dashboard) -> dict[str, Any]:
     out = json.loads(JSONEncoder(sort_keys=True).encode(d.build()))
     for ann in out["annotations"]["list"]:
         # Prometheus annotation fields the SDK's generic AnnotationQuery does not model.
-        ann.update({"titleFormat": "{{alertname}} ({{severity}})", "tagKeys": "cluster,severity,tenant,broker",
-                    "step": "60s", "useValueForTime": False})
+        ann.update(
+            {
+                "titleFormat": "{{alertname}} ({{severity}})",
+                "tagKeys": "cluster,severity,tenant,broker",
+                "step": "60s",
+                "useValueForTime": False,
+            }
+        )
     return out
 
 

@@ -19,8 +19,11 @@ from monitor.core.errors import ConfigError, ConfigProblem
 
 
 def register(sub) -> None:
-    p = sub.add_parser("check-config", help="validate a config file (exit 2 with every error on failure); without "
-                                            "FILE, the one every command would use")
+    p = sub.add_parser(
+        "check-config",
+        help="validate a config file (exit 2 with every error on failure); without "
+        "FILE, the one every command would use",
+    )
     p.add_argument("file", type=Path, nargs="?", default=None)
     add_local_args(p)
     p.set_defaults(func=_check)

@@ -55,13 +55,26 @@ def add_logging_args(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     a command's parser leaves the top parser's values alone."""
     d = (lambda v: v) if defaults else (lambda v: argparse.SUPPRESS)
     group = parser.add_argument_group("logging")
-    group.add_argument("-v", "--verbose", action="store_true", default=d(False),
-                       help="debug logging of kafka-health's own code (the same as --log-level debug)")
-    group.add_argument("--log-level", choices=LEVELS, default=d("info"), type=str.lower,
-                       help="kafka-health's own log level (libraries stay at warning); default info")
-    group.add_argument("--log-format", choices=FORMATS, default=d("text"),
-                       help="text lines, or one JSON object per line (time, level, logger, message) for log "
-                            "shippers; default text")
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=d(False),
+        help="debug logging of kafka-health's own code (the same as --log-level debug)",
+    )
+    group.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=d("info"),
+        type=str.lower,
+        help="kafka-health's own log level (libraries stay at warning); default info",
+    )
+    group.add_argument(
+        "--log-format",
+        choices=FORMATS,
+        default=d("text"),
+        help="text lines, or one JSON object per line (time, level, logger, message) for log shippers; default text",
+    )
 
 
 def _subcommands(parser: argparse.ArgumentParser):

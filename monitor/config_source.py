@@ -94,8 +94,11 @@ def find_config(args: argparse.Namespace) -> ConfigChoice:
     demo_file = directory / DEMO_CONFIG_NAME
     if demo_file.is_file():
         return ConfigChoice(demo_file, f"written by the demo in {directory}", str(demo_file))
-    return ConfigChoice(None, "no file given, none written in the stack directory",
-                        f"the embedded default of the local stack in {directory}")
+    return ConfigChoice(
+        None,
+        "no file given, none written in the stack directory",
+        f"the embedded default of the local stack in {directory}",
+    )
 
 
 def load_choice(choice: ConfigChoice, args: argparse.Namespace) -> Config:

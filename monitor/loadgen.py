@@ -42,8 +42,9 @@ def connection_settings(conn: Connection) -> dict[str, str]:
     return {"bootstrap.servers": conn} if isinstance(conn, str) else dict(conn)
 
 
-def ensure_topics(conn: Connection, topics: list[str], *, partitions: int = 3, replication: int = 3,
-                  timeout: float = 30.0) -> None:
+def ensure_topics(
+    conn: Connection, topics: list[str], *, partitions: int = 3, replication: int = 3, timeout: float = 30.0
+) -> None:
     """Create the topics that do not exist yet and wait until each partition has a leader.
 
     A cluster that does not answer or refuses a topic raises ``StackError`` (one line for the CLI): confluent-kafka's
@@ -53,8 +54,9 @@ def ensure_topics(conn: Connection, topics: list[str], *, partitions: int = 3, r
     admin = AdminClient({**settings, "logger": _QUIET})
     try:
         existing = set(admin.list_topics(timeout=min(10.0, timeout)).topics)
-        new = [NewTopic(t, num_partitions=partitions, replication_factor=replication)
-               for t in topics if t not in existing]
+        new = [
+            NewTopic(t, num_partitions=partitions, replication_factor=replication) for t in topics if t not in existing
+        ]
         if not new:
             return
         for topic, fut in admin.create_topics(new, operation_timeout=timeout).items():
@@ -66,8 +68,9 @@ def ensure_topics(conn: Connection, topics: list[str], *, partitions: int = 3, r
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:  # metadata propagates to all brokers asynchronously
             md = admin.list_topics(timeout=min(10.0, timeout)).topics
-            if all(t in md and md[t].partitions and all(p.leader >= 0 for p in md[t].partitions.values())
-                   for t in topics):
+            if all(
+                t in md and md[t].partitions and all(p.leader >= 0 for p in md[t].partitions.values()) for t in topics
+            ):
                 return
             time.sleep(0.2)
     except KafkaException as exc:
@@ -86,8 +89,7 @@ class LoadGenerator:
     """``conn`` creates the topics (an admin on a secured cluster); ``tenant_conns`` are the connections each
     tenant's clients use (their principal's SASL settings), by tenant name; a tenant not in it uses ``conn``."""
 
-    def __init__(self, conn: Connection, loads: list[TenantLoad], *,
-                 tenant_conns: dict[str, Connection] | None = None):
+    def __init__(self, conn: Connection, loads: list[TenantLoad], *, tenant_conns: dict[str, Connection] | None = None):
         self.conn = connection_settings(conn)
         self.tenant_conns = {t: connection_settings(c) for t, c in (tenant_conns or {}).items()}
         self.loads = loads
@@ -101,8 +103,9 @@ class LoadGenerator:
         ensure_topics(self.conn, [t for load in self.loads for t in load.topics])
         for load in self.loads:
             for target in (self._produce, self._consume) if load.group else (self._produce,):
-                th = threading.Thread(target=target, args=(load,), name=f"load-{load.tenant}-{target.__name__}",
-                                      daemon=True)
+                th = threading.Thread(
+                    target=target, args=(load,), name=f"load-{load.tenant}-{target.__name__}", daemon=True
+                )
                 th.start()
                 self._threads.append(th)
 
@@ -115,8 +118,15 @@ class LoadGenerator:
         return self.tenant_conns.get(load.tenant, self.conn)
 
     def _produce(self, load: TenantLoad) -> None:
-        producer = Producer({**self._conn_of(load), "client.id": load.client_id,
-                             "linger.ms": 20, "logger": _QUIET, **load.producer_settings})
+        producer = Producer(
+            {
+                **self._conn_of(load),
+                "client.id": load.client_id,
+                "linger.ms": 20,
+                "logger": _QUIET,
+                **load.producer_settings,
+            }
+        )
         payload = b"x" * load.message_bytes
         interval = 1.0 / load.messages_per_second
         i = 0
@@ -139,10 +149,17 @@ class LoadGenerator:
         producer.flush(5)
 
     def _consume(self, load: TenantLoad) -> None:
-        consumer = Consumer({
-            **self._conn_of(load), "group.id": load.group, "client.id": f"{load.client_id}-consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": True, "logger": _QUIET, **load.consumer_settings,
-        })
+        consumer = Consumer(
+            {
+                **self._conn_of(load),
+                "group.id": load.group,
+                "client.id": f"{load.client_id}-consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": True,
+                "logger": _QUIET,
+                **load.consumer_settings,
+            }
+        )
         consumer.subscribe(list(load.topics))
         try:
             while not self._stop.is_set():

@@ -52,8 +52,14 @@ log = logging.getLogger(__name__)
 ROLES = ("api", "collector", "alerts")
 
 
-def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegistry | None = None,
-              report_args: list[str] | None = None, config_label: str = "") -> FastAPI:
+def build_app(
+    config: Config,
+    roles: tuple[str, ...],
+    *,
+    registry: CollectorRegistry | None = None,
+    report_args: list[str] | None = None,
+    config_label: str = "",
+) -> FastAPI:
     """The ASGI app for ``roles``. Components start on app startup and stop on shutdown.
 
     With ``config.reports.schedule`` set, the process serving the API also runs the weekly report at those times,
@@ -61,8 +67,9 @@ def build_app(config: Config, roles: tuple[str, ...], *, registry: CollectorRegi
     """
     registry = _process_registry(registry or CollectorRegistry(), roles)
     components: list[Component] = []
-    app = FastAPI(title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None,
-                  lifespan=_lifespan(components))
+    app = FastAPI(
+        title="kafka-health", version=__version__, docs_url="/docs", redoc_url=None, lifespan=_lifespan(components)
+    )
     app.state.config = config
     app.state.registry = registry
     app.state.components = components
@@ -108,8 +115,12 @@ def _mount_store_and_api(app: FastAPI, config: Config, roles: tuple[str, ...], c
     if "api" in roles or "alerts" in roles:
         app.state.store = open_store(config.store)
         if "api" in roles:  # the config file's tenants into the store before anyone reads the set
-            mount_api(app, config=config, store=app.state.store,
-                      origin=ConfigOrigin.of(config, config_label) if config_label else None)
+            mount_api(
+                app,
+                config=config,
+                store=app.state.store,
+                origin=ConfigOrigin.of(config, config_label) if config_label else None,
+            )
 
 
 def _live_tenants(app: FastAPI, config: Config, registry: CollectorRegistry) -> Tenants:
@@ -122,8 +133,14 @@ def _live_tenants(app: FastAPI, config: Config, registry: CollectorRegistry) -> 
     return tenants
 
 
-def _components(config: Config, roles: tuple[str, ...], store: Store | None, registry: CollectorRegistry,
-                tenants: Tenants, report_args: list[str] | None) -> list[Component]:
+def _components(
+    config: Config,
+    roles: tuple[str, ...],
+    store: Store | None,
+    registry: CollectorRegistry,
+    tenants: Tenants,
+    report_args: list[str] | None,
+) -> list[Component]:
     """What each role runs, in start order."""
     out: list[Component] = []
     if "collector" in roles:
@@ -133,13 +150,18 @@ def _components(config: Config, roles: tuple[str, ...], store: Store | None, reg
     if "api" in roles:
         out.append(ServicePresence(store))
         if config.reports.schedule:
-            out.append(ReportScheduler(config.reports.schedule, lake=Path(config.lake.path),
-                                       command=report_command(report_args or []), registry=registry))
+            out.append(
+                ReportScheduler(
+                    config.reports.schedule,
+                    lake=Path(config.lake.path),
+                    command=report_command(report_args or []),
+                    registry=registry,
+                )
+            )
     return out
 
 
-def _add_probes(app: FastAPI, components: list[Component], registry: CollectorRegistry,
-                roles: tuple[str, ...]) -> None:
+def _add_probes(app: FastAPI, components: list[Component], registry: CollectorRegistry, roles: tuple[str, ...]) -> None:
     """``/healthz`` (the process lives), ``/readyz`` (every component ready), ``/metrics`` (the registry)."""
 
     @app.get("/healthz", include_in_schema=False)
@@ -180,14 +202,31 @@ def _tenant_set(config: Config, store: Store | None) -> Tenants:
     return LiveTenants(config, store)
 
 
-def run(config: Config, roles: tuple[str, ...], host: str, port: int, *, stop_event: threading.Event | None = None,
-        report_args: list[str] | None = None, config_label: str = ""):
+def run(
+    config: Config,
+    roles: tuple[str, ...],
+    host: str,
+    port: int,
+    *,
+    stop_event: threading.Event | None = None,
+    report_args: list[str] | None = None,
+    config_label: str = "",
+):
     app = build_app(config, roles, report_args=report_args, config_label=config_label)
     # Open requests get a few seconds on shutdown, not forever: the whole stop stays within the stated bound.
     # log_config=None: uvicorn's records go through the CLI's handler (its format, its redaction) instead of
     # handlers of uvicorn's own; no access log (kafka_health_http_request_duration_seconds counts requests).
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                                           log_config=None, timeout_graceful_shutdown=3))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            log_config=None,
+            timeout_graceful_shutdown=3,
+        )
+    )
     if stop_event is not None:  # embedded (demo): stop when asked
         threading.Thread(target=lambda: (stop_event.wait(), setattr(server, "should_exit", True)), daemon=True).start()
     log.info("kafka-health serving on http://%s:%d (roles: %s)", host, port, ",".join(roles))
@@ -219,6 +258,12 @@ def _serve(args) -> int:
     if args.shard:
         config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    run(config, roles, args.host or config.service.host, args.port or config.service.port,
-        report_args=config_args(args), config_label=find_config(args).label)
+    run(
+        config,
+        roles,
+        args.host or config.service.host,
+        args.port or config.service.port,
+        report_args=config_args(args),
+        config_label=find_config(args).label,
+    )
     return 0

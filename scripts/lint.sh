@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Lint and types, run by `make test` before the suite (so by CI): `ruff check` and mypy as pyproject.toml configures
 # them, then every `# noqa` and `# type: ignore` must say why after its codes (`# noqa: E402 - after sys.path is set`).
-# No format check yet: `ruff format` would rewrite most files at once.
+# The format check too: `ruff format` (pyproject's [tool.ruff.format]) is the one layout; run it before committing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 .venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
 .venv/bin/mypy --no-error-summary
 
 # A suppression with nothing after its codes: say what makes the line right as it is.

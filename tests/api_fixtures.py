@@ -145,30 +145,56 @@ def tok(app, store) -> Tokens:  # after app: mount_api has synced the config ten
     return Tokens(operator=new_token(store, None), acme=new_token(store, "acme"), globex=new_token(store, "globex"))
 
 
-def alert(fp: str, *, rule="KafkaUnderReplicatedPartitions", state="firing", severity="warning", cluster="shared",
-          tenant=None, broker=None, labels=None, summary=None, evidence=None) -> AlertInstance:
+def alert(
+    fp: str,
+    *,
+    rule="KafkaUnderReplicatedPartitions",
+    state="firing",
+    severity="warning",
+    cluster="shared",
+    tenant=None,
+    broker=None,
+    labels=None,
+    summary=None,
+    evidence=None,
+) -> AlertInstance:
     return AlertInstance(
-        fingerprint=fp, rule=rule, state=state, severity=severity, cluster=cluster, broker=broker, tenant=tenant,
+        fingerprint=fp,
+        rule=rule,
+        state=state,
+        severity=severity,
+        cluster=cluster,
+        broker=broker,
+        tenant=tenant,
         labels={"cluster": cluster, **({"tenant": tenant} if tenant else {}), **(labels or {})},
-        annotations={"summary": summary or f"{rule} on {cluster}"}, evidence=evidence or {},
-        active_at=NOW - timedelta(minutes=10), fired_at=NOW - timedelta(minutes=5),
+        annotations={"summary": summary or f"{rule} on {cluster}"},
+        evidence=evidence or {},
+        active_at=NOW - timedelta(minutes=10),
+        fired_at=NOW - timedelta(minutes=5),
     )
 
 
 def beat(cluster: str, *, age_s: float = 5, data_ok: bool = True, detail: str = "") -> EngineHeartbeat:
-    return EngineHeartbeat(cluster=cluster, evaluated_at=NOW - timedelta(seconds=age_s), data_ok=data_ok,
-                           detail=detail)
+    return EngineHeartbeat(cluster=cluster, evaluated_at=NOW - timedelta(seconds=age_s), data_ok=data_ok, detail=detail)
 
 
-def silence(sid: str, *, tenant: str | None, matchers: list[dict] | None = None, comment: str = "",
-            hours: float = 24) -> Silence:
+def silence(
+    sid: str, *, tenant: str | None, matchers: list[dict] | None = None, comment: str = "", hours: float = 24
+) -> Silence:
     """A silence active from an hour before NOW for ``hours``; a tenant's is confined by a tenant matcher."""
     matchers = list(matchers or [{"name": "alertname", "value": "KafkaConsumerLag"}])
     if tenant:
         matchers.append({"name": "tenant", "value": tenant})
-    return Silence(id=sid, matchers=[{"is_regex": False, "is_equal": True, **m} for m in matchers],
-                   starts_at=NOW - timedelta(hours=1), ends_at=NOW + timedelta(hours=hours), created_by="test",
-                   comment=comment, tenant=tenant, created_at=NOW - timedelta(hours=1))
+    return Silence(
+        id=sid,
+        matchers=[{"is_regex": False, "is_equal": True, **m} for m in matchers],
+        starts_at=NOW - timedelta(hours=1),
+        ends_at=NOW + timedelta(hours=hours),
+        created_by="test",
+        comment=comment,
+        tenant=tenant,
+        created_at=NOW - timedelta(hours=1),
+    )
 
 
 def report(lake: Path, tenant: str, week: str, *, doc: dict, html: str):
@@ -177,8 +203,9 @@ def report(lake: Path, tenant: str, week: str, *, doc: dict, html: str):
     from monitor.reports.models import ReportIndex
 
     json_path, html_path = write_report(lake, {**doc, "week": week}, html, tenant=tenant)
-    return ReportIndex(tenant=tenant, week=week, status="ok", problems=0, json_path=json_path, html_path=html_path,
-                       generated_at=NOW)
+    return ReportIndex(
+        tenant=tenant, week=week, status="ok", problems=0, json_path=json_path, html_path=html_path, generated_at=NOW
+    )
 
 
 def add(store: Store, *rows) -> None:
@@ -187,6 +214,21 @@ def add(store: Store, *rows) -> None:
 
 
 __all__ = [
-    "NOW", "CONFIG_YAML", "make_config", "store_url", "store", "config", "build_api", "app", "client", "Tokens",
-    "new_token", "tok", "alert", "beat", "silence", "report", "add",
+    "NOW",
+    "CONFIG_YAML",
+    "make_config",
+    "store_url",
+    "store",
+    "config",
+    "build_api",
+    "app",
+    "client",
+    "Tokens",
+    "new_token",
+    "tok",
+    "alert",
+    "beat",
+    "silence",
+    "report",
+    "add",
 ]

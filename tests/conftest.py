@@ -33,8 +33,13 @@ def stack(tmp_path_factory) -> Stack:
     # Secured as a shared cluster is (SASL_SSL, ACLs, JMX and Jolokia with passwords: what stack.config() points
     # kafka-health at), plus the anonymous PLAINTEXT listener of bootstrap_servers for tests' own clients, whose
     # rights are ACLs (so the authorizer decides for them too).
-    layout = StackLayout(dir=tmp_path_factory.mktemp("stack"), port_base=base, kafka_version=version,
-                         secured=True, plaintext_listener=True)
+    layout = StackLayout(
+        dir=tmp_path_factory.mktemp("stack"),
+        port_base=base,
+        kafka_version=version,
+        secured=True,
+        plaintext_listener=True,
+    )
     with running_stack(layout) as s:
         yield s
 
@@ -78,13 +83,27 @@ def pg_url(tmp_path_factory) -> str:
         data = Path(tempfile.mkdtemp(prefix="kafka-health-pg-")) / "data"
         data.parent.chmod(0o777)
         as_pg = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_pg, initdb, "-D", str(data), "-U", "kh", "--auth=trust", "-E", "UTF8"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*as_pg, initdb, "-D", str(data), "-U", "kh", "--auth=trust", "-E", "UTF8"], check=True, capture_output=True
+    )
     sock_dir = data.parent
     subprocess.run(
-        [*as_pg, pg_ctl, "-D", str(data), "-l", str(data.parent / "pg.log"), "-w", "-t", "60",
-         "-o", f"-p {port} -k {sock_dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start"],
-        check=True, capture_output=True,
+        [
+            *as_pg,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(data.parent / "pg.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {port} -k {sock_dir} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
     )
     url = f"postgresql+psycopg://kh@127.0.0.1:{port}/postgres"
     try:
@@ -136,8 +155,11 @@ def pytest_collection_modifyitems(config, items):
 
     def key(item):
         kind = next((k for k in _ORDER if item.get_closest_marker(k)), "integration")
-        return (1 if item.get_closest_marker("last") else 0, 1 if item.get_closest_marker("warm_up") else 0,
-                _ORDER[kind])
+        return (
+            1 if item.get_closest_marker("last") else 0,
+            1 if item.get_closest_marker("warm_up") else 0,
+            _ORDER[kind],
+        )
 
     items.sort(key=key)
 

@@ -85,8 +85,15 @@ def told(eps: list[Episode], departure: Departure | None, slack: float) -> list[
     return [*eps[:-1], replace(eps[-1], cause=departure[0], seen_leaving=True)]
 
 
-def decide_down(history: Sequence[BrokerSample], now: float, t: Thresholds, *, down_now: bool,
-                departure: Departure | None = None, slack: float = 60.0) -> Verdict:
+def decide_down(
+    history: Sequence[BrokerSample],
+    now: float,
+    t: Thresholds,
+    *,
+    down_now: bool,
+    departure: Departure | None = None,
+    slack: float = 60.0,
+) -> Verdict:
     """``down_now``: the plain condition holds (not in the metadata); ``history`` the broker's samples;
     ``departure``: the controller watch's latest departure of the broker, if any."""
     eps = told(episodes(history, t), departure, slack)
@@ -109,8 +116,14 @@ def history_says_healthy(history: Sequence[BrokerSample], t: Thresholds) -> bool
     return latest is not None and bool(healthy(latest, t))
 
 
-def restarting(history: Sequence[BrokerSample], now: float, t: Thresholds, *, departure: Departure | None = None,
-               slack: float = 60.0) -> Episode | None:
+def restarting(
+    history: Sequence[BrokerSample],
+    now: float,
+    t: Thresholds,
+    *,
+    departure: Departure | None = None,
+    slack: float = 60.0,
+) -> Episode | None:
     """The broker's controlled restart, if one is in progress or settling now (see the module docstring)."""
     eps = told(episodes(history, t), departure, slack)
     if not eps or eps[-1].cause is not Cause.CONTROLLED:
@@ -123,17 +136,22 @@ def restarting(history: Sequence[BrokerSample], now: float, t: Thresholds, *, de
 
 # ------------------------------------------------------------------------------------------- the shells
 
+
 def thresholds(rule: Rule) -> Thresholds:
-    return Thresholds(lost_after=window_seconds(rule, "lost_after", "5s"),
-                      session_timeout=window_seconds(rule, "session_timeout", "9s"),
-                      restart_grace=window_seconds(rule, "restart_grace", "5m"),
-                      restart_settle=window_seconds(rule, "restart_settle", "3m"))
+    return Thresholds(
+        lost_after=window_seconds(rule, "lost_after", "5s"),
+        session_timeout=window_seconds(rule, "session_timeout", "9s"),
+        restart_grace=window_seconds(rule, "restart_grace", "5m"),
+        restart_settle=window_seconds(rule, "restart_settle", "3m"),
+    )
 
 
 def _active_controller(metric: str) -> str:
     # Only the active controller receives heartbeats: a standby reports the session timeout for every broker.
-    return (f'min by (cluster, broker) ({metric} and on (cluster, controller) '
-            f'label_replace({M["active_controllers"]} == 1, "controller", "$1", "broker", "(.*)"))')
+    return (
+        f"min by (cluster, broker) ({metric} and on (cluster, controller) "
+        f'label_replace({M["active_controllers"]} == 1, "controller", "$1", "broker", "(.*)"))'
+    )
 
 
 def histories(ctx: DetectorContext, rule: Rule) -> dict[tuple[str, str], list[BrokerSample]]:
@@ -142,9 +160,11 @@ def histories(ctx: DetectorContext, rule: Rule) -> dict[tuple[str, str], list[Br
     step = window_seconds(rule, "step", "2s")
     start = ctx.now - timedelta(seconds=lookback)
     cols: dict[tuple[str, str], dict[float, dict[str, float]]] = {}
-    for field_, expr in (("state", _active_controller(M["broker_registration_state"])),
-                         ("age", _active_controller(M["broker_heartbeat_age"])),
-                         ("up", f'min by (cluster, broker) ({M["broker_up"]})')):
+    for field_, expr in (
+        ("state", _active_controller(M["broker_registration_state"])),
+        ("age", _active_controller(M["broker_heartbeat_age"])),
+        ("up", f"min by (cluster, broker) ({M['broker_up']})"),
+    ):
         for s in ctx.source.query_range(expr, start, ctx.now, step):
             key = (s.labels.get("cluster", ""), s.labels.get("broker", ""))
             at = cols.setdefault(key, {})
@@ -157,8 +177,9 @@ def departures(ctx: DetectorContext, rule: Rule) -> dict[tuple[str, str], Depart
     """(cluster, broker) -> the latest departure the controller watch saw within ``lookback``."""
     lookback = str(rule.params.get("lookback", "10m"))
     out: dict[tuple[str, str], Departure] = {}
-    for s in ctx.source.query(f'max by (cluster, broker, cause) '
-                              f'(max_over_time({M["broker_last_departure"]}[{lookback}]))', ctx.now):
+    for s in ctx.source.query(
+        f"max by (cluster, broker, cause) (max_over_time({M['broker_last_departure']}[{lookback}]))", ctx.now
+    ):
         key = (s.labels.get("cluster", ""), s.labels.get("broker", ""))
         try:
             cause = Cause(s.labels.get("cause", ""))
@@ -173,11 +194,17 @@ def _evidence(v: Verdict, now: float) -> dict:
     ep = v.episode
     ev: dict = {"rule": v.rule, "cause": ep.cause.value if ep else Cause.UNKNOWN.value}
     if ep is not None:
-        ev.update({"since_seconds": round(now - ep.start, 1), "registration_state": ep.last.state,
-                   "heartbeat_age_seconds": ep.last.age, "in_metadata": ep.last.up})
+        ev.update(
+            {
+                "since_seconds": round(now - ep.start, 1),
+                "registration_state": ep.last.state,
+                "heartbeat_age_seconds": ep.last.age,
+                "in_metadata": ep.last.up,
+            }
+        )
     ev["why"] = {
         "B": "the controller received no heartbeat while the broker was registered active: a crash or a hang, "
-             "not a shutdown",
+        "not a shutdown",
         "D": "the broker shut down in a controlled way and has not come back within restart_grace",
         "E": "the broker is not in the cluster metadata; the controller's series do not say how it left",
     }.get(v.rule, "")
@@ -194,8 +221,14 @@ def detect_broker_down(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     for key in sorted(down | set(hist)):
         v = decide_down(hist.get(key, []), now, t, down_now=key in down, departure=left.get(key))
         if v.fire:
-            out.append(Observation(labels={"cluster": key[0], "broker": key[1]}, value=0.0,
-                                   evidence=_evidence(v, now), for_seconds=v.for_seconds))
+            out.append(
+                Observation(
+                    labels={"cluster": key[0], "broker": key[1]},
+                    value=0.0,
+                    evidence=_evidence(v, now),
+                    for_seconds=v.for_seconds,
+                )
+            )
     return out
 
 
@@ -212,5 +245,8 @@ def detect_under_replicated(rule: Rule, ctx: DetectorContext) -> list[Observatio
         if restarting(samples, now, t, departure=left.get((cluster, broker))) is not None:
             held.setdefault(cluster, []).append(broker)
     params = {k: v for k, v in rule.params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return [Observation(labels=s.labels, value=s.value, evidence={"value": s.value, "expr": rule.expr, **params})
-            for s in hits if s.labels.get("cluster", "") not in held]
+    return [
+        Observation(labels=s.labels, value=s.value, evidence={"value": s.value, "expr": rule.expr, **params})
+        for s in hits
+        if s.labels.get("cluster", "") not in held
+    ]

@@ -32,12 +32,16 @@ class ClientStats:
     bytes_per_second: float = 0.0  # produce + fetch
 
     def as_evidence(self) -> dict:
-        return {"client_id": self.client_id, "user": self.user,
-                "request_time_ratio": round(self.request_time_ratio, 4),
-                "throttle_seconds": round(self.throttle_seconds, 4),
-                "bytes_per_second": round(self.bytes_per_second, 1),
-                "handler_seconds_per_mib": round(self.request_time_ratio * 1048576 / self.bytes_per_second, 4)
-                if self.bytes_per_second else None}
+        return {
+            "client_id": self.client_id,
+            "user": self.user,
+            "request_time_ratio": round(self.request_time_ratio, 4),
+            "throttle_seconds": round(self.throttle_seconds, 4),
+            "bytes_per_second": round(self.bytes_per_second, 1),
+            "handler_seconds_per_mib": round(self.request_time_ratio * 1048576 / self.bytes_per_second, 4)
+            if self.bytes_per_second
+            else None,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- pure decisions
@@ -53,9 +57,16 @@ def _mean_head(values: list[float], n: int = 3) -> float:
     return sum(head) / len(head) if head else 0.0
 
 
-def response_backlog(queue: list[float], network_idle: list[float], send_time: list[float], *,
-                     queue_threshold: float, network_idle_drop: float, send_time_ratio: float,
-                     min_send_seconds: float = float("inf")) -> dict | None:
+def response_backlog(
+    queue: list[float],
+    network_idle: list[float],
+    send_time: list[float],
+    *,
+    queue_threshold: float,
+    network_idle_drop: float,
+    send_time_ratio: float,
+    min_send_seconds: float = float("inf"),
+) -> dict | None:
     """Responses are slow to leave the broker, in one of the two ways Kafka shows it (``cause``):
 
     - ``network_threads``: the response queue is backed up *and* something shows responses are slow to leave:
@@ -79,13 +90,19 @@ def response_backlog(queue: list[float], network_idle: list[float], send_time: l
         cause = "slow_readers"
     else:
         return None
-    return {"cause": cause, "response_queue_size": round(_mean_tail(queue), 1) if queue else 0.0,
-            "network_idle_before": round(idle_then, 3), "network_idle_now": round(idle_now, 3),
-            "send_time_before_seconds": round(send_then, 4), "send_time_now_seconds": round(send_now, 4)}
+    return {
+        "cause": cause,
+        "response_queue_size": round(_mean_tail(queue), 1) if queue else 0.0,
+        "network_idle_before": round(idle_then, 3),
+        "network_idle_now": round(idle_now, 3),
+        "send_time_before_seconds": round(send_then, 4),
+        "send_time_now_seconds": round(send_now, 4),
+    }
 
 
-def name_slow_peers(backlogs: dict[str, tuple[float, float]], members: list[dict], top: int, *,
-                    min_samples: float = 2) -> list[dict]:
+def name_slow_peers(
+    backlogs: dict[str, tuple[float, float]], members: list[dict], top: int, *, min_samples: float = 2
+) -> list[dict]:
     """The peers a broker's socket send queues wait on, largest first, with the consumer-group members at each
     address. ``backlogs``: peer -> (sum of its send-queue samples over the window, number of samples in which it
     was non-empty); ``members``: ``{client_host, client_id, group, tenant}``. A peer backed up in fewer than
@@ -98,19 +115,27 @@ def name_slow_peers(backlogs: dict[str, tuple[float, float]], members: list[dict
         if entry not in at.setdefault(m["client_host"], []):
             at[m["client_host"]].append(entry)
     ranked = sorted(((total, n, peer) for peer, (total, n) in backlogs.items() if n >= min_samples), reverse=True)
-    return [{"peer": peer, "send_queue_bytes": round(total / n, 1), "samples_backed_up": int(n),
-             "clients": sorted(at.get(peer, []), key=lambda c: (c["client_id"], c["group"]))}
-            for total, n, peer in ranked[:top]]
+    return [
+        {
+            "peer": peer,
+            "send_queue_bytes": round(total / n, 1),
+            "samples_backed_up": int(n),
+            "clients": sorted(at.get(peer, []), key=lambda c: (c["client_id"], c["group"])),
+        }
+        for total, n, peer in ranked[:top]
+    ]
 
 
 def rank_slow_clients(clients: list[ClientStats], top: int) -> list[ClientStats]:
     """Most likely slow first: a lot of thread time for few bytes (a client reading slowly keeps network threads
     busy writing its responses). Score = request-time ratio / (1 + MiB/s), throttling breaks ties."""
+
     def score(c: ClientStats) -> tuple:
         return (c.request_time_ratio / (1 + c.bytes_per_second / 1048576), c.throttle_seconds)
 
-    return sorted((c for c in clients if c.request_time_ratio > 0 or c.throttle_seconds > 0), key=score,
-                  reverse=True)[:top]
+    return sorted((c for c in clients if c.request_time_ratio > 0 or c.throttle_seconds > 0), key=score, reverse=True)[
+        :top
+    ]
 
 
 def rank_busy_clients(clients: list[ClientStats], top: int, *, min_share: float = 0.01) -> list[ClientStats]:
@@ -118,11 +143,15 @@ def rank_busy_clients(clients: list[ClientStats], top: int, *, min_share: float 
     (fetch.max.wait.ms small) cost handler time per request, not per byte. Kafka has no per-client request count, so
     the quota sensor's request-time (thread time used) stands for it. Clients using under ``min_share`` of a thread
     are not the cause, however few bytes they move."""
+
     def per_byte(c: ClientStats) -> float:
         return c.request_time_ratio / max(c.bytes_per_second, 1.0)
 
-    return sorted((c for c in clients if c.request_time_ratio >= min_share),
-                  key=lambda c: (per_byte(c), c.request_time_ratio), reverse=True)[:top]
+    return sorted(
+        (c for c in clients if c.request_time_ratio >= min_share),
+        key=lambda c: (per_byte(c), c.request_time_ratio),
+        reverse=True,
+    )[:top]
 
 
 # ---------------------------------------------------------------------------------------------- shells
@@ -133,9 +162,12 @@ def client_stats(ctx: DetectorContext, cluster: str, broker: str) -> list[Client
     by = "user, client_id"
     fields = {
         "request_time_ratio": f"sum by ({by}) ({M['client_request_time']}{sel})",
-        "throttle_seconds": "max by ({}) ({{__name__=~\"{}\",cluster=\"{}\",broker=\"{}\"}})".format(
-            by, "|".join(M[k] for k in ("client_produce_throttle", "client_fetch_throttle", "client_request_throttle")),
-            cluster, broker),
+        "throttle_seconds": 'max by ({}) ({{__name__=~"{}",cluster="{}",broker="{}"}})'.format(
+            by,
+            "|".join(M[k] for k in ("client_produce_throttle", "client_fetch_throttle", "client_request_throttle")),
+            cluster,
+            broker,
+        ),
         "produce": f"sum by ({by}) ({M['client_produce_rate']}{sel})",
         "fetch": f"sum by ({by}) ({M['client_fetch_rate']}{sel})",
     }
@@ -170,36 +202,48 @@ def join_principals(rows: dict[tuple[str, str], dict]) -> dict[tuple[str, str], 
 
 def _client_evidence(ctx: DetectorContext, cluster: str, ranked: list[ClientStats], all_: list[ClientStats]) -> dict:
     if not all_:
-        return {"clients": [], "clients_note": "no per-client quota metrics on this broker (configure a quota to "
-                                               "enable the sensors)"}
+        return {
+            "clients": [],
+            "clients_note": "no per-client quota metrics on this broker (configure a quota to enable the sensors)",
+        }
     # The totals are anonymous: a tenant's copy keeps them, so "other clients' share" is of the whole broker's.
-    return {"clients": [dict(c.as_evidence(), tenant=ctx.tenants.for_client(cluster, client_id=c.client_id,
-                                                                            user=c.user)) for c in ranked],
-            "all_clients": len(all_),
-            "all_clients_request_time_ratio": round(sum(c.request_time_ratio for c in all_), 4)}
+    return {
+        "clients": [
+            dict(c.as_evidence(), tenant=ctx.tenants.for_client(cluster, client_id=c.client_id, user=c.user))
+            for c in ranked
+        ],
+        "all_clients": len(all_),
+        "all_clients_request_time_ratio": round(sum(c.request_time_ratio for c in all_), 4),
+    }
 
 
-def socket_backlogs(ctx: DetectorContext, window: str) -> tuple[dict[tuple[str, str], dict[str, tuple[float, float]]],
-                                                                   dict[tuple[str, str], float]]:
+def socket_backlogs(
+    ctx: DetectorContext, window: str
+) -> tuple[dict[tuple[str, str], dict[str, tuple[float, float]]], dict[tuple[str, str], float]]:
     """Per (cluster, broker): peer -> (sum of its send-queue samples over ``window``, samples in which it was
     non-empty), and how many samples the host collector took of that broker meanwhile (its log-dir filesystem
     series, present every round: the send-queue series exist only while a queue is non-empty)."""
     q = M["client_socket_backlog"]
     by = "cluster, broker, peer"
     totals = ctx.source.query(f"sum by ({by}) (sum_over_time({q}[{window}]))", ctx.now)
-    counts = {(s.labels.get("cluster", ""), s.labels.get("broker", ""), s.labels.get("peer", "")): s.value
-              for s in ctx.source.query(f"sum by ({by}) (count_over_time({q}[{window}]))", ctx.now)}
+    counts = {
+        (s.labels.get("cluster", ""), s.labels.get("broker", ""), s.labels.get("peer", "")): s.value
+        for s in ctx.source.query(f"sum by ({by}) (count_over_time({q}[{window}]))", ctx.now)
+    }
     out: dict[tuple[str, str], dict[str, tuple[float, float]]] = {}
     for s in totals:
         key, peer = _bk(s.labels), s.labels.get("peer", "")
         out.setdefault(key, {})[peer] = (s.value, counts.get((*key, peer), 0.0))
-    rounds = {_bk(s.labels): s.value for s in ctx.source.query(
-        f"max by (cluster, broker) (count_over_time({M['fs_avail']}[{window}]))", ctx.now)}
+    rounds = {
+        _bk(s.labels): s.value
+        for s in ctx.source.query(f"max by (cluster, broker) (count_over_time({M['fs_avail']}[{window}]))", ctx.now)
+    }
     return out, rounds
 
 
-def persistent_backlog(backlogs: dict[str, tuple[float, float]], rounds: float, *, min_share: float,
-                       min_bytes: float) -> dict | None:
+def persistent_backlog(
+    backlogs: dict[str, tuple[float, float]], rounds: float, *, min_share: float, min_bytes: float
+) -> dict | None:
     """A per-connection view of slow readers, which a broker-wide p99 cannot give: one slow reader among many fast
     consumers makes a small share of the broker's responses, so the response-send p99 stays low while that reader's
     socket send queue never drains. A peer whose queue was non-empty in at least ``min_share`` of the ``rounds``
@@ -207,22 +251,36 @@ def persistent_backlog(backlogs: dict[str, tuple[float, float]], rounds: float, 
     qualifies (or the number of samples is unknown)."""
     if rounds <= 0:
         return None
-    held = [(total / n, n / rounds, peer) for peer, (total, n) in backlogs.items()
-            if n > 0 and n / rounds >= min_share and total / n >= min_bytes]
+    held = [
+        (total / n, n / rounds, peer)
+        for peer, (total, n) in backlogs.items()
+        if n > 0 and n / rounds >= min_share and total / n >= min_bytes
+    ]
     if not held:
         return None
     mean, share, peer = max(held)
-    return {"cause": "slow_readers", "trigger": "socket_backlog", "peer": peer,
-            "send_queue_bytes": round(mean, 1), "backed_up_share": round(min(share, 1.0), 3)}
+    return {
+        "cause": "slow_readers",
+        "trigger": "socket_backlog",
+        "peer": peer,
+        "send_queue_bytes": round(mean, 1),
+        "backed_up_share": round(min(share, 1.0), 3),
+    }
 
 
-def slow_peers(ctx: DetectorContext, cluster: str, backlogs: dict[str, tuple[float, float]], window: str,
-               top: int) -> list[dict]:
+def slow_peers(
+    ctx: DetectorContext, cluster: str, backlogs: dict[str, tuple[float, float]], window: str, top: int
+) -> list[dict]:
     if not backlogs:
         return []
-    members = [dict(s.labels) for s in ctx.source.query(
-        f"max by (client_host, client_id, group, tenant) "
-        f"(last_over_time({M['group_member_info']}{{cluster=\"{cluster}\"}}[{window}]))", ctx.now)]
+    members = [
+        dict(s.labels)
+        for s in ctx.source.query(
+            f"max by (client_host, client_id, group, tenant) "
+            f'(last_over_time({M["group_member_info"]}{{cluster="{cluster}"}}[{window}]))',
+            ctx.now,
+        )
+    ]
     return name_slow_peers(backlogs, members, top)
 
 
@@ -231,42 +289,64 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     start, step = ctx.now - timedelta(seconds=window), max(window / 30, 15)
     by = "cluster, broker"
     top = int(rule.params.get("top_clients", 3))
-    queue = {_bk(s.labels): s for s in ctx.source.query_range(
-        f"max by ({by}) ({M['response_queue_size']})", start, ctx.now, step)}
-    idle = {_bk(s.labels): s for s in ctx.source.query_range(
-        f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)}
-    send = {_bk(s.labels): s for s in ctx.source.query_range(
-        f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})',
-        start, ctx.now, step)}
+    queue = {
+        _bk(s.labels): s
+        for s in ctx.source.query_range(f"max by ({by}) ({M['response_queue_size']})", start, ctx.now, step)
+    }
+    idle = {
+        _bk(s.labels): s
+        for s in ctx.source.query_range(f"avg by ({by}) ({M['network_processor_idle']})", start, ctx.now, step)
+    }
+    send = {
+        _bk(s.labels): s
+        for s in ctx.source.query_range(
+            f'max by ({by}) ({M["request_latency"]}{{phase="{PHASE_RESPONSE_SEND}",quantile="0.99"}})',
+            start,
+            ctx.now,
+            step,
+        )
+    }
     socket_window = str(rule.params.get("socket_window", "2m"))
     backlogs, rounds = socket_backlogs(ctx, socket_window)
     out = []
     for key in sorted(set(queue) | set(send) | set(backlogs)):
         verdict = response_backlog(
-            list(queue[key].values) if key in queue else [], list(idle[key].values) if key in idle else [],
+            list(queue[key].values) if key in queue else [],
+            list(idle[key].values) if key in idle else [],
             list(send[key].values) if key in send else [],
             queue_threshold=float(rule.params["queue_threshold"]),
             network_idle_drop=float(rule.params["network_idle_drop"]),
             send_time_ratio=float(rule.params["send_time_ratio"]),
-            min_send_seconds=float(rule.params.get("min_send_seconds", float("inf"))))
+            min_send_seconds=float(rule.params.get("min_send_seconds", float("inf"))),
+        )
         if verdict is not None:
             verdict["trigger"] = "response_queue" if verdict["cause"] == "network_threads" else "send_time_p99"
         else:
-            socket = persistent_backlog(backlogs.get(key, {}), rounds.get(key, 0.0),
-                                        min_share=float(rule.params.get("peer_backed_up_share", 0.8)),
-                                        min_bytes=float(rule.params.get("min_peer_queue_bytes", 16384)))
+            socket = persistent_backlog(
+                backlogs.get(key, {}),
+                rounds.get(key, 0.0),
+                min_share=float(rule.params.get("peer_backed_up_share", 0.8)),
+                min_bytes=float(rule.params.get("min_peer_queue_bytes", 16384)),
+            )
             if socket is None:
                 continue
             send_now = _mean_tail(list(send[key].values)) if key in send else 0.0
-            verdict = {**socket, "response_queue_size": round(_mean_tail(list(queue[key].values)), 1)
-                       if key in queue else 0.0, "send_time_now_seconds": round(send_now, 4)}
+            verdict = {
+                **socket,
+                "response_queue_size": round(_mean_tail(list(queue[key].values)), 1) if key in queue else 0.0,
+                "send_time_now_seconds": round(send_now, 4),
+            }
         stats = client_stats(ctx, *key)
         ranked = rank_slow_clients(stats, top)
         peers = slow_peers(ctx, key[0], backlogs.get(key, {}), socket_window, top)
         if verdict.get("trigger") == "socket_backlog":  # the peer that triggered it first, whatever its size
             peers.sort(key=lambda p: p["peer"] != verdict["peer"])
-        evidence = {**verdict, **_client_evidence(ctx, key[0], ranked, stats), "slow_peers": peers,
-                    "client_software": _software(ctx, *key)}
+        evidence = {
+            **verdict,
+            **_client_evidence(ctx, key[0], ranked, stats),
+            "slow_peers": peers,
+            "client_software": _software(ctx, *key),
+        }
         # The socket backlog is direct evidence of who reads slowly; the quota sensors' thread time only a hint.
         named = {c["client_id"] for c in peers[0]["clients"] if c["client_id"]} if peers else set()
         if len(named) == 1:
@@ -274,14 +354,20 @@ def detect_slow_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
             user = next((c.user for c in stats if c.client_id == client_id), "")
             evidence["slow_client"] = client_id
             evidence["slow_client_detail"] = {
-                "client_id": client_id, "user": user, "peer": peers[0]["peer"],
+                "client_id": client_id,
+                "user": user,
+                "peer": peers[0]["peer"],
                 "groups": [c["group"] for c in peers[0]["clients"]],
                 "tenant": ctx.tenants.for_client(key[0], client_id=client_id, user=user)
-                or next((c["tenant"] for c in peers[0]["clients"] if c["tenant"]), None)}
+                or next((c["tenant"] for c in peers[0]["clients"] if c["tenant"]), None),
+            }
         elif ranked:
             evidence["slow_client"] = ranked[0].client_id
-        value = verdict["response_queue_size"] if verdict["cause"] == "network_threads" \
+        value = (
+            verdict["response_queue_size"]
+            if verdict["cause"] == "network_threads"
             else verdict["send_time_now_seconds"]
+        )
         out.append(Observation(labels={"cluster": key[0], "broker": key[1]}, value=value, evidence=evidence))
     return out
 
@@ -292,8 +378,11 @@ def detect_busy_clients(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         cluster, broker = _bk(s.labels)
         stats = client_stats(ctx, cluster, broker)
         ranked = rank_busy_clients(stats, int(rule.params.get("top_clients", 3)))
-        evidence = {"value": s.value, "threshold": rule.params.get("threshold"),
-                    **_client_evidence(ctx, cluster, ranked, stats)}
+        evidence = {
+            "value": s.value,
+            "threshold": rule.params.get("threshold"),
+            **_client_evidence(ctx, cluster, ranked, stats),
+        }
         if ranked:
             evidence["busy_client"] = ranked[0].client_id
         out.append(Observation(labels={"cluster": cluster, "broker": broker}, value=s.value, evidence=evidence))
@@ -307,10 +396,14 @@ def detect_outdated_clients(rule: Rule, ctx: DetectorContext) -> list[Observatio
     for s in ctx.source.query(f"sum by ({by}) ({M['client_connections']}) > 0", ctx.now):
         name, version = s.labels.get("client_software_name", ""), s.labels.get("client_software_version", "")
         if is_outdated(name, version, mins):
-            labels = {k: s.labels.get(k, "") for k in ("cluster", "broker", "client_software_name",
-                                                        "client_software_version")}
-            out.append(Observation(labels=labels, value=s.value,
-                                   evidence={"connections": s.value, "minimum_version": mins[name]}))
+            labels = {
+                k: s.labels.get(k, "") for k in ("cluster", "broker", "client_software_name", "client_software_version")
+            }
+            out.append(
+                Observation(
+                    labels=labels, value=s.value, evidence={"connections": s.value, "minimum_version": mins[name]}
+                )
+            )
     # Connections without a KIP-511 software name ("unknown") are not evidence of age: kafkajs (current) and older
     # sarama send none either. The advisor reports them as unknown software (info, the possibilities listed); this
     # alert stays for software whose name and version say outdated (issue 28).
@@ -320,9 +413,16 @@ def detect_outdated_clients(rule: Rule, ctx: DetectorContext) -> list[Observatio
 def _software(ctx: DetectorContext, cluster: str, broker: str) -> list[dict]:
     by = "client_software_name, client_software_version"
     rows = ctx.source.query(
-        f'topk(5, sum by ({by}) ({M["client_connections"]}{{cluster="{cluster}",broker="{broker}"}}))', ctx.now)
-    return [{"name": s.labels.get("client_software_name"), "version": s.labels.get("client_software_version"),
-             "connections": s.value} for s in rows]
+        f'topk(5, sum by ({by}) ({M["client_connections"]}{{cluster="{cluster}",broker="{broker}"}}))', ctx.now
+    )
+    return [
+        {
+            "name": s.labels.get("client_software_name"),
+            "version": s.labels.get("client_software_version"),
+            "connections": s.value,
+        }
+        for s in rows
+    ]
 
 
 def _bk(labels: dict[str, str]) -> tuple[str, str]:

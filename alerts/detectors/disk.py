@@ -81,8 +81,9 @@ def growth_rate(times: Sequence[float], values: Sequence[float], drop_floor: flo
     return _slope(xs, ys), "envelope", len(drops)
 
 
-def forecast_disk_full(times: list[float], used: list[float], size: float, *,
-                       min_points: int = 8) -> DiskForecast | None:
+def forecast_disk_full(
+    times: list[float], used: list[float], size: float, *, min_points: int = 8
+) -> DiskForecast | None:
     """Projected time to full, or None when usage is not growing (or too few points to say)."""
     if len(times) < min_points or size <= 0:
         return None
@@ -134,8 +135,14 @@ class GrowthSplit:
         return max(rate, 0.0) / gross if gross > 0 else 0.0
 
 
-def split_growth(times: Sequence[float], free: Sequence[float], size: float,
-                 kafka: Mapping[str | None, Sequence[Points]], *, min_points: int = 8) -> GrowthSplit | None:
+def split_growth(
+    times: Sequence[float],
+    free: Sequence[float],
+    size: float,
+    kafka: Mapping[str | None, Sequence[Points]],
+    *,
+    min_points: int = 8,
+) -> GrowthSplit | None:
     """The split of a filesystem's growth over the window, or None when it is not growing (``forecast_disk_full``).
 
     ``free``: the filesystem's available bytes at ``times``; ``kafka``: per tenant (None: no tenant's) the log-size
@@ -156,9 +163,16 @@ def split_growth(times: Sequence[float], free: Sequence[float], size: float,
             rate, _, _ = growth_rate([t for t, _ in kept], [v for _, v in kept], size * DROP_RATIO)
             rates[owner] = rates.get(owner, 0.0) + (rate or 0.0)
     tenants = tuple(sorted(((t, r) for t, r in rates.items() if t is not None), key=lambda x: (-x[1], x[0])))
-    return GrowthSplit(eta_seconds=fc.eta_seconds, free_bytes=size - fc.used_bytes, size_bytes=size,
-                       total_bytes_per_second=fc.growth_bytes_per_second, tenants=tenants,
-                       untenanted_bytes_per_second=rates.get(None, 0.0), method=fc.method, drops=fc.drops)
+    return GrowthSplit(
+        eta_seconds=fc.eta_seconds,
+        free_bytes=size - fc.used_bytes,
+        size_bytes=size,
+        total_bytes_per_second=fc.growth_bytes_per_second,
+        tenants=tenants,
+        untenanted_bytes_per_second=rates.get(None, 0.0),
+        method=fc.method,
+        drops=fc.drops,
+    )
 
 
 class Cause(str, Enum):
@@ -181,8 +195,9 @@ class Attribution:
     tenants: tuple[tuple[str, float], ...] = ()  # (tenant, share of the growth) driving the ETA, largest first
 
 
-def attribute(split: GrowthSplit, *, kafka_known: bool, kafka_share: float = 0.5, tenant_share: float = 0.25,
-              top: int = 3) -> Attribution:
+def attribute(
+    split: GrowthSplit, *, kafka_known: bool, kafka_share: float = 0.5, tenant_share: float = 0.25, top: int = 3
+) -> Attribution:
     """Who is told of the split (the rules of the module docstring, in order). Pure."""
     if not kafka_known:  # 1
         return Attribution(Cause.UNKNOWN)
@@ -217,15 +232,19 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     step = max(window / 120, 15)
     start = ctx.now - timedelta(seconds=window)
     by = "cluster, host, broker, path"
-    used = {_key(s.labels): s for s in ctx.source.query_range(
-        f"max by ({by}) ({M['fs_size']} - {M['fs_avail']})", start, ctx.now, step) if s.values}
+    used = {
+        _key(s.labels): s
+        for s in ctx.source.query_range(f"max by ({by}) ({M['fs_size']} - {M['fs_avail']})", start, ctx.now, step)
+        if s.values
+    }
     # the filesystem's device label (host collector) from the current sizes only: the ranges stay keyed by log dir,
     # so a log dir moved to another filesystem in the window is one series (current_filesystem_start cuts it)
     now_sizes = ctx.source.query(f"max by ({by}, device) ({M['fs_size']})", ctx.now)
     sizes = {_key(s.labels): s.value for s in now_sizes}
     devices = {_key(s.labels): s.labels.get("device", "") for s in now_sizes}
-    size_history = {_key(s.labels): s for s in
-                    ctx.source.query_range(f"max by ({by}) ({M['fs_size']})", start, ctx.now, step)}
+    size_history = {
+        _key(s.labels): s for s in ctx.source.query_range(f"max by ({by}) ({M['fs_size']})", start, ctx.now, step)
+    }
     logs = ctx.source.query_range(f"sum by (cluster, broker, topic) ({M['topic_size']})", start, ctx.now, step)
     params = rule.params
     out = []
@@ -238,8 +257,13 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
             cut = current_filesystem_start(times, list(hist.times), list(hist.values), first.size_bytes)
             times, values = times[cut:], values[cut:]
         kafka = _kafka_series(logs, cluster, {d.broker for d in group}, ctx)
-        split = split_growth(times, [first.size_bytes - v for v in values], first.size_bytes, kafka,
-                             min_points=int(params.get("min_points", 8)))
+        split = split_growth(
+            times,
+            [first.size_bytes - v for v in values],
+            first.size_bytes,
+            kafka,
+            min_points=int(params.get("min_points", 8)),
+        )
         if split is None:
             continue
         sev = severity_for_eta(split.eta_seconds, warning=float(params["warning"]), critical=float(params["critical"]))
@@ -248,32 +272,51 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         # "unknown" is Kafka's log sizes missing on the whole cluster (JMX down); a broker with no partitions on
         # a cluster that has them holds no Kafka data: its growth is not Kafka's
         known = any(s.labels.get("cluster", "") == cluster for s in logs)
-        verdict = attribute(split, kafka_known=known, kafka_share=float(params.get("kafka_share", 0.5)),
-                            tenant_share=float(params.get("tenant_share", 0.25)), top=int(params.get("top", 3)))
+        verdict = attribute(
+            split,
+            kafka_known=known,
+            kafka_share=float(params.get("kafka_share", 0.5)),
+            tenant_share=float(params.get("tenant_share", 0.25)),
+            top=int(params.get("top", 3)),
+        )
         place = {"cluster": cluster, "broker": first.broker, "path": first.path}
-        out += [Observation(labels=labels, value=round(split.eta_seconds), severity=sev, evidence=evidence)
-                for labels, evidence in observations(place, split, verdict, group, window=window)]
+        out += [
+            Observation(labels=labels, value=round(split.eta_seconds), severity=sev, evidence=evidence)
+            for labels, evidence in observations(place, split, verdict, group, window=window)
+        ]
     return out
 
 
-def observations(place: dict[str, str], split: GrowthSplit, verdict: Attribution, group: Sequence[LogDirDisk], *,
-                 window: float) -> list[tuple[dict[str, str], dict]]:
+def observations(
+    place: dict[str, str], split: GrowthSplit, verdict: Attribution, group: Sequence[LogDirDisk], *, window: float
+) -> list[tuple[dict[str, str], dict]]:
     """(labels, evidence) of the alerts one filesystem's verdict gives: one per driving tenant (its copy names no
     other tenant), else one for operators (no ``tenant`` label) with the whole split. Pure."""
     common = _common_evidence(split, group, window)
     where = f"Log dir {place['path']} of broker {place['broker']} ({place['cluster']})"
-    eta = (f"predicted full in {humanize_seconds(split.eta_seconds)} ({humanize_bytes(split.free_bytes)} free, "
-           f"growing {humanize_rate(split.total_bytes_per_second)})")
+    eta = (
+        f"predicted full in {humanize_seconds(split.eta_seconds)} ({humanize_bytes(split.free_bytes)} free, "
+        f"growing {humanize_rate(split.total_bytes_per_second)})"
+    )
     if verdict.cause is Cause.TENANTS:
         out = []
         for tenant, share in verdict.tenants:
             own = dict(split.tenants)[tenant]
             others = split.kafka_bytes_per_second - own
-            out.append(({**place, "tenant": tenant, "filled_by": f"tenant {tenant}"}, {
-                **common, "cause": verdict.cause.value, "tenant": tenant,
-                "tenant_bytes_per_second": round(own, 1), "tenant_share": round(share, 3),
-                "other_kafka_bytes_per_second": round(others, 1),
-                "summary": f"{where} {eta}: tenant {tenant}'s data, {humanize_share(share)} of the growth"}))
+            out.append(
+                (
+                    {**place, "tenant": tenant, "filled_by": f"tenant {tenant}"},
+                    {
+                        **common,
+                        "cause": verdict.cause.value,
+                        "tenant": tenant,
+                        "tenant_bytes_per_second": round(own, 1),
+                        "tenant_share": round(share, 3),
+                        "other_kafka_bytes_per_second": round(others, 1),
+                        "summary": f"{where} {eta}: tenant {tenant}'s data, {humanize_share(share)} of the growth",
+                    },
+                )
+            )
         return out
     filled_by = FILLED_BY[verdict.cause]
     labels = {**place, "filled_by": filled_by} if filled_by else dict(place)
@@ -284,32 +327,42 @@ def observations(place: dict[str, str], split: GrowthSplit, verdict: Attribution
     }
     named = ", ".join(f"tenant {t} {humanize_share(split.share(r))}" for t, r in split.tenants[:3] if r > 0)
     detail = f"; Kafka {humanize_share(split.share(split.kafka_bytes_per_second))}" + (f" ({named})" if named else "")
-    evidence = {**common, "cause": verdict.cause.value,
-                "tenants": [{"tenant": t, "bytes_per_second": round(r, 1), "share": round(split.share(r), 3)}
-                            for t, r in split.tenants],
-                "untenanted_kafka_bytes_per_second": round(split.untenanted_bytes_per_second, 1),
-                "summary": f"{where} {eta}: {parts[verdict.cause]}" + ("" if verdict.cause is Cause.UNKNOWN
-                                                                        else detail)}
+    evidence = {
+        **common,
+        "cause": verdict.cause.value,
+        "tenants": [
+            {"tenant": t, "bytes_per_second": round(r, 1), "share": round(split.share(r), 3)} for t, r in split.tenants
+        ],
+        "untenanted_kafka_bytes_per_second": round(split.untenanted_bytes_per_second, 1),
+        "summary": f"{where} {eta}: {parts[verdict.cause]}" + ("" if verdict.cause is Cause.UNKNOWN else detail),
+    }
     return [(labels, evidence)]
 
 
 def _common_evidence(split: GrowthSplit, group: Sequence[LogDirDisk], window: float) -> dict:
     return {
-        "eta_seconds": round(split.eta_seconds), "eta_hours": round(split.eta_seconds / 3600, 2),
-        "eta": humanize_seconds(split.eta_seconds), "free": f"{humanize_bytes(split.free_bytes)} free",
+        "eta_seconds": round(split.eta_seconds),
+        "eta_hours": round(split.eta_seconds / 3600, 2),
+        "eta": humanize_seconds(split.eta_seconds),
+        "free": f"{humanize_bytes(split.free_bytes)} free",
         "growth_bytes_per_second": round(split.total_bytes_per_second, 1),
-        "used_bytes": split.size_bytes - split.free_bytes, "size_bytes": split.size_bytes,
-        "free_bytes": split.free_bytes, "method": split.method, "retention_drops_seen": split.drops,
+        "used_bytes": split.size_bytes - split.free_bytes,
+        "size_bytes": split.size_bytes,
+        "free_bytes": split.free_bytes,
+        "method": split.method,
+        "retention_drops_seen": split.drops,
         "kafka_bytes_per_second": round(split.kafka_bytes_per_second, 1),
         "not_kafka_bytes_per_second": round(split.rest_bytes_per_second, 1),
         "kafka_share": round(split.share(split.kafka_bytes_per_second), 3),
         "not_kafka_share": round(split.share(split.rest_bytes_per_second), 3),
         "log_dirs": [f"{d.broker}:{d.path}" for d in group],  # every broker log dir on this filesystem
-        "window_seconds": window}
+        "window_seconds": window,
+    }
 
 
-def _filesystems(used: Mapping[tuple, Series], sizes: Mapping[tuple, float],
-                 devices: Mapping[tuple, str] = {}) -> list[tuple[str, tuple[LogDirDisk, ...]]]:
+def _filesystems(
+    used: Mapping[tuple, Series], sizes: Mapping[tuple, float], devices: Mapping[tuple, str] = {}
+) -> list[tuple[str, tuple[LogDirDisk, ...]]]:
     """(cluster, log dirs) per filesystem: the log dirs with usage and a size, grouped per cluster, then per
     filesystem (several brokers of one host share one): by ``devices`` (log dir -> device label) where known, else
     by size and free space (``same_filesystems``)."""
@@ -320,14 +373,22 @@ def _filesystems(used: Mapping[tuple, Series], sizes: Mapping[tuple, float],
             continue
         cluster, host, broker, path = key
         # free space from the usage series' last point: every log dir compared at the same evaluation
-        dirs.setdefault(cluster, []).append(LogDirDisk(broker=broker, path=path, host=host, size_bytes=size,
-                                                       avail_bytes=size - series.values[-1],
-                                                       device=devices.get(key, "")))
+        dirs.setdefault(cluster, []).append(
+            LogDirDisk(
+                broker=broker,
+                path=path,
+                host=host,
+                size_bytes=size,
+                avail_bytes=size - series.values[-1],
+                device=devices.get(key, ""),
+            )
+        )
     return [(cluster, group) for cluster in sorted(dirs) for group in same_filesystems(dirs[cluster])]
 
 
-def _kafka_series(logs: Sequence[Series], cluster: str, brokers: set[str],
-                  ctx: DetectorContext) -> dict[str | None, list[Points]]:
+def _kafka_series(
+    logs: Sequence[Series], cluster: str, brokers: set[str], ctx: DetectorContext
+) -> dict[str | None, list[Points]]:
     """Per tenant (None: no tenant's, internal topics included), the topics' log-size series on ``brokers``."""
     out: dict[str | None, list[Points]] = {}
     for s in logs:

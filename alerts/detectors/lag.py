@@ -127,8 +127,14 @@ def recently_caught_up(commits: Sequence[Commit], watermarks: Sequence[float]) -
     return any(w <= commits[-1].offset for w in watermarks)
 
 
-def burrow_status(commits: Sequence[Commit], current_lag: float, now: float, *,
-                  recent_watermarks: Sequence[float] = (), allowed_lag: float = 0) -> LagStatus:
+def burrow_status(
+    commits: Sequence[Commit],
+    current_lag: float,
+    now: float,
+    *,
+    recent_watermarks: Sequence[float] = (),
+    allowed_lag: float = 0,
+) -> LagStatus:
     """Burrow's own evaluator, as it is (its numbered table runs against it); the detector decides with ``judge``."""
     if not commits or current_lag <= allowed_lag:
         return LagStatus.OK
@@ -187,13 +193,21 @@ def learned_cadence(commits: Sequence[Commit], step: float) -> float | None:
 
 
 def members_gone(m: Membership, current_lag: float) -> bool:  # Rule M
-    return (m.recent == 0 and m.seen_in_lookback
-            and (m.lag_when_last_seen is None or current_lag > m.lag_when_last_seen))
+    return m.recent == 0 and m.seen_in_lookback and (m.lag_when_last_seen is None or current_lag > m.lag_when_last_seen)
 
 
-def judge(events: Sequence[Commit], current_lag: float, now: float, *, step: float, policy: Policy,
-          membership: Membership, recent_watermarks: Sequence[float] = (), lag_seconds: float = 0.0,
-          complete: bool = True) -> Verdict:
+def judge(
+    events: Sequence[Commit],
+    current_lag: float,
+    now: float,
+    *,
+    step: float,
+    policy: Policy,
+    membership: Membership,
+    recent_watermarks: Sequence[float] = (),
+    lag_seconds: float = 0.0,
+    complete: bool = True,
+) -> Verdict:
     """The status of one (group, topic) (module docstring). ``events``: every commit event of the lookback, oldest
     first; ``step``: the query step the events were sampled at; ``now`` in the events' seconds."""
     if current_lag <= policy.allowed_lag:
@@ -201,12 +215,11 @@ def judge(events: Sequence[Commit], current_lag: float, now: float, *, step: flo
     cadence, cadence_from = policy.commit_interval, "configured"
     if cadence is None:
         cadence, cadence_from = learned_cadence(events, step), "learned"
-    commits = list(events[-policy.intervals:])
+    commits = list(events[-policy.intervals :])
     silence = now - commits[-1].timestamp if commits else None
     limit = None
     if commits:  # the silence limit: cadences where one is known, else Burrow's Rule 3 (the commits' span)
-        limit = (policy.cadence_factor * cadence + step if cadence
-                 else commits[-1].timestamp - commits[0].timestamp)
+        limit = policy.cadence_factor * cadence + step if cadence else commits[-1].timestamp - commits[0].timestamp
     verdict = Verdict(LagStatus.OK, "", cadence, cadence_from if cadence else "", silence, limit)
     if members_gone(membership, current_lag):  # Rule M
         return _with(verdict, LagStatus.STOP, "members")
@@ -214,17 +227,23 @@ def judge(events: Sequence[Commit], current_lag: float, now: float, *, step: flo
         caught_up = recently_caught_up(commits, recent_watermarks)
         alive = bool(membership.recent)
         if silence > limit and not caught_up:  # Rule C1
-            return _with(verdict, LagStatus.STALL if alive else LagStatus.STOP,
-                         "commits+members" if alive else "commits")
+            return _with(
+                verdict, LagStatus.STALL if alive else LagStatus.STOP, "commits+members" if alive else "commits"
+            )
         rewound = rewind_index(commits)
         if rewound is not None and not rewind_recovered(commits, rewound):  # Rule 2
             return _with(verdict, LagStatus.REWIND, "offsets")
         last_lag = commits[-1].lag
-        if (cadence and silence > cadence + 2 * step and not caught_up
-                and (last_lag is None or current_lag > last_lag)):  # Rule C2
+        if (
+            cadence and silence > cadence + 2 * step and not caught_up and (last_lag is None or current_lag > last_lag)
+        ):  # Rule C2
             return _with(verdict, LagStatus.WARN, "commits")
-        if (len(commits) > 1 and lag_always_over(commits, policy.allowed_lag) and lag_not_decreasing(commits)
-                and lag_grew(commits)):  # Rules 1 and 5
+        if (
+            len(commits) > 1
+            and lag_always_over(commits, policy.allowed_lag)
+            and lag_not_decreasing(commits)
+            and lag_grew(commits)
+        ):  # Rules 1 and 5
             return _with(verdict, LagStatus.WARN, "lag")
     if lag_seconds - (cadence or 0.0) > policy.lag_seconds_warning:  # Rule E
         return _with(verdict, LagStatus.ERR, "lag_seconds")
@@ -243,9 +262,15 @@ def window_complete(times: list[float], window: float) -> bool:
     return bool(times) and times[-1] - times[0] >= window / 2
 
 
-def commits_from_samples(times: list[float], offsets: list[float], lags: list[float],
-                         members: list[float] | None = None, intervals: int | None = None, *,
-                         since: float | None = None) -> list[Commit]:
+def commits_from_samples(
+    times: list[float],
+    offsets: list[float],
+    lags: list[float],
+    members: list[float] | None = None,
+    intervals: int | None = None,
+    *,
+    since: float | None = None,
+) -> list[Commit]:
     """Sampled committed offsets -> the commit events among them, the last ``intervals`` of them (see the module
     docstring). A sample repeating the previous offset is not a commit. ``members`` (for ``burrow_status`` only):
     an active group's latest sample stands for the same-offset commits Prometheus cannot see; ``judge`` reads
@@ -289,8 +314,9 @@ def recent_watermarks(times: list[float], offsets: list[float], lags: list[float
     return [o + lag for t, o, lag in zip(times, offsets, lags) if t >= since]
 
 
-def membership_from(times: Sequence[float], lags: Sequence[float], member_at: Mapping[float, float] | None,
-                    recent: float | None) -> Membership:
+def membership_from(
+    times: Sequence[float], lags: Sequence[float], member_at: Mapping[float, float] | None, recent: float | None
+) -> Membership:
     """The group's membership from its members series (sampled at ``times``; None: not exported) and the most
     members seen over the last ``members_gone_for`` (None: no sample then: the last sampled value stands)."""
     if member_at is None:
@@ -346,11 +372,13 @@ def policy_for(params: Mapping[str, Any], *, group: str, tenant: str | None) -> 
             break
     commit_interval = base.get("commit_interval")
     return Policy(
-        allowed_lag=float(base.get("allowed_lag", 0)), intervals=int(base.get("intervals", 10)),
+        allowed_lag=float(base.get("allowed_lag", 0)),
+        intervals=int(base.get("intervals", 10)),
         cadence_factor=float(base.get("cadence_factor", 3)),
         members_gone_for=parse_duration(base.get("members_gone_for", "30s")),
         lag_seconds_warning=float(base.get("lag_seconds_warning", 600)),
-        commit_interval=parse_duration(commit_interval) if commit_interval else None)
+        commit_interval=parse_duration(commit_interval) if commit_interval else None,
+    )
 
 
 # ------------------------------------------------------------------------------------------------ the shell
@@ -369,19 +397,34 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     lags = ctx.source.query_range(f"sum by ({by}) ({M['group_lag']})", start, ctx.now, step)
     if not lags:
         return []
-    committed = {_k(s.labels): s for s in ctx.source.query_range(
-        f"sum by ({by}) ({M['group_committed_offset']})", start, ctx.now, step)}
-    produced = {} if committed else {(s.labels.get("cluster"), s.labels.get("topic")): s for s in ctx.source.query_range(
-        f"sum by (cluster, topic) (increase({M['topic_messages_in']}[{int(step)}s]))", start, ctx.now, step)}
-    members = {(s.labels.get("cluster"), s.labels.get("group")): s for s in ctx.source.query_range(
-        f"max by (cluster, group) ({M['group_members']})", start, ctx.now, step)}
+    committed = {
+        _k(s.labels): s
+        for s in ctx.source.query_range(f"sum by ({by}) ({M['group_committed_offset']})", start, ctx.now, step)
+    }
+    produced = (
+        {}
+        if committed
+        else {
+            (s.labels.get("cluster"), s.labels.get("topic")): s
+            for s in ctx.source.query_range(
+                f"sum by (cluster, topic) (increase({M['topic_messages_in']}[{int(step)}s]))", start, ctx.now, step
+            )
+        }
+    )
+    members = {
+        (s.labels.get("cluster"), s.labels.get("group")): s
+        for s in ctx.source.query_range(f"max by (cluster, group) ({M['group_members']})", start, ctx.now, step)
+    }
     # Members over the last members_gone_for, every sample (not the step's): the rule's default here; a group whose
     # policy asks for longer is judged on the range's samples of that span.
     gone_for = parse_duration(rule.params.get("members_gone_for", "30s"))
-    recent_members = {(s.labels.get("cluster"), s.labels.get("group")): s.value for s in ctx.source.query(
-        f"max by (cluster, group) (max_over_time({M['group_members']}[{int(gone_for)}s]))", ctx.now)}
-    lag_secs = {_k(s.labels): s.value for s in ctx.source.query(
-        f"max by ({by}) ({M['group_lag_seconds']})", ctx.now)}
+    recent_members = {
+        (s.labels.get("cluster"), s.labels.get("group")): s.value
+        for s in ctx.source.query(
+            f"max by (cluster, group) (max_over_time({M['group_members']}[{int(gone_for)}s]))", ctx.now
+        )
+    }
+    lag_secs = {_k(s.labels): s.value for s in ctx.source.query(f"max by ({by}) ({M['group_lag_seconds']})", ctx.now)}
     member_lags = _member_lags(ctx)
     out = []
     for lag_series in lags:
@@ -400,16 +443,29 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
         events = commits_from_samples(times, offsets, lag_values, since=start.timestamp() + step)
         current_lag = lag_series.values[-1]
         secs = lag_secs.get(key, 0.0)
-        verdict = judge(events, current_lag, now, step=step, policy=policy, membership=membership,
-                        recent_watermarks=recent_watermarks(times, offsets, lag_values, now - grace),
-                        lag_seconds=secs, complete=window_complete(times, window))
+        verdict = judge(
+            events,
+            current_lag,
+            now,
+            step=step,
+            policy=policy,
+            membership=membership,
+            recent_watermarks=recent_watermarks(times, offsets, lag_values, now - grace),
+            lag_seconds=secs,
+            complete=window_complete(times, window),
+        )
         if verdict.status is LagStatus.OK:
             continue
-        out.append(Observation(
-            labels={"cluster": key[0], "group": key[1], "topic": key[2], "status": verdict.status.value},
-            value=round(secs, 1), severity=verdict.status.severity,
-            evidence=_evidence(verdict, current_lag, secs, source, events, policy, membership, window,
-                               member_lags.get(key, []))))
+        out.append(
+            Observation(
+                labels={"cluster": key[0], "group": key[1], "topic": key[2], "status": verdict.status.value},
+                value=round(secs, 1),
+                severity=verdict.status.severity,
+                evidence=_evidence(
+                    verdict, current_lag, secs, source, events, policy, membership, window, member_lags.get(key, [])
+                ),
+            )
+        )
     return out
 
 
@@ -438,19 +494,29 @@ def _offsets(lag_series, committed, produced, key, window: float, lookback: floa
 
 def _member_lags(ctx: DetectorContext) -> dict[tuple[str, str, str], list[dict[str, Any]]]:
     """Per (group, topic): its members' lag, assigned partitions, client id and host, most lag first."""
-    lags = ctx.source.query(f"max by (cluster, group, topic, client_id, client_host) ({M['group_member_lag']})",
-                            ctx.now)
-    parts = {(_k(s.labels), s.labels.get("client_id", ""), s.labels.get("client_host", "")): s.value
-             for s in ctx.source.query(
-                 f"max by (cluster, group, topic, client_id, client_host) ({M['group_member_partitions']})", ctx.now)}
+    lags = ctx.source.query(
+        f"max by (cluster, group, topic, client_id, client_host) ({M['group_member_lag']})", ctx.now
+    )
+    parts = {
+        (_k(s.labels), s.labels.get("client_id", ""), s.labels.get("client_host", "")): s.value
+        for s in ctx.source.query(
+            f"max by (cluster, group, topic, client_id, client_host) ({M['group_member_partitions']})", ctx.now
+        )
+    }
     out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for s in lags:
         cid, host = s.labels.get("client_id", ""), s.labels.get("client_host", "")
         # "group" makes each entry the group's tenant's in its copy of the alert (alerts/attribution.py): a client id
         # no selector names is still that tenant's member; one another tenant's selectors name is redacted.
-        out.setdefault(_k(s.labels), []).append({"client_id": cid, "client_host": host, "group": s.labels.get("group"),
-                                                 "lag_messages": s.value,
-                                                 "partitions": int(parts.get((_k(s.labels), cid, host), 0))})
+        out.setdefault(_k(s.labels), []).append(
+            {
+                "client_id": cid,
+                "client_host": host,
+                "group": s.labels.get("group"),
+                "lag_messages": s.value,
+                "partitions": int(parts.get((_k(s.labels), cid, host), 0)),
+            }
+        )
     for members in out.values():
         members.sort(key=lambda e: (-e["lag_messages"], e["client_id"]))
     return out
@@ -459,14 +525,27 @@ def _member_lags(ctx: DetectorContext) -> dict[tuple[str, str, str], list[dict[s
 MAX_MEMBERS_IN_EVIDENCE = 5
 
 
-def _evidence(v: Verdict, current_lag: float, secs: float, source: str, events: Sequence[Commit], policy: Policy,
-              membership: Membership, window: float, members: list[dict[str, Any]]) -> dict[str, Any]:
+def _evidence(
+    v: Verdict,
+    current_lag: float,
+    secs: float,
+    source: str,
+    events: Sequence[Commit],
+    policy: Policy,
+    membership: Membership,
+    window: float,
+    members: list[dict[str, Any]],
+) -> dict[str, Any]:
     ev: dict[str, Any] = {
-        "status": v.status.value, "decided_by": v.decided_by, "lag_messages": current_lag,
-        "lag_seconds": round(secs, 1), "offsets_from": source,
-        "commits_in_window": len(events[-policy.intervals:]),
+        "status": v.status.value,
+        "decided_by": v.decided_by,
+        "lag_messages": current_lag,
+        "lag_seconds": round(secs, 1),
+        "offsets_from": source,
+        "commits_in_window": len(events[-policy.intervals :]),
         "active_members": membership.recent if membership.recent is not None else 0,
-        "members_seen_in_lookback": membership.seen_in_lookback, "window_seconds": window,
+        "members_seen_in_lookback": membership.seen_in_lookback,
+        "window_seconds": window,
     }
     if v.cadence_seconds:
         ev["commit_cadence_seconds"], ev["cadence_from"] = round(v.cadence_seconds, 1), v.cadence_from

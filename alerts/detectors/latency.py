@@ -15,8 +15,16 @@ from alerts.types import Observation, Rule
 from monitor.core.metric_names import PHASE_TOTAL, M
 
 
-def regression(current: float, history: list[float], peers: list[float], *, own_ratio: float, peer_ratio: float,
-               min_seconds: float, min_delta_seconds: float) -> dict | None:
+def regression(
+    current: float,
+    history: list[float],
+    peers: list[float],
+    *,
+    own_ratio: float,
+    peer_ratio: float,
+    min_seconds: float,
+    min_delta_seconds: float,
+) -> dict | None:
     """Evidence if ``current`` regressed, else None. ``history`` excludes the current window; ``peers`` excludes
     self."""
     if current < min_seconds or not history:
@@ -28,9 +36,13 @@ def regression(current: float, history: list[float], peers: list[float], *, own_
     # With peers, a cluster-wide slowdown (every broker slower) is not *this* broker's regression.
     if peer_median is not None and current < peer_ratio * peer_median:
         return None
-    return {"current_seconds": round(current, 4), "baseline_seconds": round(baseline, 4),
-            "ratio_to_baseline": round(current / baseline, 2) if baseline else None,
-            "peer_median_seconds": None if peer_median is None else round(peer_median, 4), "peers": len(peers)}
+    return {
+        "current_seconds": round(current, 4),
+        "baseline_seconds": round(baseline, 4),
+        "ratio_to_baseline": round(current / baseline, 2) if baseline else None,
+        "peer_median_seconds": None if peer_median is None else round(peer_median, 4),
+        "peers": len(peers),
+    }
 
 
 def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
@@ -39,8 +51,10 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     quantile = str(rule.params.get("quantile", "0.99"))
     out = []
     for request in rule.params.get("requests", ["Produce"]):
-        expr = (f'max by (cluster, broker, request) ({M["request_latency"]}'
-                f'{{request="{request}",phase="{PHASE_TOTAL}",quantile="{quantile}"}})')
+        expr = (
+            f"max by (cluster, broker, request) ({M['request_latency']}"
+            f'{{request="{request}",phase="{PHASE_TOTAL}",quantile="{quantile}"}})'
+        )
         step = max(history / 288, 15)
         series = ctx.source.query_range(expr, ctx.now - timedelta(seconds=history), ctx.now, step)
         split = ctx.now.timestamp() - window
@@ -54,11 +68,21 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
                 past[key] = [v for t, v in zip(s.times, s.values) if t <= split]
         for key, cur in current.items():
             peers = [v for k, v in current.items() if k[0] == key[0] and k != key]
-            verdict = regression(cur, past[key], peers,
-                                 own_ratio=float(rule.params["own_ratio"]), peer_ratio=float(rule.params["peer_ratio"]),
-                                 min_seconds=float(rule.params["min_seconds"]),
-                                 min_delta_seconds=float(rule.params["min_delta_seconds"]))
+            verdict = regression(
+                cur,
+                past[key],
+                peers,
+                own_ratio=float(rule.params["own_ratio"]),
+                peer_ratio=float(rule.params["peer_ratio"]),
+                min_seconds=float(rule.params["min_seconds"]),
+                min_delta_seconds=float(rule.params["min_delta_seconds"]),
+            )
             if verdict:
-                out.append(Observation(labels={"cluster": key[0], "broker": key[1], "request": request},
-                                       value=verdict["current_seconds"], evidence={**verdict, "quantile": quantile}))
+                out.append(
+                    Observation(
+                        labels={"cluster": key[0], "broker": key[1], "request": request},
+                        value=verdict["current_seconds"],
+                        evidence={**verdict, "quantile": quantile},
+                    )
+                )
     return out

@@ -37,8 +37,14 @@ def observation_for(f: Finding, *, rule_for_seconds: float, window: float) -> Ob
     labelled with its busiest poor topic and waits ``rule_for_seconds + window`` (see the module docstring). Pure."""
     if not f.hurts_other_tenants or not f.tenant:
         return None
-    evidence = {**f.evidence, "suspects": list(f.suspects), "candidates": list(f.candidates), "cause": f.cause,
-                "fix": f.fix, "metrics": list(f.metrics)}
+    evidence = {
+        **f.evidence,
+        "suspects": list(f.suspects),
+        "candidates": list(f.candidates),
+        "cause": f.cause,
+        "fix": f.fix,
+        "metrics": list(f.metrics),
+    }
     labels = {"cluster": f.cluster, "tenant": f.tenant, "finding": f.kind.value}
     if f.client_id:
         labels.update(client_id=f.client_id, user=f.user)
@@ -47,9 +53,12 @@ def observation_for(f: Finding, *, rule_for_seconds: float, window: float) -> Ob
     if not topics:
         return None  # cluster-level (connection churn): Kafka cannot say which client; the advice endpoint lists it
     topic = max(sorted(topics), key=lambda tp: topics[tp].get("produce_requests_per_second", 0.0))
-    return Observation(labels={**labels, "topic": topic}, value=f.evidence.get("produce_requests_per_second"),
-                       evidence={**evidence, "client_identified": False},
-                       for_seconds=rule_for_seconds + window)
+    return Observation(
+        labels={**labels, "topic": topic},
+        value=f.evidence.get("produce_requests_per_second"),
+        evidence={**evidence, "client_identified": False},
+        for_seconds=rule_for_seconds + window,
+    )
 
 
 def detect(rule: Rule, ctx: DetectorContext, *, board: FindingsBoard | None = None) -> list[Observation]:

@@ -25,15 +25,15 @@ def _by_key(samples) -> dict[Key, float]:
     return {(s.labels.get("cluster", ""), s.labels.get("tenant", "")): s.value for s in samples}
 
 
-def judge(long_avail: dict[Key, float], short_avail: dict[Key, float], objectives: dict[str, float], *,
-          factor: float) -> list[tuple[Key, float, float]]:
+def judge(
+    long_avail: dict[Key, float], short_avail: dict[Key, float], objectives: dict[str, float], *, factor: float
+) -> list[tuple[Key, float, float]]:
     """Pure: the (cluster, tenant) pairs whose budget burns faster than ``factor`` over both windows, with their
     long and short burn rates. Tenants without an objective (not registered) are nobody's alert."""
     out = []
     for key in sorted(long_avail.keys() & short_avail.keys()):
         objective = objectives.get(key[1])
-        if objective is None or not slo.burning(long_avail[key], short_avail[key], objective=objective,
-                                                factor=factor):
+        if objective is None or not slo.burning(long_avail[key], short_avail[key], objective=objective, factor=factor):
             continue
         out.append((key, slo.burn_rate(long_avail[key], objective), slo.burn_rate(short_avail[key], objective)))
     return out
@@ -43,20 +43,26 @@ def _causes(ctx: DetectorContext, window: str) -> tuple[dict[Key, dict], dict[Ke
     """Over ``window``: per (cluster, tenant), the brokers leading its partitions whose probe failed ({broker:
     {error, lost}}) and its topics with unavailable partitions ({topic: {offline, under_min_isr}})."""
     failures: dict[tuple[str, str], dict[str, int]] = {}
-    for s in ctx.source.query(f'sum by (cluster, broker, result) (increase({M["probe_messages"]}'
-                              f'{{result=~"{slo.PROBE_FAILURES}"}}[{window}])) > 0', ctx.now):
+    for s in ctx.source.query(
+        f"sum by (cluster, broker, result) (increase({M['probe_messages']}"
+        f'{{result=~"{slo.PROBE_FAILURES}"}}[{window}])) > 0',
+        ctx.now,
+    ):
         failures.setdefault((s.labels.get("cluster", ""), s.labels.get("broker", "")), {})[
-            s.labels.get("result", "")] = round(s.value)
+            s.labels.get("result", "")
+        ] = round(s.value)
     brokers: dict[Key, dict] = {}
-    for s in ctx.source.query(f"max by (cluster, tenant, broker) (max_over_time({M['tenant_partition_leaders']}"
-                              f"[{window}])) > 0", ctx.now):
+    for s in ctx.source.query(
+        f"max by (cluster, tenant, broker) (max_over_time({M['tenant_partition_leaders']}[{window}])) > 0", ctx.now
+    ):
         cluster, broker = s.labels.get("cluster", ""), s.labels.get("broker", "")
         if (cluster, broker) in failures:
             brokers.setdefault((cluster, s.labels.get("tenant", "")), {})[broker] = failures[(cluster, broker)]
     topics: dict[Key, dict] = {}
     for kind, key in (("offline", "topic_offline_partitions"), ("under_min_isr", "topic_under_min_isr")):
-        for s in ctx.source.query(f'max by (cluster, tenant, topic) (max_over_time({M[key]}{{tenant!=""}}'
-                                  f"[{window}])) > 0", ctx.now):
+        for s in ctx.source.query(
+            f'max by (cluster, tenant, topic) (max_over_time({M[key]}{{tenant!=""}}[{window}])) > 0', ctx.now
+        ):
             row = topics.setdefault((s.labels.get("cluster", ""), s.labels.get("tenant", "")), {})
             row.setdefault(s.labels.get("topic", ""), {})[kind] = round(s.value)
     return brokers, topics
@@ -76,15 +82,23 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
     out = []
     for (cluster, tenant), long_burn, short_burn in burning:
         failing = brokers.get((cluster, tenant), {})
-        out.append(Observation(labels={"cluster": cluster, "tenant": tenant}, value=round(long_burn, 3), evidence={
-            "objective": objectives[tenant],
-            "factor": factor,
-            "availability": {long_w: round(long_avail[(cluster, tenant)], 6),
-                             short_w: round(short_avail[(cluster, tenant)], 6)},
-            "burn_rate": {long_w: round(long_burn, 3), short_w: round(short_burn, 3)},
-            "brokers": sorted(failing, key=lambda b: (len(b), b)),
-            "probe_failures": failing,
-            "topics": topics.get((cluster, tenant), {}),
-            "window": short_w,
-        }))
+        out.append(
+            Observation(
+                labels={"cluster": cluster, "tenant": tenant},
+                value=round(long_burn, 3),
+                evidence={
+                    "objective": objectives[tenant],
+                    "factor": factor,
+                    "availability": {
+                        long_w: round(long_avail[(cluster, tenant)], 6),
+                        short_w: round(short_avail[(cluster, tenant)], 6),
+                    },
+                    "burn_rate": {long_w: round(long_burn, 3), short_w: round(short_burn, 3)},
+                    "brokers": sorted(failing, key=lambda b: (len(b), b)),
+                    "probe_failures": failing,
+                    "topics": topics.get((cluster, tenant), {}),
+                    "window": short_w,
+                },
+            )
+        )
     return out

@@ -38,6 +38,12 @@ def detect(rule: Rule, ctx: DetectorContext) -> list[Observation]:
             sev = Severity.WARNING
         else:
             continue
-        out.append(Observation(labels={"tenant": tenant}, value=round(row["ratio"], 3), severity=sev,
-                               evidence={k: row[k] for k in ("used_bytes", "budget_bytes", "ratio", "by_cluster")}))
+        out.append(
+            Observation(
+                labels={"tenant": tenant},
+                value=round(row["ratio"], 3),
+                severity=sev,
+                evidence={k: row[k] for k in ("used_bytes", "budget_bytes", "ratio", "by_cluster")},
+            )
+        )
     return out

@@ -36,15 +36,22 @@ from monitor.core.redact import redact_url
 
 DIALECTS = ("vanilla", "strimzi")
 METER_ATTRIBUTES = ("Count", "MeanRate", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate")
-_PERCENTILES = {"50thPercentile": "0.50", "75thPercentile": "0.75", "95thPercentile": "0.95",
-                "98thPercentile": "0.98", "99thPercentile": "0.99", "999thPercentile": "0.999"}
+_PERCENTILES = {
+    "50thPercentile": "0.50",
+    "75thPercentile": "0.75",
+    "95thPercentile": "0.95",
+    "98thPercentile": "0.98",
+    "99thPercentile": "0.99",
+    "999thPercentile": "0.999",
+}
 # A signal a dialect gives only in a weaker form: (dialect, catalog series) -> what it gives instead, and the one-line
 # exporter rule that restores it (docs/metrics.md "Dialects").
 WEAK_SIGNALS = {
     ("strimzi", "kafka_broker_request_handler_idle_ratio"): (
         "MeanRate (average since the broker started)",
         '- {pattern: "kafka.server<type=KafkaRequestHandlerPool, name=RequestHandlerAvgIdlePercent><>Count", '
-        'name: kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total, type: COUNTER}'),
+        "name: kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total, type: COUNTER}",
+    ),
 }
 
 
@@ -112,7 +119,7 @@ def _vanilla_name(name: str) -> tuple[str, str, str] | None:
     prefix = max((p for p in idx.types if name.startswith(p)), key=len, default=None)
     if prefix is None:
         return None
-    rest = name[len(prefix):]
+    rest = name[len(prefix) :]
     attr = idx.attributes.get(rest)
     if attr is None:  # a CompositeData item: attribute_key (java_lang_Memory_HeapMemoryUsage_used)
         head, _, key = rest.rpartition("_")
@@ -187,16 +194,24 @@ def weak_signals(dialect: str) -> list[tuple[str, str, str]]:
 _WEAK_SOURCE = {"kafka_broker_request_handler_idle_ratio": "kafka_broker_request_handler_idle_seconds_total"}
 
 
-def weak_signal_samples(dialect: str, base: tuple[tuple[str, str], ...],
-                        samples: Sequence[Sample] = ()) -> list[Sample]:
+def weak_signal_samples(
+    dialect: str, base: tuple[tuple[str, str], ...], samples: Sequence[Sample] = ()
+) -> list[Sample]:
     """``kafka_source_weak_signal{signal, basis} 1`` per catalog series this dialect gives only in a weaker form
     (unless ``samples``, the scrape's, hold its source: the exporter has the fix rule): the companion series that
     says why that series is absent (and what to add to the exporter's rules)."""
     have = {s.name for s in samples}
-    return [Sample("kafka_source_weak_signal", "gauge",
-                   "A catalog series this source cannot give at full strength (1): basis says what it gives instead",
-                   base + (("signal", series), ("basis", basis), ("dialect", dialect)), 1.0)
-            for series, basis, _ in weak_signals(dialect) if _WEAK_SOURCE.get(series) not in have]
+    return [
+        Sample(
+            "kafka_source_weak_signal",
+            "gauge",
+            "A catalog series this source cannot give at full strength (1): basis says what it gives instead",
+            base + (("signal", series), ("basis", basis), ("dialect", dialect)),
+            1.0,
+        )
+        for series, basis, _ in weak_signals(dialect)
+        if _WEAK_SOURCE.get(series) not in have
+    ]
 
 
 def _get(url: str, timeout: float, client: httpx.Client | None) -> str:
@@ -241,15 +256,21 @@ _NODE_COUNTERS = {
     "node_network_receive_bytes_total": ("kafka_host_network_receive_bytes_total", "Bytes received by the interface"),
     "node_network_transmit_bytes_total": ("kafka_host_network_transmit_bytes_total", "Bytes sent by the interface"),
 }
-_NODE_MEMORY = {"node_memory_MemTotal_bytes": ("kafka_host_memory_total_bytes", "Physical memory"),
-                "node_memory_MemAvailable_bytes": ("kafka_host_memory_available_bytes",
-                                                   "Memory available without swapping")}
-_NODE_FS = {"node_filesystem_size_bytes": ("kafka_host_filesystem_size_bytes",
-                                           "Size of the filesystem holding the log dir"),
-            "node_filesystem_free_bytes": ("kafka_host_filesystem_free_bytes",
-                                           "Free bytes of the filesystem holding the log dir"),
-            "node_filesystem_avail_bytes": ("kafka_host_filesystem_avail_bytes",
-                                            "Bytes available to the broker (free minus reserved)")}
+_NODE_MEMORY = {
+    "node_memory_MemTotal_bytes": ("kafka_host_memory_total_bytes", "Physical memory"),
+    "node_memory_MemAvailable_bytes": ("kafka_host_memory_available_bytes", "Memory available without swapping"),
+}
+_NODE_FS = {
+    "node_filesystem_size_bytes": ("kafka_host_filesystem_size_bytes", "Size of the filesystem holding the log dir"),
+    "node_filesystem_free_bytes": (
+        "kafka_host_filesystem_free_bytes",
+        "Free bytes of the filesystem holding the log dir",
+    ),
+    "node_filesystem_avail_bytes": (
+        "kafka_host_filesystem_avail_bytes",
+        "Bytes available to the broker (free minus reserved)",
+    ),
+}
 
 
 def _mount_of(path: str, mounts: Iterable[str]) -> str | None:
@@ -262,8 +283,9 @@ def _mount_of(path: str, mounts: Iterable[str]) -> str | None:
     return best
 
 
-def node_exporter_samples(text: str, base: tuple[tuple[str, str], ...],
-                          log_dirs: Sequence[tuple[str, str]]) -> list[Sample]:
+def node_exporter_samples(
+    text: str, base: tuple[tuple[str, str], ...], log_dirs: Sequence[tuple[str, str]]
+) -> list[Sample]:
     """Pure: a node_exporter scrape -> the host collector's series (collectors/host.py) with its labels: CPU seconds
     per mode summed over cores, memory, disk and network counters per device, and for each (broker, log dir) the
     size/free/avail of the filesystem mounted on its longest matching mountpoint (``device`` the block device)."""
@@ -281,16 +303,19 @@ def node_exporter_samples(text: str, base: tuple[tuple[str, str], ...],
             out.append(Sample(metric, "counter", help_, base + (("device", labels.get("device", "")),), value))
         elif name in _NODE_FS:
             fs.setdefault(labels.get("mountpoint", ""), {})[name] = (value, labels.get("device", ""))
-    out += [Sample("kafka_host_cpu_seconds_total", "counter", "CPU time of all cores by mode", base + (("mode", m),), v)
-            for m, v in sorted(cpu.items())]
+    out += [
+        Sample("kafka_host_cpu_seconds_total", "counter", "CPU time of all cores by mode", base + (("mode", m),), v)
+        for m, v in sorted(cpu.items())
+    ]
     for broker, path in log_dirs:
         mount = _mount_of(path, fs)
         if mount is None:
             continue
         for name, (value, device) in sorted(fs[mount].items()):
             metric, help_ = _NODE_FS[name]
-            out.append(Sample(metric, "gauge", help_, base + (("broker", broker), ("path", path), ("device", device)),
-                              value))
+            out.append(
+                Sample(metric, "gauge", help_, base + (("broker", broker), ("path", path), ("device", device)), value)
+            )
     return out
 
 

@@ -57,8 +57,18 @@ class JmxQueryTransport:
         url = f"service:jmx:rmi:///jndi/rmi://{endpoint.jmx}/jmxrmi"
         # A small, quick-starting client JVM: C1 only, serial GC, tiny heap.
         return [
-            self._java, "-Xmx64m", "-Xss512k", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-            "-jar", str(self._jar or _jar()), "-url", url, "-json", "-q", query_string(queries),
+            self._java,
+            "-Xmx64m",
+            "-Xss512k",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-jar",
+            str(self._jar or _jar()),
+            "-url",
+            url,
+            "-json",
+            "-q",
+            query_string(queries),
         ]
 
     def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery], *, timeout: float) -> list[Reading]:
@@ -72,7 +82,10 @@ class JmxQueryTransport:
         argv = self.argv(endpoint, queries)
         try:
             proc = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -146,8 +159,9 @@ def parse_output(text: str) -> list[Reading]:
             continue
         try:
             obj = json.loads(line)  # Python's json accepts the bare NaN the jar writes
-            readings.append(Reading(obj["mBeanName"], obj["attribute"], _value(obj.get("value")),
-                                    obj.get("attributeKey")))
+            readings.append(
+                Reading(obj["mBeanName"], obj["attribute"], _value(obj.get("value")), obj.get("attributeKey"))
+            )
             continue
         except (ValueError, KeyError, TypeError):
             pass

@@ -87,8 +87,12 @@ class JolokiaTransport:
     @staticmethod
     def body(queries: Sequence[MBeanQuery]) -> list[dict]:
         return [
-            {"type": "read", "mbean": q.mbean, "attribute": list(q.attributes),
-             "config": {"ignoreErrors": True, "serializeException": False}}
+            {
+                "type": "read",
+                "mbean": q.mbean,
+                "attribute": list(q.attributes),
+                "config": {"ignoreErrors": True, "serializeException": False},
+            }
             for q in queries
         ]
 

@@ -39,6 +39,14 @@ def alerts(selector: str) -> str:
 
 
 # Columns of the firing-alerts tables, most telling first; other labels follow. __name__ says which side it came from.
-ALERT_COLUMNS = (("alertname", "alert"), ("severity", "severity"), ("cluster", "cluster"), ("broker", "broker"),
-                 ("tenant", "tenant"), ("topic", "topic"), ("group", "group"), ("client_id", "client"),
-                 ("__name__", "source"))
+ALERT_COLUMNS = (
+    ("alertname", "alert"),
+    ("severity", "severity"),
+    ("cluster", "cluster"),
+    ("broker", "broker"),
+    ("tenant", "tenant"),
+    ("topic", "topic"),
+    ("group", "group"),
+    ("client_id", "client"),
+    ("__name__", "source"),
+)

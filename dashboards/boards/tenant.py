@@ -25,69 +25,181 @@ from monitor.core.config import SloSettings
 TT = 'tenant=~"$tenant"'
 FIRING = f'alertstate="firing", {TT}'
 
-OVERVIEW = Row("Contract", (
-    Panel("Produce quota used", (Query(
-        f"{rate('kafka_topic_bytes_in_total', CT, 'tenant')} / on (tenant) "
-        f"max by (tenant) (kafka_health_tenant_produce_quota_bytes_per_second{{{TT}}})", "{{tenant}}"),),
-        "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
-    Panel("Fetch quota used", (Query(
-        f"{rate('kafka_topic_bytes_out_total', CT, 'tenant')} / on (tenant) "
-        f"max by (tenant) (kafka_health_tenant_fetch_quota_bytes_per_second{{{TT}}})", "{{tenant}}"),),
-        "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
-    Panel("Storage budget used", (Query(
-        f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}}) / on (tenant) "
-        f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})", "{{tenant}}"),),
-        "percentunit", kind=Kind.STAT, thresholds=((0.8, ORANGE), (1, RED)), min=0, width=6, height=5),
-    Panel("Firing alerts", (Query(f"count({alerts(FIRING)}) or vector(0)", "firing"),),
-          "none", kind=Kind.STAT, thresholds=((1, RED),), width=6, height=5),
-))
+OVERVIEW = Row(
+    "Contract",
+    (
+        Panel(
+            "Produce quota used",
+            (
+                Query(
+                    f"{rate('kafka_topic_bytes_in_total', CT, 'tenant')} / on (tenant) "
+                    f"max by (tenant) (kafka_health_tenant_produce_quota_bytes_per_second{{{TT}}})",
+                    "{{tenant}}",
+                ),
+            ),
+            "percentunit",
+            kind=Kind.STAT,
+            thresholds=((0.8, ORANGE), (1, RED)),
+            min=0,
+            width=6,
+            height=5,
+        ),
+        Panel(
+            "Fetch quota used",
+            (
+                Query(
+                    f"{rate('kafka_topic_bytes_out_total', CT, 'tenant')} / on (tenant) "
+                    f"max by (tenant) (kafka_health_tenant_fetch_quota_bytes_per_second{{{TT}}})",
+                    "{{tenant}}",
+                ),
+            ),
+            "percentunit",
+            kind=Kind.STAT,
+            thresholds=((0.8, ORANGE), (1, RED)),
+            min=0,
+            width=6,
+            height=5,
+        ),
+        Panel(
+            "Storage budget used",
+            (
+                Query(
+                    f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}}) / on (tenant) "
+                    f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})",
+                    "{{tenant}}",
+                ),
+            ),
+            "percentunit",
+            kind=Kind.STAT,
+            thresholds=((0.8, ORANGE), (1, RED)),
+            min=0,
+            width=6,
+            height=5,
+        ),
+        Panel(
+            "Firing alerts",
+            (Query(f"count({alerts(FIRING)}) or vector(0)", "firing"),),
+            "none",
+            kind=Kind.STAT,
+            thresholds=((1, RED),),
+            width=6,
+            height=5,
+        ),
+    ),
+)
 
-THROUGHPUT = Row("Throughput against quota", (
-    Panel("Produce bytes vs quota", (
-        Query(rate("kafka_topic_bytes_in_total", CT, "tenant"), "produced {{tenant}}"),
-        Query(f"max by (tenant) (kafka_health_tenant_produce_quota_bytes_per_second{{{TT}}})", "quota {{tenant}}"),
-    ), "Bps", min=0, thresholds=((5e6, ORANGE),),
-        description="Bytes produced to the tenant's topics, against the produce quota of its contract."),
-    Panel("Fetch bytes vs quota", (
-        Query(rate("kafka_topic_bytes_out_total", CT, "tenant"), "fetched {{tenant}}"),
-        Query(f"max by (tenant) (kafka_health_tenant_fetch_quota_bytes_per_second{{{TT}}})", "quota {{tenant}}"),
-    ), "Bps", min=0, thresholds=((1e7, ORANGE),)),
-    Panel("Throughput by topic", (Query(rate("kafka_topic_bytes_in_total", CT, "topic"), "in {{topic}}"),),
-          "Bps", min=0),
-    Panel("Throttle time by client", (Query(client_throttle(CT, "client_id"), "{{client_id}}"),), "s", min=0,
-          thresholds=((0.01, ORANGE), (0.5, RED)),
-          description="Average time the brokers held back the client's requests to enforce a Kafka quota "
-                      "(the worst of produce, fetch and request quotas)."),
-))
+THROUGHPUT = Row(
+    "Throughput against quota",
+    (
+        Panel(
+            "Produce bytes vs quota",
+            (
+                Query(rate("kafka_topic_bytes_in_total", CT, "tenant"), "produced {{tenant}}"),
+                Query(
+                    f"max by (tenant) (kafka_health_tenant_produce_quota_bytes_per_second{{{TT}}})", "quota {{tenant}}"
+                ),
+            ),
+            "Bps",
+            min=0,
+            thresholds=((5e6, ORANGE),),
+            description="Bytes produced to the tenant's topics, against the produce quota of its contract.",
+        ),
+        Panel(
+            "Fetch bytes vs quota",
+            (
+                Query(rate("kafka_topic_bytes_out_total", CT, "tenant"), "fetched {{tenant}}"),
+                Query(
+                    f"max by (tenant) (kafka_health_tenant_fetch_quota_bytes_per_second{{{TT}}})", "quota {{tenant}}"
+                ),
+            ),
+            "Bps",
+            min=0,
+            thresholds=((1e7, ORANGE),),
+        ),
+        Panel(
+            "Throughput by topic",
+            (Query(rate("kafka_topic_bytes_in_total", CT, "topic"), "in {{topic}}"),),
+            "Bps",
+            min=0,
+        ),
+        Panel(
+            "Throttle time by client",
+            (Query(client_throttle(CT, "client_id"), "{{client_id}}"),),
+            "s",
+            min=0,
+            thresholds=((0.01, ORANGE), (0.5, RED)),
+            description="Average time the brokers held back the client's requests to enforce a Kafka quota "
+            "(the worst of produce, fetch and request quotas).",
+        ),
+    ),
+)
 
-STORAGE = Row("Storage against budget", (
-    Panel("Storage vs budget", (
-        Query(f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}})", "used {{tenant}}"),
-        Query(f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})", "budget {{tenant}}"),
-    ), "bytes", min=0, thresholds=((1e9, ORANGE),),
-        description="On-disk size of the tenant's topics, all replicas, against the storage budget."),
-    Panel("Storage by topic", (Query(f"sort_desc(sum by (topic) (kafka_topic_log_size_bytes{{{CT}}}))", "{{topic}}",
-                                     instant=True),), "bytes", kind=Kind.BARGAUGE, min=0,
-          thresholds=((1e9, ORANGE),)),
-))
+STORAGE = Row(
+    "Storage against budget",
+    (
+        Panel(
+            "Storage vs budget",
+            (
+                Query(f"sum by (tenant) (kafka_topic_log_size_bytes{{{CT}}})", "used {{tenant}}"),
+                Query(f"max by (tenant) (kafka_health_tenant_storage_budget_bytes{{{TT}}})", "budget {{tenant}}"),
+            ),
+            "bytes",
+            min=0,
+            thresholds=((1e9, ORANGE),),
+            description="On-disk size of the tenant's topics, all replicas, against the storage budget.",
+        ),
+        Panel(
+            "Storage by topic",
+            (Query(f"sort_desc(sum by (topic) (kafka_topic_log_size_bytes{{{CT}}}))", "{{topic}}", instant=True),),
+            "bytes",
+            kind=Kind.BARGAUGE,
+            min=0,
+            thresholds=((1e9, ORANGE),),
+        ),
+    ),
+)
 
-LAG = Row("Consumer lag", (
-    Panel("Lag (messages) by group", (Query(f"sum by (group) (kafka_consumergroup_lag{{{CT}}})", "{{group}}"),),
-          "short", min=0, thresholds=((10000, ORANGE), (100000, RED)), width=8),
-    Panel("Lag (seconds) by group", (Query(f"max by (group) (kafka_consumergroup_lag_seconds{{{CT}}})",
-                                           "{{group}}"),), "s", min=0, thresholds=((60, ORANGE), (600, RED)),
-          width=8, description="Estimated age of the oldest unconsumed message (worst partition)."),
-    Panel("Group members", (Query(f"sum by (group) (kafka_consumergroup_members{{{CT}}})", "{{group}}"),), "short",
-          min=0, base=RED, thresholds=((1, GREEN),), width=8,
-          description="A group with lag and no members is not consuming at all."),
-))
+LAG = Row(
+    "Consumer lag",
+    (
+        Panel(
+            "Lag (messages) by group",
+            (Query(f"sum by (group) (kafka_consumergroup_lag{{{CT}}})", "{{group}}"),),
+            "short",
+            min=0,
+            thresholds=((10000, ORANGE), (100000, RED)),
+            width=8,
+        ),
+        Panel(
+            "Lag (seconds) by group",
+            (Query(f"max by (group) (kafka_consumergroup_lag_seconds{{{CT}}})", "{{group}}"),),
+            "s",
+            min=0,
+            thresholds=((60, ORANGE), (600, RED)),
+            width=8,
+            description="Estimated age of the oldest unconsumed message (worst partition).",
+        ),
+        Panel(
+            "Group members",
+            (Query(f"sum by (group) (kafka_consumergroup_members{{{CT}}})", "{{group}}"),),
+            "short",
+            min=0,
+            base=RED,
+            thresholds=((1, GREEN),),
+            width=8,
+            description="A group with lag and no members is not consuming at all.",
+        ),
+    ),
+)
 
 # The tenant SLO (alerts/slo.py, the one definition; docs/alerts.md "Tenant SLOs"): availability and burn from the raw
 # series, so the panels work without the exported recording rules. The objective: the contract's, else the default
 # slo.objective (the dashboards cannot read the service's config; change it here if yours differs).
 _SLO_C, _SLO_T = 'cluster=~"$cluster"', 'tenant=~"$tenant"'
-_OBJECTIVE = (f"(max by (tenant) (kafka_health_tenant_availability_objective_ratio{{{TT}}}) "
-              f"or max by (tenant) (kafka_health_tenant_info{{{TT}}}) * 0 + {SloSettings().objective:g})")
+_OBJECTIVE = (
+    f"(max by (tenant) (kafka_health_tenant_availability_objective_ratio{{{TT}}}) "
+    f"or max by (tenant) (kafka_health_tenant_info{{{TT}}}) * 0 + {SloSettings().objective:g})"
+)
 
 
 def _availability(window: str) -> str:
@@ -99,24 +211,58 @@ def _burn(window: str) -> str:
 
 
 SLO_WINDOW = f"{SloSettings().window_days}d"
-SLO = Row("Availability objective (SLO)", (
-    Panel(f"Availability ({SLO_WINDOW})", (Query(_availability(SLO_WINDOW), "{{tenant}}"),), "percentunit",
-          kind=Kind.STAT, base=RED, thresholds=((0.99, ORANGE), (0.999, GREEN)), width=6, height=5,
-          description="Good minutes over known minutes in the SLO window. A minute is bad when one of the tenant's "
-                      "partitions was offline or under min ISR, or the probe failed on a broker leading one of them; "
-                      "minutes while the probe was not up are unknown, not bad. The worst of the tenant's clusters."),
-    Panel(f"Error budget left ({SLO_WINDOW})", (Query(f"1 - {_burn(SLO_WINDOW)}", "{{tenant}}"),), "percentunit",
-          kind=Kind.STAT, base=RED, thresholds=((0.25, ORANGE), (0.5, GREEN)), width=6, height=5,
-          description="1 - (1 - availability) / (1 - objective) over the window; below 0: overspent."),
-    Panel("Burn rate", (Query(_burn("1h"), "1 h {{tenant}}"), Query(_burn("6h"), "6 h {{tenant}}")), "none", min=0,
-          thresholds=((6, ORANGE), (14.4, RED)), width=12, height=5,
-          description="How fast the error budget burns (1: exactly over the window). The page thresholds of "
-                      "KafkaTenantSloFastBurn (14.4 over 1 h and 5 m) and KafkaTenantSloSlowBurn (6 over 6 h and "
-                      "30 m) are marked."),
-    Panel("Unavailable minutes", (Query(f"max by (tenant) ({minute_expr(cluster=_SLO_C, tenant=_SLO_T)})",
-                                        "{{tenant}}"),), "none", min=0, max=1, thresholds=((1, RED),), width=24,
-          height=5, description="1 for a bad minute, 0 for a good one, nothing while unknown (the probe not up)."),
-))
+SLO = Row(
+    "Availability objective (SLO)",
+    (
+        Panel(
+            f"Availability ({SLO_WINDOW})",
+            (Query(_availability(SLO_WINDOW), "{{tenant}}"),),
+            "percentunit",
+            kind=Kind.STAT,
+            base=RED,
+            thresholds=((0.99, ORANGE), (0.999, GREEN)),
+            width=6,
+            height=5,
+            description="Good minutes over known minutes in the SLO window. A minute is bad when one of the tenant's "
+            "partitions was offline or under min ISR, or the probe failed on a broker leading one of them; "
+            "minutes while the probe was not up are unknown, not bad. The worst of the tenant's clusters.",
+        ),
+        Panel(
+            f"Error budget left ({SLO_WINDOW})",
+            (Query(f"1 - {_burn(SLO_WINDOW)}", "{{tenant}}"),),
+            "percentunit",
+            kind=Kind.STAT,
+            base=RED,
+            thresholds=((0.25, ORANGE), (0.5, GREEN)),
+            width=6,
+            height=5,
+            description="1 - (1 - availability) / (1 - objective) over the window; below 0: overspent.",
+        ),
+        Panel(
+            "Burn rate",
+            (Query(_burn("1h"), "1 h {{tenant}}"), Query(_burn("6h"), "6 h {{tenant}}")),
+            "none",
+            min=0,
+            thresholds=((6, ORANGE), (14.4, RED)),
+            width=12,
+            height=5,
+            description="How fast the error budget burns (1: exactly over the window). The page thresholds of "
+            "KafkaTenantSloFastBurn (14.4 over 1 h and 5 m) and KafkaTenantSloSlowBurn (6 over 6 h and "
+            "30 m) are marked.",
+        ),
+        Panel(
+            "Unavailable minutes",
+            (Query(f"max by (tenant) ({minute_expr(cluster=_SLO_C, tenant=_SLO_T)})", "{{tenant}}"),),
+            "none",
+            min=0,
+            max=1,
+            thresholds=((1, RED),),
+            width=24,
+            height=5,
+            description="1 for a bad minute, 0 for a good one, nothing while unknown (the probe not up).",
+        ),
+    ),
+)
 
 # When each finding that holds now first appeared in the last day (ms for Grafana's date unit): the series exists
 # only while the finding holds, so its earliest sample is when it started (or came back, within the day). A finding
@@ -124,32 +270,58 @@ SLO = Row("Availability objective (SLO)", (
 _FINDING = f"kafka_client_advisor_finding{{{CT}}}"
 FINDINGS_SINCE = (
     f"min by (finding, client_id, group) ((min_over_time(timestamp({_FINDING})[24h:1m]) or timestamp({_FINDING})) "
-    f"and on (cluster, tenant, client_id, group, finding) {_FINDING}) * 1000")
+    f"and on (cluster, tenant, client_id, group, finding) {_FINDING}) * 1000"
+)
 
-ALERTS = Row("Alerts and clients", (
-    Panel("Firing alerts", (Query(alerts(FIRING), instant=True),), "none", kind=Kind.TABLE,
-          thresholds=((1, RED),), needs=Needs.FAULT, width=12, columns=ALERT_COLUMNS,
-          description="The tenant's alerts that fire now (empty when all is well): the alert engine's, its Python "
-                      "detectors' included, and Prometheus' own for rules the engine does not evaluate."),
-    Panel("Clients by produce / fetch rate", (
-        Query(f"sum by (client_id, user) (kafka_client_produce_bytes_per_second{{{CT}}})", "produce {{client_id}}"),
-        Query(f"sum by (client_id, user) (kafka_client_fetch_bytes_per_second{{{CT}}})", "fetch {{client_id}}"),
-    ), "Bps", min=0, width=12,
-        description="Per-client byte rates from the brokers' quota sensors (they exist once any quota is set)."),
-    Panel("Client advisor findings", (Query(FINDINGS_SINCE, instant=True),), "dateTimeAsIso", kind=Kind.TABLE,
-          needs=Needs.FAULT, width=24, columns=(("finding", "finding"), ("client_id", "client"), ("group", "group"),
-                                                ("Value", "since")),
-          description="What the client advisor finds now (GET /api/v1/tenants/{tenant}/advice has the evidence, "
-                      "cause and settings to change; docs/advisor.md). client: the client, or the first suspect of "
-                      "connection churn; group: the consumer group of frequent rebalances; since: first seen in "
-                      "the last 24 h. Exported by the alerts role (kafka_client_advisor_finding)."),
-))
+ALERTS = Row(
+    "Alerts and clients",
+    (
+        Panel(
+            "Firing alerts",
+            (Query(alerts(FIRING), instant=True),),
+            "none",
+            kind=Kind.TABLE,
+            thresholds=((1, RED),),
+            needs=Needs.FAULT,
+            width=12,
+            columns=ALERT_COLUMNS,
+            description="The tenant's alerts that fire now (empty when all is well): the alert engine's, its Python "
+            "detectors' included, and Prometheus' own for rules the engine does not evaluate.",
+        ),
+        Panel(
+            "Clients by produce / fetch rate",
+            (
+                Query(
+                    f"sum by (client_id, user) (kafka_client_produce_bytes_per_second{{{CT}}})", "produce {{client_id}}"
+                ),
+                Query(f"sum by (client_id, user) (kafka_client_fetch_bytes_per_second{{{CT}}})", "fetch {{client_id}}"),
+            ),
+            "Bps",
+            min=0,
+            width=12,
+            description="Per-client byte rates from the brokers' quota sensors (they exist once any quota is set).",
+        ),
+        Panel(
+            "Client advisor findings",
+            (Query(FINDINGS_SINCE, instant=True),),
+            "dateTimeAsIso",
+            kind=Kind.TABLE,
+            needs=Needs.FAULT,
+            width=24,
+            columns=(("finding", "finding"), ("client_id", "client"), ("group", "group"), ("Value", "since")),
+            description="What the client advisor finds now (GET /api/v1/tenants/{tenant}/advice has the evidence, "
+            "cause and settings to change; docs/advisor.md). client: the client, or the first suspect of "
+            "connection churn; group: the consumer group of frequent rebalances; since: first seen in "
+            "the last 24 h. Exported by the alerts role (kafka_client_advisor_finding).",
+        ),
+    ),
+)
 
 BOARD = Dashboard(
     uid="kafka-health-tenant",
     title="Kafka health / Tenant",
     description="A tenant's slice of the platform against its contract: availability objective and error budget, "
-                "throughput, throttling, storage, lag, alerts and clients.",
+    "throughput, throttling, storage, lag, alerts and clients.",
     rows=(OVERVIEW, SLO, THROUGHPUT, STORAGE, LAG, ALERTS),
     variables=(Var.DATASOURCE, Var.CLUSTER, Var.TENANT),
 )

@@ -53,8 +53,9 @@ class LogDirDisk:
 SAME_FILESYSTEM_SLACK_BYTES = 1 * MiB
 
 
-def same_filesystems(dirs: Iterable[LogDirDisk], *,
-                     slack_bytes: float = SAME_FILESYSTEM_SLACK_BYTES) -> list[tuple[LogDirDisk, ...]]:
+def same_filesystems(
+    dirs: Iterable[LogDirDisk], *, slack_bytes: float = SAME_FILESYSTEM_SLACK_BYTES
+) -> list[tuple[LogDirDisk, ...]]:
     """The log dirs grouped by the filesystem holding them: by (host, device) when a device is known, else by
     (host, size) and free space within ``slack_bytes`` of a neighbour's. Several brokers on one machine (the local
     stack) share one filesystem; counted once per broker it would be counted three times. Each group sorted by
@@ -160,12 +161,14 @@ def steady_storage_bytes(bytes_in_per_second: float, retention_seconds: float, r
     return bytes_in_per_second * retention_seconds * replication_factor
 
 
-def seconds_until(level_bytes: float, stored_bytes: float, bytes_in_per_second: float,
-                  replication_factor: float, steady_bytes: float) -> float | None:
+def seconds_until(
+    level_bytes: float, stored_bytes: float, bytes_in_per_second: float, replication_factor: float, steady_bytes: float
+) -> float | None:
     """When storage reaches ``level_bytes``: 0 if already there, None if it never will (steady state below it or no
     ingress). Storage grows at ingress x RF until it reaches the steady state."""
-    return fill_time(level_bytes, stored_bytes,
-                     [(bytes_in_per_second * replication_factor, steady_bytes - stored_bytes)])
+    return fill_time(
+        level_bytes, stored_bytes, [(bytes_in_per_second * replication_factor, steady_bytes - stored_bytes)]
+    )
 
 
 def fill_time(level_bytes: float, used_bytes: float, growers: list[tuple[float, float]]) -> float | None:
@@ -192,23 +195,33 @@ def thread_headroom(idle_at_peak: float | None, floor: float) -> float | None:
     return math.inf if busy <= 0 else (1.0 - floor) / busy
 
 
-def brokers_for(*, disk_needed_bytes: float, disk_per_broker_bytes: float | None, partition_replicas: float,
-                leaders: float, handler_busy: float | None, network_busy: float | None,
-                limits: Limits) -> dict[str, int]:
+def brokers_for(
+    *,
+    disk_needed_bytes: float,
+    disk_per_broker_bytes: float | None,
+    partition_replicas: float,
+    leaders: float,
+    handler_busy: float | None,
+    network_busy: float | None,
+    limits: Limits,
+) -> dict[str, int]:
     """Brokers each constraint needs (the answer is the largest): disk at ``max_disk_fill``, replicas and leaders
     per broker, and request-handler / network thread busy time (summed over brokers) kept above their idle floors.
     A constraint whose input is unknown (None) is left out rather than read as needing no broker."""
+
     def ceil(x: float) -> int:
         return max(1, math.ceil(x - 1e-9))
 
     needed = {
         "disk": ceil(disk_needed_bytes / (disk_per_broker_bytes * limits.max_disk_fill))
-        if disk_per_broker_bytes else None,
+        if disk_per_broker_bytes
+        else None,
         "partitions": ceil(partition_replicas / limits.max_partitions_per_broker),
         # Kafka spreads leaders evenly (preferred-leader election); each broker leads at most the limit.
         "leaders": ceil(leaders / limits.max_leaders_per_broker),
-        "request_handler_threads":
-            None if handler_busy is None else ceil(handler_busy / (1.0 - limits.handler_idle_floor)),
+        "request_handler_threads": None
+        if handler_busy is None
+        else ceil(handler_busy / (1.0 - limits.handler_idle_floor)),
         "network_threads": None if network_busy is None else ceil(network_busy / (1.0 - limits.network_idle_floor)),
     }
     return {k: v for k, v in needed.items() if v is not None}
@@ -256,20 +269,33 @@ class Plan:
         return max(self.brokers_needed.values(), default=0)
 
     def as_json(self, *, cluster_wide: bool = True) -> dict:
-        out = {"cluster": self.cluster, "replication_factor": _r(self.replication_factor),
-               "tenants": [t.as_json() for t in self.tenants]}
+        out = {
+            "cluster": self.cluster,
+            "replication_factor": _r(self.replication_factor),
+            "tenants": [t.as_json() for t in self.tenants],
+        }
         if cluster_wide:
-            out.update({
-                "brokers": self.brokers, "disk_total_bytes": _r(self.disk_total_bytes),
-                "disk_used_bytes": _r(self.disk_used_bytes), "steady_storage_bytes": _r(self.steady_storage_bytes),
-                "disk_full_in_seconds": _r(self.disk_full_in_seconds),
-                "partitions_per_broker_max": self.partitions_per_broker_max,
-                "leaders_per_broker_max": self.leaders_per_broker_max,
-                "handler_headroom": _r(self.handler_headroom), "network_headroom": _r(self.network_headroom),
-                "brokers_needed": self.brokers_needed, "brokers_required": self.brokers_required,
-                "missing": {k: describe_missing(k) for k in self.missing}, "limits": dict(self.limits.__dict__),
-                "scenario": {"grow": dict(self.scenario.grow),
-                             "add": [dict(n.__dict__) for n in self.scenario.add]}})
+            out.update(
+                {
+                    "brokers": self.brokers,
+                    "disk_total_bytes": _r(self.disk_total_bytes),
+                    "disk_used_bytes": _r(self.disk_used_bytes),
+                    "steady_storage_bytes": _r(self.steady_storage_bytes),
+                    "disk_full_in_seconds": _r(self.disk_full_in_seconds),
+                    "partitions_per_broker_max": self.partitions_per_broker_max,
+                    "leaders_per_broker_max": self.leaders_per_broker_max,
+                    "handler_headroom": _r(self.handler_headroom),
+                    "network_headroom": _r(self.network_headroom),
+                    "brokers_needed": self.brokers_needed,
+                    "brokers_required": self.brokers_required,
+                    "missing": {k: describe_missing(k) for k in self.missing},
+                    "limits": dict(self.limits.__dict__),
+                    "scenario": {
+                        "grow": dict(self.scenario.grow),
+                        "add": [dict(n.__dict__) for n in self.scenario.add],
+                    },
+                }
+            )
         return out
 
 
@@ -282,10 +308,20 @@ def _r(v):
 def apply_scenario(usage: ClusterUsage, scenario: Scenario) -> tuple[ClusterUsage, float]:
     """The usage the scenario implies, and the factor by which total ingress (so thread load) changes."""
     grow = dict(scenario.grow)
-    tenants = [replace(t, bytes_in_per_second=t.bytes_in_per_second * grow.get(t.tenant, 1.0),
-                       partitions=t.partitions) for t in usage.tenants]
-    tenants += [TenantUsage(tenant=n.name, bytes_in_per_second=n.bytes_in_per_second, stored_bytes=0.0,
-                            retention_seconds=n.retention_seconds, partitions=n.partitions) for n in scenario.add]
+    tenants = [
+        replace(t, bytes_in_per_second=t.bytes_in_per_second * grow.get(t.tenant, 1.0), partitions=t.partitions)
+        for t in usage.tenants
+    ]
+    tenants += [
+        TenantUsage(
+            tenant=n.name,
+            bytes_in_per_second=n.bytes_in_per_second,
+            stored_bytes=0.0,
+            retention_seconds=n.retention_seconds,
+            partitions=n.partitions,
+        )
+        for n in scenario.add
+    ]
     before = sum(t.bytes_in_per_second for t in usage.tenants) + usage.other_bytes_in_per_second
     after = sum(t.bytes_in_per_second for t in tenants) + usage.other_bytes_in_per_second
     load = after / before if before > 0 else 1.0
@@ -294,16 +330,27 @@ def apply_scenario(usage: ClusterUsage, scenario: Scenario) -> tuple[ClusterUsag
 
 # Inputs of the plan that can be missing (no series in the window): what, and what then cannot be computed.
 MISSING = {
-    "brokers": ("broker series (kafka_host_filesystem_size_bytes, kafka_broker_partitions, "
-                "kafka_broker_request_handler_idle_ratio)", "no broker to plan with"),
-    "topics": ("topic series (kafka_topic_bytes_in_total, kafka_topic_log_size_bytes, kafka_topic_partitions)",
-               "ingress and stored bytes read as 0"),
-    "disk_size": ("a broker's log-dir filesystem size (kafka_host_filesystem_size_bytes)",
-                  "disk full time and brokers needed for disk unknown"),
-    "handler_idle": ("a broker's request-handler idle ratio (kafka_broker_request_handler_idle_ratio)",
-                     "handler headroom and brokers needed for handler threads unknown"),
-    "network_idle": ("a broker's network-processor idle ratio (kafka_broker_network_processor_avg_idle_ratio)",
-                     "network headroom and brokers needed for network threads unknown"),
+    "brokers": (
+        "broker series (kafka_host_filesystem_size_bytes, kafka_broker_partitions, "
+        "kafka_broker_request_handler_idle_ratio)",
+        "no broker to plan with",
+    ),
+    "topics": (
+        "topic series (kafka_topic_bytes_in_total, kafka_topic_log_size_bytes, kafka_topic_partitions)",
+        "ingress and stored bytes read as 0",
+    ),
+    "disk_size": (
+        "a broker's log-dir filesystem size (kafka_host_filesystem_size_bytes)",
+        "disk full time and brokers needed for disk unknown",
+    ),
+    "handler_idle": (
+        "a broker's request-handler idle ratio (kafka_broker_request_handler_idle_ratio)",
+        "handler headroom and brokers needed for handler threads unknown",
+    ),
+    "network_idle": (
+        "a broker's network-processor idle ratio (kafka_broker_network_processor_avg_idle_ratio)",
+        "network headroom and brokers needed for network threads unknown",
+    ),
 }
 
 
@@ -317,12 +364,18 @@ def missing_inputs(usage: ClusterUsage) -> tuple[str, ...]:
     so 0 (the shell's value for "no series") means missing; a figure over brokers is unknown if any broker lacks
     its input (a sum over the others would understate it)."""
     b = usage.brokers
-    topics = any(t.bytes_in_per_second or t.stored_bytes or t.partitions for t in usage.tenants) or \
-        usage.other_bytes_in_per_second or usage.other_stored_bytes
-    out = {"brokers": not b, "topics": not topics,
-           "disk_size": any(x.disk_size_bytes <= 0 for x in b),
-           "handler_idle": any(x.handler_idle_at_peak is None for x in b),
-           "network_idle": any(x.network_idle_at_peak is None for x in b)}
+    topics = (
+        any(t.bytes_in_per_second or t.stored_bytes or t.partitions for t in usage.tenants)
+        or usage.other_bytes_in_per_second
+        or usage.other_stored_bytes
+    )
+    out = {
+        "brokers": not b,
+        "topics": not topics,
+        "disk_size": any(x.disk_size_bytes <= 0 for x in b),
+        "handler_idle": any(x.handler_idle_at_peak is None for x in b),
+        "network_idle": any(x.network_idle_at_peak is None for x in b),
+    }
     return tuple(k for k in MISSING if out[k])
 
 
@@ -340,17 +393,29 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
         rf = t.replication_factor or usage.replication_factor
         steady = steady_storage_bytes(t.bytes_in_per_second, t.retention_seconds, rf)
         growers.append((t.bytes_in_per_second * rf, steady - t.stored_bytes))
-        tenants.append(TenantPlan(
-            tenant=t.tenant, bytes_in_per_second=t.bytes_in_per_second, stored_bytes=t.stored_bytes,
-            retention_seconds=t.retention_seconds, replication_factor=rf, steady_storage_bytes=steady,
-            budget_bytes=t.budget_bytes,
-            budget_full_in_seconds=seconds_until(t.budget_bytes, t.stored_bytes, t.bytes_in_per_second, rf, steady)
-            if t.budget_bytes else None))
-    other_steady = max(usage.other_stored_bytes,
-                       steady_storage_bytes(usage.other_bytes_in_per_second, limits.default_retention_seconds,
-                                            usage.replication_factor))
-    growers.append((usage.other_bytes_in_per_second * usage.replication_factor,
-                    other_steady - usage.other_stored_bytes))
+        tenants.append(
+            TenantPlan(
+                tenant=t.tenant,
+                bytes_in_per_second=t.bytes_in_per_second,
+                stored_bytes=t.stored_bytes,
+                retention_seconds=t.retention_seconds,
+                replication_factor=rf,
+                steady_storage_bytes=steady,
+                budget_bytes=t.budget_bytes,
+                budget_full_in_seconds=seconds_until(t.budget_bytes, t.stored_bytes, t.bytes_in_per_second, rf, steady)
+                if t.budget_bytes
+                else None,
+            )
+        )
+    other_steady = max(
+        usage.other_stored_bytes,
+        steady_storage_bytes(
+            usage.other_bytes_in_per_second, limits.default_retention_seconds, usage.replication_factor
+        ),
+    )
+    growers.append(
+        (usage.other_bytes_in_per_second * usage.replication_factor, other_steady - usage.other_stored_bytes)
+    )
     steady_total = sum(t.steady_storage_bytes for t in tenants) + other_steady
     disk_total, disk_used = disk_totals(usage.brokers)  # a filesystem brokers share (one host) counted once
     disk_known = "disk_size" not in missing and disk_total > 0
@@ -363,23 +428,35 @@ def plan(usage: ClusterUsage, limits: Limits = Limits(), scenario: Scenario = Sc
 
     needed = brokers_for(
         # Disk needed: the larger of what is on disk now (besides Kafka: other files) and the steady state.
-        disk_needed_bytes=max(steady_total, disk_used), disk_per_broker_bytes=disk_total / n if disk_known else None,
+        disk_needed_bytes=max(steady_total, disk_used),
+        disk_per_broker_bytes=disk_total / n if disk_known else None,
         partition_replicas=base_partitions + added_partitions,
         leaders=sum(b.leaders for b in usage.brokers) + added_leaders,
         handler_busy=busy([b.handler_idle_at_peak for b in usage.brokers]),
-        network_busy=busy([b.network_idle_at_peak for b in usage.brokers]), limits=limits)
+        network_busy=busy([b.network_idle_at_peak for b in usage.brokers]),
+        limits=limits,
+    )
     heads = [thread_headroom(b.handler_idle_at_peak, limits.handler_idle_floor) for b in usage.brokers]
     nets = [thread_headroom(b.network_idle_at_peak, limits.network_idle_floor) for b in usage.brokers]
     return Plan(
-        cluster=usage.cluster, replication_factor=usage.replication_factor, tenants=tuple(tenants), brokers=n,
-        disk_total_bytes=disk_total, disk_used_bytes=disk_used, steady_storage_bytes=steady_total,
+        cluster=usage.cluster,
+        replication_factor=usage.replication_factor,
+        tenants=tuple(tenants),
+        brokers=n,
+        disk_total_bytes=disk_total,
+        disk_used_bytes=disk_used,
+        steady_storage_bytes=steady_total,
         disk_full_in_seconds=full_in,
         partitions_per_broker_max=max((b.partitions for b in usage.brokers), default=0.0)
         + (added_partitions / n if n else 0.0),
-        leaders_per_broker_max=max((b.leaders for b in usage.brokers), default=0.0)
-        + (added_leaders / n if n else 0.0),
-        handler_headroom=_min_over_brokers(heads, load), network_headroom=_min_over_brokers(nets, load),
-        brokers_needed=needed, limits=limits, scenario=scenario, missing=missing)
+        leaders_per_broker_max=max((b.leaders for b in usage.brokers), default=0.0) + (added_leaders / n if n else 0.0),
+        handler_headroom=_min_over_brokers(heads, load),
+        network_headroom=_min_over_brokers(nets, load),
+        brokers_needed=needed,
+        limits=limits,
+        scenario=scenario,
+        missing=missing,
+    )
 
 
 def _min_over_brokers(values: list[float | None], load: float) -> float | None:

@@ -33,8 +33,13 @@ def register(sub) -> None:
     c = sub.add_parser("capacity", help="storage, disk and broker plan per cluster and tenant; what-if")
     c.add_argument("--cluster", default=None, help="default: every configured cluster")
     c.add_argument("--grow", action="append", default=[], metavar="TENANT:FACTOR", help="what-if, e.g. shop:3")
-    c.add_argument("--add", action="append", default=[], metavar="NAME:MB_PER_S:DAYS[:PARTITIONS]",
-                   help="what-if new tenant, e.g. newco:5:7:48")
+    c.add_argument(
+        "--add",
+        action="append",
+        default=[],
+        metavar="NAME:MB_PER_S:DAYS[:PARTITIONS]",
+        help="what-if new tenant, e.g. newco:5:7:48",
+    )
     c.add_argument("--window", default="1h", help="look-back window (default 1h)")
     _common(c)
     c.set_defaults(func=_capacity)
@@ -64,8 +69,7 @@ def _advice(args) -> int:
         source.close()
         raise Invalid(f"no tenant {args.tenant!r} in the config or the store", field="--tenant")
     try:
-        doc = service.tenant_advice(source=source, tenant=tenant, tenants=tenants,
-                                    now=utc_now(), window=args.window)
+        doc = service.tenant_advice(source=source, tenant=tenant, tenants=tenants, now=utc_now(), window=args.window)
     finally:
         source.close()
     print(json.dumps(doc, indent=2) if args.json else format_advice(doc))
@@ -83,18 +87,27 @@ def format_advice(doc: dict) -> str:
             lines.append(f"  cluster {c['cluster']}: {_NOT_OK.get(c['status'], c['status'])}: {c['message']}")
     checked = sum(c["status"] == "ok" for c in doc["clusters"])
     if not doc["findings"]:
-        lines.append("  no findings" if checked == len(doc["clusters"]) else
-                     f"  no findings on the {checked} cluster(s) with data" if checked else
-                     "  no findings, but no cluster had data: nothing was checked")
+        lines.append(
+            "  no findings"
+            if checked == len(doc["clusters"])
+            else f"  no findings on the {checked} cluster(s) with data"
+            if checked
+            else "  no findings, but no cluster had data: nothing was checked"
+        )
     for f in doc["findings"]:
-        who = f["client_id"] or (f"group {f['group']}" if f["group"] else "") or \
-            (f"suspects {', '.join(f['suspects'])}" if f["suspects"] else "cluster-wide")
+        who = (
+            f["client_id"]
+            or (f"group {f['group']}" if f["group"] else "")
+            or (f"suspects {', '.join(f['suspects'])}" if f["suspects"] else "cluster-wide")
+        )
         user = f" (user {f['user']})" if f["user"] else ""
-        lines += [f"- [{f['severity']}] {f['kind']} on {f['cluster']}: {who}{user}",
-                  f"    evidence: {json.dumps(f['evidence'])}",
-                  f"    from:     {', '.join(f['metrics'])}",
-                  f"    cause:    {f['cause']}",
-                  f"    change:   {f['fix']}"]
+        lines += [
+            f"- [{f['severity']}] {f['kind']} on {f['cluster']}: {who}{user}",
+            f"    evidence: {json.dumps(f['evidence'])}",
+            f"    from:     {', '.join(f['metrics'])}",
+            f"    cause:    {f['cause']}",
+            f"    change:   {f['fix']}",
+        ]
     return "\n".join(lines)
 
 
@@ -108,9 +121,16 @@ def _capacity(args) -> int:
     docs = []
     try:
         for cluster in [args.cluster] if args.cluster else names:
-            docs.append(service.cluster_capacity(source=source, cluster=cluster, tenants=tenants,
-                                                 now=utc_now(), window=args.window,
-                                                 scenario=scenario))
+            docs.append(
+                service.cluster_capacity(
+                    source=source,
+                    cluster=cluster,
+                    tenants=tenants,
+                    now=utc_now(),
+                    window=args.window,
+                    scenario=scenario,
+                )
+            )
     finally:
         source.close()
     print(json.dumps(docs, indent=2) if args.json else "\n".join(format_capacity(d) for d in docs))
@@ -146,20 +166,28 @@ def format_capacity(doc: dict) -> str:
         missing = p["missing"]
         # A constraint whose input is missing is left out of brokers_needed: the others give a lower bound.
         at_least = "at least " if missing.keys() - {"topics"} else ""
-        out.append(f"cluster {doc['cluster']} {title} (window {doc['window']}), replication factor "
-                   f"{p['replication_factor']}: brokers {p['brokers']}, required {at_least}{p['brokers_required']} "
-                   f"{p['brokers_needed']}")
+        out.append(
+            f"cluster {doc['cluster']} {title} (window {doc['window']}), replication factor "
+            f"{p['replication_factor']}: brokers {p['brokers']}, required {at_least}{p['brokers_required']} "
+            f"{p['brokers_needed']}"
+        )
         full = "unknown" if "disk_size" in missing else _when(p["disk_full_in_seconds"])
-        out.append(f"  disk: {_bytes(p['disk_used_bytes'])} used of {_bytes(p['disk_total_bytes'])}, steady state "
-                   f"{_bytes(p['steady_storage_bytes'])}, {p['limits']['max_disk_fill']:.0%} full {full}")
-        out.append(f"  partitions/broker max {p['partitions_per_broker_max']} (limit "
-                   f"{p['limits']['max_partitions_per_broker']}), leaders/broker max {p['leaders_per_broker_max']} "
-                   f"(limit {p['limits']['max_leaders_per_broker']}); thread headroom "
-                   f"{_times(p['handler_headroom'])} handler, {_times(p['network_headroom'])} network")
+        out.append(
+            f"  disk: {_bytes(p['disk_used_bytes'])} used of {_bytes(p['disk_total_bytes'])}, steady state "
+            f"{_bytes(p['steady_storage_bytes'])}, {p['limits']['max_disk_fill']:.0%} full {full}"
+        )
+        out.append(
+            f"  partitions/broker max {p['partitions_per_broker_max']} (limit "
+            f"{p['limits']['max_partitions_per_broker']}), leaders/broker max {p['leaders_per_broker_max']} "
+            f"(limit {p['limits']['max_leaders_per_broker']}); thread headroom "
+            f"{_times(p['handler_headroom'])} handler, {_times(p['network_headroom'])} network"
+        )
         out += [f"  {why}" for why in missing.values()]
         for t in p["tenants"]:
-            out.append(f"  tenant {t['tenant']}: {_bytes(t['bytes_in_per_second'])}/s in, "
-                       f"{_bytes(t['stored_bytes'])} stored, steady {_bytes(t['steady_storage_bytes'])} "
-                       f"(retention {t['retention_seconds'] / 86400:.1f} d), budget {_bytes(t['budget_bytes'])} "
-                       f"full {_when(t['budget_full_in_seconds']) if t['budget_bytes'] else '-'}")
+            out.append(
+                f"  tenant {t['tenant']}: {_bytes(t['bytes_in_per_second'])}/s in, "
+                f"{_bytes(t['stored_bytes'])} stored, steady {_bytes(t['steady_storage_bytes'])} "
+                f"(retention {t['retention_seconds'] / 86400:.1f} d), budget {_bytes(t['budget_bytes'])} "
+                f"full {_when(t['budget_full_in_seconds']) if t['budget_bytes'] else '-'}"
+            )
     return "\n".join(out)

@@ -26,8 +26,10 @@ from monitor.advisor.types import Finding
 
 FINDING_METRIC = "kafka_client_advisor_finding"
 FINDING_LABELS = ("cluster", "tenant", "client_id", "group", "finding")
-_HELP = ("1 while the client advisor's finding holds (docs/advisor.md); client_id is the client, or the first "
-         "suspect of a cluster-level finding (connection churn); group is the consumer group of group findings")
+_HELP = (
+    "1 while the client advisor's finding holds (docs/advisor.md); client_id is the client, or the first "
+    "suspect of a cluster-level finding (connection churn); group is the consumer group of group findings"
+)
 
 
 def finding_series(findings: Iterable[Finding]) -> list[tuple[str, ...]]:

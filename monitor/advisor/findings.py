@@ -51,7 +51,10 @@ class Thresholds:
     churn_max_lifetime_seconds: float = 300.0  # with connections living on average less than this
     nameless_min_connections: float = 1.0  # connections without a software name held on average over the window
     min_versions: tuple[tuple[str, str], ...] = (
-        ("apache-kafka-java", "2.8.0"), ("librdkafka", "1.9.0"), ("confluent-kafka-python", "1.9.0"))
+        ("apache-kafka-java", "2.8.0"),
+        ("librdkafka", "1.9.0"),
+        ("confluent-kafka-python", "1.9.0"),
+    )
     churn_suspect_share: float = 0.002  # a churn suspect uses at least 0.2% of a thread (idle consumers use less)
     top_suspects: int = 3
     # Cost rules judge a client only once it has been seen for (nearly) the whole window: its cost is an average over
@@ -153,52 +156,87 @@ def _key(c: ClientSample) -> str:
 # What each per-client finding reads, its likely cause and the settings to change (docs/advisor.md has the sources).
 ADVICE: dict[FindingKind, tuple[tuple[str, ...], str, str]] = {
     FindingKind.POOR_BATCHING: (
-        (M["client_request_time"], M["client_produce_rate"], "kafka_topic_messages_in_total",
-         "kafka_topic_produce_requests_total"),
+        (
+            M["client_request_time"],
+            M["client_produce_rate"],
+            "kafka_topic_messages_in_total",
+            "kafka_topic_produce_requests_total",
+        ),
         "the producer sends many small produce requests: linger.ms=0 and/or a small batch.size, so every few records "
         "cost a whole request on the broker's network and request-handler threads",
         "linger.ms=5..50 (Java < 4.0 and librdkafka < 2.x default 0), batch.size>=65536 (librdkafka: batch.size and "
-        "batch.num.messages), compression.type=lz4 or zstd; share one producer per process"),
+        "batch.num.messages), compression.type=lz4 or zstd; share one producer per process",
+    ),
     FindingKind.POLLING_TOO_OFTEN: (
         (M["client_request_time"], M["client_fetch_rate"]),
         "the consumer's fetches come back (nearly) empty and are sent again at once: fetch.min.bytes=1 with a short "
         "fetch wait, so the broker answers many small or empty fetches",
         "fetch.min.bytes=1024..65536 with fetch.max.wait.ms=500 (librdkafka: fetch.wait.max.ms=500, fetch.min.bytes); "
-        "do not call poll in a tight loop with a zero timeout on a new consumer"),
+        "do not call poll in a tight loop with a zero timeout on a new consumer",
+    ),
     FindingKind.SLOW_CONSUMER_LOOP: (
-        ("kafka_client_telemetry_consumer_poll_idle_ratio_avg", M["group_member_info"], M["group_lag"],
-         M["group_lag_seconds"], M["group_committed_offset"]),
+        (
+            "kafka_client_telemetry_consumer_poll_idle_ratio_avg",
+            M["group_member_info"],
+            M["group_lag"],
+            M["group_lag_seconds"],
+            M["group_committed_offset"],
+        ),
         "the consumer's application is its bottleneck: it spends nearly all its time processing records between "
         "polls, not waiting for them, so it falls behind when records come faster, and a batch that takes longer than "
         "max.poll.interval.ms makes the group rebalance",
         "process faster, or hand the records to a worker pool and commit only what it finished; max.poll.records "
         "lower (e.g. 50-100: librdkafka's consumers take fewer messages per call) so one batch ends well inside "
         "max.poll.interval.ms; max.poll.interval.ms above the longest batch's processing time; more consumers in "
-        "the group, with at least as many partitions (a group uses one consumer per partition at most)"),
+        "the group, with at least as many partitions (a group uses one consumer per partition at most)",
+    ),
     FindingKind.REQUEST_STORM: (
-        (M["client_request_time"], M["client_request_throttle"], "kafka_broker_request_errors_total",
-         "kafka_broker_requests_total"),
+        (
+            M["client_request_time"],
+            M["client_request_throttle"],
+            "kafka_broker_request_errors_total",
+            "kafka_broker_requests_total",
+        ),
         "the client retries failing requests (or reconnects) without backing off, using a large share of a broker "
         "thread while requests fail or are throttled",
         "retry.backoff.ms>=100 with retry.backoff.max.ms=1000 (exponential, KIP-580), reconnect.backoff.ms>=50 and "
-        "reconnect.backoff.max.ms=1000; fix the error the retries hit"),
+        "reconnect.backoff.max.ms=1000; fix the error the retries hit",
+    ),
     FindingKind.THROTTLED_BY_QUOTA: (
         (M["client_produce_throttle"], M["client_fetch_throttle"], M["client_request_throttle"]),
         "the client exceeds its quota; the broker delays its responses",
         "lower the client's rate, or raise its quota: kafka-configs --alter --entity-type clients --entity-name "
         "<client_id> (or users) --add-config producer_byte_rate=|consumer_byte_rate=|request_percentage= (and the "
-        "tenant's contract)"),
+        "tenant's contract)",
+    ),
 }
 
 
-def _finding(kind: FindingKind, c, evidence: dict, severity: FindingSeverity = FindingSeverity.WARNING,
-             cause: str | None = None, basis: str = "", metrics: tuple[str, ...] | None = None) -> Finding:
+def _finding(
+    kind: FindingKind,
+    c,
+    evidence: dict,
+    severity: FindingSeverity = FindingSeverity.WARNING,
+    cause: str | None = None,
+    basis: str = "",
+    metrics: tuple[str, ...] | None = None,
+) -> Finding:
     """A per-client finding; ``c`` is a ``ClientSample`` or a ``TelemetrySample`` (both name cluster, tenant,
     client)."""
     default_metrics, default_cause, fix = ADVICE[kind]
-    return Finding(kind=kind, severity=severity, cluster=c.cluster, tenant=c.tenant, client_id=c.client_id,
-                   user=c.user, evidence=evidence, metrics=metrics or default_metrics, cause=cause or default_cause,
-                   fix=fix, basis=basis)
+    return Finding(
+        kind=kind,
+        severity=severity,
+        cluster=c.cluster,
+        tenant=c.tenant,
+        client_id=c.client_id,
+        user=c.user,
+        evidence=evidence,
+        metrics=metrics or default_metrics,
+        cause=cause or default_cause,
+        fix=fix,
+        basis=basis,
+    )
 
 
 def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]) -> list:
@@ -218,8 +256,11 @@ def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[
 
 
 def _records_per_request(topics: Iterable[TopicSample]) -> dict[str, float]:
-    return {tp.topic: tp.messages_per_second / tp.produce_requests_per_second
-            for tp in topics if tp.produce_requests_per_second > 0}
+    return {
+        tp.topic: tp.messages_per_second / tp.produce_requests_per_second
+        for tp in topics
+        if tp.produce_requests_per_second > 0
+    }
 
 
 def _cost_now_and_at(share: float | None, requests_per_second: float | None, factor: float) -> dict:
@@ -229,35 +270,54 @@ def _cost_now_and_at(share: float | None, requests_per_second: float | None, fac
     if share is None:
         return {"thread_share_now": None, f"thread_share_at_{factor:g}x": None}
     per_request = share / requests_per_second if requests_per_second else None
-    return {"thread_share_now": round(share, 4),
-            "thread_ms_per_request": round(per_request * 1000, 4) if per_request is not None else None,
-            f"thread_share_at_{factor:g}x": round(share * factor, 4)}
+    return {
+        "thread_share_now": round(share, 4),
+        "thread_ms_per_request": round(per_request * 1000, 4) if per_request is not None else None,
+        f"thread_share_at_{factor:g}x": round(share * factor, 4),
+    }
 
 
 def _cost_sentence(ev: dict, factor: float) -> str:
     now, then = ev.get("thread_share_now"), ev.get(f"thread_share_at_{factor:g}x")
     if now is None:
         return ""
-    return (f"; at this rate its requests cost {now * 100:.1f}% of a broker thread (measured), at {factor:g}x the "
-            f"rate with the same batching {then * 100:.1f}%, on threads every tenant of the broker shares")
+    return (
+        f"; at this rate its requests cost {now * 100:.1f}% of a broker thread (measured), at {factor:g}x the "
+        f"rate with the same batching {then * 100:.1f}%, on threads every tenant of the broker shares"
+    )
 
 
-def _batching_finding(c, evidence: dict, basis: str, t: Thresholds, cause: str,
-                      suspects: tuple[str, ...] = (), material: bool = True) -> Finding:
+def _batching_finding(
+    c, evidence: dict, basis: str, t: Thresholds, cause: str, suspects: tuple[str, ...] = (), material: bool = True
+) -> Finding:
     """A named poor-batching finding; below the material cost it is advice for its own tenant (info)."""
     evidence = {**evidence, "basis": basis}
     metrics = {"client_telemetry": TELEMETRY_BATCHING_METRICS, "topic_records_per_request": TOPIC_BATCHING_METRICS}
-    f = _finding(FindingKind.POOR_BATCHING, c, evidence, cause=cause + _cost_sentence(evidence, t.projection_factor),
-                 basis=basis, metrics=metrics.get(basis),
-                 severity=FindingSeverity.WARNING if material else FindingSeverity.INFO)
+    f = _finding(
+        FindingKind.POOR_BATCHING,
+        c,
+        evidence,
+        cause=cause + _cost_sentence(evidence, t.projection_factor),
+        basis=basis,
+        metrics=metrics.get(basis),
+        severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
+    )
     return dataclasses.replace(f, suspects=suspects, material=material)
 
 
-TELEMETRY_BATCHING_METRICS = ("kafka_client_telemetry_producer_records_per_request_avg",
-                              "kafka_client_telemetry_producer_batch_size_avg_bytes",
-                              "kafka_client_telemetry_producer_request_rate", M["client_request_time"])
-TOPIC_BATCHING_METRICS = ("kafka_topic_messages_in_total", "kafka_topic_produce_requests_total",
-                          "kafka_topic_bytes_in_total", M["client_request_time"], M["client_produce_rate"])
+TELEMETRY_BATCHING_METRICS = (
+    "kafka_client_telemetry_producer_records_per_request_avg",
+    "kafka_client_telemetry_producer_batch_size_avg_bytes",
+    "kafka_client_telemetry_producer_request_rate",
+    M["client_request_time"],
+)
+TOPIC_BATCHING_METRICS = (
+    "kafka_topic_messages_in_total",
+    "kafka_topic_produce_requests_total",
+    "kafka_topic_bytes_in_total",
+    M["client_request_time"],
+    M["client_produce_rate"],
+)
 
 
 def _quota_sample_finder(clients: Iterable[ClientSample]) -> Callable[[TelemetrySample], ClientSample | None]:
@@ -274,6 +334,7 @@ def _quota_sample_finder(clients: Iterable[ClientSample]) -> Callable[[Telemetry
         if hit is None and len(by_id.get(tm.client_id, ())) == 1:
             hit = by_id[tm.client_id][0]
         return hit
+
     return find
 
 
@@ -286,8 +347,13 @@ class TopicBlame:
     candidates: tuple[str, ...]
 
 
-def blame_topic(mine: list[ClientSample], costs: dict[str, float], norms: dict[str, float], t: Thresholds,
-                topic_bytes_per_second: float = 0.0) -> TopicBlame:
+def blame_topic(
+    mine: list[ClientSample],
+    costs: dict[str, float],
+    norms: dict[str, float],
+    t: Thresholds,
+    topic_bytes_per_second: float = 0.0,
+) -> TopicBlame:
     """Kafka counts records and produce requests per topic, not per client, so the topic's figures name nobody. A
     producer of the tenant is named only on its own figures, seen for (nearly) the whole window
     (``min_seen_share``), in one of two ways:
@@ -303,12 +369,21 @@ def blame_topic(mine: list[ClientSample], costs: dict[str, float], norms: dict[s
     Otherwise nobody is named: a well-batching producer of the tenant is not the culprit because it is the costliest
     one known, and a producer whose sensors are new (or not there yet) is a candidate, never excluded. Pure."""
     seasoned = [c for c in mine if c.seen_share >= t.min_seen_share]
-    own = [c for c in seasoned if costs[_key(c)] >= t.min_seconds_per_mib
-           and _key(c) in norms and costs[_key(c)] >= t.cost_factor * norms[_key(c)]]
-    if (not own and len(mine) == 1 and costs[_key(mine[0])] >= t.min_seconds_per_mib
-            and mine[0].produce_bytes_per_second >= t.lone_producer_bytes_share * topic_bytes_per_second):
+    own = [
+        c
+        for c in seasoned
+        if costs[_key(c)] >= t.min_seconds_per_mib
+        and _key(c) in norms
+        and costs[_key(c)] >= t.cost_factor * norms[_key(c)]
+    ]
+    if (
+        not own
+        and len(mine) == 1
+        and costs[_key(mine[0])] >= t.min_seconds_per_mib
+        and mine[0].produce_bytes_per_second >= t.lone_producer_bytes_share * topic_bytes_per_second
+    ):
         own = mine  # its own bytes are the topic's, and it pays for them in thread time: a newcomer too
-    named = tuple(sorted(own, key=lambda c: -costs[_key(c)])[:t.top_suspects])
+    named = tuple(sorted(own, key=lambda c: -costs[_key(c)])[: t.top_suspects])
     candidates = tuple(sorted({c.client_id for c in mine}))
     return TopicBlame(named=named, candidates=candidates)
 
@@ -344,16 +419,24 @@ class _BatchingView:
         return cls(s, producers, costs, norms, rpr, statistics.median(rpr.values()) if rpr else None)
 
     def common(self, c: ClientSample | None) -> dict:
-        ev: dict = {"tenant_topics_records_per_request": {
-            tp.topic: round(self.rpr[tp.topic], 2) for tp in self.s.topics
-            if c is not None and tp.tenant == c.tenant and tp.topic in self.rpr},
-            "cluster_median_records_per_request": round(self.cluster_rpr, 2) if self.cluster_rpr else None}
+        ev: dict = {
+            "tenant_topics_records_per_request": {
+                tp.topic: round(self.rpr[tp.topic], 2)
+                for tp in self.s.topics
+                if c is not None and tp.tenant == c.tenant and tp.topic in self.rpr
+            },
+            "cluster_median_records_per_request": round(self.cluster_rpr, 2) if self.cluster_rpr else None,
+        }
         if c is not None and _key(c) in self.costs:
             norm = self.norms.get(_key(c))
-            ev.update({"thread_seconds_per_mib": round(self.costs[_key(c)], 4),
-                       "cluster_norm_seconds_per_mib": round(norm, 4) if norm is not None else None,
-                       "request_time_ratio": round(c.request_time_ratio, 4),
-                       "produce_bytes_per_second": round(c.produce_bytes_per_second, 1)})
+            ev.update(
+                {
+                    "thread_seconds_per_mib": round(self.costs[_key(c)], 4),
+                    "cluster_norm_seconds_per_mib": round(norm, 4) if norm is not None else None,
+                    "request_time_ratio": round(c.request_time_ratio, 4),
+                    "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
+                }
+            )
         return ev
 
 
@@ -389,19 +472,30 @@ def _batching_by_telemetry(view: _BatchingView, t: Thresholds, judged: set[tuple
         if c is not None:
             judged.add((c.user, tm.client_id))
         rate = tm.produce_request_rate or 0.0
-        if (tm.records_per_request > t.telemetry_max_records_per_request
-                or rate < t.telemetry_min_requests_per_second):
+        if tm.records_per_request > t.telemetry_max_records_per_request or rate < t.telemetry_min_requests_per_second:
             continue
-        ev = {**view.common(c), "records_per_request": round(tm.records_per_request, 2),
-              "batch_size_avg_bytes": round(tm.batch_size_avg_bytes, 1) if tm.batch_size_avg_bytes is not None
-              else None, "produce_requests_per_second": round(rate, 1),
-              "client_software": f"{tm.software_name} {tm.software_version}".strip(),
-              **_cost_now_and_at(c.request_time_ratio if c else None, rate, t.projection_factor)}
-        out.append(_batching_finding(tm, ev, "client_telemetry", t, cause=(
-            f"the producer itself reports {tm.records_per_request:.2f} records per produce request at {rate:.0f} "
-            "requests/s (client telemetry): linger.ms=0 and/or a small batch.size, so every record or two costs a "
-            "whole request on the brokers' network and request-handler threads"),
-            material=batching_material(c.request_time_ratio if c else None, rate, t)))
+        ev = {
+            **view.common(c),
+            "records_per_request": round(tm.records_per_request, 2),
+            "batch_size_avg_bytes": round(tm.batch_size_avg_bytes, 1) if tm.batch_size_avg_bytes is not None else None,
+            "produce_requests_per_second": round(rate, 1),
+            "client_software": f"{tm.software_name} {tm.software_version}".strip(),
+            **_cost_now_and_at(c.request_time_ratio if c else None, rate, t.projection_factor),
+        }
+        out.append(
+            _batching_finding(
+                tm,
+                ev,
+                "client_telemetry",
+                t,
+                cause=(
+                    f"the producer itself reports {tm.records_per_request:.2f} records per produce request at "
+                    f"{rate:.0f} requests/s (client telemetry): linger.ms=0 and/or a small batch.size, so every "
+                    "record or two costs a whole request on the brokers' network and request-handler threads"
+                ),
+                material=batching_material(c.request_time_ratio if c else None, rate, t),
+            )
+        )
     return out
 
 
@@ -409,17 +503,27 @@ def _poor_topics(s: Snapshot, rpr: dict[str, float], t: Thresholds) -> dict[str,
     """Per tenant, its topics with few records per produce request at a worthwhile request rate."""
     tenants: dict[str, list[TopicSample]] = {}
     for tp in s.topics:
-        if tp.tenant and tp.topic in rpr and (
-                (rpr[tp.topic] <= t.batching_max_records_per_request
-                 and tp.produce_requests_per_second >= t.batching_min_requests_per_second)
-                or (rpr[tp.topic] <= t.batching_single_max_records_per_request
-                    and tp.produce_requests_per_second >= t.batching_single_min_requests_per_second)):
+        if (
+            tp.tenant
+            and tp.topic in rpr
+            and (
+                (
+                    rpr[tp.topic] <= t.batching_max_records_per_request
+                    and tp.produce_requests_per_second >= t.batching_min_requests_per_second
+                )
+                or (
+                    rpr[tp.topic] <= t.batching_single_max_records_per_request
+                    and tp.produce_requests_per_second >= t.batching_single_min_requests_per_second
+                )
+            )
+        ):
             tenants.setdefault(tp.tenant, []).append(tp)
     return tenants
 
 
-def _batching_by_topic(view: _BatchingView, t: Thresholds, judged: set[tuple[str, str]],
-                       so_far: list[Finding]) -> list[Finding]:
+def _batching_by_topic(
+    view: _BatchingView, t: Thresholds, judged: set[tuple[str, str]], so_far: list[Finding]
+) -> list[Finding]:
     s, rpr, out = view.s, view.rpr, []
     for tenant, poor in sorted(_poor_topics(s, rpr, t).items()):
         if any(f.tenant == tenant for f in so_far):
@@ -431,38 +535,75 @@ def _batching_by_topic(view: _BatchingView, t: Thresholds, judged: set[tuple[str
         if not mine and any(tm.tenant == tenant and tm.records_per_request is not None for tm in s.telemetry):
             continue  # every producer of the tenant is cleared by its own telemetry
         blame = blame_topic(mine, view.costs, view.norms, t, topic_bytes_per_second=byts)
-        base = {"poor_topics": {tp.topic: {"records_per_request": round(rpr[tp.topic], 2),
-                                           "produce_requests_per_second": round(tp.produce_requests_per_second, 1),
-                                           "bytes_per_request": round(
-                                               tp.bytes_per_second / tp.produce_requests_per_second, 1)}
-                                for tp in poor},
-                "records_per_request": round(msgs / reqs, 2), "bytes_per_request": round(byts / reqs, 1),
-                "produce_requests_per_second": round(reqs, 1)}
-        cause = (f"tenant {tenant}'s topics {', '.join(sorted(tp.topic for tp in poor))} carry {msgs / reqs:.2f} "
-                 f"records per produce request at {reqs:.0f} requests/s (brokers' per-topic counts): a producer with "
-                 "linger.ms=0 and/or a small batch.size sends every record or two as a whole request")
+        base = {
+            "poor_topics": {
+                tp.topic: {
+                    "records_per_request": round(rpr[tp.topic], 2),
+                    "produce_requests_per_second": round(tp.produce_requests_per_second, 1),
+                    "bytes_per_request": round(tp.bytes_per_second / tp.produce_requests_per_second, 1),
+                }
+                for tp in poor
+            },
+            "records_per_request": round(msgs / reqs, 2),
+            "bytes_per_request": round(byts / reqs, 1),
+            "produce_requests_per_second": round(reqs, 1),
+        }
+        cause = (
+            f"tenant {tenant}'s topics {', '.join(sorted(tp.topic for tp in poor))} carry {msgs / reqs:.2f} "
+            f"records per produce request at {reqs:.0f} requests/s (brokers' per-topic counts): a producer with "
+            "linger.ms=0 and/or a small batch.size sends every record or two as a whole request"
+        )
         if not blame.named:
             share = sum(c.request_time_ratio for c in mine) if mine else None
             material = batching_material(share, reqs, t)  # the topic's requests: the culprit may have no sensor yet
-            out.append(Finding(
-                kind=FindingKind.POOR_BATCHING, cluster=s.cluster.cluster, tenant=tenant, client_id="", user="",
-                candidates=blame.candidates, severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
-                evidence={**base, "basis": "topic_records_per_request", "client_identified": False,
-                          "candidates": list(blame.candidates)},
-                metrics=TOPIC_BATCHING_METRICS, fix=ADVICE[FindingKind.POOR_BATCHING][2],
-                cause=cause + "; which client sends them is not identified yet (Kafka counts requests per topic; "
-                      f"candidates: {', '.join(blame.candidates) or 'clients not seen yet'})",
-                basis="topic_records_per_request", material=material))
+            out.append(
+                Finding(
+                    kind=FindingKind.POOR_BATCHING,
+                    cluster=s.cluster.cluster,
+                    tenant=tenant,
+                    client_id="",
+                    user="",
+                    candidates=blame.candidates,
+                    severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
+                    evidence={
+                        **base,
+                        "basis": "topic_records_per_request",
+                        "client_identified": False,
+                        "candidates": list(blame.candidates),
+                    },
+                    metrics=TOPIC_BATCHING_METRICS,
+                    fix=ADVICE[FindingKind.POOR_BATCHING][2],
+                    cause=cause + "; which client sends them is not identified yet (Kafka counts requests per topic; "
+                    f"candidates: {', '.join(blame.candidates) or 'clients not seen yet'})",
+                    basis="topic_records_per_request",
+                    material=material,
+                )
+            )
             continue
         names = tuple(c.client_id for c in blame.named)
         share = sum(c.request_time_ratio for c in blame.named)
         for c in blame.named:
-            ev = {**view.common(c), **base, "client_identified": True,
-                  **_cost_now_and_at(c.request_time_ratio, reqs * c.request_time_ratio / share
-                                     if share else None, t.projection_factor)}
-            out.append(_batching_finding(c, ev, "topic_records_per_request", t, cause, suspects=names,
-                                         material=batching_material(c.request_time_ratio, reqs * c.request_time_ratio
-                                                                    / share if share else reqs, t)))
+            ev = {
+                **view.common(c),
+                **base,
+                "client_identified": True,
+                **_cost_now_and_at(
+                    c.request_time_ratio, reqs * c.request_time_ratio / share if share else None, t.projection_factor
+                ),
+            }
+            out.append(
+                _batching_finding(
+                    c,
+                    ev,
+                    "topic_records_per_request",
+                    t,
+                    cause,
+                    suspects=names,
+                    material=batching_material(
+                        c.request_time_ratio, reqs * c.request_time_ratio / share if share else reqs, t
+                    ),
+                )
+            )
     return out
 
 
@@ -471,14 +612,25 @@ def _batching_by_thread_time(view: _BatchingView, t: Thresholds, skip: set[tuple
     for c, cost, norm in _costly(view.producers, t, lambda c: c.produce_bytes_per_second):
         if (c.user, c.client_id) in skip:
             continue
-        ev = {**view.common(c), "times_the_norm": round(cost / norm, 1) if norm else None,
-              **_cost_now_and_at(c.request_time_ratio, None, t.projection_factor)}
+        ev = {
+            **view.common(c),
+            "times_the_norm": round(cost / norm, 1) if norm else None,
+            **_cost_now_and_at(c.request_time_ratio, None, t.projection_factor),
+        }
         ev["cluster_norm_seconds_per_mib"] = round(norm, 4)
         # Relative thread time is the weakest evidence: it pages only from a quarter of a thread (storm_thread_share);
         # on a starved machine a well-batching kafkajs producer (a send() of 20 records every 100 ms) read 5 % once
-        out.append(_batching_finding(c, ev, "thread_time_per_mib", t, ADVICE[FindingKind.POOR_BATCHING][1] + (
-            f" (its broker thread time per MiB is {cost / norm:.1f}x the cluster's norm)" if norm else ""),
-            material=c.request_time_ratio >= t.storm_thread_share))
+        out.append(
+            _batching_finding(
+                c,
+                ev,
+                "thread_time_per_mib",
+                t,
+                ADVICE[FindingKind.POOR_BATCHING][1]
+                + (f" (its broker thread time per MiB is {cost / norm:.1f}x the cluster's norm)" if norm else ""),
+                material=c.request_time_ratio >= t.storm_thread_share,
+            )
+        )
     return out
 
 
@@ -506,35 +658,63 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
         judged.add((tm.user, tm.client_id))
         if sample_of(tm) is not None:
             judged.add((sample_of(tm).user, tm.client_id))
-        if (tm.poll_idle_ratio < t.telemetry_min_poll_idle_ratio
-                or tm.fetch_latency_seconds > t.telemetry_max_fetch_latency_seconds):
+        if (
+            tm.poll_idle_ratio < t.telemetry_min_poll_idle_ratio
+            or tm.fetch_latency_seconds > t.telemetry_max_fetch_latency_seconds
+        ):
             continue
         c = sample_of(tm)
         material = polling_material(c, t)
-        out.append(dataclasses.replace(_finding(
-            FindingKind.POLLING_TOO_OFTEN, tm, basis="client_telemetry",
-            severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
-            metrics=("kafka_client_telemetry_consumer_poll_idle_ratio_avg",
-                     "kafka_client_telemetry_consumer_fetch_latency_avg_seconds", M["client_request_time"]),
-            evidence={"basis": "client_telemetry", "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
-                      "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4),
-                      "client_software": f"{tm.software_name} {tm.software_version}".strip(),
-                      **_cost_now_and_at(c.request_time_ratio if c else None, None, t.projection_factor)},
-            cause=f"the consumer itself reports waiting in poll() {tm.poll_idle_ratio:.0%} of the time while its "
-                  f"fetches return after {tm.fetch_latency_seconds * 1000:.0f} ms (client telemetry): the broker "
-                  "answers each fetch at once with little or nothing (fetch.min.bytes=1, a short fetch wait), so "
-                  "the consumer sends many small fetches for the data it gets"), material=material))
-    consumers = [c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0
-                 and (c.user, c.client_id) not in judged]
+        out.append(
+            dataclasses.replace(
+                _finding(
+                    FindingKind.POLLING_TOO_OFTEN,
+                    tm,
+                    basis="client_telemetry",
+                    severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
+                    metrics=(
+                        "kafka_client_telemetry_consumer_poll_idle_ratio_avg",
+                        "kafka_client_telemetry_consumer_fetch_latency_avg_seconds",
+                        M["client_request_time"],
+                    ),
+                    evidence={
+                        "basis": "client_telemetry",
+                        "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
+                        "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4),
+                        "client_software": f"{tm.software_name} {tm.software_version}".strip(),
+                        **_cost_now_and_at(c.request_time_ratio if c else None, None, t.projection_factor),
+                    },
+                    cause=f"the consumer itself reports waiting in poll() {tm.poll_idle_ratio:.0%} of the time "
+                    f"while its fetches return after {tm.fetch_latency_seconds * 1000:.0f} ms (client telemetry): "
+                    "the broker answers each fetch at once with little or nothing (fetch.min.bytes=1, a short "
+                    "fetch wait), so the consumer sends many small fetches for the data it gets",
+                ),
+                material=material,
+            )
+        )
+    consumers = [
+        c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0 and (c.user, c.client_id) not in judged
+    ]
     for c, cost, norm in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
         material = polling_material(c, t)
-        out.append(dataclasses.replace(_finding(
-            FindingKind.POLLING_TOO_OFTEN, c, basis="thread_time_per_mib",
-            severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
-            evidence={"basis": "thread_time_per_mib", "thread_seconds_per_mib": round(cost, 4),
-                      "cluster_norm_seconds_per_mib": round(norm, 4),
-                      "request_time_ratio": round(c.request_time_ratio, 4),
-                      "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1)}), material=material))
+        out.append(
+            dataclasses.replace(
+                _finding(
+                    FindingKind.POLLING_TOO_OFTEN,
+                    c,
+                    basis="thread_time_per_mib",
+                    severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
+                    evidence={
+                        "basis": "thread_time_per_mib",
+                        "thread_seconds_per_mib": round(cost, 4),
+                        "cluster_norm_seconds_per_mib": round(norm, 4),
+                        "request_time_ratio": round(c.request_time_ratio, 4),
+                        "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
+                    },
+                ),
+                material=material,
+            )
+        )
     return out
 
 
@@ -551,8 +731,11 @@ def slow_consumer_loop(s: Snapshot, t: Thresholds) -> list[Finding]:
     for tm in s.telemetry:
         if tm.poll_idle_ratio is None or tm.poll_idle_ratio > t.slow_loop_max_poll_idle_ratio:
             continue
-        mine = [g for g in s.groups if tm.client_id and tm.client_id in g.client_ids and g.tenant == tm.tenant
-                and g.lag_records is not None]
+        mine = [
+            g
+            for g in s.groups
+            if tm.client_id and tm.client_id in g.client_ids and g.tenant == tm.tenant and g.lag_records is not None
+        ]
         c = sample_of(tm)
         fetched = c.fetch_bytes_per_second if c is not None and c.fetch_seen else None
         if mine:
@@ -564,30 +747,51 @@ def slow_consumer_loop(s: Snapshot, t: Thresholds) -> list[Finding]:
         else:
             behind = []
         growing = [g for g in behind if (g.lag_change_records or 0.0) > 0]
-        groups = {g.group: {
-            "lag_records": round(g.lag_records, 1),
-            "lag_change_records_per_second": round(g.lag_change_records / g.window_seconds, 2)
-            if g.lag_change_records is not None and g.window_seconds else None,
-            "lag_seconds": round(g.lag_seconds, 1) if g.lag_seconds is not None else None,
-            "committed_records_per_second": round(g.committed_records_per_second, 2)
-            if g.committed_records_per_second is not None else None} for g in behind}
-        where = (f"; its group{'s' if len(behind) > 1 else ''} {', '.join(sorted(groups))} "
-                 f"{'are' if len(behind) > 1 else 'is'} {sum(g.lag_records for g in behind):.0f} records behind"
-                 + (", and the lag grew over the window" if growing else "")) if behind else (
-            f"; it fetches {fetched:.0f} bytes/s")
-        out.append(_finding(
-            FindingKind.SLOW_CONSUMER_LOOP, tm, basis="client_telemetry",
-            severity=FindingSeverity.WARNING if growing else FindingSeverity.INFO,
-            evidence={"basis": "client_telemetry", "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
-                      "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4)
-                      if tm.fetch_latency_seconds is not None else None,
-                      "client_software": f"{tm.software_name} {tm.software_version}".strip(),
-                      "groups": groups, "falling_behind": bool(growing),
-                      "fetch_bytes_per_second": round(fetched, 1) if fetched is not None else None},
-            cause=f"the consumer itself reports waiting in poll() only {tm.poll_idle_ratio:.0%} of the time (client "
-                  "telemetry): its application spends the rest processing records between polls, so it, not the "
-                  f"brokers, sets the pace{where}. Records arriving faster than it processes them pile up as lag, "
-                  "and a batch taking longer than max.poll.interval.ms makes its group rebalance"))
+        groups = {
+            g.group: {
+                "lag_records": round(g.lag_records, 1),
+                "lag_change_records_per_second": round(g.lag_change_records / g.window_seconds, 2)
+                if g.lag_change_records is not None and g.window_seconds
+                else None,
+                "lag_seconds": round(g.lag_seconds, 1) if g.lag_seconds is not None else None,
+                "committed_records_per_second": round(g.committed_records_per_second, 2)
+                if g.committed_records_per_second is not None
+                else None,
+            }
+            for g in behind
+        }
+        where = (
+            (
+                f"; its group{'s' if len(behind) > 1 else ''} {', '.join(sorted(groups))} "
+                f"{'are' if len(behind) > 1 else 'is'} {sum(g.lag_records for g in behind):.0f} records behind"
+                + (", and the lag grew over the window" if growing else "")
+            )
+            if behind
+            else (f"; it fetches {fetched:.0f} bytes/s")
+        )
+        out.append(
+            _finding(
+                FindingKind.SLOW_CONSUMER_LOOP,
+                tm,
+                basis="client_telemetry",
+                severity=FindingSeverity.WARNING if growing else FindingSeverity.INFO,
+                evidence={
+                    "basis": "client_telemetry",
+                    "poll_idle_ratio": round(tm.poll_idle_ratio, 3),
+                    "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4)
+                    if tm.fetch_latency_seconds is not None
+                    else None,
+                    "client_software": f"{tm.software_name} {tm.software_version}".strip(),
+                    "groups": groups,
+                    "falling_behind": bool(growing),
+                    "fetch_bytes_per_second": round(fetched, 1) if fetched is not None else None,
+                },
+                cause=f"the consumer itself reports waiting in poll() only {tm.poll_idle_ratio:.0%} of the time "
+                "(client telemetry): its application spends the rest processing records between polls, so it, not the "
+                f"brokers, sets the pace{where}. Records arriving faster than it processes them pile up as lag, "
+                "and a batch taking longer than max.poll.interval.ms makes its group rebalance",
+            )
+        )
     return out
 
 
@@ -598,8 +802,9 @@ def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
     a quarter of a thread or busy for nothing."""
     cl = s.cluster
     error_ratio = cl.errors_per_second / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
-    if error_ratio < t.storm_error_ratio and not any(c.request_throttle_seconds >= t.throttle_seconds
-                                                     for c in s.clients):
+    if error_ratio < t.storm_error_ratio and not any(
+        c.request_throttle_seconds >= t.throttle_seconds for c in s.clients
+    ):
         return []
     top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
     out = []
@@ -612,31 +817,52 @@ def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
         busy_for_nothing = not c.fetch_seen and c.bytes_per_second < t.storm_max_bytes_per_second
         if c.request_time_ratio < t.storm_thread_share and not busy_for_nothing:
             continue
-        out.append(_finding(
-            FindingKind.REQUEST_STORM, c,
-            evidence={"request_time_ratio": round(c.request_time_ratio, 4),
-                      "request_throttle_seconds": round(c.request_throttle_seconds, 4),
-                      "bytes_per_second": round(c.bytes_per_second, 1),
-                      "thread_seconds_per_mib": round(cost, 4), "cluster_norm_seconds_per_mib": round(norm, 4),
-                      "cluster_error_ratio": round(error_ratio, 4),
-                      "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()}}))
+        out.append(
+            _finding(
+                FindingKind.REQUEST_STORM,
+                c,
+                evidence={
+                    "request_time_ratio": round(c.request_time_ratio, 4),
+                    "request_throttle_seconds": round(c.request_throttle_seconds, 4),
+                    "bytes_per_second": round(c.bytes_per_second, 1),
+                    "thread_seconds_per_mib": round(cost, 4),
+                    "cluster_norm_seconds_per_mib": round(norm, 4),
+                    "cluster_error_ratio": round(error_ratio, 4),
+                    "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()},
+                },
+            )
+        )
     return out
 
 
 def throttled_by_quota(s: Snapshot, t: Thresholds) -> list[Finding]:
     out = []
     for c in s.clients:
-        quotas = {name: v for name, v in (("produce", c.produce_throttle_seconds), ("fetch", c.fetch_throttle_seconds),
-                                          ("request", c.request_throttle_seconds)) if v >= t.throttle_seconds}
+        quotas = {
+            name: v
+            for name, v in (
+                ("produce", c.produce_throttle_seconds),
+                ("fetch", c.fetch_throttle_seconds),
+                ("request", c.request_throttle_seconds),
+            )
+            if v >= t.throttle_seconds
+        }
         if not quotas:
             continue
-        out.append(_finding(
-            FindingKind.THROTTLED_BY_QUOTA, c, severity=FindingSeverity.INFO,
-            evidence={"throttle_seconds_by_quota": {k: round(v, 4) for k, v in quotas.items()},
-                      "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
-                      "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
-                      "request_time_ratio": round(c.request_time_ratio, 4)},
-            cause=f"the client exceeds its {', '.join(quotas)} quota; the broker delays its responses"))
+        out.append(
+            _finding(
+                FindingKind.THROTTLED_BY_QUOTA,
+                c,
+                severity=FindingSeverity.INFO,
+                evidence={
+                    "throttle_seconds_by_quota": {k: round(v, 4) for k, v in quotas.items()},
+                    "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
+                    "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
+                    "request_time_ratio": round(c.request_time_ratio, 4),
+                },
+                cause=f"the client exceeds its {', '.join(quotas)} quota; the broker delays its responses",
+            )
+        )
     return out
 
 
@@ -646,18 +872,30 @@ def frequent_rebalances(s: Snapshot, t: Thresholds) -> list[Finding]:
         if g.member_changes < t.rebalance_changes and g.rebalancing_share < t.rebalancing_share:
             continue
         per_hour = g.member_changes * 3600 / g.window_seconds if g.window_seconds else None
-        out.append(Finding(
-            kind=FindingKind.FREQUENT_REBALANCES, severity=FindingSeverity.WARNING, cluster=g.cluster, tenant=g.tenant,
-            client_id="", user="", group=g.group,
-            evidence={"member_changes": g.member_changes, "member_changes_per_hour": round(per_hour, 1)
-                      if per_hour is not None else None, "rebalancing_share": round(g.rebalancing_share, 3),
-                      "members": g.members, "window_seconds": g.window_seconds},
-            metrics=(M["group_members"], "kafka_consumergroup_state"),
-            cause="members join and leave the group again and again: consumers created per batch or job, "
-                  "processing longer than max.poll.interval.ms, or missed heartbeats (session.timeout.ms)",
-            fix="keep consumers long-lived; group.instance.id=<stable id> (static membership, KIP-345); "
+        out.append(
+            Finding(
+                kind=FindingKind.FREQUENT_REBALANCES,
+                severity=FindingSeverity.WARNING,
+                cluster=g.cluster,
+                tenant=g.tenant,
+                client_id="",
+                user="",
+                group=g.group,
+                evidence={
+                    "member_changes": g.member_changes,
+                    "member_changes_per_hour": round(per_hour, 1) if per_hour is not None else None,
+                    "rebalancing_share": round(g.rebalancing_share, 3),
+                    "members": g.members,
+                    "window_seconds": g.window_seconds,
+                },
+                metrics=(M["group_members"], "kafka_consumergroup_state"),
+                cause="members join and leave the group again and again: consumers created per batch or job, "
+                "processing longer than max.poll.interval.ms, or missed heartbeats (session.timeout.ms)",
+                fix="keep consumers long-lived; group.instance.id=<stable id> (static membership, KIP-345); "
                 "partition.assignment.strategy=cooperative-sticky (KIP-429) or group.protocol=consumer (KIP-848); "
-                "max.poll.interval.ms above the longest processing time, session.timeout.ms=45000"))
+                "max.poll.interval.ms above the longest processing time, session.timeout.ms=45000",
+            )
+        )
     return out
 
 
@@ -681,27 +919,48 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
         apis = deprecated.get((name, version), {})
         if not old and not apis:
             continue
-        evidence = {"client_software_name": name, "client_software_version": version,
-                    "connections": connections.get((name, version), 0.0), "minimum_version": mins.get(name)}
+        evidence = {
+            "client_software_name": name,
+            "client_software_version": version,
+            "connections": connections.get((name, version), 0.0),
+            "minimum_version": mins.get(name),
+        }
         metrics, causes, fixes = [], [], []
         if old:
             metrics.append(M["client_connections"])
-            causes.append("client software older than the supported minimum: known bugs, old protocol versions "
-                          "that Kafka 4.0 removed (KIP-896), down-conversion cost on the brokers")
+            causes.append(
+                "client software older than the supported minimum: known bugs, old protocol versions "
+                "that Kafka 4.0 removed (KIP-896), down-conversion cost on the brokers"
+            )
             fixes.append(f"upgrade {name} to {mins[name]} or later")
         if apis:
             metrics.append("kafka_broker_deprecated_requests_total")
             evidence["deprecated_requests_per_second_by_api"] = {k: round(v, 3) for k, v in sorted(apis.items())}
-            causes.append("the client sends requests in API versions this Kafka deprecated (KIP-896): the next major "
-                          "Kafka release refuses them, and the client stops working after that upgrade")
+            causes.append(
+                "the client sends requests in API versions this Kafka deprecated (KIP-896): the next major "
+                "Kafka release refuses them, and the client stops working after that upgrade"
+            )
             if not old:
-                fixes.append(f"upgrade {name} to a release that speaks the current API versions (Java 2.1+, "
-                             "librdkafka 1.0+; KIP-896 lists the minimum per API); a client that skips ApiVersions "
-                             "(api.version.request=false, broker.version.fallback) must stop doing so")
-        out.append(Finding(
-            kind=FindingKind.OUTDATED_CLIENT, severity=FindingSeverity.WARNING, cluster=s.cluster.cluster,
-            tenant=s.whole_cluster_tenant, client_id="", user="", evidence=evidence, metrics=tuple(metrics),
-            cause="; ".join(causes), fix="; ".join(fixes), basis="client_software"))
+                fixes.append(
+                    f"upgrade {name} to a release that speaks the current API versions (Java 2.1+, "
+                    "librdkafka 1.0+; KIP-896 lists the minimum per API); a client that skips ApiVersions "
+                    "(api.version.request=false, broker.version.fallback) must stop doing so"
+                )
+        out.append(
+            Finding(
+                kind=FindingKind.OUTDATED_CLIENT,
+                severity=FindingSeverity.WARNING,
+                cluster=s.cluster.cluster,
+                tenant=s.whole_cluster_tenant,
+                client_id="",
+                user="",
+                evidence=evidence,
+                metrics=tuple(metrics),
+                cause="; ".join(causes),
+                fix="; ".join(fixes),
+                basis="client_software",
+            )
+        )
     if s.cluster.nameless_connections >= t.nameless_min_connections:
         out.append(unknown_software(s, t))
     return out
@@ -712,7 +971,8 @@ NAMELESS_POSSIBILITIES = (
     "a Java client (kafka-clients) older than 2.4",
     "a librdkafka-based client older than 1.4, or one with api.version.request=false",
     "a client that does not implement KIP-511: kafkajs (every release to 2.2.4), older sarama releases, "
-    "and other hand-written protocol clients")
+    "and other hand-written protocol clients",
+)
 
 
 def unknown_software(s: Snapshot, t: Thresholds) -> Finding:
@@ -720,18 +980,29 @@ def unknown_software(s: Snapshot, t: Thresholds) -> Finding:
     current clients (kafkajs) send no name either. Whether such a client is outdated is ``outdated_clients``' business,
     on evidence of age (deprecated request versions, KIP-896)."""
     return Finding(
-        kind=FindingKind.UNKNOWN_SOFTWARE, severity=FindingSeverity.INFO, cluster=s.cluster.cluster,
-        tenant=s.whole_cluster_tenant, client_id="", user="", basis="client_software",
-        evidence={"client_software_name": NAMELESS, "client_software_version": NAMELESS,
-                  "connections_held_on_average": round(s.cluster.nameless_connections, 2),
-                  "possibilities": list(NAMELESS_POSSIBILITIES), "outdated": None},
+        kind=FindingKind.UNKNOWN_SOFTWARE,
+        severity=FindingSeverity.INFO,
+        cluster=s.cluster.cluster,
+        tenant=s.whole_cluster_tenant,
+        client_id="",
+        user="",
+        basis="client_software",
+        evidence={
+            "client_software_name": NAMELESS,
+            "client_software_version": NAMELESS,
+            "connections_held_on_average": round(s.cluster.nameless_connections, 2),
+            "possibilities": list(NAMELESS_POSSIBILITIES),
+            "outdated": None,
+        },
         metrics=(M["client_connections"],),
-        cause="connections held by client software that sends no KIP-511 name (the brokers label them \"unknown\"): "
-              + "; or ".join(NAMELESS_POSSIBILITIES) + ". A missing name says nothing of the client's age: "
-              "an outdated one would also show requests in deprecated API versions (kafka_broker_deprecated_requests"
-              "_total, Kafka 3.7+), which this finding does not see",
+        cause='connections held by client software that sends no KIP-511 name (the brokers label them "unknown"): '
+        + "; or ".join(NAMELESS_POSSIBILITIES)
+        + ". A missing name says nothing of the client's age: "
+        "an outdated one would also show requests in deprecated API versions (kafka_broker_deprecated_requests"
+        "_total, Kafka 3.7+), which this finding does not see",
         fix="nothing to upgrade on this evidence; to tell these clients apart, give each a client.id and, where the "
-            "library supports it, client.software.name (Java 2.4+, librdkafka 1.4+)")
+        "library supports it, client.software.name (Java 2.4+, librdkafka 1.4+)",
+    )
 
 
 def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
@@ -746,8 +1017,14 @@ def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
     if lifetime > t.churn_max_lifetime_seconds:
         return []
     costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.bytes_per_second) for c in s.clients}
-    suspects = sorted((c for c in s.clients if c.request_time_ratio >= t.churn_suspect_share
-                       and costs[_key(c)] >= t.min_seconds_per_mib), key=lambda c: -costs[_key(c)])
+    suspects = sorted(
+        (
+            c
+            for c in s.clients
+            if c.request_time_ratio >= t.churn_suspect_share and costs[_key(c)] >= t.min_seconds_per_mib
+        ),
+        key=lambda c: -costs[_key(c)],
+    )
     by_tenant: dict[str | None, list[ClientSample]] = {None: suspects}
     for c in suspects:
         if c.tenant:
@@ -756,28 +1033,50 @@ def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:
         by_tenant.setdefault(s.whole_cluster_tenant, suspects)
     out = []
     for tenant, clients in by_tenant.items():
-        names = tuple(c.client_id for c in clients[:t.top_suspects])
-        out.append(Finding(
-            kind=FindingKind.CONNECTION_CHURN, severity=FindingSeverity.WARNING, cluster=cl.cluster, tenant=tenant,
-            client_id="", user="", suspects=names,  # correlation, not the client's own figures: no name
-            evidence={"new_connections_per_second": round(rate, 3), "open_connections": cl.open_connections,
-                      "mean_connection_lifetime_seconds": round(lifetime, 1),
-                      "suspects_thread_seconds_per_mib": {c.client_id: round(costs[_key(c)], 4)
-                                                          for c in clients[:t.top_suspects]}},
-            metrics=("kafka_broker_requests_total{request=\"ApiVersions\"}", M["client_connections"],
-                     M["client_request_time"]),
-            cause="clients open and close connections continually (a producer or consumer created per message or "
-                  "per request, or connections.max.idle.ms shorter than the gap between requests); every new "
-                  "connection costs the broker ApiVersions, Metadata and (with SASL/TLS) a handshake",
-            fix="create one producer/consumer per process and reuse it; reconnect.backoff.ms>=50, "
+        names = tuple(c.client_id for c in clients[: t.top_suspects])
+        out.append(
+            Finding(
+                kind=FindingKind.CONNECTION_CHURN,
+                severity=FindingSeverity.WARNING,
+                cluster=cl.cluster,
+                tenant=tenant,
+                client_id="",
+                user="",
+                suspects=names,  # correlation, not the client's own figures: no name
+                evidence={
+                    "new_connections_per_second": round(rate, 3),
+                    "open_connections": cl.open_connections,
+                    "mean_connection_lifetime_seconds": round(lifetime, 1),
+                    "suspects_thread_seconds_per_mib": {
+                        c.client_id: round(costs[_key(c)], 4) for c in clients[: t.top_suspects]
+                    },
+                },
+                metrics=(
+                    'kafka_broker_requests_total{request="ApiVersions"}',
+                    M["client_connections"],
+                    M["client_request_time"],
+                ),
+                cause="clients open and close connections continually (a producer or consumer created per message or "
+                "per request, or connections.max.idle.ms shorter than the gap between requests); every new "
+                "connection costs the broker ApiVersions, Metadata and (with SASL/TLS) a handshake",
+                fix="create one producer/consumer per process and reuse it; reconnect.backoff.ms>=50, "
                 "reconnect.backoff.max.ms=1000; connections.max.idle.ms above the client's request gap; "
-                "broker side: max.connection.creation.rate or a per-IP connection_creation_rate quota"))
+                "broker side: max.connection.creation.rate or a per-IP connection_creation_rate quota",
+            )
+        )
     return out
 
 
 RULES: tuple[Callable[[Snapshot, Thresholds], list[Finding]], ...] = (
-    poor_batching, request_storm, polling_too_often, frequent_rebalances, outdated_clients, throttled_by_quota,
-    connection_churn, slow_consumer_loop)
+    poor_batching,
+    request_storm,
+    polling_too_often,
+    frequent_rebalances,
+    outdated_clients,
+    throttled_by_quota,
+    connection_churn,
+    slow_consumer_loop,
+)
 
 
 def advise(snapshot: Snapshot, thresholds: Thresholds = Thresholds()) -> list[Finding]:

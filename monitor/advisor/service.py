@@ -100,7 +100,7 @@ class AnswerCache:
         now = self.clock()
         if len(self._answers) >= self.max_entries:
             self._answers = {k: v for k, v in self._answers.items() if v[0] > now}
-            for k in list(self._answers)[:len(self._answers) - self.max_entries + 1]:
+            for k in list(self._answers)[: len(self._answers) - self.max_entries + 1]:
                 del self._answers[k]
         self._answers[key] = (now + self.ttl, version, answer)
 
@@ -126,8 +126,15 @@ def clusters_of(tenant: TenantConfig) -> list[str]:
     return sorted(set(tenant.whole_clusters) | {s.cluster for s in tenant.selectors})
 
 
-def tenant_advice(*, source: Source, tenant: TenantConfig, tenants: Iterable[TenantConfig], now: datetime,
-                  window: str = "10m", thresholds: findings.Thresholds = findings.Thresholds()) -> dict:
+def tenant_advice(
+    *,
+    source: Source,
+    tenant: TenantConfig,
+    tenants: Iterable[TenantConfig],
+    now: datetime,
+    window: str = "10m",
+    thresholds: findings.Thresholds = findings.Thresholds(),
+) -> dict:
     """Findings for ``tenant`` on every cluster it is on. ``tenants`` (all of them) attribute clients, so a client
     of another tenant is never reported to this one."""
     tenants = tuple(tenants)
@@ -145,14 +152,26 @@ def tenant_advice(*, source: Source, tenant: TenantConfig, tenants: Iterable[Ten
             empty = [SNAPSHOT_INPUTS[k] for k, seen in snap.inputs_seen().items() if not seen]
             statuses.append(ClusterStatus(cluster, DataStatus.NO_DATA, _no_data(cluster, window, empty)))
         out.extend(findings.for_tenant(findings.advise(snap, thresholds), tenant.name))
-    return {"tenant": tenant.name, "as_of": now.isoformat(), "window": window,
-            "clusters": [s.as_json() for s in statuses], "findings": [f.as_json() for f in out]}
+    return {
+        "tenant": tenant.name,
+        "as_of": now.isoformat(),
+        "window": window,
+        "clusters": [s.as_json() for s in statuses],
+        "findings": [f.as_json() for f in out],
+    }
 
 
-def cluster_capacity(*, source: Source, cluster: str, tenants: Iterable[TenantConfig], now: datetime,
-                     only_tenant: str | None = None, window: str = "1h",
-                     limits: capacity.Limits = capacity.Limits(),
-                     scenario: capacity.Scenario = capacity.Scenario()) -> dict:
+def cluster_capacity(
+    *,
+    source: Source,
+    cluster: str,
+    tenants: Iterable[TenantConfig],
+    now: datetime,
+    only_tenant: str | None = None,
+    window: str = "1h",
+    limits: capacity.Limits = capacity.Limits(),
+    scenario: capacity.Scenario = capacity.Scenario(),
+) -> dict:
     """The plan for ``cluster`` (with ``scenario`` applied when given). ``only_tenant``: a tenant's view, its own
     row only, without cluster-wide totals that would describe other tenants' usage."""
     head = {"cluster": cluster, "as_of": now.isoformat(), "window": window}
@@ -202,8 +221,10 @@ def _figure(text: str, what: str, *, item: str, field: str) -> float:
     in_range = math.isfinite(x) and (x >= low if low_ok else x > low) and x <= high and (not whole or x.is_integer())
     if not in_range:
         kind = "a whole number" if whole else "a number"
-        raise Invalid(f"{what} in {item[:100]!r} must be {kind} {'>=' if low_ok else '>'} {low:.15g} and at most "
-                      f"{high:.15g}", field=field)
+        raise Invalid(
+            f"{what} in {item[:100]!r} must be {kind} {'>=' if low_ok else '>'} {low:.15g} and at most {high:.15g}",
+            field=field,
+        )
     return x
 
 
@@ -222,8 +243,12 @@ def parse_scenario(grow: Iterable[str] = (), add: Iterable[str] = ()) -> capacit
         name, sep, factor = item.partition(":")
         if not sep:
             raise Invalid(f"expected TENANT:FACTOR, got {item[:100]!r}", field="grow")
-        g.append((_name(name, item=item, field="grow", shape="TENANT:FACTOR"),
-                  _figure(factor, "factor", item=item, field="grow")))
+        g.append(
+            (
+                _name(name, item=item, field="grow", shape="TENANT:FACTOR"),
+                _figure(factor, "factor", item=item, field="grow"),
+            )
+        )
     a = []
     for item in add:
         parts = item.split(":")
@@ -233,6 +258,9 @@ def parse_scenario(grow: Iterable[str] = (), add: Iterable[str] = ()) -> capacit
         mb = _figure(parts[1], "MB/s", item=item, field="add")
         days = _figure(parts[2], "days", item=item, field="add")
         partitions = _figure(parts[3], "partitions", item=item, field="add") if len(parts) == 4 else 0.0
-        a.append(capacity.NewTenant(name=name, bytes_in_per_second=mb * 1e6, retention_seconds=days * capacity.DAY,
-                                    partitions=partitions))
+        a.append(
+            capacity.NewTenant(
+                name=name, bytes_in_per_second=mb * 1e6, retention_seconds=days * capacity.DAY, partitions=partitions
+            )
+        )
     return capacity.Scenario(grow=tuple(g), add=tuple(a))

@@ -79,8 +79,9 @@ class Reader:
 REQUEST_FIELDS = ("request_time_ratio", "request_throttle_seconds")
 
 
-def attribute_request_sensors(fields: dict[str, dict[tuple[str, ...], float]],
-                              first: dict[tuple[str, ...], float]) -> tuple[dict, dict]:
+def attribute_request_sensors(
+    fields: dict[str, dict[tuple[str, ...], float]], first: dict[tuple[str, ...], float]
+) -> tuple[dict, dict]:
     """Kafka tags a quota type's sensors with the entity its quota matched: with byte-rate quotas per user
     (``users/U/clients/<default>``, as ``tenants apply-quotas`` sets them) and the request quota only per client id
     (the default client quota), one client's byte rates come as (user=U, client_id=C) and its request time as
@@ -96,8 +97,12 @@ def attribute_request_sensors(fields: dict[str, dict[tuple[str, ...], float]],
             out[key] = combine(out[key], v) if key in out else v
         return out
 
-    fields = {f: moved(rows, max if f == "request_throttle_seconds" else (lambda a, b: a + b))
-              if f in REQUEST_FIELDS else rows for f, rows in fields.items()}
+    fields = {
+        f: moved(rows, max if f == "request_throttle_seconds" else (lambda a, b: a + b))
+        if f in REQUEST_FIELDS
+        else rows
+        for f, rows in fields.items()
+    }
     return fields, moved(first, min)
 
 
@@ -110,23 +115,37 @@ def read_telemetry(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tup
     fields: dict[str, dict[tuple[str, ...], float]] = {}
     for field, name in TELEMETRY_FIELDS.items():
         agg = "sum" if field in TELEMETRY_RATES else "avg"
-        fields[field] = r.by(f"{agg} by (user, client_id) (avg by ({inst}) "
-                             f"(avg_over_time({TELEMETRY}{name}{{{sel}}}[{w}])))", *cb)
+        fields[field] = r.by(
+            f"{agg} by (user, client_id) (avg by ({inst}) (avg_over_time({TELEMETRY}{name}{{{sel}}}[{w}])))", *cb
+        )
     software: dict[tuple[str, str], tuple[str, str]] = {}
-    for smp in r.q(f"max by (user, client_id, client_software_name, client_software_version) "
-                   f"(max_over_time({TELEMETRY}last_push_timestamp_seconds{{{sel}}}[{w}]))"):
+    for smp in r.q(
+        f"max by (user, client_id, client_software_name, client_software_version) "
+        f"(max_over_time({TELEMETRY}last_push_timestamp_seconds{{{sel}}}[{w}]))"
+    ):
         lb = smp.labels
-        software[(lb.get("user", ""), lb.get("client_id", ""))] = (lb.get("client_software_name", ""),
-                                                                  lb.get("client_software_version", ""))
+        software[(lb.get("user", ""), lb.get("client_id", ""))] = (
+            lb.get("client_software_name", ""),
+            lb.get("client_software_version", ""),
+        )
     keys = sorted({k for rows in fields.values() for k in rows} | set(software))
-    return tuple(TelemetrySample(
-        cluster=cluster, user=user, client_id=cid, tenant=index.for_client(cluster, client_id=cid, user=user),
-        software_name=software.get((user, cid), ("", ""))[0], software_version=software.get((user, cid), ("", ""))[1],
-        **{f: rows[(user, cid)] for f, rows in fields.items() if (user, cid) in rows}) for user, cid in keys)
+    return tuple(
+        TelemetrySample(
+            cluster=cluster,
+            user=user,
+            client_id=cid,
+            tenant=index.for_client(cluster, client_id=cid, user=user),
+            software_name=software.get((user, cid), ("", ""))[0],
+            software_version=software.get((user, cid), ("", ""))[1],
+            **{f: rows[(user, cid)] for f, rows in fields.items() if (user, cid) in rows},
+        )
+        for user, cid in keys
+    )
 
 
-def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime,
-                  window: str = "10m") -> Snapshot:
+def read_snapshot(
+    source: Source, *, cluster: str, tenants: Iterable[TenantConfig] | TenantIndex, now: datetime, window: str = "10m"
+) -> Snapshot:
     """Everything the advisor's rules read for one ``cluster`` over ``window`` before ``now``, one named step per
     input (``SNAPSHOT_INPUTS``): the clients' quota sensors, the topics' produce counts, the consumer groups, the
     client software (KIP-511, KIP-896), the cluster's request figures, and what clients pushed (KIP-714). Raises
@@ -134,11 +153,16 @@ def read_snapshot(source: Source, *, cluster: str, tenants: Iterable[TenantConfi
     r = Reader(source, now=now, window=window)
     index = tenants if isinstance(tenants, TenantIndex) else TenantIndex(tenants)
     sel = f'cluster="{cluster}"'
-    return Snapshot(cluster=_read_cluster(r, sel, cluster), clients=_read_clients(r, sel, cluster, index, now),
-                    topics=_read_topics(r, sel, cluster, index), groups=_read_groups(r, sel, cluster, index),
-                    software=_read_software(r, sel, cluster), deprecated=_read_deprecated(r, sel, cluster),
-                    telemetry=read_telemetry(r, sel, cluster, index),
-                    whole_cluster_tenant=index.for_topic(cluster, None))
+    return Snapshot(
+        cluster=_read_cluster(r, sel, cluster),
+        clients=_read_clients(r, sel, cluster, index, now),
+        topics=_read_topics(r, sel, cluster, index),
+        groups=_read_groups(r, sel, cluster, index),
+        software=_read_software(r, sel, cluster),
+        deprecated=_read_deprecated(r, sel, cluster),
+        telemetry=read_telemetry(r, sel, cluster, index),
+        whole_cluster_tenant=index.for_topic(cluster, None),
+    )
 
 
 def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex, now: datetime) -> tuple[ClientSample, ...]:
@@ -160,31 +184,50 @@ def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex, now: da
     # When each client was first seen inside the window: the earliest sample timestamp, by a subquery at a tenth of
     # the window (the lookback makes a client older than the window report a timestamp before its start).
     step = max(1, int(wsec // 10))
-    first = r.by(f"min by ({by_client}) (min_over_time(timestamp({M['client_request_time']}{{{sel}}})[{w}:{step}s]))",
-                 *cb)
+    first = r.by(
+        f"min by ({by_client}) (min_over_time(timestamp({M['client_request_time']}{{{sel}}})[{w}:{step}s]))", *cb
+    )
     fields, first = attribute_request_sensors(fields, first)
     keys = sorted({k for rows in fields.values() for k in rows})
     now_s = now.timestamp()
-    return tuple(ClientSample(
-        cluster=cluster, user=user, client_id=cid,
-        tenant=index.for_client(cluster, client_id=cid, user=user),
-        fetch_seen=(user, cid) in fields["fetch_bytes_per_second"],
-        seen_share=min(1.0, max(0.0, now_s - first[(user, cid)]) / wsec) if (user, cid) in first else 1.0,
-        **{f: rows.get((user, cid), 0.0) for f, rows in fields.items()}) for user, cid in keys)
+    return tuple(
+        ClientSample(
+            cluster=cluster,
+            user=user,
+            client_id=cid,
+            tenant=index.for_client(cluster, client_id=cid, user=user),
+            fetch_seen=(user, cid) in fields["fetch_bytes_per_second"],
+            seen_share=min(1.0, max(0.0, now_s - first[(user, cid)]) / wsec) if (user, cid) in first else 1.0,
+            **{f: rows.get((user, cid), 0.0) for f, rows in fields.items()},
+        )
+        for user, cid in keys
+    )
 
 
 def _read_topics(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[TopicSample, ...]:
     """Records, produce requests and bytes in per topic (BrokerTopicMetrics, summed over brokers); internal topics
     left out."""
+
     def per_topic(metric: str) -> dict[tuple[str, ...], float]:
         return r.by(f"sum by (topic) (rate({metric}{{{sel}}}[{r.window}]))", "topic")
 
-    msgs, reqs, byts = (per_topic(M["topic_messages_in"]), per_topic(M["topic_produce_requests"]),
-                        per_topic(M["topic_bytes_in"]))
-    return tuple(TopicSample(cluster=cluster, topic=t, tenant=index.for_topic(cluster, t),
-                             messages_per_second=msgs.get((t,), 0.0),
-                             produce_requests_per_second=reqs.get((t,), 0.0), bytes_per_second=byts.get((t,), 0.0))
-                 for (t,) in sorted(set(msgs) | set(reqs)) if not t.startswith("__"))
+    msgs, reqs, byts = (
+        per_topic(M["topic_messages_in"]),
+        per_topic(M["topic_produce_requests"]),
+        per_topic(M["topic_bytes_in"]),
+    )
+    return tuple(
+        TopicSample(
+            cluster=cluster,
+            topic=t,
+            tenant=index.for_topic(cluster, t),
+            messages_per_second=msgs.get((t,), 0.0),
+            produce_requests_per_second=reqs.get((t,), 0.0),
+            bytes_per_second=byts.get((t,), 0.0),
+        )
+        for (t,) in sorted(set(msgs) | set(reqs))
+        if not t.startswith("__")
+    )
 
 
 def _read_groups(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[GroupSample, ...]:
@@ -194,30 +237,49 @@ def _read_groups(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple
     members = r.by(f"max by (group) ({M['group_members']}{{{sel}}})", "group")
     changes = r.by(f"max by (group) (changes({M['group_members']}{{{sel}}}[{w}]))", "group")
     samples = r.by(f"max by (group) (count_over_time({M['group_members']}{{{sel}}}[{w}]))", "group")
-    rebal = r.by(f'sum by (group) (sum_over_time({M["group_state"]}{{{sel},state=~"{REBALANCING_STATES}"}}'
-                 f"[{w}]))", "group")
+    rebal = r.by(
+        f'sum by (group) (sum_over_time({M["group_state"]}{{{sel},state=~"{REBALANCING_STATES}"}}[{w}]))', "group"
+    )
     member_ids: dict[str, set[str]] = {}
-    for g, cid in r.by(f"max by (group, client_id) (max_over_time({M['group_member_info']}{{{sel}}}[{w}]))",
-                       "group", "client_id"):
+    for g, cid in r.by(
+        f"max by (group, client_id) (max_over_time({M['group_member_info']}{{{sel}}}[{w}]))", "group", "client_id"
+    ):
         member_ids.setdefault(g, set()).add(cid)
     lag = r.by(f"sum by (group) ({M['group_lag']}{{{sel}}})", "group")
     lag_change = r.by(f"sum by (group) (delta({M['group_lag']}{{{sel}}}[{w}]))", "group")
     lag_seconds = r.by(f"max by (group) ({M['group_lag_seconds']}{{{sel}}})", "group")
     committed = r.by(f"sum by (group) (rate({M['group_committed_offset']}{{{sel}}}[{w}]))", "group")
-    return tuple(GroupSample(cluster=cluster, group=g, tenant=index.for_group(cluster, g), members=members[(g,)],
-                             member_changes=changes.get((g,), 0.0),
-                             rebalancing_share=rebal.get((g,), 0.0) / samples[(g,)] if samples.get((g,)) else 0.0,
-                             window_seconds=wsec, client_ids=tuple(sorted(member_ids.get(g, ()))),
-                             lag_records=lag.get((g,)), lag_change_records=lag_change.get((g,)),
-                             lag_seconds=lag_seconds.get((g,)), committed_records_per_second=committed.get((g,)))
-                 for (g,) in sorted(members))
+    return tuple(
+        GroupSample(
+            cluster=cluster,
+            group=g,
+            tenant=index.for_group(cluster, g),
+            members=members[(g,)],
+            member_changes=changes.get((g,), 0.0),
+            rebalancing_share=rebal.get((g,), 0.0) / samples[(g,)] if samples.get((g,)) else 0.0,
+            window_seconds=wsec,
+            client_ids=tuple(sorted(member_ids.get(g, ()))),
+            lag_records=lag.get((g,)),
+            lag_change_records=lag_change.get((g,)),
+            lag_seconds=lag_seconds.get((g,)),
+            committed_records_per_second=committed.get((g,)),
+        )
+        for (g,) in sorted(members)
+    )
 
 
 def _read_software(r: Reader, sel: str, cluster: str) -> tuple[SoftwareSample, ...]:
     """Open connections by client software name and version (KIP-511), summed over brokers."""
-    return tuple(SoftwareSample(cluster=cluster, name=n, version=v, connections=c) for (n, v), c in sorted(r.by(
-        f"sum by (client_software_name, client_software_version) ({M['client_connections']}{{{sel}}})",
-        "client_software_name", "client_software_version").items()))
+    return tuple(
+        SoftwareSample(cluster=cluster, name=n, version=v, connections=c)
+        for (n, v), c in sorted(
+            r.by(
+                f"sum by (client_software_name, client_software_version) ({M['client_connections']}{{{sel}}})",
+                "client_software_name",
+                "client_software_version",
+            ).items()
+        )
+    )
 
 
 def _read_deprecated(r: Reader, sel: str, cluster: str) -> tuple[DeprecatedSample, ...]:
@@ -225,9 +287,13 @@ def _read_deprecated(r: Reader, sel: str, cluster: str) -> tuple[DeprecatedSampl
     sw_labels = ("client_software_name", "client_software_version", "request", "api_version")
     return tuple(
         DeprecatedSample(cluster=cluster, name=n, version=v, request=req, api_version=api, requests_per_second=rps)
-        for (n, v, req, api), rps in sorted(r.by(
-            f"sum by ({', '.join(sw_labels)}) (rate({M['deprecated_requests']}{{{sel}}}[{r.window}]))",
-            *sw_labels).items()) if rps > 0)
+        for (n, v, req, api), rps in sorted(
+            r.by(
+                f"sum by ({', '.join(sw_labels)}) (rate({M['deprecated_requests']}{{{sel}}}[{r.window}]))", *sw_labels
+            ).items()
+        )
+        if rps > 0
+    )
 
 
 def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
@@ -235,7 +301,8 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
     w, wsec = r.window, parse_duration(r.window)
     errors = r.by(f'sum by (request) (rate({M["request_errors"]}{{{sel},error!="NONE"}}[{w}]))', "request")
     return ClusterSample(
-        cluster=cluster, window_seconds=wsec,
+        cluster=cluster,
+        window_seconds=wsec,
         requests_per_second=r.scalar(f"sum(rate({M['requests']}{{{sel}}}[{w}]))"),
         errors_per_second=sum(errors.values()),
         # Every client connection starts with ApiVersions (KIP-35/KIP-511), so its rate is the rate of new
@@ -245,15 +312,27 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
         # Averaged over the window with its gaps as zero (a subquery over "sum or 0"): a connection that lived a
         # moment before its ApiVersions named its software must not count as one held all along.
         # Less the other brokers' replica fetchers' connections, nameless too (monitor/core/clients.py).
-        nameless_connections=max(0.0, r.scalar(
-            f"avg_over_time((sum({M['client_connections']}{{{sel},client_software_name=\"unknown\"}}) or vector(0))"
-            f"[{w}:{max(1, int(wsec // 20))}s])") - replica_fetch_connections_in_cluster(
-            r.scalar(f"count({M['broker_up']}{{{sel}}} == 1)"))),
-        errors_by_request={k[0]: v for k, v in errors.items() if v > 0})
+        nameless_connections=max(
+            0.0,
+            r.scalar(
+                f'avg_over_time((sum({M["client_connections"]}{{{sel},client_software_name="unknown"}}) or vector(0))'
+                f"[{w}:{max(1, int(wsec // 20))}s])"
+            )
+            - replica_fetch_connections_in_cluster(r.scalar(f"count({M['broker_up']}{{{sel}}} == 1)")),
+        ),
+        errors_by_request={k[0]: v for k, v in errors.items() if v > 0},
+    )
 
 
-def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig], now: datetime,
-               window: str = "1h", limits: Limits = Limits()) -> ClusterUsage:
+def read_usage(
+    source: Source,
+    *,
+    cluster: str,
+    tenants: Iterable[TenantConfig],
+    now: datetime,
+    window: str = "1h",
+    limits: Limits = Limits(),
+) -> ClusterUsage:
     """Observed usage over ``window``: ingress as the window's average rate, threads at the window's lowest idle."""
     tenants = tuple(tenants)
     r = Reader(source, now=now, window=window)
@@ -271,11 +350,19 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
     handler = r.by(f"min by (broker) (min_over_time({M['request_handler_idle']}{{{sel}}}[{w}]))", "broker")
     network = r.by(f"min by (broker) (min_over_time({M['network_processor_idle']}{{{sel}}}[{w}]))", "broker")
     ids = sorted(set(size) | set(parts) | set(handler), key=lambda k: (len(k[0]), k[0]))
-    brokers = tuple(BrokerUsage(broker=b, disk_size_bytes=size.get((b,), 0.0), disk_avail_bytes=avail.get((b,), 0.0),
-                                partitions=parts.get((b,), 0.0), leaders=leaders.get((b,), 0.0),
-                                handler_idle_at_peak=handler.get((b,)), network_idle_at_peak=network.get((b,)),
-                                disks=tuple(disks.get(b, ())))
-                    for (b,) in ids)
+    brokers = tuple(
+        BrokerUsage(
+            broker=b,
+            disk_size_bytes=size.get((b,), 0.0),
+            disk_avail_bytes=avail.get((b,), 0.0),
+            partitions=parts.get((b,), 0.0),
+            leaders=leaders.get((b,), 0.0),
+            handler_idle_at_peak=handler.get((b,)),
+            network_idle_at_peak=network.get((b,)),
+            disks=tuple(disks.get(b, ())),
+        )
+        for (b,) in ids
+    )
 
     bytes_in = r.by(f"sum by (topic) (rate({M['topic_bytes_in']}{{{sel}}}[{w}]))", "topic")
     stored = r.by(f"sum by (topic) ({M['topic_size']}{{{sel}}})", "topic")
@@ -300,14 +387,26 @@ def read_usage(source: Source, *, cluster: str, tenants: Iterable[TenantConfig],
     for t in on_cluster:
         a = acc.get(t.name, [0.0, 0.0, 0.0, 0.0])
         c = t.contract
-        usages.append(TenantUsage(
-            tenant=t.name, bytes_in_per_second=a[0], stored_bytes=a[1],
-            retention_seconds=c.retention_hours * 3600 if c.retention_hours else limits.default_retention_seconds,
-            budget_bytes=float(c.storage_budget_bytes) if c.storage_budget_bytes else None, partitions=a[2],
-            replication_factor=a[3] / a[2] if a[2] else None))
+        usages.append(
+            TenantUsage(
+                tenant=t.name,
+                bytes_in_per_second=a[0],
+                stored_bytes=a[1],
+                retention_seconds=c.retention_hours * 3600 if c.retention_hours else limits.default_retention_seconds,
+                budget_bytes=float(c.storage_budget_bytes) if c.storage_budget_bytes else None,
+                partitions=a[2],
+                replication_factor=a[3] / a[2] if a[2] else None,
+            )
+        )
     other = acc.get(None, [0.0, 0.0, 0.0, 0.0])
-    return ClusterUsage(cluster=cluster, brokers=brokers, tenants=tuple(usages), replication_factor=rf,
-                        other_bytes_in_per_second=other[0], other_stored_bytes=other[1])
+    return ClusterUsage(
+        cluster=cluster,
+        brokers=brokers,
+        tenants=tuple(usages),
+        replication_factor=rf,
+        other_bytes_in_per_second=other[0],
+        other_stored_bytes=other[1],
+    )
 
 
 # Labels that name the filesystem itself (the host collector exports `device`, "major:minor" of st_dev; `mountpoint`
@@ -324,9 +423,16 @@ def read_log_dir_disks(r: Reader, sel: str) -> dict[str, list[LogDirDisk]]:
     for s in r.q(f"max by ({by}) ({M['fs_size']}{{{sel}}})"):
         labels = s.labels
         device = next((labels[k] for k in DEVICE_LABELS if labels.get(k)), "")
-        out.setdefault(labels.get("broker", ""), []).append(LogDirDisk(
-            broker=labels.get("broker", ""), path=labels.get("path", ""), host=labels.get("host", ""),
-            size_bytes=s.value, avail_bytes=avail.get(_dir_key(labels), 0.0), device=device))
+        out.setdefault(labels.get("broker", ""), []).append(
+            LogDirDisk(
+                broker=labels.get("broker", ""),
+                path=labels.get("path", ""),
+                host=labels.get("host", ""),
+                size_bytes=s.value,
+                avail_bytes=avail.get(_dir_key(labels), 0.0),
+                device=device,
+            )
+        )
     return out
 
 

@@ -25,8 +25,9 @@ class FindingKind(str, Enum):
 # Findings whose cost is paid by every tenant of the broker (shared request-handler and network threads), not
 # only by the client's own tenant: these are the ones worth an alert (KafkaClientHurtsOtherTenants), and only when
 # the finding measured a material cost (``Finding.material``; the thresholds are in monitor.advisor.findings).
-HURTS_OTHERS = frozenset({FindingKind.POOR_BATCHING, FindingKind.REQUEST_STORM, FindingKind.POLLING_TOO_OFTEN,
-                          FindingKind.CONNECTION_CHURN})
+HURTS_OTHERS = frozenset(
+    {FindingKind.POOR_BATCHING, FindingKind.REQUEST_STORM, FindingKind.POLLING_TOO_OFTEN, FindingKind.CONNECTION_CHURN}
+)
 
 
 class FindingSeverity(str, Enum):
@@ -199,10 +200,19 @@ class Snapshot:
         figures are rates the query sums, so "no series" and "all zero" look alike; a live broker always serves some
         requests (the collectors' own among them), so zero is read as none."""
         c = self.cluster
-        return {"brokers": bool(c.requests_per_second > 0 or c.new_connections_per_second > 0
-                                or c.open_connections > 0 or c.errors_by_request or self.software or self.deprecated),
-                "clients": bool(self.clients or self.telemetry), "topics": bool(self.topics),
-                "groups": bool(self.groups)}
+        return {
+            "brokers": bool(
+                c.requests_per_second > 0
+                or c.new_connections_per_second > 0
+                or c.open_connections > 0
+                or c.errors_by_request
+                or self.software
+                or self.deprecated
+            ),
+            "clients": bool(self.clients or self.telemetry),
+            "topics": bool(self.topics),
+            "groups": bool(self.groups),
+        }
 
     @property
     def has_broker_data(self) -> bool:
@@ -243,8 +253,21 @@ class Finding:
         return self.kind in HURTS_OTHERS and self.material
 
     def as_json(self) -> dict:
-        return {"kind": self.kind.value, "severity": self.severity.value, "cluster": self.cluster,
-                "tenant": self.tenant, "client_id": self.client_id, "user": self.user, "group": self.group,
-                "evidence": self.evidence, "metrics": list(self.metrics), "cause": self.cause, "fix": self.fix,
-                "suspects": list(self.suspects), "hurts_other_tenants": self.hurts_other_tenants,
-                "basis": self.basis, "candidates": list(self.candidates), "material": self.material}
+        return {
+            "kind": self.kind.value,
+            "severity": self.severity.value,
+            "cluster": self.cluster,
+            "tenant": self.tenant,
+            "client_id": self.client_id,
+            "user": self.user,
+            "group": self.group,
+            "evidence": self.evidence,
+            "metrics": list(self.metrics),
+            "cause": self.cause,
+            "fix": self.fix,
+            "suspects": list(self.suspects),
+            "hurts_other_tenants": self.hurts_other_tenants,
+            "basis": self.basis,
+            "candidates": list(self.candidates),
+            "material": self.material,
+        }

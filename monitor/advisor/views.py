@@ -65,14 +65,22 @@ class FindingRead(OpenModel):
     cause: str
     fix: str = Field(description="the concrete setting(s) to change")
     suspects: list[str] = Field(description="clients that may cause a cluster-level finding (correlation)")
-    hurts_other_tenants: bool = Field(description="the client's measured cost on shared broker threads is material: "
-                                      "the finding pages (KafkaClientHurtsOtherTenants); otherwise advice only")
-    candidates: list[str] = Field([], description="a tenant-and-topic finding whose culprit is not identified yet: "
-                                  "the tenant's clients that may cause it (not a name)")
+    hurts_other_tenants: bool = Field(
+        description="the client's measured cost on shared broker threads is material: "
+        "the finding pages (KafkaClientHurtsOtherTenants); otherwise advice only"
+    )
+    candidates: list[str] = Field(
+        [],
+        description="a tenant-and-topic finding whose culprit is not identified yet: "
+        "the tenant's clients that may cause it (not a name)",
+    )
     material: bool = True
-    basis: str = Field("", description="what the finding rests on, best first: client_telemetry (what the client "
-                       "pushed, KIP-714), topic_records_per_request (brokers' per-topic counts), thread_time_per_mib "
-                       "(request time relative to the cluster's other clients), client_software (KIP-511/KIP-896)")
+    basis: str = Field(
+        "",
+        description="what the finding rests on, best first: client_telemetry (what the client "
+        "pushed, KIP-714), topic_records_per_request (brokers' per-topic counts), thread_time_per_mib "
+        "(request time relative to the cluster's other clients), client_software (KIP-511/KIP-896)",
+    )
 
 
 class TenantAdvice(OpenModel):
@@ -130,8 +138,10 @@ class ClusterPlanRead(PlanRead):
     network_headroom: Number | None
     brokers_needed: dict[str, int] = Field(description="brokers each constraint needs (absent: input missing)")
     brokers_required: int = Field(description="the largest of brokers_needed")
-    missing: dict[str, str] = Field(default_factory=dict, description=(
-        "inputs with no series, and what could therefore not be computed (those figures are null)"))
+    missing: dict[str, str] = Field(
+        default_factory=dict,
+        description=("inputs with no series, and what could therefore not be computed (those figures are null)"),
+    )
     limits: dict[str, Number]
     scenario: ScenarioRead
 
@@ -177,12 +187,21 @@ def _advice(store: Store, config: Config, name: str, now, window: str, costly: C
         source.inner.close()
 
 
-@router.get("/tenants/{tenant}/advice", response_model=TenantAdvice, operation_id="getTenantAdvice",
-            summary="What this tenant's clients should change, with evidence")
+@router.get(
+    "/tenants/{tenant}/advice",
+    response_model=TenantAdvice,
+    operation_id="getTenantAdvice",
+    summary="What this tenant's clients should change, with evidence",
+)
 async def tenant_advice(
-    name: TenantName, request: Request, config: AppConfig, now: Now, costly: CostlyWork,
-    window: Annotated[str, Query(pattern=WINDOW, description=(
-        f"look-back window, e.g. 10m; at most {service.ADVICE_MAX_WINDOW}"))] = "10m",
+    name: TenantName,
+    request: Request,
+    config: AppConfig,
+    now: Now,
+    costly: CostlyWork,
+    window: Annotated[
+        str, Query(pattern=WINDOW, description=(f"look-back window, e.g. 10m; at most {service.ADVICE_MAX_WINDOW}"))
+    ] = "10m",
 ) -> dict:
     """The client advisor's findings for the tenant's own clients over the window: each names the client, what
     its configuration costs the brokers (small batches, aggressive polling, ...), the metrics that show it, the
@@ -204,8 +223,9 @@ async def tenant_advice(
     return answer
 
 
-def _capacity(store: Store, config: Config, principal: Principal, cluster: str, now, window: str,
-              scenario, costly: Costly) -> dict:
+def _capacity(
+    store: Store, config: Config, principal: Principal, cluster: str, now, window: str, scenario, costly: Costly
+) -> dict:
     with store.session() as s:
         own = cluster_scope(s, principal, cluster)
         tenants = tenant_service.get_all_configs(db_session=s)
@@ -217,28 +237,52 @@ def _capacity(store: Store, config: Config, principal: Principal, cluster: str, 
             raise Invalid(f"no tenant {name!r} on this cluster", field="grow")
     source = _deadline_source(config, costly)
     try:
-        return service.cluster_capacity(source=source, cluster=cluster, tenants=tenants, now=now,
-                                        only_tenant=own.name if own is not None else None, window=window,
-                                        scenario=scenario)
+        return service.cluster_capacity(
+            source=source,
+            cluster=cluster,
+            tenants=tenants,
+            now=now,
+            only_tenant=own.name if own is not None else None,
+            window=window,
+            scenario=scenario,
+        )
     finally:
         source.inner.close()
 
 
 # exclude_unset: a field with a default (plan.missing) is answered only when the service sets it, so the answer is the
 # service's dict exactly.
-@router.get("/clusters/{cluster}/capacity", response_model=ClusterCapacity, response_model_exclude_unset=True,
-            operation_id="getClusterCapacity",
-            summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if")
+@router.get(
+    "/clusters/{cluster}/capacity",
+    response_model=ClusterCapacity,
+    response_model_exclude_unset=True,
+    operation_id="getClusterCapacity",
+    summary="Capacity plan: storage per tenant, time to full, partitions, thread headroom; what-if",
+)
 async def cluster_capacity(
-    cluster: ClusterName, request: Request, principal: CurrentPrincipal, config: AppConfig, now: Now,
+    cluster: ClusterName,
+    request: Request,
+    principal: CurrentPrincipal,
+    config: AppConfig,
+    now: Now,
     costly: CostlyWork,
-    grow: Annotated[list[str] | None, Query(max_length=20, description=(
-        "what-if TENANT:FACTOR, e.g. shop:3 (factor > 0, at most 1000)"))] = None,
-    add: Annotated[list[str] | None, Query(max_length=20, description=(
-        "what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS] (MB/s at most 100000, days at most 3650, "
-        "partitions a whole number at most 1000000)"))] = None,
-    window: Annotated[str, Query(pattern=WINDOW, description=(
-        f"look-back window, e.g. 1h; at most {service.CAPACITY_MAX_WINDOW}"))] = "1h",
+    grow: Annotated[
+        list[str] | None,
+        Query(max_length=20, description=("what-if TENANT:FACTOR, e.g. shop:3 (factor > 0, at most 1000)")),
+    ] = None,
+    add: Annotated[
+        list[str] | None,
+        Query(
+            max_length=20,
+            description=(
+                "what-if new tenant NAME:MB_PER_S:DAYS[:PARTITIONS] (MB/s at most 100000, days at most 3650, "
+                "partitions a whole number at most 1000000)"
+            ),
+        ),
+    ] = None,
+    window: Annotated[
+        str, Query(pattern=WINDOW, description=(f"look-back window, e.g. 1h; at most {service.CAPACITY_MAX_WINDOW}"))
+    ] = "1h",
 ) -> dict:
     """The cluster's capacity plan from its recent growth: storage per tenant and time until the disks are full,
     partitions per broker, request and network thread headroom; with `grow` and `add`, the same for a what-if
@@ -247,7 +291,8 @@ async def cluster_capacity(
     service.check_window(window, most=service.CAPACITY_MAX_WINDOW)
     scenario = service.parse_scenario(grow or (), add or ())  # refused before any work
     try:
-        return await costly.run(_capacity, request.app.state.store, config, principal, cluster, now, window,
-                                scenario, costly)
+        return await costly.run(
+            _capacity, request.app.state.store, config, principal, cluster, now, window, scenario, costly
+        )
     except service.DeadlineExceeded:
         raise costly.deadline_passed() from None

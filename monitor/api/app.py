@@ -55,15 +55,22 @@ def _openapi(app: FastAPI):
     def build() -> dict:
         if app.openapi_schema:
             return app.openapi_schema
-        schema = get_openapi(title=app.title, version=app.version, routes=app.routes,
-                             description="kafka-health REST API. See docs/api.md.")
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            routes=app.routes,
+            description="kafka-health REST API. See docs/api.md.",
+        )
         components = schema.setdefault("components", {})
         components.setdefault("securitySchemes", {})["bearer"] = {"type": "http", "scheme": "bearer"}
         schemas = components.setdefault("schemas", {})
         for model in ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")["$defs"].items():
             schemas.setdefault(*model)
-        schemas["ErrorBody"] = {k: v for k, v in ErrorBody.model_json_schema(
-            ref_template="#/components/schemas/{model}").items() if k != "$defs"}
+        schemas["ErrorBody"] = {
+            k: v
+            for k, v in ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}").items()
+            if k != "$defs"
+        }
         error_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
         for path, ops in schema.get("paths", {}).items():
             if not path.startswith("/api/"):
@@ -104,11 +111,14 @@ def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_serv
     app.state.config = config
     app.state.store = store
     with store.session() as s:
-        result = tenant_service.sync_config(db_session=s, config=config, now=utc_now(),
-                                            origin=origin, by="serve")
+        result = tenant_service.sync_config(db_session=s, config=config, now=utc_now(), origin=origin, by="serve")
     if result.added or result.updated or result.removed:
-        log.info("config tenants synced: added %s, updated %s, removed %s",
-                 list(result.added), list(result.updated), list(result.removed))
+        log.info(
+            "config tenants synced: added %s, updated %s, removed %s",
+            list(result.added),
+            list(result.updated),
+            list(result.removed),
+        )
     install_error_handlers(app)
     # What this server may remember of tokens and answers, and until when (see monitor.health.watch). The watch runs
     # while the app does; without it nothing is remembered and every request reads the store.
@@ -117,8 +127,10 @@ def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_serv
     app.state.health_memo = AnswerMemo()
     app.include_router(APIRouter(lifespan=_running(watch)))  # merged into the app's lifespan, whatever it is
     limiter = TokenBuckets(rate=config.service.api_rate_limit_per_second, burst=config.service.api_rate_limit_burst)
-    failures = (FailureLimit(rate=FAILURES_PER_ADDRESS["rate"], burst=config.service.auth_failure_burst_per_address),
-                FailureLimit(**FAILURES_PER_TOKEN_ID))
+    failures = (
+        FailureLimit(rate=FAILURES_PER_ADDRESS["rate"], burst=config.service.auth_failure_burst_per_address),
+        FailureLimit(**FAILURES_PER_TOKEN_ID),
+    )
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch, failures=failures)
     app.add_middleware(BodyLimitMiddleware, max_bytes=MAX_BODY_BYTES)  # added last: runs first, before auth
     for router in [*DOMAIN_ROUTERS, *tenant_routers(), *health_routers()]:

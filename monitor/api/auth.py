@@ -72,14 +72,30 @@ class Known:
 
 
 class AuthMiddleware:
-    def __init__(self, app: ASGIApp, *, store: Store, limiter: TokenBuckets, watch: StoreWatch,
-                 prefix: tuple[str, ...] = PROTECTED, clock: Callable[[], float] = time.monotonic,
-                 failures: tuple[FailureLimit, FailureLimit] | None = None):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        store: Store,
+        limiter: TokenBuckets,
+        watch: StoreWatch,
+        prefix: tuple[str, ...] = PROTECTED,
+        clock: Callable[[], float] = time.monotonic,
+        failures: tuple[FailureLimit, FailureLimit] | None = None,
+    ):
         self.app, self.store, self.limiter, self.watch, self.prefix, self.clock = (
-            app, store, limiter, watch, prefix, clock)
+            app,
+            store,
+            limiter,
+            watch,
+            prefix,
+            clock,
+        )
         # A fresh pair per middleware (each app, each test) unless given.
-        self.per_address, self.per_token_id = failures or (FailureLimit(**FAILURES_PER_ADDRESS),
-                                                           FailureLimit(**FAILURES_PER_TOKEN_ID))
+        self.per_address, self.per_token_id = failures or (
+            FailureLimit(**FAILURES_PER_ADDRESS),
+            FailureLimit(**FAILURES_PER_TOKEN_ID),
+        )
         self._cache: dict[str, tuple[Known, int]] = {}  # sha256(token) -> (what the store said, registry version)
 
     def _remember(self, key: str, known: Known, version: int) -> None:
@@ -127,8 +143,10 @@ class AuthMiddleware:
                 known = hit[0]
             else:
                 failure_keys = self._failure_keys(scope, presented)
-                wait = max(self.per_address.wait(failure_keys[:1], now=self.clock()),
-                           self.per_token_id.wait(failure_keys[1:], now=self.clock()))
+                wait = max(
+                    self.per_address.wait(failure_keys[:1], now=self.clock()),
+                    self.per_token_id.wait(failure_keys[1:], now=self.clock()),
+                )
                 if wait > 0:
                     await _too_many(TOO_MANY_FAILURES, wait)(scope, receive, send)
                     return

@@ -35,8 +35,9 @@ def expiry(*, expires_in: str | None, expires_at: str | None, now: datetime) -> 
         try:
             return as_utc(datetime.fromisoformat(expires_at))
         except ValueError:
-            raise Invalid(f"expected a time like 2027-01-31T00:00:00Z, got {expires_at!r}",
-                          field="--expires-at") from None
+            raise Invalid(
+                f"expected a time like 2027-01-31T00:00:00Z, got {expires_at!r}", field="--expires-at"
+            ) from None
     return None
 
 
@@ -46,8 +47,9 @@ def _tokens_create(args) -> int:
     now = utc_now()
     until = expiry(expires_in=args.expires_in, expires_at=args.expires_at, now=now)
     with store.session() as s:
-        row, token = tokens.create(db_session=s, kind=kind, tenant=args.tenant, name=args.name or "", now=now,
-                                   expires_at=until)
+        row, token = tokens.create(
+            db_session=s, kind=kind, tenant=args.tenant, name=args.name or "", now=now, expires_at=until
+        )
     who = "operator" if args.operator else f"tenant {args.tenant}"
     ends = f"expires {row.expires_at:%Y-%m-%d %H:%M:%S} UTC" if row.expires_at else "never expires"
     print(f"created {who} token {row.id} ({ends}); it is shown once, store it now:", file=sys.stderr)
@@ -64,8 +66,10 @@ def _tokens_list(args) -> int:
             return 0
         print(f"{'id':<14}{'kind':<10}{'tenant':<24}{'name':<24}{'created':<22}{'expires':<22}revoked")
         for r in rows:
-            print(f"{r.id:<14}{r.kind:<10}{r.tenant or '-':<24}{r.name or '-':<24}"
-                  f"{r.created_at:%Y-%m-%d %H:%M:%S}   {_when(r.expires_at):<22}{_when(r.revoked_at)}")
+            print(
+                f"{r.id:<14}{r.kind:<10}{r.tenant or '-':<24}{r.name or '-':<24}"
+                f"{r.created_at:%Y-%m-%d %H:%M:%S}   {_when(r.expires_at):<22}{_when(r.revoked_at)}"
+            )
     return 0
 
 

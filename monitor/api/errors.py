@@ -64,10 +64,12 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
-def error_response(status: int, message: str, *, fields: list[FieldProblem] | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    detail = ErrorDetail(code=CODES.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_")),
-                         message=message, fields=fields)
+def error_response(
+    status: int, message: str, *, fields: list[FieldProblem] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    detail = ErrorDetail(
+        code=CODES.get(status, HTTPStatus(status).phrase.lower().replace(" ", "_")), message=message, fields=fields
+    )
     return JSONResponse(ErrorBody(error=detail).model_dump(exclude_none=True), status_code=status, headers=headers)
 
 
@@ -82,8 +84,9 @@ def _field(loc: tuple) -> str:
 
 async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
     fields = [
-        FieldProblem(field=_field(tuple(e.get("loc", ()))),
-                     message=str(e.get("msg", "invalid")).removeprefix("Value error, "))
+        FieldProblem(
+            field=_field(tuple(e.get("loc", ()))), message=str(e.get("msg", "invalid")).removeprefix("Value error, ")
+        )
         for e in exc.errors()
     ]
     message = "; ".join(f"{f.field}: {f.message}" for f in fields) or "invalid request"

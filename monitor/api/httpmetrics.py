@@ -46,7 +46,10 @@ def request_duration(registry: CollectorRegistry) -> Histogram:
     return Histogram(
         "kafka_health_http_request_duration_seconds",
         "HTTP requests served by the service, by method, route template and status (_count counts them)",
-        ["method", "route", "status"], buckets=_BUCKETS, registry=registry)
+        ["method", "route", "status"],
+        buckets=_BUCKETS,
+        registry=registry,
+    )
 
 
 class RequestMetricsMiddleware:

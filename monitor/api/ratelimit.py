@@ -78,7 +78,7 @@ class FailureLimit:
     def _prune(self, now: float) -> None:
         self._debt = {k: v for k, v in self._debt.items() if self._owed(k, now) > 0}
         excess = len(self._debt) - self.max_keys
-        for k in list(self._debt)[:max(0, excess)]:
+        for k in list(self._debt)[: max(0, excess)]:
             del self._debt[k]
 
     def __len__(self) -> int:

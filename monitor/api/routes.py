@@ -25,17 +25,22 @@ def _effective_routes(app: FastAPI) -> list[tuple[str | None, set[str] | None, o
 
 def api_routes(app: FastAPI) -> list[tuple[str, str]]:
     """Sorted (method, path) of every ``/api/`` route, flattened across included routers."""
-    return sorted({
-        (m, path) for path, methods, route in _effective_routes(app)
-        if isinstance(route, APIRoute) and path and path.startswith("/api/")
-        for m in (methods or ()) if m not in ("HEAD", "OPTIONS")
-    })
+    return sorted(
+        {
+            (m, path)
+            for path, methods, route in _effective_routes(app)
+            if isinstance(route, APIRoute) and path and path.startswith("/api/")
+            for m in (methods or ())
+            if m not in ("HEAD", "OPTIONS")
+        }
+    )
 
 
 def route_templates(app: FastAPI) -> list[tuple[re.Pattern[str], str, frozenset[str]]]:
     """(compiled path, path template, methods) of every route of the app, API or not, in routing order."""
-    return [(compile_path(path)[0], path, frozenset(methods or ()))
-            for path, methods, _ in _effective_routes(app) if path]
+    return [
+        (compile_path(path)[0], path, frozenset(methods or ())) for path, methods, _ in _effective_routes(app) if path
+    ]
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:

@@ -71,8 +71,15 @@ class TokenRead(BaseModel):
 
     @classmethod
     def of(cls, row: ApiToken) -> TokenRead:
-        return cls(id=row.id, name=row.name, kind=TokenKind(row.kind), tenant=row.tenant,
-                   created_at=row.created_at, revoked_at=row.revoked_at, expires_at=row.expires_at)
+        return cls(
+            id=row.id,
+            name=row.name,
+            kind=TokenKind(row.kind),
+            tenant=row.tenant,
+            created_at=row.created_at,
+            revoked_at=row.revoked_at,
+            expires_at=row.expires_at,
+        )
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,15 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(*, db_session: Session, kind: TokenKind, tenant: str | None, name: str, now: datetime,
-           expires_at: datetime | None = None) -> tuple[ApiToken, str]:
+def create(
+    *,
+    db_session: Session,
+    kind: TokenKind,
+    tenant: str | None,
+    name: str,
+    now: datetime,
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
     """A new token row and the token itself (return it to the user once; it is not recoverable).
 
     ``tenant`` must be given for tenant tokens and must exist; operator tokens have none. ``expires_at``, when given,
@@ -110,8 +124,16 @@ def create(*, db_session: Session, kind: TokenKind, tenant: str | None, name: st
         raise Invalid("an operator token belongs to no tenant", field="tenant")
     token_id = secrets.token_hex(6)
     token = f"kh_{token_id}_{secrets.token_urlsafe(32)}"
-    row = ApiToken(id=token_id, name=name, kind=kind.value, tenant=tenant, secret_sha256=_digest(token),
-                   created_at=now, revoked_at=None, expires_at=expires_at)
+    row = ApiToken(
+        id=token_id,
+        name=name,
+        kind=kind.value,
+        tenant=tenant,
+        secret_sha256=_digest(token),
+        created_at=now,
+        revoked_at=None,
+        expires_at=expires_at,
+    )
     db_session.add(row)
     db_session.flush()
     return row, token
@@ -149,9 +171,14 @@ def verify(*, db_session: Session, presented: str, now: datetime) -> Verified | 
         return None
     # Plain columns, not an ORM object: this runs on every request the server does not remember.
     row = db_session.execute(
-        select(ApiToken.id, ApiToken.secret_sha256, ApiToken.kind, ApiToken.tenant, ApiToken.revoked_at,
-               ApiToken.expires_at)
-        .where(ApiToken.id == m.group(1))
+        select(
+            ApiToken.id,
+            ApiToken.secret_sha256,
+            ApiToken.kind,
+            ApiToken.tenant,
+            ApiToken.revoked_at,
+            ApiToken.expires_at,
+        ).where(ApiToken.id == m.group(1))
     ).first()
     digest = _digest(presented)
     if row is None or not hmac.compare_digest(row.secret_sha256, digest) or row.revoked_at is not None:

@@ -34,8 +34,14 @@ class PrometheusClient:
     """The archive's seam to Prometheus: the engine's HTTP client (one place translates HTTP and PromQL errors
     into ``QueryError``), answering with the raw matrix the lake stores."""
 
-    def __init__(self, url: str, *, timeout: float = 30.0, auth: tuple[str, str] | None = None,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 30.0,
+        auth: tuple[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ):
         self._source = PrometheusSource(url, timeout=timeout, auth=auth, transport=transport)
 
     @classmethod
@@ -105,9 +111,17 @@ class ArchiveSummary:
     rows: int = 0
 
 
-def archive_range(lake: Path, query: QueryRange, start: datetime, end: datetime, *, now: datetime,
-                  replace: bool = False, series: tuple[ArchiveSeries, ...] = SERIES,
-                  progress: Callable[[str], None] = lambda _m: None) -> ArchiveSummary:
+def archive_range(
+    lake: Path,
+    query: QueryRange,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    replace: bool = False,
+    series: tuple[ArchiveSeries, ...] = SERIES,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> ArchiveSummary:
     """Archive [start, end) day by day. Raises ``QueryError`` if Prometheus fails (days done so far stay done)."""
     for p in lakefs.clean_leftovers(lake):
         log.info("removed leftover %s of an interrupted run", p.name)
@@ -131,6 +145,8 @@ def archive_range(lake: Path, query: QueryRange, start: datetime, end: datetime,
         m = lakefs.write_day(lake, w.day, tables, start=w.start, end=w.end, complete=w.complete, now=now)
         summary.written.append(w.day)
         summary.rows += m.rows
-        progress(f"[{i}/{len(windows)}] {w.day}: {m.rows} rows, clusters {', '.join(m.clusters) or '-'}"
-                 f"{'' if w.complete else ' (partial day: archived again next run)'}")
+        progress(
+            f"[{i}/{len(windows)}] {w.day}: {m.rows} rows, clusters {', '.join(m.clusters) or '-'}"
+            f"{'' if w.complete else ' (partial day: archived again next run)'}"
+        )
     return summary

@@ -38,10 +38,19 @@ def _archive(args) -> int:
     client = PrometheusClient.from_settings(config.prometheus)
     lake = Path(config.lake.path)
     try:
-        summary = archive_range(lake, client.query_range, args.start, args.end, now=utc_now(),
-                                replace=args.replace, progress=lambda m: print(m, file=sys.stderr, flush=True))
+        summary = archive_range(
+            lake,
+            client.query_range,
+            args.start,
+            args.end,
+            now=utc_now(),
+            replace=args.replace,
+            progress=lambda m: print(m, file=sys.stderr, flush=True),
+        )
     finally:
         client.close()
-    print(f"archived {len(summary.written)} day(s), {summary.rows} rows; skipped {len(summary.skipped)} complete "
-          f"day(s); lake {lake}")
+    print(
+        f"archived {len(summary.written)} day(s), {summary.rows} rows; skipped {len(summary.skipped)} complete "
+        f"day(s); lake {lake}"
+    )
     return 0

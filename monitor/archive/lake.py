@@ -90,8 +90,9 @@ def read_marker(lake: Path, day: date) -> DayMarker | None:
         return None  # a torn marker is no marker: the day is redone
 
 
-def write_day(lake: Path, day: date, tables: dict[str, pa.Table], *, start: datetime, end: datetime,
-              complete: bool, now: datetime) -> DayMarker:
+def write_day(
+    lake: Path, day: date, tables: dict[str, pa.Table], *, start: datetime, end: datetime, complete: bool, now: datetime
+) -> DayMarker:
     """Replace day ``day`` with ``tables`` (cluster -> rows in ``SCHEMA``), then mark it. See module docstring."""
     root = metrics_dir(lake)
     root.mkdir(parents=True, exist_ok=True)
@@ -111,8 +112,15 @@ def write_day(lake: Path, day: date, tables: dict[str, pa.Table], *, start: date
         old = root / f".old-{day.isoformat()}-{uuid.uuid4().hex[:8]}"
         os.rename(final, old)
     os.rename(staging, final)
-    m = DayMarker(day=day.isoformat(), start=start.isoformat(), end=end.isoformat(), complete=complete, rows=rows,
-                  clusters=tuple(sorted(tables)), written_at=now.isoformat())
+    m = DayMarker(
+        day=day.isoformat(),
+        start=start.isoformat(),
+        end=end.isoformat(),
+        complete=complete,
+        rows=rows,
+        clusters=tuple(sorted(tables)),
+        written_at=now.isoformat(),
+    )
     marker.parent.mkdir(parents=True, exist_ok=True)
     tmp = marker.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(m), indent=1))

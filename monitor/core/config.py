@@ -68,11 +68,21 @@ class SecretRef(_Strict):
 # Kafka client settings that carry secrets: they may only be given as a SecretRef. librdkafka's names, plus the Java
 # client's (users paste those too). A key not listed that still says password/secret/private key is treated alike
 # (``is_secret_kafka_key``), so a new client setting fails closed.
-SECRET_KAFKA_KEYS = frozenset({
-    "sasl.password", "sasl.jaas.config", "sasl.oauthbearer.config", "sasl.oauthbearer.client.secret",
-    "sasl.oauthbearer.assertion.private.key.pem", "sasl.oauthbearer.assertion.private.key.passphrase",
-    "ssl.key.pem", "ssl.key.password", "ssl.keystore.key", "ssl.keystore.password", "ssl.truststore.password",
-})
+SECRET_KAFKA_KEYS = frozenset(
+    {
+        "sasl.password",
+        "sasl.jaas.config",
+        "sasl.oauthbearer.config",
+        "sasl.oauthbearer.client.secret",
+        "sasl.oauthbearer.assertion.private.key.pem",
+        "sasl.oauthbearer.assertion.private.key.passphrase",
+        "ssl.key.pem",
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "ssl.keystore.password",
+        "ssl.truststore.password",
+    }
+)
 _SECRET_KEY_WORDS = re.compile(r"password|secret|passphrase|private\.key|jaas")
 
 
@@ -142,18 +152,35 @@ class ExporterSource(_Strict):
 class BrokerTarget(_Strict):
     id: int = Field(ge=0)
     jmx: str | None = Field(default=None, description="host:port of the broker's remote JMX")
-    jolokia: str | None = Field(default=None, description=(
-        "http://host:port/jolokia of the broker's Jolokia agent; credentials go in the cluster's jmx.username and "
-        "jmx.password"))
-    jmx_exporter: ExporterSource | None = Field(default=None, description=(
-        "the broker's jmx_exporter (http://host:port/metrics) and its dialect, read instead of JMX/Jolokia"))
-    node_exporter: str | None = Field(default=None, description=(
-        "http://host:port/metrics of the node_exporter on the broker's machine: host series without a collector there"))
+    jolokia: str | None = Field(
+        default=None,
+        description=(
+            "http://host:port/jolokia of the broker's Jolokia agent; credentials go in the cluster's jmx.username and "
+            "jmx.password"
+        ),
+    )
+    jmx_exporter: ExporterSource | None = Field(
+        default=None,
+        description=(
+            "the broker's jmx_exporter (http://host:port/metrics) and its dialect, read instead of JMX/Jolokia"
+        ),
+    )
+    node_exporter: str | None = Field(
+        default=None,
+        description=(
+            "http://host:port/metrics of the node_exporter on the broker's machine: "
+            "host series without a collector there"
+        ),
+    )
     host: str = Field(default="localhost", description="host collector target; 'localhost' reads this machine")
     log_dirs: tuple[str, ...] = ()
-    listener_ports: tuple[int, ...] = Field(default=(), description=(
-        "ports the broker's listeners use on its host: the host collector measures per-peer socket backlogs "
-        "(slow clients) on them; empty: not measured"))
+    listener_ports: tuple[int, ...] = Field(
+        default=(),
+        description=(
+            "ports the broker's listeners use on its host: the host collector measures per-peer socket backlogs "
+            "(slow clients) on them; empty: not measured"
+        ),
+    )
 
     @field_validator("jmx")
     @classmethod
@@ -179,10 +206,14 @@ class ProbeSettings(_Strict):
 
     enabled: bool = True
     messages_per_second: float = Field(default=1.0, gt=0, le=10, description="records per second per broker")
-    deadline_seconds: float = Field(default=20.0, ge=1, le=600, description=(
-        "a record not consumed back within this is counted lost"))
-    topic: str = Field(default="__kafka_health_probe", pattern=r"^[A-Za-z0-9._-]{1,200}$", description=(
-        "the probe's topic; its consumer group has the same name"))
+    deadline_seconds: float = Field(
+        default=20.0, ge=1, le=600, description=("a record not consumed back within this is counted lost")
+    )
+    topic: str = Field(
+        default="__kafka_health_probe",
+        pattern=r"^[A-Za-z0-9._-]{1,200}$",
+        description=("the probe's topic; its consumer group has the same name"),
+    )
 
 
 TEMPLATE_FIELDS = ("host", "id")
@@ -212,15 +243,22 @@ class DiscoverySettings(_Strict):
     template of ``{host}`` (the node's advertised host) and ``{id}`` (its node id). On by default when ``brokers`` is
     empty; a hand-listed broker keeps its own entry, discovery adds the others."""
 
-    enabled: bool | None = Field(default=None, description=(
-        "find brokers (DescribeCluster) and controllers (DescribeQuorum) every collection round; default: on when "
-        "brokers is empty"))
+    enabled: bool | None = Field(
+        default=None,
+        description=(
+            "find brokers (DescribeCluster) and controllers (DescribeQuorum) every collection round; default: on when "
+            "brokers is empty"
+        ),
+    )
     jolokia: str | None = Field(default=None, description="Jolokia agent URL template, e.g. http://{host}:8778/jolokia")
     jmx: str | None = Field(default=None, description="remote JMX host:port template, e.g. {host}:9999")
-    controller_jolokia: str | None = Field(default=None, description=(
-        "Jolokia URL template of the KRaft controllers found by DescribeQuorum (default: jolokia)"))
-    controller_jmx: str | None = Field(default=None, description=(
-        "JMX host:port template of the controllers found by DescribeQuorum (default: jmx)"))
+    controller_jolokia: str | None = Field(
+        default=None,
+        description=("Jolokia URL template of the KRaft controllers found by DescribeQuorum (default: jolokia)"),
+    )
+    controller_jmx: str | None = Field(
+        default=None, description=("JMX host:port template of the controllers found by DescribeQuorum (default: jmx)")
+    )
 
     @field_validator("jolokia", "controller_jolokia")
     @classmethod
@@ -241,14 +279,22 @@ class ClusterConfig(_Strict):
     brokers: tuple[BrokerTarget, ...] = ()
     jmx: JmxSettings = JmxSettings()
     controller_jmx: tuple[str, ...] = ()
-    controller_jolokia: tuple[str, ...] = Field(default=(), description=(
-        "http://host:port/jolokia of the KRaft controllers' Jolokia agents, read with the cluster's jmx.username and "
-        "jmx.password: the way to read controllers whose JMX wants a password"))
+    controller_jolokia: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "http://host:port/jolokia of the KRaft controllers' Jolokia agents, read with the cluster's "
+            "jmx.username and jmx.password: the way to read controllers whose JMX wants a password"
+        ),
+    )
     probe: ProbeSettings = ProbeSettings()
     discovery: DiscoverySettings = DiscoverySettings()
-    log_dirs_from_protocol: bool = Field(default=True, description=(
-        "each log dir's total and usable bytes from DescribeLogDirs v4 (Kafka 3.3+), exported as the "
-        "kafka_host_filesystem_* series for the brokers no host collector or node_exporter gives disk for"))
+    log_dirs_from_protocol: bool = Field(
+        default=True,
+        description=(
+            "each log dir's total and usable bytes from DescribeLogDirs v4 (Kafka 3.3+), exported as the "
+            "kafka_host_filesystem_* series for the brokers no host collector or node_exporter gives disk for"
+        ),
+    )
 
     @property
     def discovers(self) -> bool:
@@ -273,8 +319,10 @@ class ClusterConfig(_Strict):
     def _secrets_not_inline(cls, v: dict[str, Any]) -> dict[str, Any]:
         inline = sorted(k for k, value in v.items() if is_secret_kafka_key(k) and not isinstance(value, SecretRef))
         if inline:
-            raise ValueError(f"{', '.join(repr(k) for k in inline)}: a secret; give it as {{env: KAFKA_HEALTH_...}} "
-                             f"or {{file: ...}}, never inline")
+            raise ValueError(
+                f"{', '.join(repr(k) for k in inline)}: a secret; give it as {{env: KAFKA_HEALTH_...}} "
+                f"or {{file: ...}}, never inline"
+            )
         return v
 
     @model_validator(mode="after")
@@ -316,9 +364,15 @@ class TenantContract(_Strict):
     fetch_quota_bytes_per_second: int | None = Field(default=None, gt=0)
     storage_budget_bytes: int | None = Field(default=None, gt=0)
     retention_hours: float | None = Field(default=None, gt=0)
-    availability_objective: float | None = Field(default=None, gt=0, lt=1, description=(
-        "share of minutes the tenant's Kafka must be available over slo.window_days, e.g. 0.999; default "
-        "slo.objective (docs/alerts.md, tenant SLOs)"))
+    availability_objective: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description=(
+            "share of minutes the tenant's Kafka must be available over slo.window_days, e.g. 0.999; default "
+            "slo.objective (docs/alerts.md, tenant SLOs)"
+        ),
+    )
 
 
 class TenantReceivers(_Strict):
@@ -439,9 +493,11 @@ class RulesSettings(_Strict):
     overrides: dict[str, RuleOverride] = Field(default_factory=dict)
     files: tuple[str, ...] = Field(default=(), description="extra rule YAML files")
     runbook_base_url: str = Field(
-        default=DEFAULT_RUNBOOK_BASE_URL, pattern=r"^https?://[^\s#?]+$",
+        default=DEFAULT_RUNBOOK_BASE_URL,
+        pattern=r"^https?://[^\s#?]+$",
         description="absolute URL of the alert catalog (docs/alerts.md, e.g. on an internal wiki or docs site); an "
-                    "alert's runbook_url annotation is this plus '#' and the alert name in lower case")
+        "alert's runbook_url annotation is this plus '#' and the alert name in lower case",
+    )
 
 
 class SloSettings(_Strict):
@@ -535,8 +591,14 @@ def _duplicate_keys(node: yaml.Node, filename: str, path: KeyPath = ()) -> list[
                 continue
             key, line = key_node.value, key_node.start_mark.line + 1
             if isinstance(key, str) and key in first:
-                problems.append(ConfigProblem(filename, line, _dotted(path + (key,)),
-                                              f"duplicate key (first at line {first[key]}); YAML keeps only the last"))
+                problems.append(
+                    ConfigProblem(
+                        filename,
+                        line,
+                        _dotted(path + (key,)),
+                        f"duplicate key (first at line {first[key]}); YAML keeps only the last",
+                    )
+                )
             elif isinstance(key, str):
                 first[key] = line
             problems += _duplicate_keys(value_node, filename, path + (key,))
@@ -641,4 +703,3 @@ def key_line(path: str | os.PathLike[str], keys: KeyPath) -> int | None:
         if keys[:n] in lines:
             return lines[keys[:n]]
     return None
-

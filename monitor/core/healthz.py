@@ -18,8 +18,9 @@ class Wait(Enum):
     TIMEOUT = "timeout"
 
 
-def wait_healthy(url: str, *, alive: Callable[[], bool], timeout: float, interval: float = 0.3,
-                 request_timeout: float = 2.0) -> Wait:
+def wait_healthy(
+    url: str, *, alive: Callable[[], bool], timeout: float, interval: float = 0.3, request_timeout: float = 2.0
+) -> Wait:
     """Poll ``{url}/healthz`` until it answers 200 (UP), ``alive()`` turns false (EXITED) or ``timeout`` seconds
     pass (TIMEOUT). Connection errors while the service starts are expected and retried."""
     deadline = time.monotonic() + timeout

@@ -83,27 +83,40 @@ class KafkaRelease:
 
 RELEASES: tuple[KafkaRelease, ...] = (
     KafkaRelease(
-        version="3.9.1", maven_profiles=("kafka3",), config_command="kafka.admin.ConfigCommand",
-        telemetry_interface="ClientTelemetry", features=frozenset({"list_groups_types"}),
+        version="3.9.1",
+        maven_profiles=("kafka3",),
+        config_command="kafka.admin.ConfigCommand",
+        telemetry_interface="ClientTelemetry",
+        features=frozenset({"list_groups_types"}),
         # The controller's per-broker view came with 4.0: on 3.9 a crash is told from a controlled restart by the
         # plain broker-down rule's timing only (docs/alerts.md, broker liveness).
-        absent_metrics=frozenset({
-            "kafka_cluster_broker_registration_state", "kafka_cluster_broker_heartbeat_age_seconds",
-            "kafka_cluster_controlled_shutdown_brokers",
-            # 3.9's group coordinator registers no group-coordinator-metrics counts, and share groups came with 4.x
-            "kafka_broker_coordinated_groups", "kafka_broker_coordinated_groups_by_state",
-            "kafka_broker_coordinator_partitions", "kafka_broker_share_acknowledgements_total",
-            "kafka_broker_share_sessions",
-            "kafka_broker_cordoned_log_dirs",
-        }),
+        absent_metrics=frozenset(
+            {
+                "kafka_cluster_broker_registration_state",
+                "kafka_cluster_broker_heartbeat_age_seconds",
+                "kafka_cluster_controlled_shutdown_brokers",
+                # 3.9's group coordinator registers no group-coordinator-metrics counts, and share groups came with 4.x
+                "kafka_broker_coordinated_groups",
+                "kafka_broker_coordinated_groups_by_state",
+                "kafka_broker_coordinator_partitions",
+                "kafka_broker_share_acknowledgements_total",
+                "kafka_broker_share_sessions",
+                "kafka_broker_cordoned_log_dirs",
+            }
+        ),
     ),
     KafkaRelease(
-        version="4.1.1", maven_profiles=("kafka4",), config_command="kafka.admin.ConfigCommand",
-        telemetry_interface="ClientTelemetry", features=frozenset({"list_groups_types"}),
+        version="4.1.1",
+        maven_profiles=("kafka4",),
+        config_command="kafka.admin.ConfigCommand",
+        telemetry_interface="ClientTelemetry",
+        features=frozenset({"list_groups_types"}),
         absent_metrics=frozenset({"kafka_broker_cordoned_log_dirs"}),  # cordoning came with 4.4 (KIP-1066)
     ),
     KafkaRelease(
-        version="4.4.0", maven_profiles=("kafka4", "tools"), config_command="org.apache.kafka.tools.ConfigCommand",
+        version="4.4.0",
+        maven_profiles=("kafka4", "tools"),
+        config_command="org.apache.kafka.tools.ConfigCommand",
         telemetry_interface="ClientTelemetryExporterProvider",
         features=frozenset({"list_groups_types", "share_groups", "streams_groups", "cordoned_log_dirs"}),
     ),
@@ -133,5 +146,6 @@ def release(version: str | None) -> KafkaRelease:
     try:
         return ALIASES[version]
     except KeyError:
-        raise Invalid(f"unsupported Kafka version {version!r}; choose one of {', '.join(supported_versions())}") \
-            from None
+        raise Invalid(
+            f"unsupported Kafka version {version!r}; choose one of {', '.join(supported_versions())}"
+        ) from None

@@ -36,8 +36,12 @@ class Component(Protocol):
     def ready(self) -> bool: ...
 
 
-def stop_all(components: Iterable[Component], *, bound_seconds: float = STOP_BOUND_SECONDS,
-             clock: Callable[[], float] = time.monotonic) -> list[str]:
+def stop_all(
+    components: Iterable[Component],
+    *,
+    bound_seconds: float = STOP_BOUND_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[str]:
     """Ask every component to stop, all at once, and wait at most ``bound_seconds`` in all.
 
     Returns the names of the components that had not stopped by then (abandoned), after logging them; a component

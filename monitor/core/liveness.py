@@ -63,8 +63,9 @@ def cause_of(samples: Sequence[BrokerSample], t: Thresholds, *, seen_leaving: bo
     if not seen_leaving:
         return Cause.UNKNOWN  # how it left fell before the range; what follows is not about leaving
     first_fenced = next((s for s in samples if s.state in (CONTROLLED_SHUTDOWN, FENCED)), None)
-    if first_fenced is not None and (first_fenced.state == CONTROLLED_SHUTDOWN
-                                     or (first_fenced.age or 0.0) < t.session_timeout):
+    if first_fenced is not None and (
+        first_fenced.state == CONTROLLED_SHUTDOWN or (first_fenced.age or 0.0) < t.session_timeout
+    ):
         return Cause.CONTROLLED
     return Cause.UNKNOWN
 

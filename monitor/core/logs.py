@@ -23,8 +23,21 @@ from typing import IO, Literal
 
 from monitor.core.redact import RedactingFilter
 
-LIBRARY_LOGGERS = ("httpx", "httpcore", "urllib3", "uvicorn", "uvicorn.access", "uvicorn.error", "alembic", "kafka",
-                   "py4j", "asyncio", "multipart", "filelock", "watchfiles")
+LIBRARY_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "urllib3",
+    "uvicorn",
+    "uvicorn.access",
+    "uvicorn.error",
+    "alembic",
+    "kafka",
+    "py4j",
+    "asyncio",
+    "multipart",
+    "filelock",
+    "watchfiles",
+)
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("text", "json")
 LogFormat = Literal["text", "json"]

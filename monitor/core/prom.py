@@ -51,8 +51,14 @@ def _num(v: str) -> float:
 class PrometheusSource:
     """``auth``: (username, password) for HTTP basic auth. Never put credentials into ``url``: errors show the URL."""
 
-    def __init__(self, url: str, *, timeout: float = 10.0, auth: tuple[str, str] | None = None,
-                 transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        auth: tuple[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ):
         self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, auth=auth, transport=transport)
         self._shown_url = redact_url(url.rstrip("/"))
         self.queries = 0  # counted for the bench and the health metrics
@@ -83,13 +89,18 @@ class PrometheusSource:
             raise QueryError(f"expected an instant vector from {expr!r}, got {data['resultType']}")
         return [InstantSample(r["metric"], _num(r["value"][1])) for r in data["result"]]
 
-    def query_range_raw(self, expr: str, start: datetime, end: datetime,
-                        step_seconds: float) -> list[dict[str, Any]]:
+    def query_range_raw(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[dict[str, Any]]:
         """Prometheus' own matrix result (``[{"metric": {...}, "values": [[t, "v"], ...]}]``), for callers that
         store it as it is (the archive)."""
-        result: list[dict[str, Any]] = self._get("/api/v1/query_range", {
-            "query": expr, "start": f"{start.timestamp():.3f}", "end": f"{end.timestamp():.3f}",
-            "step": f"{max(step_seconds, 1):.3f}"})["result"]
+        result: list[dict[str, Any]] = self._get(
+            "/api/v1/query_range",
+            {
+                "query": expr,
+                "start": f"{start.timestamp():.3f}",
+                "end": f"{end.timestamp():.3f}",
+                "step": f"{max(step_seconds, 1):.3f}",
+            },
+        )["result"]
         return result
 
     def query_range(self, expr: str, start: datetime, end: datetime, step_seconds: float) -> list[Series]:
@@ -101,8 +112,10 @@ class PrometheusSource:
         return out
 
 
-def prometheus_source(settings: PrometheusSettings, *,
-                      transport: httpx.BaseTransport | None = None) -> PrometheusSource:
+def prometheus_source(
+    settings: PrometheusSettings, *, transport: httpx.BaseTransport | None = None
+) -> PrometheusSource:
     """The source every component builds from the config: URL, timeout and basic auth in one place."""
-    return PrometheusSource(settings.url, timeout=settings.timeout_seconds, auth=settings.basic_auth(),
-                            transport=transport)
+    return PrometheusSource(
+        settings.url, timeout=settings.timeout_seconds, auth=settings.basic_auth(), transport=transport
+    )

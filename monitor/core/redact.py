@@ -96,7 +96,8 @@ _API_TOKEN = re.compile(r"\b(kh_[0-9a-f]{12}_)[A-Za-z0-9_-]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[^\s'\"]+")
 # key=value or key: value where the key says it holds a secret (sasl.password=..., "client_secret": "...")
 _SECRET_VALUE = re.compile(
-    r"(?i)\b([\w.-]*(?:password|passwd|secret|passphrase|api[_-]?key|jaas\.config)['\"]?\s*[=:]\s*)(['\"]?)[^\s'\",;}]+")
+    r"(?i)\b([\w.-]*(?:password|passwd|secret|passphrase|api[_-]?key|jaas\.config)['\"]?\s*[=:]\s*)(['\"]?)[^\s'\",;}]+"
+)
 MASK = "***"
 
 

@@ -65,8 +65,9 @@ class Store:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
         else:
             # A database that does not answer must fail requests in seconds, not hang them.
-            kwargs.update(pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10,
-                          connect_args={"connect_timeout": 5})
+            kwargs.update(
+                pool_pre_ping=True, pool_size=10, max_overflow=20, pool_timeout=10, connect_args={"connect_timeout": 5}
+            )
         self.engine: Engine = create_engine(self.url, **kwargs)
         if self.url.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)

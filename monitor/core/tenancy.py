@@ -179,14 +179,14 @@ def find_overlaps(tenants: Iterable[TenantLike]) -> list[Overlap]:
         entries.sort()
         # After sorting, every name that starts with p follows p directly; scan only that run.
         for i, (p, tenant) in enumerate(entries):
-            for q, other in entries[i + 1:]:
+            for q, other in entries[i + 1 :]:
                 if not q.startswith(p):
                     break
                 if other != tenant:
                     found.add(Overlap(cluster, kind, tenant, p, other, q))
     for (cluster, _), entries in principals.items():
         for i, (p, tenant) in enumerate(entries):
-            for q, other in entries[i + 1:]:
+            for q, other in entries[i + 1 :]:
                 if other != tenant:
                     found.add(Overlap(cluster, "principal", tenant, p, other, q))
     return sorted(found)

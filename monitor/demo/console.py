@@ -22,8 +22,7 @@ STATUS_EVERY_SECONDS = 5.0  # how often the status line asks the API
 PIPE_STATUS_EVERY_SECONDS = 30.0  # not a terminal: a status line at most this often
 
 
-def status_text(firing: list[dict] | None, tenants: int | None, clients: int, warnings: int, *,
-                now: datetime) -> str:
+def status_text(firing: list[dict] | None, tenants: int | None, clients: int, warnings: int, *, now: datetime) -> str:
     """The one status line: alerts firing (the watchdog apart: it always fires, to prove the pipeline lives),
     tenants, load clients, warnings in the log. Pure, for the tests."""
     if firing is None:
@@ -33,8 +32,7 @@ def status_text(firing: list[dict] | None, tenants: int | None, clients: int, wa
         alerts = f"alerts firing: {len(named)}"
         if named:
             alerts += " (" + ", ".join(_alert_label(a) for a in named[:2]) + (", ..." if len(named) > 2 else "") + ")"
-    parts = [now.strftime("%H:%M:%S"), alerts, f"tenants: {'?' if tenants is None else tenants}",
-             f"clients: {clients}"]
+    parts = [now.strftime("%H:%M:%S"), alerts, f"tenants: {'?' if tenants is None else tenants}", f"clients: {clients}"]
     if warnings:
         parts.append(f"log: {warnings} warning{'s' if warnings != 1 else ''}")
     return " | ".join(parts)
@@ -63,8 +61,9 @@ class Console:
     is redrawn in place below the lines; on anything else (a pipe, a file, CI) it is printed as a line of its own
     at most every ``every`` seconds, so a captured console stays short."""
 
-    def __init__(self, stream: TextIO, *, tty: bool | None = None, every: float = PIPE_STATUS_EVERY_SECONDS,
-                 clock=time.monotonic):
+    def __init__(
+        self, stream: TextIO, *, tty: bool | None = None, every: float = PIPE_STATUS_EVERY_SECONDS, clock=time.monotonic
+    ):
         self.stream = stream
         self.tty = stream.isatty() if tty is None else tty
         self.every = every
@@ -103,7 +102,7 @@ class Console:
     def _draw(self) -> None:
         if self.tty and self._status:
             width = shutil.get_terminal_size((120, 24)).columns
-            self.stream.write(self._status[:width - 1])
+            self.stream.write(self._status[: width - 1])
 
 
 def cli_command() -> str:
@@ -126,19 +125,30 @@ def _security_lines(L: StackLayout, kcat: KcatLine | None) -> str:
     if not L.secured:
         return "  Kafka security:          none (PLAINTEXT, anonymous clients)\n"
     kcat = kcat or KcatLine(f"kcat -F {shlex.quote(str(L.clients_dir / 'payments.properties'))} -L")
-    return (f"  Kafka security:          secured: SASL_SSL with SCRAM-SHA-512, ACLs, per-tenant user quotas\n"
-            f"  Client configs:          {L.clients_dir}/ (NAME: admin, payments, search)\n"
-            f"                           {clients_accepted(L.kafka_version)}\n"
-            f"  payments' topics (kcat): {kcat.command}\n"
-            + (f"                           ({kcat.note})\n" if kcat.note else ""))
+    return (
+        f"  Kafka security:          secured: SASL_SSL with SCRAM-SHA-512, ACLs, per-tenant user quotas\n"
+        f"  Client configs:          {L.clients_dir}/ (NAME: admin, payments, search)\n"
+        f"                           {clients_accepted(L.kafka_version)}\n"
+        f"  payments' topics (kcat): {kcat.command}\n"
+        + (f"                           ({kcat.note})\n" if kcat.note else "")
+    )
 
 
 def as_user(demo_tokens: dict[str, tuple[str, str]], who: str) -> str:
     return f'curl -H "Authorization: Bearer {demo_tokens.get(who, ("", "<none>"))[1]}"'
 
 
-def demo_text(L: StackLayout, demo_tokens: dict[str, tuple[str, str]], config_file: Path, *, today: date,
-              cli: str, log_file: Path, calm: bool = False, kcat: KcatLine | None = None) -> str:
+def demo_text(
+    L: StackLayout,
+    demo_tokens: dict[str, tuple[str, str]],
+    config_file: Path,
+    *,
+    today: date,
+    cli: str,
+    log_file: Path,
+    calm: bool = False,
+    kcat: KcatLine | None = None,
+) -> str:
     """What the demo prints once it runs: where everything is, and what to try. Pure, for the tests: ``kcat`` is the
     line to list payments' topics with (``monitor.stack.kcat.printed_kcat_line``; None: the plain one)."""
     url = L.service_url

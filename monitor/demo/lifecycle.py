@@ -46,8 +46,11 @@ log = logging.getLogger(__name__)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("demo", help="start the local stack, two demo tenants with load, and the service; after a "
-                                    "calm minute one badly batching client, and the alert naming it")
+    p = sub.add_parser(
+        "demo",
+        help="start the local stack, two demo tenants with load, and the service; after a "
+        "calm minute one badly batching client, and the alert naming it",
+    )
     add_stack_args(p)
     p.add_argument("--duration", type=float, default=None, help="stop by itself after this many seconds")
     p.add_argument("--calm", action="store_true", help="no badly behaving client: the tenants' steady load only")
@@ -93,8 +96,10 @@ def check_service_port(L: StackLayout) -> None:
     """The service port is the demo's own (not the stack's): checked before anything starts, so another demo or any
     other process there is one clear line instead of URLs followed by "service stopped"."""
     if port_open(L.service_port):
-        raise PortInUse(f"the demo's service port {L.service_port} (--port-base {L.port_base} + 30) is in use by "
-                        "another process (another demo?): stop it, or pick another --port-base")
+        raise PortInUse(
+            f"the demo's service port {L.service_port} (--port-base {L.port_base} + 30) is in use by "
+            "another process (another demo?): stop it, or pick another --port-base"
+        )
 
 
 def begin(stack: Stack, *, calm: bool) -> DemoRun:
@@ -116,8 +121,16 @@ def begin(stack: Stack, *, calm: bool) -> DemoRun:
     tenant_conns = onboard_demo_tenants(stack)
     load = LoadGenerator(stack.admin_settings(), DEMO_LOAD, tenant_conns=tenant_conns)
     story = None if calm else Story(LoadGenerator(stack.admin_settings(), [BAD_CLIENT], tenant_conns=tenant_conns))
-    return DemoRun(stack=stack, console=console, warnings=warnings, log_file=log_file, already_up=already_up,
-                   load=load, story=story, stop=stop)
+    return DemoRun(
+        stack=stack,
+        console=console,
+        warnings=warnings,
+        log_file=log_file,
+        already_up=already_up,
+        load=load,
+        story=story,
+        stop=stop,
+    )
 
 
 def start_service(run: DemoRun) -> Path:
@@ -129,8 +142,11 @@ def start_service(run: DemoRun) -> Path:
     run.config = config = load_config(config_file)
     run.load.start()
     run.server = threading.Thread(
-        target=serve.run, args=(config, config.service.roles, "127.0.0.1", L.service_port),
-        kwargs={"stop_event": run.stop, "config_label": str(config_file)}, name="serve", daemon=True,
+        target=serve.run,
+        args=(config, config.service.roles, "127.0.0.1", L.service_port),
+        kwargs={"stop_event": run.stop, "config_label": str(config_file)},
+        name="serve",
+        daemon=True,
     )
     run.server.start()
     _wait_ready(L.service_url, L.service_port, run.server)
@@ -143,9 +159,18 @@ def start_service(run: DemoRun) -> Path:
 def announce(run: DemoRun, config_file: Path, *, calm: bool) -> None:
     """The first screen."""
     L = run.stack.layout
-    run.console.say(demo_text(L, run.demo_tokens, config_file, today=utc_now().date(), cli=cli_command(),
-                              log_file=run.log_file, calm=calm,
-                              kcat=printed_kcat_line(L, "payments") if L.secured else None))
+    run.console.say(
+        demo_text(
+            L,
+            run.demo_tokens,
+            config_file,
+            today=utc_now().date(),
+            cli=cli_command(),
+            log_file=run.log_file,
+            calm=calm,
+            kcat=printed_kcat_line(L, "payments") if L.secured else None,
+        )
+    )
 
 
 def end(run: DemoRun) -> None:
@@ -172,8 +197,14 @@ def end(run: DemoRun) -> None:
 def _watch(run: DemoRun, *, deadline: float | None) -> None:
     """Until Ctrl-C, SIGTERM, ``deadline`` or the service's end: the story's steps, and the status line from the
     demo's own API (the operator token), every STATUS_EVERY_SECONDS."""
-    L, demo_tokens, console, stop, load, story = (run.stack.layout, run.demo_tokens, run.console, run.stop, run.load,
-                                                  run.story)
+    L, demo_tokens, console, stop, load, story = (
+        run.stack.layout,
+        run.demo_tokens,
+        run.console,
+        run.stop,
+        run.load,
+        run.story,
+    )
     server = run.server
     assert server is not None, "the service runs before it is watched"
     auth = {"Authorization": f"Bearer {demo_tokens['operator'][1]}"}
@@ -194,8 +225,7 @@ def _watch(run: DemoRun, *, deadline: float | None) -> None:
                 if story is not None and firing is not None and (line := story.check(firing, advice)):
                     console.say(line)
                 clients = load.clients + (story.load.clients if story and story.started else 0)
-                console.status(status_text(firing, tenants, clients, run.warnings.count,
-                                           now=utc_now().astimezone()))
+                console.status(status_text(firing, tenants, clients, run.warnings.count, now=utc_now().astimezone()))
             stop.wait(1.0)
 
 
@@ -221,8 +251,11 @@ def _wait_ready(url: str, port: int, server: threading.Thread, timeout: float = 
         return
     if ended is Wait.EXITED:
         # Someone took the port between the check and the bind (uvicorn logged "address already in use" above).
-        raise ComponentFailed("service", f"stopped during start-up on port {port} (see the log above; if the port "
-                                         "is taken, pick another --port-base)")
+        raise ComponentFailed(
+            "service",
+            f"stopped during start-up on port {port} (see the log above; if the port "
+            "is taken, pick another --port-base)",
+        )
     raise ComponentFailed("service", f"did not answer {url}/healthz within {timeout:.0f}s")
 
 
@@ -234,14 +267,17 @@ def _issue_demo_tokens(config) -> dict[str, tuple[str, str]]:
     out = {}
     try:
         with store.session() as s:
-            row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None,
-                                        name="demo-operator", now=now)
+            row, secret = tokens.create(
+                db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="demo-operator", now=now
+            )
             out["operator"] = (row.id, secret)
-            row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant="payments",
-                                        name="demo-payments", now=now)
+            row, secret = tokens.create(
+                db_session=s, kind=tokens.TokenKind.TENANT, tenant="payments", name="demo-payments", now=now
+            )
             out["payments"] = (row.id, secret)
-            row, secret = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None,
-                                        name="demo-prometheus-scrape", now=now)
+            row, secret = tokens.create(
+                db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="demo-prometheus-scrape", now=now
+            )
             out["prometheus"] = (row.id, secret)
     finally:
         store.dispose()
@@ -271,10 +307,12 @@ def onboard_demo_tenants(stack: Stack) -> dict[str, dict[str, str]]:
     for t in DEMO_TENANTS:
         s = t.selectors[0]
         user = s.principals[0].removeprefix("User:")
-        conns[t.name] = stack.add_principal(user, topic_prefixes=s.topic_prefixes, group_prefixes=s.group_prefixes,
-                                            properties_name=t.name)
+        conns[t.name] = stack.add_principal(
+            user, topic_prefixes=s.topic_prefixes, group_prefixes=s.group_prefixes, properties_name=t.name
+        )
     java = stack_kafka.require_java()
     for q in quotas.plan(DEMO_TENANTS, "local"):
-        stack_kafka.run_config_command(L, java, L.logs_dir / "setup.log", quotas.config_command_args(q),
-                                       what=f"the quota of User:{q.user}")
+        stack_kafka.run_config_command(
+            L, java, L.logs_dir / "setup.log", quotas.config_command_args(q), what=f"the quota of User:{q.user}"
+        )
     return conns

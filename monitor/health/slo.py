@@ -35,19 +35,30 @@ Availability = dict[tuple[str, str], float]  # (cluster, tenant) -> availability
 class TenantSloRead(BaseModel):
     objective: float = Field(description="share of minutes the tenant's Kafka must be available over the window")
     window: str = Field(description="the SLO window, e.g. 28d")
-    availability: float | None = Field(description=(
-        "good minutes / known minutes over the window (minutes while the probe was not up are unknown, not bad); "
-        "the worst of the tenant's clusters; null: no known minute, or Prometheus did not answer"))
-    error_budget_remaining: float | None = Field(description=(
-        "share of the window's error budget left: 1 - (1 - availability) / (1 - objective); negative: overspent"))
+    availability: float | None = Field(
+        description=(
+            "good minutes / known minutes over the window (minutes while the probe was not up are unknown, not bad); "
+            "the worst of the tenant's clusters; null: no known minute, or Prometheus did not answer"
+        )
+    )
+    error_budget_remaining: float | None = Field(
+        description=(
+            "share of the window's error budget left: 1 - (1 - availability) / (1 - objective); negative: overspent"
+        )
+    )
 
 
 class SloBoard:
     """Every tenant's availability over the SLO window, asked of Prometheus at most once per ``ttl``. Thread-safe:
     health misses run on worker threads; one asks, the others wait for its answer."""
 
-    def __init__(self, source: Callable[[Config], PrometheusSource] | None = None, *, ttl: float = TTL_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        source: Callable[[Config], PrometheusSource] | None = None,
+        *,
+        ttl: float = TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._source = source or (lambda config: prometheus_source(config.prometheus))
         self._ttl, self._clock = ttl, clock
         self._lock = threading.Lock()
@@ -75,12 +86,20 @@ class SloBoard:
         return {(r.labels.get("cluster", ""), r.labels.get("tenant", "")): r.value for r in rows}
 
 
-def tenant_slo(tenant: TenantConfig, clusters: Iterable[str], availability: Availability | None,
-               config: Config) -> TenantSloRead:
+def tenant_slo(
+    tenant: TenantConfig, clusters: Iterable[str], availability: Availability | None, config: Config
+) -> TenantSloRead:
     """Pure: ``tenant``'s SLO from the board's numbers, its own clusters' only."""
     own = set(clusters)
     mine = [v for (cluster, name), v in (availability or {}).items() if name == tenant.name and cluster in own]
-    view = TenantSlo.of(objective=objective_for(tenant, config.slo), window_days=config.slo.window_days,
-                        avail=min(mine) if mine else None)
-    return TenantSloRead(objective=view.objective, window=view.window, availability=view.availability,
-                         error_budget_remaining=view.error_budget_remaining)
+    view = TenantSlo.of(
+        objective=objective_for(tenant, config.slo),
+        window_days=config.slo.window_days,
+        avail=min(mine) if mine else None,
+    )
+    return TenantSloRead(
+        objective=view.objective,
+        window=view.window,
+        availability=view.availability,
+        error_budget_remaining=view.error_budget_remaining,
+    )

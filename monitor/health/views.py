@@ -68,13 +68,20 @@ class TenantHealth(BaseModel):
     score: int = Field(ge=0, le=100)
     as_of: UtcDatetime
     components: list[Component]
-    slo: TenantSloRead = Field(description=(
-        "the tenant's availability objective, the SLO window, its availability over the window and the error budget "
-        "left (docs/alerts.md, 'Tenant SLOs')"))
+    slo: TenantSloRead = Field(
+        description=(
+            "the tenant's availability objective, the SLO window, its availability over the window and the error "
+            "budget left (docs/alerts.md, 'Tenant SLOs')"
+        )
+    )
 
 
-@router.get("/tenants/{tenant}/health", response_model=TenantHealth, operation_id="getTenantHealth",
-            summary="Is this tenant's Kafka healthy, and if not, why (with evidence)")
+@router.get(
+    "/tenants/{tenant}/health",
+    response_model=TenantHealth,
+    operation_id="getTenantHealth",
+    summary="Is this tenant's Kafka healthy, and if not, why (with evidence)",
+)
 async def tenant_health(name: TenantName, request: Request, config: AppConfig, now: Now) -> Response:
     """The tenant's health now: a status (ok, degraded, critical, unknown when its data is stale) and a score
     from 0 to 100, with each affected component (cluster, broker, topic, client, group) and the firing alerts
@@ -84,8 +91,17 @@ async def tenant_health(name: TenantName, request: Request, config: AppConfig, n
     marks = state.store_watch.current()  # before anything is read: see AnswerMemo.put
     body = state.health_memo.get(name, marks, now)
     if body is None:
-        body = await anyio.to_thread.run_sync(_tenant_health_json, state.store, state.health_memo, name, marks,
-                                              config, now, _slo_board(state), limiter=_miss_limiter(state))
+        body = await anyio.to_thread.run_sync(
+            _tenant_health_json,
+            state.store,
+            state.health_memo,
+            name,
+            marks,
+            config,
+            now,
+            _slo_board(state),
+            limiter=_miss_limiter(state),
+        )
     return Response(body, media_type="application/json")
 
 
@@ -105,8 +121,9 @@ def _slo_board(state) -> SloBoard:
     return board
 
 
-def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config,
-                        now, slo_board: SloBoard) -> bytes:
+def _tenant_health_json(
+    store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config, now, slo_board: SloBoard
+) -> bytes:
     with store.session() as s:
         cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
         if cfg is None:
@@ -119,11 +136,26 @@ def _tenant_health_json(store: Store, memo: AnswerMemo, name: str, marks: Marks 
     stale_after = _stale_after(config)
     result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
     slo = tenant_slo(cfg, clusters, slo_board.availability(config, now), config)  # after the store: no session held
-    body = TenantHealth(tenant=cfg.name, status=result.status, score=result.score, as_of=result.as_of,
-                        components=result.components, slo=slo).model_dump_json().encode()
+    body = (
+        TenantHealth(
+            tenant=cfg.name,
+            status=result.status,
+            score=result.score,
+            as_of=result.as_of,
+            components=result.components,
+            slo=slo,
+        )
+        .model_dump_json()
+        .encode()
+    )
     if marks is not None:
-        memo.put(name, registry=marks.registry, heartbeats=beats, body=body,
-                 until=steady_until(clusters=clusters, heartbeats=by_cluster, now=now, stale_after=stale_after))
+        memo.put(
+            name,
+            registry=marks.registry,
+            heartbeats=beats,
+            body=body,
+            until=steady_until(clusters=clusters, heartbeats=by_cluster, now=now, stale_after=stale_after),
+        )
     return body
 
 
@@ -141,8 +173,12 @@ class ClusterHealth(BaseModel):
     as_of: UtcDatetime
     components: list[Component]
     sources: list[str] = Field(default_factory=list, description="the sources the cluster's config turns on")
-    not_observable: list[NotObservable] = Field(default_factory=list, description=(
-        "what this health cannot see on the cluster: no alert judges these signals (collectors.capabilities)"))
+    not_observable: list[NotObservable] = Field(
+        default_factory=list,
+        description=(
+            "what this health cannot see on the cluster: no alert judges these signals (collectors.capabilities)"
+        ),
+    )
 
 
 def _not_observable(config: Config, cluster: str) -> tuple[list[str], list[NotObservable]]:
@@ -163,10 +199,15 @@ def _cluster_firing(db_session: Session, cluster: str, own: TenantConfig | None)
     return firing_reasons(db_session, *tenant_alerts_filter(own, {cluster}))
 
 
-@clusters_router.get("/clusters/{cluster}/health", response_model=ClusterHealth, operation_id="getClusterHealth",
-                     summary="A cluster's health (for a tenant token: its slice of the cluster)")
-def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
-                   now: Now) -> ClusterHealth:
+@clusters_router.get(
+    "/clusters/{cluster}/health",
+    response_model=ClusterHealth,
+    operation_id="getClusterHealth",
+    summary="A cluster's health (for a tenant token: its slice of the cluster)",
+)
+def cluster_health(
+    cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig, now: Now
+) -> ClusterHealth:
     """The cluster's status and score with the components its firing alerts name. An operator sees every alert
     of the cluster; a tenant token only those attributed to its tenant (404 for a cluster it is not on)."""
     own = cluster_scope(db_session, principal, cluster)
@@ -178,8 +219,15 @@ def cluster_health(cluster: ClusterName, principal: CurrentPrincipal, db_session
         stale_after=_stale_after(config),
     )
     sources, blind = _not_observable(config, cluster)
-    return ClusterHealth(cluster=cluster, status=result.status, score=result.score, as_of=result.as_of,
-                         components=result.components, sources=sources, not_observable=blind)
+    return ClusterHealth(
+        cluster=cluster,
+        status=result.status,
+        score=result.score,
+        as_of=result.as_of,
+        components=result.components,
+        sources=sources,
+        not_observable=blind,
+    )
 
 
 class BrokerRead(BaseModel):
@@ -189,16 +237,24 @@ class BrokerRead(BaseModel):
     alerts: list[str]  # names of firing alerts on this broker (for a tenant: those attributed to it)
 
 
-@clusters_router.get("/clusters/{cluster}/brokers", response_model=Page[BrokerRead],
-                     operation_id="listClusterBrokers",
-                     summary="The cluster's brokers (configured, and discovered ones), with their latest known status")
-def cluster_brokers(cluster: ClusterName, principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
-                    now: Now, paging: PagingParams) -> Page[BrokerRead]:
+@clusters_router.get(
+    "/clusters/{cluster}/brokers",
+    response_model=Page[BrokerRead],
+    operation_id="listClusterBrokers",
+    summary="The cluster's brokers (configured, and discovered ones), with their latest known status",
+)
+def cluster_brokers(
+    cluster: ClusterName,
+    principal: CurrentPrincipal,
+    db_session: DbSession,
+    config: AppConfig,
+    now: Now,
+    paging: PagingParams,
+) -> Page[BrokerRead]:
     """Each configured broker with its host, a status from the alerts firing on it (unknown when the cluster's
     data is stale) and those alerts' names; for a tenant token, only the alerts attributed to its tenant."""
     own = cluster_scope(db_session, principal, cluster)
-    gap = data_gap(cluster, _heartbeats(db_session, {cluster}).get(cluster), now=now,
-                   stale_after=_stale_after(config))
+    gap = data_gap(cluster, _heartbeats(db_session, {cluster}).get(cluster), now=now, stale_after=_stale_after(config))
     by_broker: dict[str, list] = {}
     for a in _cluster_firing(db_session, cluster, own):
         broker = a.broker or (a.labels or {}).get("broker")
@@ -246,7 +302,8 @@ def discovered_brokers(source: Source, cluster: str, now: datetime) -> dict[int,
     sel = f'{{cluster="{cluster}"}}'  # a cluster name is [a-z0-9_.-]: safe inside the quotes
     up = source.query(f"max by (broker) (last_over_time(kafka_cluster_broker_up{sel}[{DISCOVERED_LOOKBACK}]))", now)
     hosts = source.query(
-        f"max by (broker, host) (last_over_time(kafka_host_filesystem_size_bytes{sel}[{DISCOVERED_LOOKBACK}]))", now)
+        f"max by (broker, host) (last_over_time(kafka_host_filesystem_size_bytes{sel}[{DISCOVERED_LOOKBACK}]))", now
+    )
     host_of = {s.labels.get("broker", ""): s.labels.get("host", "") for s in hosts}
     return {int(b): host_of.get(b, "") for b in (s.labels.get("broker", "") for s in up) if b.isdigit()}
 

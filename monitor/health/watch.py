@@ -56,8 +56,9 @@ class Marks:
         return {b.cluster: b for b in self.heartbeats}
 
 
-_HEARTBEATS = select(EngineHeartbeat.cluster, EngineHeartbeat.evaluated_at, EngineHeartbeat.data_ok,
-                     EngineHeartbeat.detail).order_by(EngineHeartbeat.cluster)
+_HEARTBEATS = select(
+    EngineHeartbeat.cluster, EngineHeartbeat.evaluated_at, EngineHeartbeat.data_ok, EngineHeartbeat.detail
+).order_by(EngineHeartbeat.cluster)
 
 
 def read_heartbeats(db_session: Session) -> tuple[Beat, ...]:
@@ -70,8 +71,9 @@ class StoreWatch:
 
     name = "api-store-watch"
 
-    def __init__(self, store: Store, *, interval: float = 0.25, max_age: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, store: Store, *, interval: float = 0.25, max_age: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ):
         self.store, self.interval, self.max_age, self.clock = store, interval, max_age, clock
         self._marks: Marks | None = None
         self._stop = threading.Event()
@@ -84,8 +86,9 @@ class StoreWatch:
         started = self.clock()
         try:
             with self.store.session() as s:
-                marks = Marks(registry=tenant_service.version(db_session=s), heartbeats=read_heartbeats(s),
-                              read_at=started)
+                marks = Marks(
+                    registry=tenant_service.version(db_session=s), heartbeats=read_heartbeats(s), read_at=started
+                )
         except StoreError as exc:
             self._marks = None
             if not self._failing:
@@ -175,8 +178,9 @@ class AnswerMemo:
             return None
         return a.body
 
-    def put(self, key: str, *, registry: int, heartbeats: tuple[Beat, ...], until: datetime | None,
-            body: bytes) -> None:
+    def put(
+        self, key: str, *, registry: int, heartbeats: tuple[Beat, ...], until: datetime | None, body: bytes
+    ) -> None:
         if until is None:
             return
         if len(self._answers) >= self.max_entries and key not in self._answers:

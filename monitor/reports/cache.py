@@ -114,23 +114,33 @@ class DaySources:
     notes: list[tuple[int, str]] = field(default_factory=list)  # (log level, message) per day not served
 
     def summary(self) -> str:
-        return (f"{len(self.cached)} day(s) from the cache, {len(self.fresh)} from the lake "
-                f"({len(self.to_cache)} to be cached)")
+        return (
+            f"{len(self.cached)} day(s) from the cache, {len(self.fresh)} from the lake "
+            f"({len(self.to_cache)} to be cached)"
+        )
 
 
-def check(lake: Path, day: date, source: dict, schemas: dict[str, str]) -> tuple[dict[str, list[str]] | None,
-                                                                                 tuple[int, str] | None]:
+def check(
+    lake: Path, day: date, source: dict, schemas: dict[str, str]
+) -> tuple[dict[str, list[str]] | None, tuple[int, str] | None]:
     """The day's cached files if its record is valid for ``source``; else None and why (None: never cached)."""
     path = record_path(lake, day)
     try:
         record = json.loads(path.read_text())
-        version, written_for, written_from, files = (record["version"], record["schemas"], record["source"],
-                                                     record["files"])
+        version, written_for, written_from, files = (
+            record["version"],
+            record["schemas"],
+            record["source"],
+            record["files"],
+        )
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return None, (logging.WARNING, f"{day}: cache record {path.relative_to(lake)} unreadable "
-                                       f"({_first_line(exc)}); recomputing the day from the lake")
+        return None, (
+            logging.WARNING,
+            f"{day}: cache record {path.relative_to(lake)} unreadable "
+            f"({_first_line(exc)}); recomputing the day from the lake",
+        )
     if version != TR.REDUCTION_VERSION or written_for != schemas:
         return None, (logging.INFO, f"{day}: cache written by another version of the reductions; recomputing")
     if written_from != source:
@@ -148,13 +158,13 @@ def check(lake: Path, day: date, source: dict, schemas: dict[str, str]) -> tuple
                     raise ValueError(f"{rel} does not match its recorded size and SHA-256")
                 out[kind].append(rel)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        return None, (logging.WARNING, f"{day}: corrupt cache ({_first_line(exc)}); recomputing the day from the "
-                                       "lake")
+        return None, (logging.WARNING, f"{day}: corrupt cache ({_first_line(exc)}); recomputing the day from the lake")
     return out, None
 
 
-def plan(lake: Path, scanned: Scanned, *, current_week: date, schemas: dict[str, str],
-         enabled: bool = True) -> DaySources:
+def plan(
+    lake: Path, scanned: Scanned, *, current_week: date, schemas: dict[str, str], enabled: bool = True
+) -> DaySources:
     """Decide, per day of ``scanned``, whether it is read from the cache or the lake, and which fresh days to cache.
     ``current_week`` is the Monday of the week of ``now`` (its days may still change); ``schemas`` is
     ``schema_record``. Reads records and hashes cached files; no Spark."""
@@ -164,8 +174,13 @@ def plan(lake: Path, scanned: Scanned, *, current_week: date, schemas: dict[str,
     if not enabled or outside:
         p.fresh = days
         if enabled:
-            p.notes.append((logging.WARNING, f"{outside[0]}: a file holds rows outside its day (or has no ts "
-                                             "statistics); the reductions cache is not used for this report"))
+            p.notes.append(
+                (
+                    logging.WARNING,
+                    f"{outside[0]}: a file holds rows outside its day (or has no ts "
+                    "statistics); the reductions cache is not used for this report",
+                )
+            )
         return p
     for day in days:
         files = scanned.days[day]
@@ -185,8 +200,9 @@ def plan(lake: Path, scanned: Scanned, *, current_week: date, schemas: dict[str,
     return p
 
 
-def read_cached(spark: SparkSession, lake: Path, cached: dict[date, dict[str, list[str]]],
-                schemas: dict[str, T.StructType]) -> TR.Reductions:
+def read_cached(
+    spark: SparkSession, lake: Path, cached: dict[date, dict[str, list[str]]], schemas: dict[str, T.StructType]
+) -> TR.Reductions:
     """The cached days' reductions as frames (lazy). ``date`` comes from the directory (Spark's partition column)."""
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")  # see extract.read
     root = lakefs.reduced_dir(lake)
@@ -197,8 +213,9 @@ def read_cached(spark: SparkSession, lake: Path, cached: dict[date, dict[str, li
         if not files:
             frames[kind] = spark.createDataFrame([], schema)
             continue
-        with_date = schema if "date" in schema.names else T.StructType(
-            schema.fields + [T.StructField("date", T.DateType())])
+        with_date = (
+            schema if "date" in schema.names else T.StructType(schema.fields + [T.StructField("date", T.DateType())])
+        )
         df = spark.read.schema(with_date).option("basePath", str(kind_dir(lake, kind))).parquet(*files)
         frames[kind] = df.select(*schema.names)
     return TR.Reductions.of(frames)
@@ -213,8 +230,9 @@ def _clean_leftovers(root: Path, now: float) -> None:
             pass
 
 
-def install(lake: Path, day: date, staged: dict[str, Path], source: dict, schemas: dict[str, str], *,
-            now: datetime) -> dict:
+def install(
+    lake: Path, day: date, staged: dict[str, Path], source: dict, schemas: dict[str, str], *, now: datetime
+) -> dict:
     """Move a day's staged reductions (kind -> a ``date=<day>`` directory; absent when the day has no rows of that
     kind) into the cache, then write the day's record. Returns the record."""
     root = lakefs.reduced_dir(lake)
@@ -232,8 +250,14 @@ def install(lake: Path, day: date, staged: dict[str, Path], source: dict, schema
             os.rename(src, final)
         parquet = sorted(final.glob("*.parquet")) if final.exists() else []
         files[kind] = [[str(f.relative_to(root)), f.stat().st_size, _sha256(f)] for f in parquet]
-    record = {"version": TR.REDUCTION_VERSION, "day": day.isoformat(), "written_at": now.isoformat(),
-              "schemas": schemas, "source": source, "files": files}
+    record = {
+        "version": TR.REDUCTION_VERSION,
+        "day": day.isoformat(),
+        "written_at": now.isoformat(),
+        "schemas": schemas,
+        "source": source,
+        "files": files,
+    }
     path = record_path(lake, day)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp-{uuid.uuid4().hex[:8]}")
@@ -242,8 +266,15 @@ def install(lake: Path, day: date, staged: dict[str, Path], source: dict, schema
     return record
 
 
-def write(lake: Path, fresh: TR.Reductions, days: list[date], sources: dict[date, dict], schemas: dict[str, str], *,
-          now: datetime) -> list[date]:
+def write(
+    lake: Path,
+    fresh: TR.Reductions,
+    days: list[date],
+    sources: dict[date, dict],
+    schemas: dict[str, str],
+    *,
+    now: datetime,
+) -> list[date]:
     """Write the reductions of ``days`` (rows of ``fresh``, materialized) to the cache: one Spark write per kind into
     a staging directory, partitioned by day, then ``install`` per day. A failure is logged, never raised: the
     report does not depend on its cache. Returns the days written."""
@@ -258,27 +289,49 @@ def write(lake: Path, fresh: TR.Reductions, days: list[date], sources: dict[date
         for kind, df in fresh.frames().items():
             dated = df if "date" in df.columns else df.withColumn("date", F.to_date("ts"))
             # one file per day and kind: the day's rows in one shuffle partition
-            (dated.where(F.col("date").isin(days)).repartition("date").write.option("compression", "zstd")
-             .partitionBy("date").parquet(str(staging / kind)))
+            (
+                dated.where(F.col("date").isin(days))
+                .repartition("date")
+                .write.option("compression", "zstd")
+                .partitionBy("date")
+                .parquet(str(staging / kind))
+            )
         for day in days:
-            install(lake, day, {k: staging / k / lakefs.day_partition(day) for k in KINDS}, sources[day], schemas,
-                    now=now)
+            install(
+                lake, day, {k: staging / k / lakefs.day_partition(day) for k in KINDS}, sources[day], schemas, now=now
+            )
             written.append(day)
     except (OSError, *SparkFailure) as exc:
-        log.warning("report cache: writing the reductions of %d day(s) failed after %d (%s); the report goes on",
-                    len(days), len(written), _first_line(exc))
+        log.warning(
+            "report cache: writing the reductions of %d day(s) failed after %d (%s); the report goes on",
+            len(days),
+            len(written),
+            _first_line(exc),
+        )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return written
 
 
-LABELS = {"key_days": "per-key daily reduction", "cluster_minutes": "per-cluster minutes",
-          "minute_rows": "per-minute rows", "disk_days": "disks per day"}
+LABELS = {
+    "key_days": "per-key daily reduction",
+    "cluster_minutes": "per-cluster minutes",
+    "minute_rows": "per-minute rows",
+    "disk_days": "disks per day",
+}
 
 
-def reductions(spark: SparkSession, lake: Path, scanned: Scanned, window: ReportWindow, p: DaySources, *, now: datetime,
-               keep: Callable[[str, DataFrame], DataFrame] = lambda _name, df: df,
-               timed: Callable[[str, Callable[[], object]], object] = lambda _name, fn: fn()) -> TR.Reductions:
+def reductions(
+    spark: SparkSession,
+    lake: Path,
+    scanned: Scanned,
+    window: ReportWindow,
+    p: DaySources,
+    *,
+    now: datetime,
+    keep: Callable[[str, DataFrame], DataFrame] = lambda _name, df: df,
+    timed: Callable[[str, Callable[[], object]], object] = lambda _name, fn: fn(),
+) -> TR.Reductions:
     """The window's reductions, in canonical order (``transforms.canonical``) and each materialized by ``keep``:
     the union of the cached days' (read from the cache) and the fresh days' (reduced from the lake; those of
     ``p.to_cache`` are materialized first and written to the cache). ``p`` is updated when reading the cache fails
@@ -293,20 +346,27 @@ def reductions(spark: SparkSession, lake: Path, scanned: Scanned, window: Report
         caching = [d for d in p.to_cache if d in set(days)]
         if not caching:
             return parts  # read once, by the final keep below
-        parts = TR.Reductions.of({k: keep(f"{LABELS[k]} ({len(days)} days from the lake)", df)
-                                  for k, df in parts.frames().items()})
+        parts = TR.Reductions.of(
+            {k: keep(f"{LABELS[k]} ({len(days)} days from the lake)", df) for k, df in parts.frames().items()}
+        )
         recorded = {k: v.simpleString() for k, v in schemas.items()}
         written: list[date] = []
-        timed(f"cache write ({len(caching)} days)",
-              lambda: written.extend(write(lake, parts, caching, p.sources, recorded, now=now)))
+        timed(
+            f"cache write ({len(caching)} days)",
+            lambda: written.extend(write(lake, parts, caching, p.sources, recorded, now=now)),
+        )
         p.to_cache = [d for d in p.to_cache if d not in set(caching)] + written
         return parts
 
     def final(parts: TR.Reductions) -> TR.Reductions:
-        where = (f"{len(p.cached)} cached + {len(p.fresh)} from the lake" if p.cached
-                 else f"{len(p.fresh)} days from the lake")
-        return TR.Reductions.of({k: keep(f"{LABELS[k]} ({where})", df)
-                                 for k, df in parts.canonical(partitions).frames().items()})
+        where = (
+            f"{len(p.cached)} cached + {len(p.fresh)} from the lake"
+            if p.cached
+            else f"{len(p.fresh)} days from the lake"
+        )
+        return TR.Reductions.of(
+            {k: keep(f"{LABELS[k]} ({where})", df) for k, df in parts.canonical(partitions).frames().items()}
+        )
 
     fresh = from_lake(p.fresh) if p.fresh or not p.cached else None
     if p.cached:
@@ -314,8 +374,10 @@ def reductions(spark: SparkSession, lake: Path, scanned: Scanned, window: Report
             cached = read_cached(spark, lake, p.cached, schemas)
             return final(cached if fresh is None else fresh.union(cached))
         except SparkFailure as exc:
-            log.warning("report cache: reading the cached reductions failed (%s); reducing those days from the lake",
-                        _first_line(exc))
+            log.warning(
+                "report cache: reading the cached reductions failed (%s); reducing those days from the lake",
+                _first_line(exc),
+            )
             redo = sorted(p.cached)
             p.cached = {}
             p.fresh = sorted(p.fresh + redo)

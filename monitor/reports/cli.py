@@ -26,11 +26,18 @@ def register(sub) -> None:
     p = sub.add_parser("report", help="weekly per-tenant trend report (Spark) from the Parquet lake")
     p.add_argument("--week", required=True, type=_week, help="ISO week, e.g. 2026-W47")
     p.add_argument("--tenant", default=None, help="only this tenant's report (default: every tenant + operator)")
-    p.add_argument("--master", default=None, help="Spark master URL, e.g. spark://host:7077 "
-                                                   "(default: reports.spark_master, local[2])")
+    p.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL, e.g. spark://host:7077 (default: reports.spark_master, local[2])",
+    )
     p.add_argument("--no-index", action="store_true", help="write the reports to the lake but not the store index")
-    p.add_argument("--no-cache", action="store_true", help="reduce every day from the raw lake rows; neither read "
-                                                            "nor write the cached daily reductions (lake/reduced)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="reduce every day from the raw lake rows; neither read "
+        "nor write the cached daily reductions (lake/reduced)",
+    )
     add_config_args(p)
     p.set_defaults(func=_report)
 
@@ -52,8 +59,17 @@ def _report(args) -> int:
     spark = spark_session(master)
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        run = run_report(spark, config, args.week, tenant=args.tenant, now=utc_now(), store=store,
-                         lake=Path(config.lake.path), use_cache=not args.no_cache, progress=progress)
+        run = run_report(
+            spark,
+            config,
+            args.week,
+            tenant=args.tenant,
+            now=utc_now(),
+            store=store,
+            lake=Path(config.lake.path),
+            use_cache=not args.no_cache,
+            progress=progress,
+        )
     finally:
         spark.stop()
         if store is not None:

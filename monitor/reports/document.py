@@ -15,11 +15,28 @@ from typing import Any
 DOC_VERSION = 1
 OPERATOR = "_operator"  # index key of the operator summary; tenant names cannot start with "_"
 
-COMPARED = ("bytes_in", "bytes_out", "messages_in", "messages_out", "produce_p99_mean_seconds",
-            "produce_p99_max_seconds", "fetch_p99_mean_seconds", "fetch_p99_max_seconds", "throttled_minutes",
-            "lag_mean_messages", "lag_max_messages", "availability_ratio", "bad_minutes", "offline_minutes",
-            "under_min_isr_minutes", "observed_minutes", "slo_availability_ratio", "slo_bad_minutes",
-            "slo_known_minutes", "alerts_raised")
+COMPARED = (
+    "bytes_in",
+    "bytes_out",
+    "messages_in",
+    "messages_out",
+    "produce_p99_mean_seconds",
+    "produce_p99_max_seconds",
+    "fetch_p99_mean_seconds",
+    "fetch_p99_max_seconds",
+    "throttled_minutes",
+    "lag_mean_messages",
+    "lag_max_messages",
+    "availability_ratio",
+    "bad_minutes",
+    "offline_minutes",
+    "under_min_isr_minutes",
+    "observed_minutes",
+    "slo_availability_ratio",
+    "slo_bad_minutes",
+    "slo_known_minutes",
+    "alerts_raised",
+)
 MINUTES_PER_DAY = 1440
 
 
@@ -51,16 +68,33 @@ class Collected:
     alerts: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     clients: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
     daily: dict[str, dict[str, dict[date, float]]] = field(
-        default_factory=lambda: defaultdict(lambda: defaultdict(dict)))
+        default_factory=lambda: defaultdict(lambda: defaultdict(dict))
+    )
     seen: dict[str, dict] = field(default_factory=dict)
     clusters: list[dict] = field(default_factory=list)
     findings: dict[str, list[dict]] = field(default_factory=lambda: defaultdict(list))
 
     @classmethod
-    def from_rows(cls, week: date, generated_at: datetime, problems: list[str], *, span: Mapping, compare: Iterable,
-                  weekly: Iterable, storage: Iterable, storage_daily: Iterable, disk: Iterable, members: Iterable,
-                  alerts: Iterable, clients: Iterable, daily: Iterable, seen: Iterable,
-                  clusters: Iterable, findings: Iterable = ()) -> Collected:
+    def from_rows(
+        cls,
+        week: date,
+        generated_at: datetime,
+        problems: list[str],
+        *,
+        span: Mapping,
+        compare: Iterable,
+        weekly: Iterable,
+        storage: Iterable,
+        storage_daily: Iterable,
+        disk: Iterable,
+        members: Iterable,
+        alerts: Iterable,
+        clients: Iterable,
+        daily: Iterable,
+        seen: Iterable,
+        clusters: Iterable,
+        findings: Iterable = (),
+    ) -> Collected:
         c = cls(week, generated_at, span.get("first"), span.get("end"), list(problems))
         for r in map(_row, compare):
             c.compare[r["owner"]][r["metric"]] = r
@@ -112,13 +146,17 @@ def tenant_problems(c: Collected, tenant: str) -> tuple[str, list[str]]:
     out: list[str] = []
     this = c.compare.get(tenant, {})
     if seen is None or seen["last_seen"] < week_start:
-        out.append("no data for this tenant's topics, consumer groups or clients in the week: "
-                   "is the tenant new, idle, or are its selectors wrong?")
+        out.append(
+            "no data for this tenant's topics, consumer groups or clients in the week: "
+            "is the tenant new, idle, or are its selectors wrong?"
+        )
         return "no_data", out
     first = seen["first_seen"]
     if first >= week_start and c.data_first is not None and first - c.data_first > timedelta(hours=1):
-        out.append(f"first data of this tenant at {first:%Y-%m-%d %H:%M} UTC (added mid-week?): weekly figures "
-                   "cover only the time since, and week-over-week growth is not comparable")
+        out.append(
+            f"first data of this tenant at {first:%Y-%m-%d %H:%M} UTC (added mid-week?): weekly figures "
+            "cover only the time since, and week-over-week growth is not comparable"
+        )
     elif this.get("bytes_in", {}).get("previous_week") is None:
         out.append("no data for the previous week: week-over-week growth is not available")
     return "ok", out
@@ -139,19 +177,37 @@ def slo_section(cmp: Mapping[str, dict], history: list[dict], *, objective: floa
 
     avail = cmp.get("slo_availability_ratio", {})
     bad = cmp.get("slo_bad_minutes", {}).get("this_week")
-    return {"objective": objective, "window": f"{window_days}d",
-            "availability": num(avail.get("this_week")), "met": (avail["this_week"] >= objective
-                                                                 if avail.get("this_week") is not None else None),
-            "known_minutes": num(cmp.get("slo_known_minutes", {}).get("this_week")), "bad_minutes": num(bad),
-            "burn_rate": burn(avail.get("this_week")), "budget_spent": spent(bad),
-            "comparison": _compared(avail),
-            "weeks": [{"week": h["week"], "availability": h["slo_availability_ratio"],
-                       "burn_rate": burn(h["slo_availability_ratio"]), "budget_spent": spent(h["slo_bad_minutes"])}
-                      for h in history]}
+    return {
+        "objective": objective,
+        "window": f"{window_days}d",
+        "availability": num(avail.get("this_week")),
+        "met": (avail["this_week"] >= objective if avail.get("this_week") is not None else None),
+        "known_minutes": num(cmp.get("slo_known_minutes", {}).get("this_week")),
+        "bad_minutes": num(bad),
+        "burn_rate": burn(avail.get("this_week")),
+        "budget_spent": spent(bad),
+        "comparison": _compared(avail),
+        "weeks": [
+            {
+                "week": h["week"],
+                "availability": h["slo_availability_ratio"],
+                "burn_rate": burn(h["slo_availability_ratio"]),
+                "budget_spent": spent(h["slo_bad_minutes"]),
+            }
+            for h in history
+        ],
+    }
 
 
-def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, retention_hours: float | None,
-                    objective: float = 0.999, window_days: int = 28) -> dict:
+def tenant_document(
+    c: Collected,
+    tenant: str,
+    *,
+    budget_bytes: int | None,
+    retention_hours: float | None,
+    objective: float = 0.999,
+    window_days: int = 28,
+) -> dict:
     status, own = tenant_problems(c, tenant)
     problems = c.problems + own
     if status == "ok" and problems:
@@ -159,15 +215,23 @@ def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, rete
     cmp = c.compare.get(tenant, {})
     st = c.storage.get(tenant, {})
     weeks = [c.week - timedelta(days=7 * i) for i in range(4, -1, -1)]
-    history = [{"week": _week_label(w), **{m: num(c.history.get(tenant, {}).get(w, {}).get(m)) for m in COMPARED}}
-               for w in weeks]
+    history = [
+        {"week": _week_label(w), **{m: num(c.history.get(tenant, {}).get(w, {}).get(m)) for m in COMPARED}}
+        for w in weeks
+    ]
     disk = []
     for cl in sorted(c.members.get(tenant, ())):
         d = c.disk.get(cl)
         if d:
-            disk.append({"cluster": cl, "size_bytes": num(d["limit"]), "used_bytes": num(d["current"]),
-                         "growth_bytes_per_week": num(d["slope_per_week"]),
-                         "weeks_until_full": num(d["weeks_until_limit"])})
+            disk.append(
+                {
+                    "cluster": cl,
+                    "size_bytes": num(d["limit"]),
+                    "used_bytes": num(d["current"]),
+                    "growth_bytes_per_week": num(d["slope_per_week"]),
+                    "weeks_until_full": num(d["weeks_until_limit"]),
+                }
+            )
     days = [c.week - timedelta(days=28) + timedelta(days=i) for i in range(35)]
     dl = c.daily.get(tenant, {})
     sd = dict(c.storage_daily.get(tenant, ()))
@@ -193,41 +257,88 @@ def tenant_document(c: Collected, tenant: str, *, budget_bytes: int | None, rete
             "weeks_until_budget": num(st.get("weeks_until_limit")),
             "disk": disk,
         },
-        "latency": {m: _compared(cmp.get(m)) for m in ("produce_p99_mean_seconds", "produce_p99_max_seconds",
-                                                         "fetch_p99_mean_seconds", "fetch_p99_max_seconds")},
+        "latency": {
+            m: _compared(cmp.get(m))
+            for m in (
+                "produce_p99_mean_seconds",
+                "produce_p99_max_seconds",
+                "fetch_p99_mean_seconds",
+                "fetch_p99_max_seconds",
+            )
+        },
         "throttling": {"throttled_minutes": _compared(cmp.get("throttled_minutes"))},
         "consumer_lag": {m: _compared(cmp.get(m)) for m in ("lag_mean_messages", "lag_max_messages")},
         "alerts": {
             "raised": sum(r["raised"] for r in alerts),
             "firing_minutes": sum(r["firing_minutes"] for r in alerts),
-            "by_name": [{k: num(r[k]) for k in ("alertname", "severity", "raised", "firing_minutes", "resolved",
-                                                 "mean_minutes_to_resolve", "max_minutes_to_resolve")}
-                        for r in alerts],
+            "by_name": [
+                {
+                    k: num(r[k])
+                    for k in (
+                        "alertname",
+                        "severity",
+                        "raised",
+                        "firing_minutes",
+                        "resolved",
+                        "mean_minutes_to_resolve",
+                        "max_minutes_to_resolve",
+                    )
+                }
+                for r in alerts
+            ],
         },
-        "availability": {"ratio": num(avail.get("this_week")),
-                         "bad_minutes": num(cmp.get("bad_minutes", {}).get("this_week")),
-                         "offline_minutes": num(cmp.get("offline_minutes", {}).get("this_week")),
-                         "under_min_isr_minutes": num(cmp.get("under_min_isr_minutes", {}).get("this_week")),
-                         "observed_minutes": num(cmp.get("observed_minutes", {}).get("this_week")),
-                         "comparison": _compared(avail)},
+        "availability": {
+            "ratio": num(avail.get("this_week")),
+            "bad_minutes": num(cmp.get("bad_minutes", {}).get("this_week")),
+            "offline_minutes": num(cmp.get("offline_minutes", {}).get("this_week")),
+            "under_min_isr_minutes": num(cmp.get("under_min_isr_minutes", {}).get("this_week")),
+            "observed_minutes": num(cmp.get("observed_minutes", {}).get("this_week")),
+            "comparison": _compared(avail),
+        },
         "slo": slo_section(cmp, history, objective=objective, window_days=window_days),
-        "noisiest_clients": [{k: num(r[k]) for k in ("rank", "cluster", "user", "client_id", "produce_bytes",
-                                                      "fetch_bytes", "total_bytes", "throttled_minutes")}
-                             for r in clients],
+        "noisiest_clients": [
+            {
+                k: num(r[k])
+                for k in (
+                    "rank",
+                    "cluster",
+                    "user",
+                    "client_id",
+                    "produce_bytes",
+                    "fetch_bytes",
+                    "total_bytes",
+                    "throttled_minutes",
+                )
+            }
+            for r in clients
+        ],
         "client_findings": _findings(c.findings.get(tenant, ())),
         "history": history,
-        "daily": {"dates": [d.isoformat() for d in days],
-                  **{m: [num(dl.get(m, {}).get(d)) for d in days]
-                     for m in ("bytes_in", "bytes_out", "produce_p99_seconds", "lag_mean_messages")},
-                  "storage_bytes": [num(sd.get(d)) for d in days]},
+        "daily": {
+            "dates": [d.isoformat() for d in days],
+            **{
+                m: [num(dl.get(m, {}).get(d)) for d in days]
+                for m in ("bytes_in", "bytes_out", "produce_p99_seconds", "lag_mean_messages")
+            },
+            "storage_bytes": [num(sd.get(d)) for d in days],
+        },
     }
 
 
 def _findings(rows: Iterable[dict]) -> list[dict]:
     """The week's client-advisor findings of one tenant, longest-held first."""
-    out = [{"finding": r["finding"], "cluster": r["cluster"], "client_id": r["client_id"], "group": r["group"],
-            "minutes": r["minutes"], "first_seen": _iso(r["first_seen"]), "last_seen": _iso(r["last_seen"])}
-           for r in rows]
+    out = [
+        {
+            "finding": r["finding"],
+            "cluster": r["cluster"],
+            "client_id": r["client_id"],
+            "group": r["group"],
+            "minutes": r["minutes"],
+            "first_seen": _iso(r["first_seen"]),
+            "last_seen": _iso(r["last_seen"]),
+        }
+        for r in rows
+    ]
     return sorted(out, key=lambda f: (-f["minutes"], f["finding"], f["client_id"] or "", f["group"] or ""))
 
 
@@ -239,22 +350,32 @@ def operator_document(c: Collected, tenant_docs: Mapping[str, dict]) -> dict:
     """Across tenants and clusters: the platform team's view of the week."""
     tenants = []
     for name, d in sorted(tenant_docs.items()):
-        tenants.append({"tenant": name, "status": d["status"],
-                        "bytes_in": d["throughput"]["bytes_in"]["this_week"],
-                        "growth_wow": d["throughput"]["bytes_in"]["growth_wow"],
-                        "vs_previous4": d["throughput"]["bytes_in"]["vs_previous4"],
-                        "availability_ratio": d["availability"]["ratio"],
-                        "alerts_raised": d["alerts"]["raised"],
-                        "throttled_minutes": d["throttling"]["throttled_minutes"]["this_week"],
-                        "weeks_until_budget": d["storage"]["weeks_until_budget"],
-                        "problems": len(d["problems"]) - len(c.problems)})
+        tenants.append(
+            {
+                "tenant": name,
+                "status": d["status"],
+                "bytes_in": d["throughput"]["bytes_in"]["this_week"],
+                "growth_wow": d["throughput"]["bytes_in"]["growth_wow"],
+                "vs_previous4": d["throughput"]["bytes_in"]["vs_previous4"],
+                "availability_ratio": d["availability"]["ratio"],
+                "alerts_raised": d["alerts"]["raised"],
+                "throttled_minutes": d["throttling"]["throttled_minutes"]["this_week"],
+                "weeks_until_budget": d["storage"]["weeks_until_budget"],
+                "problems": len(d["problems"]) - len(c.problems),
+            }
+        )
     tenants.sort(key=lambda t: -(t["bytes_in"] or 0))
     clusters = []
     for r in sorted(c.clusters, key=lambda r: r["cluster"]):
         disk = c.disk.get(r["cluster"], {})
-        clusters.append({**{k: num(v) for k, v in r.items()},
-                         "disk_used_bytes": num(disk.get("current")), "disk_size_bytes": num(disk.get("limit")),
-                         "disk_weeks_until_full": num(disk.get("weeks_until_limit"))})
+        clusters.append(
+            {
+                **{k: num(v) for k, v in r.items()},
+                "disk_used_bytes": num(disk.get("current")),
+                "disk_size_bytes": num(disk.get("limit")),
+                "disk_weeks_until_full": num(disk.get("weeks_until_limit")),
+            }
+        )
     return {
         "kind": "kafka-health/operator-report",
         "version": DOC_VERSION,

@@ -164,14 +164,18 @@ def scan(lake: Path, window: ReportWindow, *, today: date) -> Scanned:
                 meta = pq.read_metadata(f)
                 schema = meta.schema.to_arrow_schema()
             except (pa.ArrowException, OSError) as exc:
-                problems.append(f"{day}: unreadable Parquet file {f.relative_to(lake)} skipped "
-                                f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+                problems.append(
+                    f"{day}: unreadable Parquet file {f.relative_to(lake)} skipped "
+                    f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+                )
                 faulty = True
                 continue
             drift = _drift(schema)
             if drift:
-                problems.append(f"{day}: schema drift in {f.relative_to(lake)}: {'; '.join(drift)}; "
-                                "read with nulls for missing columns and unparseable values dropped")
+                problems.append(
+                    f"{day}: schema drift in {f.relative_to(lake)}: {'; '.join(drift)}; "
+                    "read with nulls for missing columns and unparseable values dropped"
+                )
                 faulty = True
             contained = contained and _inside(meta, day)
             groups.setdefault(drift, []).append(str(f))
@@ -190,8 +194,10 @@ def _missing_runs(days: list[date]) -> list[str]:
             if len(run) == 1:
                 out.append(f"{run[0]}: no archived data (missing day); figures for this day are absent")
             else:
-                out.append(f"{run[0]} to {run[-1]}: no archived data ({len(run)} missing days); "
-                           "figures for these days are absent")
+                out.append(
+                    f"{run[0]} to {run[-1]}: no archived data ({len(run)} missing days); "
+                    "figures for these days are absent"
+                )
             run = []
         if day is not None:
             run.append(day)
@@ -235,12 +241,14 @@ def read(spark: SparkSession, groups: dict[tuple[str, ...], list[str]]) -> DataF
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f)
-    return out.where(F.col("ts").isNotNull() & F.col("series").isNotNull() & F.col("value").isNotNull()
-                     & ~F.isnan("value"))
+    return out.where(
+        F.col("ts").isNotNull() & F.col("series").isNotNull() & F.col("value").isNotNull() & ~F.isnan("value")
+    )
 
 
-def extract(spark: SparkSession, scanned: Scanned, window: ReportWindow,
-            days: Iterable[date] | None = None) -> DataFrame:
+def extract(
+    spark: SparkSession, scanned: Scanned, window: ReportWindow, days: Iterable[date] | None = None
+) -> DataFrame:
     """The rows of ``days`` (default: every day ``scan`` found) inside the window, as one DataFrame."""
     start = datetime(window.start.year, window.start.month, window.start.day, tzinfo=timezone.utc)
     end = datetime(window.end.year, window.end.month, window.end.day, tzinfo=timezone.utc)
@@ -265,6 +273,7 @@ def selectors_frame(spark: SparkSession, tenants: Iterable[TenantConfig]) -> Dat
 
 
 def budgets_frame(spark: SparkSession, tenants: Iterable[TenantConfig]) -> DataFrame:
-    rows = [(t.name, float(t.contract.storage_budget_bytes) if t.contract.storage_budget_bytes else None)
-            for t in tenants]
+    rows = [
+        (t.name, float(t.contract.storage_budget_bytes) if t.contract.storage_budget_bytes else None) for t in tenants
+    ]
     return spark.createDataFrame(rows, "owner string, budget_bytes double")

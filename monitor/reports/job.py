@@ -43,18 +43,20 @@ log = logging.getLogger(__name__)
 STAGES = 5
 
 
-def spark_session(master: str, *, app_name: str = "kafka-health-report",
-                  shuffle_partitions: int = 8) -> SparkSession:
+def spark_session(master: str, *, app_name: str = "kafka-health-report", shuffle_partitions: int = 8) -> SparkSession:
     """A small-footprint session: 1 GiB driver, no UI, UTC (days and weeks are UTC days and weeks)."""
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.driver.memory", "1g")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.pyspark.python", sys.executable))
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.driver.memory", "1g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.pyspark.python", sys.executable)
+    )
     if master.startswith("spark://"):
         builder = builder.config("spark.executor.memory", "768m").config("spark.cores.max", "2")
     return builder.getOrCreate()
@@ -98,8 +100,16 @@ class Steps:
         return self.timed(name, df.localCheckpoint)
 
 
-def compute(spark: SparkSession, config: Config, parts: T.Reductions, week_text: str, *, problems: list[str],
-            now: datetime, steps: Steps | None = None) -> D.Collected:
+def compute(
+    spark: SparkSession,
+    config: Config,
+    parts: T.Reductions,
+    week_text: str,
+    *,
+    problems: list[str],
+    now: datetime,
+    steps: Steps | None = None,
+) -> D.Collected:
     """Attribute the window's early reductions (``parts``, materialized: see ``cache.reductions``) to the tenants,
     run every transform and collect the (small) results to the driver. Everything here works on frames small
     enough to keep in memory; the raw rows were read (at most) once per reduction, before.
@@ -113,9 +123,12 @@ def compute(spark: SparkSession, config: Config, parts: T.Reductions, week_text:
     daily_frame = r.owner_days()
     daily = timed("daily figures", daily_frame.collect)
     week_ts = datetime.combine(monday, datetime.min.time(), tzinfo=timezone.utc)
-    span_rows = (r.clusters.where(F.col("ts") >= F.lit(week_ts))
-                 .agg(F.min("ts").alias("first"), F.max("ts").alias("last"))
-                 .select(_epoch("first"), _epoch("last")).collect())
+    span_rows = (
+        r.clusters.where(F.col("ts") >= F.lit(week_ts))
+        .agg(F.min("ts").alias("first"), F.max("ts").alias("last"))
+        .select(_epoch("first"), _epoch("last"))
+        .collect()
+    )
     span = span_rows[0] if span_rows and span_rows[0]["last"] is not None else None
     # An alert still firing in the data's last minute is not resolved yet: the data's end bounds the week.
     span_end = min(_utc(span["last"]) + timedelta(minutes=1), week_ts + timedelta(days=7)) if span else None
@@ -127,39 +140,81 @@ def compute(spark: SparkSession, config: Config, parts: T.Reductions, week_text:
         "disk": timed("disk", lambda: r.disk.collect()),  # small: the clusters' days
         "alerts": timed("alerts", lambda: T.alerts_by_name(episodes, monday, data_end).collect()),
         "clients": timed("noisiest clients", lambda: T.noisy_clients(r.owned_days, monday).collect()),
-        "findings": timed("client findings", lambda: T.client_findings(r.mins, monday)
-                          .select("owner", "cluster", "finding", "client_id", "group", "minutes",
-                                  _epoch("first_seen"), _epoch("last_seen")).collect()),
+        "findings": timed(
+            "client findings",
+            lambda: (
+                T.client_findings(r.mins, monday)
+                .select(
+                    "owner",
+                    "cluster",
+                    "finding",
+                    "client_id",
+                    "group",
+                    "minutes",
+                    _epoch("first_seen"),
+                    _epoch("last_seen"),
+                )
+                .collect()
+            ),
+        ),
         "daily": T.daily_series(daily_df).collect(),
         "seen": T.first_seen(r.owned_days, r.mins).select("owner", _epoch("first_seen"), _epoch("last_seen")).collect(),
     }
-    disk_df = spark.createDataFrame(out["disk"], "cluster string, date date, size_bytes double, used_bytes double, "
-                                                 "brokers long")
-    out["clusters"] = timed("clusters", lambda: T.cluster_summary(r.days, r.clusters, r.rows, disk_df, monday)
-                            .collect())
+    disk_df = spark.createDataFrame(
+        out["disk"], "cluster string, date date, size_bytes double, used_bytes double, brokers long"
+    )
+    out["clusters"] = timed(
+        "clusters", lambda: T.cluster_summary(r.days, r.clusters, r.rows, disk_df, monday).collect()
+    )
     episodes.unpersist()
     # The comparisons and forecasts run on the small collected frames (same transforms as the tests use).
     weekly_df = spark.createDataFrame(out["weekly"], "owner string, week_start date, metric string, value double")
     compare = timed("comparison with previous weeks", lambda: T.compare(weekly_df, monday).collect())
     storage_df = spark.createDataFrame(out["storage"], "owner string, date date, bytes double")
-    storage = timed("storage forecast", lambda: T.storage_forecast(
-        storage_df, budgets_frame(spark, config.tenants)).collect())
+    storage = timed(
+        "storage forecast", lambda: T.storage_forecast(storage_df, budgets_frame(spark, config.tenants)).collect()
+    )
     disk = T.disk_forecast(disk_df).collect()
     members = T.memberships(selectors).collect()
-    seen = [{"owner": r["owner"], "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])}
-            for r in out["seen"]]
-    findings = [{**r.asDict(), "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])}
-                for r in out["findings"]]
+    seen = [
+        {"owner": r["owner"], "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])}
+        for r in out["seen"]
+    ]
+    findings = [
+        {**r.asDict(), "first_seen": _utc(r["first_seen"]), "last_seen": _utc(r["last_seen"])} for r in out["findings"]
+    ]
     return D.Collected.from_rows(
-        monday, now, problems, span={"first": _utc(span["first"]) if span else None, "end": span_end},
-        compare=compare, weekly=out["weekly"], storage=storage, storage_daily=out["storage"], disk=disk,
-        members=members, alerts=out["alerts"], clients=out["clients"], daily=out["daily"], seen=seen,
-        clusters=out["clusters"], findings=findings)
+        monday,
+        now,
+        problems,
+        span={"first": _utc(span["first"]) if span else None, "end": span_end},
+        compare=compare,
+        weekly=out["weekly"],
+        storage=storage,
+        storage_daily=out["storage"],
+        disk=disk,
+        members=members,
+        alerts=out["alerts"],
+        clients=out["clients"],
+        daily=out["daily"],
+        seen=seen,
+        clusters=out["clusters"],
+        findings=findings,
+    )
 
 
-def run_report(spark: SparkSession, config: Config, week_text: str, *, now: datetime, tenant: str | None = None,
-               store: Store | None = None, lake: Path | None = None, use_cache: bool = True,
-               progress: Callable[[str], None] = lambda _m: None) -> ReportRun:
+def run_report(
+    spark: SparkSession,
+    config: Config,
+    week_text: str,
+    *,
+    now: datetime,
+    tenant: str | None = None,
+    store: Store | None = None,
+    lake: Path | None = None,
+    use_cache: bool = True,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> ReportRun:
     """``use_cache=False`` reads every day from the lake and leaves the reductions cache as it is."""
     monday = parse_week(week_text)
     week = week_name(monday)
@@ -194,10 +249,15 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
     run = ReportRun(week, problems=ex.problems)
     wanted = [t for t in config.tenants if tenant is None or t.name == tenant]
     for t in wanted:
-        doc = D.tenant_document(collected, t.name, budget_bytes=t.contract.storage_budget_bytes,
-                                retention_hours=t.contract.retention_hours, objective=objective_for(t, config.slo),
-                                window_days=config.slo.window_days)
-        for p in doc["problems"][len(ex.problems):]:
+        doc = D.tenant_document(
+            collected,
+            t.name,
+            budget_bytes=t.contract.storage_budget_bytes,
+            retention_hours=t.contract.retention_hours,
+            objective=objective_for(t, config.slo),
+            window_days=config.slo.window_days,
+        )
+        for p in doc["problems"][len(ex.problems) :]:
             log.warning("report %s %s: %s", week, t.name, p)
         run.documents[t.name] = doc
     if tenant is None:
@@ -213,8 +273,18 @@ def run_report(spark: SparkSession, config: Config, week_text: str, *, now: date
         if run.operator is not None:
             docs[D.OPERATOR] = run.operator
         for name, doc in docs.items():
-            index_report(store, tenant=name, week=week, status=doc["status"], problems=len(doc["problems"]),
-                         json_path=run.paths[name][0], html_path=run.paths[name][1], generated_at=now)
-    progress(f"done: {len(run.documents)} tenant report(s){' + operator summary' if run.operator else ''} "
-             f"for {week} in {time.monotonic() - started:.0f}s")
+            index_report(
+                store,
+                tenant=name,
+                week=week,
+                status=doc["status"],
+                problems=len(doc["problems"]),
+                json_path=run.paths[name][0],
+                html_path=run.paths[name][1],
+                generated_at=now,
+            )
+    progress(
+        f"done: {len(run.documents)} tenant report(s){' + operator summary' if run.operator else ''} "
+        f"for {week} in {time.monotonic() - started:.0f}s"
+    )
     return run

@@ -37,8 +37,17 @@ def write_report(lake: Path, doc: dict, html: str, *, tenant: str) -> tuple[str,
     return rel_json, rel_html
 
 
-def index_report(store: Store, *, tenant: str, week: str, status: str, problems: int, json_path: str,
-                 html_path: str, generated_at: datetime) -> None:
+def index_report(
+    store: Store,
+    *,
+    tenant: str,
+    week: str,
+    status: str,
+    problems: int,
+    json_path: str,
+    html_path: str,
+    generated_at: datetime,
+) -> None:
     with store.session() as s:
         row = s.scalars(select(ReportIndex).where(ReportIndex.tenant == tenant, ReportIndex.week == week)).first()
         if row is None:

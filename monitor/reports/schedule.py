@@ -102,19 +102,28 @@ def write_state(path: Path, state: ScheduleState) -> None:
 
 class ReportMetrics:
     def __init__(self, registry: CollectorRegistry):
-        self.last_success = Gauge("kafka_health_report_last_success_timestamp_seconds",
-                                  "When the last scheduled weekly report succeeded (Unix time; 0 = never)",
-                                  registry=registry)
-        self.last_failure = Gauge("kafka_health_report_last_failure_timestamp_seconds",
-                                  "When the last scheduled weekly report failed (Unix time; 0 = never)",
-                                  registry=registry)
-        self.duration = Gauge("kafka_health_report_last_duration_seconds",
-                              "Wall time of the last scheduled weekly report run", registry=registry)
-        self.running = Gauge("kafka_health_report_running", "1 while a scheduled weekly report runs",
-                             registry=registry)
-        self.runs = Counter("kafka_health_report_runs", "Scheduled weekly report runs by result "
-                            "(success, failure, skipped: another process held the lock)", ["result"],
-                            registry=registry)
+        self.last_success = Gauge(
+            "kafka_health_report_last_success_timestamp_seconds",
+            "When the last scheduled weekly report succeeded (Unix time; 0 = never)",
+            registry=registry,
+        )
+        self.last_failure = Gauge(
+            "kafka_health_report_last_failure_timestamp_seconds",
+            "When the last scheduled weekly report failed (Unix time; 0 = never)",
+            registry=registry,
+        )
+        self.duration = Gauge(
+            "kafka_health_report_last_duration_seconds",
+            "Wall time of the last scheduled weekly report run",
+            registry=registry,
+        )
+        self.running = Gauge("kafka_health_report_running", "1 while a scheduled weekly report runs", registry=registry)
+        self.runs = Counter(
+            "kafka_health_report_runs",
+            "Scheduled weekly report runs by result (success, failure, skipped: another process held the lock)",
+            ["result"],
+            registry=registry,
+        )
 
 
 def _epoch(iso: str | None) -> float:
@@ -129,9 +138,17 @@ class ReportScheduler:
 
     name = "report-scheduler"
 
-    def __init__(self, cron: str, *, lake: Path, command: Sequence[str], registry: CollectorRegistry,
-                 clock: Callable[[], datetime] = utc_now,
-                 popen: Callable[..., subprocess.Popen] = subprocess.Popen, tick_seconds: float = 15.0):
+    def __init__(
+        self,
+        cron: str,
+        *,
+        lake: Path,
+        command: Sequence[str],
+        registry: CollectorRegistry,
+        clock: Callable[[], datetime] = utc_now,
+        popen: Callable[..., subprocess.Popen] = subprocess.Popen,
+        tick_seconds: float = 15.0,
+    ):
         self.cron = cron
         self.lake = Path(lake)
         self.command = list(command)
@@ -206,8 +223,9 @@ class ReportScheduler:
         argv = [*self.command, "--week", week]
         log.info("weekly report %s (slot %s) starting: %s", week, slot.isoformat(), " ".join(argv))
         with open(log_path, "wb") as out:
-            self._proc = self._popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=_child_env())
+            self._proc = self._popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_child_env()
+            )
         self._run = (slot, week, time.monotonic(), lock)
         self.metrics.running.set(1)
 

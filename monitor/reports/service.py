@@ -17,5 +17,4 @@ def list_reports(*, db_session: Session, tenant: str, limit: int, before_week: s
 
 
 def get_report(*, db_session: Session, tenant: str, week: str) -> ReportIndex | None:
-    return db_session.scalars(select(ReportIndex).where(ReportIndex.tenant == tenant,
-                                                        ReportIndex.week == week)).first()
+    return db_session.scalars(select(ReportIndex).where(ReportIndex.tenant == tenant, ReportIndex.week == week)).first()

@@ -77,9 +77,13 @@ class TenantReport(_Report):
     consumer_lag: dict[str, Compared]
     alerts: ReportAlerts
     availability: dict[str, Any]
-    slo: dict[str, Any] | None = Field(default=None, description=(
-        "availability against the tenant's objective and the error budget burned, this week and per week "
-        "(absent from reports written before tenant SLOs)"))
+    slo: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "availability against the tenant's objective and the error budget burned, this week and per week "
+            "(absent from reports written before tenant SLOs)"
+        ),
+    )
     noisiest_clients: list[dict[str, Any]]
     client_findings: list[dict[str, Any]]
     history: list[dict[str, Any]] = Field(description="this week and the four before, one row per week")
@@ -107,28 +111,52 @@ def _lake(request: Request) -> Path:
     return Path(request.app.state.config.lake.path)
 
 
-@router.get("/tenants/{tenant}/reports", response_model=Page[ReportRead], operation_id="listTenantReports",
-            summary="The tenant's weekly reports, newest week first")
-def list_reports(tenant: str, request: Request, paging: PagingParams,
-                 principal: Principal = Depends(current_principal)) -> Page:
+@router.get(
+    "/tenants/{tenant}/reports",
+    response_model=Page[ReportRead],
+    operation_id="listTenantReports",
+    summary="The tenant's weekly reports, newest week first",
+)
+def list_reports(
+    tenant: str, request: Request, paging: PagingParams, principal: Principal = Depends(current_principal)
+) -> Page:
     """The index of the tenant's weekly trend reports: ISO week, status, problems met while computing it, when
     it was generated, and the URL of the report itself. A tenant token sees its own tenant's only (404 for any
     other)."""
     _visible(principal, tenant)
     with request.app.state.store.session() as s:
         rows = service.list_reports(db_session=s, tenant=tenant, limit=paging.limit + 1, before_week=paging.after)
-    return page_of(rows, paging, key=lambda r: r.week, convert=lambda r: {
-        "tenant": r.tenant, "week": r.week, "status": r.status, "problems": r.problems,
-        "generated_at": iso_utc(r.generated_at), "url": f"/api/v1/tenants/{r.tenant}/reports/{r.week}"})
+    return page_of(
+        rows,
+        paging,
+        key=lambda r: r.week,
+        convert=lambda r: {
+            "tenant": r.tenant,
+            "week": r.week,
+            "status": r.status,
+            "problems": r.problems,
+            "generated_at": iso_utc(r.generated_at),
+            "url": f"/api/v1/tenants/{r.tenant}/reports/{r.week}",
+        },
+    )
 
 
 # The answer is sent as read from the lake (a Response: FastAPI does not re-validate it); the model documents it.
-@router.get("/tenants/{tenant}/reports/{week}", response_model=ReportDocument, responses={200: {
-    "description": "The report: its JSON document, or with `Accept: text/html` the HTML page with charts",
-    "content": {"text/html": {"schema": {"type": "string"}}}}}, operation_id="getTenantReport",
-    summary="One weekly report of the tenant, as JSON or HTML")
-def get_report(tenant: str, week: str, request: Request,
-               principal: Principal = Depends(current_principal)) -> JSONResponse | HTMLResponse:
+@router.get(
+    "/tenants/{tenant}/reports/{week}",
+    response_model=ReportDocument,
+    responses={
+        200: {
+            "description": "The report: its JSON document, or with `Accept: text/html` the HTML page with charts",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        }
+    },
+    operation_id="getTenantReport",
+    summary="One weekly report of the tenant, as JSON or HTML",
+)
+def get_report(
+    tenant: str, week: str, request: Request, principal: Principal = Depends(current_principal)
+) -> JSONResponse | HTMLResponse:
     """The tenant's report for an ISO week (`2026-W47`): throughput and growth, storage and weeks until full,
     latency, throttling, consumer lag, alerts and availability. JSON by default; the HTML page with charts when
     the request's `Accept` names `text/html`. 404 when no report of that week exists (or the tenant is not the

@@ -99,8 +99,9 @@ class Stack:
             probe.write_text("")
             probe.unlink()
         except OSError as exc:
-            raise StackError(f"cannot use {L.dir} as the stack directory ({os_reason(exc)}); "
-                             "pick another --dir") from exc
+            raise StackError(
+                f"cannot use {L.dir} as the stack directory ({os_reason(exc)}); pick another --dir"
+            ) from exc
 
     def _up(self, timeout: float) -> None:
         L = self.layout
@@ -130,13 +131,22 @@ class Stack:
 
         made = state.get("security") or ("plaintext" if state.get("cluster_id") else None)  # older dirs: plaintext
         if made not in (None, L.security_mode):
-            raise StackError(f"{L.dir} holds a cluster made with --security {made}; use another --dir "
-                             f"for --security {L.security_mode}")
+            raise StackError(
+                f"{L.dir} holds a cluster made with --security {made}; use another --dir "
+                f"for --security {L.security_mode}"
+            )
         if L.secured:
             security.StackSecurity(L).ensure()
         cluster_id = state.get("cluster_id") or kafka.new_cluster_id()
-        self._write_state({**state, "cluster_id": cluster_id, "kafka_version": L.kafka_version,
-                           "port_base": L.port_base, "security": L.security_mode})
+        self._write_state(
+            {
+                **state,
+                "cluster_id": cluster_id,
+                "kafka_version": L.kafka_version,
+                "port_base": L.port_base,
+                "security": L.security_mode,
+            }
+        )
         started = []
         try:
             for node in self.kafka_nodes:
@@ -164,8 +174,9 @@ class Stack:
             self._ensure_offsets_topic(java, setup_log, timeout)
             if not self._read_state().get("telemetry_subscription"):  # so the demo's and tests' clients push
                 sub = telemetry.Subscription(interval_ms=telemetry.STACK_INTERVAL_MS)
-                kafka.run_config_command(L, java, setup_log, sub.config_command_args(),
-                                         what="the client telemetry subscription")
+                kafka.run_config_command(
+                    L, java, setup_log, sub.config_command_args(), what="the client telemetry subscription"
+                )
                 self._write_state({**self._read_state(), "telemetry_subscription": sub.add_config})
         except BaseException:
             # Leave nothing half-started behind: stop what this call started.
@@ -189,8 +200,7 @@ class Stack:
                 t = admin.list_topics("__consumer_offsets", timeout=10).topics.get("__consumer_offsets")
             except Exception:  # noqa: BLE001 - a broker still settling: asked again
                 t = None
-            if t is not None and t.error is None and t.partitions \
-                    and all(p.leader >= 0 for p in t.partitions.values()):
+            if t is not None and t.error is None and t.partitions and all(p.leader >= 0 for p in t.partitions.values()):
                 return
             if not asked:  # the group itself is never made: nothing is committed
                 kafka.find_coordinator(self.layout, java, log, "kafka-health-stack")
@@ -233,8 +243,14 @@ class Stack:
         sec.write_client_properties("admin", security.ADMIN)
         self._write_state({**self._read_state(), "principals": [security.ADMIN, security.MONITOR]})
 
-    def add_principal(self, user: str, *, topic_prefixes: tuple[str, ...] = (), group_prefixes: tuple[str, ...] = (),
-                      properties_name: str | None = None) -> dict[str, str]:
+    def add_principal(
+        self,
+        user: str,
+        *,
+        topic_prefixes: tuple[str, ...] = (),
+        group_prefixes: tuple[str, ...] = (),
+        properties_name: str | None = None,
+    ) -> dict[str, str]:
         """A SCRAM principal ``User:<user>`` with rights on its topic and group prefixes (secured stacks): what a
         platform team does when it onboards a tenant's application. Writes ``clients/<properties_name>.properties``
         when a name is given; returns the principal's confluent-kafka settings (they hold its password)."""
@@ -243,8 +259,9 @@ class Stack:
             raise StackError("principals exist only on a secured stack (stack up --secured)")
         sec = security.StackSecurity(L)
         security.create_scram_users(sec, [user])
-        security.create_acls(sec, security.tenant_acls(f"User:{user}", topic_prefixes=topic_prefixes,
-                                                       group_prefixes=group_prefixes))
+        security.create_acls(
+            sec, security.tenant_acls(f"User:{user}", topic_prefixes=topic_prefixes, group_prefixes=group_prefixes)
+        )
         if properties_name:
             sec.write_client_properties(properties_name, user)
         return sec.sasl_settings(user)
@@ -266,8 +283,11 @@ class Stack:
             return 0
         from confluent_kafka.admin import AdminClient
 
-        settings = ({"bootstrap.servers": L.bootstrap_servers} if L.has_plaintext
-                    else security.StackSecurity(L).stack_admin_settings())
+        settings = (
+            {"bootstrap.servers": L.bootstrap_servers}
+            if L.has_plaintext
+            else security.StackSecurity(L).stack_admin_settings()
+        )
         admin = AdminClient({**settings, "logger": _QUIET})
         try:
             return len(admin.list_topics(timeout=3).brokers)
@@ -278,7 +298,7 @@ class Stack:
     def down(self) -> list[str]:
         stopped = []
         # Brokers before the controller, so they can deregister cleanly.
-        for name in ["prometheus", "alertmanager", *reversed(self.component_names()[:len(self.kafka_nodes)])]:
+        for name in ["prometheus", "alertmanager", *reversed(self.component_names()[: len(self.kafka_nodes)])]:
             if self.procs.stop(name):
                 stopped.append(name)
         return stopped
@@ -330,8 +350,10 @@ class Stack:
         if "tenants" in data:  # name first: it is what a reader looks for
             data["tenants"] = [{"name": t.pop("name"), **t} for t in data["tenants"]]
         body = yaml.safe_dump(data, sort_keys=False)
-        text = (f"# kafka-health config of the local stack in {self.layout.dir}, written by `kafka-health demo`.\n"
-                f"# Use it with --config (serve, archive, report, tenants); check it with check-config.\n{body}")
+        text = (
+            f"# kafka-health config of the local stack in {self.layout.dir}, written by `kafka-health demo`.\n"
+            f"# Use it with --config (serve, archive, report, tenants); check it with check-config.\n{body}"
+        )
         tmp = path.with_name(path.name + ".tmp")
         try:
             tmp.write_text(text)
@@ -349,8 +371,12 @@ class Stack:
 
         brokers = tuple(
             BrokerTarget(
-                id=b, jmx=f"127.0.0.1:{L.broker_jmx_port(b)}", jolokia=kafka.jolokia_url(L, b), host="localhost",
-                log_dirs=(str(L.log_dir(b)),), listener_ports=listener_ports(b),
+                id=b,
+                jmx=f"127.0.0.1:{L.broker_jmx_port(b)}",
+                jolokia=kafka.jolokia_url(L, b),
+                host="localhost",
+                log_dirs=(str(L.log_dir(b)),),
+                listener_ports=listener_ports(b),
             )
             for b in L.broker_ids
         )
@@ -364,17 +390,26 @@ class Stack:
             # are file references: the written config file never holds one.
             sec = security.StackSecurity(L)
             client = {
-                "security.protocol": "SASL_SSL", "sasl.mechanism": security.SCRAM,
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": security.SCRAM,
                 "sasl.username": security.MONITOR,
                 "sasl.password": SecretRef(file=str(sec.scram_password_file(security.MONITOR))),
                 "ssl.ca.location": str(sec.ca_cert),
             }
             sec.password("jmx-monitor")
-            jmx = JmxSettings(transport="jolokia", timeout_seconds=10, username=security.JMX_USER,
-                              password=SecretRef(file=str(sec.secret_file("jmx-monitor"))))
+            jmx = JmxSettings(
+                transport="jolokia",
+                timeout_seconds=10,
+                username=security.JMX_USER,
+                password=SecretRef(file=str(sec.secret_file("jmx-monitor"))),
+            )
             controller = {"controller_jolokia": (f"http://127.0.0.1:{L.controller_jolokia_port}/jolokia",)}
         cluster = ClusterConfig(
-            name="local", bootstrap_servers=L.client_bootstrap, security=client, brokers=brokers, jmx=jmx,
+            name="local",
+            bootstrap_servers=L.client_bootstrap,
+            security=client,
+            brokers=brokers,
+            jmx=jmx,
             **controller,
         )
         return Config(

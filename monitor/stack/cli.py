@@ -50,13 +50,21 @@ SECURITY_MODES = ("sasl_ssl", "plaintext", "both")
 
 def add_stack_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", type=Path, default=None, help="stack state directory (default ~/.kafka-health/stack)")
-    p.add_argument("--kafka-version", type=kafka_version_arg, default=None,
-                   help=f"{DEFAULT_KAFKA_VERSION} (default), 4.1 or 3.9")
+    p.add_argument(
+        "--kafka-version", type=kafka_version_arg, default=None, help=f"{DEFAULT_KAFKA_VERSION} (default), 4.1 or 3.9"
+    )
     p.add_argument("--port-base", type=port_base_arg, default=DEFAULT_PORT_BASE, help="first of the stack's ports")
-    p.add_argument("--security", choices=SECURITY_MODES, default=None, help=(
-        "sasl_ssl: SCRAM over TLS, ACLs, JMX with a password (the default for a new stack); plaintext: anonymous "
-        "clients, no authorizer; both: sasl_ssl plus an anonymous PLAINTEXT listener whose rights are ACLs (tests). "
-        "An existing stack dir keeps the mode it was made with"))
+    p.add_argument(
+        "--security",
+        choices=SECURITY_MODES,
+        default=None,
+        help=(
+            "sasl_ssl: SCRAM over TLS, ACLs, JMX with a password (the default for a new stack); plaintext: anonymous "
+            "clients, no authorizer; both: sasl_ssl plus an anonymous PLAINTEXT listener whose rights are ACLs "
+            "(tests). "
+            "An existing stack dir keeps the mode it was made with"
+        ),
+    )
 
 
 class LocalStackFallback:
@@ -95,8 +103,13 @@ def layout_from_args(args: argparse.Namespace) -> StackLayout:
     mode is ``--security``, else the one the stack dir was made with (``stack.json``), else sasl_ssl."""
     directory = (args.dir or default_stack_dir()).resolve()
     mode = getattr(args, "security", None) or stored_security_mode(directory) or "sasl_ssl"
-    return StackLayout(dir=directory, port_base=args.port_base, kafka_version=resolve_kafka_version(args.kafka_version),
-                       secured=mode != "plaintext", plaintext_listener=mode != "sasl_ssl")
+    return StackLayout(
+        dir=directory,
+        port_base=args.port_base,
+        kafka_version=resolve_kafka_version(args.kafka_version),
+        secured=mode != "plaintext",
+        plaintext_listener=mode != "sasl_ssl",
+    )
 
 
 def stored_security_mode(directory: Path) -> str | None:
@@ -150,12 +163,21 @@ def _print_status_json(stack: Stack) -> bool:
     rows = stack.status()
     L = stack.layout
     healthy = all(r.healthy for r in rows)
-    print(json.dumps({
-        "healthy": healthy,
-        "components": [asdict(r) for r in rows],
-        "kafka_version": L.kafka_version, "security": L.security_mode, "bootstrap_servers": L.client_bootstrap,
-        "prometheus_url": L.prometheus_url, "alertmanager_url": L.alertmanager_url, "dir": str(L.dir),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "healthy": healthy,
+                "components": [asdict(r) for r in rows],
+                "kafka_version": L.kafka_version,
+                "security": L.security_mode,
+                "bootstrap_servers": L.client_bootstrap,
+                "prometheus_url": L.prometheus_url,
+                "alertmanager_url": L.alertmanager_url,
+                "dir": str(L.dir),
+            },
+            indent=2,
+        )
+    )
     return healthy
 
 

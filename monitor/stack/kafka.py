@@ -33,8 +33,9 @@ def require_java() -> str:
     return java
 
 
-def resolve_jars(pom: Path, dest: Path, log: Path, *, expect: str, what: str, args: tuple[str, ...] = (),
-                 marker: bool = True) -> Path:
+def resolve_jars(
+    pom: Path, dest: Path, log: Path, *, expect: str, what: str, args: tuple[str, ...] = (), marker: bool = True
+) -> Path:
     """``pom``'s dependencies copied into ``dest`` by ``mvn dependency:copy-dependencies ARGS``, once: done when a
     file matching ``expect`` is there (and, with ``marker``, ``dest/../.complete``, written after a whole copy, so an
     interrupted one is redone). Maven's own cache makes a second resolution download nothing."""
@@ -59,9 +60,14 @@ def resolve_jars(pom: Path, dest: Path, log: Path, *, expect: str, what: str, ar
 def ensure_jars(layout: StackLayout, log: Path) -> Path:
     """Resolve the broker jars once per version; a second run downloads nothing (marker file + Maven's cache)."""
     profiles = ",".join(layout.release.maven_profiles)
-    return resolve_jars(DEPLOY_KAFKA / "pom.xml", layout.jars_dir, log, expect="kafka_2.13-*.jar",
-                        what=f"Kafka {layout.kafka_version} jars",
-                        args=(f"-Dkafka.version={layout.kafka_version}", "-P", profiles))
+    return resolve_jars(
+        DEPLOY_KAFKA / "pom.xml",
+        layout.jars_dir,
+        log,
+        expect="kafka_2.13-*.jar",
+        what=f"Kafka {layout.kafka_version} jars",
+        args=(f"-Dkafka.version={layout.kafka_version}", "-P", profiles),
+    )
 
 
 JOLOKIA_JAR = "jolokia-agent-jvm-javaagent.jar"
@@ -76,8 +82,15 @@ def agents_dir() -> Path:
 
 def ensure_agents(log: Path) -> Path:
     """Resolve the JVM agents (Jolokia; the JMX exporter for the bench) once from Maven Central, cached."""
-    return resolve_jars(DEPLOY_KAFKA / "agents-pom.xml", agents_dir(), log, expect=JOLOKIA_JAR,
-                        what="the JVM agents", args=("-Dmdep.stripVersion=true",), marker=False)
+    return resolve_jars(
+        DEPLOY_KAFKA / "agents-pom.xml",
+        agents_dir(),
+        log,
+        expect=JOLOKIA_JAR,
+        what="the JVM agents",
+        args=("-Dmdep.stripVersion=true",),
+        marker=False,
+    )
 
 
 def jolokia_port(layout: StackLayout, node_id: int) -> int:
@@ -106,33 +119,63 @@ def run_config_command(layout: StackLayout, java: str, log: Path, args: list[str
     """``kafka-configs --alter ARGS`` on this stack: as ``User:admin`` (a 0600 ``--command-config`` file) when it is
     secured, anonymously on PLAINTEXT otherwise."""
     if layout.secured:
-        config_command(java, layout, log, args, bootstrap=layout.sasl_bootstrap_servers,
-                       command_config=StackSecurity(layout).admin_command_config(), what=what)
+        config_command(
+            java,
+            layout,
+            log,
+            args,
+            bootstrap=layout.sasl_bootstrap_servers,
+            command_config=StackSecurity(layout).admin_command_config(),
+            what=what,
+        )
     else:
         config_command(java, layout, log, args, bootstrap=layout.bootstrap_servers, command_config=None, what=what)
 
 
-def config_commands_as(admin_config: str | None, layout: StackLayout, log: Path,
-                       calls: list[tuple[str, list[str], str]], *, allowed_to: str) -> None:
+def config_commands_as(
+    admin_config: str | None,
+    layout: StackLayout,
+    log: Path,
+    calls: list[tuple[str, list[str], str]],
+    *,
+    allowed_to: str,
+) -> None:
     """Each ``(bootstrap, args, what)`` of ``calls`` as ``kafka-configs --alter ARGS`` on a user's cluster, with the
     credentials of the Java client properties file ``admin_config`` (the ``--admin-config`` of the commands that
     change users' clusters: ``tenants apply-quotas``, ``telemetry subscribe``), using ``layout``'s Kafka jars."""
     if admin_config is None or not Path(admin_config).is_file():
-        raise Invalid(f"--admin-config FILE: Java client properties of a principal allowed to {allowed_to} "
-                      "(the local stack writes clients/admin.java.properties)")
+        raise Invalid(
+            f"--admin-config FILE: Java client properties of a principal allowed to {allowed_to} "
+            "(the local stack writes clients/admin.java.properties)"
+        )
     java = require_java()
     ensure_jars(layout, log)
     for bootstrap, args, what in calls:
         config_command(java, layout, log, args, bootstrap=bootstrap, command_config=Path(admin_config), what=what)
 
 
-def config_command(java: str, layout: StackLayout, log: Path, args: list[str], *, bootstrap: str,
-                   command_config: Path | None, what: str) -> None:
+def config_command(
+    java: str,
+    layout: StackLayout,
+    log: Path,
+    args: list[str],
+    *,
+    bootstrap: str,
+    command_config: Path | None,
+    what: str,
+) -> None:
     """``kafka-configs --bootstrap-server BOOTSTRAP [--command-config FILE] --alter ARGS`` through Kafka's own
     ConfigCommand class in a short JVM (confluent-kafka has no client-quota Admin API) with ``layout``'s jars. The
     credentials stay in the file: argv holds its path only."""
-    rc = _tool(java, layout, log, layout.release.config_command, ["--alter", *args], bootstrap=bootstrap,
-               command_config=command_config)
+    rc = _tool(
+        java,
+        layout,
+        log,
+        layout.release.config_command,
+        ["--alter", *args],
+        bootstrap=bootstrap,
+        command_config=command_config,
+    )
     if rc != 0:
         raise StackError(f"setting {what} failed (exit {rc}); see {log}")
 
@@ -142,20 +185,42 @@ def find_coordinator(layout: StackLayout, java: str, log: Path, group: str) -> i
     secured); its exit code. The first FindCoordinator of a cluster makes the broker create __consumer_offsets. (The
     stack's jars hold kafka-tools only from 4.4, so not Kafka's own group tool.)"""
     secured = layout.secured
-    return _tool(java, layout, log, str(DEPLOY_KAFKA / "FindCoordinator.java"), ["--group", group],
-                 bootstrap=layout.sasl_bootstrap_servers if secured else layout.bootstrap_servers,
-                 command_config=StackSecurity(layout).admin_command_config() if secured else None)
+    return _tool(
+        java,
+        layout,
+        log,
+        str(DEPLOY_KAFKA / "FindCoordinator.java"),
+        ["--group", group],
+        bootstrap=layout.sasl_bootstrap_servers if secured else layout.bootstrap_servers,
+        command_config=StackSecurity(layout).admin_command_config() if secured else None,
+    )
 
 
-def _tool(java: str, layout: StackLayout, log: Path, main_class: str, args: list[str], *, bootstrap: str,
-          command_config: Path | None) -> int:
+def _tool(
+    java: str,
+    layout: StackLayout,
+    log: Path,
+    main_class: str,
+    args: list[str],
+    *,
+    bootstrap: str,
+    command_config: Path | None,
+) -> int:
     """One of Kafka's command-line tools in a short JVM with ``layout``'s jars; its exit code (output in ``log``)."""
     auth = ["--command-config", str(command_config)] if command_config else []
     cmd = [
-        java, "-Xmx128m", f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
+        java,
+        "-Xmx128m",
+        f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        "-cp", f"{layout.jars_dir}/*", main_class, "--bootstrap-server", bootstrap, *auth, *args,
+        "-cp",
+        f"{layout.jars_dir}/*",
+        main_class,
+        "--bootstrap-server",
+        bootstrap,
+        *auth,
+        *args,
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
@@ -195,8 +260,10 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         listeners.append(f"PLAINTEXT://127.0.0.1:{layout.broker_port(node_id)}")
         protocols.append("PLAINTEXT:PLAINTEXT")
     if layout.secured:
-        listeners += [f"SASL_SSL://127.0.0.1:{layout.sasl_port(node_id)}",
-                      f"INTERNAL://127.0.0.1:{layout.internal_port(node_id)}"]
+        listeners += [
+            f"SASL_SSL://127.0.0.1:{layout.sasl_port(node_id)}",
+            f"INTERNAL://127.0.0.1:{layout.internal_port(node_id)}",
+        ]
         protocols += ["SASL_SSL:SASL_SSL", "INTERNAL:SSL"]
     if layout.client_listener_host:  # see StackLayout.client_listener_host
         listeners.append(f"CLIENTS://{layout.client_listener_host}:{layout.client_listener_port(node_id)}")
@@ -227,8 +294,9 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         **telemetry_properties(layout.release),
     }
     if layout.secured and not layout.has_plaintext and layout.client_listener_host:
-        props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = \
+        props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = (
             "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        )
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -256,9 +324,15 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
     return [
         java,
         *agents,
-        f"-Xms{heap}", f"-Xmx{heap}",
-        "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:ParallelGCThreads=1", "-XX:ConcGCThreads=1",
-        "-XX:CICompilerCount=2", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+        f"-Xms{heap}",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:ParallelGCThreads=1",
+        "-XX:ConcGCThreads=1",
+        "-XX:CICompilerCount=2",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
         "-Dcom.sun.management.jmxremote",
         f"-Dcom.sun.management.jmxremote.port={jmx}",
         f"-Dcom.sun.management.jmxremote.rmi.port={jmx}",
@@ -271,8 +345,10 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         *logging,
         # Marks the process as this stack's (see procs.ProcessTable.owned_pid).
         f"-Dkafka.health.stack={layout.dir.resolve()}",
-        "-cp", classpath,
-        "kafka.Kafka", str(node_dir / "server.properties"),
+        "-cp",
+        classpath,
+        "kafka.Kafka",
+        str(node_dir / "server.properties"),
     ]
 
 
@@ -289,11 +365,20 @@ def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, 
     if (layout.log_dir(node_id) / "meta.properties").exists():
         return
     cmd = [
-        java, "-Xmx256m", f"-Dkafka.logs.dir={node_dir / 'logs'}",
+        java,
+        "-Xmx256m",
+        f"-Dkafka.logs.dir={node_dir / 'logs'}",
         f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
         f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        "-cp", f"{layout.jars_dir}/*", layout.release.storage_tool,
-        "format", "-t", cluster_id, "-c", str(props), "--ignore-formatted",
+        "-cp",
+        f"{layout.jars_dir}/*",
+        layout.release.storage_tool,
+        "format",
+        "-t",
+        cluster_id,
+        "-c",
+        str(props),
+        "--ignore-formatted",
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:

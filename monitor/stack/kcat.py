@@ -66,8 +66,9 @@ class KcatLine:
     lib: Path | None = None  # what that link points at
 
 
-def kcat_line(properties: Path, *, kafka_version: str, installed: Librdkafka | None, own: Librdkafka | None,
-              lib_dir: Path) -> KcatLine:
+def kcat_line(
+    properties: Path, *, kafka_version: str, installed: Librdkafka | None, own: Librdkafka | None, lib_dir: Path
+) -> KcatLine:
     """The line that lists what ``properties``' principal may see. Rules, in order:
 
     1. no kcat installed, or the brokers accept the repeated nonce (Kafka before 4.0), or the installed kcat's
@@ -78,12 +79,17 @@ def kcat_line(properties: Path, *, kafka_version: str, installed: Librdkafka | N
     plain = f"kcat -F {shlex.quote(str(properties))} -L"
     if installed is None or not strict_nonce(kafka_version) or installed.version >= SCRAM_NONCE_FIXED:
         return KcatLine(plain)
-    why = (f"kcat's own librdkafka {show(installed.version)} repeats its SCRAM nonce, which Kafka 4 refuses; fixed in "
-           f"{show(SCRAM_NONCE_FIXED)}")
+    why = (
+        f"kcat's own librdkafka {show(installed.version)} repeats its SCRAM nonce, which Kafka 4 refuses; fixed in "
+        f"{show(SCRAM_NONCE_FIXED)}"
+    )
     if own is not None and own.path is not None and own.version >= SCRAM_NONCE_FIXED:
-        return KcatLine(f"LD_LIBRARY_PATH={shlex.quote(str(lib_dir))} {plain}",
-                        f"{why}: this runs that kcat on the monitor's librdkafka {show(own.version)}",
-                        lib_dir=lib_dir, lib=own.path)
+        return KcatLine(
+            f"LD_LIBRARY_PATH={shlex.quote(str(lib_dir))} {plain}",
+            f"{why}: this runs that kcat on the monitor's librdkafka {show(own.version)}",
+            lib_dir=lib_dir,
+            lib=own.path,
+        )
     return KcatLine(plain, f"{why}: install a kcat built on librdkafka {show(SCRAM_NONCE_FIXED)} or later")
 
 
@@ -123,8 +129,11 @@ def loaded_librdkafka() -> Librdkafka | None:
         maps = Path("/proc/self/maps").read_text()
     except OSError:
         return None
-    paths = {line.split(None, 5)[5] for line in maps.splitlines()
-             if len(line.split(None, 5)) == 6 and "/librdkafka" in line.split(None, 5)[5]}
+    paths = {
+        line.split(None, 5)[5]
+        for line in maps.splitlines()
+        if len(line.split(None, 5)) == 6 and "/librdkafka" in line.split(None, 5)[5]
+    }
     files = sorted(p for p in paths if Path(p).is_file())
     return Librdkafka(version, Path(files[0])) if version and files else None
 
@@ -132,8 +141,13 @@ def loaded_librdkafka() -> Librdkafka | None:
 def printed_kcat_line(L: StackLayout, name: str) -> KcatLine:
     """``kcat_line`` of ``<stack dir>/clients/<name>.properties`` on this machine's facts; makes (or renews) the link
     the line needs in ``<stack dir>/clients/librdkafka``."""
-    line = kcat_line(L.clients_dir / f"{name}.properties", kafka_version=L.kafka_version, installed=installed_kcat(),
-                     own=loaded_librdkafka(), lib_dir=L.clients_dir / "librdkafka")
+    line = kcat_line(
+        L.clients_dir / f"{name}.properties",
+        kafka_version=L.kafka_version,
+        installed=installed_kcat(),
+        own=loaded_librdkafka(),
+        lib_dir=L.clients_dir / "librdkafka",
+    )
     if line.lib_dir is not None and line.lib is not None:
         line.lib_dir.mkdir(parents=True, exist_ok=True)
         link = line.lib_dir / LIB_NAME

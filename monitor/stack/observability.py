@@ -39,7 +39,9 @@ def ensure_installed(components: list[str], log: Path) -> dict[str, str]:
             subprocess.call(["apt-get", "update", "-qq"], stdout=out, stderr=subprocess.STDOUT, env=env)
             rc = subprocess.call(
                 ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
-                stdout=out, stderr=subprocess.STDOUT, env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
             )
         still = [c for c in components if not find_binary(c)]
         if rc != 0 or still:

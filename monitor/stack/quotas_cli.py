@@ -35,20 +35,28 @@ def _apply_quotas(args: argparse.Namespace) -> int:
         return 0
     layout = layout_from_args(args)
     stack_kafka.config_commands_as(
-        args.admin_config, layout, layout.logs_dir / "apply-quotas.log",
+        args.admin_config,
+        layout,
+        layout.logs_dir / "apply-quotas.log",
         [(c.bootstrap_servers, quotas.config_command_args(q), f"the quota of User:{q.user}") for c, q in planned],
-        allowed_to="alter quotas")
+        allowed_to="alter quotas",
+    )
     print(f"applied {len(planned)} user quota(s)")
     return 0
 
 
 def register(tenants_commands: argparse._SubParsersAction) -> None:
     """Add ``apply-quotas`` to the subcommands of ``tenants`` (``monitor.tenants.cli`` made them)."""
-    p = tenants_commands.add_parser("apply-quotas",
-                                    help="set each tenant principal's Kafka user quota from its contract")
+    p = tenants_commands.add_parser(
+        "apply-quotas", help="set each tenant principal's Kafka user quota from its contract"
+    )
     p.add_argument("--cluster", default=None, help="only this cluster (default: every cluster of the config)")
-    p.add_argument("--admin-config", default=None, metavar="FILE",
-                   help="Java client properties of a principal allowed to alter quotas (never a password in argv)")
+    p.add_argument(
+        "--admin-config",
+        default=None,
+        metavar="FILE",
+        help="Java client properties of a principal allowed to alter quotas (never a password in argv)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would be set, change nothing")
     add_config_args(p)
     p.set_defaults(func=_apply_quotas)

@@ -132,10 +132,20 @@ class StackSecurity:
     def jolokia_agent_options(self, node_id: int, port: int) -> str:
         """The ``-javaagent:...=`` options of a node's Jolokia agent: a path to its properties file only."""
         path = self.jolokia_config(node_id)
-        _write_secret(path, "".join(f"{k}={v}\n" for k, v in {
-            "host": "127.0.0.1", "port": port, "discoveryEnabled": "false",
-            "authMode": "basic", "user": JMX_USER, "password": self.password("jmx-monitor"),
-        }.items()))
+        _write_secret(
+            path,
+            "".join(
+                f"{k}={v}\n"
+                for k, v in {
+                    "host": "127.0.0.1",
+                    "port": port,
+                    "discoveryEnabled": "false",
+                    "authMode": "basic",
+                    "user": JMX_USER,
+                    "password": self.password("jmx-monitor"),
+                }.items()
+            ),
+        )
         return f"config={path}"
 
     # --- broker side ----------------------------------------------------------------------------------------------
@@ -161,8 +171,9 @@ class StackSecurity:
             **tls,
             "listener.name.internal.ssl.client.auth": "required",
             "sasl.enabled.mechanisms": SCRAM,
-            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config":
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            ),
         }
 
     def jmx_jvm_args(self) -> list[str]:
@@ -207,16 +218,19 @@ class StackSecurity:
         key is one that kafka-clients 2.3 reads: the truststore is PKCS12 (``ssl.truststore.type=PEM`` came in 2.7,
         and a 2.3 client fails on it with "PEM KeyStore not available")."""
         pw = self.password(f"scram-{user}")
-        return "".join(f"{k}={v}\n" for k, v in {
-            "bootstrap.servers": self.layout.sasl_bootstrap_servers,
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": SCRAM,
-            "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                                f'username="{user}" password="{pw}";',
-            "ssl.truststore.type": "PKCS12",
-            "ssl.truststore.location": self.java_truststore(),
-            "ssl.truststore.password": self.password("truststore"),
-        }.items())
+        return "".join(
+            f"{k}={v}\n"
+            for k, v in {
+                "bootstrap.servers": self.layout.sasl_bootstrap_servers,
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": SCRAM,
+                "sasl.jaas.config": f"org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="{user}" password="{pw}";',
+                "ssl.truststore.type": "PKCS12",
+                "ssl.truststore.location": self.java_truststore(),
+                "ssl.truststore.password": self.password("truststore"),
+            }.items()
+        )
 
     def admin_command_config(self) -> Path:
         """Java client properties of ``User:admin`` for Kafka's own tools (file 0600)."""
@@ -232,11 +246,16 @@ class StackSecurity:
         settings = self.sasl_settings(user)
         path = out / f"{name}.properties"
         # librdkafka before 2.6.1 fails SCRAM on Kafka 4 whatever the credentials (monitor/stack/kcat.py)
-        _write_secret(path, f"# {name}: principal User:{user} on the demo cluster, for librdkafka 2.6.1 or later "
-                      f"(kcat -F {path} -L; `kafka-health stack status` prints a kcat line that works here)\n"
-                      + "".join(f"{k}={v}\n" for k, v in settings.items()))
-        _write_secret(out / f"{name}.java.properties", f"# {name}: principal User:{user}, for Java clients 2.3 and "
-                      f"later\n{self.java_properties(user)}")
+        _write_secret(
+            path,
+            f"# {name}: principal User:{user} on the demo cluster, for librdkafka 2.6.1 or later "
+            f"(kcat -F {path} -L; `kafka-health stack status` prints a kcat line that works here)\n"
+            + "".join(f"{k}={v}\n" for k, v in settings.items()),
+        )
+        _write_secret(
+            out / f"{name}.java.properties",
+            f"# {name}: principal User:{user}, for Java clients 2.3 and later\n{self.java_properties(user)}",
+        )
         return path
 
 
@@ -260,22 +279,40 @@ def _make_ca(sec: StackSecurity) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     name = _name(f"kafka-health local stack CA ({sec.layout.dir.name})")
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(_now() - dt.timedelta(minutes=5)).not_valid_after(_now() + dt.timedelta(days=CERT_DAYS))
+        .not_valid_before(_now() - dt.timedelta(minutes=5))
+        .not_valid_after(_now() + dt.timedelta(days=CERT_DAYS))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                     key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
         .sign(key, hashes.SHA256())
     )
-    _write_secret(sec.ca_key, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                serialization.NoEncryption()))
+    _write_secret(
+        sec.ca_key,
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
     sec.ca_cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
-def issue_certificate(sec: StackSecurity, cn: str, *, not_before: dt.datetime | None = None,
-                      not_after: dt.datetime | None = None):
+def issue_certificate(
+    sec: StackSecurity, cn: str, *, not_before: dt.datetime | None = None, not_after: dt.datetime | None = None
+):
     """(key, certificate) signed by the stack's CA, for server and client use on loopback. Tests make an expired
     one by giving ``not_after`` in the past."""
     from cryptography import x509
@@ -290,13 +327,17 @@ def issue_certificate(sec: StackSecurity, cn: str, *, not_before: dt.datetime | 
     if sec.layout.client_listener_host:
         sans.append(x509.IPAddress(ipaddress.ip_address(sec.layout.client_listener_host)))
     cert = (
-        x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca_cert.subject).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(_name(cn))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(not_before or _now() - dt.timedelta(minutes=5))
         .not_valid_after(not_after or _now() + dt.timedelta(days=CERT_DAYS))
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                       critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
     return key, cert
@@ -306,8 +347,10 @@ def _make_leaf_pem(sec: StackSecurity, cn: str, cert_path: Path, key_path: Path)
     from cryptography.hazmat.primitives import serialization
 
     key, cert = issue_certificate(sec, cn)
-    _write_secret(key_path, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                              serialization.NoEncryption()))
+    _write_secret(
+        key_path,
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
     _write_secret(cert_path, cert.public_bytes(serialization.Encoding.PEM))
 
 
@@ -318,8 +361,9 @@ def _make_java_truststore(sec: StackSecurity) -> None:
     from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, pkcs12
 
     ca = x509.load_pem_x509_certificate(sec.ca_cert.read_bytes())
-    data = pkcs12.serialize_java_truststore([pkcs12.PKCS12Certificate(ca, b"kafka-health-ca")],
-                                           BestAvailableEncryption(sec.password("truststore").encode()))
+    data = pkcs12.serialize_java_truststore(
+        [pkcs12.PKCS12Certificate(ca, b"kafka-health-ca")], BestAvailableEncryption(sec.password("truststore").encode())
+    )
     _write_secret(sec.ca_truststore, data)
 
 
@@ -333,7 +377,8 @@ def _make_node_keystore(sec: StackSecurity) -> None:
     key, cert = issue_certificate(sec, NODE_CN)
     ca = x509.load_pem_x509_certificate(sec.ca_cert.read_bytes())
     data = pkcs12.serialize_key_and_certificates(
-        b"kafka-node", key, cert, [ca], BestAvailableEncryption(sec.password("keystore").encode()))
+        b"kafka-node", key, cert, [ca], BestAvailableEncryption(sec.password("keystore").encode())
+    )
     _write_secret(sec.node_keystore, data)
 
 
@@ -361,8 +406,10 @@ def monitor_acls(principal: str = f"User:{MONITOR}", probe_topic: str = "__kafka
         allow(ResourceType.TOPIC, "*", AclOperation.DESCRIBE),
         allow(ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),
         allow(ResourceType.GROUP, "*", AclOperation.DESCRIBE),
-        *(allow(ResourceType.TOPIC, probe_topic, op)
-          for op in (AclOperation.CREATE, AclOperation.ALTER, AclOperation.WRITE, AclOperation.READ)),
+        *(
+            allow(ResourceType.TOPIC, probe_topic, op)
+            for op in (AclOperation.CREATE, AclOperation.ALTER, AclOperation.WRITE, AclOperation.READ)
+        ),
         allow(ResourceType.GROUP, probe_topic, AclOperation.READ),
     ]
 
@@ -379,11 +426,29 @@ def tenant_acls(principal: str, *, topic_prefixes: tuple[str, ...], group_prefix
 
     out = []
     for p in topic_prefixes:
-        out.append(AclBinding(ResourceType.TOPIC, p, ResourcePatternType.PREFIXED, principal, "*",
-                              AclOperation.ALL, AclPermissionType.ALLOW))
+        out.append(
+            AclBinding(
+                ResourceType.TOPIC,
+                p,
+                ResourcePatternType.PREFIXED,
+                principal,
+                "*",
+                AclOperation.ALL,
+                AclPermissionType.ALLOW,
+            )
+        )
     for p in group_prefixes:
-        out.append(AclBinding(ResourceType.GROUP, p, ResourcePatternType.PREFIXED, principal, "*",
-                              AclOperation.READ, AclPermissionType.ALLOW))
+        out.append(
+            AclBinding(
+                ResourceType.GROUP,
+                p,
+                ResourcePatternType.PREFIXED,
+                principal,
+                "*",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            )
+        )
     return out
 
 
@@ -399,9 +464,15 @@ def anonymous_acls() -> list:
     )
 
     p = "User:ANONYMOUS"
-    return [AclBinding(rtype, name, ResourcePatternType.LITERAL, p, "*", AclOperation.ALL, AclPermissionType.ALLOW)
-            for rtype, name in ((ResourceType.TOPIC, "*"), (ResourceType.GROUP, "*"),
-                                (ResourceType.TRANSACTIONAL_ID, "*"), (ResourceType.BROKER, "kafka-cluster"))]
+    return [
+        AclBinding(rtype, name, ResourcePatternType.LITERAL, p, "*", AclOperation.ALL, AclPermissionType.ALLOW)
+        for rtype, name in (
+            (ResourceType.TOPIC, "*"),
+            (ResourceType.GROUP, "*"),
+            (ResourceType.TRANSACTIONAL_ID, "*"),
+            (ResourceType.BROKER, "kafka-cluster"),
+        )
+    ]
 
 
 def _wait_all(futures: dict, what: str, timeout: float) -> None:

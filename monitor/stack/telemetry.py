@@ -33,15 +33,25 @@ MAX_CLIENTS_KEY, EXPIRY_KEY = "kafka.health.telemetry.max.clients", "kafka.healt
 P = "org.apache.kafka."
 # Every source metric of the plugin's signals (Signals.java SOURCES; a unit test keeps the two equal). Exact names:
 # as subscription prefixes they match only themselves, so a Java client pushes these few, not its hundreds.
-SUBSCRIBED_METRICS = tuple(P + m for m in (
-    "producer.batch.size.avg", "producer.records.per.request.avg", "producer.record.queue.time.avg",
-    "producer.request.rate", "consumer.request.rate",
-    "producer.request.latency.avg", "consumer.request.latency.avg",
-    "producer.node.request.latency.avg", "consumer.node.request.latency.avg",
-    "producer.produce.throttle.time.avg", "consumer.fetch.manager.fetch.throttle.time.avg",
-    "consumer.poll.idle.ratio.avg", "consumer.fetch.manager.fetch.latency.avg",
-    "consumer.coordinator.commit.latency.avg",
-))
+SUBSCRIBED_METRICS = tuple(
+    P + m
+    for m in (
+        "producer.batch.size.avg",
+        "producer.records.per.request.avg",
+        "producer.record.queue.time.avg",
+        "producer.request.rate",
+        "consumer.request.rate",
+        "producer.request.latency.avg",
+        "consumer.request.latency.avg",
+        "producer.node.request.latency.avg",
+        "consumer.node.request.latency.avg",
+        "producer.produce.throttle.time.avg",
+        "consumer.fetch.manager.fetch.throttle.time.avg",
+        "consumer.poll.idle.ratio.avg",
+        "consumer.fetch.manager.fetch.latency.avg",
+        "consumer.coordinator.commit.latency.avg",
+    )
+)
 SUBSCRIPTION_NAME = "kafka-health"
 DEFAULT_INTERVAL_MS = 60_000  # users' clusters: one push a minute per client
 STACK_INTERVAL_MS = 10_000  # the local stack: the demo's and the tests' clients show up within seconds
@@ -82,15 +92,17 @@ def ensure_plugin(log: Path) -> Path:
     return jar
 
 
-def broker_properties(release: KafkaRelease, *, max_clients: int = 2000,
-                      expiry_ms: int = 60_000) -> dict[str, object]:
+def broker_properties(release: KafkaRelease, *, max_clients: int = 2000, expiry_ms: int = 60_000) -> dict[str, object]:
     """The server.properties lines that load the plugin on a broker of ``release``: the class of the KIP-714 interface
     that release offers (the jar holds both; the provider's class does not load before 4.2). JmxReporter stays listed
     first: since Kafka 4.0 (auto.include.jmx.reporter removed) a broker whose metric.reporters omits it registers no
     Kafka-metrics MBean at all, so the client quota sensors and the connections by client software (KIP-511) would
     vanish from JMX."""
-    return {"metric.reporters": f"{JMX_REPORTER},{release.telemetry_plugin_class}", MAX_CLIENTS_KEY: max_clients,
-            EXPIRY_KEY: expiry_ms}
+    return {
+        "metric.reporters": f"{JMX_REPORTER},{release.telemetry_plugin_class}",
+        MAX_CLIENTS_KEY: max_clients,
+        EXPIRY_KEY: expiry_ms,
+    }
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,12 @@ from monitor.stack.cli import layout_from_args
 
 def subscription_from_args(args) -> telemetry.Subscription:
     seconds = parse_duration(args.interval)
-    return telemetry.Subscription(name=args.name, metrics=tuple(args.metric or telemetry.SUBSCRIBED_METRICS),
-                                  interval_ms=round(seconds * 1000), match=tuple(args.match or ()))
+    return telemetry.Subscription(
+        name=args.name,
+        metrics=tuple(args.metric or telemetry.SUBSCRIBED_METRICS),
+        interval_ms=round(seconds * 1000),
+        match=tuple(args.match or ()),
+    )
 
 
 def _subscribe(args) -> int:
@@ -34,9 +38,12 @@ def _subscribe(args) -> int:
         return 0
     layout = layout_from_args(args)
     stack_kafka.config_commands_as(
-        args.admin_config, layout, layout.logs_dir / "telemetry-subscribe.log",
+        args.admin_config,
+        layout,
+        layout.logs_dir / "telemetry-subscribe.log",
         [(c.bootstrap_servers, command, f"the client-metrics subscription {sub.name} of {c.name}") for c in clusters],
-        allowed_to="alter cluster configs")
+        allowed_to="alter cluster configs",
+    )
     print(f"{'removed' if args.remove else 'applied'} the subscription on {len(clusters)} cluster(s)")
     return 0
 
@@ -46,16 +53,31 @@ def register(sub) -> None:
     tsub = t.add_subparsers(dest="telemetry_command", required=True)
     p = tsub.add_parser("subscribe", help="make the clients of each cluster push the metrics kafka-health keeps")
     p.add_argument("--cluster", default=None, help="only this cluster (default: every cluster of the config)")
-    p.add_argument("--interval", default=f"{telemetry.DEFAULT_INTERVAL_MS // 1000}s",
-                   help="how often clients push (100ms..1h; default 60s)")
-    p.add_argument("--metric", action="append", metavar="PREFIX",
-                   help="a metric name prefix to subscribe (repeatable; default: the signals the plugin keeps)")
-    p.add_argument("--match", action="append", metavar="SELECTOR=REGEX",
-                   help="only clients matching (repeatable), e.g. client_software_name=apache-kafka-java")
+    p.add_argument(
+        "--interval",
+        default=f"{telemetry.DEFAULT_INTERVAL_MS // 1000}s",
+        help="how often clients push (100ms..1h; default 60s)",
+    )
+    p.add_argument(
+        "--metric",
+        action="append",
+        metavar="PREFIX",
+        help="a metric name prefix to subscribe (repeatable; default: the signals the plugin keeps)",
+    )
+    p.add_argument(
+        "--match",
+        action="append",
+        metavar="SELECTOR=REGEX",
+        help="only clients matching (repeatable), e.g. client_software_name=apache-kafka-java",
+    )
     p.add_argument("--name", default=telemetry.SUBSCRIPTION_NAME, help="the client-metrics resource name")
     p.add_argument("--remove", action="store_true", help="empty the subscription: its clients stop pushing for it")
-    p.add_argument("--admin-config", default=None, metavar="FILE",
-                   help="Java client properties of a principal allowed to alter configs (never a password in argv)")
+    p.add_argument(
+        "--admin-config",
+        default=None,
+        metavar="FILE",
+        help="Java client properties of a principal allowed to alter configs (never a password in argv)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would be set, change nothing")
     add_config_args(p)
     p.set_defaults(func=_subscribe)

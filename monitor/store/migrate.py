@@ -35,6 +35,7 @@ from monitor.core.store import Store  # noqa: E402 - after alembic's logger is q
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
+
 def _alembic_config(store: Store, metadata: MetaData | None = None) -> AlembicConfig:
     cfg = AlembicConfig()
     cfg.set_main_option("script_location", str(MIGRATIONS))
@@ -58,8 +59,10 @@ def _exclusive(store: Store) -> Iterator[None]:
             yield
             return
         if not Path(db).parent.is_dir():
-            raise StoreError(f"the store's directory {Path(db).parent} does not exist (store.url); create it or "
-                             "point store.url elsewhere")
+            raise StoreError(
+                f"the store's directory {Path(db).parent} does not exist (store.url); create it or "
+                "point store.url elsewhere"
+            )
         with open(f"{db}.migrate-lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:

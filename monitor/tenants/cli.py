@@ -49,8 +49,14 @@ def _registry_view(db_session, config: Config) -> list[Tenant]:
     now = utc_now()
     for cfg in config.tenants:
         if cfg.name not in rows:
-            rows[cfg.name] = Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantOrigin.CONFIG.value,
-                                    spec=service.spec_of(cfg), created_at=now, updated_at=now)
+            rows[cfg.name] = Tenant(
+                name=cfg.name,
+                display_name=cfg.display_name,
+                source=TenantOrigin.CONFIG.value,
+                spec=service.spec_of(cfg),
+                created_at=now,
+                updated_at=now,
+            )
     return [rows[n] for n in sorted(rows)]
 
 
@@ -63,22 +69,31 @@ def _tenants_sync(args) -> int:
             now = utc_now()
             running = service.running_service_source(db_session=s, now=now)
             if running is not None and running.config_digest != origin.digest:
-                raise Conflict(f"a running service synced its tenants from {running.config_path}; this command uses "
-                               f"{choice}. Sync from the service's configuration (--config {running.config_path}), "
-                               "or stop the service first")
+                raise Conflict(
+                    f"a running service synced its tenants from {running.config_path}; this command uses "
+                    f"{choice}. Sync from the service's configuration (--config {running.config_path}), "
+                    "or stop the service first"
+                )
             plan = service.plan_sync(db_session=s, config=config)
             if plan.dependents and not args.yes:
                 for name, owned in sorted(plan.dependents.items()):
-                    print(f"would remove tenant {name}, which owns "
-                          + ", ".join(f"{n} {what}" for what, n in sorted(owned.items())), file=sys.stderr)
-                raise Invalid(f"{len(plan.dependents)} tenant(s) to remove still own tokens, alerts or reports "
-                              "(their tokens would stop working); run again with --yes to remove them",
-                              field="--yes")
+                    print(
+                        f"would remove tenant {name}, which owns "
+                        + ", ".join(f"{n} {what}" for what, n in sorted(owned.items())),
+                        file=sys.stderr,
+                    )
+                raise Invalid(
+                    f"{len(plan.dependents)} tenant(s) to remove still own tokens, alerts or reports "
+                    "(their tokens would stop working); run again with --yes to remove them",
+                    field="--yes",
+                )
             result = service.sync_config(db_session=s, config=config, now=now, origin=origin, by="cli")
     finally:
         store.dispose()
-    print(f"synced the tenants of {choice}: added {list(result.added)}, updated {list(result.updated)}, "
-          f"removed {list(result.removed)}")
+    print(
+        f"synced the tenants of {choice}: added {list(result.added)}, updated {list(result.updated)}, "
+        f"removed {list(result.removed)}"
+    )
     return 0
 
 
@@ -108,8 +123,12 @@ def _spec_from_args(args) -> dict:
     if args.whole_cluster:
         data["whole_clusters"] = [*data.get("whole_clusters", []), *args.whole_cluster]
     selectors: dict[str, dict[str, list[str]]] = {}
-    for flag, key in (("topic_prefix", "topic_prefixes"), ("principal", "principals"),
-                      ("client_id_prefix", "client_id_prefixes"), ("group_prefix", "group_prefixes")):
+    for flag, key in (
+        ("topic_prefix", "topic_prefixes"),
+        ("principal", "principals"),
+        ("client_id_prefix", "client_id_prefixes"),
+        ("group_prefix", "group_prefixes"),
+    ):
         for cluster, item in _pairs(getattr(args, flag) or [], "--" + flag.replace("_", "-")):
             selectors.setdefault(cluster, {}).setdefault(key, []).append(item)
     if selectors:
@@ -128,8 +147,12 @@ def _tenants_create(args) -> int:
         raise Invalid(problems) from None
     config, store = open_registry(args, writing=True)
     with store.session() as s:
-        row = service.create(db_session=s, tenant_in=tenant_in.to_config(args.name),
-                             clusters=[c.name for c in config.clusters], now=utc_now())
+        row = service.create(
+            db_session=s,
+            tenant_in=tenant_in.to_config(args.name),
+            clusters=[c.name for c in config.clusters],
+            now=utc_now(),
+        )
         print(TenantRead.of(row).model_dump_json(indent=2))
     return 0
 
@@ -201,7 +224,8 @@ def register(sub) -> None:
     add_config_args(p)
     p.set_defaults(func=_tenants_delete)
     p = tsub.add_parser("sync", help="write the config file's tenants into the store (serve does it at start)")
-    p.add_argument("--yes", action="store_true", help="also remove config tenants that still own tokens, alerts "
-                                                      "or reports")
+    p.add_argument(
+        "--yes", action="store_true", help="also remove config tenants that still own tokens, alerts or reports"
+    )
     add_config_args(p)
     p.set_defaults(func=_tenants_sync)

@@ -75,8 +75,10 @@ class HeartbeatLike(Protocol):
 
 
 class Reason(BaseModel):
-    alert: str = Field(description="alert name, or KafkaHealthNoEvaluation/KafkaHealthEvaluationStale/"
-                       "KafkaHealthNoData when data is missing")
+    alert: str = Field(
+        description="alert name, or KafkaHealthNoEvaluation/KafkaHealthEvaluationStale/"
+        "KafkaHealthNoData when data is missing"
+    )
     severity: str = Field(description="warning or critical")
     summary: str
     evidence: dict[str, Any] = Field(default_factory=dict, description="the values that made it fire")
@@ -126,8 +128,11 @@ def data_gap(cluster: str, beat: HeartbeatLike | None, *, now: datetime, stale_a
             alert="KafkaHealthEvaluationStale",
             severity="warning",
             summary=f"the alert engine last evaluated cluster {cluster} {age:.0f}s ago",
-            evidence={"evaluated_at": as_utc(beat.evaluated_at).isoformat(), "age_seconds": round(age, 1),
-                      "stale_after_seconds": stale_after.total_seconds()},
+            evidence={
+                "evaluated_at": as_utc(beat.evaluated_at).isoformat(),
+                "age_seconds": round(age, 1),
+                "stale_after_seconds": stale_after.total_seconds(),
+            },
         )
     if not beat.data_ok:
         return Reason(
@@ -139,8 +144,9 @@ def data_gap(cluster: str, beat: HeartbeatLike | None, *, now: datetime, stale_a
     return None
 
 
-def steady_until(*, clusters: Iterable[str], heartbeats: Mapping[str, HeartbeatLike], now: datetime,
-                 stale_after: timedelta) -> datetime | None:
+def steady_until(
+    *, clusters: Iterable[str], heartbeats: Mapping[str, HeartbeatLike], now: datetime, stale_after: timedelta
+) -> datetime | None:
     """Until when ``assess`` over these heartbeats (and the same instances) gives the same answer as at ``now``: the
     moment the oldest heartbeat turns stale. None when the answer already moves with ``now``: no heartbeat at all
     (``as_of`` is ``now``) or a stale one (its age is in the reason)."""

@@ -39,8 +39,9 @@ def with_stored_tenants(config: Config, store: Store) -> Config:
 
 
 class LiveTenants:
-    def __init__(self, config: Config, store: Store, *, check_seconds: float = 2.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, config: Config, store: Store, *, check_seconds: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ):
         self._config_tenants = tuple(config.tenants)
         self._store, self._check, self._clock = store, check_seconds, clock
         self._lock = threading.Lock()
@@ -74,8 +75,9 @@ class LiveTenants:
                     stored = service.get_all_configs(db_session=s)
             except StoreError as exc:
                 if not self._failing:
-                    log.warning("tenant registry unreadable, keeping the last known %d tenant(s): %s",
-                                len(self._tenants), exc)
+                    log.warning(
+                        "tenant registry unreadable, keeping the last known %d tenant(s): %s", len(self._tenants), exc
+                    )
                 self._failing = True
                 return
             if self._failing:

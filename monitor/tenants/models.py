@@ -81,10 +81,12 @@ class RegistrySource(Base):
 # API schemas
 
 
-_OWNS_SOMETHING = {"anyOf": [
-    {"required": ["whole_clusters"], "properties": {"whole_clusters": {"minItems": 1}}},
-    {"required": ["selectors"], "properties": {"selectors": {"minItems": 1}}},
-]}
+_OWNS_SOMETHING = {
+    "anyOf": [
+        {"required": ["whole_clusters"], "properties": {"whole_clusters": {"minItems": 1}}},
+        {"required": ["selectors"], "properties": {"selectors": {"minItems": 1}}},
+    ]
+}
 
 
 class TenantSpec(TenantDefinition):

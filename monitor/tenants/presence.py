@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 class ServicePresence:
     name = "presence"
 
-    def __init__(self, store: Store, *, interval: float = service.SERVICE_MARK_SECONDS,
-                 clock: Callable[[], datetime] = utc_now):
+    def __init__(
+        self, store: Store, *, interval: float = service.SERVICE_MARK_SECONDS, clock: Callable[[], datetime] = utc_now
+    ):
         self.store, self.interval, self.clock = store, interval, clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -40,9 +40,14 @@ def plan(tenants: Iterable[TenantConfig], cluster: str) -> list[UserQuota]:
     """The user quotas of every tenant principal on ``cluster``, sorted by user."""
     out: dict[str, UserQuota] = {}
     for t in tenants:
-        values = tuple((k, v) for k, v in (("producer_byte_rate", t.contract.produce_quota_bytes_per_second),
-                                           ("consumer_byte_rate", t.contract.fetch_quota_bytes_per_second))
-                       if v is not None)
+        values = tuple(
+            (k, v)
+            for k, v in (
+                ("producer_byte_rate", t.contract.produce_quota_bytes_per_second),
+                ("consumer_byte_rate", t.contract.fetch_quota_bytes_per_second),
+            )
+            if v is not None
+        )
         if not values:
             continue
         for s in t.selectors:
@@ -59,5 +64,14 @@ def plan(tenants: Iterable[TenantConfig], cluster: str) -> list[UserQuota]:
 
 def config_command_args(q: UserQuota) -> list[str]:
     """The ``kafka-configs --alter`` arguments of one user quota (every client id of the user: see the module)."""
-    return ["--entity-type", "users", "--entity-name", q.user, "--entity-type", "clients", "--entity-default",
-            "--add-config", q.add_config]
+    return [
+        "--entity-type",
+        "users",
+        "--entity-name",
+        q.user,
+        "--entity-type",
+        "clients",
+        "--entity-default",
+        "--add-config",
+        q.add_config,
+    ]

@@ -74,8 +74,9 @@ def get_all_configs(*, db_session: Session) -> list[TenantConfig]:
 
 def bump_version(*, db_session: Session) -> None:
     """Tell every server that tenants or tokens changed (``RegistryVersion``). Call in the writing unit of work."""
-    bumped = db_session.execute(sql_update(RegistryVersion).where(RegistryVersion.id == 1)
-                                .values(version=RegistryVersion.version + 1)).rowcount
+    bumped = db_session.execute(
+        sql_update(RegistryVersion).where(RegistryVersion.id == 1).values(version=RegistryVersion.version + 1)
+    ).rowcount
     if not bumped:  # a schema made without the migrations (unit tests' create_all) has no row yet
         db_session.add(RegistryVersion(id=1, version=1))
         db_session.flush()
@@ -111,16 +112,22 @@ def _check(cfg: TenantConfig, *, others: Iterable[TenantConfig], clusters: Itera
     known = set(clusters)
     for i, c in enumerate(cfg.whole_clusters):
         if c not in known:
-            raise Invalid(f"unknown cluster {c!r}; known: {', '.join(sorted(known)) or 'none'}",
-                          field=f"whole_clusters[{i}]")
+            raise Invalid(
+                f"unknown cluster {c!r}; known: {', '.join(sorted(known)) or 'none'}", field=f"whole_clusters[{i}]"
+            )
     for i, s in enumerate(cfg.selectors):
         if s.cluster not in known:
-            raise Invalid(f"unknown cluster {s.cluster!r}; known: {', '.join(sorted(known)) or 'none'}",
-                          field=f"selectors[{i}].cluster")
+            raise Invalid(
+                f"unknown cluster {s.cluster!r}; known: {', '.join(sorted(known)) or 'none'}",
+                field=f"selectors[{i}].cluster",
+            )
     # Only tenants on one of its clusters can overlap it: skip the rest before the (whole-registry) check.
     mine = clusters_of(cfg)
-    overlaps = [o for o in find_overlaps([cfg, *(t for t in others if mine & clusters_of(t))])
-                if cfg.name in (o.tenant, o.other_tenant)]
+    overlaps = [
+        o
+        for o in find_overlaps([cfg, *(t for t in others if mine & clusters_of(t))])
+        if cfg.name in (o.tenant, o.other_tenant)
+    ]
     if overlaps:
         raise Conflict("; ".join(str(o) for o in overlaps))
 
@@ -144,8 +151,14 @@ def create(*, db_session: Session, tenant_in: TenantConfig, clusters: Iterable[s
     if get(db_session=db_session, name=tenant_in.name) is not None:
         raise Conflict(f"tenant {tenant_in.name!r} already exists")
     _check(tenant_in, others=_others(db_session, tenant_in.name), clusters=clusters)
-    row = Tenant(name=tenant_in.name, display_name=tenant_in.display_name, source=TenantOrigin.API.value,
-                 spec=_spec(tenant_in), created_at=now, updated_at=now)
+    row = Tenant(
+        name=tenant_in.name,
+        display_name=tenant_in.display_name,
+        source=TenantOrigin.API.value,
+        spec=_spec(tenant_in),
+        created_at=now,
+        updated_at=now,
+    )
     db_session.add(row)
     bump_version(db_session=db_session)
     db_session.flush()
@@ -157,8 +170,9 @@ def _writable(tenant: Tenant) -> None:
         raise Conflict(f"tenant {tenant.name!r} is defined in the config file; change it there")
 
 
-def update(*, db_session: Session, tenant: Tenant, tenant_in: TenantConfig, clusters: Iterable[str],
-           now: datetime) -> Tenant:
+def update(
+    *, db_session: Session, tenant: Tenant, tenant_in: TenantConfig, clusters: Iterable[str], now: datetime
+) -> Tenant:
     """Replace an API tenant's definition (PUT semantics)."""
     _writable(tenant)
     _serialize_writes(db_session)
@@ -256,19 +270,26 @@ def plan_sync(*, db_session: Session, config: Config) -> SyncPlan:
     api_tenants = [r.to_config() for n, r in rows.items() if r.source == TenantOrigin.API.value and n not in wanted]
     overlaps = find_overlaps([*config.tenants, *api_tenants])
     if overlaps:
-        raise Conflict("config tenants overlap tenants created through the API: "
-                       + "; ".join(str(o) for o in overlaps))
+        raise Conflict("config tenants overlap tenants created through the API: " + "; ".join(str(o) for o in overlaps))
     added = tuple(n for n in wanted if n not in rows)
     taken = tuple(n for n in wanted if n in rows and rows[n].source != TenantOrigin.CONFIG.value)
-    updated = tuple(n for n, cfg in wanted.items() if n in rows and (
-        rows[n].source != TenantOrigin.CONFIG.value or rows[n].spec != _spec(cfg)
-        or rows[n].display_name != cfg.display_name))
+    updated = tuple(
+        n
+        for n, cfg in wanted.items()
+        if n in rows
+        and (
+            rows[n].source != TenantOrigin.CONFIG.value
+            or rows[n].spec != _spec(cfg)
+            or rows[n].display_name != cfg.display_name
+        )
+    )
     removed = tuple(n for n, r in rows.items() if r.source == TenantOrigin.CONFIG.value and n not in wanted)
     return SyncPlan(added, updated, removed, taken, _dependents(db_session, removed))
 
 
-def sync_config(*, db_session: Session, config: Config, now: datetime, origin: ConfigOrigin | None = None,
-                by: str = "cli") -> SyncResult:
+def sync_config(
+    *, db_session: Session, config: Config, now: datetime, origin: ConfigOrigin | None = None, by: str = "cli"
+) -> SyncResult:
     """Make the store's config tenants equal ``config.tenants`` (see ``plan_sync``) and record where they came from.
     Idempotent. ``serve`` runs it at every start; the CLI only in ``kafka-health tenants sync``."""
     _serialize_writes(db_session)
@@ -276,15 +297,27 @@ def sync_config(*, db_session: Session, config: Config, now: datetime, origin: C
     rows = {r.name: r for r in db_session.scalars(select(Tenant))}
     for name in plan.added:
         cfg = next(t for t in config.tenants if t.name == name)
-        db_session.add(Tenant(name=name, display_name=cfg.display_name, source=TenantOrigin.CONFIG.value,
-                              spec=_spec(cfg), created_at=now, updated_at=now))
+        db_session.add(
+            Tenant(
+                name=name,
+                display_name=cfg.display_name,
+                source=TenantOrigin.CONFIG.value,
+                spec=_spec(cfg),
+                created_at=now,
+                updated_at=now,
+            )
+        )
     for name in plan.taken_over:
         log.warning("tenant %s was created through the API; the config file now defines it", name)
     for name in plan.updated:
         cfg = next(t for t in config.tenants if t.name == name)
         row = rows[name]
         row.source, row.spec, row.display_name, row.updated_at = (
-            TenantOrigin.CONFIG.value, _spec(cfg), cfg.display_name, now)
+            TenantOrigin.CONFIG.value,
+            _spec(cfg),
+            cfg.display_name,
+            now,
+        )
     for name in plan.removed:
         _purge(db_session, name)
         db_session.delete(rows[name])
@@ -312,8 +345,16 @@ def add_missing_config_tenants(*, db_session: Session, config: Config, now: date
     clusters = [c.name for c in config.clusters]
     for cfg in missing:
         _check(cfg, others=others, clusters=clusters)
-        db_session.add(Tenant(name=cfg.name, display_name=cfg.display_name, source=TenantOrigin.CONFIG.value,
-                              spec=_spec(cfg), created_at=now, updated_at=now))
+        db_session.add(
+            Tenant(
+                name=cfg.name,
+                display_name=cfg.display_name,
+                source=TenantOrigin.CONFIG.value,
+                spec=_spec(cfg),
+                created_at=now,
+                updated_at=now,
+            )
+        )
         others.append(cfg)
     bump_version(db_session=db_session)
     db_session.flush()
@@ -336,8 +377,11 @@ def _record_origin(db_session: Session, origin: ConfigOrigin, *, by: str, now: d
 
 def mark_service_alive(*, db_session: Session, now: datetime) -> None:
     """A running service's periodic "still here" (only for the source it synced itself)."""
-    db_session.execute(sql_update(RegistrySource).where(RegistrySource.id == 1, RegistrySource.synced_by == "serve")
-                       .values(service_seen_at=now))
+    db_session.execute(
+        sql_update(RegistrySource)
+        .where(RegistrySource.id == 1, RegistrySource.synced_by == "serve")
+        .values(service_seen_at=now)
+    )
 
 
 def running_service_source(*, db_session: Session, now: datetime) -> RegistrySource | None:

@@ -31,20 +31,34 @@ router = APIRouter(prefix="/api/v1", tags=["tenants"])
 clusters_router = APIRouter(prefix="/api/v1", tags=["clusters"])
 
 
-@router.get("/tenants", response_model=Page[TenantRead], operation_id="listTenants",
-            summary="List tenants (a tenant token sees only its own)")
+@router.get(
+    "/tenants",
+    response_model=Page[TenantRead],
+    operation_id="listTenants",
+    summary="List tenants (a tenant token sees only its own)",
+)
 def list_tenants(principal: CurrentPrincipal, db_session: DbSession, paging: PagingParams) -> Page[TenantRead]:
     """Every tenant, from the configuration file and from the API alike, by name, a page at a time: selectors,
     contract (quotas, storage budget, retention), receivers, and where it was defined."""
-    rows = service.get_page(db_session=db_session, after=paging.after, limit=paging.limit + 1,
-                            only=None if principal.is_operator else principal.tenant)
+    rows = service.get_page(
+        db_session=db_session,
+        after=paging.after,
+        limit=paging.limit + 1,
+        only=None if principal.is_operator else principal.tenant,
+    )
     return page_of(rows, paging, key=lambda r: r.name, convert=TenantRead.of)
 
 
-@router.post("/tenants", response_model=TenantRead, status_code=201, operation_id="createTenant",
-             summary="Create a tenant (operator)")
-def create_tenant(tenant_in: TenantCreate, _: OperatorPrincipal, db_session: DbSession, config: AppConfig,
-                  now: Now) -> TenantRead:
+@router.post(
+    "/tenants",
+    response_model=TenantRead,
+    status_code=201,
+    operation_id="createTenant",
+    summary="Create a tenant (operator)",
+)
+def create_tenant(
+    tenant_in: TenantCreate, _: OperatorPrincipal, db_session: DbSession, config: AppConfig, now: Now
+) -> TenantRead:
     """Create a tenant from its definition: whole clusters and selectors (topic, principal, client-id and group
     prefixes), contract and receivers. Every component follows within one cycle, without a restart. 409 when
     the name exists or a selector overlaps another tenant's; a re-used name inherits nothing."""
@@ -53,27 +67,41 @@ def create_tenant(tenant_in: TenantCreate, _: OperatorPrincipal, db_session: DbS
     return TenantRead.of(row)
 
 
-@router.get("/tenants/{tenant}", response_model=TenantRead, operation_id="getTenant",
-            summary="One tenant's definition")
+@router.get("/tenants/{tenant}", response_model=TenantRead, operation_id="getTenant", summary="One tenant's definition")
 def get_tenant(name: TenantName, db_session: DbSession) -> TenantRead:
     """The tenant's definition as stored. A tenant token may read its own only (404 for any other name)."""
     return TenantRead.of(tenant_row(db_session, name))
 
 
-@router.put("/tenants/{tenant}", response_model=TenantRead, operation_id="replaceTenant",
-            summary="Replace an API tenant's definition (operator; config tenants are read-only)")
-def update_tenant(name: TenantName, tenant_in: TenantSpec, _: OperatorPrincipal, db_session: DbSession,
-                  config: AppConfig, now: Now) -> TenantRead:
+@router.put(
+    "/tenants/{tenant}",
+    response_model=TenantRead,
+    operation_id="replaceTenant",
+    summary="Replace an API tenant's definition (operator; config tenants are read-only)",
+)
+def update_tenant(
+    name: TenantName, tenant_in: TenantSpec, _: OperatorPrincipal, db_session: DbSession, config: AppConfig, now: Now
+) -> TenantRead:
     """Replace the whole definition of a tenant created through the API. A tenant from the configuration file
     answers 409 (change the file instead), and so do selectors that overlap another tenant's."""
     tenant = tenant_row(db_session, name)
-    row = service.update(db_session=db_session, tenant=tenant, tenant_in=tenant_in.to_config(tenant.name),
-                         clusters=[c.name for c in config.clusters], now=now)
+    row = service.update(
+        db_session=db_session,
+        tenant=tenant,
+        tenant_in=tenant_in.to_config(tenant.name),
+        clusters=[c.name for c in config.clusters],
+        now=now,
+    )
     return TenantRead.of(row)
 
 
-@router.delete("/tenants/{tenant}", status_code=204, response_class=Response, operation_id="deleteTenant",
-               summary="Delete an API tenant and its tokens (operator)")
+@router.delete(
+    "/tenants/{tenant}",
+    status_code=204,
+    response_class=Response,
+    operation_id="deleteTenant",
+    summary="Delete an API tenant and its tokens (operator)",
+)
 def delete_tenant(name: TenantName, _: OperatorPrincipal, db_session: DbSession) -> Response:
     """Delete a tenant created through the API with its tokens, alert instances, silences and report index, so a
     tenant created again under the same name inherits nothing. A tenant from the configuration file answers 409
@@ -88,18 +116,26 @@ class ClusterRead(BaseModel):
     whole: bool  # for a tenant token: whether the tenant owns the whole cluster; operators: always true
 
 
-@clusters_router.get("/clusters", response_model=Page[ClusterRead], operation_id="listClusters",
-                     summary="Clusters (a tenant sees those it is on)")
-def list_clusters(principal: CurrentPrincipal, db_session: DbSession, config: AppConfig,
-                  paging: PagingParams) -> Page[ClusterRead]:
+@clusters_router.get(
+    "/clusters",
+    response_model=Page[ClusterRead],
+    operation_id="listClusters",
+    summary="Clusters (a tenant sees those it is on)",
+)
+def list_clusters(
+    principal: CurrentPrincipal, db_session: DbSession, config: AppConfig, paging: PagingParams
+) -> Page[ClusterRead]:
     """The configured clusters with their broker ids. For a tenant token: only the clusters it has data on, and
     whether it owns each whole or a slice of it."""
     own = principal_tenant(principal, db_session)
     visible = [c for c in config.clusters if own is None or c.name in service.clusters_of(own)]
     return page_in_memory(
-        visible, paging, key=lambda c: c.name,
-        convert=lambda c: ClusterRead(name=c.name, brokers=[b.id for b in c.brokers],
-                                      whole=own is None or c.name in own.whole_clusters),
+        visible,
+        paging,
+        key=lambda c: c.name,
+        convert=lambda c: ClusterRead(
+            name=c.name, brokers=[b.id for b in c.brokers], whole=own is None or c.name in own.whole_clusters
+        ),
     )
 
 

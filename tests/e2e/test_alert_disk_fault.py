@@ -55,8 +55,12 @@ def _create_topics(stack, victim: int, other: int) -> None:
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
     topics = [
         # small segments and a short file-delete delay, so lowering retention frees the disk within seconds
-        NewTopic("telemetry.fill", num_partitions=1, replica_assignment=[[victim]],
-                 config={"segment.bytes": str(4 * 2**20), "file.delete.delay.ms": "1000"}),
+        NewTopic(
+            "telemetry.fill",
+            num_partitions=1,
+            replica_assignment=[[victim]],
+            config={"segment.bytes": str(4 * 2**20), "file.delete.delay.ms": "1000"},
+        ),
         NewTopic("billing.ledger", num_partitions=1, replica_assignment=[[other]]),
     ]
     for topic in topics:
@@ -74,8 +78,11 @@ def _set_retention(stack, topic: str, ms: int) -> None:
     )
 
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry("retention.ms", str(ms), incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry("retention.ms", str(ms), incremental_operation=AlterConfigOpType.SET)],
+    )
     for f in admin.incremental_alter_configs([res]).values():
         f.result(30)
 
@@ -114,8 +121,10 @@ def watched(stack, tmp_path_factory):
     running; ``engine`` (tests/e2e/conftest.py) gives each test a fresh alert service on it."""
     tmp = tmp_path_factory.mktemp("disk-faults")
     (tmp / "disk-rule.yaml").write_text(FAST_DISK_RULE)
-    tenants = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",)),))
-                    for n in ("telemetry", "billing"))
+    tenants = tuple(
+        TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",)),))
+        for n in ("telemetry", "billing")
+    )
     config = watched_config(stack, tmp, tenants, rules=RulesSettings(files=(str(tmp / "disk-rule.yaml"),)))
     with running_collectors(config, tmp):
         yield config
@@ -139,12 +148,19 @@ def filling(stack, watched):
         faults.callback(other.end)
         faults.callback(tenant.end)
         # The host collector reports the filesystem that holds each broker's log dir: now its tmpfs.
-        wait_until(lambda: all(_fs(stack, f.broker, f.path, "kafka_host_filesystem_size_bytes") == f.size_mib * 2**20
-                               for f in (tenant, other)), 60, interval=2,
-                   what="the tmpfs' sizes from the host collector in Prometheus")
+        wait_until(
+            lambda: all(
+                _fs(stack, f.broker, f.path, "kafka_host_filesystem_size_bytes") == f.size_mib * 2**20
+                for f in (tenant, other)
+            ),
+            60,
+            interval=2,
+            what="the tmpfs' sizes from the host collector in Prometheus",
+        )
         _create_topics(stack, tenant.broker, ids[0])
-        producer = Producer({"bootstrap.servers": stack.layout.bootstrap_servers, "linger.ms": 50,
-                             "client.id": "telemetry-filler"})
+        producer = Producer(
+            {"bootstrap.servers": stack.layout.bootstrap_servers, "linger.ms": 50, "client.id": "telemetry-filler"}
+        )
 
         def produce(stop: threading.Event) -> None:
             payload = os.urandom(64 * 1024)
@@ -207,17 +223,27 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
         assert ev["method"] == "linear" and ev["growth_bytes_per_second"] > 100 * 1024
         # the ETA matches what is left at the growth seen
         assert ev["eta_seconds"] == pytest.approx(
-            (ev["size_bytes"] - ev["used_bytes"]) / ev["growth_bytes_per_second"], rel=0.05)
+            (ev["size_bytes"] - ev["used_bytes"]) / ev["growth_bytes_per_second"], rel=0.05
+        )
         # in hours, as on a real disk: 2 GiB at up to 0.5 MiB/s (at most 1.1 h; a loaded machine writes slower)
         assert 3600 < ev["eta_seconds"] < 24 * 3600, ev
         assert inst.severity.value == ("critical" if ev["eta_seconds"] < 6 * 3600 else "warning"), ev
-        assert re.search(r"predicted full in [0-9.]+ h \([0-9.]+ [MG]iB free, growing [0-9.]+ [KM]iB/s\): "
-                         r"tenant telemetry's data, [0-9]+ % of the growth", ev["summary"]), ev["summary"]
+        assert re.search(
+            r"predicted full in [0-9.]+ h \([0-9.]+ [MG]iB free, growing [0-9.]+ [KM]iB/s\): "
+            r"tenant telemetry's data, [0-9]+ % of the growth",
+            ev["summary"],
+        ), ev["summary"]
         print(f"\ntenant disk growth: {ev['summary']}")
 
-        wait_until(lambda: [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)
-                            and a["labels"].get("tenant") == "telemetry"], 30,
-                   what=f"{RULE} in Alertmanager")
+        wait_until(
+            lambda: [
+                a
+                for a in am_alerts(stack, RULE)
+                if a["labels"].get("broker") == str(victim) and a["labels"].get("tenant") == "telemetry"
+            ],
+            30,
+            what=f"{RULE} in Alertmanager",
+        )
 
         # The fault removed: the producer stops and retention drops the tenant's data.
         fill.end()
@@ -228,8 +254,12 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
             return r and {i.state for i in on_victim(r.instances.values())} == {AlertState.RESOLVED}
 
         wait_until(resolved, 180, interval=5, what=f"{RULE} resolved after retention freed the disk")
-        wait_until(lambda: not [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)],
-                   60, interval=2, what="the resolve reaching Alertmanager")
+        wait_until(
+            lambda: not [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)],
+            60,
+            interval=2,
+            what="the resolve reaching Alertmanager",
+        )
     finally:
         fill.end()
 
@@ -243,8 +273,11 @@ def test_a_file_that_is_not_kafka_data_filling_the_disk_is_an_operator_alert_wit
     victim, path, svc, filler = fill.broker, fill.path, engine, filling["filler"]
 
     def mine(instances):
-        return [i for i in instances if i.rule == RULE and i.labels.get("broker") == str(victim)
-                and i.labels.get("path") == path]
+        return [
+            i
+            for i in instances
+            if i.rule == RULE and i.labels.get("broker") == str(victim) and i.labels.get("path") == path
+        ]
 
     try:
         seen: dict = {}
@@ -266,16 +299,23 @@ def test_a_file_that_is_not_kafka_data_filling_the_disk_is_an_operator_alert_wit
         assert ev["kafka_share"] < 0.2 and ev["log_dirs"] == [f"{victim}:{path}"], ev
         # the first points of the window may predate the writer: the rate may read low, never far above
         assert 8 * 1024 < ev["growth_bytes_per_second"] < 40 * 1024, ev
-        assert re.search(r"predicted full in [0-9.]+ h \([0-9.]+ MiB free, growing [0-9.]+ KiB/s\): "
-                         r"not Kafka data, [0-9]+ % of the growth", ev["summary"]), ev["summary"]
+        assert re.search(
+            r"predicted full in [0-9.]+ h \([0-9.]+ MiB free, growing [0-9.]+ KiB/s\): "
+            r"not Kafka data, [0-9]+ % of the growth",
+            ev["summary"],
+        ), ev["summary"]
         assert ev["eta_seconds"] > 3600 and inst.severity.value == "critical"
         assert "not Kafka data" in inst.annotations["summary"], inst.annotations
-        print(f"\nnot-Kafka disk growth: {RULE} firing {detected_after:.0f} s after the writer started; "
-              f"{ev['summary']}")
+        print(
+            f"\nnot-Kafka disk growth: {RULE} firing {detected_after:.0f} s after the writer started; {ev['summary']}"
+        )
 
         # Alertmanager gets the operators' alert only: no copy for a tenant
-        am = wait_until(lambda: [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)],
-                        30, what=f"{RULE} in Alertmanager")
+        am = wait_until(
+            lambda: [a for a in am_alerts(stack, RULE) if a["labels"].get("broker") == str(victim)],
+            30,
+            what=f"{RULE} in Alertmanager",
+        )
         assert all("tenant" not in a["labels"] and a["labels"]["filled_by"] == "not Kafka data" for a in am), am
 
         # The file removed: usage falls back below its peak and the alert resolves
@@ -306,8 +346,9 @@ def test_log_dir_that_does_not_fit_the_small_filesystem_is_refused_and_loses_not
     victim = L.broker_ids[0]
     topic = f"fit.check.{os.getpid()}"
     admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[victim]])],
-                        operation_timeout=30)[topic].result(60)
+    admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[victim]])], operation_timeout=30)[
+        topic
+    ].result(60)
     producer = Producer({"bootstrap.servers": L.bootstrap_servers, "linger.ms": 20})
     for i in range(300):  # 3 MB: more than the 1 MiB filesystem below
         producer.produce(topic, os.urandom(10_000), key=str(i).encode())
@@ -320,8 +361,14 @@ def test_log_dir_that_does_not_fit_the_small_filesystem_is_refused_and_loses_not
     data = L.log_dir(victim)
     assert not os.path.ismount(data) and not data.with_name(data.name + ".before-tmpfs").exists()
     assert all(s.healthy for s in stack.status())
-    consumer = Consumer({"bootstrap.servers": L.bootstrap_servers, "group.id": topic,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": L.bootstrap_servers,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     keys: set[bytes] = set()
     deadline = time.monotonic() + 90

@@ -37,11 +37,14 @@ def _topics(stack):
     from confluent_kafka.admin import NewTopic
 
     ids = stack.layout.broker_ids
-    create_topics(stack, [
-        NewTopic("orders.rf1", num_partitions=1, replica_assignment=[[ids[-1]]]),  # only on the broker we kill
-        NewTopic("orders.rf3", num_partitions=3, replication_factor=3, config={"min.insync.replicas": "3"}),
-        NewTopic("clicks.rf3", num_partitions=3, replication_factor=3),
-    ])
+    create_topics(
+        stack,
+        [
+            NewTopic("orders.rf1", num_partitions=1, replica_assignment=[[ids[-1]]]),  # only on the broker we kill
+            NewTopic("orders.rf3", num_partitions=3, replication_factor=3, config={"min.insync.replicas": "3"}),
+            NewTopic("clicks.rf3", num_partitions=3, replication_factor=3),
+        ],
+    )
 
 
 # The lag rule with a 1-minute window (replacing the built-in one through rules.files), so the test waits for
@@ -66,14 +69,25 @@ def watched(stack, tmp_path_factory):
     """The collectors running against the stack (the stack's Prometheus scrapes them) and the engine's config."""
     tmp = tmp_path_factory.mktemp("alert-faults")
     (tmp / "lag-rule.yaml").write_text(FAST_LAG_RULE)
-    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(
-                   cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),)),
-               TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)))
+    tenants = (
+        TenantConfig(
+            name="shop",
+            selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),),
+        ),
+        TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)),
+    )
     config = watched_config(stack, tmp, tenants, rules=RulesSettings(files=(str(tmp / "lag-rule.yaml"),)))
     _topics(stack)
-    with watching(stack, config, tmp, lambda: len(prom_query(stack, 'kafka_cluster_broker_up == 1')) == 3
-                  and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
-                  and prom_query(stack, 'kafka_broker_under_replicated_partitions')) as proc:
+    with watching(
+        stack,
+        config,
+        tmp,
+        lambda: (
+            len(prom_query(stack, "kafka_cluster_broker_up == 1")) == 3
+            and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.rf1"}')
+            and prom_query(stack, "kafka_broker_under_replicated_partitions")
+        ),
+    ) as proc:
         WATCH["collector"], WATCH["log"] = proc, tmp / "collector.log"
         yield config
 
@@ -84,8 +98,9 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
     librdkafka abort the collector process (librdkafka#4605), and the broker-down alerts lost their data. The Admin
     client now runs in a process of its own: the collector lives on, and the group's offsets come back."""
     victim = str(stack.layout.broker_ids[-1])
-    group = group_coordinated_by(stack.layout.bootstrap_servers, int(victim), prefix="shop.coordinated-",
-                                 topic="orders.rf3")
+    group = group_coordinated_by(
+        stack.layout.bootstrap_servers, int(victim), prefix="shop.coordinated-", topic="orders.rf3"
+    )
     committed = f'kafka_consumergroup_committed_offset{{group="{group}"}}'
     wait_until(lambda: prom_query(stack, committed), 60, interval=2, what=f"{group}'s offsets exported")
     svc = engine
@@ -101,25 +116,35 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
 
         def fired():
             r = svc.run_once()
-            firing = {(i.rule, i.labels.get("tenant"), i.labels.get("broker") or i.labels.get("topic"))
-                      for i in r.instances.values() if i.state is AlertState.FIRING}
+            firing = {
+                (i.rule, i.labels.get("tenant"), i.labels.get("broker") or i.labels.get("topic"))
+                for i in r.instances.values()
+                if i.state is AlertState.FIRING
+            }
             seen["firing"], seen["errors"] = firing, {n: st.error for n, st in r.rules.items() if st.error}
-            want = {("KafkaBrokerUnreachable", "shop", victim), ("KafkaBrokerUnreachable", "ads", victim),
-                    ("KafkaOfflinePartitions", "shop", "orders.rf1")}
+            want = {
+                ("KafkaBrokerUnreachable", "shop", victim),
+                ("KafkaBrokerUnreachable", "ads", victim),
+                ("KafkaOfflinePartitions", "shop", "orders.rf1"),
+            }
             return want <= firing and any(f[0] == "KafkaUnderMinIsrPartitions" for f in firing) and r
 
         try:
             r = wait_until(fired, 150, interval=3, what="broker-down alerts firing")
         except pytest.fail.Exception as exc:  # say what did fire, so a failure in CI can be diagnosed
-            raise AssertionError(f"{exc}; firing: {sorted(seen.get('firing', ()))}; "
-                                 f"rule errors: {seen.get('errors')}") from None
+            raise AssertionError(
+                f"{exc}; firing: {sorted(seen.get('firing', ()))}; rule errors: {seen.get('errors')}"
+            ) from None
         # Every rule's and detector's PromQL ran against the real Prometheus fed by the real collectors.
         broken = {n: st.error for n, st in r.rules.items() if st.health.value == "err"}
         assert not broken, broken
         offline = next(i for i in r.instances.values() if i.rule == "KafkaOfflinePartitions")
         assert offline.evidence["value"] >= 1 and offline.labels["cluster"] == "local"
-        urp_tenants = {i.labels.get("tenant") for i in r.instances.values()
-                       if i.rule == "KafkaUnderMinIsrPartitions" and i.state is AlertState.FIRING}
+        urp_tenants = {
+            i.labels.get("tenant")
+            for i in r.instances.values()
+            if i.rule == "KafkaUnderMinIsrPartitions" and i.state is AlertState.FIRING
+        }
         assert urp_tenants <= {"shop", "ads"} and "shop" in urp_tenants  # orders.rf3 has min.insync.replicas=3
         # The victim exports nothing: under-replication is counted by the surviving leaders, and the firing
         # broker-down alert inhibits it there (equal: cluster); under-min-ISR (acks=all writes fail) still pages.
@@ -128,9 +153,11 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
         assert all(i.muted_by == "inhibited:KafkaBrokerUnreachable" for i in urp), [(i.labels, i.muted_by) for i in urp]
         assert not [i for i in live if i.rule == "KafkaUnderMinIsrPartitions" and i.muted_by]
 
-        wait_until(lambda: {a["labels"].get("tenant")
-                            for a in am_alerts(stack, "KafkaBrokerUnreachable")} >= {"shop", "ads"},
-                   30, what="KafkaBrokerUnreachable in Alertmanager for both tenants")
+        wait_until(
+            lambda: {a["labels"].get("tenant") for a in am_alerts(stack, "KafkaBrokerUnreachable")} >= {"shop", "ads"},
+            30,
+            what="KafkaBrokerUnreachable in Alertmanager for both tenants",
+        )
         am = am_alerts(stack, "KafkaBrokerUnreachable")[0]
         assert am["labels"]["broker"] == victim and am["labels"]["severity"] == "critical"
         assert [a for a in am_alerts(stack, "KafkaOfflinePartitions") if a["labels"].get("topic") == "orders.rf1"]
@@ -140,18 +167,26 @@ def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stac
 
         def resolved():
             r = svc.run_once()
-            states = {i.state for i in r.instances.values()
-                      if i.rule in ("KafkaBrokerUnreachable", "KafkaOfflinePartitions")}
+            states = {
+                i.state for i in r.instances.values() if i.rule in ("KafkaBrokerUnreachable", "KafkaOfflinePartitions")
+            }
             return states == {AlertState.RESOLVED} and r
 
         wait_until(resolved, 180, interval=3, what="broker-down alerts resolved after restart")
-        wait_until(lambda: (not am_alerts(stack, "KafkaBrokerUnreachable")
-                            and not am_alerts(stack, "KafkaOfflinePartitions")),
-                   60, interval=2, what="resolves reaching Alertmanager")
+        wait_until(
+            lambda: not am_alerts(stack, "KafkaBrokerUnreachable") and not am_alerts(stack, "KafkaOfflinePartitions"),
+            60,
+            interval=2,
+            what="resolves reaching Alertmanager",
+        )
         # The collector process lived through it, and the group its victim coordinated is read again.
         assert WATCH["collector"].poll() is None, WATCH["log"].read_text()[-3000:]
-        wait_until(lambda: prom_query(stack, f"{committed} and timestamp({committed}) > time() - 30"), 90,
-                   interval=3, what=f"{group}'s offsets exported again")
+        wait_until(
+            lambda: prom_query(stack, f"{committed} and timestamp({committed}) > time() - 30"),
+            90,
+            interval=3,
+            what=f"{group}'s offsets exported again",
+        )
     finally:
         if killed:
             stack.up(timeout=180)
@@ -166,8 +201,14 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
     feed = SteadyProducer(servers, "orders.rf3")  # ~40 records/s
 
     def consume_all(timeout: float) -> None:
-        consumer = Consumer({"bootstrap.servers": servers, "group.id": "shop.billing",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": servers,
+                "group.id": "shop.billing",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         consumer.subscribe(["orders.rf3"])
         deadline = time.monotonic() + timeout
         got = 0
@@ -188,9 +229,14 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
             r = svc.run_once()
             # While the member was still there with its offset frozen the group is STALL; once the window holds
             # only the member-less past, STOP.
-            lag = [i for i in r.instances.values() if i.rule == "KafkaConsumerGroupLag"
-                   and i.labels.get("group") == "shop.billing" and i.labels.get("status") == "STOP"
-                   and i.state is AlertState.FIRING]
+            lag = [
+                i
+                for i in r.instances.values()
+                if i.rule == "KafkaConsumerGroupLag"
+                and i.labels.get("group") == "shop.billing"
+                and i.labels.get("status") == "STOP"
+                and i.state is AlertState.FIRING
+            ]
             return lag and lag[0]
 
         inst = wait_until(stopped, 180, interval=5, what="KafkaConsumerGroupLag STOP for shop.billing")
@@ -199,21 +245,33 @@ def test_consumer_group_that_stops_committing_is_stop_for_its_tenant_and_recover
         assert inst.evidence["lag_messages"] > 0 and inst.evidence["active_members"] == 0
         # the age of the oldest unconsumed message, from the watermarks' history: production went on all along
         assert inst.evidence["lag_seconds"] > 0, inst.evidence
-        wait_until(lambda: [a for a in am_alerts(stack, "KafkaConsumerGroupLag")
-                            if a["labels"].get("tenant") == "shop"],
-                   30, what="the lag alert in Alertmanager")
+        wait_until(
+            lambda: [a for a in am_alerts(stack, "KafkaConsumerGroupLag") if a["labels"].get("tenant") == "shop"],
+            30,
+            what="the lag alert in Alertmanager",
+        )
 
         feed.stop()
         consume_all(60)  # catches up: lag 0
 
         def recovered():
             r = svc.run_once()
-            return not [i for i in r.instances.values() if i.rule == "KafkaConsumerGroupLag"
-                        and i.labels.get("group") == "shop.billing" and i.state is AlertState.FIRING]
+            return not [
+                i
+                for i in r.instances.values()
+                if i.rule == "KafkaConsumerGroupLag"
+                and i.labels.get("group") == "shop.billing"
+                and i.state is AlertState.FIRING
+            ]
 
         wait_until(recovered, 120, interval=5, what="the lag alert resolved after the group caught up")
-        wait_until(lambda: not [a for a in am_alerts(stack, "KafkaConsumerGroupLag")
-                                if a["labels"].get("group") == "shop.billing"],
-                   60, interval=2, what="the lag alert's resolve to reach Alertmanager")
+        wait_until(
+            lambda: (
+                not [a for a in am_alerts(stack, "KafkaConsumerGroupLag") if a["labels"].get("group") == "shop.billing"]
+            ),
+            60,
+            interval=2,
+            what="the lag alert's resolve to reach Alertmanager",
+        )
     finally:
         feed.stop()

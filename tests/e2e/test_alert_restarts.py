@@ -43,22 +43,34 @@ def watched(stack, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("alert-restarts")
     # shop: the restarts' tenant. frozen and spared: the SLO page of a frozen broker (its partition led by the
     # broker the last test freezes, and one led by another broker)
-    tenants = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(p,)),))
-                    for n, p in (("shop", "orders."), ("frozen", "slo-frozen."), ("spared", "slo-spared.")))
+    tenants = tuple(
+        TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(p,)),))
+        for n, p in (("shop", "orders."), ("frozen", "slo-frozen."), ("spared", "slo-spared."))
+    )
     # The SLO page waits 10 s instead of its 1 min `for` (the suite's time; the burn-rate maths are the shipped ones)
-    config = watched_config(stack, tmp, tenants, rules=RulesSettings(
-        overrides={"KafkaTenantSloFastBurn": RuleOverride(for_seconds=10)}))
+    config = watched_config(
+        stack, tmp, tenants, rules=RulesSettings(overrides={"KafkaTenantSloFastBurn": RuleOverride(for_seconds=10)})
+    )
     first, middle, last = stack.layout.broker_ids
-    topics = [NewTopic("orders.restarts", num_partitions=3, replication_factor=3),
-              # led by the broker the probe test freezes (not the one the restarts kill, so their bad minutes are
-              # not its), and by another; replication factor 3, so a restart leaves them in sync
-              NewTopic(SLO_TOPICS["frozen"], num_partitions=1, replica_assignment=[[middle, last, first]]),
-              NewTopic(SLO_TOPICS["spared"], num_partitions=1, replica_assignment=[[first, middle, last]])]
+    topics = [
+        NewTopic("orders.restarts", num_partitions=3, replication_factor=3),
+        # led by the broker the probe test freezes (not the one the restarts kill, so their bad minutes are
+        # not its), and by another; replication factor 3, so a restart leaves them in sync
+        NewTopic(SLO_TOPICS["frozen"], num_partitions=1, replica_assignment=[[middle, last, first]]),
+        NewTopic(SLO_TOPICS["spared"], num_partitions=1, replica_assignment=[[first, middle, last]]),
+    ]
     create_topics(stack, topics)
-    with watching(stack, config, tmp, lambda: len(prom_query(stack, "kafka_cluster_broker_up == 1")) == 3
-                  and len(prom_query(stack, "kafka_cluster_broker_heartbeat_age_seconds")) == 3
-                  and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.restarts"}'),
-                  what="collectors' series (with the controller's per-broker gauges) in Prometheus"):
+    with watching(
+        stack,
+        config,
+        tmp,
+        lambda: (
+            len(prom_query(stack, "kafka_cluster_broker_up == 1")) == 3
+            and len(prom_query(stack, "kafka_cluster_broker_heartbeat_age_seconds")) == 3
+            and prom_query(stack, 'kafka_topic_log_size_bytes{topic="orders.restarts"}')
+        ),
+        what="collectors' series (with the controller's per-broker gauges) in Prometheus",
+    ):
         yield config
 
 
@@ -72,11 +84,11 @@ def _availability(stack, tenant: str, window: str) -> float | None:
 
 def _minute_inputs(stack, broker: str) -> str:
     """What alerts/slo.py's minute reads, as Prometheus holds it now (for a failure message)."""
-    queries = {"probe_up_min_1m": 'min(min_over_time(kafka_health_probe_up{cluster="local"}[1m]))',
-               "failures_1m":
-                   f'sum(increase(kafka_probe_messages_total{{broker="{broker}",result=~"lost|error"}}[1m]))',
-               "led_1m": f'max(max_over_time(kafka_cluster_tenant_led_partitions{{tenant="frozen",broker="{broker}"}}'
-                         '[1m]))'}
+    queries = {
+        "probe_up_min_1m": 'min(min_over_time(kafka_health_probe_up{cluster="local"}[1m]))',
+        "failures_1m": f'sum(increase(kafka_probe_messages_total{{broker="{broker}",result=~"lost|error"}}[1m]))',
+        "led_1m": f'max(max_over_time(kafka_cluster_tenant_led_partitions{{tenant="frozen",broker="{broker}"}}[1m]))',
+    }
     return ", ".join(f"{k}={[r['value'][1] for r in prom_query(stack, q)]}" for k, q in queries.items())
 
 
@@ -91,8 +103,11 @@ def _ours(instance) -> bool:
     (their replication-factor-1 topics go offline on any restart of their broker, which pages by design: see
     docs/alerts.md). Broker- and cluster-wide alerts are all ours."""
     topic = instance.labels.get("topic")
-    return (instance.rule != WATCHDOG and not instance.labels.get("group")
-            and (topic is None or topic.startswith("orders.")))
+    return (
+        instance.rule != WATCHDOG
+        and not instance.labels.get("group")
+        and (topic is None or topic.startswith("orders."))
+    )
 
 
 def _evaluate_while(svc, busy: threading.Thread, then: float) -> tuple[set, list]:
@@ -102,8 +117,9 @@ def _evaluate_while(svc, busy: threading.Thread, then: float) -> tuple[set, list
     while end is None or time.monotonic() < end:
         r = svc.run_once()
         firing |= {i.rule for i in r.instances.values() if i.state is AlertState.FIRING and _ours(i)}
-        notified += [n.instance.rule for n in r.notifications
-                     if n.decision is Decision.NOTIFY_FIRING and _ours(n.instance)]
+        notified += [
+            n.instance.rule for n in r.notifications if n.decision is Decision.NOTIFY_FIRING and _ours(n.instance)
+        ]
         if end is None and not busy.is_alive():
             end = time.monotonic() + then
         time.sleep(5)
@@ -124,15 +140,23 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
     assert not errors, errors
     # The end-to-end probe rode the restart out (issue 18): no record of any broker's probe partition lost or failed
     # while it ran or within the probe's deadline after (the 30 s above), though the victim's partition changed leader.
-    failed = prom_query(stack, f'sum by (broker) (increase(kafka_probe_messages_total{{result=~"lost|error"}}'
-                               f'[{time.monotonic() - started + 10:.0f}s])) > 0')
+    failed = prom_query(
+        stack,
+        f'sum by (broker) (increase(kafka_probe_messages_total{{result=~"lost|error"}}'
+        f"[{time.monotonic() - started + 10:.0f}s])) > 0",
+    )
     assert not failed, failed
-    assert prom_query(stack, f'min_over_time(kafka_cluster_broker_up{{broker="{victim}"}}[3m]) == 0'), \
+    assert prom_query(stack, f'min_over_time(kafka_cluster_broker_up{{broker="{victim}"}}[3m]) == 0'), (
         "the plain condition never held: the restart was too quick to test anything"
+    )
     assert not firing and not notified, (firing, notified)
     # the collector's controller watch (every 2 s, whatever the collection interval) saw how it left
-    wait_until(lambda: _departures(stack, victim, "controlled_shutdown") >= 1, 30, interval=2,
-               what=f"a controlled departure of broker {victim} from the controller watch")
+    wait_until(
+        lambda: _departures(stack, victim, "controlled_shutdown") >= 1,
+        30,
+        interval=2,
+        what=f"a controlled departure of broker {victim} from the controller watch",
+    )
     wait_until(lambda: in_sync(stack.layout.bootstrap_servers), 120, interval=2, what="partitions back in sync")
 
     # 2. the same broker killed: the controller gets no heartbeat while it is registered active -> at once. The
@@ -143,12 +167,18 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
     t0 = time.monotonic()
     stack.procs.signal(f"broker-{victim}", signal.SIGKILL)
     try:
+
         def fired():
             r = svc.run_once()
             # one copy per tenant it hurts (frozen's partition has a replica there too): shop's is asserted on
-            down = [i for i in r.instances.values() if i.rule == "KafkaBrokerUnreachable"
-                    and i.labels.get("broker") == victim and i.state is AlertState.FIRING
-                    and i.labels.get("tenant") == "shop"]
+            down = [
+                i
+                for i in r.instances.values()
+                if i.rule == "KafkaBrokerUnreachable"
+                and i.labels.get("broker") == victim
+                and i.state is AlertState.FIRING
+                and i.labels.get("tenant") == "shop"
+            ]
             return down and down[0]
 
         inst = wait_until(fired, 90, interval=3, what="KafkaBrokerUnreachable for the killed broker")
@@ -156,18 +186,36 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
         assert inst.evidence["cause"] == "heartbeats_lost" and inst.evidence["rule"] == "B", inst.evidence
         # the watch's count reaches Prometheus with the controller's next round and scrape, which may be after the
         # engine paged from its own samples
-        wait_until(lambda: _departures(stack, victim, "heartbeats_lost") >= 1, 30, interval=2,
-                   what=f"a heartbeats_lost departure of broker {victim} from the controller watch")
+        wait_until(
+            lambda: _departures(stack, victim, "heartbeats_lost") >= 1,
+            30,
+            interval=2,
+            what=f"a heartbeats_lost departure of broker {victim} from the controller watch",
+        )
         assert inst.labels["tenant"] == "shop" and inst.severity.value == "critical"
-        wait_until(lambda: [a for a in am_alerts(stack, "KafkaBrokerUnreachable") if a["labels"]["broker"] == victim],
-                   30, what="the page in Alertmanager")
-        print(f"killed broker {victim} paged after {took:.0f}s, cause {inst.evidence['cause']}, controller "
-              f"readings in the minute before: {rounds[0]['value'][1] if rounds else None}")
+        wait_until(
+            lambda: [a for a in am_alerts(stack, "KafkaBrokerUnreachable") if a["labels"]["broker"] == victim],
+            30,
+            what="the page in Alertmanager",
+        )
+        print(
+            f"killed broker {victim} paged after {took:.0f}s, cause {inst.evidence['cause']}, controller "
+            f"readings in the minute before: {rounds[0]['value'][1] if rounds else None}"
+        )
     finally:
         stack.up(timeout=180)  # starts only the victim
-    wait_until(lambda: not [i for i in svc.run_once().instances.values() if i.rule == "KafkaBrokerUnreachable"
-                            and i.state is AlertState.FIRING], 120, interval=3,
-               what="KafkaBrokerUnreachable resolved once the broker is back")
+    wait_until(
+        lambda: (
+            not [
+                i
+                for i in svc.run_once().instances.values()
+                if i.rule == "KafkaBrokerUnreachable" and i.state is AlertState.FIRING
+            ]
+        ),
+        120,
+        interval=3,
+        what="KafkaBrokerUnreachable resolved once the broker is back",
+    )
 
 
 def _capture(errors: list, fn, *args) -> None:
@@ -198,8 +246,11 @@ def test_probe_one_slowed_broker_listener_shows_in_its_round_trip_alone(stack, w
     victim = str(stack.layout.broker_ids[1])
     with slow_link.slow_port(stack.layout.sasl_port(int(victim)), delay_ms=300, rate="8kbit") as how:
         time.sleep(25)
-        mean = _by_broker(stack, "rate(kafka_probe_roundtrip_latency_seconds_sum[20s]) / "
-                                 "rate(kafka_probe_roundtrip_latency_seconds_count[20s])")
+        mean = _by_broker(
+            stack,
+            "rate(kafka_probe_roundtrip_latency_seconds_sum[20s]) / "
+            "rate(kafka_probe_roundtrip_latency_seconds_count[20s])",
+        )
     others = {b: v for b, v in mean.items() if b != victim}
     print(f"mean round trip by broker with broker {victim}'s listener slowed ({how}): {mean}")
     assert set(mean) == {str(b) for b in stack.layout.broker_ids}, mean
@@ -221,10 +272,18 @@ def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watc
     # does within 5 minutes: a restart may have left it led by another broker.
     servers = stack.layout.bootstrap_servers
     for topic in (probe.topic, SLO_TOPICS["frozen"]):
-        wait_until(lambda: preferred_leader_elected(servers, topic, int(victim)), 60, interval=2,
-                   what=f"broker {victim} leading its partition of {topic}")
-    wait_until(lambda: prom_query(stack, f'kafka_cluster_tenant_led_partitions{{tenant="frozen",broker="{victim}"}}'),
-               60, interval=2, what=f"tenant frozen's partition led by broker {victim} in Prometheus")
+        wait_until(
+            lambda: preferred_leader_elected(servers, topic, int(victim)),
+            60,
+            interval=2,
+            what=f"broker {victim} leading its partition of {topic}",
+        )
+    wait_until(
+        lambda: prom_query(stack, f'kafka_cluster_tenant_led_partitions{{tenant="frozen",broker="{victim}"}}'),
+        60,
+        interval=2,
+        what=f"tenant frozen's partition led by broker {victim} in Prometheus",
+    )
     svc = engine
     spared: list = []
 
@@ -244,8 +303,12 @@ def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watc
     try:
         # The first record after the signal is decided lost a deadline after it was sent; Prometheus sees it at its
         # next scrape (5 s). Seen after 30 s in a run on the loaded 2-core machine; the margin is for CI's load.
-        wait_until(lambda: float(prom_query(stack, failed)[0]["value"][1]) > before, deadline + 25, interval=1,
-                   what=f"broker {victim}'s probe records counted lost or error")
+        wait_until(
+            lambda: float(prom_query(stack, failed)[0]["value"][1]) > before,
+            deadline + 25,
+            interval=1,
+            what=f"broker {victim}'s probe records counted lost or error",
+        )
         took = time.monotonic() - t0
         assert prom_query(stack, 'kafka_health_probe_up{cluster="local"} == 1'), "the probe said it cannot run"
         # The broker stays frozen until Prometheus judges one of frozen's minutes bad: a freeze released the moment
@@ -253,23 +316,35 @@ def test_probe_frozen_broker_fails_its_partition_within_the_deadline(stack, watc
         # alone paged 40 s after SIGSTOP. What is under test is the page for a bad minute, not whether a 20-odd
         # second freeze makes one; if no minute turns bad, the failure shows what the minute's inputs were.
         try:
-            wait_until(lambda: (_availability(stack, "frozen", "5m") or 1.0) < 1.0, 90, interval=2,
-                       what="a bad minute of tenant frozen")
+            wait_until(
+                lambda: (_availability(stack, "frozen", "5m") or 1.0) < 1.0,
+                90,
+                interval=2,
+                what="a bad minute of tenant frozen",
+            )
         except BaseException:
             print(f"the minute's inputs when it was given up: {_minute_inputs(stack, victim)}")
             raise
     finally:
         stack.procs.signal(f"broker-{victim}", signal.SIGCONT)
-    print(f"frozen broker {victim}: its probe partition failed in Prometheus {took:.0f}s after SIGSTOP "
-          f"(deadline {deadline:g}s)")
+    print(
+        f"frozen broker {victim}: its probe partition failed in Prometheus {took:.0f}s after SIGSTOP "
+        f"(deadline {deadline:g}s)"
+    )
 
     # The page: the fast burn (14.4x over 1 h and 5 min) for the tenant whose partition the frozen broker led, with
     # that broker in its evidence; none for the tenant led elsewhere.
     inst = wait_until(paged, 240, interval=5, what="KafkaTenantSloFastBurn for tenant frozen")
-    print(f"tenant frozen paged by its SLO's fast burn {time.monotonic() - t0:.0f}s after SIGSTOP: "
-          f"{ {k: inst.evidence.get(k) for k in ('brokers', 'probe_failures', 'burn_rate')} }")
+    print(
+        f"tenant frozen paged by its SLO's fast burn {time.monotonic() - t0:.0f}s after SIGSTOP: "
+        f"{ {k: inst.evidence.get(k) for k in ('brokers', 'probe_failures', 'burn_rate')} }"
+    )
     assert victim in inst.evidence["brokers"], inst.evidence
     assert not spared, spared
-    wait_until(lambda: _by_broker(stack, f'increase(kafka_probe_messages_total{{broker="{victim}",result="ok"}}[15s])'
-                                         " > 0"), 90, interval=2, what=f"broker {victim}'s probe records ok again")
+    wait_until(
+        lambda: _by_broker(stack, f'increase(kafka_probe_messages_total{{broker="{victim}",result="ok"}}[15s]) > 0'),
+        90,
+        interval=2,
+        what=f"broker {victim}'s probe records ok again",
+    )
     wait_until(lambda: in_sync(stack.layout.bootstrap_servers), 120, interval=2, what="partitions back in sync")

@@ -40,16 +40,18 @@ def jmx_service(stack, *, extra_brokers=(), transport: str = "jolokia"):
     cluster = cluster.model_copy(update={"jmx": jmx, "brokers": cluster.brokers + tuple(extra_brokers)})
     # An interval longer than the timeout: results older than two intervals are served as stale, and a healthy
     # broker's result must still be fresh when the frozen one finally times out.
-    cfg = cfg.model_copy(update={"clusters": (cluster,),
-                                 "collection": cfg.collection.model_copy(update={"interval_seconds": 30})})
+    cfg = cfg.model_copy(
+        update={"clusters": (cluster,), "collection": cfg.collection.model_copy(update={"interval_seconds": 30})}
+    )
     from collectors.catalog import TenantLookup
     from collectors.jmx import JmxCollector
     from collectors.transports.jmxquery import JmxQueryTransport
     from collectors.transports.jolokia import JolokiaTransport
 
     t = JolokiaTransport() if transport == "jolokia" else JmxQueryTransport()
-    collector = JmxCollector(cluster, transport=t, controller_transport=t, tenants=TenantLookup(None, "local"),
-                             max_series=100000)
+    collector = JmxCollector(
+        cluster, transport=t, controller_transport=t, tenants=TenantLookup(None, "local"), max_series=100000
+    )
     registry = CollectorRegistry()
     return CollectionService(cfg, registry=registry, collectors=[collector]), registry
 
@@ -81,6 +83,7 @@ def test_frozen_broker_times_out_others_report_and_it_recovers(stack):
     finally:
         stack.procs.signal("broker-2", signal.SIGCONT)
     try:
+
         def recovered():
             return statuses(svc.collect_once(timeout=TIMEOUT + 10))["broker-2"].status is TargetStatus.OK
 
@@ -94,19 +97,21 @@ def test_killed_broker_is_unreachable_others_report_and_it_recovers_after_restar
     svc, registry = jmx_service(stack)
     stack.procs.signal("broker-3", signal.SIGKILL)
     try:
-        wait_until(lambda: stack.procs.owned_pid("broker-3") is None, timeout=10, interval=0.1,
-                   what="broker-3 to die")
+        wait_until(lambda: stack.procs.owned_pid("broker-3") is None, timeout=10, interval=0.1, what="broker-3 to die")
         results = statuses(svc.collect_once(timeout=TIMEOUT + 10))
         dead = results["broker-3"]
         assert dead.status is TargetStatus.FAILED and str(dead.reason) == "unreachable", dead.message
         assert dead.duration_seconds < TIMEOUT
         assert results["broker-1"].status is TargetStatus.OK and results["broker-2"].status is TargetStatus.OK
         text = generate_latest(registry).decode()
-        assert ('kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="unreachable",'
-                'target="broker-3"} 1.0') in text
+        assert (
+            'kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="unreachable",'
+            'target="broker-3"} 1.0'
+        ) in text
     finally:
         stack.up(timeout=180)  # starts only what is missing: broker-3
     try:
+
         def recovered():
             return statuses(svc.collect_once(timeout=TIMEOUT + 10))["broker-3"].status is TargetStatus.OK
 
@@ -132,8 +137,9 @@ class _FlakyJolokia:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if outer.healed.is_set():
                     auth = {"Authorization": self.headers["Authorization"]} if self.headers["Authorization"] else {}
-                    req = urllib.request.Request(upstream + "/", data=body,
-                                                 headers={"Content-Type": "application/json", **auth})
+                    req = urllib.request.Request(
+                        upstream + "/", data=body, headers={"Content-Type": "application/json", **auth}
+                    )
                     with urllib.request.urlopen(req, timeout=10) as r:
                         answer = r.read()
                 else:
@@ -176,8 +182,10 @@ def test_malformed_transport_output_fails_that_target_only_and_it_recovers(stack
             assert results[name].status is TargetStatus.OK, (name, results[name].status, results[name].message)
         text = generate_latest(registry).decode()
         assert 'kafka_health_scrape_success{cluster="local",collector="jmx",target="broker-8"} 0.0' in text
-        assert ('kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="malformed",'
-                'target="broker-8"} 1.0') in text
+        assert (
+            'kafka_health_scrape_failures_total{cluster="local",collector="jmx",reason="malformed",'
+            'target="broker-8"} 1.0'
+        ) in text
         assert 'kafka_jvm_heap_used_bytes{broker="2",cluster="local"}' in text
         assert 'kafka_jvm_heap_used_bytes{broker="8"' not in text
 

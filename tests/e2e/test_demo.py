@@ -34,9 +34,22 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
     L = stack.layout
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "demo", "--dir", str(L.dir), "--port-base", str(L.port_base),
-         "--kafka-version", L.kafka_version],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ},
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "demo",
+            "--dir",
+            str(L.dir),
+            "--port-base",
+            str(L.port_base),
+            "--kafka-version",
+            L.kafka_version,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ},
     )
     lines: list[str] = []
     times: list[float] = []  # when each line came, beside it
@@ -84,14 +97,22 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
         # endpoints with the printed tokens.
         archive, report = _command(lines, " archive --config "), _command(lines, " report --config ")
         reported: list[subprocess.CompletedProcess] = []
-        reporter = threading.Thread(target=lambda: reported.extend(
-            subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-            for argv, timeout in ((archive, 300), (report, 900))), daemon=True)
+        reporter = threading.Thread(
+            target=lambda: reported.extend(
+                subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+                for argv, timeout in ((archive, 300), (report, 900))
+            ),
+            daemon=True,
+        )
         reporter.start()
         _console_is_short_with_urls_and_tokens_on_the_first_screen(lines, times, started, L)
         config_file = _token(lines, "Config (YAML):")
-        check = subprocess.run([sys.executable, "-m", "monitor.cli", "check-config", config_file],
-                               capture_output=True, text=True, timeout=60)
+        check = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "check-config", config_file],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert check.returncode == 0, check.stderr
         operator = {"Authorization": f"Bearer {_token(lines, 'operator:')}"}
         for path, headers in (("/api/v1/tenants/payments/advice", auth), ("/api/v1/clusters/local/capacity", operator)):
@@ -106,8 +127,11 @@ def test_demo_runs_on_the_stack_and_stops_cleanly(stack, tmp_path):
         week = report[report.index("--week") + 1]
         listed = httpx.get(f"{L.service_url}/api/v1/tenants/payments/reports", headers=auth, timeout=10)
         assert week in [item["week"] for item in listed.json()["items"]], listed.text
-        page = httpx.get(f"{L.service_url}/api/v1/tenants/payments/reports/{week}",
-                         headers={**auth, "Accept": "text/html"}, timeout=30)
+        page = httpx.get(
+            f"{L.service_url}/api/v1/tenants/payments/reports/{week}",
+            headers={**auth, "Accept": "text/html"},
+            timeout=30,
+        )
         assert page.status_code == 200 and "<html" in page.text.lower()
     finally:
         proc.send_signal(signal.SIGINT)
@@ -128,8 +152,14 @@ def _console_is_short_with_urls_and_tokens_on_the_first_screen(lines, times, sta
     print(f"demo console: {len(early)} lines in its first {FIRST_MINUTES_SECONDS} s")
     assert len(early) <= MOST_LINES, "".join(early[-40:])
     screen = "".join(early[:FIRST_SCREEN])
-    for shown in (f"Service (API, /metrics): {L.service_url}", f"Prometheus:              {L.prometheus_url}",
-                  "operator:        kh_", "tenant payments: kh_", "Client configs:", f"Log (service, clients):  {L.dir}"):
+    for shown in (
+        f"Service (API, /metrics): {L.service_url}",
+        f"Prometheus:              {L.prometheus_url}",
+        "operator:        kh_",
+        "tenant payments: kh_",
+        "Client configs:",
+        f"Log (service, clients):  {L.dir}",
+    ):
         assert shown in screen, (shown, screen)
     assert any(line.startswith("Story: calm for") for line in early), "".join(early)
     assert "HTTP Request:" not in "".join(early) and " INFO " not in "".join(early)
@@ -149,8 +179,14 @@ def _printed_kcat_line_lists_payments_topics(lines) -> None:
         tried.append(done.stderr[-600:])
         return done if done.returncode == 0 and 'topic "payments.' in done.stdout else None
 
-    done = wait_until(listed, 60, 2, what=lambda: f"payments' topics listed by the printed {printed[0]!r} "
-                                                  f"(its stderr: {tried[-1] if tried else ''})")
+    done = wait_until(
+        listed,
+        60,
+        2,
+        what=lambda: (
+            f"payments' topics listed by the printed {printed[0]!r} (its stderr: {tried[-1] if tried else ''})"
+        ),
+    )
     assert 'topic "search.' not in done.stdout, done.stdout  # its ACLs show it its own topics only
 
 
@@ -165,18 +201,26 @@ def _story_alert_and_advice_name_the_bad_client(L, lines, times, operator: dict)
 
     def alert():
         r = httpx.get(f"{L.service_url}/api/v1/alerts", params={"limit": 500}, headers=operator, timeout=10)
-        story = [a for a in r.json()["items"] if a["alertname"] == "KafkaClientHurtsOtherTenants"
-                 and a["state"] in ("pending", "firing")]
+        story = [
+            a
+            for a in r.json()["items"]
+            if a["alertname"] == "KafkaClientHurtsOtherTenants" and a["state"] in ("pending", "firing")
+        ]
         named.update(a["labels"]["client_id"] for a in story if a["labels"].get("client_id"))
-        return [a for a in story if a["state"] == "firing" and a["labels"].get("tenant") == "payments"
-                and a["labels"].get("client_id") == BAD_CLIENT]
+        return [
+            a
+            for a in story
+            if a["state"] == "firing"
+            and a["labels"].get("tenant") == "payments"
+            and a["labels"].get("client_id") == BAD_CLIENT
+        ]
 
     left = at + STORY_SECONDS - time.monotonic()
     wait_until(alert, max(left, 1), 5, what="the story's alert naming payments and its bad client")
     # the well-batching producers and the default consumers are never named, from the first minute on
     assert named == {BAD_CLIENT}, named
     said = wait_until(lambda: _command(lines, "what to change: curl", strict=False), 15, what="the alert's line")
-    curl = said[said.index("curl"):]
+    curl = said[said.index("curl") :]
     url = next(a for a in curl if a.startswith("http"))
     token = next(a for a in curl if a.startswith("Authorization: Bearer "))
     advice = httpx.get(url, headers=dict([token.split(": ", 1)]), timeout=60)
@@ -221,13 +265,21 @@ def _cli_beside_the_demo_leaves_it_working(L, auth: dict, tmp_path) -> None:
     stack_args = ["--dir", str(L.dir), "--port-base", str(L.port_base), "--kafka-version", L.kafka_version]
 
     def cli(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "monitor.cli", *argv, *stack_args], capture_output=True,
-                              text=True, timeout=180)
+        return subprocess.run(
+            [sys.executable, "-m", "monitor.cli", *argv, *stack_args], capture_output=True, text=True, timeout=180
+        )
 
     check = cli("check-config")
     assert check.returncode == 0 and f"using {L.config_file} (written by the demo" in check.stdout, check.stdout
-    for argv in (("tokens", "create", "--operator"), ("tokens", "list"), ("tenants", "list"),
-                 ("tenants", "show", "payments"), ("silences", "list"), ("rules", "export"), ("tenants", "sync")):
+    for argv in (
+        ("tokens", "create", "--operator"),
+        ("tokens", "list"),
+        ("tenants", "list"),
+        ("tenants", "show", "payments"),
+        ("silences", "list"),
+        ("rules", "export"),
+        ("tenants", "sync"),
+    ):
         done = cli(*argv)
         assert done.returncode == 0, (argv, done.stderr[-2000:])
     for argv in (("advice", "--tenant", "payments"), ("capacity",)):  # 1: a finding or a cluster without data
@@ -240,8 +292,12 @@ def _cli_beside_the_demo_leaves_it_working(L, auth: dict, tmp_path) -> None:
     data.pop("tenants", None)
     other = tmp_path / "other.yaml"
     other.write_text(yaml.safe_dump(data))
-    refused = subprocess.run([sys.executable, "-m", "monitor.cli", "tenants", "sync", "--yes", "--config", str(other)],
-                             capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "tenants", "sync", "--yes", "--config", str(other)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert refused.returncode != 0 and "a running service synced its tenants from" in refused.stderr, refused.stderr
 
     listed = cli("tenants", "list").stdout
@@ -256,9 +312,24 @@ def _a_tenant_created_beside_the_demo_is_live_without_a_restart(L, lines: list[s
     from monitor.loadgen import ensure_topics
 
     stack_args = ["--dir", str(L.dir), "--port-base", str(L.port_base), "--kafka-version", L.kafka_version]
-    made = subprocess.run([sys.executable, "-m", "monitor.cli", "tenants", "create", "ledger", "--topic-prefix",
-                           "local:ledger.", "--client-id-prefix", "local:ledger-", *stack_args],
-                          capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "tenants",
+            "create",
+            "ledger",
+            "--topic-prefix",
+            "local:ledger.",
+            "--client-id-prefix",
+            "local:ledger-",
+            *stack_args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     ensure_topics(L.bootstrap_servers, ["ledger.events"], partitions=1, replication=1)
     operator = {"Authorization": f"Bearer {_token(lines, 'operator:')}"}
@@ -270,5 +341,9 @@ def _a_tenant_created_beside_the_demo_is_live_without_a_restart(L, lines: list[s
     try:
         wait_until(labelled, 90, 2, what="the new tenant's topic series labelled with it")
     finally:
-        subprocess.run([sys.executable, "-m", "monitor.cli", "tenants", "delete", "ledger", *stack_args],
-                       capture_output=True, text=True, timeout=120)
+        subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "tenants", "delete", "ledger", *stack_args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )

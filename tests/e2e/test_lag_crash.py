@@ -49,8 +49,12 @@ def watched(stack, tmp_path_factory):
     from confluent_kafka.admin import NewTopic
 
     tmp = tmp_path_factory.mktemp("lag-crash")
-    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(
-        cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),)),)
+    tenants = (
+        TenantConfig(
+            name="shop",
+            selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",), group_prefixes=("shop.",)),),
+        ),
+    )
     config = watched_config(stack, tmp, tenants, collection=CollectionSettings())  # the shipped 15 s
     create_topics(stack, [NewTopic(TOPIC, num_partitions=3, replication_factor=3)])
     with watching(stack, config, tmp, lambda: prom_query(stack, "kafka_cluster_broker_up == 1"), timeout=90):
@@ -61,15 +65,25 @@ def test_a_group_killed_under_load_pages_its_tenant_within_two_minutes(stack, en
     servers = stack.layout.bootstrap_servers
     group = f"shop.crash-{uuid.uuid4().hex[:6]}"
     feed = SteadyProducer(servers, TOPIC)  # ~40 records/s all along
-    consumers = [subprocess.Popen([sys.executable, "-c", CONSUMER, servers, group, f"shop-crash-{i}", TOPIC],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-                 for i in range(3)]
+    consumers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONSUMER, servers, group, f"shop-crash-{i}", TOPIC],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for i in range(3)
+    ]
     try:
         feed.start()
         members = f'kafka_consumergroup_members{{group="{group}"}} == 3'
         committed = f'kafka_consumergroup_committed_offset{{group="{group}"}}'
-        wait_until(lambda: prom_query(stack, members) and prom_query(stack, committed), 90, interval=2,
-                   what=f"{group}'s three members and offsets in Prometheus")
+        wait_until(
+            lambda: prom_query(stack, members) and prom_query(stack, committed),
+            90,
+            interval=2,
+            what=f"{group}'s three members and offsets in Prometheus",
+        )
         first = engine.run_once()
         assert not [i for i in first.instances.values() if i.labels.get("group") == group], "paged before the crash"
 
@@ -81,8 +95,9 @@ def test_a_group_killed_under_load_pages_its_tenant_within_two_minutes(stack, en
         while time.monotonic() - killed < 150 and fired_after is None:
             tick = time.monotonic()
             r = engine.run_once()
-            mine = [i for i in r.instances.values() if i.rule == "KafkaConsumerGroupLag"
-                    and i.labels.get("group") == group]
+            mine = [
+                i for i in r.instances.values() if i.rule == "KafkaConsumerGroupLag" and i.labels.get("group") == group
+            ]
             seen.append((round(tick - killed), [(i.labels.get("status"), i.state.value) for i in mine]))
             firing = [i for i in mine if i.state is AlertState.FIRING and i.labels.get("status") == "STOP"]
             if firing:
@@ -99,8 +114,12 @@ def test_a_group_killed_under_load_pages_its_tenant_within_two_minutes(stack, en
         def in_alertmanager():
             return [a for a in am_alerts(stack, "KafkaConsumerGroupLag") if a["labels"].get("group") == group]
 
-        wait_until(in_alertmanager, max(1.0, 120 - (time.monotonic() - killed)), interval=1,
-                   what="the page in Alertmanager within 120 s of the kill")
+        wait_until(
+            in_alertmanager,
+            max(1.0, 120 - (time.monotonic() - killed)),
+            interval=1,
+            what="the page in Alertmanager within 120 s of the kill",
+        )
         print(f"in Alertmanager {time.monotonic() - killed:.0f} s after SIGKILL")
     finally:
         feed.stop()

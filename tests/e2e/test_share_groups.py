@@ -48,12 +48,26 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, tmp_path) -> None:
     create_topics(stack, [NewTopic(topic, num_partitions=2, replication_factor=3)])
     log = (tmp_path / "share-consumer.log").open("wb")
     consumer = subprocess.Popen(
-        [require_java(), "-Xmx64m", "-cp", f"{L.jars_dir}/*", "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
-         "--bootstrap-server", L.bootstrap_servers, "--topic", topic, "--group", group],
-        stdout=subprocess.DEVNULL, stderr=log)
+        [
+            require_java(),
+            "-Xmx64m",
+            "-cp",
+            f"{L.jars_dir}/*",
+            "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+            "--bootstrap-server",
+            L.bootstrap_servers,
+            "--topic",
+            topic,
+            "--group",
+            group,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     kinds = GroupKinds({"bootstrap.servers": L.bootstrap_servers}, timeout=10)
-    index = TenantIndex([TenantConfig(name="share29", selectors=(
-        TenantSelector(cluster="local", group_prefixes=("share29-",)),))])
+    index = TenantIndex(
+        [TenantConfig(name="share29", selectors=(TenantSelector(cluster="local", group_prefixes=("share29-",)),))]
+    )
 
     def described() -> ShareGroup:
         (g,) = kinds.describe_share_groups([group])
@@ -61,9 +75,13 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, tmp_path) -> None:
 
     try:
         assert kinds.share_supported
-        wait_until(lambda: any(g.id == group and g.type == "share" for g in kinds.list_groups()), 60,
-                   what="the share group listed as type share")
+        wait_until(
+            lambda: any(g.id == group and g.type == "share" for g in kinds.list_groups()),
+            60,
+            what="the share group listed as type share",
+        )
         wait_until(lambda: len(described().members) == 1, 60, what="the share consumer a member")
+
         # A share group starts at the latest offset when its share-partitions are initialised, which on a fresh
         # stack waits for the share coordinator (__share_group_state): write until both partitions have a start
         # offset, then until everything written is acknowledged.
@@ -75,8 +93,11 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, tmp_path) -> None:
         wait_until(initialised, 120, interval=2, what=lambda: f"share-partitions initialised (last {described()})")
         wait_until(lambda: described().lag == 0, 60, what=lambda: f"everything acknowledged (last {described()})")
         # the member's assignment follows its heartbeats: both partitions within seconds of joining
-        wait_until(lambda: [{p for _, p in m.partitions} for m in described().members] == [{0, 1}], 30,
-                   what="the member assigned both partitions")
+        wait_until(
+            lambda: [{p for _, p in m.partitions} for m in described().members] == [{0, 1}],
+            30,
+            what="the member assigned both partitions",
+        )
         g = described()
         assert g.members[0].client_id == "console-share-consumer"
         assert {(p.topic, p.partition) for p in g.partitions} == {(topic, 0), (topic, 1)}

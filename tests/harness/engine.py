@@ -31,8 +31,14 @@ from monitor.core.config import CollectionSettings, Config, RulesSettings, Tenan
 from tests.harness import REPO_ROOT
 
 
-def watched_config(stack: Any, tmp: Path, tenants: Iterable[TenantConfig], *,
-                   collection: CollectionSettings | None = None, rules: RulesSettings | None = None) -> Config:
+def watched_config(
+    stack: Any,
+    tmp: Path,
+    tenants: Iterable[TenantConfig],
+    *,
+    collection: CollectionSettings | None = None,
+    rules: RulesSettings | None = None,
+) -> Config:
     """The stack's config for ``tenants`` with its store in ``tmp/alerts.db``; collection every 5 s unless
     ``collection`` says otherwise; ``rules`` replaces the rule settings when given."""
     config = stack.config(tenants=tuple(tenants), store_url=f"sqlite:///{tmp / 'alerts.db'}")
@@ -67,12 +73,18 @@ def running_collectors(config: Config, workdir: Path) -> Iterator[subprocess.Pop
     cfg_file.write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     # Without the CLI's module discovery (which could pick other packages' commands up from an editable install of
     # another checkout).
-    run = ("import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-           "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)")
+    run = (
+        "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
+        "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)"
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", run, str(cfg_file)],
-        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.DEVNULL,
-        stderr=open(workdir / "collector.log", "wb"), start_new_session=True)
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=open(workdir / "collector.log", "wb"),
+        start_new_session=True,
+    )
     try:
         yield proc
     finally:
@@ -91,8 +103,15 @@ def prom_query(stack: Any, expr: str) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def watching(stack: Any, config: Config, tmp: Path, ready: Callable[[], object] | None = None, *,
-             timeout: float = 120, what: str = "collectors' series in Prometheus") -> Iterator[subprocess.Popen[bytes]]:
+def watching(
+    stack: Any,
+    config: Config,
+    tmp: Path,
+    ready: Callable[[], object] | None = None,
+    *,
+    timeout: float = 120,
+    what: str = "collectors' series in Prometheus",
+) -> Iterator[subprocess.Popen[bytes]]:
     """The collectors running for ``config`` until exit; yields their process once ``ready()`` is true (default:
     every broker up in Prometheus)."""
     from tests.conftest import wait_until

@@ -29,9 +29,16 @@ Answer = Any  # list[InstantSample] | list[Series] | Exception | Callable[..., l
 class FakeSource:
     """Implements ``monitor.core.prom.Source`` (and ``close``) from tables; see the module docstring."""
 
-    def __init__(self, instant: Mapping[str, Answer] | None = None, ranges: Mapping[str, Answer] | None = None, *,
-                 present: Iterable[str] = (), cluster: str = "c1", at: datetime | None = None,
-                 fail: Exception | None = None):
+    def __init__(
+        self,
+        instant: Mapping[str, Answer] | None = None,
+        ranges: Mapping[str, Answer] | None = None,
+        *,
+        present: Iterable[str] = (),
+        cluster: str = "c1",
+        at: datetime | None = None,
+        fail: Exception | None = None,
+    ):
         self.instant: dict[str, Answer] = dict(instant or {})
         self.ranges: dict[str, Answer] = dict(ranges or {})
         self.present: set[str] = set(present)

@@ -76,8 +76,10 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
     data = layout.log_dir(broker_id)
     saved = data.with_name(data.name + ".before-tmpfs")
     if saved.exists():
-        raise StackError(f"{saved} exists: an earlier fault run was killed before it could clean up; stop the stack, "
-                         f"`umount {data}` if it is still mounted, then replace {data} with {saved}")
+        raise StackError(
+            f"{saved} exists: an earlier fault run was killed before it could clean up; stop the stack, "
+            f"`umount {data}` if it is still mounted, then replace {data} with {saved}"
+        )
     _stop_broker(stack, broker_id)  # a clean shutdown trims Kafka's preallocated index files
     data.rename(saved)
     data.mkdir()
@@ -88,8 +90,7 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
         try:
             _copy(saved, data)
         except StackError as exc:
-            raise StackError(f"broker {broker_id}'s data does not fit in a {size_mib} MiB tmpfs: "
-                             f"{exc}") from None
+            raise StackError(f"broker {broker_id}'s data does not fit in a {size_mib} MiB tmpfs: {exc}") from None
         copied = True
         stack.up(timeout=timeout)
         yield data
@@ -131,8 +132,13 @@ def fewer_io_threads(stack, broker_id: int, threads: int = 1, *, timeout: float 
 
     def apply(value: int | None) -> None:
         op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-        res = ConfigResource("broker", str(broker_id), incremental_configs=[
-            ConfigEntry("num.io.threads", "" if value is None else str(value), incremental_operation=op)])
+        res = ConfigResource(
+            "broker",
+            str(broker_id),
+            incremental_configs=[
+                ConfigEntry("num.io.threads", "" if value is None else str(value), incremental_operation=op)
+            ],
+        )
         for f in admin.incremental_alter_configs([res]).values():
             f.result(timeout)
         # The change reaches the broker through the metadata log; the next step is validated against what the
@@ -199,17 +205,24 @@ while True:
 
 
 @contextmanager
-def tiny_produce_flood(servers: str | dict[str, str], topic: str, client_id: str, *, processes: int = 2,
-                       producers: int = 12) -> Iterator[list[subprocess.Popen]]:
+def tiny_produce_flood(
+    servers: str | dict[str, str], topic: str, client_id: str, *, processes: int = 2, producers: int = 12
+) -> Iterator[list[subprocess.Popen]]:
     """``processes`` × ``producers`` tiny-request producers (TINY_PRODUCE_FLOOD) until exit. Several processes:
     on a busy machine one Python process cannot feed a broker fast enough. ``servers``: bootstrap servers, or a
     principal's client settings (a secured cluster), which reach the processes on stdin."""
     auth = {} if isinstance(servers, str) else {k: v for k, v in servers.items() if k != "bootstrap.servers"}
     bootstrap = servers if isinstance(servers, str) else servers["bootstrap.servers"]
-    procs = [subprocess.Popen([sys.executable, "-c", TINY_PRODUCE_FLOOD, bootstrap, topic, client_id, str(producers)],
-                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-             for _ in range(processes)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TINY_PRODUCE_FLOOD, bootstrap, topic, client_id, str(producers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(processes)
+    ]
     for p in procs:
         assert p.stdin is not None
         p.stdin.write(json.dumps(auth).encode())
@@ -268,8 +281,7 @@ def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: st
                 c.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
                 return
             except Exception as exc:  # librdkafka's KafkaException
-                if "LOAD_IN_PROGRESS" not in str(exc) and "NOT_COORDINATOR" not in str(exc) \
-                        or time.monotonic() > end:
+                if "LOAD_IN_PROGRESS" not in str(exc) and "NOT_COORDINATOR" not in str(exc) or time.monotonic() > end:
                     raise
             finally:
                 c.close()
@@ -297,8 +309,9 @@ def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: st
         errors: dict[int, str] = {}
         while True:
             try:
-                result = admin.elect_leaders(ElectionType.PREFERRED,
-                                             [TopicPartition("__consumer_offsets", p) for p in parts]).result(30)
+                result = admin.elect_leaders(
+                    ElectionType.PREFERRED, [TopicPartition("__consumer_offsets", p) for p in parts]
+                ).result(30)
                 errors = {tp.partition: str(err) for tp, err in result.items() if err is not None}
             except Exception as exc:  # noqa: BLE001 - recorded for the error below
                 errors = {-1: str(exc)}
@@ -308,12 +321,17 @@ def group_coordinated_by(servers: str, broker_id: int, *, prefix: str, topic: st
                 break
             if time.monotonic() > end:
                 state = {i: (p.leader, list(p.replicas), list(p.isrs)) for i, p in sorted(parts.items())}
-                raise StackError(f"broker {broker_id} leads no __consumer_offsets partition, even after preferred "
-                                 f"leader elections (partition: leader, replicas, in sync: {state}; election "
-                                 f"errors: {errors})")
+                raise StackError(
+                    f"broker {broker_id} leads no __consumer_offsets partition, even after preferred "
+                    f"leader elections (partition: leader, replicas, in sync: {state}; election "
+                    f"errors: {errors})"
+                )
             time.sleep(3)
-    group = next(g for g in (f"{prefix}{i}" for i in range(10000))
-                 if parts[(java_string_hash(g) & 0x7FFFFFFF) % len(parts)].leader == broker_id)
+    group = next(
+        g
+        for g in (f"{prefix}{i}" for i in range(10000))
+        if parts[(java_string_hash(g) & 0x7FFFFFFF) % len(parts)].leader == broker_id
+    )
     commit(group)
     return group
 
@@ -363,8 +381,9 @@ def rolling_restart(stack, *, timeout: float = 240.0, in_sync_timeout: float = 1
         deadline = time.monotonic() + in_sync_timeout
         while not in_sync(stack.layout.bootstrap_servers):
             if time.monotonic() > deadline:
-                raise StackError(f"partitions not back in sync {in_sync_timeout:.0f}s after broker {broker_id} "
-                                 "restarted")
+                raise StackError(
+                    f"partitions not back in sync {in_sync_timeout:.0f}s after broker {broker_id} restarted"
+                )
             time.sleep(1.0)
     return took
 

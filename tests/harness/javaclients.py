@@ -39,8 +39,14 @@ def ensure_client_jars(version: str, log: Path) -> Path:
     """kafka-clients ``version`` and its runtime dependencies, resolved once (marker file + Maven's own cache)."""
     if not VERSION.match(version):
         raise ValueError(f"kafka-clients version must look like 3.9.1, not {version!r}")
-    return resolve_jars(CLIENTS_POM, client_jars_dir(version), log, expect="kafka-clients-*.jar",
-                        what=f"kafka-clients {version}", args=(f"-Dkafka.clients.version={version}",))
+    return resolve_jars(
+        CLIENTS_POM,
+        client_jars_dir(version),
+        log,
+        expect="kafka-clients-*.jar",
+        what=f"kafka-clients {version}",
+        args=(f"-Dkafka.clients.version={version}",),
+    )
 
 
 def write_properties(path: Path, props: dict[str, object]) -> Path:
@@ -74,8 +80,18 @@ class JavaClient:
     (``sent``/``acked``/``errors`` or ``consumed``). ``process_ms``: a consumer's work per record, in milliseconds
     (slept, one record after another, before its next poll: an application that is its own bottleneck)."""
 
-    def __init__(self, *, version: str, mode: str, topic: str, properties: dict[str, object], log: Path,
-                 rate: float = 0.0, record_bytes: int = 100, process_ms: float = 0.0):
+    def __init__(
+        self,
+        *,
+        version: str,
+        mode: str,
+        topic: str,
+        properties: dict[str, object],
+        log: Path,
+        rate: float = 0.0,
+        record_bytes: int = 100,
+        process_ms: float = 0.0,
+    ):
         if mode not in ("produce", "consume"):
             raise ValueError(f"mode must be produce or consume, not {mode!r}")
         if not (0 <= rate <= 1_000_000) or not (0 < record_bytes <= 1_048_576):
@@ -91,10 +107,23 @@ class JavaClient:
         self._reader: threading.Thread | None = None
 
     def argv(self, java: str, jars: Path, props_file: Path) -> list[str]:
-        return [java, f"-Xmx{HEAP}", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", f"{jars}/*", str(CLIENT_SOURCE),
-                self.mode, str(props_file), self.topic, repr(float(self.rate)), str(self.record_bytes),
-                *([repr(self.process_ms)] if self.process_ms else [])]
+        return [
+            java,
+            f"-Xmx{HEAP}",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-Xss512k",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            f"{jars}/*",
+            str(CLIENT_SOURCE),
+            self.mode,
+            str(props_file),
+            self.topic,
+            repr(float(self.rate)),
+            str(self.record_bytes),
+            *([repr(self.process_ms)] if self.process_ms else []),
+        ]
 
     def start(self) -> JavaClient:
         java = require_java()
@@ -104,8 +133,9 @@ class JavaClient:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         err = open(self.log, "ab")
         try:
-            self.proc = subprocess.Popen(self.argv(java, jars, props), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=err)
+            self.proc = subprocess.Popen(
+                self.argv(java, jars, props), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+            )
         finally:
             err.close()
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"javaclient-{self.mode}")
@@ -152,8 +182,13 @@ class KcatProducer:
     def __init__(self, *, topic: str, properties: dict[str, object], log: Path, rate: float, record_bytes: int = 100):
         if not (0 < rate <= 100_000) or not (0 < record_bytes <= 65536):
             raise ValueError("rate must be 0..1e5 records/s and record_bytes 1..64 KiB")
-        self.topic, self.properties, self.log, self.rate, self.record_bytes = topic, dict(properties), log, rate, \
-            record_bytes
+        self.topic, self.properties, self.log, self.rate, self.record_bytes = (
+            topic,
+            dict(properties),
+            log,
+            rate,
+            record_bytes,
+        )
         self.proc: subprocess.Popen | None = None
         self.sent = 0
         self._stop = threading.Event()
@@ -168,8 +203,9 @@ class KcatProducer:
         conf = write_properties(Path(self._dir.name) / "kcat.conf", self.properties)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "ab") as err:
-            self.proc = subprocess.Popen([kcat, "-P", "-F", str(conf), "-t", self.topic], stdin=subprocess.PIPE,
-                                         stdout=err, stderr=err)
+            self.proc = subprocess.Popen(
+                [kcat, "-P", "-F", str(conf), "-t", self.topic], stdin=subprocess.PIPE, stdout=err, stderr=err
+            )
         self._pacer = threading.Thread(target=self._pace, daemon=True, name="kcat-pacer")
         self._pacer.start()
         return self

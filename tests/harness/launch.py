@@ -23,11 +23,22 @@ def serve_process(state_dir: Path, config_path: Path, port: int, *, timeout: flo
     answers; stop it on exit. Raises ComponentFailed (naming the log) if it exits or does not answer in time."""
     table = ProcessTable(state_dir)
     log = state_dir / "serve.log"
-    pid = table.start(ProcSpec(name="serve", argv=[sys.executable, "-m", "monitor.cli", "serve", "--config",
-                                                   str(config_path)], log=log, cwd=REPO_ROOT))
+    pid = table.start(
+        ProcSpec(
+            name="serve",
+            argv=[sys.executable, "-m", "monitor.cli", "serve", "--config", str(config_path)],
+            log=log,
+            cwd=REPO_ROOT,
+        )
+    )
     try:
-        ended = wait_healthy(f"http://127.0.0.1:{port}", alive=lambda: table.owned_pid("serve") is not None,
-                             timeout=timeout, interval=0.2, request_timeout=1)
+        ended = wait_healthy(
+            f"http://127.0.0.1:{port}",
+            alive=lambda: table.owned_pid("serve") is not None,
+            timeout=timeout,
+            interval=0.2,
+            request_timeout=1,
+        )
         if ended is Wait.EXITED:
             raise ComponentFailed("serve", f"exited: {tail(log, 20)}", str(log))
         if ended is Wait.TIMEOUT:

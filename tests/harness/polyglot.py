@@ -76,13 +76,29 @@ def _run(argv: list[str], log: Path | None, cwd: Path | None = None) -> None:
 class PolyglotProducer:
     """``kind`` "kafkajs" (``mode`` "await-each" or "batch") or "franz" (``mode`` "default" or "sync-each")."""
 
-    def __init__(self, *, kind: str, client_id: str, topic: str, brokers: str, rate: float, log: Path,
-                 mode: str, record_bytes: int = 20):
+    def __init__(
+        self,
+        *,
+        kind: str,
+        client_id: str,
+        topic: str,
+        brokers: str,
+        rate: float,
+        log: Path,
+        mode: str,
+        record_bytes: int = 20,
+    ):
         if kind not in ("kafkajs", "franz"):
             raise ValueError(f"unknown client kind {kind!r}")
         self.kind, self.client_id, self.topic, self.mode, self.log = kind, client_id, topic, mode, log
-        self.config = {"brokers": brokers.split(","), "clientId": client_id, "topic": topic, "rate": rate,
-                       "recordBytes": record_bytes, "mode": mode}
+        self.config = {
+            "brokers": brokers.split(","),
+            "clientId": client_id,
+            "topic": topic,
+            "rate": rate,
+            "recordBytes": record_bytes,
+            "mode": mode,
+        }
         self.properties = {"client.id": client_id}  # as JavaClient's, for tests that look clients up by id
         self.proc: subprocess.Popen | None = None
         self._dir: tempfile.TemporaryDirectory | None = None

@@ -50,8 +50,11 @@ class SlowLink:
         _run("ip", "link", "set", self.ns_dev, "netns", self.name)
         _run("ip", "addr", "add", f"{self.host_addr}/30", "dev", self.host_dev)
         _run("ip", "link", "set", self.host_dev, "up")
-        for cmd in (("ip", "addr", "add", f"{self.ns_addr}/30", "dev", self.ns_dev),
-                    ("ip", "link", "set", self.ns_dev, "up"), ("ip", "link", "set", "lo", "up")):
+        for cmd in (
+            ("ip", "addr", "add", f"{self.ns_addr}/30", "dev", self.ns_dev),
+            ("ip", "link", "set", self.ns_dev, "up"),
+            ("ip", "link", "set", "lo", "up"),
+        ):
             _run("ip", "netns", "exec", self.name, *cmd)
         return self
 
@@ -60,14 +63,28 @@ class SlowLink:
         (``netem``). Kernels built without sch_netem (some VMs) get ``tbf``: the same rate, no added delay, which
         is what makes a reader slow anyway. Returns the qdisc used."""
         try:
-            _run("tc", "qdisc", "replace", "dev", self.host_dev, "root", "netem", "delay", f"{delay_ms}ms",
-                 "rate", rate)
+            _run(
+                "tc", "qdisc", "replace", "dev", self.host_dev, "root", "netem", "delay", f"{delay_ms}ms", "rate", rate
+            )
             return "netem"
         except RuntimeError as exc:
             if "unknown" not in str(exc).lower():
                 raise
-        _run("tc", "qdisc", "replace", "dev", self.host_dev, "root", "tbf", "rate", rate, "burst", "16kb",
-             "latency", "2s")
+        _run(
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            self.host_dev,
+            "root",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            "16kb",
+            "latency",
+            "2s",
+        )
         return "tbf"
 
     def fast(self) -> None:
@@ -115,18 +132,65 @@ def slow_port(port: int, *, delay_ms: int = 200, rate: str = "64kbit", dev: str 
     try:
         _run("tc", "qdisc", "add", "dev", dev, "root", "handle", "7fa1:", "htb", "default", "1", "r2q", "1000")
         _run("tc", "class", "add", "dev", dev, "parent", "7fa1:", "classid", "7fa1:1", "htb", "rate", "30gbit")
-        _run("tc", "class", "add", "dev", dev, "parent", "7fa1:", "classid", "7fa1:2", "htb", "rate", rate, "ceil",
-             rate, "quantum", "1514")
+        _run(
+            "tc",
+            "class",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            "7fa1:",
+            "classid",
+            "7fa1:2",
+            "htb",
+            "rate",
+            rate,
+            "ceil",
+            rate,
+            "quantum",
+            "1514",
+        )
         kind = "htb"
         try:
-            _run("tc", "qdisc", "add", "dev", dev, "parent", "7fa1:2", "handle", "7fa2:", "netem", "delay",
-                 f"{delay_ms}ms")
+            _run(
+                "tc",
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "parent",
+                "7fa1:2",
+                "handle",
+                "7fa2:",
+                "netem",
+                "delay",
+                f"{delay_ms}ms",
+            )
             kind = "netem"
         except RuntimeError as exc:
             if "unknown" not in str(exc).lower():
                 raise
-        _run("tc", "filter", "add", "dev", dev, "parent", "7fa1:", "protocol", "ip", "prio", "1", "u32", "match",
-             "ip", "sport", str(port), "0xffff", "flowid", "7fa1:2")
+        _run(
+            "tc",
+            "filter",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            "7fa1:",
+            "protocol",
+            "ip",
+            "prio",
+            "1",
+            "u32",
+            "match",
+            "ip",
+            "sport",
+            str(port),
+            "0xffff",
+            "flowid",
+            "7fa1:2",
+        )
         yield kind
     finally:
         subprocess.run(["tc", "qdisc", "del", "dev", dev, "root", "handle", "7fa1:"], capture_output=True)

@@ -63,17 +63,26 @@ class WebhookReceiver:
 
     def alerts(self) -> list[tuple[str, str, str]]:
         """(status, alertname, tenant) of every alert received, in order."""
-        return [(a["status"], a["labels"]["alertname"], a["labels"].get("tenant", ""))
-                for doc in self.received for a in doc["alerts"]]
+        return [
+            (a["status"], a["labels"]["alertname"], a["labels"].get("tenant", ""))
+            for doc in self.received
+            for a in doc["alerts"]
+        ]
 
 
 class ScriptedSource(FakeSource):
     """Prometheus stand-in for store/delivery tests: every input present, broker_up as scripted in ``down``."""
 
     def __init__(self) -> None:
-        super().__init__({M["broker_up"]: lambda expr, at: [InstantSample({"cluster": "local", "broker": b}, 0)
-                                                             for b in sorted(self.down)]},
-                         present=M.values(), cluster="local")
+        super().__init__(
+            {
+                M["broker_up"]: lambda expr, at: [
+                    InstantSample({"cluster": "local", "broker": b}, 0) for b in sorted(self.down)
+                ]
+            },
+            present=M.values(),
+            cluster="local",
+        )
         self.down: set[str] = set()
 
 
@@ -89,5 +98,8 @@ def run_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
 
 def am_alerts(stack, alertname: str) -> list[dict]:
     """The alerts of that name the stack's Alertmanager holds now."""
-    return [a for a in httpx.get(f"{stack.layout.alertmanager_url}/api/v2/alerts", timeout=5).json()
-            if a["labels"]["alertname"] == alertname]
+    return [
+        a
+        for a in httpx.get(f"{stack.layout.alertmanager_url}/api/v2/alerts", timeout=5).json()
+        if a["labels"]["alertname"] == alertname
+    ]

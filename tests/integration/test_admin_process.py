@@ -44,8 +44,9 @@ def test_isolated_client_answers_like_the_in_process_one(cluster):
     try:
         a, b = local.cluster(timeout=10), isolated.cluster(timeout=10)
         assert a.brokers == b.brokers and len(a.brokers) == 3
-        assert {(p.topic, p.partition, p.replicas) for p in a.partitions} == \
-               {(p.topic, p.partition, p.replicas) for p in b.partitions}
+        assert {(p.topic, p.partition, p.replicas) for p in a.partitions} == {
+            (p.topic, p.partition, p.replicas) for p in b.partitions
+        }
         topics = sorted({p.topic for p in a.partitions})[:5]
         assert isolated.min_insync_replicas(topics, timeout=10) == local.min_insync_replicas(topics, timeout=10)
         assert {g.group for g in isolated.groups(timeout=10)} == {g.group for g in local.groups(timeout=10)}
@@ -95,8 +96,13 @@ def test_a_hung_client_process_times_out_is_killed_and_replaced(cluster):
 
 
 def test_bad_client_settings_fail_at_start_with_a_clear_error_and_no_secret(cluster):
-    settings = {**cluster.client_settings(), "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "NOPE",
-                "sasl.username": "u", "sasl.password": "s3cr3t-do-not-show"}
+    settings = {
+        **cluster.client_settings(),
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "NOPE",
+        "sasl.username": "u",
+        "sasl.password": "s3cr3t-do-not-show",
+    }
     with pytest.raises(TransportError) as info:
         IsolatedAdmin(settings, timeout=5, client=KafkaAdmin)
     assert "Admin client not created" in str(info.value) and "s3cr3t" not in str(info.value)

@@ -52,16 +52,28 @@ from tests.harness.polyglot import PolyglotProducer, ensure_franz, ensure_kafkaj
 pytestmark = pytest.mark.integration
 
 NAMES = ("jv3", "kc", "jv2", "good", "cons", "js", "fz")
-TENANTS = tuple(TenantConfig(name=n, selectors=(TenantSelector(cluster="local", topic_prefixes=(f"{n}.",),
-                                                               client_id_prefixes=(f"{n}-",),
-                                                               group_prefixes=(f"{n}-",)),)) for n in NAMES)
+TENANTS = tuple(
+    TenantConfig(
+        name=n,
+        selectors=(
+            TenantSelector(
+                cluster="local", topic_prefixes=(f"{n}.",), client_id_prefixes=(f"{n}-",), group_prefixes=(f"{n}-",)
+            ),
+        ),
+    )
+    for n in NAMES
+)
 BAD = {"jv3-producer": "jv3", "kc-kcat": "kc", "jv2-producer": "jv2", "js-nodejs-api": "js", "fz-sync": "fz"}
 # The evidence each may rest on, best first: the 3.9.1 producer's own telemetry once it pushes it (the stack
 # subscribes clients every 10 s; on a starved machine its first push can come after the window's figures), else its
 # topic's counts, like kcat (librdkafka 2.0.2 predates KIP-714) and the 2.3.1 producer
-BASIS = {"jv3-producer": ("client_telemetry", "topic_records_per_request"), "kc-kcat": ("topic_records_per_request",),
-         "jv2-producer": ("topic_records_per_request",), "js-nodejs-api": ("topic_records_per_request",),
-         "fz-sync": ("topic_records_per_request",)}
+BASIS = {
+    "jv3-producer": ("client_telemetry", "topic_records_per_request"),
+    "kc-kcat": ("topic_records_per_request",),
+    "jv2-producer": ("topic_records_per_request",),
+    "js-nodejs-api": ("topic_records_per_request",),
+    "fz-sync": ("topic_records_per_request",),
+}
 GOOD = ("good-java", "good-py", "cons-py", "cons-good", "good-js", "good-franz")
 JS_RATE = 150  # issue 28's search-nodejs-api: one awaited send() per record at 150 records/s
 SLOW = "cons-slow"  # the consumer whose application is its bottleneck
@@ -70,8 +82,9 @@ RATE = 200
 CONSUMED_RATE = 100  # what cons-py offers the consumers: three times what cons-slow can process
 
 
-def _confluent(stop: threading.Event, servers: str, client_id: str = "good-py", topic: str = "good.py",
-               rate: float = RATE) -> None:
+def _confluent(
+    stop: threading.Event, servers: str, client_id: str = "good-py", topic: str = "good.py", rate: float = RATE
+) -> None:
     p = Producer({"bootstrap.servers": servers, "client.id": client_id, "linger.ms": 100})
     sent, start = 0, time.monotonic()
     while not stop.is_set():
@@ -90,44 +103,135 @@ def clients(stack, tmp_path_factory):
     config = stack.config(tenants=TENANTS, store_url=f"sqlite:///{tmp / 'store.db'}")
     config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5)})
     servers = stack.layout.bootstrap_servers
-    ensure_topics(servers, ["jv3.events", "kc.events", "jv2.events", "good.java", "good.py", "js.events",
-                            "fz.events", "good.js", "good.franz"])
+    ensure_topics(
+        servers,
+        [
+            "jv3.events",
+            "kc.events",
+            "jv2.events",
+            "good.java",
+            "good.py",
+            "js.events",
+            "fz.events",
+            "good.js",
+            "good.franz",
+        ],
+    )
     # One partition: cons-py's ~10 requests/s then carry ~10 records each (over three partitions a topic's count
     # would fall to ~3 records per partition batch at ~30/s, which poor_batching names)
     ensure_topics(servers, ["cons.events"], partitions=1)
     base = {"bootstrap.servers": servers}
     procs = [
-        JavaClient(version="3.9.1", mode="produce", topic="jv3.events", rate=RATE, record_bytes=20,
-                   log=tmp / "jv3.log", properties={**base, "client.id": "jv3-producer", "linger.ms": 0,
-                                                     "batch.size": 1}),
-        JavaClient(version="2.3.1", mode="produce", topic="jv2.events", rate=RATE, record_bytes=20,
-                   log=tmp / "jv2.log", properties={**base, "client.id": "jv2-producer", "linger.ms": 0}),
-        JavaClient(version="3.9.1", mode="produce", topic="good.java", rate=RATE, record_bytes=20,
-                   log=tmp / "good-java.log", properties={**base, "client.id": "good-java", "linger.ms": 100,
-                                                           "batch.size": 65536}),
-        KcatProducer(topic="kc.events", rate=RATE, record_bytes=20, log=tmp / "kcat.log",
-                     properties={**base, "client.id": "kc-kcat", "linger.ms": 0, "batch.num.messages": 1}),
+        JavaClient(
+            version="3.9.1",
+            mode="produce",
+            topic="jv3.events",
+            rate=RATE,
+            record_bytes=20,
+            log=tmp / "jv3.log",
+            properties={**base, "client.id": "jv3-producer", "linger.ms": 0, "batch.size": 1},
+        ),
+        JavaClient(
+            version="2.3.1",
+            mode="produce",
+            topic="jv2.events",
+            rate=RATE,
+            record_bytes=20,
+            log=tmp / "jv2.log",
+            properties={**base, "client.id": "jv2-producer", "linger.ms": 0},
+        ),
+        JavaClient(
+            version="3.9.1",
+            mode="produce",
+            topic="good.java",
+            rate=RATE,
+            record_bytes=20,
+            log=tmp / "good-java.log",
+            properties={**base, "client.id": "good-java", "linger.ms": 100, "batch.size": 65536},
+        ),
+        KcatProducer(
+            topic="kc.events",
+            rate=RATE,
+            record_bytes=20,
+            log=tmp / "kcat.log",
+            properties={**base, "client.id": "kc-kcat", "linger.ms": 0, "batch.num.messages": 1},
+        ),
         # kafkajs 2.2.4 (no KIP-511 name, no telemetry) and franz-go 1.22.3: each on its defaults, good and bad
-        PolyglotProducer(kind="kafkajs", client_id="js-nodejs-api", topic="js.events", brokers=servers, rate=JS_RATE,
-                         mode="await-each", log=tmp / "js-bad.log"),
-        PolyglotProducer(kind="kafkajs", client_id="good-js", topic="good.js", brokers=servers, rate=RATE,
-                         mode="batch", log=tmp / "js-good.log"),
-        PolyglotProducer(kind="franz", client_id="fz-sync", topic="fz.events", brokers=servers, rate=JS_RATE,
-                         mode="sync-each", log=tmp / "fz-bad.log"),
-        PolyglotProducer(kind="franz", client_id="good-franz", topic="good.franz", brokers=servers, rate=RATE,
-                         mode="default", log=tmp / "fz-good.log"),
-        JavaClient(version="3.9.1", mode="consume", topic="cons.events", log=tmp / "cons-slow.log", process_ms=30,
-                   properties={**base, "client.id": SLOW, "group.id": SLOW, "max.poll.records": 10}),
-        JavaClient(version="3.9.1", mode="consume", topic="cons.events", log=tmp / "cons-good.log",
-                   properties={**base, "client.id": "cons-good", "group.id": "cons-good",
-                               "fetch.min.bytes": 65536, "fetch.max.wait.ms": 500}),
+        PolyglotProducer(
+            kind="kafkajs",
+            client_id="js-nodejs-api",
+            topic="js.events",
+            brokers=servers,
+            rate=JS_RATE,
+            mode="await-each",
+            log=tmp / "js-bad.log",
+        ),
+        PolyglotProducer(
+            kind="kafkajs",
+            client_id="good-js",
+            topic="good.js",
+            brokers=servers,
+            rate=RATE,
+            mode="batch",
+            log=tmp / "js-good.log",
+        ),
+        PolyglotProducer(
+            kind="franz",
+            client_id="fz-sync",
+            topic="fz.events",
+            brokers=servers,
+            rate=JS_RATE,
+            mode="sync-each",
+            log=tmp / "fz-bad.log",
+        ),
+        PolyglotProducer(
+            kind="franz",
+            client_id="good-franz",
+            topic="good.franz",
+            brokers=servers,
+            rate=RATE,
+            mode="default",
+            log=tmp / "fz-good.log",
+        ),
+        JavaClient(
+            version="3.9.1",
+            mode="consume",
+            topic="cons.events",
+            log=tmp / "cons-slow.log",
+            process_ms=30,
+            properties={**base, "client.id": SLOW, "group.id": SLOW, "max.poll.records": 10},
+        ),
+        JavaClient(
+            version="3.9.1",
+            mode="consume",
+            topic="cons.events",
+            log=tmp / "cons-good.log",
+            properties={
+                **base,
+                "client.id": "cons-good",
+                "group.id": "cons-good",
+                "fetch.min.bytes": 65536,
+                "fetch.max.wait.ms": 500,
+            },
+        ),
     ]
     stop = threading.Event()
-    threads = [threading.Thread(target=run, args=(config, ("collector",), "127.0.0.1", stack.layout.service_port),
-                                kwargs={"stop_event": stop}, daemon=True, name="serve"),
-               threading.Thread(target=_confluent, args=(stop, servers), daemon=True, name="good-py"),
-               threading.Thread(target=_confluent, args=(stop, servers, "cons-py", "cons.events", CONSUMED_RATE),
-                                daemon=True, name="cons-py")]
+    threads = [
+        threading.Thread(
+            target=run,
+            args=(config, ("collector",), "127.0.0.1", stack.layout.service_port),
+            kwargs={"stop_event": stop},
+            daemon=True,
+            name="serve",
+        ),
+        threading.Thread(target=_confluent, args=(stop, servers), daemon=True, name="good-py"),
+        threading.Thread(
+            target=_confluent,
+            args=(stop, servers, "cons-py", "cons.events", CONSUMED_RATE),
+            daemon=True,
+            name="cons-py",
+        ),
+    ]
     try:
         for th in threads:
             th.start()
@@ -176,29 +280,51 @@ def found(stack, clients):
                 good_named[key] = good_named.get(key, 0) + 1
             if d["kind"] == "slow_consumer_loop":  # every client it names, in any read, and when first
                 slow_named[d["client_id"]] = slow_named.get(d["client_id"], 0) + 1
-                slow_first.setdefault(d["client_id"], round(
-                    (datetime.now(timezone.utc) - clients["started"]).total_seconds()))
+                slow_first.setdefault(
+                    d["client_id"], round((datetime.now(timezone.utc) - clients["started"]).total_seconds())
+                )
         # a good client's finding (counted in good_named, judged below) is not one expected
         return expected <= {(k, c) for k, c, b in seen if k != "poor_batching" or b in BASIS.get(c, ())}
 
     def what() -> str:
         s = last[0]
-        topics = {t.topic: (round(t.messages_per_second, 1), round(t.produce_requests_per_second, 1))
-                  for t in (s.topics if s else ()) if t.tenant}
-        tele = {t.client_id: (t.records_per_request, t.produce_request_rate, t.poll_idle_ratio,
-                              t.fetch_latency_seconds) for t in (s.telemetry if s else ())}
+        topics = {
+            t.topic: (round(t.messages_per_second, 1), round(t.produce_requests_per_second, 1))
+            for t in (s.topics if s else ())
+            if t.tenant
+        }
+        tele = {
+            t.client_id: (t.records_per_request, t.produce_request_rate, t.poll_idle_ratio, t.fetch_latency_seconds)
+            for t in (s.telemetry if s else ())
+        }
         groups = {g.group: (g.client_ids, g.lag_records, g.lag_change_records) for g in (s.groups if s else ())}
-        cl = {f"{c.user}/{c.client_id}": (round(c.produce_bytes_per_second), round(c.request_time_ratio, 4),
-                                          round(c.seen_share, 2)) for c in (s.clients if s else ()) if c.tenant}
+        cl = {
+            f"{c.user}/{c.client_id}": (
+                round(c.produce_bytes_per_second),
+                round(c.request_time_ratio, 4),
+                round(c.seen_share, 2),
+            )
+            for c in (s.clients if s else ())
+            if c.tenant
+        }
         unnamed = {f["tenant"]: f["candidates"] for (k, c, b), f in seen.items() if k == "poor_batching" and not c}
-        return (f"{sorted(expected)} (seen: {sorted(seen)}; topics {topics}; telemetry {tele}; groups {groups}; "
-                f"clients {cl}; unnamed {unnamed}; nameless {s.cluster.nameless_connections if s else None})")
+        return (
+            f"{sorted(expected)} (seen: {sorted(seen)}; topics {topics}; telemetry {tele}; groups {groups}; "
+            f"clients {cl}; unnamed {unnamed}; nameless {s.cluster.nameless_connections if s else None})"
+        )
+
     # one advisor window after the slowest client's first records: JVMs, node and the Go client take up to a minute
     # to start on the loaded 2-core machine (the 2.3.1 producer's sensor covered 0.7 of the window at 150 s)
     wait_until(all_found, 200, interval=5, what=what)
-    return {"findings": seen, "reads": reads[0], "good_named": good_named, "slow_named": slow_named,
-            "slow_first": slow_first, "last": last[0],
-            "after": (datetime.now(timezone.utc) - clients["started"]).total_seconds()}
+    return {
+        "findings": seen,
+        "reads": reads[0],
+        "good_named": good_named,
+        "slow_named": slow_named,
+        "slow_first": slow_first,
+        "last": last[0],
+        "after": (datetime.now(timezone.utc) - clients["started"]).total_seconds(),
+    }
 
 
 def test_each_badly_batching_producer_is_named_on_records_per_request(found, clients):
@@ -208,8 +334,11 @@ def test_each_badly_batching_producer_is_named_on_records_per_request(found, cli
     polyglot = [p for p in procs if isinstance(p, PolyglotProducer)]
     assert all(p.counts()["acked"] > 0 for p in polyglot), {p.client_id: p.log.read_text()[-500:] for p in polyglot}
     for client_id, tenant in BAD.items():
-        f = next(found["findings"][("poor_batching", client_id, b)] for b in BASIS[client_id]
-                 if ("poor_batching", client_id, b) in found["findings"])
+        f = next(
+            found["findings"][("poor_batching", client_id, b)]
+            for b in BASIS[client_id]
+            if ("poor_batching", client_id, b) in found["findings"]
+        )
         ev = f["evidence"]
         assert f["tenant"] == tenant
         assert f["basis"] == ev["basis"] and f["basis"] in BASIS[client_id], f
@@ -223,8 +352,10 @@ def test_each_badly_batching_producer_is_named_on_records_per_request(found, cli
             assert ev["thread_share_at_10x"] == pytest.approx(10 * ev["thread_share_now"], abs=1e-3)
             assert "of a broker thread (measured), at 10x the rate" in f["cause"]
         assert "linger.ms" in f["fix"]
-    print(f"every finding seen {found['after']:.0f} s after the clients started, {found['reads']} reads, good clients "
-          f"named {found['good_named']}")
+    print(
+        f"every finding seen {found['after']:.0f} s after the clients started, {found['reads']} reads, good clients "
+        f"named {found['good_named']}"
+    )
     # Within one advisor window of the clients' start (plus a scrape or two)
     assert found["after"] <= 200
     # No good client is ever named in a finding that pages (issue 28), from the first read on; advice (info) naming
@@ -245,8 +376,12 @@ def test_the_pre_kip511_client_is_unknown_software_not_called_outdated(stack, fo
     rule = next(r for r in load_rules(clients["config"].rules) if r.name == "KafkaOutdatedClient")
     source = PrometheusSource(stack.layout.prometheus_url)
     try:
-        obs = detect_outdated_clients(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
-                                                            config=clients["config"], tenants=TenantIndex(TENANTS)))
+        obs = detect_outdated_clients(
+            rule,
+            DetectorContext(
+                source=source, now=datetime.now(timezone.utc), config=clients["config"], tenants=TenantIndex(TENANTS)
+            ),
+        )
     finally:
         source.close()
     assert not [o for o in obs if o.labels["client_software_name"] == "unknown"], obs
@@ -267,8 +402,9 @@ def test_the_alert_names_each_badly_batching_producer(stack, found, clients):
         source = PrometheusSource(stack.layout.prometheus_url)
         now = datetime.now(timezone.utc)
         try:
-            obs = noisy_clients.detect(rule, DetectorContext(source=source, now=now, config=clients["config"],
-                                                             tenants=TenantIndex(TENANTS)))
+            obs = noisy_clients.detect(
+                rule, DetectorContext(source=source, now=now, config=clients["config"], tenants=TenantIndex(TENANTS))
+            )
             snap = read_snapshot(source, cluster="local", tenants=TENANTS, now=now, window=WINDOW)
         finally:
             source.close()
@@ -285,8 +421,15 @@ def test_the_alert_names_each_badly_batching_producer(stack, found, clients):
     last: list[tuple[str, str]] = []
     every: set[tuple[str, str]] = set()
     rate: dict[str, float] = {}
-    wait_until(detected, 40, interval=5, what=lambda: f"the alert naming the material ones of {sorted(BAD)} "
-                                                      f"(named: {sorted(named)}; material: {material}; rates: {rate})")
+    wait_until(
+        detected,
+        40,
+        interval=5,
+        what=lambda: (
+            f"the alert naming the material ones of {sorted(BAD)} "
+            f"(named: {sorted(named)}; material: {material}; rates: {rate})"
+        ),
+    )
     print(f"alert named {sorted(c for _, c in named)}; produce requests/s of the bad ones {rate}")
     # In no detection: a good client is never the alert's name, nor a client by a guess (issue 28)
     assert not any(c in GOOD for _, c in every), every
@@ -300,11 +443,16 @@ def test_the_consumer_whose_processing_is_its_bottleneck_is_named_from_its_poll_
     assert slow.running() and good.running(), [p.log.read_text()[-2000:] for p in (slow, good)]
     f = found["findings"][("slow_consumer_loop", SLOW, "client_telemetry")]
     ev = f["evidence"]
-    tele = {t.client_id: (t.poll_idle_ratio, t.fetch_latency_seconds) for t in found["last"].telemetry
-            if t.client_id.startswith("cons-")}
-    print(f"slow consumer: {ev}; named in {found['slow_named']} reads, first {found['slow_first']} s after the "
-          f"clients started; consumed: slow {slow.counts()}, good {good.counts()}; "
-          f"(poll idle ratio, fetch latency) over the window {tele}")
+    tele = {
+        t.client_id: (t.poll_idle_ratio, t.fetch_latency_seconds)
+        for t in found["last"].telemetry
+        if t.client_id.startswith("cons-")
+    }
+    print(
+        f"slow consumer: {ev}; named in {found['slow_named']} reads, first {found['slow_first']} s after the "
+        f"clients started; consumed: slow {slow.counts()}, good {good.counts()}; "
+        f"(poll idle ratio, fetch latency) over the window {tele}"
+    )
     assert f["tenant"] == "cons" and f["basis"] == ev["basis"] == "client_telemetry" and not f["hurts_other_tenants"]
     assert ev["poll_idle_ratio"] <= 0.1 and ev["client_software"] == "apache-kafka-java 3.9.1", ev
     assert ev["groups"][SLOW]["lag_records"] >= 1 and set(ev["groups"]) == {SLOW}, ev

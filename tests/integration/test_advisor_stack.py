@@ -53,10 +53,17 @@ from tests.conftest import wait_until
 pytestmark = pytest.mark.integration
 
 TENANTS = (
-    TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("shop.",),
-                                                        client_id_prefixes=("shop-",), group_prefixes=("shop-",)),)),
-    TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("ads.",),
-                                                       client_id_prefixes=("ads-",)),)),
+    TenantConfig(
+        name="shop",
+        selectors=(
+            TenantSelector(
+                cluster="local", topic_prefixes=("shop.",), client_id_prefixes=("shop-",), group_prefixes=("shop-",)
+            ),
+        ),
+    ),
+    TenantConfig(
+        name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("ads.",), client_id_prefixes=("ads-",)),)
+    ),
 )
 WINDOW = "2m"
 STARTED: dict[str, datetime] = {}  # when the fixture's clients started
@@ -71,8 +78,15 @@ def _flapper(stop: threading.Event, servers: str) -> None:
     """Join group shop-flappy, wait for the assignment, leave; again and again."""
     while not stop.is_set():
         assigned = threading.Event()
-        c = Consumer({"bootstrap.servers": servers, "group.id": "shop-flappy", "client.id": "shop-flapper",
-                      "auto.offset.reset": "latest", **QUIET})
+        c = Consumer(
+            {
+                "bootstrap.servers": servers,
+                "group.id": "shop-flappy",
+                "client.id": "shop-flapper",
+                "auto.offset.reset": "latest",
+                **QUIET,
+            }
+        )
         c.subscribe(["shop.good"], on_assign=lambda *_: assigned.set())
         for _ in range(40):
             c.poll(0.2)
@@ -99,8 +113,17 @@ def _stormer(stop: threading.Event, servers: str) -> None:
     the topic after topic.metadata.propagation.max.ms (30 s); like a crash-looping application, a new producer
     then starts over."""
     while not stop.is_set():
-        p = Producer({"bootstrap.servers": servers, "client.id": "shop-storm", "allow.auto.create.topics": False,
-                      "retry.backoff.ms": 1, "retry.backoff.max.ms": 1, "message.timeout.ms": 10000, **QUIET})
+        p = Producer(
+            {
+                "bootstrap.servers": servers,
+                "client.id": "shop-storm",
+                "allow.auto.create.topics": False,
+                "retry.backoff.ms": 1,
+                "retry.backoff.max.ms": 1,
+                "message.timeout.ms": 10000,
+                **QUIET,
+            }
+        )
         started = time.monotonic()
         while not stop.is_set() and time.monotonic() - started < 15:
             try:
@@ -116,8 +139,13 @@ def _stormer(stop: threading.Event, servers: str) -> None:
 def _throttle(stack, stop: threading.Event) -> None:
     """A produce quota of 16 KiB/s for client id shop-throttled only (the stack's default quota never throttles)."""
     L = stack.layout
-    stack_kafka.set_client_quota(L, stack_kafka.require_java(), L.logs_dir / "advisor-quota.log",
-                                 client_id="shop-throttled", quota="producer_byte_rate=16384")
+    stack_kafka.set_client_quota(
+        L,
+        stack_kafka.require_java(),
+        L.logs_dir / "advisor-quota.log",
+        client_id="shop-throttled",
+        quota="producer_byte_rate=16384",
+    )
 
 
 def _rules_file(path) -> str:
@@ -136,37 +164,89 @@ def watched(stack, tmp_path_factory):
     and the clients."""
     tmp = tmp_path_factory.mktemp("advisor")
     config = stack.config(tenants=TENANTS, store_url=f"sqlite:///{tmp / 'store.db'}")
-    config = config.model_copy(update={"collection": CollectionSettings(interval_seconds=5),
-                                       "rules": config.rules.model_copy(update={"files": (_rules_file(
-                                           tmp / "rules.yaml"),)})})
+    config = config.model_copy(
+        update={
+            "collection": CollectionSettings(interval_seconds=5),
+            "rules": config.rules.model_copy(update={"files": (_rules_file(tmp / "rules.yaml"),)}),
+        }
+    )
     servers = stack.layout.bootstrap_servers
-    ensure_topics(servers, ["shop.batchless", "shop.good", "shop.good2", "shop.good3", "shop.reconnect",
-                            "shop.throttled"], partitions=1)
+    ensure_topics(
+        servers,
+        ["shop.batchless", "shop.good", "shop.good2", "shop.good3", "shop.reconnect", "shop.throttled"],
+        partitions=1,
+    )
     stop = threading.Event()
-    threads = [threading.Thread(target=run, args=(config, ("collector", "alerts"), "127.0.0.1",
-                                                  stack.layout.service_port),
-                                kwargs={"stop_event": stop}, daemon=True, name="serve")]
-    threads += [threading.Thread(target=f, args=(stop, servers), daemon=True, name=f.__name__)
-                for f in (_flapper, _reconnector, _stormer)]
+    threads = [
+        threading.Thread(
+            target=run,
+            args=(config, ("collector", "alerts"), "127.0.0.1", stack.layout.service_port),
+            kwargs={"stop_event": stop},
+            daemon=True,
+            name="serve",
+        )
+    ]
+    threads += [
+        threading.Thread(target=f, args=(stop, servers), daemon=True, name=f.__name__)
+        for f in (_flapper, _reconnector, _stormer)
+    ]
     threads.append(threading.Thread(target=_throttle, args=(stack, stop), daemon=True, name="quota"))
-    load = LoadGenerator(servers, [
-        TenantLoad("shop", ("shop.batchless",), "shop-batchless", "shop-batchless-readers", messages_per_second=400,
-                   message_bytes=10, producer_settings={"linger.ms": 0, "batch.num.messages": 1, "batch.size": 200}),
-        TenantLoad("shop", ("shop.good",), "shop-good", "shop-good-readers", messages_per_second=400,
-                   message_bytes=100, producer_settings={"linger.ms": 200, "batch.size": 262144},
-                   consumer_settings=GOOD_FETCH),
-        # Full batches of some KiB each. Not compressed: the load's payload is one repeated byte, which lz4 shrinks
-        # twentyfold, and a client moving 2 KB/s in 200-byte requests does cost the broker much per MiB.
-        TenantLoad("shop", ("shop.good2",), "shop-good-2", "shop-good-2-readers", messages_per_second=400,
-                   message_bytes=200, producer_settings={"linger.ms": 100, "batch.size": 131072},
-                   consumer_settings=GOOD_FETCH),
-        TenantLoad("shop", ("shop.good3",), "shop-good-3", "shop-good-3-readers", messages_per_second=200,
-                   message_bytes=500, producer_settings={"linger.ms": 200, "batch.size": 262144},
-                   consumer_settings=GOOD_FETCH),
-        # 64 KiB/s in well-filled batches against a 16 KiB/s quota: throttled, but not a costly client.
-        TenantLoad("shop", ("shop.throttled",), "shop-throttled", "shop-throttled-readers", messages_per_second=64,
-                   message_bytes=1024, producer_settings={"linger.ms": 100}),
-    ])
+    load = LoadGenerator(
+        servers,
+        [
+            TenantLoad(
+                "shop",
+                ("shop.batchless",),
+                "shop-batchless",
+                "shop-batchless-readers",
+                messages_per_second=400,
+                message_bytes=10,
+                producer_settings={"linger.ms": 0, "batch.num.messages": 1, "batch.size": 200},
+            ),
+            TenantLoad(
+                "shop",
+                ("shop.good",),
+                "shop-good",
+                "shop-good-readers",
+                messages_per_second=400,
+                message_bytes=100,
+                producer_settings={"linger.ms": 200, "batch.size": 262144},
+                consumer_settings=GOOD_FETCH,
+            ),
+            # Full batches of some KiB each. Not compressed: the load's payload is one repeated byte, which lz4 shrinks
+            # twentyfold, and a client moving 2 KB/s in 200-byte requests does cost the broker much per MiB.
+            TenantLoad(
+                "shop",
+                ("shop.good2",),
+                "shop-good-2",
+                "shop-good-2-readers",
+                messages_per_second=400,
+                message_bytes=200,
+                producer_settings={"linger.ms": 100, "batch.size": 131072},
+                consumer_settings=GOOD_FETCH,
+            ),
+            TenantLoad(
+                "shop",
+                ("shop.good3",),
+                "shop-good-3",
+                "shop-good-3-readers",
+                messages_per_second=200,
+                message_bytes=500,
+                producer_settings={"linger.ms": 200, "batch.size": 262144},
+                consumer_settings=GOOD_FETCH,
+            ),
+            # 64 KiB/s in well-filled batches against a 16 KiB/s quota: throttled, but not a costly client.
+            TenantLoad(
+                "shop",
+                ("shop.throttled",),
+                "shop-throttled",
+                "shop-throttled-readers",
+                messages_per_second=64,
+                message_bytes=1024,
+                producer_settings={"linger.ms": 100},
+            ),
+        ],
+    )
     for th in threads:
         th.start()
     load.start()
@@ -184,8 +264,9 @@ def watched(stack, tmp_path_factory):
 def _advice(stack) -> dict:
     source = PrometheusSource(stack.layout.prometheus_url)
     try:
-        return service.tenant_advice(source=source, tenant=TENANTS[0], tenants=TENANTS,
-                                     now=datetime.now(timezone.utc), window=WINDOW)
+        return service.tenant_advice(
+            source=source, tenant=TENANTS[0], tenants=TENANTS, now=datetime.now(timezone.utc), window=WINDOW
+        )
     finally:
         source.close()
 
@@ -203,9 +284,13 @@ def advice(stack, watched) -> dict:
     """The advice, read every 5 s until each expected finding has been seen: the last document, its findings replaced
     by the latest copy of every finding seen in any read, with ``reads`` (how many) and ``good_named`` (per
     well-configured client, in how many reads a finding named it)."""
-    expected = {("poor_batching", "shop-batchless"), ("frequent_rebalances", "shop-flappy"),
-                ("connection_churn", "shop-reconnect"), ("request_storm", "shop-storm"),
-                ("throttled_by_quota", "shop-throttled")}
+    expected = {
+        ("poor_batching", "shop-batchless"),
+        ("frequent_rebalances", "shop-flappy"),
+        ("connection_churn", "shop-reconnect"),
+        ("request_storm", "shop-storm"),
+        ("throttled_by_quota", "shop-throttled"),
+    }
     seen: dict[tuple, dict] = {}
     reads, good_named = [0], {}
 
@@ -219,8 +304,11 @@ def advice(stack, watched) -> dict:
         found = {(kind, n) for (kind, *_), f in seen.items() for n in _names(f)}
         # at least 10 reads, so "named in at most a quarter of the reads" means something even when every finding
         # came early (CI saw all of them within 6 reads)
-        return ({**doc, "findings": list(seen.values()), "reads": reads[0], "good_named": good_named}
-                if expected <= found and reads[0] >= 10 else None)
+        return (
+            {**doc, "findings": list(seen.values()), "reads": reads[0], "good_named": good_named}
+            if expected <= found and reads[0] >= 10
+            else None
+        )
 
     # Cost findings need their clients seen for the whole 2-minute window first.
     return wait_until(all_found, 300, interval=5, what=lambda: f"findings {sorted(expected)} (seen: {sorted(seen)})")
@@ -237,8 +325,11 @@ def test_each_misbehaving_client_gets_its_finding_and_the_good_one_none(advice):
     # 4.7 % of a thread for 2.5 KB/s in one read); a rule that misjudged them would name them in most reads.
     shown = json.dumps([f for f in advice["findings"] if any(_good(n) for n in _names(f))], sort_keys=True)
     assert advice["reads"] >= 10
-    assert all(k <= advice["reads"] / 4 for k in advice["good_named"].values()), (advice["good_named"],
-                                                                                 advice["reads"], shown)
+    assert all(k <= advice["reads"] / 4 for k in advice["good_named"].values()), (
+        advice["good_named"],
+        advice["reads"],
+        shown,
+    )
     batch = next(f for f in by_kind["poor_batching"] if f["client_id"] == "shop-batchless")
     # On its topic's absolute records per request first (issue 17); the relative rule only where those are missing
     assert batch["basis"] in ("client_telemetry", "topic_records_per_request", "thread_time_per_mib"), batch
@@ -261,8 +352,10 @@ def test_each_misbehaving_client_gets_its_finding_and_the_good_one_none(advice):
     assert throttled["evidence"]["throttle_seconds_by_quota"]["produce"] >= 0.001
     # held well under the 64 KiB/s it offers (16 KiB/s quota; a starved CI machine once measured 35.7 KB/s)
     assert throttled["evidence"]["produce_bytes_per_second"] < 49152
-    assert not any(f["kind"] in ("poor_batching", "request_storm") and f["client_id"] == "shop-throttled"
-                   for f in advice["findings"])
+    assert not any(
+        f["kind"] in ("poor_batching", "request_storm") and f["client_id"] == "shop-throttled"
+        for f in advice["findings"]
+    )
 
 
 def _prom(stack, expr: str) -> list[dict]:
@@ -287,8 +380,9 @@ def test_a_client_is_judged_only_once_seen_for_the_whole_window(stack, watched, 
 
     source = PrometheusSource(stack.layout.prometheus_url)
     try:
-        snap = read_snapshot(source, cluster="local", tenants=TENANTS, now=STARTED["load"] + timedelta(seconds=45),
-                             window=WINDOW)
+        snap = read_snapshot(
+            source, cluster="local", tenants=TENANTS, now=STARTED["load"] + timedelta(seconds=45), window=WINDOW
+        )
     finally:
         source.close()
     early = {c.client_id: c.seen_share for c in snap.clients if c.client_id.startswith("shop-")}
@@ -298,8 +392,12 @@ def test_a_client_is_judged_only_once_seen_for_the_whole_window(stack, watched, 
 
 def test_findings_reach_prometheus_and_the_tenant_dashboard(stack, watched, advice):
     """The alerts role exports what it computed for KafkaClientHurtsOtherTenants; Prometheus scrapes serve."""
-    expected = {("poor_batching", "shop-batchless", ""), ("request_storm", "shop-storm", ""),
-                ("throttled_by_quota", "shop-throttled", ""), ("frequent_rebalances", "", "shop-flappy")}
+    expected = {
+        ("poor_batching", "shop-batchless", ""),
+        ("request_storm", "shop-storm", ""),
+        ("throttled_by_quota", "shop-throttled", ""),
+        ("frequent_rebalances", "", "shop-flappy"),
+    }
 
     got: set[tuple[str, str, str]] = set()
     since: dict[tuple[str, str, str], float] = {}
@@ -315,8 +413,12 @@ def test_findings_reach_prometheus_and_the_tenant_dashboard(stack, watched, advi
         return expected <= got and expected <= set(since)
 
     last: list[tuple[str, str, str]] = []
-    wait_until(exported, 150, interval=5,
-               what=lambda: f"kafka_client_advisor_finding {sorted(expected)} (gauge: {sorted(got)}, table: {since})")
+    wait_until(
+        exported,
+        150,
+        interval=5,
+        what=lambda: f"kafka_client_advisor_finding {sorted(expected)} (gauge: {sorted(got)}, table: {since})",
+    )
     assert not any(_good(client) for _, client, _ in last), last  # in the last read (see the first test)
     now_ms = time.time() * 1000
     assert all(now_ms - 3600_000 < v <= now_ms + 1000 for v in since.values()), since
@@ -336,8 +438,12 @@ def test_the_alert_names_tenant_and_client_of_findings_that_hurt_others(stack, w
     def detected():
         source = PrometheusSource(stack.layout.prometheus_url)
         try:
-            obs = noisy_clients.detect(rule, DetectorContext(source=source, now=datetime.now(timezone.utc),
-                                                             config=watched, tenants=TenantIndex(TENANTS)))
+            obs = noisy_clients.detect(
+                rule,
+                DetectorContext(
+                    source=source, now=datetime.now(timezone.utc), config=watched, tenants=TenantIndex(TENANTS)
+                ),
+            )
         finally:
             source.close()
         observations.extend(obs)
@@ -347,8 +453,12 @@ def test_the_alert_names_tenant_and_client_of_findings_that_hurt_others(stack, w
         return ("shop", "shop-batchless", "poor_batching") in named
 
     last: list[tuple[str, str, str]] = []
-    wait_until(detected, 150, interval=5,
-               what=lambda: f"KafkaClientHurtsOtherTenants naming shop-batchless (named: {sorted(named)})")
+    wait_until(
+        detected,
+        150,
+        interval=5,
+        what=lambda: f"KafkaClientHurtsOtherTenants naming shop-batchless (named: {sorted(named)})",
+    )
     # In the detection that named shop-batchless (at most a quarter of the reads may misjudge a good client on a
     # loaded machine: see the first test)
     assert not any(_good(client) for _, client, _ in last), last
@@ -364,14 +474,16 @@ def test_advice_endpoint_is_the_tenants_own_and_capacity_plans_the_real_cluster(
     from fastapi.testclient import TestClient
 
     with TestClient(app, raise_server_exceptions=False) as client:
+
         def get(path, token, **params):
             return client.get(path, params=params, headers={"Authorization": f"Bearer {token}"})
 
         def batchless_named():
             r = get("/api/v1/tenants/shop/advice", shop, window=WINDOW)
             assert r.status_code == 200, r.text
-            return any(f["kind"] == "poor_batching" and f["client_id"] == "shop-batchless"
-                       for f in r.json()["findings"])
+            return any(
+                f["kind"] == "poor_batching" and f["client_id"] == "shop-batchless" for f in r.json()["findings"]
+            )
 
         wait_until(batchless_named, 120, interval=5, what="GET /api/v1/tenants/shop/advice naming shop-batchless")
         r = get("/api/v1/tenants/shop/advice", ads)
@@ -399,6 +511,7 @@ def test_advice_endpoint_is_the_tenants_own_and_capacity_plans_the_real_cluster(
 def test_cli_prints_advice_and_capacity(stack, watched, advice, tmp_path, capsys):
     cfg = tmp_path / "kafka-health.yaml"
     cfg.write_text(yaml.safe_dump(watched.model_dump(mode="json", exclude_none=True)))
+
     def printed():
         assert cli.main(["advice", "--tenant", "shop", "--window", WINDOW, "--config", str(cfg)]) == 0
         out = capsys.readouterr().out

@@ -27,8 +27,9 @@ def _am_alerts(stack) -> list[dict]:
 
 
 def _prom(stack, expr):
-    return httpx.get(f"{stack.layout.prometheus_url}/api/v1/query", params={"query": expr},
-                     timeout=5).json()["data"]["result"]
+    return httpx.get(f"{stack.layout.prometheus_url}/api/v1/query", params={"query": expr}, timeout=5).json()["data"][
+        "result"
+    ]
 
 
 def test_alerts_reach_alertmanager_with_tenant_labels_and_resolve(stack, tmp_path):
@@ -48,11 +49,18 @@ rules:
     for: 0s
     annotations: {{summary: "probe {{{{ $labels.cluster }}}}"}}
 """)
-    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),
-               TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)))
+    tenants = (
+        TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),
+        TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),)),
+    )
     config = stack.config(tenants=tenants, store_url=f"sqlite:///{tmp_path / 'a.db'}")
-    config = config.model_copy(update={"rules": RulesSettings(
-        files=(str(probe),), overrides={"KafkaHealthRuleNoData": RuleOverride(for_seconds=0)})})
+    config = config.model_copy(
+        update={
+            "rules": RulesSettings(
+                files=(str(probe),), overrides={"KafkaHealthRuleNoData": RuleOverride(for_seconds=0)}
+            )
+        }
+    )
     store = Store(config.store.url)
     create_all(store)
     registry = CollectorRegistry()
@@ -84,7 +92,10 @@ rules:
     assert "kafka_health_alert_rule_health" in generate_latest(registry).decode()
 
     svc.run_once(now - timedelta(seconds=2))  # the probe's condition is now false -> resolved, sent with endsAt
-    wait_until(lambda: not [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthTestProbe"],
-               30, what="probe resolved in Alertmanager")
+    wait_until(
+        lambda: not [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthTestProbe"],
+        30,
+        what="probe resolved in Alertmanager",
+    )
     assert [a for a in _am_alerts(stack) if a["labels"]["alertname"] == "KafkaHealthWatchdog"]
     store.dispose()

@@ -51,10 +51,12 @@ def _broker_row(store):
 
 
 def test_standby_takes_over_from_the_stored_state_and_the_deposed_engine_writes_and_sends_nothing(
-        tmp_path, store, pg_url, hook):
+    tmp_path, store, pg_url, hook
+):
     config = _config(tmp_path, hook.url, pg_url)
-    config = config.model_copy(update={"rules": config.rules.model_copy(
-        update={"evaluation_interval_seconds": INTERVAL})})
+    config = config.model_copy(
+        update={"rules": config.rules.model_copy(update={"evaluation_interval_seconds": INTERVAL})}
+    )
     src = ScriptedSource()
     src.down = {"2"}
     a, b = (AlertService(config, store=store, registry=CollectorRegistry(), source=src) for _ in range(2))
@@ -82,7 +84,8 @@ def test_standby_takes_over_from_the_stored_state_and_the_deposed_engine_writes_
     # a wakes (SIGCONT) in the middle of its cycle, still believing in epoch 1: it sends nothing...
     assert a.lease.epoch == 1
     assert a.deliver(T0 + timedelta(seconds=61)).delivered == 0 and _pages(hook) == [
-        ("firing", "KafkaBrokerUnreachable", "shop")]
+        ("firing", "KafkaBrokerUnreachable", "shop")
+    ]
     # ... and writes nothing: with the broker down again in its view, its cycle would re-fire the alert.
     src.down = {"2"}
     a.lease.epoch = 1  # the same frozen cycle, now at its write
@@ -101,8 +104,10 @@ def test_standby_takes_over_from_the_stored_state_and_the_deposed_engine_writes_
     src.down = set()
     b.run_once(T0 + timedelta(seconds=75))  # the active engine delivers the resolve, once
     b.run_once(T0 + timedelta(seconds=90))
-    assert _pages(hook) == [("firing", "KafkaBrokerUnreachable", "shop"),
-                            ("resolved", "KafkaBrokerUnreachable", "shop")]
+    assert _pages(hook) == [
+        ("firing", "KafkaBrokerUnreachable", "shop"),
+        ("resolved", "KafkaBrokerUnreachable", "shop"),
+    ]
 
 
 def test_a_clean_stop_hands_the_lease_over_at_the_next_look(tmp_path, store, pg_url, hook):
@@ -138,12 +143,17 @@ def test_two_engines_never_claim_the_same_outbox_rows(store):
 def _serve(tmp_path, name: str, url: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
     cfg = tmp_path / f"{name}.yaml"
-    cfg.write_text(f"service: {{host: 127.0.0.1, port: {port}}}\nstore: {{url: '{url}'}}\n"
-                   f"prometheus: {{url: 'http://127.0.0.1:{free_port()}'}}\n"  # nothing listens: the lease goes on
-                   f"rules: {{evaluation_interval_seconds: {INTERVAL}}}\n")
+    cfg.write_text(
+        f"service: {{host: 127.0.0.1, port: {port}}}\nstore: {{url: '{url}'}}\n"
+        f"prometheus: {{url: 'http://127.0.0.1:{free_port()}'}}\n"  # nothing listens: the lease goes on
+        f"rules: {{evaluation_interval_seconds: {INTERVAL}}}\n"
+    )
     log = (tmp_path / f"{name}.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg), "--role", "alerts"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg), "--role", "alerts"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     return proc, port
 
 
@@ -163,8 +173,9 @@ def test_two_serve_processes_kill_9_and_sigstop_of_the_active_one(tmp_path, pg_u
     url = pg_url.rsplit("/", 1)[0] + f"/{db}"
     procs = dict(a=_serve(tmp_path, "a", url), b=_serve(tmp_path, "b", url))
     try:
-        assert wait_until(lambda: sorted(str(_role(p)) for _, p in procs.values()) == ["active", "standby"],
-                          timeout=90), [(tmp_path / f"{n}.log").read_text()[-2000:] for n in procs]
+        assert wait_until(
+            lambda: sorted(str(_role(p)) for _, p in procs.values()) == ["active", "standby"], timeout=90
+        ), [(tmp_path / f"{n}.log").read_text()[-2000:] for n in procs]
         active = next(n for n, (_, p) in procs.items() if _role(p) == "active")
         standby = "b" if active == "a" else "a"
         procs[active][0].send_signal(signal.SIGKILL)

@@ -21,8 +21,9 @@ RAW_VALUE = re.compile(r"\{\{\s*\$value\s*\}\}")  # {{ $value }} with no humaniz
 
 def _export(tmp_path: Path, monkeypatch, capsys, *extra: str) -> Path:
     out = tmp_path / "rules.yml"
-    rc, _, err = run_cli(monkeypatch, capsys, "rules", "export", "--out", str(out),
-                         "--dir", str(tmp_path / "no-stack"), *extra)
+    rc, _, err = run_cli(
+        monkeypatch, capsys, "rules", "export", "--out", str(out), "--dir", str(tmp_path / "no-stack"), *extra
+    )
     assert rc == 0, err
     return out
 
@@ -53,8 +54,10 @@ def _promtool_test(tmp_path: Path, exported: dict[str, dict], cases_file: str) -
         for art in test.get("alert_rule_test", []):
             for exp in art.get("exp_alerts", []):
                 constant = exported[art["alertname"]]["annotations"]
-                exp["exp_annotations"] = {**{k: v for k, v in constant.items() if k != "summary"},
-                                          **exp["exp_annotations"]}
+                exp["exp_annotations"] = {
+                    **{k: v for k, v in constant.items() if k != "summary"},
+                    **exp["exp_annotations"],
+                }
     (tmp_path / cases_file).write_text(yaml.safe_dump(cases, sort_keys=False))
     res = subprocess.run([PROMTOOL, "test", "rules", cases_file], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -62,8 +65,9 @@ def _promtool_test(tmp_path: Path, exported: dict[str, dict], cases_file: str) -
 
 
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed")
-def test_exported_tenant_slo_rules_record_availability_and_burn_and_page_only_the_tenant_hurt(tmp_path, monkeypatch,
-                                                                                                capsys):
+def test_exported_tenant_slo_rules_record_availability_and_burn_and_page_only_the_tenant_hurt(
+    tmp_path, monkeypatch, capsys
+):
     """The SLO recording rules and burn-rate alerts as exported, on hand-computed cases (tests/promtool/slo_test.yml):
     a probe failing on the broker leading one tenant's partitions pages that tenant only; minutes while the probe is
     down are unknown, not bad; offline and under-min-ISR partitions make minutes bad."""

@@ -34,8 +34,11 @@ T0 = datetime(2026, 11, 22, 1, 0, tzinfo=timezone.utc)
 
 def _config(tmp_path, hook_url: str, store_url: str) -> Config:
     base = Stack(StackLayout(dir=tmp_path, port_base=19350)).config(store_url=store_url)  # config only, no process
-    tenant = TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),),
-                          receivers=TenantReceivers(alertmanager=False, webhooks=(hook_url,)))
+    tenant = TenantConfig(
+        name="shop",
+        selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),),
+        receivers=TenantReceivers(alertmanager=False, webhooks=(hook_url,)),
+    )
     return base.model_copy(update={"tenants": (tenant,), "alertmanager": AlertmanagerSettings(url=None)})
 
 
@@ -50,6 +53,7 @@ def store_url(request, tmp_path):
 def store(store_url):
     s = Store(store_url)
     from monitor.core.store import Base
+
     Base.metadata.drop_all(s.engine)
     create_all(s)
     yield s
@@ -94,8 +98,10 @@ def test_restart_mid_incident_neither_repages_nor_loses_the_resolve(tmp_path, st
     b.lease.release()  # b died: on PostgreSQL its lease expires (here at once) and c takes over
     c = _service(config, store, src)
     c.run_once(T0 + timedelta(seconds=75))
-    assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop"),
-                                    ("resolved", "KafkaBrokerUnreachable", "shop")]
+    assert _broker_alerts(hook) == [
+        ("firing", "KafkaBrokerUnreachable", "shop"),
+        ("resolved", "KafkaBrokerUnreachable", "shop"),
+    ]
     c.run_once(T0 + timedelta(seconds=90))
     assert len(_broker_alerts(hook)) == 2
     with store.session() as s:
@@ -116,8 +122,11 @@ def test_webhook_down_then_up_loses_nothing_and_dead_letters_replay(tmp_path, st
     svc.run_once(T0)
     svc.run_once(T0 + timedelta(seconds=30))  # fires; delivery fails (attempt 1) -> retry at +10 s
     with store.session() as s:
-        [row] = [r for r in s.scalars(select(OutboxEntry)) if r.kind == "firing"
-                 and r.payload["labels"]["alertname"] == "KafkaBrokerUnreachable"]
+        [row] = [
+            r
+            for r in s.scalars(select(OutboxEntry))
+            if r.kind == "firing" and r.payload["labels"]["alertname"] == "KafkaBrokerUnreachable"
+        ]
         assert row.attempts == 1 and as_utc(row.next_attempt_at) == T0 + timedelta(seconds=40)
         assert "unreachable" in row.last_error and hook.url not in row.last_error
     svc.deliver(T0 + timedelta(seconds=35))  # not due yet: no attempt
@@ -141,8 +150,10 @@ def test_webhook_down_then_up_loses_nothing_and_dead_letters_replay(tmp_path, st
         with store.session() as s:
             assert repo.replay_dead_letters(now=T0 + timedelta(seconds=100), session=s) == 1
         svc.deliver(T0 + timedelta(seconds=100))
-        assert _broker_alerts(hook) == [("firing", "KafkaBrokerUnreachable", "shop"),
-                                        ("resolved", "KafkaBrokerUnreachable", "shop")]
+        assert _broker_alerts(hook) == [
+            ("firing", "KafkaBrokerUnreachable", "shop"),
+            ("resolved", "KafkaBrokerUnreachable", "shop"),
+        ]
     finally:
         hook.stop()
 
@@ -161,9 +172,16 @@ def test_unrecoverable_answer_dead_letters_at_once(tmp_path, store, store_url, h
 def test_a_stored_silence_holds_the_page_until_it_is_expired(tmp_path, store, store_url, hook):
     _, _, svc = _broker_down(tmp_path, store, store_url, hook, "2")
     with store.session() as s:
-        sil = repo.create_silence([{"name": "alertname", "value": "KafkaBroker.*", "is_regex": True,
-                                    "is_equal": True}], T0, T0 + timedelta(hours=1), created_by="t",
-                                  comment="", tenant=None, now=T0, session=s)
+        sil = repo.create_silence(
+            [{"name": "alertname", "value": "KafkaBroker.*", "is_regex": True, "is_equal": True}],
+            T0,
+            T0 + timedelta(hours=1),
+            created_by="t",
+            comment="",
+            tenant=None,
+            now=T0,
+            session=s,
+        )
     svc.run_once(T0)
     svc.run_once(T0 + timedelta(seconds=30))
     assert _broker_alerts(hook) == []
@@ -196,8 +214,19 @@ def test_cli_silences_and_outbox_replay(tmp_path, monkeypatch, capsys):
     assert rc == 1 and "not found" in err
     store = Store(f"sqlite:///{db}")
     with store.session() as s:
-        s.add(DeadLetter(target="alertmanager", fingerprint="f", group_key="g", kind="firing", payload={"x": 1},
-                         attempts=8, created_at=T0, dead_at=T0, last_error="HTTP 503"))
+        s.add(
+            DeadLetter(
+                target="alertmanager",
+                fingerprint="f",
+                group_key="g",
+                kind="firing",
+                payload={"x": 1},
+                attempts=8,
+                created_at=T0,
+                dead_at=T0,
+                last_error="HTTP 503",
+            )
+        )
     rc, out, _ = cli("outbox", "replay")
     assert rc == 0 and out.startswith("1 dead letter")
     with store.session() as s:
@@ -213,8 +242,9 @@ def test_component_thread_evaluates_on_its_interval_and_stops(tmp_path, store, s
     assert not svc.ready()
     svc.start()
     try:
-        wait_until(lambda: svc.metrics.cycles.labels("ok")._value.get() >= 2, 30, interval=0.1,
-                   what="two evaluation cycles")
+        wait_until(
+            lambda: svc.metrics.cycles.labels("ok")._value.get() >= 2, 30, interval=0.1, what="two evaluation cycles"
+        )
         assert svc.ready()
         with store.session() as s:
             assert s.get(EngineHeartbeat, "local").data_ok

@@ -42,8 +42,13 @@ def test_tokens_print_once_work_and_revoke(cfg, capsys):
 
     code, listing, _ = run(capsys, "tokens", "list", "--json", "--config", cfg)
     (row,) = json.loads(listing)
-    assert (row["id"], row["kind"], row["tenant"], row["name"], row["revoked_at"]) == (token_id, "tenant", "acme",
-                                                                                     "ci", None)
+    assert (row["id"], row["kind"], row["tenant"], row["name"], row["revoked_at"]) == (
+        token_id,
+        "tenant",
+        "acme",
+        "ci",
+        None,
+    )
     assert token.split("_", 2)[2] not in listing  # the secret is never shown again
 
     config = load_config(cfg)
@@ -52,14 +57,30 @@ def test_tokens_print_once_work_and_revoke(cfg, capsys):
         headers = {"Authorization": f"Bearer {token}"}
         assert client.get("/api/v1/tenants/acme", headers=headers).status_code == 200
         assert run(capsys, "tokens", "revoke", token_id, "--config", cfg)[0] == 0
-        wait_until(lambda: client.get("/api/v1/tenants/acme", headers=headers).status_code == 401, timeout=10,
-                   interval=0.2, what="revoked token refused")
+        wait_until(
+            lambda: client.get("/api/v1/tenants/acme", headers=headers).status_code == 401,
+            timeout=10,
+            interval=0.2,
+            what="revoked token refused",
+        )
     store.dispose()
 
 
 def test_tenants_create_list_show_delete(cfg, capsys, tmp_path):
-    code, out, _ = run(capsys, "tenants", "create", "initech", "--topic-prefix", "shared:initech.",
-                       "--group-prefix", "shared:initech-", "--display-name", "Initech", "--config", cfg)
+    code, out, _ = run(
+        capsys,
+        "tenants",
+        "create",
+        "initech",
+        "--topic-prefix",
+        "shared:initech.",
+        "--group-prefix",
+        "shared:initech-",
+        "--display-name",
+        "Initech",
+        "--config",
+        cfg,
+    )
     assert code == 0 and json.loads(out)["source"] == "api"
     spec = tmp_path / "hooli.yaml"
     spec.write_text("selectors: [{cluster: shared, principals: ['User:hooli']}]\ncontract: {retention_hours: 24}\n")
@@ -67,8 +88,12 @@ def test_tenants_create_list_show_delete(cfg, capsys, tmp_path):
 
     code, out, _ = run(capsys, "tenants", "list", "--config", cfg)
     lines = out.splitlines()[1:]
-    assert [line.split()[:2] for line in lines] == [["acme", "config"], ["globex", "config"], ["hooli", "api"],
-                                                    ["initech", "api"]]
+    assert [line.split()[:2] for line in lines] == [
+        ["acme", "config"],
+        ["globex", "config"],
+        ["hooli", "api"],
+        ["initech", "api"],
+    ]
     code, out, _ = run(capsys, "tenants", "show", "hooli", "--config", cfg)
     assert json.loads(out)["contract"]["retention_hours"] == 24
 
@@ -86,8 +111,10 @@ def test_real_server_refuses_revoked_and_deleted_tenants_tokens(tmp_path, capsys
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cfg = tmp_path / "kh.yaml"
-    cfg.write_text(CONFIG_YAML.replace("service:\n", f"service:\n  port: {port}\n  roles: [api]\n")
-                   + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n")
+    cfg.write_text(
+        CONFIG_YAML.replace("service:\n", f"service:\n  port: {port}\n  roles: [api]\n")
+        + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n"
+    )
 
     def token(*argv) -> str:
         code, out, _ = run(capsys, "tokens", "create", *argv, "--config", str(cfg))
@@ -95,8 +122,9 @@ def test_real_server_refuses_revoked_and_deleted_tenants_tokens(tmp_path, capsys
         return out.strip()
 
     operator, acme = token("--operator"), token("--tenant", "acme")
-    assert run(capsys, "tenants", "create", "initech", "--topic-prefix", "shared:initech.", "--config",
-               str(cfg))[0] == 0
+    assert (
+        run(capsys, "tenants", "create", "initech", "--topic-prefix", "shared:initech.", "--config", str(cfg))[0] == 0
+    )
     initech = token("--tenant", "initech")
     base = f"http://127.0.0.1:{port}/api/v1"
 
@@ -106,8 +134,12 @@ def test_real_server_refuses_revoked_and_deleted_tenants_tokens(tmp_path, capsys
     with serve_process(tmp_path, cfg, port):
         assert [get("/tenants/acme/health", acme) for _ in range(3)] == [200, 200, 200]  # remembered by now
         assert run(capsys, "tokens", "revoke", acme.split("_")[1], "--config", str(cfg))[0] == 0
-        wait_until(lambda: get("/tenants/acme/health", acme) == 401, timeout=3, interval=0.02,
-                   what="the token revoked by the CLI refused (watch interval 0.25 s)")
+        wait_until(
+            lambda: get("/tenants/acme/health", acme) == 401,
+            timeout=3,
+            interval=0.02,
+            what="the token revoked by the CLI refused (watch interval 0.25 s)",
+        )
         assert get("/tenants/acme", acme) == 401
 
         assert [get("/tenants/initech", initech) for _ in range(3)] == [200, 200, 200]
@@ -121,8 +153,10 @@ def test_real_server_refuses_revoked_and_deleted_tenants_tokens(tmp_path, capsys
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["tenants", "create", "x", "--topic-prefix", "shared:acme.eu."],
-         "overlap on cluster 'shared': topic prefix 'acme.' of 'acme'"),
+        (
+            ["tenants", "create", "x", "--topic-prefix", "shared:acme.eu."],
+            "overlap on cluster 'shared': topic prefix 'acme.' of 'acme'",
+        ),
         (["tenants", "create", "x", "--topic-prefix", "shared"], "--topic-prefix: expected CLUSTER:VALUE"),
         (["tenants", "create", "x", "--topic-prefix", "nowhere:x."], "unknown cluster 'nowhere'"),
         (["tenants", "create", "x"], "a tenant needs whole_clusters or at least one selector"),

@@ -33,8 +33,12 @@ BODIES = {
     # A silence of the victim's alerts: must be refused (404), never created.
     "/api/v1/silences": {"matchers": [{"name": "tenant", "value": VICTIM}], "duration_seconds": 3600, "comment": "x"},
 }
-DEFAULT_BODY = {"tenant": VICTIM, "matchers": [{"name": "tenant", "value": VICTIM}], "comment": "x",
-                "whole_clusters": ["globex-only"]}
+DEFAULT_BODY = {
+    "tenant": VICTIM,
+    "matchers": [{"name": "tenant", "value": VICTIM}],
+    "comment": "x",
+    "whole_clusters": ["globex-only"],
+}
 REFUSED = {401, 403, 404, 405, 409, 422}
 
 
@@ -57,16 +61,34 @@ def config(tmp_path):
 @pytest.fixture
 def victim_data(store, tok, config):
     lake = Path(config.lake.path)
-    add(store, silence("gx-silence-1", tenant=VICTIM, comment="gx-secret-evidence"),
-        report(lake, VICTIM, "2026-W47", doc={"kind": "kafka-health/tenant-report", "tenant": VICTIM,
-                                              "problems": ["gx-secret-evidence"]},
-               html="<h1>globex</h1><p>gx-secret-evidence</p>"))
-    add(store, beat("shared"), beat("globex-only"), beat("acme-only"),
+    add(
+        store,
+        silence("gx-silence-1", tenant=VICTIM, comment="gx-secret-evidence"),
+        report(
+            lake,
+            VICTIM,
+            "2026-W47",
+            doc={"kind": "kafka-health/tenant-report", "tenant": VICTIM, "problems": ["gx-secret-evidence"]},
+            html="<h1>globex</h1><p>gx-secret-evidence</p>",
+        ),
+    )
+    add(
+        store,
+        beat("shared"),
+        beat("globex-only"),
+        beat("acme-only"),
         alert("fp-globex-1", tenant=VICTIM, labels={"topic": "globex.orders"}, evidence={"x": "gx-secret-evidence"}),
-        alert("fp-globex-2", tenant=VICTIM, cluster="globex-only", severity="critical", broker="7",
-              evidence={"x": "gx-secret-evidence"}),
+        alert(
+            "fp-globex-2",
+            tenant=VICTIM,
+            cluster="globex-only",
+            severity="critical",
+            broker="7",
+            evidence={"x": "gx-secret-evidence"},
+        ),
         # Unlabelled, on the victim's whole cluster: the victim's too.
-        alert("fp-globex-3", cluster="globex-only", broker="7", evidence={"x": "gx-secret-evidence"}))
+        alert("fp-globex-3", cluster="globex-only", broker="7", evidence={"x": "gx-secret-evidence"}),
+    )
 
 
 def test_tenant_token_against_every_route_leaks_nothing(app, client, tok, victim_data):
@@ -105,10 +127,13 @@ def test_victim_paths_are_real_positive_control(app, client, tok, victim_data):
     assert checked >= 6
     # The seeded victim data is there to be leaked: its owner's and the operator's answers carry the markers.
     for who in ("globex", "operator"):
-        for path, accept in (("/api/v1/silences", "application/json"), ("/api/v1/alerts", "application/json"),
-                             ("/api/v1/tenants/globex/reports", "application/json"),
-                             ("/api/v1/tenants/globex/reports/2026-W47", "application/json"),
-                             ("/api/v1/tenants/globex/reports/2026-W47", "text/html")):
+        for path, accept in (
+            ("/api/v1/silences", "application/json"),
+            ("/api/v1/alerts", "application/json"),
+            ("/api/v1/tenants/globex/reports", "application/json"),
+            ("/api/v1/tenants/globex/reports/2026-W47", "application/json"),
+            ("/api/v1/tenants/globex/reports/2026-W47", "text/html"),
+        ):
             r = client.get(path, headers={**tok.h(who), "Accept": accept})
             assert r.status_code == 200 and any(m in r.text for m in MARKERS), (who, path, accept, r.text[:200])
 
@@ -117,16 +142,24 @@ def test_not_visible_and_not_existing_answer_identically(client, tok):
     for path in ("/api/v1/tenants/{}", "/api/v1/tenants/{}/health", "/api/v1/tenants/{}/alerts"):
         other = client.get(path.format(VICTIM), headers=tok.h("acme"))
         missing = client.get(path.format("no-such-tenant"), headers=tok.h("acme"))
-        assert (other.status_code, other.json()) == (missing.status_code, missing.json()) == (
-            404, {"error": {"code": "not_found", "message": "tenant not found"}})
+        assert (
+            (other.status_code, other.json())
+            == (missing.status_code, missing.json())
+            == (404, {"error": {"code": "not_found", "message": "tenant not found"}})
+        )
     other = client.get("/api/v1/clusters/globex-only/health", headers=tok.h("acme"))
     missing = client.get("/api/v1/clusters/no-such-cluster/health", headers=tok.h("acme"))
     assert (other.status_code, other.json()) == (missing.status_code, missing.json())
 
 
 def test_lists_show_a_tenant_only_its_own(client, tok, victim_data):
-    for path in ("/api/v1/tenants", "/api/v1/clusters", "/api/v1/tenants/acme/alerts",
-                 "/api/v1/clusters/shared/health", "/api/v1/clusters/shared/brokers"):
+    for path in (
+        "/api/v1/tenants",
+        "/api/v1/clusters",
+        "/api/v1/tenants/acme/alerts",
+        "/api/v1/clusters/shared/health",
+        "/api/v1/clusters/shared/brokers",
+    ):
         r = client.get(path, headers=tok.h("acme"))
         assert r.status_code == 200 and not any(m in r.text for m in MARKERS), (path, r.text[:300])
     # The operator does see the victim: the markers are really there to be leaked.

@@ -29,16 +29,17 @@ def server(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cfg = tmp_path / "kh.yaml"
-    cfg.write_text(CONFIG_YAML.replace("service:\n", f"service:\n  port: {port}\n  roles: [api]\n")
-                   + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n")
+    cfg.write_text(
+        CONFIG_YAML.replace("service:\n", f"service:\n  port: {port}\n  roles: [api]\n")
+        + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n"
+    )
     with serve_process(tmp_path, cfg, port):
         from monitor.core.config import load_config
         from monitor.core.store import Store
 
         store = Store(load_config(str(cfg)).store.url)
         with store.session() as s:
-            _, operator = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="t",
-                                        now=NOW)
+            _, operator = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="t", now=NOW)
         store.dispose()
         yield port, operator
     assert "Traceback" not in (tmp_path / "serve.log").read_text()
@@ -62,8 +63,12 @@ def _response(sock: socket.socket) -> tuple[int, dict[str, str], dict]:
 def test_a_real_server_answers_413_to_a_body_it_was_only_promised(server):
     port, operator = server
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall((f"POST /api/v1/silences HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {operator}\r\n"
-                      f"Content-Type: application/json\r\nContent-Length: {64 * 1024 * 1024}\r\n\r\n").encode())
+        sock.sendall(
+            (
+                f"POST /api/v1/silences HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {operator}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {64 * 1024 * 1024}\r\n\r\n"
+            ).encode()
+        )
         status, headers, body = _response(sock)  # not a byte of the 64 MiB was sent
     assert (status, body["error"]["code"]) == (413, "too_large")
     assert headers["connection"] == "close"
@@ -73,8 +78,12 @@ def test_a_real_server_cuts_a_chunked_body_short(server):
     port, operator = server
     chunk = b"4000\r\n" + b" " * 0x4000 + b"\r\n"  # 16 KiB per chunk, as long as the server keeps reading
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall((f"POST /api/v1/silences HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {operator}\r\n"
-                      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode())
+        sock.sendall(
+            (
+                f"POST /api/v1/silences HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {operator}\r\n"
+                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            ).encode()
+        )
         sent = 0
         try:
             while sent < 256 * 1024 * 1024:  # far past anything a socket buffers: the server must answer first
@@ -98,8 +107,9 @@ def test_a_real_server_limits_failed_authentications_per_address(server):
     port, operator = server
     base = f"http://127.0.0.1:{port}/api/v1"
     with httpx.Client(timeout=10) as http:
-        answers = [http.get(f"{base}/tenants", headers={"Authorization": f"Bearer kh_{i:012x}_" + "A" * 43})
-                   for i in range(25)]
+        answers = [
+            http.get(f"{base}/tenants", headers={"Authorization": f"Bearer kh_{i:012x}_" + "A" * 43}) for i in range(25)
+        ]
         assert [r.status_code for r in answers] == [401] * 20 + [429] * 5
         assert answers[-1].json()["error"]["code"] == "rate_limited" and int(answers[-1].headers["retry-after"]) > 0
         # Never remembered yet, but valid: this server sees a token of its own store; the address is over its
@@ -109,8 +119,14 @@ def test_a_real_server_limits_failed_authentications_per_address(server):
 
 def test_token_expiry_is_stored_and_enforced(store):
     with store.session() as s:
-        _, token = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="t", now=NOW,
-                                 expires_at=NOW + timedelta(hours=1))
+        _, token = tokens.create(
+            db_session=s,
+            kind=tokens.TokenKind.OPERATOR,
+            tenant=None,
+            name="t",
+            now=NOW,
+            expires_at=NOW + timedelta(hours=1),
+        )
     with store.session() as s:
         [read] = [tokens.TokenRead.of(r) for r in tokens.get_all(db_session=s)]
         assert read.expires_at == NOW + timedelta(hours=1) and read.expires_at.utcoffset() == timedelta(0)

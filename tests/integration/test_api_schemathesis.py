@@ -29,7 +29,6 @@ from tests.harness.launch import serve_process
 pytestmark = pytest.mark.integration
 
 
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -44,9 +43,12 @@ def server(tmp_path_factory):
     # CONFIG_YAML has a service section already: add the port and the api role to it.
     # Schemathesis sends many deliberately invalid tokens from one address (both runs share this server): the
     # failed-authentication limit, which would rightly answer 429, is set out of its way here.
-    cfg_path.write_text(CONFIG_YAML.replace("service:\n", f"service:\n  port: {port}\n  roles: [api]\n"
-                                            "  auth_failure_burst_per_address: 1000000\n")
-                        + f"store: {{url: 'sqlite:///{d / 'kh.db'}'}}\n")
+    cfg_path.write_text(
+        CONFIG_YAML.replace(
+            "service:\n", f"service:\n  port: {port}\n  roles: [api]\n  auth_failure_burst_per_address: 1000000\n"
+        )
+        + f"store: {{url: 'sqlite:///{d / 'kh.db'}'}}\n"
+    )
     config = load_config(cfg_path)
     store = Store(config.store.url)
     upgrade(store)
@@ -55,10 +57,13 @@ def server(tmp_path_factory):
         service.sync_config(db_session=s, config=config, now=now)
         _, op = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="st", now=now)
         _, acme = tokens.create(db_session=s, kind=tokens.TokenKind.TENANT, tenant="acme", name="st", now=now)
-        rows = [beat("shared"), beat("acme-only", data_ok=False, detail="no broker metrics"),
-                alert("a1", tenant="acme", labels={"group": "acme-x", "topic": "acme.t"}, evidence={"lag": 5}),
-                alert("a2", tenant="acme", severity="critical", broker="1", cluster="acme-only"),
-                alert("g1", tenant="globex", labels={"client_id": "globex-app"})]
+        rows = [
+            beat("shared"),
+            beat("acme-only", data_ok=False, detail="no broker metrics"),
+            alert("a1", tenant="acme", labels={"group": "acme-x", "topic": "acme.t"}, evidence={"lag": 5}),
+            alert("a2", tenant="acme", severity="critical", broker="1", cluster="acme-only"),
+            alert("g1", tenant="globex", labels={"client_id": "globex-app"}),
+        ]
         for r in rows:
             if hasattr(r, "evaluated_at"):
                 r.evaluated_at = now  # fresh for the live server's clock
@@ -72,11 +77,32 @@ def server(tmp_path_factory):
 def _schemathesis(base: str, token: str, *, examples: int, seed: int, cwd: Path) -> subprocess.CompletedProcess:
     exe = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
     return subprocess.run(
-        [exe, "run", f"{base}/openapi.json", "-H", f"Authorization: Bearer {token}",
-         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
-         "--max-examples", str(examples), "--seed", str(seed), "--workers", "1", "--no-shrink",
-         "--warnings", "off", "--request-timeout", "10"],
-        cwd=cwd, capture_output=True, text=True, timeout=180,
+        [
+            exe,
+            "run",
+            f"{base}/openapi.json",
+            "-H",
+            f"Authorization: Bearer {token}",
+            "--checks",
+            "all",
+            "--exclude-checks",
+            "positive_data_acceptance",
+            "--max-examples",
+            str(examples),
+            "--seed",
+            str(seed),
+            "--workers",
+            "1",
+            "--no-shrink",
+            "--warnings",
+            "off",
+            "--request-timeout",
+            "10",
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
 
 
@@ -92,15 +118,22 @@ def test_openapi_documents_every_endpoint_auth_and_errors(server):
     base, *_ = server
     spec = httpx.get(f"{base}/openapi.json").json()
     paths = spec["paths"]
-    for path in ("/api/v1/tenants", "/api/v1/tenants/{tenant}", "/api/v1/tenants/{tenant}/health",
-                 "/api/v1/tenants/{tenant}/alerts", "/api/v1/clusters", "/api/v1/clusters/{cluster}/health",
-                 "/api/v1/clusters/{cluster}/brokers"):
+    for path in (
+        "/api/v1/tenants",
+        "/api/v1/tenants/{tenant}",
+        "/api/v1/tenants/{tenant}/health",
+        "/api/v1/tenants/{tenant}/alerts",
+        "/api/v1/clusters",
+        "/api/v1/clusters/{cluster}/health",
+        "/api/v1/clusters/{cluster}/brokers",
+    ):
         assert path in paths
         for op in paths[path].values():
             assert op["security"] == [{"bearer": []}]
             for status in ("401", "404", "422", "429", "500"):
                 assert op["responses"][status]["content"]["application/json"]["schema"] == {
-                    "$ref": "#/components/schemas/ErrorBody"}
+                    "$ref": "#/components/schemas/ErrorBody"
+                }
     health = spec["components"]["schemas"]["TenantHealth"]["properties"]
     assert {"tenant", "status", "score", "as_of", "components"} <= set(health)
     assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}

@@ -28,15 +28,19 @@ from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
-INITECH = {"name": "initech", "selectors": [{"cluster": "shared", "topic_prefixes": ["initech."]}],
-           "contract": {"storage_budget_bytes": 10_000_000_000, "retention_hours": 72}}
+INITECH = {
+    "name": "initech",
+    "selectors": [{"cluster": "shared", "topic_prefixes": ["initech."]}],
+    "contract": {"storage_budget_bytes": 10_000_000_000, "retention_hours": 72},
+}
 
 
 # --- auth --------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("header", [None, "Bearer", "Bearer nope", "Basic dXNlcjpwYXNz",
-                                    "Bearer kh_000000000000_" + "A" * 43])
+@pytest.mark.parametrize(
+    "header", [None, "Bearer", "Bearer nope", "Basic dXNlcjpwYXNz", "Bearer kh_000000000000_" + "A" * 43]
+)
 def test_missing_or_bad_token_is_401_json(client, tok, header):
     r = client.get("/api/v1/tenants", headers={"Authorization": header} if header else {})
     assert r.status_code == 401
@@ -54,8 +58,12 @@ def test_token_revoked_elsewhere_stops_working_within_the_watch_interval(client,
     token_id = tok.acme.split("_")[1]
     with store.session() as s:  # as the CLI or another server would: not through this app
         tokens.revoke(db_session=s, token=tokens.get(db_session=s, token_id=token_id), now=NOW)
-    wait_until(lambda: client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 401, timeout=5,
-               interval=0.05, what="revoked token refused (store watch: every 0.25 s)")
+    wait_until(
+        lambda: client.get("/api/v1/tenants/acme", headers=tok.h("acme")).status_code == 401,
+        timeout=5,
+        interval=0.05,
+        what="revoked token refused (store watch: every 0.25 s)",
+    )
     assert client.get("/api/v1/tenants/acme", headers=tok.h("globex")).status_code == 404  # others unaffected
 
 
@@ -75,8 +83,11 @@ def test_public_endpoints_need_no_token(client):
 def test_rate_limit_answers_429_per_token(config, store):
     from fastapi.testclient import TestClient
 
-    limited = config.model_copy(update={"service": config.service.model_copy(
-        update={"api_rate_limit_per_second": 0.01, "api_rate_limit_burst": 3})})
+    limited = config.model_copy(
+        update={
+            "service": config.service.model_copy(update={"api_rate_limit_per_second": 0.01, "api_rate_limit_burst": 3})
+        }
+    )
     app = build_api(limited, store)
     a, b = new_token(store, "acme"), new_token(store, "globex")
     with TestClient(app, raise_server_exceptions=False) as c:
@@ -138,19 +149,30 @@ def app_marks_have_beats(client) -> bool:
 @pytest.mark.parametrize(
     "body,status,field,fragment",
     [
-        ({**INITECH, "selectors": [{"cluster": "shared", "topic_prefixes": ["acme.eu."]}]}, 409, None,
-         "topic prefix 'acme.' of 'acme' and 'acme.eu.' of 'initech'"),
+        (
+            {**INITECH, "selectors": [{"cluster": "shared", "topic_prefixes": ["acme.eu."]}]},
+            409,
+            None,
+            "topic prefix 'acme.' of 'acme' and 'acme.eu.' of 'initech'",
+        ),
         ({**INITECH, "selectors": [{"cluster": "shared", "principals": ["acme"]}]}, 409, None, "principal"),
         ({**INITECH, "whole_clusters": ["shared"], "selectors": []}, 409, None, "owns the whole cluster"),
         ({**INITECH, "name": "acme"}, 409, None, "already exists"),
-        ({**INITECH, "selectors": [{"cluster": "nowhere", "topic_prefixes": ["x"]}]}, 422, "selectors[0].cluster",
-         "unknown cluster 'nowhere'"),
+        (
+            {**INITECH, "selectors": [{"cluster": "nowhere", "topic_prefixes": ["x"]}]},
+            422,
+            "selectors[0].cluster",
+            "unknown cluster 'nowhere'",
+        ),
         ({**INITECH, "name": "Bad Name"}, 422, "name", "should match pattern"),
-        ({**INITECH, "selectors": [{"cluster": "shared", "topic_prefix": ["x"]}]}, 422,
-         "selectors[0].topic_prefix", "Extra inputs are not permitted"),
+        (
+            {**INITECH, "selectors": [{"cluster": "shared", "topic_prefix": ["x"]}]},
+            422,
+            "selectors[0].topic_prefix",
+            "Extra inputs are not permitted",
+        ),
         ({"name": "empty"}, 422, "body", "needs whole_clusters or at least one selector"),
-        ({**INITECH, "contract": {"storage_budget_bytes": -1}}, 422, "contract.storage_budget_bytes",
-         "greater than 0"),
+        ({**INITECH, "contract": {"storage_budget_bytes": -1}}, 422, "contract.storage_budget_bytes", "greater than 0"),
         ({**INITECH, "receivers": {"webhooks": ["ftp://x"]}}, 422, "receivers.webhooks", "http(s) URL"),
     ],
 )
@@ -165,8 +187,9 @@ def test_create_refusals_say_what_and_why(client, tok, body, status, field, frag
 
 
 def test_malformed_json_is_422_not_500(client, tok):
-    r = client.post("/api/v1/tenants", headers={**tok.h("operator"), "content-type": "application/json"},
-                    content=b"{not json")
+    r = client.post(
+        "/api/v1/tenants", headers={**tok.h("operator"), "content-type": "application/json"}, content=b"{not json"
+    )
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid"
 
 
@@ -180,10 +203,24 @@ def test_tenant_tokens_cannot_manage_tenants(client, tok):
 def test_pagination_walks_every_tenant_once(client, store, tok):
     with store.session() as s:
         for i in range(23):
-            cfg = make_config().tenants[0].model_copy(update={
-                "name": f"t{i:02d}", "whole_clusters": (),
-                "selectors": (make_config().tenants[0].selectors[0].model_copy(update={
-                    "topic_prefixes": (f"t{i:02d}.",), "principals": (), "group_prefixes": ()}),)})
+            cfg = (
+                make_config()
+                .tenants[0]
+                .model_copy(
+                    update={
+                        "name": f"t{i:02d}",
+                        "whole_clusters": (),
+                        "selectors": (
+                            make_config()
+                            .tenants[0]
+                            .selectors[0]
+                            .model_copy(
+                                update={"topic_prefixes": (f"t{i:02d}.",), "principals": (), "group_prefixes": ()}
+                            ),
+                        ),
+                    }
+                )
+            )
             service.create(db_session=s, tenant_in=cfg, clusters=["shared"], now=NOW)
     names, cursor = [], None
     while True:
@@ -201,9 +238,22 @@ def test_pagination_walks_every_tenant_once(client, store, tok):
 
 def test_config_sync_refuses_overlap_with_api_tenant_and_takes_over_same_name(store, tok):
     with store.session() as s:
-        cfg = make_config().tenants[1].model_copy(update={"name": "initech", "whole_clusters": (), "selectors": (
-            make_config().tenants[1].selectors[0].model_copy(update={"topic_prefixes": ("initech.",),
-                                                                      "client_id_prefixes": ()}),)})
+        cfg = (
+            make_config()
+            .tenants[1]
+            .model_copy(
+                update={
+                    "name": "initech",
+                    "whole_clusters": (),
+                    "selectors": (
+                        make_config()
+                        .tenants[1]
+                        .selectors[0]
+                        .model_copy(update={"topic_prefixes": ("initech.",), "client_id_prefixes": ()}),
+                    ),
+                }
+            )
+        )
         service.create(db_session=s, tenant_in=cfg, clusters=["shared"], now=NOW)
     clash = make_config("""
   - name: newcomer
@@ -244,18 +294,33 @@ def test_tenant_health_ok_then_critical_with_evidence(client, store, tok):
     with store.session() as s:
         for c in ("shared", "acme-only", "globex-only"):
             s.merge(beat(c, age_s=1))
-        s.add_all([
-            alert("a1", rule="KafkaConsumerLag", tenant="acme", labels={"group": "acme-billing", "topic": "acme.x"},
-                  summary="group acme-billing lags 300s", evidence={"lag_seconds": 300}),
-            alert("a2", rule="KafkaOfflinePartitions", severity="critical", tenant="acme", labels={"topic": "acme.x"}),
-            alert("a3", rule="KafkaOfflinePartitions", severity="critical", tenant="globex",
-                  labels={"topic": "globex.y"}),
-            alert("a4", rule="KafkaBrokerDown", severity="critical", state="pending", tenant="acme", broker="1"),
-            # Unlabelled instance on a cluster acme owns whole: it is acme's.
-            alert("a5", rule="KafkaGcPressure", cluster="acme-only", broker="1"),
-            # Unlabelled instance on the shared cluster: not attributed to any tenant.
-            alert("a6", rule="KafkaDiskFullRisk", severity="critical", broker="2"),
-        ])
+        s.add_all(
+            [
+                alert(
+                    "a1",
+                    rule="KafkaConsumerLag",
+                    tenant="acme",
+                    labels={"group": "acme-billing", "topic": "acme.x"},
+                    summary="group acme-billing lags 300s",
+                    evidence={"lag_seconds": 300},
+                ),
+                alert(
+                    "a2", rule="KafkaOfflinePartitions", severity="critical", tenant="acme", labels={"topic": "acme.x"}
+                ),
+                alert(
+                    "a3",
+                    rule="KafkaOfflinePartitions",
+                    severity="critical",
+                    tenant="globex",
+                    labels={"topic": "globex.y"},
+                ),
+                alert("a4", rule="KafkaBrokerDown", severity="critical", state="pending", tenant="acme", broker="1"),
+                # Unlabelled instance on a cluster acme owns whole: it is acme's.
+                alert("a5", rule="KafkaGcPressure", cluster="acme-only", broker="1"),
+                # Unlabelled instance on the shared cluster: not attributed to any tenant.
+                alert("a6", rule="KafkaDiskFullRisk", severity="critical", broker="2"),
+            ]
+        )
 
     def answered_the_new_evaluation():
         body = client.get("/api/v1/tenants/acme/health", headers=tok.h("acme")).json()
@@ -264,11 +329,18 @@ def test_tenant_health_ok_then_critical_with_evidence(client, store, tok):
     body = wait_until(answered_the_new_evaluation, timeout=5, interval=0.05, what="the new evaluation answered")
     assert body["status"] == "critical" and body["score"] == 40 and body["as_of"].startswith("2026-11-20T11:59:59")
     comps = {(c["kind"], c["cluster"], c["id"]): c for c in body["components"]}
-    assert set(comps) == {("topic", "shared", "acme.x"), ("consumergroup", "shared", "acme-billing"),
-                          ("broker", "acme-only", "1")}
+    assert set(comps) == {
+        ("topic", "shared", "acme.x"),
+        ("consumergroup", "shared", "acme-billing"),
+        ("broker", "acme-only", "1"),
+    }
     lag = comps[("consumergroup", "shared", "acme-billing")]["reasons"][0]
-    assert lag == {"alert": "KafkaConsumerLag", "severity": "warning", "summary": "group acme-billing lags 300s",
-                   "evidence": {"lag_seconds": 300}}
+    assert lag == {
+        "alert": "KafkaConsumerLag",
+        "severity": "warning",
+        "summary": "group acme-billing lags 300s",
+        "evidence": {"lag_seconds": 300},
+    }
     assert "globex" not in str(body)
 
 
@@ -298,13 +370,21 @@ def test_stale_heartbeat_makes_health_unknown(client, store, tok):
 
 
 def test_tenant_alerts_filtered_by_state_and_paginated(client, store, tok):
-    add(store, *[alert(f"f{i}", tenant="acme") for i in range(5)], alert("p1", tenant="acme", state="pending"),
-        alert("r1", tenant="acme", state="resolved"), alert("g1", tenant="globex"))
+    add(
+        store,
+        *[alert(f"f{i}", tenant="acme") for i in range(5)],
+        alert("p1", tenant="acme", state="pending"),
+        alert("r1", tenant="acme", state="resolved"),
+        alert("g1", tenant="globex"),
+    )
     r = client.get("/api/v1/tenants/acme/alerts", headers=tok.h("acme"), params={"state": "firing", "limit": 3})
     page = r.json()
     assert [a["fingerprint"] for a in page["items"]] == ["f0", "f1", "f2"] and page["next_cursor"]
-    page2 = client.get("/api/v1/tenants/acme/alerts", headers=tok.h("acme"),
-                       params={"state": "firing", "limit": 3, "cursor": page["next_cursor"]}).json()
+    page2 = client.get(
+        "/api/v1/tenants/acme/alerts",
+        headers=tok.h("acme"),
+        params={"state": "firing", "limit": 3, "cursor": page["next_cursor"]},
+    ).json()
     assert [a["fingerprint"] for a in page2["items"]] == ["f3", "f4"] and page2["next_cursor"] is None
     every = client.get("/api/v1/tenants/acme/alerts", headers=tok.h("acme")).json()["items"]
     assert sorted(a["fingerprint"] for a in every) == ["f0", "f1", "f2", "f3", "f4", "p1", "r1"]
@@ -319,8 +399,11 @@ def test_silence_refusals_are_422_naming_the_field(client, tok):
     r = client.post("/api/v1/silences", headers=tok.h("operator"), json={"matchers": [{"name": "a", "value": "b"}]})
     assert r.status_code == 422
     assert r.json()["error"]["fields"] == [{"field": "ends_at", "message": "give ends_at or duration_seconds"}]
-    r = client.post("/api/v1/silences", headers=tok.h("acme"), json={"matchers": [{"name": "a", "value": "("}],
-                                                                     "duration_seconds": 60, "comment": "x" * 1001})
+    r = client.post(
+        "/api/v1/silences",
+        headers=tok.h("acme"),
+        json={"matchers": [{"name": "a", "value": "("}], "duration_seconds": 60, "comment": "x" * 1001},
+    )
     assert r.status_code == 422 and [f["field"] for f in r.json()["error"]["fields"]] == ["comment"]
 
 
@@ -328,8 +411,16 @@ def test_reports_through_the_api_carry_utc_offsets_and_serve_html(config, store,
     from fastapi.testclient import TestClient
 
     cfg = config.model_copy(update={"lake": config.lake.model_copy(update={"path": str(tmp_path)})})
-    add(store, report(tmp_path, "acme", "2026-W47", doc={"kind": "kafka-health/tenant-report", "tenant": "acme"},
-                      html="<h1>acme, week 47</h1>"))
+    add(
+        store,
+        report(
+            tmp_path,
+            "acme",
+            "2026-W47",
+            doc={"kind": "kafka-health/tenant-report", "tenant": "acme"},
+            html="<h1>acme, week 47</h1>",
+        ),
+    )
     with TestClient(build_api(cfg, store)) as c:
         (item,) = c.get("/api/v1/tenants/acme/reports", headers=tok.h("acme")).json()["items"]
         assert item["generated_at"] == NOW.isoformat()  # SQLite hands it back naive: the API adds the offset
@@ -349,17 +440,22 @@ def test_clusters_list_operator_sees_all_tenant_sees_its_own(client, tok):
 
 
 def test_cluster_health_operator_all_tenant_its_slice(client, store, tok):
-    add(store, beat("shared"),
+    add(
+        store,
+        beat("shared"),
         alert("a1", tenant="acme", labels={"topic": "acme.x"}),
         alert("g1", tenant="globex", severity="critical", labels={"topic": "globex.y"}),
-        alert("n1", broker="2", rule="KafkaRequestHandlerSaturation"))
+        alert("n1", broker="2", rule="KafkaRequestHandlerSaturation"),
+    )
     op = client.get("/api/v1/clusters/shared/health", headers=tok.h("operator")).json()
     assert op["status"] == "critical" and {c["id"] for c in op["components"]} == {"acme.x", "globex.y", "2"}
     # brokers listed without JMX or log dirs: what this health cannot see is said (collectors.capabilities)
     assert op["sources"] == ["admin", "probe", "protocol_disk"]
     blind = {g["enable"]: g["signals"] for g in op["not_observable"]}
-    assert any("kafka_broker_request_handler_idle_ratio" in s and e.startswith("enable discovery.jolokia")
-               for e, s in blind.items())
+    assert any(
+        "kafka_broker_request_handler_idle_ratio" in s and e.startswith("enable discovery.jolokia")
+        for e, s in blind.items()
+    )
     mine = client.get("/api/v1/clusters/shared/health", headers=tok.h("acme")).json()
     assert mine["cluster"] == "shared" and mine["status"] == "degraded"
     assert [c["id"] for c in mine["components"]] == ["acme.x"]
@@ -368,11 +464,18 @@ def test_cluster_health_operator_all_tenant_its_slice(client, store, tok):
 
 
 def test_cluster_brokers_from_config_with_status(client, store, tok):
-    add(store, beat("shared"), alert("b1", rule="KafkaBrokerDown", severity="critical", broker="2"),
-        alert("b2", rule="KafkaGcPressure", broker="3", tenant="acme"))
+    add(
+        store,
+        beat("shared"),
+        alert("b1", rule="KafkaBrokerDown", severity="critical", broker="2"),
+        alert("b2", rule="KafkaGcPressure", broker="3", tenant="acme"),
+    )
     items = client.get("/api/v1/clusters/shared/brokers", headers=tok.h("operator")).json()["items"]
     assert [(b["id"], b["status"], b["alerts"]) for b in items] == [
-        (1, "ok", []), (2, "critical", ["KafkaBrokerDown"]), (3, "degraded", ["KafkaGcPressure"])]
+        (1, "ok", []),
+        (2, "critical", ["KafkaBrokerDown"]),
+        (3, "degraded", ["KafkaGcPressure"]),
+    ]
     # A tenant sees the brokers, but only the alerts attributed to it.
     items = client.get("/api/v1/clusters/shared/brokers", headers=tok.h("globex")).json()["items"]
     assert [(b["id"], b["status"]) for b in items] == [(1, "ok"), (2, "ok"), (3, "ok")]

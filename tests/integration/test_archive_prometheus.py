@@ -82,9 +82,14 @@ def _full_rate_window_at_a_past_minute(url: str) -> bool:
     # Two whole minutes (the test asserts on at least two archived rows), each with its rate window full.
     for at in (minute, minute - timedelta(minutes=1)):
         try:
-            r = httpx.get(f"{url}/api/v1/query", params={
-                "query": 'count_over_time(kafka_topic_bytes_in_total{topic="acme.orders"}[2m]) >= 18',
-                "time": at.timestamp()}, timeout=5)
+            r = httpx.get(
+                f"{url}/api/v1/query",
+                params={
+                    "query": 'count_over_time(kafka_topic_bytes_in_total{topic="acme.orders"}[2m]) >= 18',
+                    "time": at.timestamp(),
+                },
+                timeout=5,
+            )
         except httpx.TransportError:  # still starting
             return False
         if not r.json()["data"]["result"]:
@@ -95,8 +100,12 @@ def _full_rate_window_at_a_past_minute(url: str) -> bool:
 @pytest.mark.warm_up.with_args(archive_feed)  # with_args: a lone callable would be taken for the decorated function
 def test_archive_replace_and_interrupted_run(warmed_up, tmp_path):
     url = warmed_up
-    wait_until(lambda: _full_rate_window_at_a_past_minute(url), timeout=300, interval=2,
-               what="Prometheus to have two minutes of samples before a whole minute")
+    wait_until(
+        lambda: _full_rate_window_at_a_past_minute(url),
+        timeout=300,
+        interval=2,
+        what="Prometheus to have two minutes of samples before a whole minute",
+    )
     lake = tmp_path / "lake"
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"prometheus": {"url": url}, "lake": {"path": str(lake)}}))

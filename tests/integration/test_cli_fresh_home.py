@@ -28,8 +28,9 @@ def home(tmp_path) -> Path:
 def kafka_health(home: Path, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_HEALTH_")}
     env["HOME"] = str(home)
-    return subprocess.run([sys.executable, "-m", "monitor.cli", *argv], cwd=home, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", *argv], cwd=home, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_tenants_and_tokens_list_answer_empty_on_a_fresh_home(home):
@@ -56,8 +57,11 @@ def test_report_on_a_fresh_home_fails_in_one_line_or_writes_an_empty_report(home
     assert "Traceback" not in done.stderr and "FileNotFoundError" not in done.stderr
     # a usage error at parse time (exit 2), before Spark or the store is touched
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].endswith("error: argument --week: week must look like 2026-W47, "
-                                                         "not '2026-47'")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith("error: argument --week: week must look like 2026-W47, not '2026-47'")
+    )
 
     done = kafka_health(home, "report", "--week", "2026-W47", timeout=300)
     assert done.returncode == 0, done.stderr

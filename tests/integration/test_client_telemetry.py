@@ -43,8 +43,15 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
     producer_id, consumer_id, java_id = f"tele{tag}-writer", f"tele{tag}-reader", f"tele{tag}-java"
     settings = stack.add_principal(user, topic_prefixes=(f"tele{tag}.",), group_prefixes=(f"tele{tag}-",))
     java_settings = dict(line.split("=", 1) for line in StackSecurity(L).java_properties(user).splitlines())
-    java = JavaClient(version="3.9.1", mode="produce", topic=topic, rate=200, record_bytes=100, log=tmp_path / "j.log",
-                      properties={**java_settings, "client.id": java_id, "linger.ms": 50})
+    java = JavaClient(
+        version="3.9.1",
+        mode="produce",
+        topic=topic,
+        rate=200,
+        record_bytes=100,
+        log=tmp_path / "j.log",
+        properties={**java_settings, "client.id": java_id, "linger.ms": 50},
+    )
     stop = threading.Event()
 
     def produce():
@@ -55,8 +62,15 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
         p.flush(10)
 
     def consume():
-        c = Consumer({**settings, "client.id": consumer_id, "group.id": group, "auto.offset.reset": "earliest",
-                      "auto.commit.interval.ms": 1000})
+        c = Consumer(
+            {
+                **settings,
+                "client.id": consumer_id,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 1000,
+            }
+        )
         c.subscribe([topic])
         while not stop.is_set():
             c.poll(0.5)
@@ -74,9 +88,11 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
     def series(metric: str, client_id: str):
         return source.query(f'{metric}{{client_id="{client_id}"}}', datetime.now(timezone.utc))
 
-    wanted = (("kafka_client_telemetry_producer_record_queue_time_avg_seconds", producer_id),
-              ("kafka_client_telemetry_consumer_poll_idle_ratio_avg", consumer_id),
-              ("kafka_client_telemetry_producer_batch_size_avg_bytes", java_id))
+    wanted = (
+        ("kafka_client_telemetry_producer_record_queue_time_avg_seconds", producer_id),
+        ("kafka_client_telemetry_consumer_poll_idle_ratio_avg", consumer_id),
+        ("kafka_client_telemetry_producer_batch_size_avg_bytes", java_id),
+    )
 
     seen: dict[str, bool] = {}
 
@@ -88,9 +104,15 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
 
     try:
         # The clients push every 10 s (the stack's subscription); Prometheus scrapes the collector every 5 s.
-        queue, idle, batch = wait_until(all_pushed, 120, interval=L.scrape_interval_seconds,
-                                        what=lambda: f"each client's pushed metrics in Prometheus (seen: {seen}, "
-                                                     f"Java client: {java.counts()}, running {java.running()})")
+        queue, idle, batch = wait_until(
+            all_pushed,
+            120,
+            interval=L.scrape_interval_seconds,
+            what=lambda: (
+                f"each client's pushed metrics in Prometheus (seen: {seen}, "
+                f"Java client: {java.counts()}, running {java.running()})"
+            ),
+        )
         for got, client_id in ((queue, producer_id), (idle, consumer_id)):
             labels = got[0].labels
             assert (labels["cluster"], labels["user"], labels["client_id"]) == ("local", user, client_id), labels
@@ -109,8 +131,9 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
         assert batch[0].labels["client_software_version"] == "3.9.1" and batch[0].value > 0
         assert series("kafka_client_telemetry_producer_records_per_request_avg", java_id)
         assert series("kafka_client_telemetry_producer_request_rate", java_id)
-        health = source.query(f'kafka_client_telemetry_plugin_failures_total{{broker="{labels["broker"]}"}}',
-                              datetime.now(timezone.utc))
+        health = source.query(
+            f'kafka_client_telemetry_plugin_failures_total{{broker="{labels["broker"]}"}}', datetime.now(timezone.utc)
+        )
         assert health and health[0].value == 0
     finally:
         stop.set()
@@ -124,6 +147,7 @@ def test_pushed_client_metrics_reach_prometheus_with_principal_and_client_id(sta
 
 
 # --- a push the plugin cannot read, sent on the wire (no client library sends a broken one)
+
 
 def _request(sock: socket.socket, api_key: int, correlation: int, body: bytes) -> bytes:
     """One flexible-version (v0 of these APIs) request, header v2, and its response body after header v1."""
@@ -156,8 +180,11 @@ def _get_subscription(sock: socket.socket, correlation: int) -> tuple[int, bytes
 def _plugin_endpoint(stack, broker_id: int) -> Endpoint:
     cluster = stack.config().clusters[0]
     broker = next(b for b in cluster.brokers if b.id == broker_id)
-    return Endpoint(jolokia=broker.jolokia, username=cluster.jmx.username,
-                    password=cluster.jmx.password.resolve().get_secret_value())
+    return Endpoint(
+        jolokia=broker.jolokia,
+        username=cluster.jmx.username,
+        password=cluster.jmx.password.resolve().get_secret_value(),
+    )
 
 
 def test_every_broker_runs_the_plugin_through_its_releases_interface(stack):
@@ -168,8 +195,9 @@ def test_every_broker_runs_the_plugin_through_its_releases_interface(stack):
     query = [MBeanQuery("kafka.health:type=ClientTelemetryExporter", ("Interface",))]
     for broker_id in L.broker_ids:
         props = (L.node_dir(broker_id) / "server.properties").read_text()
-        assert (f"metric.reporters=org.apache.kafka.common.metrics.JmxReporter,"
-                f"{L.release.telemetry_plugin_class}\n") in props
+        assert (
+            f"metric.reporters=org.apache.kafka.common.metrics.JmxReporter,{L.release.telemetry_plugin_class}\n"
+        ) in props
         readings = JolokiaTransport().read(_plugin_endpoint(stack, broker_id), query, timeout=10)
         assert [r.value for r in readings] == [L.release.telemetry_interface], (broker_id, readings)
 
@@ -188,8 +216,15 @@ def test_a_push_the_plugin_cannot_read_is_counted_and_the_broker_keeps_serving(s
         assert error == 0 and subscription != 0
         garbage = b"\xff" * 64  # a truncated varint: no OTLP
         # terminating: the broker accepts a client's last push at any time, not only after its push interval
-        push = (instance + struct.pack(">i", subscription) + b"\x01" + b"\x00"
-                + bytes([len(garbage) + 1]) + garbage + b"\x00")
+        push = (
+            instance
+            + struct.pack(">i", subscription)
+            + b"\x01"
+            + b"\x00"
+            + bytes([len(garbage) + 1])
+            + garbage
+            + b"\x00"
+        )
         _throttle, error = struct.unpack(">ih", _request(sock, 72, 2, push)[:6])
         assert error == 0  # answered normally: the plugin's failure stayed inside it
         assert _get_subscription(sock, 3)[0] == 0  # the same connection is still served
@@ -206,9 +241,25 @@ def test_telemetry_subscribe_applies_and_removes_a_subscription(stack, tmp_path)
     cfg_file = tmp_path / "kafka-health.yaml"
     cfg_file.write_text(yaml.safe_dump(stack.config().model_dump(mode="json", exclude_defaults=True)))
     name = f"kh-test-{uuid.uuid4().hex[:8]}"
-    base = [sys.executable, "-m", "monitor.cli", "telemetry", "subscribe", "--config", str(cfg_file),
-            "--admin-config", str(L.clients_dir / "admin.java.properties"), "--dir", str(L.dir),
-            "--port-base", str(L.port_base), "--name", name, "--match", f"client_id=nobody-{name}"]
+    base = [
+        sys.executable,
+        "-m",
+        "monitor.cli",
+        "telemetry",
+        "subscribe",
+        "--config",
+        str(cfg_file),
+        "--admin-config",
+        str(L.clients_dir / "admin.java.properties"),
+        "--dir",
+        str(L.dir),
+        "--port-base",
+        str(L.port_base),
+        "--name",
+        name,
+        "--match",
+        f"client_id=nobody-{name}",
+    ]
     applied = subprocess.run([*base, "--interval", "30s"], capture_output=True, text=True, timeout=180)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert f"local: client-metrics {name}: metrics=[org.apache.kafka.producer.batch.size.avg," in applied.stdout

@@ -21,8 +21,14 @@ from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
 
-ALPHA = TenantConfig(name="alpha", selectors=(TenantSelector(
-    cluster="local", topic_prefixes=("alpha.",), client_id_prefixes=("alpha-",), group_prefixes=("alpha-",)),))
+ALPHA = TenantConfig(
+    name="alpha",
+    selectors=(
+        TenantSelector(
+            cluster="local", topic_prefixes=("alpha.",), client_id_prefixes=("alpha-",), group_prefixes=("alpha-",)
+        ),
+    ),
+)
 
 
 def values(registry, name, **labels):
@@ -47,8 +53,15 @@ def traffic(stack):
     for i in range(50):
         p.produce(topic, b"x" * 1000, key=str(i % 3).encode())
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": f"alpha-cons-{run}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": servers,
+            "group.id": group,
+            "client.id": f"alpha-cons-{run}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe([topic])
     got, deadline = 0, time.monotonic() + 30
     while got < 20 and time.monotonic() < deadline:
@@ -61,10 +74,10 @@ def traffic(stack):
     leader = admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader
     # Kafka accepts min.insync.replicas above the replication factor: two partitions that are under min ISR for good
     strict = f"alpha.strict-{run}"
-    admin.create_topics([NewTopic(strict, num_partitions=2, replication_factor=1,
-                                  config={"min.insync.replicas": "2"})])[strict].result(30)
-    return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader,
-            "strict": strict}
+    admin.create_topics(
+        [NewTopic(strict, num_partitions=2, replication_factor=1, config={"min.insync.replicas": "2"})]
+    )[strict].result(30)
+    return {"topic": topic, "client": client, "group": group, "consumed_until": got, "leader": leader, "strict": strict}
 
 
 def generous(cfg):
@@ -82,7 +95,8 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
         results = svc.collect_once()
         by_target = {r.target.name: r for r in results}
         assert {r.status for r in results} == {TargetStatus.OK}, {
-            k: (r.status, r.message) for k, r in by_target.items()}
+            k: (r.status, r.message) for k, r in by_target.items()
+        }
         controller = f"controller-127.0.0.1:{stack.layout.controller_jolokia_port}"  # secured: JMX wants a password
         assert set(by_target) == {"broker-1", "broker-2", "broker-3", controller, "host-localhost", "admin"}
 
@@ -97,13 +111,18 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
         assert values(registry, "kafka_client_produce_bytes_per_second", client_id=traffic["client"], tenant="alpha")
         assert values(registry, "kafka_broker_requests_total", request="Produce")
         assert values(registry, "kafka_cluster_active_controllers", broker="100") == [
-            ({"cluster": "local", "broker": "100"}, 1.0)]
+            ({"cluster": "local", "broker": "100"}, 1.0)
+        ]
         assert values(registry, "kafka_cluster_raft_state", broker="100", state="leader")
         assert len(values(registry, "kafka_jvm_heap_used_bytes")) == 4
         # Admin API: the group has no active members and still shows its lag, computed offsets-before-watermarks
         lag = values(registry, "kafka_consumergroup_lag", group=traffic["group"], topic=topic)
-        assert lag == [({"cluster": "local", "group": traffic["group"], "topic": topic, "tenant": "alpha"},
-                        float(50 - traffic["consumed_until"]))]
+        assert lag == [
+            (
+                {"cluster": "local", "group": traffic["group"], "topic": topic, "tenant": "alpha"},
+                float(50 - traffic["consumed_until"]),
+            )
+        ]
         assert values(registry, "kafka_consumergroup_members", group=traffic["group"])[0][1] == 0.0
         assert values(registry, "kafka_topic_offline_partitions", topic=topic)[0][1] == 0.0
         assert values(registry, "kafka_topic_under_min_isr_partitions", topic=topic, tenant="alpha")[0][1] == 0.0
@@ -119,6 +138,7 @@ def test_real_values_with_tenant_labels_served_and_scraped_by_prometheus(stack, 
         # the stack's real Prometheus scrapes this registry on the service port
         server, thread = start_http_server(stack.layout.service_port, addr="127.0.0.1", registry=registry)
         try:
+
             def scraped():
                 q = urllib.parse.urlencode({"query": f'kafka_topic_bytes_in_total{{topic="{topic}"}}'})
                 with urllib.request.urlopen(f"{stack.layout.prometheus_url}/api/v1/query?{q}", timeout=5) as r:
@@ -144,8 +164,9 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
 
     cfg = stack.config(store_url=f"sqlite:///{tmp_path / 'a.db'}")
     cluster = cfg.clusters[0]
-    cfg = cfg.model_copy(update={"clusters": (cluster.model_copy(update={
-        "brokers": tuple(b for b in cluster.brokers if b.id != 3)}),)})
+    cfg = cfg.model_copy(
+        update={"clusters": (cluster.model_copy(update={"brokers": tuple(b for b in cluster.brokers if b.id != 3)}),)}
+    )
     registry = CollectorRegistry()
     svc = CollectionService(cfg, registry=registry)
     server = None
@@ -160,8 +181,9 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
                 return {x["metric"].get("broker") for x in json.load(r)["data"]["result"]}
 
         def scraped():  # this registry's series, not those of an earlier collector on the same port
-            return (brokers("kafka_broker_request_handler_idle_ratio") == {"1", "2"}
-                    and brokers("kafka_cluster_broker_up == 1") == {"1", "2", "3"})
+            return brokers("kafka_broker_request_handler_idle_ratio") == {"1", "2"} and brokers(
+                "kafka_cluster_broker_up == 1"
+            ) == {"1", "2", "3"}
 
         wait_until(scraped, timeout=30, what="Prometheus to scrape the partial collector")
         store = Store(cfg.store.url)
@@ -173,8 +195,11 @@ def test_a_broker_left_out_of_the_targets_is_reported_by_the_no_data_alert(stack
         no_data = [i.labels for i in result.instances.values() if i.rule == NO_DATA]
         per_broker = {(lbl["broker"], lbl["metric"]) for lbl in no_data if "broker" in lbl}
         assert {b for b, _ in per_broker} == {"3"}, per_broker
-        assert {m for _, m in per_broker} >= {"kafka_broker_request_handler_idle_ratio",
-                                              "kafka_host_filesystem_avail_bytes", "kafka_jvm_heap_max_bytes"}
+        assert {m for _, m in per_broker} >= {
+            "kafka_broker_request_handler_idle_ratio",
+            "kafka_host_filesystem_avail_bytes",
+            "kafka_jvm_heap_max_bytes",
+        }
         assert result.rules["KafkaDiskFullRisk"].health.value == "nodata"
         assert "broker 3" in result.rules["KafkaDiskFullRisk"].error
     finally:

@@ -31,8 +31,14 @@ from tests.conftest import wait_until
 
 pytestmark = pytest.mark.e2e
 
-VARIABLES = {"cluster": "local", "broker": ".*", "tenant": "payments", "__rate_interval": "1m", "__interval": "15s",
-             "__range": "1h"}
+VARIABLES = {
+    "cluster": "local",
+    "broker": ".*",
+    "tenant": "payments",
+    "__rate_interval": "1m",
+    "__interval": "15s",
+    "__range": "1h",
+}
 # "Client advisor findings" needs the alerts role and misbehaving clients: tests/integration/test_advisor_stack.py
 # runs its query against the live Prometheus while they run.
 NOT_INDUCED = {"Disk full in", "Client advisor findings"}
@@ -54,21 +60,39 @@ def faulty(stack, tmp_path_factory):
     # The panels are under test, not the rule's 2m `for`: the scrape-failure rule fires after 20s here.
     rules = tmp_path_factory.mktemp("faults-rules") / "scrape-failing.yaml"
     rules.write_text(builtin_variant("KafkaHealthScrapeFailing", for_="20s"))
-    config = config.model_copy(update={
-        "clusters": (cluster.model_copy(update={"brokers": cluster.brokers + (ghost,)}),),
-        "alertmanager": config.alertmanager.model_copy(update={"url": None}),
-        "rules": config.rules.model_copy(update={"files": (str(rules),)}),
-    })
+    config = config.model_copy(
+        update={
+            "clusters": (cluster.model_copy(update={"brokers": cluster.brokers + (ghost,)}),),
+            "alertmanager": config.alertmanager.model_copy(update={"url": None}),
+            "rules": config.rules.model_copy(update={"files": (str(rules),)}),
+        }
+    )
     app = build_app(config, ("collector", "alerts"))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=L.service_port, log_level="warning",
-                                           access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=L.service_port, log_level="warning", access_log=False)
+    )
     thread = threading.Thread(target=server.run, name="dashboards-faults-serve", daemon=True)
     thread.start()
     rule_file = L.prometheus_rules_dir / "dashboards-probe.yml"
-    rule_file.write_text(yaml.safe_dump({"groups": [{"name": "dashboards-probe", "rules": [{
-        "alert": PROBE_RULE, "expr": 'kafka_health_scrape_success{target="broker-9"} == 0',
-        "labels": {"severity": "warning", "tenant": "payments"},
-        "annotations": {"summary": "probe for the dashboards' fault panels"}}]}]}))
+    rule_file.write_text(
+        yaml.safe_dump(
+            {
+                "groups": [
+                    {
+                        "name": "dashboards-probe",
+                        "rules": [
+                            {
+                                "alert": PROBE_RULE,
+                                "expr": 'kafka_health_scrape_success{target="broker-9"} == 0',
+                                "labels": {"severity": "warning", "tenant": "payments"},
+                                "annotations": {"summary": "probe for the dashboards' fault panels"},
+                            }
+                        ],
+                    }
+                ]
+            }
+        )
+    )
     prom = httpx.Client(base_url=L.prometheus_url, timeout=10)
     prom.post("/-/reload").raise_for_status()
     try:
@@ -84,8 +108,15 @@ def faulty(stack, tmp_path_factory):
 def _too_large_record(bootstrap: str) -> None:
     """The client accepts 2 MB, the broker's message.max.bytes (1 MB default) refuses it: MESSAGE_TOO_LARGE."""
     errors = []
-    p = Producer({"bootstrap.servers": bootstrap, "client.id": "payments-oversize", "message.max.bytes": 4_000_000,
-                  "compression.type": "none", "retries": 0})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "payments-oversize",
+            "message.max.bytes": 4_000_000,
+            "compression.type": "none",
+            "retries": 0,
+        }
+    )
     p.produce("payments.orders", b"x" * 2_000_000, on_delivery=lambda err, _msg: errors.append(err))
     p.flush(30)
     assert errors and errors[0] is not None and errors[0].code() == KafkaError.MSG_SIZE_TOO_LARGE, errors
@@ -98,8 +129,13 @@ def _has_data(prom: httpx.Client, expr: str) -> bool:
 
 def test_fault_panels_show_the_faults(stack, faulty):
     _too_large_record(stack.layout.bootstrap_servers)
-    panels = [(b.uid, p.title, substitute(q.expr, VARIABLES)) for b in ALL for p in b.panels()
-              if p.needs is Needs.FAULT and p.title not in NOT_INDUCED for q in p.queries]
+    panels = [
+        (b.uid, p.title, substitute(q.expr, VARIABLES))
+        for b in ALL
+        for p in b.panels()
+        if p.needs is Needs.FAULT and p.title not in NOT_INDUCED
+        for q in p.queries
+    ]
     assert len(panels) >= 5
 
     def empty():
@@ -108,8 +144,12 @@ def test_fault_panels_show_the_faults(stack, faulty):
     wait_until(lambda: not empty(), timeout=180, interval=5, what="every fault panel to show its fault")
     # The healthy-path panels say it too: the ghost broker is down and its target fails. Waited for: the Admin
     # collector's round that says so may be the one a loaded machine made fail (CI saw it missing at once, 2026-11-24)
-    wait_until(lambda: _has_data(faulty, 'count by (cluster) (kafka_cluster_broker_up{cluster="local"} == 0)'), 60,
-               interval=5, what="the ghost broker down (kafka_cluster_broker_up == 0)")
+    wait_until(
+        lambda: _has_data(faulty, 'count by (cluster) (kafka_cluster_broker_up{cluster="local"} == 0)'),
+        60,
+        interval=5,
+        what="the ghost broker down (kafka_cluster_broker_up == 0)",
+    )
     assert _has_data(faulty, f'ALERTS{{alertname="{PROBE_RULE}", alertstate="firing", tenant="payments"}}')
 
 
@@ -122,8 +162,11 @@ def _engine_alerts(prom: httpx.Client, board, title: str, variables: dict[str, s
     """(alertname, broker, tenant) of the engine's series in a firing-alerts table."""
     (panel,) = [p for p in board.panels() if p.title == title and p.kind is Kind.TABLE]
     rows = _result(prom, substitute(panel.queries[0].expr, variables))
-    return {(r["metric"]["alertname"], r["metric"].get("broker", ""), r["metric"].get("tenant", ""))
-            for r in rows if r["metric"].get("__name__") == "kafka_health_alert_instance"}
+    return {
+        (r["metric"]["alertname"], r["metric"].get("broker", ""), r["metric"].get("tenant", ""))
+        for r in rows
+        if r["metric"].get("__name__") == "kafka_health_alert_instance"
+    }
 
 
 def test_the_engines_alerts_show_on_the_alert_panels(faulty):
@@ -133,8 +176,10 @@ def test_the_engines_alerts_show_on_the_alert_panels(faulty):
     def seen():
         on_service = _engine_alerts(faulty, service.BOARD, "Firing alerts", VARIABLES)
         on_tenant = _engine_alerts(faulty, tenant.BOARD, "Firing alerts", VARIABLES)
-        return (any(name == "KafkaBrokerUnreachable" and broker == "9" for name, broker, _ in on_service)
-                and ("KafkaHealthScrapeFailing", "", "payments") in on_tenant
-                and all(t == "payments" for _, _, t in on_tenant))
+        return (
+            any(name == "KafkaBrokerUnreachable" and broker == "9" for name, broker, _ in on_service)
+            and ("KafkaHealthScrapeFailing", "", "payments") in on_tenant
+            and all(t == "payments" for _, _, t in on_tenant)
+        )
 
     wait_until(seen, timeout=300, interval=5, what="the engine's alerts in the firing-alerts tables")

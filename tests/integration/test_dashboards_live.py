@@ -28,8 +28,14 @@ pytestmark = pytest.mark.integration
 
 # What Grafana would substitute with cluster "local", broker 1, tenant payments selected; the stack scrapes every
 # 5 s, so Grafana's $__rate_interval (4 x scrape interval, at least) is 20 s: 1m is the safe side of it.
-VARIABLES = {"cluster": "local", "broker": "1", "tenant": "payments", "__rate_interval": "1m", "__interval": "15s",
-             "__range": "1h"}
+VARIABLES = {
+    "cluster": "local",
+    "broker": "1",
+    "tenant": "payments",
+    "__rate_interval": "1m",
+    "__interval": "15s",
+    "__range": "1h",
+}
 ROLES = ("collector", "alerts")
 
 
@@ -37,8 +43,9 @@ ROLES = ("collector", "alerts")
 def live(stack):
     """The service (collector and alerts) on the port Prometheus scrapes, and the demo load."""
     app = build_app(stack.config(tenants=DEMO_TENANTS), ROLES)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=stack.layout.service_port,
-                                           log_level="warning", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=stack.layout.service_port, log_level="warning", access_log=False)
+    )
     thread = threading.Thread(target=server.run, name="dashboards-live-serve", daemon=True)
     thread.start()
     load = LoadGenerator(stack.layout.bootstrap_servers, DEMO_LOAD)
@@ -106,5 +113,9 @@ def test_variables_list_the_demo_cluster_brokers_and_tenants(live):
         r = live.get(f"/api/v1/label/{label}/values", params={"match[]": metric})
         return set(r.json()["data"])
 
-    wait_until(lambda: all(expected[v] <= values(v) for v in expected), timeout=120, interval=2,
-               what="variables to list the demo's cluster, brokers and tenants")
+    wait_until(
+        lambda: all(expected[v] <= values(v) for v in expected),
+        timeout=120,
+        interval=2,
+        what="variables to list the demo's cluster, brokers and tenants",
+    )

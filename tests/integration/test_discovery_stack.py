@@ -36,9 +36,12 @@ def discovering(stack) -> ClusterConfig:
     assert all(template.format(host="127.0.0.1", id=b) == kafka.jolokia_url(L, b) for b in L.broker_ids)
     controller = (cluster.controller_jolokia or (None,))[0]
     data = cluster.model_dump() | {
-        "brokers": (), "controller_jolokia": (), "controller_jmx": (),
+        "brokers": (),
+        "controller_jolokia": (),
+        "controller_jmx": (),
         "jmx": cluster.jmx.model_dump() | {"timeout_seconds": 30},
-        "discovery": DiscoverySettings(jolokia=template, controller_jolokia=controller).model_dump()}
+        "discovery": DiscoverySettings(jolokia=template, controller_jolokia=controller).model_dump(),
+    }
     # model_dump resolved the secrets into SecretRefs' dicts; validate from the original objects to keep them
     data["security"], data["jmx"]["password"] = cluster.security, cluster.jmx.password
     return ClusterConfig.model_validate(data)
@@ -65,8 +68,11 @@ def test_discovery_only_config_collects_every_broker_and_the_log_dirs_statvfs(st
     assert up == {str(b): 1.0 for b in ids}  # the expected brokers are the registered ones
     protocol = results["local/protocol/protocol"]
     assert protocol.status is TargetStatus.OK, protocol.message
-    disk = {(dict(s.labels)["broker"], dict(s.labels)["path"], s.name): s.value for s in protocol.samples
-            if s.name.startswith("kafka_host_filesystem_")}
+    disk = {
+        (dict(s.labels)["broker"], dict(s.labels)["path"], s.name): s.value
+        for s in protocol.samples
+        if s.name.startswith("kafka_host_filesystem_")
+    }
     for b in ids:
         path = str(stack.layout.log_dir(b))
         st = os.statvfs(path)
@@ -77,8 +83,9 @@ def test_discovery_only_config_collects_every_broker_and_the_log_dirs_statvfs(st
 
 
 def test_a_protocol_only_config_lists_what_is_not_observable(stack):
-    cluster = stack.config().clusters[0].model_copy(update={"brokers": (), "controller_jolokia": (),
-                                                            "controller_jmx": ()})
+    cluster = (
+        stack.config().clusters[0].model_copy(update={"brokers": (), "controller_jolokia": (), "controller_jmx": ()})
+    )
     table = {c.signal: c for c in capability_table(cluster)}
     assert table["kafka_host_filesystem_avail_bytes"].sources == ("protocol_disk",)
     assert not table["kafka_broker_under_replicated_partitions"].observable
@@ -91,9 +98,19 @@ def _cluster_tool(stack, args: list[str], log) -> int:
     L = stack.layout
     secured = L.secured
     auth = ["--config", str(StackSecurity(L).admin_command_config())] if secured else []
-    cmd = [kafka.require_java(), "-Xmx128m", f"-Dkafka.logs.dir={L.logs_dir}", "-cp", f"{L.jars_dir}/*",
-           "org.apache.kafka.tools.ClusterTool", *args[:1],
-           "--bootstrap-server", L.sasl_bootstrap_servers if secured else L.bootstrap_servers, *auth, *args[1:]]
+    cmd = [
+        kafka.require_java(),
+        "-Xmx128m",
+        f"-Dkafka.logs.dir={L.logs_dir}",
+        "-cp",
+        f"{L.jars_dir}/*",
+        "org.apache.kafka.tools.ClusterTool",
+        *args[:1],
+        "--bootstrap-server",
+        L.sasl_bootstrap_servers if secured else L.bootstrap_servers,
+        *auth,
+        *args[1:],
+    ]
     with open(log, "ab") as out:
         return subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
 
@@ -129,8 +146,11 @@ def test_a_fourth_broker_is_collected_within_two_rounds_pages_when_down_and_is_f
         return {r.target.key: r for r in svc.collect_once(timeout=90)}
 
     def broker_up(results) -> dict[str, float]:
-        return {dict(s.labels)["broker"]: s.value for s in results["local/admin/admin"].samples
-                if s.name == "kafka_cluster_broker_up"}
+        return {
+            dict(s.labels)["broker"]: s.value
+            for s in results["local/admin/admin"].samples
+            if s.name == "kafka_cluster_broker_up"
+        }
 
     try:
         assert key not in round_()

@@ -31,8 +31,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
 CONDITIONAL = {
     # One MBean per client instance that pushed KIP-714 metrics; which signals depends on the client library.
     # Proven by tests/integration/test_client_telemetry.py (Java and librdkafka clients).
-    **{f"kafka_client_telemetry_{stem}": "a client pushed KIP-714 telemetry" for stem, *_ in
-       catalog.TELEMETRY_SIGNALS},
+    **{f"kafka_client_telemetry_{stem}": "a client pushed KIP-714 telemetry" for stem, *_ in catalog.TELEMETRY_SIGNALS},
     # Counted only for requests on a protocol version the broker deprecates (KIP-896): none on a new cluster.
     # Proven on 3.9 by tests/integration/test_stack_kafka39.py with a librdkafka client on the 0.9 protocol.
     "kafka_broker_deprecated_requests_total": "a client sent a deprecated request version",
@@ -49,8 +48,10 @@ CONDITIONAL = {
 
 def catalog_metrics() -> dict[str, set[str]]:
     """Node kind -> the metric names its catalog rules export."""
-    return {"broker": {r.metric for r in catalog.BROKER_RULES},
-            "controller": {r.metric for r in catalog.CONTROLLER_RULES}}
+    return {
+        "broker": {r.metric for r in catalog.BROKER_RULES},
+        "controller": {r.metric for r in catalog.CONTROLLER_RULES},
+    }
 
 
 def _family(name: str) -> str:
@@ -85,14 +86,22 @@ def collected(stack):
     assert p.flush(30) == 0
     # One record over the broker's message.max.bytes (1 MB), sent because the client allows it: the broker rejects
     # it, which registers the topic's rejected-bytes and failed-produce meters.
-    big = Producer({"bootstrap.servers": servers, "client.id": f"versions-big-{run}", "message.max.bytes": 3_000_000,
-                    "retries": 0})
+    big = Producer(
+        {"bootstrap.servers": servers, "client.id": f"versions-big-{run}", "message.max.bytes": 3_000_000, "retries": 0}
+    )
     errors: list = []
     big.produce(topic, b"x" * 2_000_000, partition=0, on_delivery=lambda err, _m: errors.append(err))
     big.flush(30)
     assert errors and errors[0] is not None, errors  # rejected by the broker
-    c = Consumer({"bootstrap.servers": servers, "group.id": group, "client.id": f"versions-c-{run}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": servers,
+            "group.id": group,
+            "client.id": f"versions-c-{run}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe([topic])
     got, deadline = 0, time.monotonic() + 30
     while got < 300 and time.monotonic() < deadline:
@@ -125,7 +134,8 @@ def test_every_catalog_mbean_is_there_unless_the_version_table_says_it_is_not(st
         assert not missing, (
             f"Kafka {rel.version} {kind}s register no MBean for {missing}: the MBean moved or vanished. Map the new "
             f"name in collectors/catalog.py, or list the metric in absent_metrics of {rel.version}'s row in "
-            "monitor/core/kafka_versions.py (and say in docs/operations.md what that costs)")
+            "monitor/core/kafka_versions.py (and say in docs/operations.md what that costs)"
+        )
 
 
 def test_what_the_version_table_calls_absent_is_absent(stack, collected):

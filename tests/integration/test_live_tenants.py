@@ -34,10 +34,12 @@ tenants:
   - name: shop
     selectors: [{cluster: c1, topic_prefixes: [orders.]}]
 """)
-LEDGER = TenantConfig(name="ledger", selectors=(TenantSelector(cluster="c1", topic_prefixes=("ledger.",),
-                                                               principals=("User:ledger-app",)),),
-                      contract=TenantContract(produce_quota_bytes_per_second=1234567),
-                      receivers=TenantReceivers(webhooks=(HOOK,)))
+LEDGER = TenantConfig(
+    name="ledger",
+    selectors=(TenantSelector(cluster="c1", topic_prefixes=("ledger.",), principals=("User:ledger-app",)),),
+    contract=TenantContract(produce_quota_bytes_per_second=1234567),
+    receivers=TenantReceivers(webhooks=(HOOK,)),
+)
 
 
 class Clock:
@@ -71,8 +73,9 @@ def _tenants_of(result, rule="KafkaOfflinePartitions") -> set:
 def test_a_tenant_created_and_deleted_through_the_registry_is_followed_from_the_next_cycle(store):
     clock = Clock()
     live = LiveTenants(CONFIG, store, check_seconds=5, clock=clock)
-    svc = AlertService(CONFIG, store=store, registry=CollectorRegistry(), source=_offline("ledger.events"),
-                       tenants=live)
+    svc = AlertService(
+        CONFIG, store=store, registry=CollectorRegistry(), source=_offline("ledger.events"), tenants=live
+    )
     assert _tenants_of(svc.run_once(T0)) == {None}  # nobody owns ledger.events yet: operators only
 
     with store.session() as db:
@@ -128,11 +131,30 @@ def test_a_name_used_again_inherits_nothing_of_the_deleted_tenant(store):
     with store.session() as db:
         service.create(db_session=db, tenant_in=LEDGER, clusters=["c1"], now=T0)
         tokens.create(db_session=db, kind=tokens.TokenKind.TENANT, tenant="ledger", name="app", now=T0)
-        repo.create_silence([{"name": "alertname", "value": "X", "is_regex": False, "is_equal": True}], T0,
-                            T0 + timedelta(hours=1), created_by="t", comment="", tenant="ledger", now=T0, session=db)
-        db.add(AlertInstance(fingerprint="fp-ledger", rule="KafkaOfflinePartitions", state="firing",
-                             severity="critical", cluster="c1", broker=None, tenant="ledger",
-                             labels={"tenant": "ledger"}, annotations={}, evidence={}))
+        repo.create_silence(
+            [{"name": "alertname", "value": "X", "is_regex": False, "is_equal": True}],
+            T0,
+            T0 + timedelta(hours=1),
+            created_by="t",
+            comment="",
+            tenant="ledger",
+            now=T0,
+            session=db,
+        )
+        db.add(
+            AlertInstance(
+                fingerprint="fp-ledger",
+                rule="KafkaOfflinePartitions",
+                state="firing",
+                severity="critical",
+                cluster="c1",
+                broker=None,
+                tenant="ledger",
+                labels={"tenant": "ledger"},
+                annotations={},
+                evidence={},
+            )
+        )
     with store.session() as db:
         service.delete(db_session=db, tenant=service.get(db_session=db, name="ledger"))
         service.create(db_session=db, tenant_in=LEDGER, clusters=["c1"], now=T0)

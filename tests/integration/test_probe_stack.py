@@ -31,8 +31,12 @@ def test_probe_as_the_monitoring_principal_places_one_partition_per_broker_and_m
     probe = Probe(cluster)
     probe.start()
     try:
-        ok = wait_until(lambda: (r := _results(probe)) and {b for b, res in r if res == "ok"} == {1, 2, 3} and r,
-                        60, interval=1, what="ok records of every broker")
+        ok = wait_until(
+            lambda: (r := _results(probe)) and {b for b, res in r if res == "ok"} == {1, 2, 3} and r,
+            60,
+            interval=1,
+            what="ok records of every broker",
+        )
         assert probe.series.up and probe.running
     finally:
         probe.stop()
@@ -40,8 +44,9 @@ def test_probe_as_the_monitoring_principal_places_one_partition_per_broker_and_m
     admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
     topic = admin.list_topics(timeout=10).topics[cluster.probe.topic]
     preferred = sorted(p.replicas[0] for p in topic.partitions.values())
-    assert preferred == [1, 2, 3] and all(len(set(p.replicas)) == 3 for p in topic.partitions.values()), \
-        {p: v.replicas for p, v in topic.partitions.items()}
+    assert preferred == [1, 2, 3] and all(len(set(p.replicas)) == 3 for p in topic.partitions.values()), {
+        p: v.replicas for p, v in topic.partitions.items()
+    }
     res = ConfigResource("topic", cluster.probe.topic)
     configs = admin.describe_configs([res])[res].result(10)
     assert configs["min.insync.replicas"].value == "2" and configs["retention.ms"].value == "3600000"
@@ -57,13 +62,20 @@ def test_probe_without_its_acls_says_it_cannot_run_and_counts_no_failure(stack):
     sec = security.StackSecurity(stack.layout)
     security.create_scram_users(sec, [user])
     cluster = stack.config().clusters[0]
-    settings = {**cluster.security, "sasl.username": user,
-                "sasl.password": SecretRef(file=str(sec.scram_password_file(user)))}
+    settings = {
+        **cluster.security,
+        "sasl.username": user,
+        "sasl.password": SecretRef(file=str(sec.scram_password_file(user))),
+    }
     probe = Probe(cluster.model_copy(update={"security": settings}))
     probe.start()
     try:
-        wait_until(lambda: "AUTHORIZATION_FAILED" in probe.series.reason, 30, interval=0.5,
-                   what=lambda: f"the probe to say it is refused (reason: {probe.series.reason!r})")
+        wait_until(
+            lambda: "AUTHORIZATION_FAILED" in probe.series.reason,
+            30,
+            interval=0.5,
+            what=lambda: f"the probe to say it is refused (reason: {probe.series.reason!r})",
+        )
         time.sleep(2)
         assert not probe.series.up
         assert "User:probe-no-acls needs ACLs allowing" in probe.series.reason, probe.series.reason

@@ -32,9 +32,15 @@ NOW = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)
 
 def _spark_env(tmp: Path) -> dict:
     home = Path(pyspark.__file__).parent
-    return {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-            "SPARK_LOG_DIR": str(tmp / "logs"), "SPARK_WORKER_DIR": str(tmp / "work"),
-            "SPARK_NO_DAEMONIZE": "1"}
+    return {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOG_DIR": str(tmp / "logs"),
+        "SPARK_WORKER_DIR": str(tmp / "work"),
+        "SPARK_NO_DAEMONIZE": "1",
+    }
 
 
 @pytest.fixture
@@ -46,15 +52,47 @@ def standalone(tmp_path):
     procs = []
 
     def start(args, log):
-        procs.append(subprocess.Popen([spark_class, *args], env=env, stdout=open(logs / log, "wb"),
-                                      stderr=subprocess.STDOUT, start_new_session=True))
+        procs.append(
+            subprocess.Popen(
+                [spark_class, *args],
+                env=env,
+                stdout=open(logs / log, "wb"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
 
     try:
-        start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(MASTER_PORT),
-               "--webui-port", str(MASTER_UI)], "master.log")
+        start(
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(MASTER_PORT),
+                "--webui-port",
+                str(MASTER_UI),
+            ],
+            "master.log",
+        )
         url = f"spark://127.0.0.1:{MASTER_PORT}"
-        start(["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2",
-               "--memory", "1g", "--webui-port", str(WORKER_UI), "--work-dir", str(tmp_path / "work")], "worker.log")
+        start(
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--cores",
+                "2",
+                "--memory",
+                "1g",
+                "--webui-port",
+                str(WORKER_UI),
+                "--work-dir",
+                str(tmp_path / "work"),
+            ],
+            "worker.log",
+        )
 
         def alive_workers():
             try:
@@ -96,13 +134,36 @@ def test_cluster_run_equals_local_run(standalone, spark, tmp_path):
     env = {**_spark_env(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     # The real CLI entry point.
     entry = "import sys, monitor.cli as c; sys.exit(c.main(sys.argv[1:]))"
-    done = subprocess.run([sys.executable, "-c", entry, "report", "--week", KNOWN_WEEK, "--master", standalone,
-                           "--config", str(cfg), "--no-index"], env=env, capture_output=True, text=True, timeout=900,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            entry,
+            "report",
+            "--week",
+            KNOWN_WEEK,
+            "--master",
+            standalone,
+            "--config",
+            str(cfg),
+            "--no-index",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "[5/5]" in done.stderr and "done:" in done.stderr  # progress while it runs
     local, cluster = _docs(local_lake), _docs(cluster_lake)
-    assert set(local) == {"tenant=acme", "tenant=beta", "tenant=gamma", "tenant=empty", "tenant=delta",
-                          "tenant=_operator"}
+    assert set(local) == {
+        "tenant=acme",
+        "tenant=beta",
+        "tenant=gamma",
+        "tenant=empty",
+        "tenant=delta",
+        "tenant=_operator",
+    }
     for name in local:  # generated_at differs (NOW vs the wall clock): everything else must be equal
         assert cluster[name] == local[name], name

@@ -75,8 +75,10 @@ def test_client_findings_of_the_week_per_tenant(known):
     """Minutes observed, first and last seen of each advisor finding in the week; other weeks and other tenants'
     findings stay out (a client's identity is its tenant's business)."""
     docs = known["run"].documents
-    got = {(f["finding"], f["client_id"], f["group"]): (f["minutes"], f["first_seen"], f["last_seen"])
-           for f in docs["acme"]["client_findings"]}
+    got = {
+        (f["finding"], f["client_id"], f["group"]): (f["minutes"], f["first_seen"], f["last_seen"])
+        for f in docs["acme"]["client_findings"]
+    }
     assert got == KNOWN["acme_findings"]
     assert [f["finding"] for f in docs["acme"]["client_findings"]] == ["poor_batching", "slow_consumer"]
     assert [f["client_id"] for f in docs["beta"]["client_findings"]] == ["beta-loader"]
@@ -133,8 +135,9 @@ def client(known):
     @app.middleware("http")
     async def principal(request: Request, call_next):  # test stand-in for monitor.api.auth
         tenant = request.headers.get("x-test-tenant")
-        request.state.principal = (Principal(PrincipalKind.TENANT, "t", tenant) if tenant
-                                   else Principal(PrincipalKind.OPERATOR, "op"))
+        request.state.principal = (
+            Principal(PrincipalKind.TENANT, "t", tenant) if tenant else Principal(PrincipalKind.OPERATOR, "op")
+        )
         return await call_next(request)
 
     @app.exception_handler(NotFound)
@@ -158,8 +161,11 @@ def test_api_lists_and_serves_reports_as_json_and_html(client):
 def test_a_tenant_never_sees_another_tenants_reports(client):
     own = client.get("/api/v1/tenants/beta/reports/2026-W47", headers={"x-test-tenant": "beta"})
     assert own.status_code == 200
-    for path in ("/api/v1/tenants/acme/reports", "/api/v1/tenants/acme/reports/2026-W47",
-                 "/api/v1/tenants/_operator/reports/2026-W47"):
+    for path in (
+        "/api/v1/tenants/acme/reports",
+        "/api/v1/tenants/acme/reports/2026-W47",
+        "/api/v1/tenants/_operator/reports/2026-W47",
+    ):
         r = client.get(path, headers={"x-test-tenant": "beta"})
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
 
@@ -172,8 +178,9 @@ def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp
     (lake / "metrics" / "date=2026-11-19" / "cluster=edge" / "part-0.parquet").write_bytes(b"PAR1 garbage")
     drifted = lake / "metrics" / "date=2026-11-20" / "cluster=main" / "part-0.parquet"
     t = pq.read_table(drifted)
-    t = t.drop(["user"]).set_column(t.schema.get_field_index("value") - 1, "value",
-                                    pa.array([str(v) for v in t.column("value").to_pylist()]))
+    t = t.drop(["user"]).set_column(
+        t.schema.get_field_index("value") - 1, "value", pa.array([str(v) for v in t.column("value").to_pylist()])
+    )
     pq.write_table(t, drifted)
     config = known["config"].model_copy(update={"lake": known["config"].lake.model_copy(update={"path": str(lake)})})
     with caplog.at_level("WARNING"):
@@ -181,13 +188,13 @@ def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp
     problems = run.documents["acme"]["problems"]
     assert any("2026-11-17: no archived data (missing day)" in p for p in problems)
     assert any("2026-11-19: unreadable Parquet file" in p and "cluster=edge" in p for p in problems)
-    assert any("2026-11-20: schema drift" in p and "user missing" in p and "value is string" in p
-               for p in problems)
+    assert any("2026-11-20: schema drift" in p and "user missing" in p and "value is string" in p for p in problems)
     assert run.documents["acme"]["status"] == "partial"
     assert "missing day" in caplog.text and "schema drift" in caplog.text
     # the drifted day's values were cast back, the missing day is just absent: 6 of 7 days of bytes
     assert run.documents["acme"]["throughput"]["bytes_in"]["this_week"] == pytest.approx(
-        KNOWN["acme_bytes_in_base"] * 1.1**4 * 6 / 7)
+        KNOWN["acme_bytes_in_base"] * 1.1**4 * 6 / 7
+    )
     assert run.documents["acme"]["availability"]["bad_minutes"] == KNOWN["acme_bad_minutes"]
     assert run.operator is None and set(run.documents) == {"acme"}
 
@@ -204,8 +211,7 @@ def test_a_second_run_reads_every_day_from_the_cache_and_gives_the_same_document
     assert again.documents == known["run"].documents and again.operator == known["run"].operator
 
 
-def test_a_day_archived_again_a_corrupt_cache_and_a_new_tenant_give_what_the_lake_says(known, spark, tmp_path,
-                                                                                        caplog):
+def test_a_day_archived_again_a_corrupt_cache_and_a_new_tenant_give_what_the_lake_says(known, spark, tmp_path, caplog):
     """On the cache of the module's run: Wednesday is archived again with twice acme's bytes in, the cache of Friday
     is corrupted, a tenant is added that takes a topic from beta. The report shows the new data, recomputes both
     days (and caches them again), attributes the cached days to the new tenant, and equals a run without cache."""
@@ -216,11 +222,11 @@ def test_a_day_archived_again_a_corrupt_cache_and_a_new_tenant_give_what_the_lak
     tables = {}
     for f in sorted(lakefs.day_dir(lake, wed).glob("cluster=*/part-0.parquet")):
         t = pq.read_table(f)
-        acme_in = pc.fill_null(pc.and_(pc.equal(t["series"], "topic_bytes_in_rate"),
-                                       pc.equal(t["topic"], "acme.orders")), False)
+        acme_in = pc.fill_null(
+            pc.and_(pc.equal(t["series"], "topic_bytes_in_rate"), pc.equal(t["topic"], "acme.orders")), False
+        )
         value = pc.if_else(acme_in, pc.multiply(t["value"], 2.0), t["value"])
-        tables[f.parent.name.removeprefix("cluster=")] = t.set_column(t.schema.get_field_index("value"), "value",
-                                                                      value)
+        tables[f.parent.name.removeprefix("cluster=")] = t.set_column(t.schema.get_field_index("value"), "value", value)
     archived_at = NOW - timedelta(minutes=30)
     start = datetime(wed.year, wed.month, wed.day, tzinfo=timezone.utc)
     lakefs.write_day(lake, wed, tables, start=start, end=start + timedelta(days=1), complete=True, now=archived_at)
@@ -228,8 +234,16 @@ def test_a_day_archived_again_a_corrupt_cache_and_a_new_tenant_give_what_the_lak
     data = bytearray(cached.read_bytes())
     data[len(data) // 2] ^= 0xFF
     cached.write_bytes(bytes(data))
-    config = known["config"].model_copy(update={"tenants": known["config"].tenants + (TenantConfig(
-        name="events", selectors=(TenantSelector(cluster="main", topic_prefixes=("beta.events",)),)),)})
+    config = known["config"].model_copy(
+        update={
+            "tenants": known["config"].tenants
+            + (
+                TenantConfig(
+                    name="events", selectors=(TenantSelector(cluster="main", topic_prefixes=("beta.events",)),)
+                ),
+            )
+        }
+    )
 
     messages: list[str] = []
     with caplog.at_level("INFO"):
@@ -239,7 +253,8 @@ def test_a_day_archived_again_a_corrupt_cache_and_a_new_tenant_give_what_the_lak
     acme = run.documents["acme"]
     assert acme["status"] == "ok"  # a corrupt cache is not a problem of the report
     assert acme["throughput"]["bytes_in"]["this_week"] == pytest.approx(
-        KNOWN["acme_bytes_in_base"] * 1.1**4 * 8 / 7, rel=1e-12)  # Wednesday's seventh counts twice
+        KNOWN["acme_bytes_in_base"] * 1.1**4 * 8 / 7, rel=1e-12
+    )  # Wednesday's seventh counts twice
     assert run.documents["events"]["throughput"]["bytes_in"]["this_week"] == 1000 * 60 * 24 * 7
     assert run.documents["events"]["throughput"]["bytes_in"]["previous4_weeks"] == 4  # cached weeks too
     record = json.loads((lake / "reduced" / "_days" / f"{wed}.json").read_text())

@@ -67,21 +67,26 @@ def test_a_wrong_password_is_one_clear_message_and_the_other_cluster_keeps_repor
     bad_file = tmp_path / "wrong-password"
     bad_file.write_text(wrong)
     bad_file.chmod(0o600)
-    bad = _named(good, "wrongpw",
-                 security={**good.security, "sasl.password": SecretRef(file=str(bad_file))},
-                 jmx=good.jmx.model_copy(update={"password": SecretRef(file=str(bad_file))}))
+    bad = _named(
+        good,
+        "wrongpw",
+        security={**good.security, "sasl.password": SecretRef(file=str(bad_file))},
+        jmx=good.jmx.model_copy(update={"password": SecretRef(file=str(bad_file))}),
+    )
     results = _collect(_with_clusters(stack.config(), good, bad))
 
     admin = results[("wrongpw", "admin")]
     assert admin.status is TargetStatus.FAILED and admin.reason is FailureReason.AUTHENTICATION, admin
-    assert admin.message.startswith("Admin API metadata: authentication failed: check sasl.username and "
-                                    "sasl.password of principal kafka-health"), admin.message
+    assert admin.message.startswith(
+        "Admin API metadata: authentication failed: check sasl.username and sasl.password of principal kafka-health"
+    ), admin.message
     broker = results[("wrongpw", "broker-1")]
     assert broker.status is TargetStatus.FAILED and broker.reason is FailureReason.AUTHENTICATION, broker
     assert "wrong jmx.username or jmx.password" in broker.message
     # the good cluster, in the same collection, is whole
-    assert all(r.status is TargetStatus.OK for (c, _), r in results.items() if c == "local"), \
-        {k: (r.status, r.message) for k, r in results.items() if k[0] == "local"}
+    assert all(r.status is TargetStatus.OK for (c, _), r in results.items() if c == "local"), {
+        k: (r.status, r.message) for k, r in results.items() if k[0] == "local"
+    }
     for r in results.values():
         assert wrong not in r.message
     assert wrong not in caplog.text
@@ -104,8 +109,15 @@ def test_a_monitoring_principal_without_its_acls_is_told_what_it_lacks(stack, tm
     p = Producer({"bootstrap.servers": L.bootstrap_servers, "logger": QUIET})
     p.produce(topic, b"x")
     assert p.flush(30) == 0
-    c = Consumer({"bootstrap.servers": L.bootstrap_servers, "group.id": group, "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "logger": QUIET})
+    c = Consumer(
+        {
+            "bootstrap.servers": L.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "logger": QUIET,
+        }
+    )
     c.subscribe([topic])
     msg = None
     for _ in range(60):
@@ -118,14 +130,17 @@ def test_a_monitoring_principal_without_its_acls_is_told_what_it_lacks(stack, tm
     good = stack.config().clusters[0]
     pw = tmp_path / "pw"
     pw.write_text(sec.password(f"scram-{user}"))
-    noacl = _named(good, "noacl", security={**good.security, "sasl.username": user,
-                                            "sasl.password": SecretRef(file=str(pw))})
+    noacl = _named(
+        good, "noacl", security={**good.security, "sasl.username": user, "sasl.password": SecretRef(file=str(pw))}
+    )
     results = _collect(_with_clusters(stack.config(), good, noacl))
     admin = results[("noacl", "admin")]
     assert admin.status in (TargetStatus.OK, TargetStatus.NO_DATA), admin  # brokers are still exported
     assert f"no topic is visible to User:{user}" in admin.message and "Describe on Topic *" in admin.message
-    assert "GROUP_AUTHORIZATION_FAILED" in admin.message and f"User:{user} needs an ACL allowing Describe on the " \
-                                                             "groups" in admin.message, admin.message
+    assert (
+        "GROUP_AUTHORIZATION_FAILED" in admin.message
+        and f"User:{user} needs an ACL allowing Describe on the groups" in admin.message
+    ), admin.message
     assert results[("local", "admin")].status is TargetStatus.OK
 
 
@@ -136,13 +151,15 @@ def expired_tls_server(stack):
 
     sec = StackSecurity(stack.layout)
     now = dt.datetime.now(dt.timezone.utc)
-    key, cert = issue_certificate(sec, "kafka-node", not_before=now - dt.timedelta(days=30),
-                                  not_after=now - dt.timedelta(days=1))
+    key, cert = issue_certificate(
+        sec, "kafka-node", not_before=now - dt.timedelta(days=30), not_after=now - dt.timedelta(days=1)
+    )
     d = stack.layout.dir / f"expired-{uuid.uuid4().hex[:6]}"
     d.mkdir()
     (d / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (d / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                  serialization.NoEncryption()))
+    (d / "key.pem").write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(d / "cert.pem", d / "key.pem")
     srv = socket.socket()
@@ -177,9 +194,10 @@ def test_an_expired_broker_certificate_is_named(stack, expired_tls_server):
     results = _collect(_with_clusters(stack.config(), good, expired))
     admin = results[("expired", "admin")]
     assert admin.status is TargetStatus.FAILED and admin.reason is FailureReason.AUTHENTICATION, admin
-    assert admin.message.startswith(f"Admin API metadata: TLS: the certificate of {expired_tls_server} expired on "
-                                    f"{(dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)):%Y-%m-%d}"), \
-        admin.message
+    assert admin.message.startswith(
+        f"Admin API metadata: TLS: the certificate of {expired_tls_server} expired on "
+        f"{(dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1)):%Y-%m-%d}"
+    ), admin.message
     assert results[("local", "admin")].status is TargetStatus.OK
 
 
@@ -199,9 +217,24 @@ def test_the_printed_client_files_authenticate_with_debian_kcat_and_java_2_3_and
     stack.add_principal(f"{tenant}-app", topic_prefixes=(f"{tenant}.",), properties_name=tenant)
     ensure_topics(L.bootstrap_servers, [f"{tenant}.events"], partitions=1, replication=1)
 
-    status = subprocess.run([sys.executable, "-m", "monitor.cli", "stack", "status", "--dir", str(L.dir),
-                             "--port-base", str(L.port_base), "--kafka-version", L.kafka_version],
-                            capture_output=True, text=True, timeout=120)
+    status = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "stack",
+            "status",
+            "--dir",
+            str(L.dir),
+            "--port-base",
+            str(L.port_base),
+            "--kafka-version",
+            L.kafka_version,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     printed = PRINTED_KCAT.search(status.stdout)
     assert printed, status.stdout
     listed = subprocess.run(["bash", "-c", printed[1]], capture_output=True, text=True, timeout=60)
@@ -210,9 +243,23 @@ def test_the_printed_client_files_authenticate_with_debian_kcat_and_java_2_3_and
     java_file = L.clients_dir / f"{tenant}.java.properties"
     props = dict(line.split("=", 1) for line in java_file.read_text().splitlines() if not line.startswith("#"))
     for version in ("2.3.1", "3.9.1"):
-        with JavaClient(version=version, mode="produce", topic=f"{tenant}.events", rate=20, record_bytes=10,
-                        log=tmp_path / f"java-{version}.log", properties=props) as client:
-            wait_until(lambda: client.counts().get("acked", 0) > 0 or not client.running(), 90, 0.5,
-                       what=f"a record acked for the Java {version} client")
-            assert client.counts().get("acked", 0) > 0 and not client.counts().get("errors"), \
-                (version, client.counts(), (tmp_path / f"java-{version}.log").read_text()[-3000:])
+        with JavaClient(
+            version=version,
+            mode="produce",
+            topic=f"{tenant}.events",
+            rate=20,
+            record_bytes=10,
+            log=tmp_path / f"java-{version}.log",
+            properties=props,
+        ) as client:
+            wait_until(
+                lambda: client.counts().get("acked", 0) > 0 or not client.running(),
+                90,
+                0.5,
+                what=f"a record acked for the Java {version} client",
+            )
+            assert client.counts().get("acked", 0) > 0 and not client.counts().get("errors"), (
+                version,
+                client.counts(),
+                (tmp_path / f"java-{version}.log").read_text()[-3000:],
+            )

@@ -56,8 +56,12 @@ def _free_port() -> int:
 
 
 def _start(config: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "--config", str(config),
-                             "--role", "api,alerts"], stdout=log.open("a"), stderr=subprocess.STDOUT, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config), "--role", "api,alerts"],
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+    )
 
 
 def test_serve_stops_within_the_bound_while_the_engine_waits_on_a_hung_prometheus(tmp_path):
@@ -68,7 +72,7 @@ def test_serve_stops_within_the_bound_while_the_engine_waits_on_a_hung_prometheu
 service: {{port: {port}}}
 prometheus: {{url: "http://127.0.0.1:{prom.port}", timeout_seconds: 120}}
 alertmanager: {{url: null}}
-store: {{url: "sqlite:///{tmp_path / 'kh.db'}"}}
+store: {{url: "sqlite:///{tmp_path / "kh.db"}"}}
 rules: {{evaluation_interval_seconds: 1}}
 clusters:
   - name: local

@@ -24,16 +24,25 @@ def test_the_service_scrape_passes_promtool_check_metrics(stack, tmp_path):
     app = build_app(stack.config(store_url=f"sqlite:///{tmp_path / 'kh.db'}"), ("api", "collector", "alerts"))
     with TestClient(app) as client:
         with app.state.store.session() as s:
-            _, operator = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="prometheus",
-                                        now=datetime.now(timezone.utc))
+            _, operator = tokens.create(
+                db_session=s,
+                kind=tokens.TokenKind.OPERATOR,
+                tenant=None,
+                name="prometheus",
+                now=datetime.now(timezone.utc),
+            )
         auth = {"Authorization": f"Bearer {operator}"}
         client.get("/api/v1/tenants", headers=auth)
 
         def scrape() -> str:
             text = client.get("/metrics", headers=auth).text
             # the brokers' request latency (the summary) and the service's own metrics, all in one exposition
-            wanted = ("kafka_broker_request_latency_seconds{", "kafka_health_http_request_duration_seconds_count{",
-                      "process_cpu_seconds_total", "kafka_health_alert_evaluations_total")
+            wanted = (
+                "kafka_broker_request_latency_seconds{",
+                "kafka_health_http_request_duration_seconds_count{",
+                "process_cpu_seconds_total",
+                "kafka_health_alert_evaluations_total",
+            )
             return text if all(w in text for w in wanted) else ""
 
         text = wait_until(scrape, timeout=120, interval=2, what="a scrape with broker, HTTP and process metrics")

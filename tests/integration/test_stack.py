@@ -62,8 +62,12 @@ def test_every_node_answers_jmx_with_credentials_only(stack):
     auth = (JMX_USER, sec.password("jmx-monitor"))
 
     def read(port: int, mbean: str, **kw) -> httpx.Response:
-        return httpx.post(f"http://127.0.0.1:{port}/jolokia/", json={"type": "read", "mbean": mbean,
-                                                                      "attribute": "Value"}, timeout=30, **kw)
+        return httpx.post(
+            f"http://127.0.0.1:{port}/jolokia/",
+            json={"type": "read", "mbean": mbean, "attribute": "Value"},
+            timeout=30,
+            **kw,
+        )
 
     for broker in L.broker_ids:
         r = read(L.broker_jolokia_port(broker), "kafka.server:type=KafkaServer,name=BrokerState", auth=auth)

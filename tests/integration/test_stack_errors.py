@@ -15,8 +15,14 @@ pytestmark = pytest.mark.integration
 
 
 def _cli(args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "monitor.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def _no_process_under(path: Path) -> bool:
@@ -67,9 +73,13 @@ def test_maven_failure_names_the_log(tmp_path):
         src = subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip()
         if src:
             (bindir / tool).symlink_to(src)
-    r = _cli(["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", "20600"],
-             env={"PATH": f"{bindir}:/usr/bin:/bin".replace("/usr/bin:/bin", str(bindir)),
-                  "KAFKA_HEALTH_CACHE_DIR": str(tmp_path / "cache")})
+    r = _cli(
+        ["stack", "up", "--dir", str(tmp_path / "s"), "--port-base", "20600"],
+        env={
+            "PATH": f"{bindir}:/usr/bin:/bin".replace("/usr/bin:/bin", str(bindir)),
+            "KAFKA_HEALTH_CACHE_DIR": str(tmp_path / "cache"),
+        },
+    )
     assert r.returncode == 1, r.stderr
     line = r.stderr.strip()
     assert line.startswith(f"error: maven could not resolve Kafka {DEFAULT_RELEASE.version} jars (exit 1); see ")

@@ -42,16 +42,28 @@ def _deprecated_requests_are_collected(stack: Stack) -> None:
     KIP-511 name)."""
     # Created on the current protocol first: the old client's Metadata v0 cannot ask for auto-creation.
     ensure_topics(stack.layout.bootstrap_servers, ["legacy.topic"], partitions=1)
-    p = Producer({"bootstrap.servers": stack.layout.bootstrap_servers, "client.id": "legacy-proto",
-                  "api.version.request": False, "broker.version.fallback": "0.9.0", "logger": QUIET})
+    p = Producer(
+        {
+            "bootstrap.servers": stack.layout.bootstrap_servers,
+            "client.id": "legacy-proto",
+            "api.version.request": False,
+            "broker.version.fallback": "0.9.0",
+            "logger": QUIET,
+        }
+    )
     delivered = []
     for _ in range(5):
         p.produce("legacy.topic", b"x", on_delivery=lambda err, _m: delivered.append(err))
     assert p.flush(60) == 0 and delivered == [None] * 5, delivered
     (cluster,) = stack.config().clusters
     for transport in (JmxQueryTransport(), JolokiaTransport()):
-        jc = JmxCollector(cluster, transport=transport, controller_transport=transport,
-                          tenants=catalog.TenantLookup(None, cluster.name), max_series=20000)
+        jc = JmxCollector(
+            cluster,
+            transport=transport,
+            controller_transport=transport,
+            tenants=catalog.TenantLookup(None, cluster.name),
+            max_series=20000,
+        )
         found = {}
         for target in jc.targets():
             if target.collector == "jmx":
@@ -74,8 +86,13 @@ def _jmxquery_and_jolokia_give_the_same_series(stack: Stack) -> None:
     series = {}
     for _attempt in range(3):  # a client connecting between the two reads may add a quota sensor: retry
         for transport in (JmxQueryTransport(), JolokiaTransport()):
-            jc = JmxCollector(cluster, transport=transport, controller_transport=transport,
-                              tenants=catalog.TenantLookup(None, cluster.name), max_series=100000)
+            jc = JmxCollector(
+                cluster,
+                transport=transport,
+                controller_transport=transport,
+                tenants=catalog.TenantLookup(None, cluster.name),
+                max_series=100000,
+            )
             target = next(t for t in jc.targets() if t.name == f"broker-{leader}")
             result = jc.collect_target(target, now=time.time())
             assert result.status.value == "ok", result.message
@@ -83,7 +100,13 @@ def _jmxquery_and_jolokia_give_the_same_series(stack: Stack) -> None:
         if series["jmxquery"] == series["jolokia"]:
             break
     assert series["jmxquery"] == series["jolokia"], (
-        sorted(series["jmxquery"] - series["jolokia"])[:5], sorted(series["jolokia"] - series["jmxquery"])[:5])
+        sorted(series["jmxquery"] - series["jolokia"])[:5],
+        sorted(series["jolokia"] - series["jmxquery"])[:5],
+    )
     names = {n for n, _ in series["jolokia"]}
-    assert {"kafka_topic_bytes_in_total", "kafka_broker_request_latency_seconds", "kafka_jvm_gc_collections_total",
-            "kafka_client_produce_bytes_per_second"} <= names
+    assert {
+        "kafka_topic_bytes_in_total",
+        "kafka_broker_request_latency_seconds",
+        "kafka_jvm_gc_collections_total",
+        "kafka_client_produce_bytes_per_second",
+    } <= names

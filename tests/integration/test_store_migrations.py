@@ -38,8 +38,7 @@ def test_upgrade_empty_database_to_head_and_models_match(empty):
     assert migrate.current(empty) == migrate.head()
     assert {"tenants", "api_tokens", "alert_instances", "engine_heartbeats"} <= _tables(empty)
     with empty.engine.connect() as conn:
-        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}),
-                                schema.metadata())
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), schema.metadata())
     assert diff == [], f"models and migrations differ; autogenerate a revision: {diff}"
     migrate.upgrade(empty)  # idempotent
     assert migrate.current(empty) == migrate.head()
@@ -47,15 +46,30 @@ def test_upgrade_empty_database_to_head_and_models_match(empty):
 
 def _seed_0001(store: Store) -> None:
     """Rows as revision 0001 defines them, written without the current models (which may have moved on)."""
-    tenants = sa.table("tenants", *(sa.column(c) for c in ("name", "display_name", "source", "created_at",
-                                                           "updated_at")), sa.column("spec", sa.JSON))
-    tokens = sa.table("api_tokens", *(sa.column(c) for c in ("id", "name", "kind", "tenant", "secret_sha256",
-                                                             "created_at")))
+    tenants = sa.table(
+        "tenants",
+        *(sa.column(c) for c in ("name", "display_name", "source", "created_at", "updated_at")),
+        sa.column("spec", sa.JSON),
+    )
+    tokens = sa.table(
+        "api_tokens", *(sa.column(c) for c in ("id", "name", "kind", "tenant", "secret_sha256", "created_at"))
+    )
     with store.engine.begin() as conn:
-        conn.execute(tenants.insert().values(name="acme", display_name="Acme", source="api", created_at=T0,
-                                             updated_at=T0, spec={"whole_clusters": ["c1"], "selectors": []}))
-        conn.execute(tokens.insert().values(id="0123456789ab", name="ci", kind="tenant", tenant="acme",
-                                            secret_sha256="0" * 64, created_at=T0))
+        conn.execute(
+            tenants.insert().values(
+                name="acme",
+                display_name="Acme",
+                source="api",
+                created_at=T0,
+                updated_at=T0,
+                spec={"whole_clusters": ["c1"], "selectors": []},
+            )
+        )
+        conn.execute(
+            tokens.insert().values(
+                id="0123456789ab", name="ci", kind="tenant", tenant="acme", secret_sha256="0" * 64, created_at=T0
+            )
+        )
 
 
 @pytest.mark.parametrize("previous", migrate.revisions()[:-1] or ["base"])
@@ -98,8 +112,15 @@ def test_concurrent_upgrades_from_split_roles_all_succeed(store_url):  # noqa: F
     import subprocess
     import sys
 
-    procs = [subprocess.Popen([sys.executable, "-m", "monitor.store.migrate", "upgrade", "--url", store_url],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "monitor.store.migrate", "upgrade", "--url", store_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     outputs = [p.communicate(timeout=120)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], "\n".join(outputs)
     store = Store(store_url)

@@ -26,10 +26,23 @@ pytestmark = pytest.mark.integration
 def test_plugin_unit_tests_pass_on_each_kafka_line(tmp_path, release: KafkaRelease):
     mvn = shutil.which("mvn")
     assert mvn, "Maven is set up by scripts/setup.sh"
-    out = subprocess.run([mvn, "-B", "-q", "-f", str(telemetry.PLUGIN_DIR / "pom.xml"), f"-Dtelemetry.out={tmp_path}",
-                          f"-Dkafka.api.version={release.version}",
-                          f"-Dtelemetry.interface={release.telemetry_interface}", "test"],
-                         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [
+            mvn,
+            "-B",
+            "-q",
+            "-f",
+            str(telemetry.PLUGIN_DIR / "pom.xml"),
+            f"-Dtelemetry.out={tmp_path}",
+            f"-Dkafka.api.version={release.version}",
+            f"-Dtelemetry.interface={release.telemetry_interface}",
+            "test",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     reports = {r.name: r.read_text() for r in (tmp_path / "build" / "surefire-reports").glob("*.txt")}
     assert reports and all("Failures: 0, Errors: 0" in text for text in reports.values())
@@ -37,4 +50,5 @@ def test_plugin_unit_tests_pass_on_each_kafka_line(tmp_path, release: KafkaRelea
     provider = release.telemetry_interface == "ClientTelemetryExporterProvider"
     assert classes == {"ClientTelemetryExporterTest"} | ({"ProviderClientTelemetryExporterTest"} if provider else set())
     assert sum(int(n) for text in reports.values() for n in re.findall(r"Tests run: (\d+)", text)) >= (
-        12 if provider else 10)
+        12 if provider else 10
+    )

@@ -47,22 +47,41 @@ def test_a_principal_over_its_user_quota_pages_its_tenant_by_principal_and_clien
     store = Store(store_url)
     upgrade(store)
     with TestClient(build_api(base, store, now=datetime.now(timezone.utc))) as api:  # the API's own POST
-        r = api.post("/api/v1/tenants", headers={"Authorization": f"Bearer {new_token(store, None)}"}, json={
-            "name": tenant,
-            "selectors": [{"cluster": "local", "topic_prefixes": [f"{tenant}."], "principals": [f"User:{user}"]}],
-            "contract": {"produce_quota_bytes_per_second": QUOTA},
-            "receivers": {"alertmanager": False, "webhooks": [hook.url]},
-        })
+        r = api.post(
+            "/api/v1/tenants",
+            headers={"Authorization": f"Bearer {new_token(store, None)}"},
+            json={
+                "name": tenant,
+                "selectors": [{"cluster": "local", "topic_prefixes": [f"{tenant}."], "principals": [f"User:{user}"]}],
+                "contract": {"produce_quota_bytes_per_second": QUOTA},
+                "receivers": {"alertmanager": False, "webhooks": [hook.url]},
+            },
+        )
         assert r.status_code == 201, r.text
     settings = stack.add_principal(user, topic_prefixes=(f"{tenant}.",))
 
     cfg_file = tmp_path / "kafka-health.yaml"
     cfg_file.write_text(yaml.safe_dump(base.model_dump(mode="json", exclude_defaults=True)))
     out = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "tenants", "apply-quotas", "--config", str(cfg_file),
-         "--admin-config", str(L.clients_dir / "admin.java.properties"), "--dir", str(L.dir),
-         "--port-base", str(L.port_base)],
-        capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "tenants",
+            "apply-quotas",
+            "--config",
+            str(cfg_file),
+            "--admin-config",
+            str(L.clients_dir / "admin.java.properties"),
+            "--dir",
+            str(L.dir),
+            "--port-base",
+            str(L.port_base),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"local: User:{user} (tenant {tenant}): producer_byte_rate={QUOTA}" in out.stdout
     assert settings["sasl.password"] not in out.stdout + out.stderr
@@ -93,8 +112,11 @@ def test_a_principal_over_its_user_quota_pages_its_tenant_by_principal_and_clien
             collection.collect_once()
             result = engine.run_once(datetime.now(timezone.utc))
             if result is not None:
-                firing = [i for i in result.instances.values() if i.rule == "KafkaClientThrottled"
-                          and i.labels.get("user") == user and i.state.value == "firing"]
+                firing = [
+                    i
+                    for i in result.instances.values()
+                    if i.rule == "KafkaClientThrottled" and i.labels.get("user") == user and i.state.value == "firing"
+                ]
             time.sleep(L.scrape_interval_seconds)
         assert firing, "KafkaClientThrottled did not fire for the principal within 240 s"
         labels = firing[0].labels

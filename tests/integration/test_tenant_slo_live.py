@@ -31,15 +31,19 @@ pytestmark = pytest.mark.integration
 
 TENANTS = (
     TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),
-    TenantConfig(name="ads", selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),),
-                 contract=TenantContract(availability_objective=0.99)),
+    TenantConfig(
+        name="ads",
+        selectors=(TenantSelector(cluster="local", topic_prefixes=("clicks.",)),),
+        contract=TenantContract(availability_objective=0.99),
+    ),
 )
 
 
 @pytest.fixture(scope="module")
 def config(stack):
     return stack.config(tenants=TENANTS).model_copy(
-        update={"prometheus": PrometheusSettings(url=stack.layout.prometheus_url)})
+        update={"prometheus": PrometheusSettings(url=stack.layout.prometheus_url)}
+    )
 
 
 def test_the_engines_burn_rate_queries_run_on_real_prometheus(config):

@@ -38,13 +38,27 @@ FOR = 30.0
 
 
 def producer(cid, tenant, *, prod, rt, seen=1.0):
-    return ClientSample(cluster="c", user=f"User:{tenant}-app", client_id=cid, tenant=tenant,
-                        produce_bytes_per_second=prod, request_time_ratio=rt, seen_share=seen)
+    return ClientSample(
+        cluster="c",
+        user=f"User:{tenant}-app",
+        client_id=cid,
+        tenant=tenant,
+        produce_bytes_per_second=prod,
+        request_time_ratio=rt,
+        seen_share=seen,
+    )
 
 
 def consumer(cid, tenant, *, fetch, rt):
-    return ClientSample(cluster="c", user="", client_id=cid, tenant=tenant, fetch_bytes_per_second=fetch,
-                        request_time_ratio=rt, fetch_seen=True)
+    return ClientSample(
+        cluster="c",
+        user="",
+        client_id=cid,
+        tenant=tenant,
+        fetch_bytes_per_second=fetch,
+        request_time_ratio=rt,
+        fetch_seen=True,
+    )
 
 
 def topic(name, tenant, msgs, reqs):
@@ -66,8 +80,12 @@ def nodejs(seen, rt=0.03):
 
 
 def snapshot(*clients, telemetry=(), topics=TOPICS):
-    return Snapshot(cluster=ClusterSample(cluster="c", window_seconds=WINDOW), clients=tuple(clients),
-                    topics=tuple(topics), telemetry=tuple(telemetry))
+    return Snapshot(
+        cluster=ClusterSample(cluster="c", window_seconds=WINDOW),
+        clients=tuple(clients),
+        topics=tuple(topics),
+        telemetry=tuple(telemetry),
+    )
 
 
 def batching(s):
@@ -83,8 +101,12 @@ BLAME = [
     # 3. a window later: its own figures (2.1 s/MiB, 8x the demo producers' 0.26) name it, and only it
     (3, [FRONTEND, nodejs(1.0)], ["search-nodejs-api"], ()),
     # 4. two producers of one tenant costing alike: the counts cannot say which one
-    (4, [FRONTEND, dataclasses.replace(nodejs(1.0), request_time_ratio=0.002)], [],
-     ("search-frontend", "search-nodejs-api")),
+    (
+        4,
+        [FRONTEND, dataclasses.replace(nodejs(1.0), request_time_ratio=0.002)],
+        [],
+        ("search-frontend", "search-nodejs-api"),
+    ),
 ]
 
 
@@ -106,16 +128,23 @@ def test_a_topic_level_finding_names_a_client_only_on_its_own_figures(case, sear
 
 def test_blame_topic_keeps_a_newcomer_as_candidate_and_names_a_lone_producer():
     costs = {"\x00a": 2.0, "\x00b": 0.5}
-    old, new = (ClientSample(cluster="c", user="", client_id=c, tenant="t", produce_bytes_per_second=1.0,
-                             seen_share=s) for c, s in (("a", 1.0), ("b", 0.2)))
+    old, new = (
+        ClientSample(cluster="c", user="", client_id=c, tenant="t", produce_bytes_per_second=1.0, seen_share=s)
+        for c, s in (("a", 1.0), ("b", 0.2))
+    )
     assert blame_topic([old, new], costs, {"\x00a": 1.0}, T) == findings.TopicBlame((), ("a", "b"))
     # alone all window, its topic's counts are its own
     assert blame_topic([old], costs, {"\x00a": 1.0}, T).named == (old,)
 
 
 def _rule():
-    return Rule(name="KafkaClientHurtsOtherTenants", severity=Severity.WARNING, scope=Scope.TENANT, kind="detector",
-                for_seconds=FOR)
+    return Rule(
+        name="KafkaClientHurtsOtherTenants",
+        severity=Severity.WARNING,
+        scope=Scope.TENANT,
+        kind="detector",
+        for_seconds=FOR,
+    )
 
 
 def test_one_page_by_name_the_tenant_and_topic_alert_never_fires_before_the_name_arrives():
@@ -124,8 +153,15 @@ def test_one_page_by_name_the_tenant_and_topic_alert_never_fires_before_the_name
     (no page), the named fires after its for. Before the fix the first minute fired for search-frontend."""
     t0 = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
     rule, instances, fired = _rule(), {}, []
-    timeline = [(0, nodejs(0.1)), (30, nodejs(0.3)), (60, nodejs(0.5)), (90, nodejs(0.8)), (150, nodejs(1.0)),
-                (180, nodejs(1.0)), (210, nodejs(1.0))]
+    timeline = [
+        (0, nodejs(0.1)),
+        (30, nodejs(0.3)),
+        (60, nodejs(0.5)),
+        (90, nodejs(0.8)),
+        (150, nodejs(1.0)),
+        (180, nodejs(1.0)),
+        (210, nodejs(1.0)),
+    ]
     for second, js in timeline:
         now = t0 + timedelta(seconds=second)
         obs = {}
@@ -147,11 +183,19 @@ def test_one_page_by_name_the_tenant_and_topic_alert_never_fires_before_the_name
     assert fired == [(180, "search-nodejs-api", None)], fired
 
 
-DEFAULT_CONSUMER = TelemetrySample(cluster="c", user="", client_id="payments-api-consumer", tenant="payments",
-                                   software_name="confluent-kafka-python", software_version="2.6.1",
-                                   poll_idle_ratio=0.91, fetch_latency_seconds=0.018)
-SPINNER = dataclasses.replace(DEFAULT_CONSUMER, client_id="payments-spin", poll_idle_ratio=0.97,
-                              fetch_latency_seconds=0.0004)
+DEFAULT_CONSUMER = TelemetrySample(
+    cluster="c",
+    user="",
+    client_id="payments-api-consumer",
+    tenant="payments",
+    software_name="confluent-kafka-python",
+    software_version="2.6.1",
+    poll_idle_ratio=0.91,
+    fetch_latency_seconds=0.018,
+)
+SPINNER = dataclasses.replace(
+    DEFAULT_CONSUMER, client_id="payments-spin", poll_idle_ratio=0.97, fetch_latency_seconds=0.0004
+)
 
 POLLING = [
     # (id, telemetry, its quota sensor's (fetch bytes/s, thread share), expected (client, severity, pages))
@@ -176,15 +220,35 @@ def test_polling_pages_only_above_a_material_cost(case, tm, sensor, expected):
 
 
 def test_a_finding_below_the_material_cost_pages_nobody_and_a_guess_is_no_label():
-    base = Finding(kind=FindingKind.POOR_BATCHING, severity=FindingSeverity.WARNING, cluster="c", tenant="search",
-                   client_id="search-nodejs-api", user="User:search-app", evidence={}, metrics=(), cause="", fix="")
+    base = Finding(
+        kind=FindingKind.POOR_BATCHING,
+        severity=FindingSeverity.WARNING,
+        cluster="c",
+        tenant="search",
+        client_id="search-nodejs-api",
+        user="User:search-app",
+        evidence={},
+        metrics=(),
+        cause="",
+        fix="",
+    )
     assert observation_for(base, rule_for_seconds=FOR, window=WINDOW).labels["client_id"] == "search-nodejs-api"
     assert observation_for(dataclasses.replace(base, material=False), rule_for_seconds=FOR, window=WINDOW) is None
     # a suspect (connection churn's correlation) is never a label
     churn = dataclasses.replace(base, kind=FindingKind.CONNECTION_CHURN, client_id="", suspects=("search-frontend",))
     assert observation_for(churn, rule_for_seconds=FOR, window=WINDOW) is None
-    unnamed = dataclasses.replace(base, client_id="", user="", candidates=("a", "b"), evidence={"poor_topics": {
-        "search.queries": {"produce_requests_per_second": 181.0}, "search.clicks": {"produce_requests_per_second": 5}}})
+    unnamed = dataclasses.replace(
+        base,
+        client_id="",
+        user="",
+        candidates=("a", "b"),
+        evidence={
+            "poor_topics": {
+                "search.queries": {"produce_requests_per_second": 181.0},
+                "search.clicks": {"produce_requests_per_second": 5},
+            }
+        },
+    )
     ob = observation_for(unnamed, rule_for_seconds=FOR, window=WINDOW)
     assert ob.labels == {"cluster": "c", "tenant": "search", "finding": "poor_batching", "topic": "search.queries"}
     assert ob.for_seconds == FOR + WINDOW and ob.evidence["candidates"] == ["a", "b"]
@@ -194,12 +258,12 @@ def test_a_default_producer_at_a_modest_rate_is_advice_for_its_tenant_not_a_page
     """A Java 3.x producer on its defaults (linger.ms=0) at 30 records/s sends 30 one-record requests a second: worth
     telling its tenant (linger.ms), not worth paging the others (under 50 requests/s)."""
     lone = producer("shop-default", "shop", prod=3000.0, rt=0.003)
-    f, = findings.poor_batching(snapshot(lone, topics=[topic("shop.t", "shop", 30.0, 30.0)]), T)
+    (f,) = findings.poor_batching(snapshot(lone, topics=[topic("shop.t", "shop", 30.0, 30.0)]), T)
     assert (f.client_id, f.severity, f.hurts_other_tenants) == ("shop-default", FindingSeverity.INFO, False)
     assert observation_for(f, rule_for_seconds=FOR, window=WINDOW) is None
     # the same habit at 150 records/s pages, by name
     busy = dataclasses.replace(lone, produce_bytes_per_second=15000.0, request_time_ratio=0.015)
-    f, = findings.poor_batching(snapshot(busy, topics=[topic("shop.t", "shop", 150.0, 150.0)]), T)
+    (f,) = findings.poor_batching(snapshot(busy, topics=[topic("shop.t", "shop", 150.0, 150.0)]), T)
     assert f.client_id == "shop-default" and f.hurts_other_tenants
 
 
@@ -208,6 +272,7 @@ def test_a_consumer_far_above_the_norm_by_thread_time_alone_pages_only_from_five
     cons-good, fetch.min.bytes=65536, named so once in 27 reads on the loaded machine before its telemetry came)."""
     reader = consumer("payments-reader", "payments", fetch=1048576.0, rt=0.01)
     for rt, pages in ((0.03, False), (0.06, True)):
-        f, = findings.polling_too_often(snapshot(reader, consumer("payments-spin", "payments", fetch=2048.0, rt=rt),
-                                                 topics=()), T)
+        (f,) = findings.polling_too_often(
+            snapshot(reader, consumer("payments-spin", "payments", fetch=2048.0, rt=rt), topics=()), T
+        )
         assert (f.client_id, f.hurts_other_tenants) == ("payments-spin", pages)

@@ -33,18 +33,35 @@ T = Thresholds()
 KIB, MIB = 1024.0, 1048576.0
 
 
-def client(cid, *, tenant="shop", user="", prod=0.0, fetch=0.0, rt=0.0, pt=0.0, ft=0.0, qt=0.0, fetch_seen=None,
-           seen=1.0):
-    return ClientSample(cluster="c", user=user, client_id=cid, tenant=tenant, produce_bytes_per_second=prod,
-                        fetch_bytes_per_second=fetch, request_time_ratio=rt, produce_throttle_seconds=pt,
-                        fetch_throttle_seconds=ft, request_throttle_seconds=qt,
-                        fetch_seen=fetch > 0 if fetch_seen is None else fetch_seen, seen_share=seen)
+def client(
+    cid, *, tenant="shop", user="", prod=0.0, fetch=0.0, rt=0.0, pt=0.0, ft=0.0, qt=0.0, fetch_seen=None, seen=1.0
+):
+    return ClientSample(
+        cluster="c",
+        user=user,
+        client_id=cid,
+        tenant=tenant,
+        produce_bytes_per_second=prod,
+        fetch_bytes_per_second=fetch,
+        request_time_ratio=rt,
+        produce_throttle_seconds=pt,
+        fetch_throttle_seconds=ft,
+        request_throttle_seconds=qt,
+        fetch_seen=fetch > 0 if fetch_seen is None else fetch_seen,
+        seen_share=seen,
+    )
 
 
 def snap(*clients, cluster=None, topics=(), groups=(), software=(), whole=None, deprecated=()):
-    return Snapshot(cluster=cluster or ClusterSample(cluster="c", window_seconds=600), clients=tuple(clients),
-                    topics=tuple(topics), groups=tuple(groups), software=tuple(software), whole_cluster_tenant=whole,
-                    deprecated=tuple(deprecated))
+    return Snapshot(
+        cluster=cluster or ClusterSample(cluster="c", window_seconds=600),
+        clients=tuple(clients),
+        topics=tuple(topics),
+        groups=tuple(groups),
+        software=tuple(software),
+        whole_cluster_tenant=whole,
+        deprecated=tuple(deprecated),
+    )
 
 
 def kinds_for(found, kind):
@@ -99,9 +116,11 @@ def test_poor_batching(case, clients, expected):
 
 
 def test_poor_batching_carries_records_per_request_of_the_tenants_topics():
-    topics = [TopicSample("c", "shop.orders", "shop", 100.0, 100.0, 5000.0),
-              TopicSample("c", "ads.clicks", "ads", 1000.0, 10.0, 5000.0)]
-    f, = findings.poor_batching(snap(GOOD_PRODUCER, client("shop-tiny", prod=50 * KIB, rt=0.1), topics=topics), T)
+    topics = [
+        TopicSample("c", "shop.orders", "shop", 100.0, 100.0, 5000.0),
+        TopicSample("c", "ads.clicks", "ads", 1000.0, 10.0, 5000.0),
+    ]
+    (f,) = findings.poor_batching(snap(GOOD_PRODUCER, client("shop-tiny", prod=50 * KIB, rt=0.1), topics=topics), T)
     assert f.evidence["tenant_topics_records_per_request"] == {"shop.orders": 1.0}
     assert f.evidence["cluster_median_records_per_request"] == 50.5
 
@@ -118,8 +137,16 @@ POLLING = [
     # ...and is, once it has been seen for (nearly) the whole window
     (9, [GOOD_CONSUMER, client("shop-new", fetch=0, rt=0.09, fetch_seen=True, seen=0.9)], ["shop-new"]),
     # a young client does not set the norm either: with it gone the spinning one is held to GOOD_CONSUMER
-    (8, [GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.05), client("shop-x", fetch=KIB, rt=0.9, seen=0.1),
-         client("shop-y", fetch=KIB, rt=0.9, seen=0.1)], ["shop-spin"]),
+    (
+        8,
+        [
+            GOOD_CONSUMER,
+            client("shop-spin", fetch=2 * KIB, rt=0.05),
+            client("shop-x", fetch=KIB, rt=0.9, seen=0.1),
+            client("shop-y", fetch=KIB, rt=0.9, seen=0.1),
+        ],
+        ["shop-spin"],
+    ),
 ]
 
 
@@ -131,8 +158,15 @@ def test_polling_too_often(case, clients, expected):
 
 
 def cluster(req=100.0, err=0.0, new=0.0, open_=0.0):
-    return ClusterSample(cluster="c", window_seconds=600, requests_per_second=req, errors_per_second=err,
-                         new_connections_per_second=new, open_connections=open_, errors_by_request={"Produce": err})
+    return ClusterSample(
+        cluster="c",
+        window_seconds=600,
+        requests_per_second=req,
+        errors_per_second=err,
+        new_connections_per_second=new,
+        open_connections=open_,
+        errors_by_request={"Produce": err},
+    )
 
 
 STORMS = [
@@ -149,11 +183,27 @@ STORMS = [
     (10, cluster(err=10.0), [client("shop-small", prod=2 * KIB, rt=0.05)], []),  # moves records: batching's case
     (11, cluster(err=10.0), [client("shop-big", prod=64 * MIB, rt=0.5)], []),  # half a thread, but for 64 MiB/s
     # A warming-up broker makes every client's requests slow alike: a quarter of a thread, but not out of line
-    (12, cluster(err=10.0), [client("shop-good", prod=40 * KIB, rt=0.3), client("shop-peer", prod=40 * KIB, rt=0.2),
-                             client("shop-peer2", prod=40 * KIB, rt=0.25)], []),
+    (
+        12,
+        cluster(err=10.0),
+        [
+            client("shop-good", prod=40 * KIB, rt=0.3),
+            client("shop-peer", prod=40 * KIB, rt=0.2),
+            client("shop-peer2", prod=40 * KIB, rt=0.25),
+        ],
+        [],
+    ),
     # ... while the one storming beside them is
-    (13, cluster(err=10.0), [client("shop-good", prod=40 * KIB, rt=0.3), client("shop-peer", prod=40 * KIB, rt=0.2),
-                             client("shop-storm", rt=0.06)], ["shop-storm"]),
+    (
+        13,
+        cluster(err=10.0),
+        [
+            client("shop-good", prod=40 * KIB, rt=0.3),
+            client("shop-peer", prod=40 * KIB, rt=0.2),
+            client("shop-storm", rt=0.06),
+        ],
+        ["shop-storm"],
+    ),
 ]
 
 
@@ -183,8 +233,15 @@ def test_throttled_by_quota(case, c, expected):
 
 
 def group(name, changes, share=0.0, members=1.0):
-    return GroupSample(cluster="c", group=name, tenant="shop", members=members, member_changes=changes,
-                       rebalancing_share=share, window_seconds=600)
+    return GroupSample(
+        cluster="c",
+        group=name,
+        tenant="shop",
+        members=members,
+        member_changes=changes,
+        rebalancing_share=share,
+        window_seconds=600,
+    )
 
 
 REBALANCES = [
@@ -229,11 +286,19 @@ DEPRECATED = [
     # (id, software, deprecated samples, expected [(name, version, deprecated APIs or None, connection-based)])
     (1, [RDK_NEW], [], []),
     # a current client sending deprecated versions (api.version.request=false): a finding for its APIs alone
-    (2, [RDK_NEW], [dep("librdkafka", "2.6.1", "Produce", "2", 3.0), dep("librdkafka", "2.6.1", "Fetch", "3", 1.5)],
-     [("librdkafka", "2.6.1", {"Fetch v3": 1.5, "Produce v2": 3.0}, False)]),
+    (
+        2,
+        [RDK_NEW],
+        [dep("librdkafka", "2.6.1", "Produce", "2", 3.0), dep("librdkafka", "2.6.1", "Fetch", "3", 1.5)],
+        [("librdkafka", "2.6.1", {"Fetch v3": 1.5, "Produce v2": 3.0}, False)],
+    ),
     # outdated and deprecated: one finding with both causes
-    (3, [RDK_OLD], [dep("librdkafka", "1.5.0", "Produce", "2", 3.0)],
-     [("librdkafka", "1.5.0", {"Produce v2": 3.0}, True)]),
+    (
+        3,
+        [RDK_OLD],
+        [dep("librdkafka", "1.5.0", "Produce", "2", 3.0)],
+        [("librdkafka", "1.5.0", {"Produce v2": 3.0}, True)],
+    ),
     # software Kafka could not name (no ApiVersions): still reported by its deprecated requests
     (4, [], [dep("unknown", "unknown", "Produce", "1", 0.5)], [("unknown", "unknown", {"Produce v1": 0.5}, False)]),
     (5, [RDK_NEW], [dep("librdkafka", "2.6.1", "Produce", "2", 0.0)], []),  # none in the window
@@ -241,29 +306,44 @@ DEPRECATED = [
 ]
 
 
-@pytest.mark.parametrize("case,software,deprecated,expected", DEPRECATED,
-                         ids=[f"deprecated-{c[0]}" for c in DEPRECATED])
+@pytest.mark.parametrize(
+    "case,software,deprecated,expected", DEPRECATED, ids=[f"deprecated-{c[0]}" for c in DEPRECATED]
+)
 def test_outdated_clients_by_deprecated_api_versions(case, software, deprecated, expected):
     found = findings.outdated_clients(snap(software=software, deprecated=deprecated, whole="shop"), T)
-    got = [(f.evidence["client_software_name"], f.evidence["client_software_version"],
-            f.evidence.get("deprecated_requests_per_second_by_api"), "kafka_broker_connections" in f.metrics)
-           for f in found]
+    got = [
+        (
+            f.evidence["client_software_name"],
+            f.evidence["client_software_version"],
+            f.evidence.get("deprecated_requests_per_second_by_api"),
+            "kafka_broker_connections" in f.metrics,
+        )
+        for f in found
+    ]
     assert got == expected
     for f in found:
         assert f.tenant == "shop" and f.fix.startswith("upgrade")
         assert ("kafka_broker_deprecated_requests_total" in f.metrics) == bool(
-            f.evidence.get("deprecated_requests_per_second_by_api"))
-        assert ("KIP-896" in f.cause)
+            f.evidence.get("deprecated_requests_per_second_by_api")
+        )
+        assert "KIP-896" in f.cause
 
 
 CHURN = [
     # (id, cluster sample, clients, expected (tenant, suspects) pairs)
     (1, cluster(new=0.2, open_=30), [GOOD_PRODUCER], []),  # 0.2 new/s: normal
     (2, cluster(new=5, open_=5000), [GOOD_PRODUCER], []),  # connections live 1000 s on average: a big fleet
-    (3, cluster(new=5, open_=20), [GOOD_PRODUCER, client("shop-churn", prod=500, rt=0.05),
-                                  client("ads-x", tenant="ads", prod=MIB, rt=0.01),
-                                  client("shop-idle-reader", fetch=100, rt=0.001)],  # long-polling: not a suspect
-     [(None, ("shop-churn",)), ("shop", ("shop-churn",))]),
+    (
+        3,
+        cluster(new=5, open_=20),
+        [
+            GOOD_PRODUCER,
+            client("shop-churn", prod=500, rt=0.05),
+            client("ads-x", tenant="ads", prod=MIB, rt=0.01),
+            client("shop-idle-reader", fetch=100, rt=0.001),
+        ],  # long-polling: not a suspect
+        [(None, ("shop-churn",)), ("shop", ("shop-churn",))],
+    ),
     (4, cluster(new=5, open_=20), [GOOD_PRODUCER], [(None, ())]),  # operators still learn of it
 ]
 
@@ -278,8 +358,7 @@ def test_connection_churn(case, cl, clients, expected):
 
 
 def test_a_tenant_never_sees_another_tenants_clients():
-    s = snap(GOOD_PRODUCER, client("ads-tiny", tenant="ads", prod=50 * KIB, rt=0.1),
-             cluster=cluster(new=5, open_=20))
+    s = snap(GOOD_PRODUCER, client("ads-tiny", tenant="ads", prod=50 * KIB, rt=0.1), cluster=cluster(new=5, open_=20))
     all_ = advise(s)
     assert {f.kind for f in for_tenant(all_, "ads")} == {FindingKind.POOR_BATCHING, FindingKind.CONNECTION_CHURN}
     shop = for_tenant(all_, "shop")
@@ -287,15 +366,21 @@ def test_a_tenant_never_sees_another_tenants_clients():
 
 
 def test_well_configured_clients_produce_no_finding_at_all():
-    s = snap(GOOD_PRODUCER, GOOD_CONSUMER, client("shop-other", prod=2 * MIB, rt=0.015),
-             cluster=cluster(req=200, err=1, new=0.1, open_=40), groups=[group("shop-steady", 1)],
-             software=[SoftwareSample("c", "apache-kafka-java", "3.9.0", 10)], whole="shop")
+    s = snap(
+        GOOD_PRODUCER,
+        GOOD_CONSUMER,
+        client("shop-other", prod=2 * MIB, rt=0.015),
+        cluster=cluster(req=200, err=1, new=0.1, open_=40),
+        groups=[group("shop-steady", 1)],
+        software=[SoftwareSample("c", "apache-kafka-java", "3.9.0", 10)],
+        whole="shop",
+    )
     assert advise(s) == []
 
 
 def test_finding_json_names_kind_client_metric_cause_and_fix():
     # a quarter of a thread and more: relative thread time alone pages from there (issue 28)
-    f, = findings.poor_batching(snap(GOOD_PRODUCER, client("shop-tiny", user="User:shop", prod=50 * KIB, rt=0.3)), T)
+    (f,) = findings.poor_batching(snap(GOOD_PRODUCER, client("shop-tiny", user="User:shop", prod=50 * KIB, rt=0.3)), T)
     doc = f.as_json()
     assert doc["kind"] == "poor_batching" and doc["client_id"] == "shop-tiny" and doc["user"] == "User:shop"
     assert doc["hurts_other_tenants"] is True and doc["metrics"] and doc["cause"] and doc["fix"]
@@ -305,8 +390,15 @@ def test_finding_json_names_kind_client_metric_cause_and_fix():
 
 
 def telemetry(cid, *, tenant="shop", user="", **fields):
-    return TelemetrySample(cluster="c", user=user, client_id=cid, tenant=tenant, software_name="apache-kafka-java",
-                           software_version="3.9.1", **fields)
+    return TelemetrySample(
+        cluster="c",
+        user=user,
+        client_id=cid,
+        tenant=tenant,
+        software_name="apache-kafka-java",
+        software_version="3.9.1",
+        **fields,
+    )
 
 
 def topic(name, msgs, reqs, tenant="shop", byts=None):
@@ -324,16 +416,25 @@ def test_a_tenant_batching_one_record_per_request_is_told_whatever_the_others_do
     norm would hide it): found on the absolute per-topic counts anyway."""
     bad = client("shop-java", prod=14000.0, rt=0.015)  # 0.015 / (14000/1048576) = 1.1235 s/MiB
     others = [client(f"ads-{i}", tenant="ads", prod=14000.0, rt=0.015) for i in range(3)]
-    f, = (x for x in batching(bad, *others, topics=[topic("shop.t", 200.0, 200.0),
-                                                    topic("ads.t", 600.0, 600.0, tenant="ads")]) if x.tenant == "shop")
+    (f,) = (
+        x
+        for x in batching(
+            bad, *others, topics=[topic("shop.t", 200.0, 200.0), topic("ads.t", 600.0, 600.0, tenant="ads")]
+        )
+        if x.tenant == "shop"
+    )
     assert not findings.poor_batching(snap(bad, *others), T)  # the relative rule alone: nothing (floor, norm)
-    assert (f.client_id, f.basis, f.evidence["basis"]) == ("shop-java", "topic_records_per_request",
-                                                          "topic_records_per_request")
+    assert (f.client_id, f.basis, f.evidence["basis"]) == (
+        "shop-java",
+        "topic_records_per_request",
+        "topic_records_per_request",
+    )
     ev = f.evidence
     assert ev["records_per_request"] == 1.0 and ev["produce_requests_per_second"] == 200.0
     assert ev["bytes_per_request"] == 70.0
-    assert ev["poor_topics"] == {"shop.t": {"records_per_request": 1.0, "produce_requests_per_second": 200.0,
-                                            "bytes_per_request": 70.0}}
+    assert ev["poor_topics"] == {
+        "shop.t": {"records_per_request": 1.0, "produce_requests_per_second": 200.0, "bytes_per_request": 70.0}
+    }
     assert ev["thread_seconds_per_mib"] == pytest.approx(1.1235, abs=1e-4)
     # measured: 1.5% of a thread for its 200 requests/s = 0.075 ms a request; 10x the records at one a request:
     # 2000 requests/s at 0.075 ms = 15% of a thread
@@ -343,7 +444,7 @@ def test_a_tenant_batching_one_record_per_request_is_told_whatever_the_others_do
     assert "linger.ms" in f.fix and "kafka_topic_produce_requests_total" in f.metrics
     # ads is told too, about its own topic; its three producers cost alike, so the per-topic counts name none of
     # them (issue 28): one tenant-and-topic finding, the three listed as candidates
-    ads, = findings.poor_batching(snap(bad, *others, topics=[topic("ads.t", 600.0, 600.0, tenant="ads")]), T)
+    (ads,) = findings.poor_batching(snap(bad, *others, topics=[topic("ads.t", 600.0, 600.0, tenant="ads")]), T)
     assert (ads.tenant, ads.client_id, ads.candidates) == ("ads", "", ("ads-0", "ads-1", "ads-2"))
     assert ads.evidence["client_identified"] is False and "not identified yet" in ads.cause
 
@@ -396,14 +497,18 @@ def test_telemetry_decides_for_the_client_that_pushes_it():
     reporting 30 is cleared even where its tenant's topic counts and its thread time would name it."""
     bad = client("shop-bad", prod=14000.0, rt=0.015)
     cleared = client("shop-kip714", prod=14000.0, rt=0.3)  # costly per MiB, but says it batches 30 a request
-    tele = [telemetry("shop-bad", records_per_request=1.1, batch_size_avg_bytes=95.0, produce_request_rate=180.0),
-            telemetry("shop-kip714", records_per_request=30.0, batch_size_avg_bytes=2100.0,
-                      produce_request_rate=7.0)]
+    tele = [
+        telemetry("shop-bad", records_per_request=1.1, batch_size_avg_bytes=95.0, produce_request_rate=180.0),
+        telemetry("shop-kip714", records_per_request=30.0, batch_size_avg_bytes=2100.0, produce_request_rate=7.0),
+    ]
     found = batching(GOOD_PRODUCER, bad, cleared, topics=[topic("shop.t", 200.0, 200.0)], tele=tele)
     assert [(f.client_id, f.basis) for f in found] == [("shop-bad", "client_telemetry")]
     ev = found[0].evidence
-    assert (ev["records_per_request"], ev["batch_size_avg_bytes"], ev["produce_requests_per_second"]) == \
-        (1.1, 95.0, 180.0)
+    assert (ev["records_per_request"], ev["batch_size_avg_bytes"], ev["produce_requests_per_second"]) == (
+        1.1,
+        95.0,
+        180.0,
+    )
     # 1.5% of a thread over 180 requests/s: 0.0833 ms each; at 10x, 15%
     assert ev["thread_ms_per_request"] == pytest.approx(0.0833, abs=1e-4) and ev["thread_share_at_10x"] == 0.15
     assert ev["client_software"] == "apache-kafka-java 3.9.1"
@@ -412,7 +517,7 @@ def test_telemetry_decides_for_the_client_that_pushes_it():
     slow = [telemetry("shop-bad", records_per_request=1.0, produce_request_rate=3.0)]
     assert not batching(bad, tele=slow)
     # Telemetry without a quota sensor for the client: named, with no thread figures rather than invented ones
-    f, = batching(tele=[telemetry("shop-x", records_per_request=1.0, produce_request_rate=50.0)])
+    (f,) = batching(tele=[telemetry("shop-x", records_per_request=1.0, produce_request_rate=50.0)])
     assert f.client_id == "shop-x" and f.evidence["thread_share_now"] is None and "% of a broker" not in f.cause
 
 
@@ -421,8 +526,16 @@ def test_telemetry_counts_a_requests_batches_and_joins_the_principal_to_the_quot
     batch per partition of its broker) in 88-byte batches at 14 requests/s: named (<= 5 at >= 5/s). Its telemetry
     says user ANONYMOUS, its quota sensor user "": still one client, with its measured thread share, and the
     per-topic rule does not name it a second time."""
-    tele = [telemetry("jv3-producer", tenant="jv3", user="ANONYMOUS", records_per_request=3.0,
-                      batch_size_avg_bytes=88.0, produce_request_rate=14.0)]
+    tele = [
+        telemetry(
+            "jv3-producer",
+            tenant="jv3",
+            user="ANONYMOUS",
+            records_per_request=3.0,
+            batch_size_avg_bytes=88.0,
+            produce_request_rate=14.0,
+        )
+    ]
     sample = client("jv3-producer", tenant="jv3", prod=9322.0, rt=0.0186)
     found = batching(sample, topics=[topic("jv3.t", 116.8, 116.8, tenant="jv3")], tele=tele)
     assert [(f.client_id, f.basis) for f in found] == [("jv3-producer", "client_telemetry")]
@@ -433,7 +546,7 @@ def test_telemetry_counts_a_requests_batches_and_joins_the_principal_to_the_quot
 
 
 def test_thread_time_is_the_last_resort_and_says_so():
-    f, = batching(GOOD_PRODUCER, client("shop-tiny", prod=50 * KIB, rt=0.10))  # no topic counts, no telemetry
+    (f,) = batching(GOOD_PRODUCER, client("shop-tiny", prod=50 * KIB, rt=0.10))  # no topic counts, no telemetry
     assert f.basis == "thread_time_per_mib" and f.evidence["times_the_norm"] == 204.8  # 2.048 s/MiB vs 0.01
     assert f.evidence["thread_share_at_10x"] == 1.0 and "10.0% of a broker thread" in f.cause
 
@@ -447,12 +560,15 @@ POLLING_TELEMETRY = [
 ]
 
 
-@pytest.mark.parametrize("case,idle,latency,named", POLLING_TELEMETRY,
-                         ids=[f"polling-telemetry-{c[0]}" for c in POLLING_TELEMETRY])
+@pytest.mark.parametrize(
+    "case,idle,latency,named", POLLING_TELEMETRY, ids=[f"polling-telemetry-{c[0]}" for c in POLLING_TELEMETRY]
+)
 def test_polling_too_often_from_the_consumers_own_telemetry(case, idle, latency, named):
     # shop-spin also costs 25 s/MiB against the good consumer's 0.01: telemetry decides anyway
-    s = dataclasses.replace(snap(GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.05)), telemetry=(
-        telemetry("shop-spin", poll_idle_ratio=idle, fetch_latency_seconds=latency),))
+    s = dataclasses.replace(
+        snap(GOOD_CONSUMER, client("shop-spin", fetch=2 * KIB, rt=0.05)),
+        telemetry=(telemetry("shop-spin", poll_idle_ratio=idle, fetch_latency_seconds=latency),),
+    )
     found = findings.polling_too_often(s, T)
     assert [f.client_id for f in found] == (["shop-spin"] if named else [])
     for f in found:
@@ -472,8 +588,9 @@ NAMELESS = [
 def test_connections_without_a_software_name_are_unknown_software_not_outdated(case, held, whole, expected):
     """A missing KIP-511 name is no evidence of age (kafkajs 2.2.4, current, sends none): "unknown software" at info,
     the possibilities listed, and no upgrade advice (issue 28)."""
-    s = snap(GOOD_PRODUCER, whole=whole, cluster=ClusterSample(cluster="c", window_seconds=600,
-                                                               nameless_connections=held))
+    s = snap(
+        GOOD_PRODUCER, whole=whole, cluster=ClusterSample(cluster="c", window_seconds=600, nameless_connections=held)
+    )
     found = [f for f in findings.outdated_clients(s, T)]
     assert [f.tenant for f in found] == expected
     for f in found:

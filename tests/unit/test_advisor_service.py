@@ -17,17 +17,29 @@ from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
 NOW = datetime(2025, 3, 3, 12, 0, tzinfo=timezone.utc)
-TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("shop.",),
-                                                               client_id_prefixes=("shop-",),
-                                                               group_prefixes=("shop-",)),)),)
+TENANTS = (
+    TenantConfig(
+        name="shop",
+        selectors=(
+            TenantSelector(
+                cluster="local", topic_prefixes=("shop.",), client_id_prefixes=("shop-",), group_prefixes=("shop-",)
+            ),
+        ),
+    ),
+)
 
 
-def prometheus(series: dict[str, list[InstantSample]] | None = None, fail: bool = False,
-               now: datetime = NOW) -> FakeSource:
+def prometheus(
+    series: dict[str, list[InstantSample]] | None = None, fail: bool = False, now: datetime = NOW
+) -> FakeSource:
     """Answers each query with the samples of the first metric name it contains; [] (no data) otherwise; asked at
     ``now`` only (the time it is given, never the clock); instant queries only."""
-    return FakeSource(series, {"": AssertionError("the advisor reads instant queries only")}, at=now,
-                      fail=QueryError("Prometheus unreachable at http://fake: ConnectError") if fail else None)
+    return FakeSource(
+        series,
+        {"": AssertionError("the advisor reads instant queries only")},
+        at=now,
+        fail=QueryError("Prometheus unreachable at http://fake: ConnectError") if fail else None,
+    )
 
 
 def per_broker(value: float) -> list[InstantSample]:
@@ -90,15 +102,18 @@ def test_capacity_without_series_is_no_data_not_a_plan_of_zeros():
 
 def test_capacity_with_brokers_but_no_disk_size_names_what_is_missing():
     # Partitions, leaders and thread idle per broker, topics of shop; the host collector's filesystem series absent.
-    source = prometheus({
-        "kafka_broker_partitions": per_broker(100.0), "kafka_broker_leader_partitions": per_broker(34.0),
-        "kafka_broker_request_handler_idle_ratio": per_broker(0.6),
-        "kafka_broker_network_processor_avg_idle_ratio": per_broker(0.65),
-        "kafka_topic_bytes_in_total": [InstantSample({"topic": "shop.orders"}, 1e6)],
-        "kafka_topic_log_size_bytes": [InstantSample({"topic": "shop.orders"}, 50e9)],
-        "kafka_topic_partitions": [InstantSample({"topic": "shop.orders"}, 30.0)],
-        "kafka_topic_replicas": [InstantSample({"topic": "shop.orders"}, 90.0)],
-    })
+    source = prometheus(
+        {
+            "kafka_broker_partitions": per_broker(100.0),
+            "kafka_broker_leader_partitions": per_broker(34.0),
+            "kafka_broker_request_handler_idle_ratio": per_broker(0.6),
+            "kafka_broker_network_processor_avg_idle_ratio": per_broker(0.65),
+            "kafka_topic_bytes_in_total": [InstantSample({"topic": "shop.orders"}, 1e6)],
+            "kafka_topic_log_size_bytes": [InstantSample({"topic": "shop.orders"}, 50e9)],
+            "kafka_topic_partitions": [InstantSample({"topic": "shop.orders"}, 30.0)],
+            "kafka_topic_replicas": [InstantSample({"topic": "shop.orders"}, 90.0)],
+        }
+    )
     cap = capacity(source)
     assert cap["status"] == "ok" and "kafka_host_filesystem_size_bytes" in cap["message"]
     p = cap["plan"]
@@ -131,8 +146,10 @@ def test_the_endpoints_serve_no_data_as_it_is(tmp_path, monkeypatch):
             auth = {"Authorization": f"Bearer {new_token(store, None)}"}
             r = client.get("/api/v1/tenants/acme/advice", headers=auth)
             assert r.status_code == 200, r.text
-            assert {c["cluster"]: c["status"] for c in r.json()["clusters"]} == {"acme-only": "no_data",
-                                                                                "shared": "no_data"}
+            assert {c["cluster"]: c["status"] for c in r.json()["clusters"]} == {
+                "acme-only": "no_data",
+                "shared": "no_data",
+            }
             r = client.get("/api/v1/clusters/shared/capacity", headers=auth, params={"grow": "acme:2"})
             assert r.status_code == 200, r.text
             body = r.json()
@@ -149,15 +166,17 @@ def test_a_principals_request_time_tagged_by_client_id_alone_joins_its_byte_rate
 
     fields = {
         "request_time_ratio": {("", "pay-bulk"): 0.15, ("", "shared-id"): 0.1, ("", "anon"): 0.01},
-        "produce_bytes_per_second": {("payments-app", "pay-bulk"): 50_000.0, ("a", "shared-id"): 1.0,
-                                     ("b", "shared-id"): 1.0},
+        "produce_bytes_per_second": {
+            ("payments-app", "pay-bulk"): 50_000.0,
+            ("a", "shared-id"): 1.0,
+            ("b", "shared-id"): 1.0,
+        },
         "fetch_bytes_per_second": {},
         "request_throttle_seconds": {("", "pay-bulk"): 0.0},
     }
     first = {("", "pay-bulk"): 100.0, ("", "shared-id"): 50.0}
     out, seen = attribute_request_sensors(fields, first)
-    assert out["request_time_ratio"] == {("payments-app", "pay-bulk"): 0.15, ("", "shared-id"): 0.1,
-                                         ("", "anon"): 0.01}
+    assert out["request_time_ratio"] == {("payments-app", "pay-bulk"): 0.15, ("", "shared-id"): 0.1, ("", "anon"): 0.01}
     assert out["request_throttle_seconds"] == {("payments-app", "pay-bulk"): 0.0}
     assert out["produce_bytes_per_second"] == fields["produce_bytes_per_second"]
     assert seen == {("payments-app", "pay-bulk"): 100.0, ("", "shared-id"): 50.0}

@@ -18,9 +18,20 @@ T = Thresholds()
 
 
 def grp(name, members=("shop-worker",), *, tenant="shop", lag=500.0, change=300.0, lag_s=12.0, committed=30.0):
-    return GroupSample(cluster="c", group=name, tenant=tenant, members=float(len(members)), member_changes=0,
-                       rebalancing_share=0.0, window_seconds=600, client_ids=tuple(members), lag_records=lag,
-                       lag_change_records=change, lag_seconds=lag_s, committed_records_per_second=committed)
+    return GroupSample(
+        cluster="c",
+        group=name,
+        tenant=tenant,
+        members=float(len(members)),
+        member_changes=0,
+        rebalancing_share=0.0,
+        window_seconds=600,
+        client_ids=tuple(members),
+        lag_records=lag,
+        lag_change_records=change,
+        lag_seconds=lag_s,
+        committed_records_per_second=committed,
+    )
 
 
 def slow(*, groups=(), clients=(), tele=()):
@@ -66,9 +77,15 @@ def test_slow_consumer_loop(case, tele, groups, clients, expected):
 
 def test_the_evidence_names_its_groups_lag_and_pace():
     g = grp("shop-g", members=(WORKER, "shop-worker-2"), lag=1200.0, change=600.0, lag_s=40.0, committed=33.3)
-    f, = slow(groups=[g], tele=[telemetry(WORKER, poll_idle_ratio=0.0123, fetch_latency_seconds=0.02)])
-    assert f.evidence["groups"] == {"shop-g": {"lag_records": 1200.0, "lag_change_records_per_second": 1.0,
-                                               "lag_seconds": 40.0, "committed_records_per_second": 33.3}}
+    (f,) = slow(groups=[g], tele=[telemetry(WORKER, poll_idle_ratio=0.0123, fetch_latency_seconds=0.02)])
+    assert f.evidence["groups"] == {
+        "shop-g": {
+            "lag_records": 1200.0,
+            "lag_change_records_per_second": 1.0,
+            "lag_seconds": 40.0,
+            "committed_records_per_second": 33.3,
+        }
+    }
     assert f.evidence["poll_idle_ratio"] == 0.012 and f.evidence["fetch_latency_seconds"] == 0.02
     assert "1%" in f.cause and "shop-g is 1200 records behind" in f.cause and "lag grew" in f.cause
 
@@ -76,14 +93,19 @@ def test_the_evidence_names_its_groups_lag_and_pace():
 def test_a_slow_loop_is_not_polling_too_often_and_the_advice_keeps_tenants_apart():
     """The slow loop and the tight poller are opposites on one signal: each finding names only its consumer, and
     each tenant sees only its own (the ads consumer's group is ads')."""
-    tele = [telemetry(WORKER, poll_idle_ratio=0.01, fetch_latency_seconds=0.2),
-            telemetry("shop-spin", poll_idle_ratio=0.6, fetch_latency_seconds=0.001),
-            telemetry("ads-worker", tenant="ads", poll_idle_ratio=0.02, fetch_latency_seconds=0.2)]
-    s = dataclasses.replace(snap(groups=[grp("shop-g"), grp("ads-g", members=("ads-worker",), tenant="ads")]),
-                            telemetry=tuple(tele))
+    tele = [
+        telemetry(WORKER, poll_idle_ratio=0.01, fetch_latency_seconds=0.2),
+        telemetry("shop-spin", poll_idle_ratio=0.6, fetch_latency_seconds=0.001),
+        telemetry("ads-worker", tenant="ads", poll_idle_ratio=0.02, fetch_latency_seconds=0.2),
+    ]
+    s = dataclasses.replace(
+        snap(groups=[grp("shop-g"), grp("ads-g", members=("ads-worker",), tenant="ads")]), telemetry=tuple(tele)
+    )
     found = advise(s)
     assert sorted((f.kind.value, f.client_id) for f in for_tenant(found, "shop")) == [
-        ("polling_too_often", "shop-spin"), ("slow_consumer_loop", WORKER)]
+        ("polling_too_often", "shop-spin"),
+        ("slow_consumer_loop", WORKER),
+    ]
     ads = for_tenant(found, "ads")
     assert [(f.kind, f.client_id) for f in ads] == [(FindingKind.SLOW_CONSUMER_LOOP, "ads-worker")]
     assert list(ads[0].evidence["groups"]) == ["ads-g"] and "shop" not in repr(ads[0].as_json())

@@ -24,14 +24,17 @@ def test_every_rule_links_its_runbook_absolutely_and_words_its_value():
         assert not RAW_VALUE.search(a["summary"]), f"{rule.name}: {a['summary']}"
 
 
-@pytest.mark.parametrize("name, value, words", [
-    ("KafkaGcPressure", 0.3, "spends 30 % of its time in GC"),
-    ("KafkaRequestHandlerSaturation", 0.1, "are 10 % idle"),
-    ("KafkaUnderReplicatedPartitions", 3.0, "leads 3 under-replicated"),
-    ("KafkaRequestQueueSaturation", 1234.0, "holds 1.234k requests"),
-    ("KafkaLatencyRegression", 0.25, "regressed to 0.25 s"),
-    ("KafkaConsumerGroupLag", 5400.0, "(1.5 h behind)"),
-])
+@pytest.mark.parametrize(
+    "name, value, words",
+    [
+        ("KafkaGcPressure", 0.3, "spends 30 % of its time in GC"),
+        ("KafkaRequestHandlerSaturation", 0.1, "are 10 % idle"),
+        ("KafkaUnderReplicatedPartitions", 3.0, "leads 3 under-replicated"),
+        ("KafkaRequestQueueSaturation", 1234.0, "holds 1.234k requests"),
+        ("KafkaLatencyRegression", 0.25, "regressed to 0.25 s"),
+        ("KafkaConsumerGroupLag", 5400.0, "(1.5 h behind)"),
+    ],
+)
 def test_summaries_render_the_value_in_words(name, value, words):
     rule = {r.name: r for r in load_rules()}[name]
     assert words in render_annotations(rule.annotations, {"broker": "1", "cluster": "c"}, value)["summary"]
@@ -40,7 +43,8 @@ def test_summaries_render_the_value_in_words(name, value, words):
 def test_the_runbook_base_url_is_a_setting_and_must_be_absolute():
     rules = load_rules(RulesSettings(runbook_base_url="https://wiki.example/kafka/alerts"))
     assert {r.annotations["runbook_url"] for r in rules if r.name == "KafkaIsrChurn"} == {
-        "https://wiki.example/kafka/alerts#kafkaisrchurn"}
+        "https://wiki.example/kafka/alerts#kafkaisrchurn"
+    }
     with pytest.raises(ConfigError) as exc:
         parse_config("rules: {runbook_base_url: docs/alerts.md}\n")
     assert "runbook_base_url" in str(exc.value)
@@ -48,8 +52,10 @@ def test_the_runbook_base_url_is_a_setting_and_must_be_absolute():
 
 def _anchors(markdown: str) -> set[str]:
     """The link targets GitHub makes of a markdown file: heading slugs and explicit ``<a id>``s."""
-    slugs = {re.sub(r"[^a-z0-9 _-]", "", h.strip().lower()).replace(" ", "-")
-             for h in re.findall(r"^#+ (.+)$", markdown, flags=re.MULTILINE)}
+    slugs = {
+        re.sub(r"[^a-z0-9 _-]", "", h.strip().lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", markdown, flags=re.MULTILINE)
+    }
     return slugs | set(re.findall(r'<a id="([^"]+)">', markdown))
 
 

@@ -39,12 +39,31 @@ def client(tmp_path):
     install_error_handlers(app)  # the API's own: 404, 422 with fields, ...
 
     insts = {}
-    for tenant, state, broker in (("shop", AlertState.FIRING, "1"), ("ads", AlertState.FIRING, "1"),
-                                  ("shop", AlertState.RESOLVED, "2"), (None, AlertState.FIRING, None)):
-        labels = {k: v for k, v in {"alertname": "KafkaBrokerUnreachable", "cluster": "c1", "broker": broker,
-                                    "tenant": tenant}.items() if v}
-        i = Instance(rule="KafkaBrokerUnreachable", labels=labels, state=state, severity=Severity.CRITICAL,
-                     active_at=NOW, fired_at=NOW, evidence={"value": 0})
+    for tenant, state, broker in (
+        ("shop", AlertState.FIRING, "1"),
+        ("ads", AlertState.FIRING, "1"),
+        ("shop", AlertState.RESOLVED, "2"),
+        (None, AlertState.FIRING, None),
+    ):
+        labels = {
+            k: v
+            for k, v in {
+                "alertname": "KafkaBrokerUnreachable",
+                "cluster": "c1",
+                "broker": broker,
+                "tenant": tenant,
+            }.items()
+            if v
+        }
+        i = Instance(
+            rule="KafkaBrokerUnreachable",
+            labels=labels,
+            state=state,
+            severity=Severity.CRITICAL,
+            active_at=NOW,
+            fired_at=NOW,
+            evidence={"value": 0},
+        )
         insts[i.fingerprint] = i
     with store.session() as s:
         repo.save_instances(insts, [], session=s)
@@ -79,8 +98,11 @@ def test_pagination(client):
 
 
 def test_tenant_silence_is_confined_to_its_tenant(client):
-    body = {"matchers": [{"name": "alertname", "value": "KafkaBrokerUnreachable"}], "duration_seconds": 3600,
-            "comment": "maintenance"}
+    body = {
+        "matchers": [{"name": "alertname", "value": "KafkaBrokerUnreachable"}],
+        "duration_seconds": 3600,
+        "comment": "maintenance",
+    }
     r = client.post("/api/v1/silences", json=body, headers={"x-test-principal": "shop"})
     assert r.status_code == 201
     sil = r.json()
@@ -97,22 +119,54 @@ def test_tenant_silence_is_confined_to_its_tenant(client):
     assert r.status_code == 200 and r.json()["state"] == "expired"
 
 
-@pytest.mark.parametrize("body,field,fragment", [
-    ({"matchers": [{"name": "a", "value": "b"}]}, "ends_at", "give ends_at or duration_seconds"),
-    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-21T00:00:00Z",
-      "ends_at": "2026-11-22T00:00:00Z"}, "ends_at", "in the future"),
-    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-23T00:00:00Z",
-      "ends_at": "2026-11-22T12:00:00Z"}, "ends_at", "after it starts"),
-    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-20T00:00:00Z", "duration_seconds": 60},
-     "duration_seconds", "in the future"),
-    ({"matchers": [{"name": "a", "value": "b"}], "starts_at": "9999-12-31T00:00:00Z", "duration_seconds": 86400},
-     "duration_seconds", "year 9999"),
-    ({"matchers": [{"name": "a", "value": "b"}, {"name": "a", "value": "(", "is_regex": True}],
-      "duration_seconds": 60}, "matchers[1].value", "invalid regex"),
-    ({"matchers": [{"name": "alertname", "value": ".*", "is_regex": True}], "duration_seconds": 60}, "matchers",
-     "must match something specific"),
-    ({"matchers": [], "duration_seconds": 60}, "matchers", "at least 1 item"),
-])
+@pytest.mark.parametrize(
+    "body,field,fragment",
+    [
+        ({"matchers": [{"name": "a", "value": "b"}]}, "ends_at", "give ends_at or duration_seconds"),
+        (
+            {
+                "matchers": [{"name": "a", "value": "b"}],
+                "starts_at": "2026-11-21T00:00:00Z",
+                "ends_at": "2026-11-22T00:00:00Z",
+            },
+            "ends_at",
+            "in the future",
+        ),
+        (
+            {
+                "matchers": [{"name": "a", "value": "b"}],
+                "starts_at": "2026-11-23T00:00:00Z",
+                "ends_at": "2026-11-22T12:00:00Z",
+            },
+            "ends_at",
+            "after it starts",
+        ),
+        (
+            {"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-20T00:00:00Z", "duration_seconds": 60},
+            "duration_seconds",
+            "in the future",
+        ),
+        (
+            {"matchers": [{"name": "a", "value": "b"}], "starts_at": "9999-12-31T00:00:00Z", "duration_seconds": 86400},
+            "duration_seconds",
+            "year 9999",
+        ),
+        (
+            {
+                "matchers": [{"name": "a", "value": "b"}, {"name": "a", "value": "(", "is_regex": True}],
+                "duration_seconds": 60,
+            },
+            "matchers[1].value",
+            "invalid regex",
+        ),
+        (
+            {"matchers": [{"name": "alertname", "value": ".*", "is_regex": True}], "duration_seconds": 60},
+            "matchers",
+            "must match something specific",
+        ),
+        ({"matchers": [], "duration_seconds": 60}, "matchers", "at least 1 item"),
+    ],
+)
 def test_silence_validation_is_422_naming_the_field(client, body, field, fragment):
     r = client.post("/api/v1/silences", json=body, headers={"x-test-principal": "operator"})
     assert r.status_code == 422, r.text
@@ -122,8 +176,11 @@ def test_silence_validation_is_422_naming_the_field(client, body, field, fragmen
 
 
 def test_silence_times_are_kept_in_utc_whatever_the_offset_given(client):
-    body = {"matchers": [{"name": "a", "value": "b"}], "starts_at": "2026-11-22T03:00:00+02:00",
-            "ends_at": "2026-11-22T05:00:00+02:00"}
+    body = {
+        "matchers": [{"name": "a", "value": "b"}],
+        "starts_at": "2026-11-22T03:00:00+02:00",
+        "ends_at": "2026-11-22T05:00:00+02:00",
+    }
     r = client.post("/api/v1/silences", json=body, headers={"x-test-principal": "operator"})
     assert r.status_code == 201, r.text
     (stored,) = get(client, "operator", "/api/v1/silences").json()["items"]  # read back from the store

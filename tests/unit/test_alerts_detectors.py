@@ -68,6 +68,7 @@ def test_sawtooth_with_rising_envelope_alarms():
     def f(t):
         cycle = t // HOUR
         return 40 * GiB + 2 * GiB * cycle + 5 * GiB * ((t % HOUR) / HOUR)
+
     ts, used = _series(72, 300, f)
     fc = forecast_disk_full(ts, used, 70 * GiB)
     assert fc.method == "envelope" and fc.drops == 5
@@ -100,6 +101,7 @@ def test_full_disk_eta_zero():
 
 
 # ------------------------------------------------------------------------------------------------ Burrow
+
 
 def C(*rows):
     return [Commit(t, o, lag) for t, o, lag in rows]
@@ -167,6 +169,7 @@ def test_pseudo_offsets_from_production_and_lag():
 
 # ------------------------------------------------------------------------------------------------ clients
 
+
 def test_response_backlog_needs_queue_and_slowness():
     kw = dict(queue_threshold=50, network_idle_drop=0.1, send_time_ratio=2.0)
     assert response_backlog([80] * 10, [0.9] * 5 + [0.5] * 5, [], **kw)["network_idle_now"] == 0.5
@@ -188,9 +191,11 @@ def test_response_backlog_of_slow_readers_is_seen_in_send_time_only():
 
 
 def test_name_slow_peers_ranks_persistent_backlogs_and_names_members_at_the_address():
-    members = [{"client_host": "10.0.0.7", "client_id": "shop-slow", "group": "shop-g", "tenant": "shop"},
-               {"client_host": "10.0.0.7", "client_id": "shop-slow", "group": "shop-g", "tenant": "shop"},
-               {"client_host": "10.0.0.9", "client_id": "ads-fast", "group": "ads-g", "tenant": "ads"}]
+    members = [
+        {"client_host": "10.0.0.7", "client_id": "shop-slow", "group": "shop-g", "tenant": "shop"},
+        {"client_host": "10.0.0.7", "client_id": "shop-slow", "group": "shop-g", "tenant": "shop"},
+        {"client_host": "10.0.0.9", "client_id": "ads-fast", "group": "ads-g", "tenant": "ads"},
+    ]
     backlogs = {"10.0.0.7": (24 * 120_000.0, 24), "10.0.0.9": (9_000_000.0, 1), "10.0.0.8": (30_000.0, 3)}
     peers = name_slow_peers(backlogs, members, 3)
     # 10.0.0.9 was caught once mid-write (however large): not a slow reader. 10.0.0.8 has no group member.
@@ -251,17 +256,21 @@ def test_latency_guards():
 
 # ------------------------------------------------------------------------------------------------ storage
 
+
 def test_tenant_budget_usage():
     owner = {"orders.a": "shop", "orders.b": "shop", "logs": "ops"}.get
-    usage = budget_usage([("c1", "orders.a", 60.0), ("c2", "orders.b", 30.0), ("c1", "logs", 5.0)],
-                         lambda c, t: owner(t), {"shop": 100})
-    assert usage == {"shop": {"used_bytes": 90.0, "budget_bytes": 100, "ratio": 0.9,
-                              "by_cluster": {"c1": 60.0, "c2": 30.0}}}
+    usage = budget_usage(
+        [("c1", "orders.a", 60.0), ("c2", "orders.b", 30.0), ("c1", "logs", 5.0)], lambda c, t: owner(t), {"shop": 100}
+    )
+    assert usage == {
+        "shop": {"used_bytes": 90.0, "budget_bytes": 100, "ratio": 0.9, "by_cluster": {"c1": 60.0, "c2": 30.0}}
+    }
 
 
 # ----------------------------------------------------------------------------------------------- disk: growth of a part
 # (issue 20) A part of the filesystem's growth (a tenant's log size) is measured like the filesystem itself, so a
 # tenant bounded by retention is not taken for the one filling the disk. The split's table is in test_disk_split.py.
+
 
 def test_growth_rate_of_a_part_follows_the_filesystem_method():
     ts = [i * 300.0 for i in range(12)]
@@ -302,8 +311,13 @@ def test_persistent_backlog_finds_the_peer_whose_queue_never_drains():
     # and the followers) caught mid-write in 3, however large
     backlogs = {"10.0.0.7": (11 * 90_000.0, 11), "127.0.0.1": (3 * 400_000.0, 3)}
     v = persistent_backlog(backlogs, 12, **kw)
-    assert v == {"cause": "slow_readers", "trigger": "socket_backlog", "peer": "10.0.0.7",
-                 "send_queue_bytes": 90_000.0, "backed_up_share": 0.917}
+    assert v == {
+        "cause": "slow_readers",
+        "trigger": "socket_backlog",
+        "peer": "10.0.0.7",
+        "send_queue_bytes": 90_000.0,
+        "backed_up_share": 0.917,
+    }
     assert persistent_backlog({"10.0.0.7": (9 * 90_000.0, 9)}, 12, **kw) is None  # 75 %: drained now and then
     assert persistent_backlog({"10.0.0.7": (12 * 2_000.0, 12)}, 12, **kw) is None  # a few KiB: a busy fast reader
     assert persistent_backlog(backlogs, 0, **kw) is None  # how many samples were taken is unknown: no verdict

@@ -57,8 +57,9 @@ def test_watchdog_fires_every_cycle_and_notifies_once():
     r1 = eng.evaluate({}, src, T0)
     [wd] = by_rule(r1, "KafkaHealthWatchdog")
     assert wd.state is AlertState.FIRING and "tenant" not in wd.labels and wd.labels["watchdog"] == "true"
-    assert ([n.decision for n in r1.notifications if n.instance.rule == "KafkaHealthWatchdog"]
-            == [Decision.NOTIFY_FIRING])
+    assert [n.decision for n in r1.notifications if n.instance.rule == "KafkaHealthWatchdog"] == [
+        Decision.NOTIFY_FIRING
+    ]
     r2 = eng.evaluate(r1.instances, src, T0 + timedelta(seconds=15))
     assert not [n for n in r2.notifications if n.instance.rule == "KafkaHealthWatchdog"]
     r3 = eng.evaluate(r2.instances, src, T0 + timedelta(seconds=75))  # refresh to Alertmanager after 60 s
@@ -73,7 +74,9 @@ def test_broker_alert_is_one_instance_per_tenant_on_the_broker():
     r = eng.evaluate(r.instances, src, T0 + timedelta(seconds=30))
     insts = by_rule(r, "KafkaBrokerUnreachable")
     assert [(i.labels["tenant"], i.labels["broker"], i.state) for i in insts] == [
-        ("ads", "1", AlertState.FIRING), ("shop", "1", AlertState.FIRING)]
+        ("ads", "1", AlertState.FIRING),
+        ("shop", "1", AlertState.FIRING),
+    ]
     shop = insts[1]
     assert shop.labels["team"] == "shop-oncall"  # the tenant's receiver labels
     assert shop.annotations["summary"] == "Broker 1 of cluster c1 is unreachable"
@@ -86,8 +89,10 @@ def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leader
     eng, src = _engine(), FakeSource(present=M.values())
     _placement(src)
     src.instant[M["broker_up"]] = [InstantSample({"cluster": "c1", "broker": "1"}, 0)]
-    src.instant[M["under_replicated"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 4),
-                                         InstantSample({"cluster": "c1", "broker": "3"}, 2)]
+    src.instant[M["under_replicated"]] = [
+        InstantSample({"cluster": "c1", "broker": "2"}, 4),
+        InstantSample({"cluster": "c1", "broker": "3"}, 2),
+    ]
     src.instant[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
     r, notified = {}, []
     for s in (0, 30, 60, 90, 120):
@@ -97,8 +102,10 @@ def test_broker_down_inhibits_under_replication_reported_by_the_surviving_leader
     assert {i.state for i in by_rule(res, "KafkaBrokerUnreachable")} == {AlertState.FIRING}
     urp = by_rule(res, "KafkaUnderReplicatedPartitions")
     assert {i.labels["broker"] for i in urp} == {"2", "3"}
-    assert all(i.state is AlertState.FIRING and i.muted_by == "inhibited:KafkaBrokerUnreachable"
-               and i.notified_state is None for i in urp)
+    assert all(
+        i.state is AlertState.FIRING and i.muted_by == "inhibited:KafkaBrokerUnreachable" and i.notified_state is None
+        for i in urp
+    )
     assert "KafkaUnderReplicatedPartitions" not in notified
     # Writes with acks=all fail: that still pages, broker down or not.
     [minisr] = by_rule(res, "KafkaUnderMinIsrPartitions")
@@ -147,7 +154,6 @@ def test_silencing_an_alert_that_paged_keeps_it_firing_in_alertmanager_and_never
     assert sum(start <= t < end for t in sent) >= 14  # refreshed while silenced, not only after
 
 
-
 def test_failing_rule_keeps_its_incidents_and_raises_rule_failing():
     eng, src = _engine(), FakeSource(present=M.values())
     src.instant[M["under_min_isr"]] = [InstantSample({"cluster": "c1", "broker": "2"}, 1)]
@@ -189,16 +195,23 @@ def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
     idle, gc = M["request_handler_idle"], M["gc_seconds"]
     src.instant["count by (__name__, cluster, broker)"] = [
         InstantSample({"__name__": m, "cluster": "c1", "broker": b}, 1)
-        for m in sorted(src.present - {gc}) for b in ("1", "2", "3") if not (m == idle and b == "3")]
+        for m in sorted(src.present - {gc})
+        for b in ("1", "2", "3")
+        if not (m == idle and b == "3")
+    ]
     src.instant[f"max by (cluster, broker) ({M['broker_up']}) == 1"] = [
-        InstantSample({"cluster": "c1", "broker": b}, 1) for b in ("1", "2", "3")]
+        InstantSample({"cluster": "c1", "broker": b}, 1) for b in ("1", "2", "3")
+    ]
     src.present.discard(gc)
     r = {}
     for s in (0, 300):
         res = eng.evaluate(r, src, T0 + timedelta(seconds=s))
         r = res.instances
-    per_broker = {(i.labels["rule"], i.labels["metric"], i.labels["broker"]) for i in by_rule(res, NO_DATA)
-                  if "broker" in i.labels and i.state is AlertState.FIRING}
+    per_broker = {
+        (i.labels["rule"], i.labels["metric"], i.labels["broker"])
+        for i in by_rule(res, NO_DATA)
+        if "broker" in i.labels and i.state is AlertState.FIRING
+    }
     assert per_broker == {("KafkaRequestHandlerSaturation", idle, "3")}
     whole = {i.labels["rule"] for i in by_rule(res, NO_DATA) if "broker" not in i.labels}
     assert whole == {"KafkaGcPressure"}
@@ -207,8 +220,9 @@ def test_a_live_broker_no_collector_watches_raises_no_data_for_that_broker():
     assert res.rules["KafkaRequestQueueSaturation"].health is RuleHealth.OK
 
     # the broker added to the targets: its series appear, the instance resolves
-    src.instant["count by (__name__, cluster, broker)"].append(InstantSample({"__name__": idle, "cluster": "c1",
-                                                                              "broker": "3"}, 1))
+    src.instant["count by (__name__, cluster, broker)"].append(
+        InstantSample({"__name__": idle, "cluster": "c1", "broker": "3"}, 1)
+    )
     res = eng.evaluate(r, src, T0 + timedelta(seconds=315))
     assert not [i for i in by_rule(res, NO_DATA) if "broker" in i.labels and i.state is AlertState.FIRING]
 
@@ -257,9 +271,13 @@ def test_an_unreachable_prometheus_reaches_the_heartbeat_tenants_read_without_it
 
 # ------------------------------------------------------------------ no data for optional inputs where expected
 
+
 def _no_data_for(res, rule):
-    return {(i.labels["cluster"], i.labels["metric"]) for i in by_rule(res, NO_DATA)
-            if i.labels["rule"] == rule and i.state is AlertState.FIRING}
+    return {
+        (i.labels["cluster"], i.labels["metric"])
+        for i in by_rule(res, NO_DATA)
+        if i.labels["rule"] == rule and i.state is AlertState.FIRING
+    }
 
 
 def _run(eng, src, minutes=(0, 5)):
@@ -329,6 +347,7 @@ def test_a_failing_guard_expects_nothing_and_the_cycle_goes_on():
 
 def test_expected_when_must_name_an_input_of_the_rule(tmp_path):
     from monitor.core.errors import ConfigError
+
     f = tmp_path / "rules.yaml"
     f.write_text("""rules:
   - name: KafkaSomethingOptional

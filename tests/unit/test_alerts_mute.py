@@ -38,28 +38,58 @@ def _inst(alertname: str, state: AlertState = AlertState.FIRING, **labels: str) 
 CASES = [
     # (no, source instances, target labels, expected reason)
     # URP is reported by the surviving leaders, never by the dead broker: any broker of the cluster is muted.
-    (1, [_inst(DOWN, cluster="c1", broker="1", tenant="shop")],
-     {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c1", "broker": "2", "tenant": "ads"},
-     f"inhibited:{DOWN}"),
+    (
+        1,
+        [_inst(DOWN, cluster="c1", broker="1", tenant="shop")],
+        {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c1", "broker": "2", "tenant": "ads"},
+        f"inhibited:{DOWN}",
+    ),
     # Another cluster's under-replication is news.
-    (2, [_inst(DOWN, cluster="c1", broker="1")],
-     {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c2", "broker": "1"}, None),
+    (
+        2,
+        [_inst(DOWN, cluster="c1", broker="1")],
+        {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c2", "broker": "1"},
+        None,
+    ),
     # Only a firing broker-down inhibits: a pending one may be a restart.
-    (3, [_inst(DOWN, AlertState.PENDING, cluster="c1", broker="1")],
-     {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c1", "broker": "2"}, None),
-    (4, [_inst(DOWN, AlertState.RESOLVED, cluster="c1", broker="1")],
-     {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c1", "broker": "2"}, None),
+    (
+        3,
+        [_inst(DOWN, AlertState.PENDING, cluster="c1", broker="1")],
+        {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c1", "broker": "2"},
+        None,
+    ),
+    (
+        4,
+        [_inst(DOWN, AlertState.RESOLVED, cluster="c1", broker="1")],
+        {"alertname": "KafkaUnderReplicatedPartitions", "cluster": "c1", "broker": "2"},
+        None,
+    ),
     # Under-min-ISR means acks=all writes fail: it pages even while the broker-down alert fires.
-    (5, [_inst(DOWN, cluster="c1", broker="1")],
-     {"alertname": "KafkaUnderMinIsrPartitions", "cluster": "c1", "broker": "2"}, None),
-    (6, [_inst(DOWN, cluster="c1", broker="1")],
-     {"alertname": "KafkaUnderMinIsrPartitions", "cluster": "c1", "broker": "1"}, None),
+    (
+        5,
+        [_inst(DOWN, cluster="c1", broker="1")],
+        {"alertname": "KafkaUnderMinIsrPartitions", "cluster": "c1", "broker": "2"},
+        None,
+    ),
+    (
+        6,
+        [_inst(DOWN, cluster="c1", broker="1")],
+        {"alertname": "KafkaUnderMinIsrPartitions", "cluster": "c1", "broker": "1"},
+        None,
+    ),
     # A failing scrape explains the cluster's missing inputs.
-    (7, [_inst("KafkaHealthScrapeFailing", cluster="c1", collector="jmx", target="b1:9999")],
-     {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"},
-     "inhibited:KafkaHealthScrapeFailing"),
-    (8, [_inst("KafkaHealthScrapeFailing", cluster="c2", collector="jmx", target="b1:9999")],
-     {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"}, None),
+    (
+        7,
+        [_inst("KafkaHealthScrapeFailing", cluster="c1", collector="jmx", target="b1:9999")],
+        {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"},
+        "inhibited:KafkaHealthScrapeFailing",
+    ),
+    (
+        8,
+        [_inst("KafkaHealthScrapeFailing", cluster="c2", collector="jmx", target="b1:9999")],
+        {"alertname": "KafkaHealthRuleNoData", "cluster": "c1", "rule": "KafkaIsrChurn"},
+        None,
+    ),
 ]
 
 
@@ -153,8 +183,10 @@ def test_a_silence_with_a_pattern_re2_refuses_is_inert_and_the_others_still_mute
 
 def test_the_engine_uses_a_tenants_oldest_silences_up_to_the_cap():
     n = MAX_ACTIVE_SILENCES_PER_TENANT
-    oldest = [_sil(f"s{i:03}", ("alertname", f"A{i}"), tenant="shop", start=T0 - HOUR + timedelta(seconds=i))
-              for i in range(n)]
+    oldest = [
+        _sil(f"s{i:03}", ("alertname", f"A{i}"), tenant="shop", start=T0 - HOUR + timedelta(seconds=i))
+        for i in range(n)
+    ]
     newest = _sil("late", ("alertname", "Late"), tenant="shop", start=T0 - timedelta(minutes=1))
     other = _sil("ads", ("alertname", "Late"), tenant="ads", start=T0 - timedelta(minutes=1))
     silencer = Silencer(oldest + [newest, other], T0)
@@ -207,8 +239,11 @@ def api(tmp_path):
     @app.middleware("http")
     async def principal(request, call_next):
         who = request.headers.get("x-test-principal")
-        request.state.principal = (Principal(PrincipalKind.OPERATOR, "op-token") if who == "operator" else
-                                   Principal(PrincipalKind.TENANT, f"{who}-token", tenant=who))
+        request.state.principal = (
+            Principal(PrincipalKind.OPERATOR, "op-token")
+            if who == "operator"
+            else Principal(PrincipalKind.TENANT, f"{who}-token", tenant=who)
+        )
         return await call_next(request)
 
     install_error_handlers(app)
@@ -219,15 +254,21 @@ def api(tmp_path):
 
 
 def _post(api, who, *matchers):
-    return api.post("/api/v1/silences", headers={"x-test-principal": who},
-                    json={"matchers": list(matchers), "duration_seconds": 3600})
+    return api.post(
+        "/api/v1/silences",
+        headers={"x-test-principal": who},
+        json={"matchers": list(matchers), "duration_seconds": 3600},
+    )
 
 
-@pytest.mark.parametrize("pattern,fragment", [
-    (r"(a)\1", "invalid escape sequence"),
-    ("(?=x)x", "invalid perl operator"),
-    ("y" * (MAX_REGEX_LENGTH + 1), f"longer than {MAX_REGEX_LENGTH}"),
-])
+@pytest.mark.parametrize(
+    "pattern,fragment",
+    [
+        (r"(a)\1", "invalid escape sequence"),
+        ("(?=x)x", "invalid perl operator"),
+        ("y" * (MAX_REGEX_LENGTH + 1), f"longer than {MAX_REGEX_LENGTH}"),
+    ],
+)
 def test_a_regex_re2_cannot_run_is_refused_422_naming_the_field(api, pattern, fragment):
     r = _post(api, "shop", {"name": "alertname", "value": "X"}, {"name": "topic", "value": pattern, "is_regex": True})
     assert r.status_code == 422, r.text
@@ -244,20 +285,39 @@ def test_a_catastrophic_but_valid_regex_is_accepted_and_stored_as_given(api):
 def test_a_tenant_beyond_its_cap_of_silences_gets_409_until_it_expires_one(api):
     with api.store.session() as s:
         for i in range(MAX_ACTIVE_SILENCES_PER_TENANT):
-            repo.create_silence([{"name": "alertname", "value": f"A{i}", "is_regex": False, "is_equal": True},
-                                 {"name": "tenant", "value": "shop", "is_regex": False, "is_equal": True}],
-                                T0, T0 + HOUR, created_by="shop-token", comment="", tenant="shop", now=T0,
-                                session=s)
-        repo.create_silence([{"name": "alertname", "value": "old", "is_regex": False, "is_equal": True}],
-                            T0 - 2 * HOUR, T0 - HOUR, created_by="shop-token", comment="", tenant="shop", now=T0,
-                            session=s)  # expired: not counted
+            repo.create_silence(
+                [
+                    {"name": "alertname", "value": f"A{i}", "is_regex": False, "is_equal": True},
+                    {"name": "tenant", "value": "shop", "is_regex": False, "is_equal": True},
+                ],
+                T0,
+                T0 + HOUR,
+                created_by="shop-token",
+                comment="",
+                tenant="shop",
+                now=T0,
+                session=s,
+            )
+        repo.create_silence(
+            [{"name": "alertname", "value": "old", "is_regex": False, "is_equal": True}],
+            T0 - 2 * HOUR,
+            T0 - HOUR,
+            created_by="shop-token",
+            comment="",
+            tenant="shop",
+            now=T0,
+            session=s,
+        )  # expired: not counted
     r = _post(api, "shop", {"name": "alertname", "value": "One more"})
     assert r.status_code == 409, r.text
     assert r.json()["error"]["code"] == "conflict"
     assert f"({MAX_ACTIVE_SILENCES_PER_TENANT})" in r.json()["error"]["message"]
     assert _post(api, "ads", {"name": "alertname", "value": "One more"}).status_code == 201  # its own count
     assert _post(api, "operator", {"name": "alertname", "value": "One more"}).status_code == 201
-    first = next(i["id"] for i in api.get("/api/v1/silences", headers={"x-test-principal": "shop"}).json()["items"]
-                 if i["state"] == "active")
+    first = next(
+        i["id"]
+        for i in api.get("/api/v1/silences", headers={"x-test-principal": "shop"}).json()["items"]
+        if i["state"] == "active"
+    )
     assert api.delete(f"/api/v1/silences/{first}", headers={"x-test-principal": "shop"}).status_code == 200
     assert _post(api, "shop", {"name": "alertname", "value": "One more"}).status_code == 201

@@ -41,15 +41,23 @@ class _Muted:
         return self.reason
 
 
-def step(prev: Instance | None, obs: Observation | None, now: datetime, rule: Rule,
-         labels: dict[str, str] | None = None, *, muted_by: str | None = None,
-         resend_seconds: float | None = None) -> tuple[Instance | None, Decision]:
+def step(
+    prev: Instance | None,
+    obs: Observation | None,
+    now: datetime,
+    rule: Rule,
+    labels: dict[str, str] | None = None,
+    *,
+    muted_by: str | None = None,
+    resend_seconds: float | None = None,
+) -> tuple[Instance | None, Decision]:
     """One instance of ``rule`` through one evaluation of the engine: ``_advance_instances`` (the rule evaluated and
     observed ``obs``, or nothing), ``_mute`` (a silence ``muted_by``, or none), ``_decide_notifications``."""
     fp = "fp"
-    results = _RuleResults(rules={rule.name: rule},
-                           observed={rule.name: {fp: (labels if labels is not None else prev.labels, obs)}
-                                     if obs is not None else {}})
+    results = _RuleResults(
+        rules={rule.name: rule},
+        observed={rule.name: {fp: (labels if labels is not None else prev.labels, obs)} if obs is not None else {}},
+    )
     kept, _ = _advance_instances({fp: prev} if prev is not None else {}, results, now)
     muted = _mute(kept, _Muted(muted_by) if muted_by else None, ())
     decided, notes = _decide_notifications(muted, now, resend_seconds)  # resend None: never refreshed
@@ -58,8 +66,14 @@ def step(prev: Instance | None, obs: Observation | None, now: datetime, rule: Ru
 
 
 def _rule(for_min: int, keep_min: int) -> Rule:
-    return Rule(name="KafkaTest", severity=Severity.WARNING, scope=Scope.CLUSTER, for_seconds=for_min * 60,
-                keep_firing_for_seconds=keep_min * 60, annotations={"summary": "s"})
+    return Rule(
+        name="KafkaTest",
+        severity=Severity.WARNING,
+        scope=Scope.CLUSTER,
+        for_seconds=for_min * 60,
+        keep_firing_for_seconds=keep_min * 60,
+        annotations={"summary": "s"},
+    )
 
 
 @pytest.mark.unit
@@ -119,8 +133,11 @@ NOTIFY_CASES = [
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("no,for_min,keep_min,resend_min,conds,muted,states,decisions", NOTIFY_CASES,
-                         ids=[f"notify{c[0]}" for c in NOTIFY_CASES])
+@pytest.mark.parametrize(
+    "no,for_min,keep_min,resend_min,conds,muted,states,decisions",
+    NOTIFY_CASES,
+    ids=[f"notify{c[0]}" for c in NOTIFY_CASES],
+)
 def test_notifications_minute_by_minute(no, for_min, keep_min, resend_min, conds, muted, states, decisions):
     rule = _rule(for_min, keep_min)
     labels = {"alertname": "KafkaTest", "cluster": "c1"}
@@ -130,11 +147,16 @@ def test_notifications_minute_by_minute(no, for_min, keep_min, resend_min, conds
     for minute, (c, m) in enumerate(zip(conds, muted)):
         now = T0 + timedelta(minutes=minute)
         obs = Observation(labels=labels, value=float(minute)) if c == "1" else None
-        inst, decision = step(inst, obs, now, rule, labels, muted_by="silence:s1" if m == M else None,
-                              resend_seconds=resend)
+        inst, decision = step(
+            inst, obs, now, rule, labels, muted_by="silence:s1" if m == M else None, resend_seconds=resend
+        )
         got_states += I if inst is None else LETTER[inst.state]
-        got_decisions += {Decision.NONE: N, Decision.NOTIFY_FIRING: NF, Decision.NOTIFY_RESOLVED: NR,
-                          Decision.REFRESH: RF}[decision]
+        got_decisions += {
+            Decision.NONE: N,
+            Decision.NOTIFY_FIRING: NF,
+            Decision.NOTIFY_RESOLVED: NR,
+            Decision.REFRESH: RF,
+        }[decision]
     assert (got_states, got_decisions) == (states, decisions)
 
 

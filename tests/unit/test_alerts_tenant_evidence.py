@@ -65,20 +65,28 @@ def _source() -> FakeSource:
         # both tenants have partitions on broker 1: each gets a copy of broker 1's alerts
         f"last_over_time({M['topic_size']}": [
             InstantSample({"cluster": "c1", "broker": "1", "topic": "orders.eu"}, 3),
-            InstantSample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1)],
+            InstantSample({"cluster": "c1", "broker": "1", "topic": "clicks.raw"}, 1),
+        ],
         M["request_handler_idle"]: [InstantSample(bk, 0.05)],  # KafkaRequestHandlerSaturation fires
         M["client_request_time"]: [InstantSample(lbl, ratio) for lbl, ratio, _ in CLIENTS],
         M["client_fetch_rate"]: [InstantSample(lbl, rate) for lbl, _, rate in CLIENTS],
         # per broker and peer, as the detector reads them for all brokers at once
-        f"sum_over_time({backlog}": [InstantSample({**bk, "peer": "10.2.0.9"}, 24 * 200_000.0),
-                                     InstantSample({**bk, "peer": "10.1.0.7"}, 20 * 50_000.0)],
-        f"count_over_time({backlog}": [InstantSample({**bk, "peer": "10.2.0.9"}, 24),
-                                       InstantSample({**bk, "peer": "10.1.0.7"}, 20)],
+        f"sum_over_time({backlog}": [
+            InstantSample({**bk, "peer": "10.2.0.9"}, 24 * 200_000.0),
+            InstantSample({**bk, "peer": "10.1.0.7"}, 20 * 50_000.0),
+        ],
+        f"count_over_time({backlog}": [
+            InstantSample({**bk, "peer": "10.2.0.9"}, 24),
+            InstantSample({**bk, "peer": "10.1.0.7"}, 20),
+        ],
         M["group_member_info"]: [
-            InstantSample({"client_host": "10.2.0.9", "client_id": "tracker-77b1", "group": "ads.tracking",
-                           "tenant": "ads"}, 1),
-            InstantSample({"client_host": "10.1.0.7", "client_id": "shop-reader", "group": "shop.billing",
-                           "tenant": "shop"}, 1)],
+            InstantSample(
+                {"client_host": "10.2.0.9", "client_id": "tracker-77b1", "group": "ads.tracking", "tenant": "ads"}, 1
+            ),
+            InstantSample(
+                {"client_host": "10.1.0.7", "client_id": "shop-reader", "group": "shop.billing", "tenant": "shop"}, 1
+            ),
+        ],
     }
     ranges = {  # KafkaResponseQueueBacklog fires: the queue is backed up and network threads lost idle time
         M["response_queue_size"]: [Series(bk, ts, (120.0,) * 30)],
@@ -164,54 +172,126 @@ def rec(client_id, user="", ratio=None, **more):
 REDACTION_CASES = [
     # (no, evidence, shop's copy of it)
     # 1. evidence naming no client passes unchanged
-    (1, {"value": 0.05, "expr": "avg(x) < 0.2", "threshold": 0.2}, {"value": 0.05, "expr": "avg(x) < 0.2",
-                                                                    "threshold": 0.2}),
+    (
+        1,
+        {"value": 0.05, "expr": "avg(x) < 0.2", "threshold": 0.2},
+        {"value": 0.05, "expr": "avg(x) < 0.2", "threshold": 0.2},
+    ),
     # 2. shop keeps its client (by client-id prefix); ads' (by principal) become a count and a share of the
     #    broker's thread time (all_clients_request_time_ratio), which stays: it is anonymous
-    (2, {"clients": [rec("clicker-9f3a", "ads-svc", 0.5), rec("shop-a", "", 0.1)],
-         "all_clients_request_time_ratio": 0.8, "all_clients": 5},
-     {"clients": [rec("shop-a", "", 0.1)], "other_clients": 1, "other_clients_request_time_ratio": 0.5,
-      "other_clients_share": 0.625, "all_clients_request_time_ratio": 0.8, "all_clients": 5}),
+    (
+        2,
+        {
+            "clients": [rec("clicker-9f3a", "ads-svc", 0.5), rec("shop-a", "", 0.1)],
+            "all_clients_request_time_ratio": 0.8,
+            "all_clients": 5,
+        },
+        {
+            "clients": [rec("shop-a", "", 0.1)],
+            "other_clients": 1,
+            "other_clients_request_time_ratio": 0.5,
+            "other_clients_share": 0.625,
+            "all_clients_request_time_ratio": 0.8,
+            "all_clients": 5,
+        },
+    ),
     # 3. without the broker's total, the share is of the clients listed
-    (3, {"clients": [rec("clicker-9f3a", "ads-svc", 0.3), rec("shop-a", "", 0.1)]},
-     {"clients": [rec("shop-a", "", 0.1)], "other_clients": 1, "other_clients_request_time_ratio": 0.3,
-      "other_clients_share": 0.75}),
+    (
+        3,
+        {"clients": [rec("clicker-9f3a", "ads-svc", 0.3), rec("shop-a", "", 0.1)]},
+        {
+            "clients": [rec("shop-a", "", 0.1)],
+            "other_clients": 1,
+            "other_clients_request_time_ratio": 0.3,
+            "other_clients_share": 0.75,
+        },
+    ),
     # 4. a client nobody is known to own is not shop's (fail closed); nor one whose stamp disagrees with the index
     (4, {"clients": [rec("anonymous-1"), rec("shop-x", "", tenant="ads")]}, {"clients": [], "other_clients": 2}),
     # 5. a client id both tenants use (librdkafka's default): shop's record stays, ads' goes, and the bare name is
     #    ambiguous, so it is not shop's to see; shop's own record is not scrubbed for sharing the id
-    (5, {"busy_client": "rdkafka", "clients": [rec("rdkafka", "ads-svc"), rec("rdkafka", "shop-svc")]},
-     {"busy_client": None, "busy_client_other_tenant": True, "clients": [rec("rdkafka", "shop-svc")],
-      "other_clients": 1}),
+    (
+        5,
+        {"busy_client": "rdkafka", "clients": [rec("rdkafka", "ads-svc"), rec("rdkafka", "shop-svc")]},
+        {
+            "busy_client": None,
+            "busy_client_other_tenant": True,
+            "clients": [rec("rdkafka", "shop-svc")],
+            "other_clients": 1,
+        },
+    ),
     # 6. slow peers: an address is shop's when a client of shop is there (the others at it are counted); an address
     #    with only ads' clients, or with no known client, is someone else's
-    (6, {"slow_peers": [
-        {"peer": "10.0.0.1", "clients": [rec("shop-a", group="shop.g"), rec("x", group="ads.g", tenant="ads")]},
-        {"peer": "10.0.0.2", "clients": [rec("y", group="ads.g", tenant="ads")]},
-        {"peer": "10.0.0.3", "clients": []}]},
-     {"slow_peers": [{"peer": "10.0.0.1", "clients": [rec("shop-a", group="shop.g")], "other_clients": 1}],
-      "other_slow_peers": 2}),
+    (
+        6,
+        {
+            "slow_peers": [
+                {"peer": "10.0.0.1", "clients": [rec("shop-a", group="shop.g"), rec("x", group="ads.g", tenant="ads")]},
+                {"peer": "10.0.0.2", "clients": [rec("y", group="ads.g", tenant="ads")]},
+                {"peer": "10.0.0.3", "clients": []},
+            ]
+        },
+        {
+            "slow_peers": [{"peer": "10.0.0.1", "clients": [rec("shop-a", group="shop.g")], "other_clients": 1}],
+            "other_slow_peers": 2,
+        },
+    ),
     # 7. the slow client of another tenant: its name goes, its detail too
-    (7, {"slow_client": "tracker-77b1", "slow_client_detail": {"client_id": "tracker-77b1", "user": "ads-svc",
-                                                               "peer": "10.2.0.9", "groups": ["ads.tracking"]}},
-     {"slow_client": None, "slow_client_other_tenant": True}),
+    (
+        7,
+        {
+            "slow_client": "tracker-77b1",
+            "slow_client_detail": {
+                "client_id": "tracker-77b1",
+                "user": "ads-svc",
+                "peer": "10.2.0.9",
+                "groups": ["ads.tracking"],
+            },
+        },
+        {"slow_client": None, "slow_client_other_tenant": True},
+    ),
     # 8. and shop's own slow client stays whole
-    (8, {"slow_client": "shop-r", "slow_client_detail": {"client_id": "shop-r", "user": "", "peer": "10.1.0.7",
-                                                         "groups": ["shop.billing"]}},
-     {"slow_client": "shop-r", "slow_client_detail": {"client_id": "shop-r", "user": "", "peer": "10.1.0.7",
-                                                      "groups": ["shop.billing"]}}),
+    (
+        8,
+        {
+            "slow_client": "shop-r",
+            "slow_client_detail": {"client_id": "shop-r", "user": "", "peer": "10.1.0.7", "groups": ["shop.billing"]},
+        },
+        {
+            "slow_client": "shop-r",
+            "slow_client_detail": {"client_id": "shop-r", "user": "", "peer": "10.1.0.7", "groups": ["shop.billing"]},
+        },
+    ),
     # 9. suspects (bare client ids) and figures keyed by them
-    (9, {"suspects": ["shop-a", "clicker-9f3a"], "suspects_thread_seconds_per_mib": {"shop-a": 1.0,
-                                                                                     "clicker-9f3a": 9.0}},
-     {"suspects": ["shop-a"], "other_suspects": 1, "suspects_thread_seconds_per_mib": {"shop-a": 1.0}}),
+    (
+        9,
+        {
+            "suspects": ["shop-a", "clicker-9f3a"],
+            "suspects_thread_seconds_per_mib": {"shop-a": 1.0, "clicker-9f3a": 9.0},
+        },
+        {"suspects": ["shop-a"], "other_suspects": 1, "suspects_thread_seconds_per_mib": {"shop-a": 1.0}},
+    ),
     # 10. a new detector's list of client records under a key nobody taught the redaction: redacted by its shape
-    (10, {"noisiest": [{"principal": "ads-svc", "bytes": 9}, {"principal": "shop-svc", "bytes": 1}]},
-     {"noisiest": [{"principal": "shop-svc", "bytes": 1}], "other_noisiest": 1}),
+    (
+        10,
+        {"noisiest": [{"principal": "ads-svc", "bytes": 9}, {"principal": "shop-svc", "bytes": 1}]},
+        {"noisiest": [{"principal": "shop-svc", "bytes": 1}], "other_noisiest": 1},
+    ),
     # 11. what the vocabulary cannot know (text, a map keyed by client id) is scrubbed of every identifier taken out
-    (11, {"clients": [rec("clicker-9f3a", "ads-svc")],
-          "note": "clicker-9f3a (user ads-svc) sends 1-byte batches", "per_client": {"clicker-9f3a": 3}},
-     {"clients": [], "other_clients": 1, "note": f"{OTHER_TENANT} (user {OTHER_TENANT}) sends 1-byte batches",
-      "per_client": {}}),
+    (
+        11,
+        {
+            "clients": [rec("clicker-9f3a", "ads-svc")],
+            "note": "clicker-9f3a (user ads-svc) sends 1-byte batches",
+            "per_client": {"clicker-9f3a": 3},
+        },
+        {
+            "clients": [],
+            "other_clients": 1,
+            "note": f"{OTHER_TENANT} (user {OTHER_TENANT}) sends 1-byte batches",
+            "per_client": {},
+        },
+    ),
 ]
 
 
@@ -231,13 +311,22 @@ def test_the_alerts_own_client_is_the_tenants_even_where_its_client_id_names_nob
 LABEL_CASES = [
     # (no, labels of an alert shared by the broker's tenants, shop's copy of them)
     (1, {"cluster": "c1", "broker": "1"}, {"cluster": "c1", "broker": "1"}),
-    (2, {"cluster": "c1", "client_id": "shop-a", "user": "shop-svc"}, {"cluster": "c1", "client_id": "shop-a",
-                                                                       "user": "shop-svc"}),
-    (3, {"cluster": "c1", "client_id": "clicker-9f3a", "user": "ads-svc"},
-     {"cluster": "c1", "client_id": OTHER_TENANT, "user": OTHER_TENANT}),
+    (
+        2,
+        {"cluster": "c1", "client_id": "shop-a", "user": "shop-svc"},
+        {"cluster": "c1", "client_id": "shop-a", "user": "shop-svc"},
+    ),
+    (
+        3,
+        {"cluster": "c1", "client_id": "clicker-9f3a", "user": "ads-svc"},
+        {"cluster": "c1", "client_id": OTHER_TENANT, "user": OTHER_TENANT},
+    ),
     (4, {"cluster": "c1", "group": "ads.tracking"}, {"cluster": "c1", "group": OTHER_TENANT}),
-    (5, {"cluster": "c1", "group": "shop.billing", "peer": "10.1.0.7"},
-     {"cluster": "c1", "group": "shop.billing", "peer": OTHER_TENANT}),
+    (
+        5,
+        {"cluster": "c1", "group": "shop.billing", "peer": "10.1.0.7"},
+        {"cluster": "c1", "group": "shop.billing", "peer": OTHER_TENANT},
+    ),
 ]
 
 
@@ -247,13 +336,27 @@ def test_redact_labels(no, labels, expected):
 
 
 def test_a_resolved_instance_stored_whole_by_an_older_version_is_confined_at_the_next_cycle():
-    whole = {"clients": [rec("clicker-9f3a", "ads-svc", 0.5, tenant="ads"), rec("shop-a", "shop-svc", 0.1,
-                                                                               tenant="shop")],
-             "busy_client": "clicker-9f3a"}
-    labels = {"alertname": "KafkaRequestHandlerSaturation", "cluster": "c1", "broker": "3", "severity": "warning",
-              "tenant": "shop"}
-    old = Instance(rule="KafkaRequestHandlerSaturation", labels=labels, state=AlertState.RESOLVED,
-                   severity=Severity.WARNING, evidence=whole, active_at=T0, fired_at=T0, resolved_at=T0)
+    whole = {
+        "clients": [rec("clicker-9f3a", "ads-svc", 0.5, tenant="ads"), rec("shop-a", "shop-svc", 0.1, tenant="shop")],
+        "busy_client": "clicker-9f3a",
+    }
+    labels = {
+        "alertname": "KafkaRequestHandlerSaturation",
+        "cluster": "c1",
+        "broker": "3",
+        "severity": "warning",
+        "tenant": "shop",
+    }
+    old = Instance(
+        rule="KafkaRequestHandlerSaturation",
+        labels=labels,
+        state=AlertState.RESOLVED,
+        severity=Severity.WARNING,
+        evidence=whole,
+        active_at=T0,
+        fired_at=T0,
+        resolved_at=T0,
+    )
     engine = Engine(CONFIG, load_rules(CONFIG.rules), builtin_detectors())
     result = engine.evaluate({old.fingerprint: old}, _source(), T0)
     kept = result.instances[old.fingerprint]

@@ -94,7 +94,7 @@ class Statements:
         event.remove(self.store.engine, "before_cursor_execute", self._record)
 
     def _record(self, conn, cursor, statement, params, context, executemany):
-        if f"FROM {self.table}" in statement or f"FROM \"{self.table}\"" in statement:
+        if f"FROM {self.table}" in statement or f'FROM "{self.table}"' in statement:
             self.seen.append(statement)
 
 
@@ -114,10 +114,20 @@ def call_asgi(app, method: str, path: str, *, headers: dict[str, str], chunks: l
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "path": path,
-             "raw_path": path.encode(), "query_string": b"", "root_path": "", "scheme": "http",
-             "client": ("192.0.2.1", 4000), "server": ("testserver", 80),
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "http",
+        "client": ("192.0.2.1", 4000),
+        "server": ("testserver", 80),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
     asyncio.run(asyncio.wait_for(app(scope, receive, send), timeout=30))
     status = next(m["status"] for m in sent if m["type"] == "http.response.start")
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
@@ -130,8 +140,13 @@ def call_asgi(app, method: str, path: str, *, headers: dict[str, str], chunks: l
 def test_a_body_declared_over_64_kib_is_413_before_a_byte_of_it_is_read(app, store):
     op = new_token(store, None)
     chunks = [b"x" * (64 * KIB)] * 16  # 1 MiB offered, as declared
-    status, body, read = call_asgi(app, "POST", "/api/v1/silences", chunks=chunks, headers={
-        **bearer(op), "content-type": "application/json", "content-length": str(16 * 64 * KIB)})
+    status, body, read = call_asgi(
+        app,
+        "POST",
+        "/api/v1/silences",
+        chunks=chunks,
+        headers={**bearer(op), "content-type": "application/json", "content-length": str(16 * 64 * KIB)},
+    )
     assert (status, body["error"]["code"], read) == (413, "too_large", 0)
     assert body["error"]["message"] == "request body larger than 65536 bytes"
 
@@ -139,8 +154,9 @@ def test_a_body_declared_over_64_kib_is_413_before_a_byte_of_it_is_read(app, sto
 def test_a_chunked_body_is_refused_once_it_passes_64_kib_and_read_no_further(app, store):
     op = new_token(store, None)
     chunks = [b"x" * (16 * KIB)] * 64  # 1 MiB, no length declared
-    status, body, read = call_asgi(app, "POST", "/api/v1/silences", chunks=chunks, headers={
-        **bearer(op), "content-type": "application/json"})
+    status, body, read = call_asgi(
+        app, "POST", "/api/v1/silences", chunks=chunks, headers={**bearer(op), "content-type": "application/json"}
+    )
     assert (status, body["error"]["code"]) == (413, "too_large")
     assert read == 5  # 4 chunks are 64 KiB exactly; the fifth crosses the limit and nothing after it is asked for
 
@@ -149,15 +165,19 @@ def test_bodies_within_the_limit_are_read_and_judged_as_before(client, store):
     op = new_token(store, None)
     r = client.post("/api/v1/silences", headers=bearer(op), content=b"{" + b" " * (64 * KIB - 2) + b"}")
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid"  # read and parsed: a body, not too large
-    r = client.post("/api/v1/silences", headers=bearer(op), json={
-        "matchers": [{"name": "alertname", "value": "KafkaConsumerLag"}], "duration_seconds": 600})
+    r = client.post(
+        "/api/v1/silences",
+        headers=bearer(op),
+        json={"matchers": [{"name": "alertname", "value": "KafkaConsumerLag"}], "duration_seconds": 600},
+    )
     assert r.status_code == 201, r.text
 
 
 def test_an_oversized_body_is_413_with_the_error_body_even_without_a_token(client):
     r = client.post("/api/v1/tenants", content=b"{}" + b" " * (64 * KIB))
     assert r.status_code == 413 and r.json() == {
-        "error": {"code": "too_large", "message": "request body larger than 65536 bytes"}}
+        "error": {"code": "too_large", "message": "request body larger than 65536 bytes"}
+    }
 
 
 # --- 9. failed authentications ------------------------------------------------------------------------------------
@@ -181,8 +201,10 @@ def test_failed_authentications_from_one_address_are_limited_before_the_store_is
 def test_failures_for_one_token_id_are_limited_across_addresses(app, store):
     real = new_token(store, "acme")
     wrong = real[:-4] + ("AAAA" if not real.endswith("AAAA") else "BBBB")
-    statuses = [TestClient(app, client=(f"198.51.100.{i}", 5000)).get("/api/v1/tenants", headers=bearer(wrong))
-                .status_code for i in range(8)]
+    statuses = [
+        TestClient(app, client=(f"198.51.100.{i}", 5000)).get("/api/v1/tenants", headers=bearer(wrong)).status_code
+        for i in range(8)
+    ]
     assert statuses == [401] * 5 + [429] * 3
     # Another id from those addresses is still only judged on its own.
     other = TestClient(app, client=("198.51.100.1", 5000)).get("/api/v1/tenants", headers=bearer(forged(7)))
@@ -212,8 +234,11 @@ def test_a_cluster_the_tenant_is_not_on_is_refused_without_reading_the_store(cli
     with Statements(store, "tenants") as reads:
         not_on = client.get(f"/api/v1/clusters/globex-only/{path}", headers=bearer(acme))
         absent = client.get(f"/api/v1/clusters/nowhere/{path}", headers=bearer(acme))
-    assert (not_on.status_code, not_on.json()) == (absent.status_code, absent.json()) == (
-        404, {"error": {"code": "not_found", "message": "cluster not found"}})
+    assert (
+        (not_on.status_code, not_on.json())
+        == (absent.status_code, absent.json())
+        == (404, {"error": {"code": "not_found", "message": "cluster not found"}})
+    )
     assert reads.seen == []  # both decided from what the token's lookup established
 
 
@@ -242,15 +267,24 @@ def test_a_tenant_moved_to_another_cluster_sees_the_new_one_at_the_next_registry
             tenant_service.create(db_session=s, tenant_in=initech("shared"), clusters=names, now=NOW)
         token = new_token(store, "initech")
         app.state.store_watch.refresh()
-        seen = {c: client.get(f"/api/v1/clusters/{c}/brokers", headers=bearer(token)).status_code
-                for c in ("shared", "spare")}
+        seen = {
+            c: client.get(f"/api/v1/clusters/{c}/brokers", headers=bearer(token)).status_code
+            for c in ("shared", "spare")
+        }
         assert seen == {"shared": 200, "spare": 404}
         with store.session() as s:  # as another process would: the server learns it from the registry version
-            tenant_service.update(db_session=s, tenant=tenant_service.get(db_session=s, name="initech"),
-                                  tenant_in=initech("spare"), clusters=names, now=NOW)
+            tenant_service.update(
+                db_session=s,
+                tenant=tenant_service.get(db_session=s, name="initech"),
+                tenant_in=initech("spare"),
+                clusters=names,
+                now=NOW,
+            )
         app.state.store_watch.refresh()
-        seen = {c: client.get(f"/api/v1/clusters/{c}/brokers", headers=bearer(token)).status_code
-                for c in ("shared", "spare")}
+        seen = {
+            c: client.get(f"/api/v1/clusters/{c}/brokers", headers=bearer(token)).status_code
+            for c in ("shared", "spare")
+        }
         assert seen == {"shared": 404, "spare": 200}
 
 
@@ -291,6 +325,7 @@ def test_tokens_cli_creates_with_an_expiry_and_lists_it(tmp_path, capsys):
 
     cfg = tmp_path / "kh.yaml"
     cfg.write_text(CONFIG_YAML + f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n")
+
     def create(*flags: str) -> str:
         assert main(["tokens", "create", "--operator", *flags, "--config", str(cfg)]) == 0
         return capsys.readouterr().out.strip()
@@ -360,11 +395,23 @@ class FakePrometheus:
         pass
 
 
-@pytest.mark.parametrize("param,value", [
-    ("grow", "acme:1e308"), ("grow", "acme:inf"), ("grow", "acme:nan"), ("grow", "acme:-1"), ("grow", "acme:1001"),
-    ("add", "newco:1e308:7"), ("add", "newco:5:1e308"), ("add", "newco:5:7:1e308"), ("add", "newco:nan:7"),
-    ("add", "newco:5:7:2.5"), ("add", "newco:5:0"), ("add", "n" * 65 + ":5:7"),
-])
+@pytest.mark.parametrize(
+    "param,value",
+    [
+        ("grow", "acme:1e308"),
+        ("grow", "acme:inf"),
+        ("grow", "acme:nan"),
+        ("grow", "acme:-1"),
+        ("grow", "acme:1001"),
+        ("add", "newco:1e308:7"),
+        ("add", "newco:5:1e308"),
+        ("add", "newco:5:7:1e308"),
+        ("add", "newco:nan:7"),
+        ("add", "newco:5:7:2.5"),
+        ("add", "newco:5:0"),
+        ("add", "n" * 65 + ":5:7"),
+    ],
+)
 def test_absurd_what_if_figures_are_422_naming_the_parameter(client, store, prometheus, param, value):
     op = new_token(store, None)
     r = client.get("/api/v1/clusters/shared/capacity", headers=bearer(op), params={param: value})
@@ -375,8 +422,11 @@ def test_absurd_what_if_figures_are_422_naming_the_parameter(client, store, prom
 
 def test_what_if_at_its_bounds_is_planned(client, store, prometheus):
     op = new_token(store, None)
-    r = client.get("/api/v1/clusters/shared/capacity", headers=bearer(op),
-                   params={"grow": "acme:1000", "add": "newco:100000:3650:1000000"})
+    r = client.get(
+        "/api/v1/clusters/shared/capacity",
+        headers=bearer(op),
+        params={"grow": "acme:1000", "add": "newco:100000:3650:1000000"},
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["status"] == "ok" and body["what_if"]["brokers_required"] >= body["plan"]["brokers_required"]
@@ -385,11 +435,16 @@ def test_what_if_at_its_bounds_is_planned(client, store, prometheus):
 # --- 6. costly requests ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path,window", [
-    ("/api/v1/tenants/acme/advice", "2d"), ("/api/v1/tenants/acme/advice", "99999d"),
-    ("/api/v1/tenants/acme/advice", "1441m"), ("/api/v1/clusters/shared/capacity", "8d"),
-    ("/api/v1/clusters/shared/capacity", "169h"),
-])
+@pytest.mark.parametrize(
+    "path,window",
+    [
+        ("/api/v1/tenants/acme/advice", "2d"),
+        ("/api/v1/tenants/acme/advice", "99999d"),
+        ("/api/v1/tenants/acme/advice", "1441m"),
+        ("/api/v1/clusters/shared/capacity", "8d"),
+        ("/api/v1/clusters/shared/capacity", "169h"),
+    ],
+)
 def test_windows_past_their_bound_are_422_naming_window(client, store, prometheus, path, window):
     r = client.get(path, headers=bearer(new_token(store, None)), params={"window": window})
     assert r.status_code == 422, r.text
@@ -397,8 +452,9 @@ def test_windows_past_their_bound_are_422_naming_window(client, store, prometheu
     assert prometheus.queries == []
 
 
-@pytest.mark.parametrize("path,window", [("/api/v1/tenants/acme/advice", "1d"),
-                                         ("/api/v1/clusters/shared/capacity", "7d")])
+@pytest.mark.parametrize(
+    "path,window", [("/api/v1/tenants/acme/advice", "1d"), ("/api/v1/clusters/shared/capacity", "7d")]
+)
 def test_windows_at_their_bound_are_answered(client, store, prometheus, path, window):
     r = client.get(path, headers=bearer(new_token(store, None)), params={"window": window})
     assert r.status_code == 200, r.text
@@ -448,8 +504,14 @@ def test_a_costly_request_past_its_deadline_is_504_and_stops_querying(client, st
     prometheus.clock, prometheus.tick = seconds, 8.0  # each query "takes" 8 s
     r = client.get("/api/v1/tenants/acme/advice", headers=bearer(new_token(store, "acme")))
     assert r.status_code == 504, r.text
-    assert r.json() == {"error": {"code": "timeout", "message": (
-        "the answer was not ready within the request's deadline (20 s); retry later, or with a shorter window")}}
+    assert r.json() == {
+        "error": {
+            "code": "timeout",
+            "message": (
+                "the answer was not ready within the request's deadline (20 s); retry later, or with a shorter window"
+            ),
+        }
+    }
     assert len(prometheus.queries) == 3  # at 1000, 1008, 1016; the fourth would start at 1024, past 1020
     assert gate.running == 0
 

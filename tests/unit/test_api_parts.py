@@ -79,14 +79,17 @@ def test_token_format_is_what_create_emits():
     store = Store("sqlite://")
     create_all(store)
     with store.session() as s:
-        row, token = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="",
-                                   now=datetime.now(timezone.utc))
+        row, token = tokens.create(
+            db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="", now=datetime.now(timezone.utc)
+        )
         assert _TOKEN_RE.match(token).group(1) == row.id
         assert token not in row.secret_sha256 and len(row.secret_sha256) == 64
         now = datetime.now(timezone.utc)
         assert tokens.authenticate(db_session=s, presented=token, now=now).is_operator
-        assert tokens.authenticate(db_session=s, presented=token[:-1] + ("A" if token[-1] != "A" else "B"),
-                                   now=now) is None
+        assert (
+            tokens.authenticate(db_session=s, presented=token[:-1] + ("A" if token[-1] != "A" else "B"), now=now)
+            is None
+        )
 
 
 class _Watch:
@@ -123,8 +126,13 @@ def _asgi_get(app, token: str) -> int:
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "query_string": b"",
-             "headers": [(b"authorization", f"Bearer {token}".encode())]}
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/api/v1/x",
+        "query_string": b"",
+        "headers": [(b"authorization", f"Bearer {token}".encode())],
+    }
     asyncio.run(app(scope, receive, send))
     return next(m["status"] for m in sent if m["type"] == "http.response.start")
 
@@ -228,9 +236,10 @@ def test_openapi_names_a_typed_schema_for_every_2xx_answer(openapi):
                         problems.append(f"{method.upper()} {path} {status}: {n} holds untyped items")
     assert not problems, "\n".join(problems)
     for (method, path), want in TYPED_2XX.items():
-        (status, resp), = [(s, r) for s, r in openapi["paths"][path][method]["responses"].items() if s[0] == "2"]
+        ((status, resp),) = [(s, r) for s, r in openapi["paths"][path][method]["responses"].items() if s[0] == "2"]
         assert tuple(_refs(resp["content"]["application/json"]["schema"])) == (
-            want if isinstance(want, tuple) else (want,)), (method, path)
+            want if isinstance(want, tuple) else (want,)
+        ), (method, path)
     report = openapi["paths"]["/api/v1/tenants/{tenant}/reports/{week}"]["get"]["responses"]["200"]
     assert report["content"]["text/html"]["schema"] == {"type": "string"}
 
@@ -238,8 +247,9 @@ def test_openapi_names_a_typed_schema_for_every_2xx_answer(openapi):
 def _conforms(openapi: dict, component: str, doc) -> None:
     """``doc`` is valid against the OpenAPI document's schema (what schemathesis checks on a live server)."""
     jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{component}",
-                                     "components": openapi["components"]}).validate(doc)
+    jsonschema.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{component}", "components": openapi["components"]}
+    ).validate(doc)
 
 
 def _sent(model, doc, **dump):
@@ -255,15 +265,35 @@ def test_alert_and_silence_answers_match_their_models(openapi):
     from monitor.core.api.pagination import Page
 
     t = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
-    alert = AlertInstance(fingerprint="fp1", rule="KafkaBrokerUnreachable", state="firing", severity="critical",
-                          cluster="c1", broker="1", tenant=None, labels={"cluster": "c1", "broker": "1"},
-                          annotations={"summary": "broker 1 down"}, evidence={"up": 0, "since": "12:00"}, value=0.0,
-                          active_at=t.replace(tzinfo=None), fired_at=t, resolved_at=None, muted_by="s-1")
+    alert = AlertInstance(
+        fingerprint="fp1",
+        rule="KafkaBrokerUnreachable",
+        state="firing",
+        severity="critical",
+        cluster="c1",
+        broker="1",
+        tenant=None,
+        labels={"cluster": "c1", "broker": "1"},
+        annotations={"summary": "broker 1 down"},
+        evidence={"up": 0, "since": "12:00"},
+        value=0.0,
+        active_at=t.replace(tzinfo=None),
+        fired_at=t,
+        resolved_at=None,
+        muted_by="s-1",
+    )
     page = Page(items=[alert_json(alert)], next_cursor="ZnAx").model_dump()
     assert _sent(Page[AlertInstanceRead], page) == page
     _conforms(openapi, "Page_AlertInstanceRead_", page)
-    silence = Silence(id="s-1", matchers=[{"name": "tenant", "value": "acme", "is_regex": False, "is_equal": True}],
-                      starts_at=t, ends_at=t + timedelta(hours=1), created_by="tok", comment="", tenant="acme")
+    silence = Silence(
+        id="s-1",
+        matchers=[{"name": "tenant", "value": "acme", "is_regex": False, "is_equal": True}],
+        starts_at=t,
+        ends_at=t + timedelta(hours=1),
+        created_by="tok",
+        comment="",
+        tenant="acme",
+    )
     doc = silence_json(silence, t)
     assert _sent(SilenceRead, doc) == doc and doc["state"] == "active"
     _conforms(openapi, "SilenceRead", doc)
@@ -273,28 +303,68 @@ def _report_rows() -> dict:
     from datetime import date
 
     t = datetime(2026, 11, 18, 9, 0, tzinfo=timezone.utc)
-    compare = [{"owner": "acme", "metric": m, "this_week": 10.5, "previous_week": 10, "previous4_mean": 9.75,
-                "previous4_weeks": 4, "growth_wow": 0.05, "vs_previous4": None}
-               for m in ("bytes_in", "lag_max_messages")]
+    compare = [
+        {
+            "owner": "acme",
+            "metric": m,
+            "this_week": 10.5,
+            "previous_week": 10,
+            "previous4_mean": 9.75,
+            "previous4_weeks": 4,
+            "growth_wow": 0.05,
+            "vs_previous4": None,
+        }
+        for m in ("bytes_in", "lag_max_messages")
+    ]
     return dict(
         span={"first": datetime(2026, 11, 16, tzinfo=timezone.utc), "end": datetime(2026, 11, 23, tzinfo=timezone.utc)},
         compare=compare,
         weekly=[{"owner": "acme", "week_start": date(2026, 11, 9), "metric": "bytes_in", "value": 10}],
         storage=[{"owner": "acme", "current": 5e9, "slope_per_week": 1e8, "days": 7, "weeks_until_limit": 50.0}],
         storage_daily=[{"owner": "acme", "date": date(2026, 11, 17), "bytes": 4.9e9}],
-        disk=[{"cluster": "shared", "limit": 1e12, "current": 4e11, "slope_per_week": 1e10,
-               "weeks_until_limit": 60.0}],
+        disk=[{"cluster": "shared", "limit": 1e12, "current": 4e11, "slope_per_week": 1e10, "weeks_until_limit": 60.0}],
         members=[{"owner": "acme", "cluster": "shared"}],
-        alerts=[{"owner": "acme", "alertname": "KafkaConsumerLag", "severity": "warning", "raised": 2,
-                 "firing_minutes": 35, "resolved": 2, "mean_minutes_to_resolve": 17.5,
-                 "max_minutes_to_resolve": 20}],
-        clients=[{"owner": "acme", "rank": 1, "cluster": "shared", "user": "acme", "client_id": "acme-app",
-                  "produce_bytes": 1e9, "fetch_bytes": 2e9, "total_bytes": 3e9, "throttled_minutes": 0}],
+        alerts=[
+            {
+                "owner": "acme",
+                "alertname": "KafkaConsumerLag",
+                "severity": "warning",
+                "raised": 2,
+                "firing_minutes": 35,
+                "resolved": 2,
+                "mean_minutes_to_resolve": 17.5,
+                "max_minutes_to_resolve": 20,
+            }
+        ],
+        clients=[
+            {
+                "owner": "acme",
+                "rank": 1,
+                "cluster": "shared",
+                "user": "acme",
+                "client_id": "acme-app",
+                "produce_bytes": 1e9,
+                "fetch_bytes": 2e9,
+                "total_bytes": 3e9,
+                "throttled_minutes": 0,
+            }
+        ],
         daily=[{"owner": "acme", "metric": "bytes_in", "date": date(2026, 11, 17), "value": 1.5}],
         seen=[{"owner": "acme", "first_seen": datetime(2026, 10, 1, tzinfo=timezone.utc), "last_seen": t}],
         clusters=[{"cluster": "shared", "bytes_in": 1e10, "brokers": 3}],
-        findings=[{"owner": "acme", "finding": "poor_batching", "cluster": "shared", "client_id": "acme-app",
-                   "group": None, "minutes": 12, "first_seen": t, "last_seen": t}])
+        findings=[
+            {
+                "owner": "acme",
+                "finding": "poor_batching",
+                "cluster": "shared",
+                "client_id": "acme-app",
+                "group": None,
+                "minutes": 12,
+                "first_seen": t,
+                "last_seen": t,
+            }
+        ],
+    )
 
 
 def test_report_answers_match_their_models(openapi):
@@ -303,8 +373,7 @@ def test_report_answers_match_their_models(openapi):
     from monitor.reports import document as D
     from monitor.reports.views import ReportDocument, ReportRead
 
-    c = D.Collected.from_rows(date(2026, 11, 16), datetime(2026, 11, 23, 1, tzinfo=timezone.utc), [],
-                              **_report_rows())
+    c = D.Collected.from_rows(date(2026, 11, 16), datetime(2026, 11, 23, 1, tzinfo=timezone.utc), [], **_report_rows())
     tenant = D.tenant_document(c, "acme", budget_bytes=10**12, retention_hours=168)
     operator = D.operator_document(c, {"acme": tenant})
     assert tenant["alerts"]["by_name"] and tenant["client_findings"] and operator["tenants"]
@@ -312,8 +381,14 @@ def test_report_answers_match_their_models(openapi):
         doc = json.loads(json.dumps(doc))  # as stored in the lake, and served from there
         assert _sent(ReportDocument, doc) == doc
         _conforms(openapi, "TenantReport" if doc["kind"].endswith("tenant-report") else "OperatorReport", doc)
-    row = {"tenant": "acme", "week": "2026-W47", "status": "ok", "problems": 0,
-           "generated_at": "2026-11-23T01:00:00+00:00", "url": "/api/v1/tenants/acme/reports/2026-W47"}
+    row = {
+        "tenant": "acme",
+        "week": "2026-W47",
+        "status": "ok",
+        "problems": 0,
+        "generated_at": "2026-11-23T01:00:00+00:00",
+        "url": "/api/v1/tenants/acme/reports/2026-W47",
+    }
     assert _sent(ReportRead, row) == row
     _conforms(openapi, "ReportRead", row)
 
@@ -329,10 +404,18 @@ def test_advice_and_capacity_answers_match_their_models(openapi, monkeypatch):
 
     now = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
     tenants = make_config().tenants
-    finding = Finding(kind=FindingKind.POOR_BATCHING, severity=FindingSeverity.WARNING, cluster="shared", tenant="acme",
-                      client_id="acme-app", user="User:acme", evidence={"thread_seconds_per_mib": 1.5, "records": 1},
-                      metrics=("kafka_client_request_time_ratio",), cause="one record per request",
-                      fix="linger.ms=20")
+    finding = Finding(
+        kind=FindingKind.POOR_BATCHING,
+        severity=FindingSeverity.WARNING,
+        cluster="shared",
+        tenant="acme",
+        client_id="acme-app",
+        user="User:acme",
+        evidence={"thread_seconds_per_mib": 1.5, "records": 1},
+        metrics=("kafka_client_request_time_ratio",),
+        cause="one record per request",
+        fix="linger.ms=20",
+    )
 
     def snapshot(_source, *, cluster, **_):
         if cluster == "acme-only":
@@ -347,17 +430,32 @@ def test_advice_and_capacity_answers_match_their_models(openapi, monkeypatch):
     _conforms(openapi, "TenantAdvice", advice)
 
     usage = capacity.ClusterUsage(
-        cluster="shared", replication_factor=3.0, other_bytes_in_per_second=1e5,
-        brokers=tuple(capacity.BrokerUsage(str(i), disk_size_bytes=1e12, disk_avail_bytes=6e11, partitions=120,
-                                           leaders=40, handler_idle_at_peak=0.7, network_idle_at_peak=None)
-                      for i in (1, 2, 3)),
-        tenants=(capacity.TenantUsage("acme", 2e6, 4e11, 7 * 86400, budget_bytes=10**12, partitions=30),
-                 capacity.TenantUsage("globex", 1e6, 1e11, 86400)))
+        cluster="shared",
+        replication_factor=3.0,
+        other_bytes_in_per_second=1e5,
+        brokers=tuple(
+            capacity.BrokerUsage(
+                str(i),
+                disk_size_bytes=1e12,
+                disk_avail_bytes=6e11,
+                partitions=120,
+                leaders=40,
+                handler_idle_at_peak=0.7,
+                network_idle_at_peak=None,
+            )
+            for i in (1, 2, 3)
+        ),
+        tenants=(
+            capacity.TenantUsage("acme", 2e6, 4e11, 7 * 86400, budget_bytes=10**12, partitions=30),
+            capacity.TenantUsage("globex", 1e6, 1e11, 86400),
+        ),
+    )
     monkeypatch.setattr(service, "read_usage", lambda *a, **k: usage)
     scenario = service.parse_scenario(["acme:3"], ["newco:5:7:12"])
     for only in (None, "acme"):
-        plan = service.cluster_capacity(source=None, cluster="shared", tenants=tenants, now=now, only_tenant=only,
-                                        scenario=scenario)
+        plan = service.cluster_capacity(
+            source=None, cluster="shared", tenants=tenants, now=now, only_tenant=only, scenario=scenario
+        )
         assert plan["plan"] and plan["what_if"]
         # The route answers with exclude_unset: a field with a default is sent only if the service set it.
         assert _sent(ClusterCapacity, plan, exclude_unset=True) == plan

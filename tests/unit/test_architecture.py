@@ -54,13 +54,18 @@ def _imported(tree: ast.AST, module: str, is_package: bool) -> list[tuple[str, i
             base = n.module or ""
             if n.level:
                 anchor = module.split(".")
-                anchor = anchor[:len(anchor) - n.level + (1 if is_package else 0)]
+                anchor = anchor[: len(anchor) - n.level + (1 if is_package else 0)]
                 base = ".".join([*anchor, base] if base else anchor)
             out.append((base, n.lineno))
             out += [(f"{base}.{a.name}", n.lineno) for a in n.names]
-        elif (isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name))
-              and getattr(n.func, "attr", getattr(n.func, "id", None)) == "import_module"
-              and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, (ast.Attribute, ast.Name))
+            and getattr(n.func, "attr", getattr(n.func, "id", None)) == "import_module"
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and isinstance(n.args[0].value, str)
+        ):
             out.append((n.args[0].value, n.lineno))
     return out
 
@@ -78,8 +83,7 @@ def import_graph() -> dict[str, dict[str, list[str]]]:
             for name, line in _imported(tree, module, path.name == "__init__.py"):
                 target = node_of(name)
                 if target and target != source:
-                    graph.setdefault(source, {}).setdefault(target, []).append(
-                        f"{path.relative_to(ROOT)}:{line}")
+                    graph.setdefault(source, {}).setdefault(target, []).append(f"{path.relative_to(ROOT)}:{line}")
     return graph
 
 
@@ -97,8 +101,11 @@ def module_graph(sources: dict[str, tuple[str, bool, str]]) -> dict[str, dict[st
 
 
 def project_sources() -> dict[str, tuple[str, bool, str]]:
-    return {_module_name(path): (path.read_text(), path.name == "__init__.py", str(path.relative_to(ROOT)))
-            for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+    return {
+        _module_name(path): (path.read_text(), path.name == "__init__.py", str(path.relative_to(ROOT)))
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
 
 
 def find_cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
@@ -159,8 +166,11 @@ def _path_within(graph: dict[str, dict[str, list[str]]], comp: list[str]) -> lis
 
 
 def _explain(graph, path: list[str]) -> str:
-    return " -> ".join(path) + "\n" + "\n".join(
-        f"  {a} -> {b}: {', '.join(graph[a][b][:3])}" for a, b in zip(path, path[1:]))
+    return (
+        " -> ".join(path)
+        + "\n"
+        + "\n".join(f"  {a} -> {b}: {', '.join(graph[a][b][:3])}" for a, b in zip(path, path[1:]))
+    )
 
 
 def test_no_cycle_between_packages():
@@ -183,8 +193,11 @@ def test_a_cycle_dodged_by_a_function_level_import_is_found():
         "alerts.registry": ("def all():\n    from alerts.detectors import lag\n", False, "registry.py"),
     }
     assert find_cycles(module_graph(sources)) == []
-    sources["alerts.detectors"] = (sources["alerts.detectors"][0] + "def all():\n    from . import lag\n", True,
-                                   "d/__init__.py")
+    sources["alerts.detectors"] = (
+        sources["alerts.detectors"][0] + "def all():\n    from . import lag\n",
+        True,
+        "d/__init__.py",
+    )
     assert find_cycles(module_graph(sources)) == [["alerts.detectors", "alerts.detectors.lag", "alerts.detectors"]]
 
 
@@ -197,8 +210,9 @@ STACK_IMPORTERS = {"monitor.cli", "monitor.demo"}
 def test_no_capability_imports_the_local_stack():
     graph = import_graph()
     assert "monitor.cli" in {n for n, targets in graph.items() if STACK in targets}, "wrong node name?"
-    offenders = {node: targets[STACK] for node, targets in graph.items()
-                 if STACK in targets and node not in STACK_IMPORTERS}
+    offenders = {
+        node: targets[STACK] for node, targets in graph.items() if STACK in targets and node not in STACK_IMPORTERS
+    }
     assert not offenders, f"only {sorted(STACK_IMPORTERS)} may import {STACK}: {offenders}"
 
 
@@ -208,18 +222,24 @@ HARNESS = ("tests", "faults", "slow_link", "javaclients", "launch", "fake_source
 
 
 def test_the_product_imports_no_test_code():
-    offenders = [f"{where}:{line} {name}"
-                 for module, (source, is_package, where) in project_sources().items()
-                 for name, line in _imported(ast.parse(source), module, is_package)
-                 if name == "tests" or name.startswith("tests.")]
+    offenders = [
+        f"{where}:{line} {name}"
+        for module, (source, is_package, where) in project_sources().items()
+        for name, line in _imported(ast.parse(source), module, is_package)
+        if name == "tests" or name.startswith("tests.")
+    ]
     assert not offenders, offenders
 
 
 def wheel_modules(tmp: Path) -> list[str]:
     """The files of a wheel built from the checkout's files as git sees them (tracked, or new and not ignored),
     copied to ``tmp`` first, so the build neither writes into the shared checkout nor reads a stale build/ there."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           check=True, capture_output=True).stdout.split(b"\0")
+    files = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.split(b"\0")
     src = tmp / "src"
     for name in filter(None, (f.decode() for f in files)):
         path = ROOT / name
@@ -229,16 +249,18 @@ def wheel_modules(tmp: Path) -> list[str]:
                 (src / name).symlink_to(path.readlink())
             else:
                 shutil.copy2(path, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(src)],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = (tmp / "dist").glob("*.whl")
     with zipfile.ZipFile(wheel) as z:
         return z.namelist()
 
 
 def harness_in(names: list[str]) -> list[str]:
-    return [n for n in names if n.endswith(".py")
-            and (n.startswith("tests/") or Path(n).stem in HARNESS)]
+    return [n for n in names if n.endswith(".py") and (n.startswith("tests/") or Path(n).stem in HARNESS)]
 
 
 def test_the_wheel_holds_no_harness(tmp_path):
@@ -248,9 +270,15 @@ def test_the_wheel_holds_no_harness(tmp_path):
 
 
 def test_harness_in_finds_the_harness():
-    assert harness_in(["monitor/cli.py", "tests/harness/__init__.py", "monitor/stack/faults.py",
-                       "monitor/api/launch.py", "monitor/stack/deploy/kafka/pom.xml"]) == [
-        "tests/harness/__init__.py", "monitor/stack/faults.py", "monitor/api/launch.py"]
+    assert harness_in(
+        [
+            "monitor/cli.py",
+            "tests/harness/__init__.py",
+            "monitor/stack/faults.py",
+            "monitor/api/launch.py",
+            "monitor/stack/deploy/kafka/pom.xml",
+        ]
+    ) == ["tests/harness/__init__.py", "monitor/stack/faults.py", "monitor/api/launch.py"]
 
 
 def test_core_imports_no_other_package():
@@ -268,24 +296,37 @@ def test_pure_alert_types_do_not_pull_in_the_orm():
 
 # The checker itself, on small graphs: it must find what it exists to find.
 
-@pytest.mark.parametrize("n, graph, expected", [
-    (1, {"a": {"b": []}, "b": {"c": []}}, []),
-    (2, {"a": {"b": []}, "b": {"a": []}}, [["a", "b", "a"]]),
-    (3, {"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}, [["a", "b", "c", "a"]]),
-    (4, {"a": {"b": []}, "b": {"a": []}, "c": {"d": []}, "d": {"c": []}}, [["a", "b", "a"], ["c", "d", "c"]]),
-])
+
+@pytest.mark.parametrize(
+    "n, graph, expected",
+    [
+        (1, {"a": {"b": []}, "b": {"c": []}}, []),
+        (2, {"a": {"b": []}, "b": {"a": []}}, [["a", "b", "a"]]),
+        (3, {"a": {"b": []}, "b": {"c": []}, "c": {"a": []}, "d": {"a": []}}, [["a", "b", "c", "a"]]),
+        (4, {"a": {"b": []}, "b": {"a": []}, "c": {"d": []}, "d": {"c": []}}, [["a", "b", "a"], ["c", "d", "c"]]),
+    ],
+)
 def test_find_cycles_table(n, graph, expected):
     assert sorted(find_cycles(graph)) == expected, n
 
 
 def test_imports_are_all_counted():
-    src = ("import alerts.engine\n"
-           "from monitor.core import config\n"
-           "from monitor import schema\n"
-           "def f():\n    from monitor.api import app\n"
-           "if TYPE_CHECKING:\n    from monitor.tenants.views import x\n"
-           "importlib.import_module('monitor.reports.cli')\n"
-           "from . import sibling\n")
+    src = (
+        "import alerts.engine\n"
+        "from monitor.core import config\n"
+        "from monitor import schema\n"
+        "def f():\n    from monitor.api import app\n"
+        "if TYPE_CHECKING:\n    from monitor.tenants.views import x\n"
+        "importlib.import_module('monitor.reports.cli')\n"
+        "from . import sibling\n"
+    )
     found = {node_of(n) for n, _ in _imported(ast.parse(src), "monitor.advisor.views", False)} - {None}
-    assert found == {"alerts", "monitor.core", "monitor.schema", "monitor.api", "monitor.tenants",
-                     "monitor.reports", "monitor.advisor"}
+    assert found == {
+        "alerts",
+        "monitor.core",
+        "monitor.schema",
+        "monitor.api",
+        "monitor.tenants",
+        "monitor.reports",
+        "monitor.advisor",
+    }

@@ -42,38 +42,41 @@ CONTROLLED = history(*healthy(10), (FENCED, 0.3, 1), (FENCED, 5.3, 0), (FENCED, 
 RESTARTED = CONTROLLED + history((FENCED, 0.4, 0), (ACTIVE, 0.5, 1), *healthy(4), start=65)
 
 
-@pytest.mark.parametrize("n, samples, now, down_now, want_fire, want_rule, want_for", [
-    # 1 healthy all along
-    (1, history(*healthy(12)), 60, False, False, "A", None),
-    # 2 crash: heartbeats stop while ACTIVE -> fire at once, before the controller even fences it
-    (2, CRASH[:11], 55, False, True, "B", 0.0),
-    # 3 the same crash after fencing (not in the metadata any more): still the crash, still at once
-    (3, CRASH, 65, True, True, "B", 0.0),
-    # 4 hang (SIGSTOP): registered active, silent -> at once
-    (4, HANG, 55, False, True, "B", 0.0),
-    # 5 controlled shutdown in progress: nothing, though the plain condition holds
-    (5, CONTROLLED, 65, True, False, "C", None),
-    # 6 controlled shutdown seen as CONTROLLED_SHUTDOWN first (many partitions to move): a restart too
-    (6, history(*healthy(10), (CONTROLLED_SHUTDOWN, 1.0, 1), (FENCED, 4.0, 0)), 55, True, False, "C", None),
-    # 7 back after the restart: healthy, nothing
-    (7, RESTARTED, 95, False, False, "A", None),
-    # 8 shut down and not back within restart_grace (5 min): fire at once
-    (8, CONTROLLED + history(*[(FENCED, 9.0, 0)] * 60, start=65), 365, True, True, "D", 0.0),
-    # 9 crash, restarted, still catching up (fenced, fresh heartbeats): the crash goes on until it is active
-    (9, CRASH + history((FENCED, 0.4, 0), start=65), 65, True, True, "B", 0.0),
-    # 10 no controller series (Kafka 3.9, controller not collected): the plain rule and its `for`
-    (10, history(*[(None, None, 1)] * 10, (None, None, 0)), 50, True, True, "E", None),
-    # 11 samples sparser than the session timeout (15 s): the transition fell between two; plain rule
-    (11, history(*healthy(4), (FENCED, 9.0, 0), (FENCED, 9.0, 0), every=15), 75, True, True, "E", None),
-    # 12 the episode began before the looked-back range: cause unknown, plain rule (a firing incident goes on)
-    (12, history(*[(FENCED, 9.0, 0)] * 20), 95, True, True, "E", None),
-    # 13 the controller says active and fresh, the Admin API lags a collection behind: nothing
-    (13, history(*healthy(10)), 45, True, False, "A", None),
-    # 14 one late heartbeat (4.9 s, under lost_after) then fresh again: nothing
-    (14, history(*healthy(5), (ACTIVE, 4.9, 1), *healthy(3)), 40, False, False, "A", None),
-    # 15 a hiccup over lost_after that is over by now: nothing (the episode ended)
-    (15, history(*healthy(5), (ACTIVE, 6.0, 1), *healthy(3)), 40, False, False, "A", None),
-])
+@pytest.mark.parametrize(
+    "n, samples, now, down_now, want_fire, want_rule, want_for",
+    [
+        # 1 healthy all along
+        (1, history(*healthy(12)), 60, False, False, "A", None),
+        # 2 crash: heartbeats stop while ACTIVE -> fire at once, before the controller even fences it
+        (2, CRASH[:11], 55, False, True, "B", 0.0),
+        # 3 the same crash after fencing (not in the metadata any more): still the crash, still at once
+        (3, CRASH, 65, True, True, "B", 0.0),
+        # 4 hang (SIGSTOP): registered active, silent -> at once
+        (4, HANG, 55, False, True, "B", 0.0),
+        # 5 controlled shutdown in progress: nothing, though the plain condition holds
+        (5, CONTROLLED, 65, True, False, "C", None),
+        # 6 controlled shutdown seen as CONTROLLED_SHUTDOWN first (many partitions to move): a restart too
+        (6, history(*healthy(10), (CONTROLLED_SHUTDOWN, 1.0, 1), (FENCED, 4.0, 0)), 55, True, False, "C", None),
+        # 7 back after the restart: healthy, nothing
+        (7, RESTARTED, 95, False, False, "A", None),
+        # 8 shut down and not back within restart_grace (5 min): fire at once
+        (8, CONTROLLED + history(*[(FENCED, 9.0, 0)] * 60, start=65), 365, True, True, "D", 0.0),
+        # 9 crash, restarted, still catching up (fenced, fresh heartbeats): the crash goes on until it is active
+        (9, CRASH + history((FENCED, 0.4, 0), start=65), 65, True, True, "B", 0.0),
+        # 10 no controller series (Kafka 3.9, controller not collected): the plain rule and its `for`
+        (10, history(*[(None, None, 1)] * 10, (None, None, 0)), 50, True, True, "E", None),
+        # 11 samples sparser than the session timeout (15 s): the transition fell between two; plain rule
+        (11, history(*healthy(4), (FENCED, 9.0, 0), (FENCED, 9.0, 0), every=15), 75, True, True, "E", None),
+        # 12 the episode began before the looked-back range: cause unknown, plain rule (a firing incident goes on)
+        (12, history(*[(FENCED, 9.0, 0)] * 20), 95, True, True, "E", None),
+        # 13 the controller says active and fresh, the Admin API lags a collection behind: nothing
+        (13, history(*healthy(10)), 45, True, False, "A", None),
+        # 14 one late heartbeat (4.9 s, under lost_after) then fresh again: nothing
+        (14, history(*healthy(5), (ACTIVE, 4.9, 1), *healthy(3)), 40, False, False, "A", None),
+        # 15 a hiccup over lost_after that is over by now: nothing (the episode ended)
+        (15, history(*healthy(5), (ACTIVE, 6.0, 1), *healthy(3)), 40, False, False, "A", None),
+    ],
+)
 def test_decide_down(n, samples, now, down_now, want_fire, want_rule, want_for):
     v = decide_down(samples, now, T, down_now=down_now)
     assert (v.fire, v.rule, v.for_seconds) == (want_fire, want_rule, want_for), n
@@ -92,31 +95,37 @@ def test_samples_that_say_nothing_are_skipped():
     assert ep.cause is Cause.HEARTBEATS_LOST and ep.start == 20
 
 
-@pytest.mark.parametrize("n, samples, now, want", [
-    # 1 a controlled restart in progress holds under-replication back
-    (1, CONTROLLED, 65, True),
-    # 2 back for 25 s: its followers still catch up (restart_settle 3 min)
-    (2, RESTARTED, 95, True),
-    # 3 back for longer than restart_settle: judged again
-    (3, RESTARTED, 70 + 181, False),
-    # 4 a crash is no restart: the broker-down alert fires and inhibits under-replication instead
-    (4, CRASH, 65, False),
-    # 5 shut down and not back within restart_grace: judged again (and the broker pages, case D)
-    (5, CONTROLLED + history(*[(FENCED, 9.0, 0)] * 60, start=65), 365, False),
-    # 6 never left
-    (6, history(*healthy(12)), 60, False),
-])
+@pytest.mark.parametrize(
+    "n, samples, now, want",
+    [
+        # 1 a controlled restart in progress holds under-replication back
+        (1, CONTROLLED, 65, True),
+        # 2 back for 25 s: its followers still catch up (restart_settle 3 min)
+        (2, RESTARTED, 95, True),
+        # 3 back for longer than restart_settle: judged again
+        (3, RESTARTED, 70 + 181, False),
+        # 4 a crash is no restart: the broker-down alert fires and inhibits under-replication instead
+        (4, CRASH, 65, False),
+        # 5 shut down and not back within restart_grace: judged again (and the broker pages, case D)
+        (5, CONTROLLED + history(*[(FENCED, 9.0, 0)] * 60, start=65), 365, False),
+        # 6 never left
+        (6, history(*healthy(12)), 60, False),
+    ],
+)
 def test_restarting_holds_back_under_replication(n, samples, now, want):
     assert (restarting(samples, now, T) is not None) is want, n
 
 
 def test_rolling_restart_of_three_brokers_pages_nothing():
     """Each broker shut down in turn, the next once the previous is back: at no evaluation does any fire."""
+
     def broker(k: int) -> list[BrokerSample]:
         before = healthy(10 + 6 * k)
         after = healthy(40 - 6 * k)
-        return history(*before, (FENCED, 0.3, 1), (FENCED, 5.3, 0), (FENCED, 9.0, 0), (FENCED, 0.4, 0),
-                       (ACTIVE, 0.5, 1), *after)
+        return history(
+            *before, (FENCED, 0.3, 1), (FENCED, 5.3, 0), (FENCED, 9.0, 0), (FENCED, 0.4, 0), (ACTIVE, 0.5, 1), *after
+        )
+
     brokers = [broker(k) for k in range(3)]
     for now in range(0, 270, 15):
         for b in brokers:
@@ -126,6 +135,7 @@ def test_rolling_restart_of_three_brokers_pages_nothing():
 
 
 # ------------------------------------------------------------------------------------------- the shells
+
 
 class _Source:
     """Prometheus stand-in: the plain condition (instant) and the three histories (range), by metric name."""
@@ -146,11 +156,14 @@ class _Source:
         from monitor.core.metric_names import M
         from monitor.core.prom import Series
 
-        field = ("state" if M["broker_registration_state"] in expr else "age" if M["broker_heartbeat_age"] in expr
-                 else "up")
+        field = (
+            "state" if M["broker_registration_state"] in expr else "age" if M["broker_heartbeat_age"] in expr else "up"
+        )
         t0 = start.timestamp()
-        return [Series({"cluster": "c1", "broker": b}, tuple(t0 + s.time for s in ss),
-                       tuple(getattr(s, field) for s in ss)) for b, ss in self.samples.items()]
+        return [
+            Series({"cluster": "c1", "broker": b}, tuple(t0 + s.time for s in ss), tuple(getattr(s, field) for s in ss))
+            for b, ss in self.samples.items()
+        ]
 
 
 def _ctx(source, now_offset: float):
@@ -162,8 +175,9 @@ def _ctx(source, now_offset: float):
 
     config = parse_config("clusters:\n  - name: c1\n    bootstrap_servers: localhost:9092\n")
     start = datetime(2026, 11, 24, tzinfo=timezone.utc)
-    return DetectorContext(source=source, now=start + timedelta(seconds=600 + now_offset), config=config,
-                           tenants=TenantIndex(()))
+    return DetectorContext(
+        source=source, now=start + timedelta(seconds=600 + now_offset), config=config, tenants=TenantIndex(())
+    )
 
 
 def _rules():
@@ -203,16 +217,19 @@ def test_under_replication_waits_while_a_broker_restarts_in_a_controlled_way():
 SPARSE = history(*healthy(4), (FENCED, 9.0, 0), (FENCED, 9.0, 0), every=15)  # unhealthy from t=60
 
 
-@pytest.mark.parametrize("n, departure, want_fire, want_rule, want_for", [
-    # 1 the watch saw heartbeats stop at t=52: a crash, paged at once instead of after the plain rule's `for`
-    (1, (Cause.HEARTBEATS_LOST, 52.0), True, "B", 0.0),
-    # 2 the watch saw a controlled shutdown begin at t=48: a restart, nothing
-    (2, (Cause.CONTROLLED, 48.0), False, "C", None),
-    # 3 the watch's latest departure is an old one (a restart 10 minutes before): it says nothing of this one
-    (3, (Cause.CONTROLLED, 60.0 - 600), True, "E", None),
-    # 4 no watch (jmxquery controllers, Kafka 3.9): the plain rule as before
-    (4, None, True, "E", None),
-])
+@pytest.mark.parametrize(
+    "n, departure, want_fire, want_rule, want_for",
+    [
+        # 1 the watch saw heartbeats stop at t=52: a crash, paged at once instead of after the plain rule's `for`
+        (1, (Cause.HEARTBEATS_LOST, 52.0), True, "B", 0.0),
+        # 2 the watch saw a controlled shutdown begin at t=48: a restart, nothing
+        (2, (Cause.CONTROLLED, 48.0), False, "C", None),
+        # 3 the watch's latest departure is an old one (a restart 10 minutes before): it says nothing of this one
+        (3, (Cause.CONTROLLED, 60.0 - 600), True, "E", None),
+        # 4 no watch (jmxquery controllers, Kafka 3.9): the plain rule as before
+        (4, None, True, "E", None),
+    ],
+)
 def test_the_controller_watch_tells_what_sparse_samples_missed(n, departure, want_fire, want_rule, want_for):
     v = decide_down(SPARSE, 75, T, down_now=True, departure=departure)
     assert (v.fire, v.rule, v.for_seconds) == (want_fire, want_rule, want_for), n

@@ -57,15 +57,29 @@ def test_thread_headroom():
 
 
 def test_brokers_for_each_constraint():
-    got = brokers_for(disk_needed_bytes=5.5728e12, disk_per_broker_bytes=1e12, partition_replicas=9000,
-                      leaders=4500, handler_busy=2.8, network_busy=0.5, limits=Limits())
+    got = brokers_for(
+        disk_needed_bytes=5.5728e12,
+        disk_per_broker_bytes=1e12,
+        partition_replicas=9000,
+        leaders=4500,
+        handler_busy=2.8,
+        network_busy=0.5,
+        limits=Limits(),
+    )
     # 5.5728 / 0.8 = 6.97 -> 7; 9000 / 4000 = 2.25 -> 3; 4500 / 2000 = 2.25 -> 3; 2.8 / 0.8 = 3.5 -> 4; 0.5 / 0.7 -> 1
     assert got == {"disk": 7, "partitions": 3, "leaders": 3, "request_handler_threads": 4, "network_threads": 1}
 
 
 def test_brokers_for_leaves_out_a_constraint_whose_input_is_unknown():
-    got = brokers_for(disk_needed_bytes=5e12, disk_per_broker_bytes=None, partition_replicas=10, leaders=4,
-                      handler_busy=None, network_busy=0.5, limits=Limits())
+    got = brokers_for(
+        disk_needed_bytes=5e12,
+        disk_per_broker_bytes=None,
+        partition_replicas=10,
+        leaders=4,
+        handler_busy=None,
+        network_busy=0.5,
+        limits=Limits(),
+    )
     assert got == {"partitions": 1, "leaders": 1, "network_threads": 1}  # no "disk": 0, no "threads": 1
 
 
@@ -88,10 +102,22 @@ def test_fill_time_is_piecewise_linear(level, used, growers, expected):
 
 
 def usage() -> ClusterUsage:
-    brokers = tuple(BrokerUsage(broker=str(i), disk_size_bytes=1000 * GB, disk_avail_bytes=900 * GB, partitions=100,
-                                leaders=34, handler_idle_at_peak=0.6, network_idle_at_peak=0.65) for i in (1, 2, 3))
-    tenants = (TenantUsage("shop", 1e6, 50 * GB, 7 * DAY, budget_bytes=2000 * GB, partitions=30),
-               TenantUsage("ads", 0.5e6, 100 * GB, 1 * DAY, partitions=20))
+    brokers = tuple(
+        BrokerUsage(
+            broker=str(i),
+            disk_size_bytes=1000 * GB,
+            disk_avail_bytes=900 * GB,
+            partitions=100,
+            leaders=34,
+            handler_idle_at_peak=0.6,
+            network_idle_at_peak=0.65,
+        )
+        for i in (1, 2, 3)
+    )
+    tenants = (
+        TenantUsage("shop", 1e6, 50 * GB, 7 * DAY, budget_bytes=2000 * GB, partitions=30),
+        TenantUsage("ads", 0.5e6, 100 * GB, 1 * DAY, partitions=20),
+    )
     return ClusterUsage(cluster="c", brokers=brokers, tenants=tenants, replication_factor=3.0)
 
 
@@ -107,8 +133,13 @@ def test_plan_today():
     assert p.disk_full_in_seconds is None
     # disk 1.944 / 0.8 = 2.43 -> 3; 300 replicas -> 1; 102 leaders -> 1; handler 3 x 0.4 / 0.8 = 1.5 -> 2;
     # network 3 x 0.35 / 0.7 -> 2
-    assert p.brokers_needed == {"disk": 3, "partitions": 1, "leaders": 1, "request_handler_threads": 2,
-                                "network_threads": 2}
+    assert p.brokers_needed == {
+        "disk": 3,
+        "partitions": 1,
+        "leaders": 1,
+        "request_handler_threads": 2,
+        "network_threads": 2,
+    }
     assert p.missing == ()
     assert p.brokers_required == 3
     assert p.handler_headroom == pytest.approx(2.0) and p.network_headroom == pytest.approx(2.0)
@@ -125,8 +156,13 @@ def test_what_if_a_tenant_grows_three_times():
     assert p.disk_full_in_seconds == pytest.approx(29.6e9 / 1.5e6 + (2.1e12 - 29.6e9 / 1.5e6 * 10.5e6) / 9e6)
     assert p.disk_full_in_seconds == pytest.approx(230044.4, abs=0.1)
     # Ingress 1.5 -> 3.5 MB/s: load x 7/3. Disk 5.5728 / 0.8 -> 7; handler 1.2 x 7/3 / 0.8 = 3.5 -> 4.
-    assert p.brokers_needed == {"disk": 7, "partitions": 1, "leaders": 1, "request_handler_threads": 4,
-                                "network_threads": 4}
+    assert p.brokers_needed == {
+        "disk": 7,
+        "partitions": 1,
+        "leaders": 1,
+        "request_handler_threads": 4,
+        "network_threads": 4,
+    }
     assert p.brokers_required == 7
     assert p.handler_headroom == pytest.approx(2.0 * 3 / 7)
 
@@ -171,8 +207,12 @@ def test_leaders_per_broker_limit_the_brokers_required():
     # 3 brokers each leading 2,500 partitions (RF 1: 2,500 replicas each): 7,500 leaders / 2,000 per broker = 3.75
     # -> 4 brokers, though 7,500 replicas / 4,000 = 1.9 -> 2 and disk and threads need fewer.
     u = usage()
-    u = replace(u, brokers=tuple(replace(b, partitions=2500, leaders=2500) for b in u.brokers), replication_factor=1.0,
-                tenants=())
+    u = replace(
+        u,
+        brokers=tuple(replace(b, partitions=2500, leaders=2500) for b in u.brokers),
+        replication_factor=1.0,
+        tenants=(),
+    )
     p = plan(u)
     assert p.brokers_needed["leaders"] == 4 and p.brokers_needed["partitions"] == 2
     assert p.brokers_required == 4
@@ -204,7 +244,6 @@ def test_a_broker_without_thread_idle_leaves_headroom_unknown():
 
 
 def test_missing_inputs_of_an_empty_cluster():
-    empty = ClusterUsage(cluster="c", brokers=(), tenants=(TenantUsage("shop", 0.0, 0.0, DAY),),
-                         replication_factor=1.0)
+    empty = ClusterUsage(cluster="c", brokers=(), tenants=(TenantUsage("shop", 0.0, 0.0, DAY),), replication_factor=1.0)
     assert missing_inputs(empty) == ("brokers", "topics")
     assert missing_inputs(usage()) == ()

@@ -47,27 +47,33 @@ def _exit_code(capsys, *argv) -> tuple[int, str, str]:
 
 # --- --version ---------------------------------------------------------------------------------------------------
 
+
 def test_version_prints_the_package_version_and_exits_0(capsys):
     code, out, _ = _exit_code(capsys, "--version")
     assert (code, out.strip()) == (0, f"kafka-health {__version__}")
 
 
 def test_version_from_the_console_script_process():
-    done = subprocess.run([sys.executable, "-m", "monitor.cli", "--version"], cwd=REPO, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "--version"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, f"kafka-health {__version__}", "")
 
 
 # --- bad option values: argparse's usage error, exit 2 -----------------------------------------------------------
 
-@pytest.mark.parametrize("argv, complaint", [
-    (["stack", "status", "--kafka-version", "9.9"], "--kafka-version"),
-    (["tenants", "list", "--kafka-version", "latest"], "--kafka-version"),
-    (["check-config", "--kafka-version", "2.8"], "--kafka-version"),
-    (["stack", "status", "--port-base", "80"], "--port-base"),
-    (["serve", "--role", "api,bogus"], "--role"),
-    (["serve", "--role", ""], "--role"),
-])
+
+@pytest.mark.parametrize(
+    "argv, complaint",
+    [
+        (["stack", "status", "--kafka-version", "9.9"], "--kafka-version"),
+        (["tenants", "list", "--kafka-version", "latest"], "--kafka-version"),
+        (["check-config", "--kafka-version", "2.8"], "--kafka-version"),
+        (["stack", "status", "--port-base", "80"], "--port-base"),
+        (["serve", "--role", "api,bogus"], "--role"),
+        (["serve", "--role", ""], "--role"),
+    ],
+)
 def test_bad_option_values_are_usage_errors(capsys, argv, complaint):
     code, out, err = _exit_code(capsys, *argv)
     assert code == 2
@@ -91,12 +97,15 @@ CLUSTER = """clusters:
 
 
 def test_parse_config_refuses_duplicate_keys_with_their_lines():
-    text = CLUSTER + """prometheus:
+    text = (
+        CLUSTER
+        + """prometheus:
   url: http://127.0.0.1:9090
   url: http://127.0.0.1:9091
 lake: {path: a}
 lake: {path: b}
 """
+    )
     with pytest.raises(ConfigError) as exc:
         parse_config(text, "kh.yaml")
     assert [str(p) for p in exc.value.problems] == [
@@ -120,9 +129,12 @@ service: {port: 0}
 
 
 def test_parse_config_accepts_the_same_key_in_different_mappings():
-    cfg = parse_config(CLUSTER + """  - name: second
+    cfg = parse_config(
+        CLUSTER
+        + """  - name: second
     bootstrap_servers: 127.0.0.1:9093
-""")
+"""
+    )
     assert [c.name for c in cfg.clusters] == ["main", "second"]
 
 
@@ -136,12 +148,15 @@ def test_check_config_refuses_duplicate_keys(capsys, tmp_path):
 
 def test_check_config_refuses_unknown_rule_overrides_with_their_lines(capsys, tmp_path):
     path = tmp_path / "kh.yaml"
-    path.write_text(CLUSTER + """rules:
+    path.write_text(
+        CLUSTER
+        + """rules:
   overrides:
     KafkaUnderReplicatedPartitions: {for_seconds: 60}
     KafkaNoSuchRule: {threshold: 1}
     KafkaNeither: {enabled: false}
-""")
+"""
+    )
     code, out, err = _exit_code(capsys, "check-config", str(path))
     assert code == 2 and "ok" not in out
     assert err.splitlines() == [
@@ -152,17 +167,23 @@ def test_check_config_refuses_unknown_rule_overrides_with_their_lines(capsys, tm
 
 def test_check_config_refuses_an_override_parameter_the_rule_lacks(capsys, tmp_path):
     path = tmp_path / "kh.yaml"
-    path.write_text(CLUSTER + """rules:
+    path.write_text(
+        CLUSTER
+        + """rules:
   overrides:
     KafkaUnderReplicatedPartitions:
       for_seconds: 60
       critical: 3
-""")
+"""
+    )
     code, _, err = _exit_code(capsys, "check-config", str(path))
     assert code == 2
-    assert re.fullmatch(rf"error: {re.escape(str(path))}:8: "
-                        r"rules\.overrides\.KafkaUnderReplicatedPartitions\.critical: "
-                        r"rule has no 'critical' parameter .*\n", err)
+    assert re.fullmatch(
+        rf"error: {re.escape(str(path))}:8: "
+        r"rules\.overrides\.KafkaUnderReplicatedPartitions\.critical: "
+        r"rule has no 'critical' parameter .*\n",
+        err,
+    )
 
 
 def test_check_config_still_accepts_known_overrides(capsys, tmp_path):
@@ -175,30 +196,46 @@ def test_check_config_still_accepts_known_overrides(capsys, tmp_path):
 
 # --- --json on list and status commands --------------------------------------------------------------------------
 
+
 @pytest.fixture
 def cfg(tmp_path) -> str:
     path = tmp_path / "kh.yaml"
-    path.write_text(CLUSTER + f"""tenants:
+    path.write_text(
+        CLUSTER
+        + f"""tenants:
   - name: acme
     selectors: [{{cluster: main, topic_prefixes: [acme.]}}]
-store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}
-""")
+store: {{url: 'sqlite:///{tmp_path / "kh.db"}'}}
+"""
+    )
     return str(path)
 
 
 def test_tenants_list_json(capsys, cfg):
-    assert _exit_code(capsys, "tenants", "create", "globex", "--topic-prefix", "main:globex.", "--config",
-                      cfg)[0] == 0
+    assert _exit_code(capsys, "tenants", "create", "globex", "--topic-prefix", "main:globex.", "--config", cfg)[0] == 0
     code, out, _ = _exit_code(capsys, "tenants", "list", "--json", "--config", cfg)
     rows = json.loads(out)
     assert code == 0
     assert [(r["name"], r["source"], r["selectors"][0]["topic_prefixes"]) for r in rows] == [
-        ("acme", "config", ["acme."]), ("globex", "api", ["globex."])]
+        ("acme", "config", ["acme."]),
+        ("globex", "api", ["globex."]),
+    ]
 
 
 def test_silences_list_json(capsys, cfg):
-    code, out, _ = _exit_code(capsys, "silences", "create", "alertname=KafkaDiskFullRisk", "broker=~1|2",
-                              "--duration", "1h", "--comment", "maintenance", "--config", cfg)
+    code, out, _ = _exit_code(
+        capsys,
+        "silences",
+        "create",
+        "alertname=KafkaDiskFullRisk",
+        "broker=~1|2",
+        "--duration",
+        "1h",
+        "--comment",
+        "maintenance",
+        "--config",
+        cfg,
+    )
     assert code == 0
     silence_id = out.strip()
     code, out, _ = _exit_code(capsys, "silences", "list", "--json", "--config", cfg)
@@ -206,7 +243,9 @@ def test_silences_list_json(capsys, cfg):
     assert code == 0
     assert (row["id"], row["state"], row["comment"]) == (silence_id, "active", "maintenance")
     assert [(m["name"], m["value"], m["is_regex"]) for m in row["matchers"]] == [
-        ("alertname", "KafkaDiskFullRisk", False), ("broker", "1|2", True)]
+        ("alertname", "KafkaDiskFullRisk", False),
+        ("broker", "1|2", True),
+    ]
 
 
 def test_stack_status_json(capsys, tmp_path):
@@ -224,6 +263,7 @@ def test_stack_status_json(capsys, tmp_path):
 
 
 # --- serve: a lifespan, not the deprecated on_event --------------------------------------------------------------
+
 
 def test_serve_app_starts_and_stops_its_components_and_the_store_watch_through_a_lifespan(tmp_path):
     from monitor.serve import build_app
@@ -245,6 +285,7 @@ def test_serve_app_starts_and_stops_its_components_and_the_store_watch_through_a
 
 # --- packaging: license, dependencies ----------------------------------------------------------------------------
 
+
 def test_license_is_an_spdx_expression_and_its_text_ships():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["license"] == "Apache-2.0"
@@ -258,10 +299,17 @@ def test_every_declared_dependency_is_imported_somewhere():
     """A dependency nobody imports is weight in every install (pandas was one)."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     names = [re.split(r"[<>=!\[ ;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]]
-    imports = {"confluent-kafka": "confluent_kafka", "prometheus-client": "prometheus_client",
-               "pyyaml": "yaml", "google-re2": "re2", "uvicorn": "uvicorn", "kafka-python": "kafka"}
-    sources = "\n".join(p.read_text() for pkg in ("monitor", "collectors", "alerts", "dashboards")
-                        for p in (REPO / pkg).rglob("*.py"))
+    imports = {
+        "confluent-kafka": "confluent_kafka",
+        "prometheus-client": "prometheus_client",
+        "pyyaml": "yaml",
+        "google-re2": "re2",
+        "uvicorn": "uvicorn",
+        "kafka-python": "kafka",
+    }
+    sources = "\n".join(
+        p.read_text() for pkg in ("monitor", "collectors", "alerts", "dashboards") for p in (REPO / pkg).rglob("*.py")
+    )
     for name in names:
         module = imports.get(name, name.replace("-", "_"))
         assert re.search(rf"^\s*(from|import)\s+{module}\b", sources, re.M), f"{name} is declared, never imported"

@@ -28,10 +28,23 @@ from monitor.core.tenancy import TenantIndex
 pytestmark = pytest.mark.unit
 
 BUDGET = 10.0
-CLUSTER = ClusterConfig(name="c1", bootstrap_servers="h:9092", jmx=JmxSettings(timeout_seconds=BUDGET),
-                        brokers=(BrokerTarget(id=1), BrokerTarget(id=2), BrokerTarget(id=3)))
-TENANTS = TenantLookup(TenantIndex([TenantConfig(name="alpha", selectors=(
-    TenantSelector(cluster="c1", topic_prefixes=("alpha.",), group_prefixes=("alpha-",)),))]), "c1")
+CLUSTER = ClusterConfig(
+    name="c1",
+    bootstrap_servers="h:9092",
+    jmx=JmxSettings(timeout_seconds=BUDGET),
+    brokers=(BrokerTarget(id=1), BrokerTarget(id=2), BrokerTarget(id=3)),
+)
+TENANTS = TenantLookup(
+    TenantIndex(
+        [
+            TenantConfig(
+                name="alpha",
+                selectors=(TenantSelector(cluster="c1", topic_prefixes=("alpha.",), group_prefixes=("alpha-",)),),
+            )
+        ]
+    ),
+    "c1",
+)
 GROUPS = [f"alpha-g{i}" for i in range(1, 6)]
 
 
@@ -49,8 +62,14 @@ class SlowAdmin:
 
     def __init__(self, clock, **cost):
         self.clock = clock
-        self.cost = {"cluster": 0.1, "min_insync_replicas": 0.1, "groups": 0.1, "committed": 0.1,
-                     "high_watermarks": 0.1, **cost}
+        self.cost = {
+            "cluster": 0.1,
+            "min_insync_replicas": 0.1,
+            "groups": 0.1,
+            "committed": 0.1,
+            "high_watermarks": 0.1,
+            **cost,
+        }
         self.fail_watermarks = False
         self.group_cost = {}  # group -> cost of its committed offsets (a dead coordinator: never answers)
         self.calls = []  # (call, started at, timeout given)
@@ -66,8 +85,9 @@ class SlowAdmin:
     def cluster(self, *, timeout=BUDGET):
         self._take("cluster", timeout)
         # broker 3 died: its partition is offline, the other is under-replicated
-        return ClusterState((1, 2), 1, (PartitionState("alpha.t", 0, -1, (3,), ()),
-                                        PartitionState("alpha.t", 1, 1, (1, 3), (1,))))
+        return ClusterState(
+            (1, 2), 1, (PartitionState("alpha.t", 0, -1, (3,), ()), PartitionState("alpha.t", 1, 1, (1, 3), (1,)))
+        )
 
     def min_insync_replicas(self, topics, *, timeout=BUDGET):
         self._take("min_insync_replicas", timeout)
@@ -148,8 +168,9 @@ def test_slow_group_offsets_end_the_round_in_time_with_the_cluster_state_and_the
     assert admin.calls[-1][0] == "high_watermarks"
     assert lagging_groups(r) == ["alpha-g1", "alpha-g2"]
     assert skipped(r) == 3
-    assert r.message.startswith("round deadline of 10s reached: offsets of 2 of 5 consumer groups read, 3 "
-                                "groups skipped")
+    assert r.message.startswith(
+        "round deadline of 10s reached: offsets of 2 of 5 consumer groups read, 3 groups skipped"
+    )
 
 
 def test_a_slow_metadata_answer_leaves_no_time_for_groups_but_the_cluster_state_is_exported():
@@ -193,8 +214,10 @@ def test_watermarks_not_answered_in_time_skip_the_groups_and_say_it_as_the_deadl
     assert r.status is TargetStatus.OK and clock.t <= BUDGET
     assert_cluster_state_exported(r)
     assert lagging_groups(r) == [] and skipped(r) == 5
-    assert ("high watermarks of 1 of 1 partitions not read within the round deadline of 10s: 5 groups whose "
-            "offsets were read skipped") in r.message
+    assert (
+        "high watermarks of 1 of 1 partitions not read within the round deadline of 10s: 5 groups whose "
+        "offsets were read skipped"
+    ) in r.message
     [cut] = r.cuts
     assert str(cut.cause) == "deadline" and cut.groups == 5
 
@@ -217,8 +240,10 @@ def test_an_offsets_call_that_fails_whole_skips_every_group_and_says_it():
     assert r.status is TargetStatus.OK
     assert_cluster_state_exported(r)
     assert lagging_groups(r) == [] and skipped(r) == 5
-    assert r.message.startswith("consumer group offsets not read: Admin API group offsets: the Admin client process "
-                                "died (killed by SIGABRT): 5 groups skipped"), r.message
+    assert r.message.startswith(
+        "consumer group offsets not read: Admin API group offsets: the Admin client process "
+        "died (killed by SIGABRT): 5 groups skipped"
+    ), r.message
 
 
 def test_metadata_hanging_fails_the_target_within_its_timeout():
@@ -256,7 +281,8 @@ def test_the_round_budget_fits_the_collection_interval():
     gets 0.8 x 5 s."""
     clock = FakeClock()
     admin = SlowAdmin(clock, cluster=60.0)
-    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=clock, monotonic=clock,
-                        interval=5.0)
+    ac = AdminCollector(
+        CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=clock, monotonic=clock, interval=5.0
+    )
     r = ac.collect_target(ac.targets()[0], now=100.0)
     assert r.status is TargetStatus.FAILED and clock.t == pytest.approx(4.0)

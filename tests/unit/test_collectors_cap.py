@@ -66,8 +66,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("case,max_series,left,groups_cut,tenants_cut,own_cut", CASES, ids=[str(c[0]) for c in CASES])
-def test_cap_cuts_detail_first_then_whole_groups_a_tenants_only_group_last(case, max_series, left, groups_cut,
-                                                                           tenants_cut, own_cut):
+def test_cap_cuts_detail_first_then_whole_groups_a_tenants_only_group_last(
+    case, max_series, left, groups_cut, tenants_cut, own_cut
+):
     got = cap(ROUND, max_series)
     assert len(got.kept) <= max_series
     assert what_is_left(got.kept) == left
@@ -89,15 +90,24 @@ def test_what_groups_lose_does_not_depend_on_the_order_of_the_series():
 
 def test_keep_order_is_round_robin_over_tenants_by_name_and_unowned_groups_last():
     groups = [("B", "b2"), ("", "x"), ("A", "a3"), ("B", "b1"), ("A", "a1"), ("A", "a2"), ("C", "c1")]
-    assert group_keep_order(groups) == [("A", "a1"), ("B", "b1"), ("C", "c1"), ("A", "a2"), ("B", "b2"),
-                                        ("A", "a3"), ("", "x")]
+    assert group_keep_order(groups) == [
+        ("A", "a1"),
+        ("B", "b1"),
+        ("C", "c1"),
+        ("A", "a2"),
+        ("B", "b2"),
+        ("A", "a3"),
+        ("", "x"),
+    ]
 
 
 def test_the_message_says_what_was_cut_and_the_figure_to_raise_the_cap_to():
     msg = cap_message(cap(ROUND, 6), 6)
-    assert msg == ("series cap reached: 27 series, collection.max_series_per_target is 6: 22 dropped (per-member "
-                   "detail of 4 groups, per-partition detail of 4 groups, all series, lag too, of 3 groups); tenants "
-                   "left without any group's lag: B; raise collection.max_series_per_target to at least 27")
+    assert msg == (
+        "series cap reached: 27 series, collection.max_series_per_target is 6: 22 dropped (per-member "
+        "detail of 4 groups, per-partition detail of 4 groups, all series, lag too, of 3 groups); tenants "
+        "left without any group's lag: B; raise collection.max_series_per_target to at least 27"
+    )
 
 
 def test_a_round_the_cap_cuts_carries_its_cut_and_message():

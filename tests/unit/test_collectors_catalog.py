@@ -21,11 +21,21 @@ BASE = (("cluster", "c1"), ("broker", "1"))
 
 
 def tenants():
-    idx = TenantIndex([
-        TenantConfig(name="alpha", selectors=(TenantSelector(cluster="c1", topic_prefixes=("alpha.",),
-                                                             client_id_prefixes=("alpha-",),
-                                                             principals=("User:svc-a",)),)),
-    ])
+    idx = TenantIndex(
+        [
+            TenantConfig(
+                name="alpha",
+                selectors=(
+                    TenantSelector(
+                        cluster="c1",
+                        topic_prefixes=("alpha.",),
+                        client_id_prefixes=("alpha-",),
+                        principals=("User:svc-a",),
+                    ),
+                ),
+            ),
+        ]
+    )
     return catalog.TenantLookup(idx, "c1")
 
 
@@ -79,16 +89,24 @@ def test_requests_summed_over_api_versions_and_broker_versus_topic_meters():
 
 def test_idle_meter_count_is_exported_in_seconds_and_the_ratio_is_its_rate():
     mbean = "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
-    first = convert([Reading(mbean, "Count", 10e9), Reading(mbean, "MeanRate", 0.99)],
-                    catalog.BROKER_RULES, base=BASE, tenants=tenants())
+    first = convert(
+        [Reading(mbean, "Count", 10e9), Reading(mbean, "MeanRate", 0.99)],
+        catalog.BROKER_RULES,
+        base=BASE,
+        tenants=tenants(),
+    )
     second = convert([Reading(mbean, "Count", 16e9)], catalog.BROKER_RULES, base=BASE, tenants=tenants())
     assert by_key(first) == {("kafka_broker_request_handler_idle_seconds_total", BASE): 10.0}  # MeanRate ignored
     ratio = derive_rates(second, first, elapsed_seconds=10.0)
     assert [(s.name, s.value) for s in ratio] == [("kafka_broker_request_handler_idle_ratio", pytest.approx(0.6))]
     assert derive_rates(second, None, 10.0) == []  # first collection: no ratio rather than a wrong one
     assert derive_rates(first, second, 10.0) == []  # counter went down (broker restarted): no ratio
-    assert derive_rates(convert([Reading(mbean, "Count", 100e9)], catalog.BROKER_RULES, base=BASE,
-                                tenants=tenants()), first, 10.0)[0].value == 1.0  # clamped
+    assert (
+        derive_rates(
+            convert([Reading(mbean, "Count", 100e9)], catalog.BROKER_RULES, base=BASE, tenants=tenants()), first, 10.0
+        )[0].value
+        == 1.0
+    )  # clamped
 
 
 def test_quota_nan_is_zero_and_client_tenant_from_principal_then_client_id():
@@ -99,10 +117,24 @@ def test_quota_nan_is_zero_and_client_tenant_from_principal_then_client_id():
         Reading("kafka.network:type=RequestChannel,name=RequestQueueSize", "Value", math.nan),
     ]
     got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
-    assert got[("kafka_client_produce_throttle_time_seconds",
-                BASE + (("user", "svc-a"), ("client_id", "anything"), ("tenant", "alpha")))] == 0.0
-    assert got[("kafka_client_produce_bytes_per_second",
-                BASE + (("user", ""), ("client_id", "alpha-app"), ("tenant", "alpha")))] == 2048.0
+    assert (
+        got[
+            (
+                "kafka_client_produce_throttle_time_seconds",
+                BASE + (("user", "svc-a"), ("client_id", "anything"), ("tenant", "alpha")),
+            )
+        ]
+        == 0.0
+    )
+    assert (
+        got[
+            (
+                "kafka_client_produce_bytes_per_second",
+                BASE + (("user", ""), ("client_id", "alpha-app"), ("tenant", "alpha")),
+            )
+        ]
+        == 2048.0
+    )
     assert not any(k[0] == "kafka_broker_request_queue_size" for k in got)  # NaN on a plain gauge: skipped
 
 
@@ -114,19 +146,25 @@ def test_latency_quantiles_in_seconds_and_string_state_as_label():
         Reading("kafka.server:type=raft-metrics", "current-state", "leader"),
     ]
     got = by_key(convert(readings, catalog.CONTROLLER_RULES + catalog.BROKER_RULES, base=BASE, tenants=tenants()))
-    key = ("kafka_broker_request_latency_seconds",
-           BASE + (("request", "Produce"), ("phase", "total"), ("quantile", "0.99")))
+    key = (
+        "kafka_broker_request_latency_seconds",
+        BASE + (("request", "Produce"), ("phase", "total"), ("quantile", "0.99")),
+    )
     assert got[key] == pytest.approx(0.0125)
     assert got[("kafka_cluster_raft_state", BASE + (("state", "leader"),))] == 1.0
     assert not any("ElectLeaders" in str(k) for k in got)  # not a busy API: counted, not broken down
 
 
 def test_composite_keys_pick_only_the_wanted_item():
-    readings = [Reading("java.lang:type=Memory", "HeapMemoryUsage", v, k)
-                for k, v in (("used", 10.0), ("max", 40.0), ("committed", 20.0))]
-    readings += [Reading("java.lang:type=MemoryPool,name=G1 Old Gen", "CollectionUsage", 5.0, "used"),
-                 Reading("java.lang:type=MemoryPool,name=G1 Survivor Space", "CollectionUsage", 1.0, "used"),
-                 Reading("java.lang:type=MemoryPool,name=Metaspace", "CollectionUsage", None)]
+    readings = [
+        Reading("java.lang:type=Memory", "HeapMemoryUsage", v, k)
+        for k, v in (("used", 10.0), ("max", 40.0), ("committed", 20.0))
+    ]
+    readings += [
+        Reading("java.lang:type=MemoryPool,name=G1 Old Gen", "CollectionUsage", 5.0, "used"),
+        Reading("java.lang:type=MemoryPool,name=G1 Survivor Space", "CollectionUsage", 1.0, "used"),
+        Reading("java.lang:type=MemoryPool,name=Metaspace", "CollectionUsage", None),
+    ]
     got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
     assert got[("kafka_jvm_heap_used_bytes", BASE)] == 10.0
     assert got[("kafka_jvm_heap_max_bytes", BASE)] == 40.0
@@ -146,8 +184,9 @@ def test_label_names_are_uniform_per_metric():
     names: dict[str, tuple] = {}
     for rule in catalog.BROKER_TARGET_RULES + catalog.CONTROLLER_RULES:
         assert names.setdefault(rule.metric, rule.label_names()) == rule.label_names(), rule.metric
-        assert rule.metric.startswith(("kafka_broker_", "kafka_cluster_", "kafka_topic_", "kafka_client_",
-                                       "kafka_jvm_"))
+        assert rule.metric.startswith(
+            ("kafka_broker_", "kafka_cluster_", "kafka_topic_", "kafka_client_", "kafka_jvm_")
+        )
         assert (rule.kind == "counter") == rule.metric.endswith("_total"), rule.metric
 
 
@@ -171,12 +210,16 @@ def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
 
 
 def test_deprecated_requests_by_api_version_and_client_software():
-    mbean = ("kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Produce,version={v},"
-             "clientSoftwareName=librdkafka,clientSoftwareVersion=1.5.0")
-    readings = [Reading(mbean.format(v=2), "Count", 4.0), Reading(mbean.format(v=1), "Count", 1.0),
-                # the plain per-version meter of the same request is a different metric
-                Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=2", "Count",
-                        9.0)]
+    mbean = (
+        "kafka.network:type=RequestMetrics,name=DeprecatedRequestsPerSec,request=Produce,version={v},"
+        "clientSoftwareName=librdkafka,clientSoftwareVersion=1.5.0"
+    )
+    readings = [
+        Reading(mbean.format(v=2), "Count", 4.0),
+        Reading(mbean.format(v=1), "Count", 1.0),
+        # the plain per-version meter of the same request is a different metric
+        Reading("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=2", "Count", 9.0),
+    ]
     got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=tenants()))
     sw = (("client_software_name", "librdkafka"), ("client_software_version", "1.5.0"))
     deprecated = "kafka_broker_deprecated_requests_total"

@@ -44,14 +44,24 @@ def _rounds(collector: AdminCollector, clock: FakeClock) -> tuple[list, dict[str
         results.append(result)
         store.put(result)
         # a JMX target under its cap, beside it: it must not fire
-        store.put(succeeded(JMX, [Sample("kafka_broker_up", "gauge", "h", (("cluster", "c1"),), 1.0)],
-                            started_at=now, duration=0.1, max_series=10))
+        store.put(
+            succeeded(
+                JMX,
+                [Sample("kafka_broker_up", "gauge", "h", (("cluster", "c1"),), 1.0)],
+                started_at=now,
+                duration=0.1,
+                max_series=10,
+            )
+        )
         clock.t = now - 1e6
         for fam in text_string_to_metric_families(generate_latest(registry).decode()):
             for s in fam.samples:
                 if s.name == "kafka_health_scrape_cut_rounds_total":
-                    key = "kafka_health_scrape_cut_rounds_total{" + ",".join(
-                        f'{k}="{v}"' for k, v in sorted(s.labels.items())) + "}"
+                    key = (
+                        "kafka_health_scrape_cut_rounds_total{"
+                        + ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items()))
+                        + "}"
+                    )
                     scraped.setdefault(key, []).append(s.value)
     return results, scraped
 
@@ -61,27 +71,49 @@ def _fired(tmp_path: Path, scraped: dict[str, list[float]], labels: dict[str, st
     rules = {r.name: r for r in load_rules()}
     rule = rules["KafkaHealthDataDropped"]
     (tmp_path / "rules.yml").write_text(export_prometheus(list(rules.values())))
-    summary = (f"Collector {labels['collector']} leaves data of {labels['target']} ({labels['cluster']}) out: cut "
-               f"by {labels['cause']}")
-    cases = {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [{
-        "interval": "15s",
-        "input_series": [{"series": k, "values": " ".join(f"{v:g}" for v in vs)} for k, vs in scraped.items()],
-        "alert_rule_test": [
-            {"eval_time": "3m", "alertname": "KafkaHealthDataDropped", "exp_alerts": []},
-            {"eval_time": "7m", "alertname": "KafkaHealthDataDropped", "exp_alerts": [{
-                "exp_labels": {"severity": "warning", **labels},
-                "exp_annotations": {**rule.annotations, "summary": summary}}]},
-        ]}]}
+    summary = (
+        f"Collector {labels['collector']} leaves data of {labels['target']} ({labels['cluster']}) out: cut "
+        f"by {labels['cause']}"
+    )
+    cases = {
+        "rule_files": ["rules.yml"],
+        "evaluation_interval": "15s",
+        "tests": [
+            {
+                "interval": "15s",
+                "input_series": [{"series": k, "values": " ".join(f"{v:g}" for v in vs)} for k, vs in scraped.items()],
+                "alert_rule_test": [
+                    {"eval_time": "3m", "alertname": "KafkaHealthDataDropped", "exp_alerts": []},
+                    {
+                        "eval_time": "7m",
+                        "alertname": "KafkaHealthDataDropped",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {"severity": "warning", **labels},
+                                "exp_annotations": {**rule.annotations, "summary": summary},
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
     (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
-    res = subprocess.run([tool("promtool", "prometheus"), "test", "rules", "cases.yml"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [tool("promtool", "prometheus"), "test", "rules", "cases.yml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_a_series_cap_that_cuts_groups_is_said_counted_and_alerted(tmp_path):
     clock = FakeClock()
-    collector = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: SlowAdmin(clock), clock=clock,
-                               monotonic=clock, max_series=30)
+    collector = AdminCollector(
+        CLUSTER, tenants=TENANTS, admin_factory=lambda c: SlowAdmin(clock), clock=clock, monotonic=clock, max_series=30
+    )
     results, scraped = _rounds(collector, clock)
     last = results[-1]
     # the round's message says what the cap cut and the setting to raise
@@ -93,12 +125,20 @@ def test_a_series_cap_that_cuts_groups_is_said_counted_and_alerted(tmp_path):
     assert got[("kafka_health_admin_groups_cut", (("cluster", "c1"), ("cause", "series_cap")))] == 2
     assert got[("kafka_health_admin_groups_cut", (("cluster", "c1"), ("cause", "deadline")))] == 0
     # counted per cause, from 0, for every target
-    assert scraped['kafka_health_scrape_cut_rounds_total{cause="series_cap",cluster="c1",collector="admin",'
-                   'target="admin"}'][-1] == ROUNDS
-    assert set(scraped['kafka_health_scrape_cut_rounds_total{cause="deadline",cluster="c1",collector="admin",'
-                       'target="admin"}']) == {0}
-    assert set(scraped['kafka_health_scrape_cut_rounds_total{cause="series_cap",cluster="c1",collector="jmx",'
-                       'target="broker-1"}']) == {0}
+    assert (
+        scraped[
+            'kafka_health_scrape_cut_rounds_total{cause="series_cap",cluster="c1",collector="admin",target="admin"}'
+        ][-1]
+        == ROUNDS
+    )
+    assert set(
+        scraped['kafka_health_scrape_cut_rounds_total{cause="deadline",cluster="c1",collector="admin",target="admin"}']
+    ) == {0}
+    assert set(
+        scraped[
+            'kafka_health_scrape_cut_rounds_total{cause="series_cap",cluster="c1",collector="jmx",target="broker-1"}'
+        ]
+    ) == {0}
     _fired(tmp_path, scraped, {"cluster": "c1", "collector": "admin", "target": "admin", "cause": "series_cap"})
 
 

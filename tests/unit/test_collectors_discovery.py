@@ -24,24 +24,46 @@ from monitor.core.errors import TransportError
 pytestmark = pytest.mark.unit
 
 N1, N2, N3, N4 = (Node(i, f"k{i}.example", 9092) for i in (1, 2, 3, 4))
-DISCOVERING = ClusterConfig(name="prod", bootstrap_servers="k1.example:9092", discovery={
-    "jolokia": "http://{host}:8778/jolokia", "jmx": "{host}:9999", "controller_jolokia": "http://{host}:8779/jolokia"})
+DISCOVERING = ClusterConfig(
+    name="prod",
+    bootstrap_servers="k1.example:9092",
+    discovery={
+        "jolokia": "http://{host}:8778/jolokia",
+        "jmx": "{host}:9999",
+        "controller_jolokia": "http://{host}:8779/jolokia",
+    },
+)
 
 # The service tests' cluster: every template reaches a closed loopback port, so a scrape fails at once (no DNS).
-LOCAL = ClusterConfig(name="prod", bootstrap_servers="127.0.0.1:1", jmx={"timeout_seconds": 2}, discovery={
-    "jolokia": "http://127.0.0.1:1/jolokia-{id}", "controller_jolokia": "http://127.0.0.1:1/jolokia"})
+LOCAL = ClusterConfig(
+    name="prod",
+    bootstrap_servers="127.0.0.1:1",
+    jmx={"timeout_seconds": 2},
+    discovery={"jolokia": "http://127.0.0.1:1/jolokia-{id}", "controller_jolokia": "http://127.0.0.1:1/jolokia"},
+)
 
 
 # --- expected_brokers: the numbered rules of collectors.discovery --------------------------------------------------
-@pytest.mark.parametrize("case, previous, answer, expected", [
-    ("1 a broker joins", (N1, N2, N3), Membership((N1, N2, N3, N4)), (1, 2, 3, 4)),
-    ("2 a crashed broker is fenced, still registered", (N1, N2, N3),
-     Membership((N1, N2, Node(3, "k3.example", 9092, fenced=True))), (1, 2, 3)),
-    ("3 unregistered: no longer expected", (N1, N2, N3, N4), Membership((N1, N2, N3)), (1, 2, 3)),
-    ("4 before 4.0 a broker that left the metadata stays expected", (N1, N2, N3),
-     Membership((N1, N2), fenced_known=False), (1, 2, 3)),
-    ("4 and a new one is added", (N1,), Membership((N2,), fenced_known=False), (1, 2)),
-])
+@pytest.mark.parametrize(
+    "case, previous, answer, expected",
+    [
+        ("1 a broker joins", (N1, N2, N3), Membership((N1, N2, N3, N4)), (1, 2, 3, 4)),
+        (
+            "2 a crashed broker is fenced, still registered",
+            (N1, N2, N3),
+            Membership((N1, N2, Node(3, "k3.example", 9092, fenced=True))),
+            (1, 2, 3),
+        ),
+        ("3 unregistered: no longer expected", (N1, N2, N3, N4), Membership((N1, N2, N3)), (1, 2, 3)),
+        (
+            "4 before 4.0 a broker that left the metadata stays expected",
+            (N1, N2, N3),
+            Membership((N1, N2), fenced_known=False),
+            (1, 2, 3),
+        ),
+        ("4 and a new one is added", (N1,), Membership((N2,), fenced_known=False), (1, 2)),
+    ],
+)
 def test_expected_brokers(case, previous, answer, expected):
     assert tuple(n.id for n in expected_brokers(previous, answer)) == expected, case
 
@@ -52,12 +74,17 @@ def test_a_moved_broker_keeps_its_newest_address():
 
 
 def test_templates_expand_per_broker_and_listed_brokers_keep_their_entries():
-    cluster = DISCOVERING.model_copy(update={"discovery": DISCOVERING.discovery.model_copy(update={"enabled": True}),
-                                             "brokers": (BrokerTarget(id=2, jolokia="http://special:1/jolokia"),)})
+    cluster = DISCOVERING.model_copy(
+        update={
+            "discovery": DISCOVERING.discovery.model_copy(update={"enabled": True}),
+            "brokers": (BrokerTarget(id=2, jolokia="http://special:1/jolokia"),),
+        }
+    )
     found = broker_targets(cluster, (N1, N2, N3))
     assert [(b.id, b.jolokia, b.jmx, b.host) for b in found] == [
         (1, "http://k1.example:8778/jolokia", "k1.example:9999", "k1.example"),
-        (3, "http://k3.example:8778/jolokia", "k3.example:9999", "k3.example")]
+        (3, "http://k3.example:8778/jolokia", "k3.example:9999", "k3.example"),
+    ]
 
 
 def test_discovery_is_on_by_default_only_without_listed_brokers():
@@ -90,34 +117,54 @@ def test_a_template_field_other_than_host_and_id_is_a_config_error_with_its_line
 
 # --- disk from the protocol ---------------------------------------------------------------------------------------
 def test_log_dir_samples_are_the_host_collectors_series_without_offline_dirs():
-    dirs = [LogDir(1, "/data/a", "", 1000, 400, False), LogDir(1, "/data/b", "KafkaStorageError", None, None, None),
-            LogDir(2, "/data/a", "", None, None, None)]  # broker 2 below v4: no figures
-    got = {(s.name, dict(s.labels).get("path"), dict(s.labels)["broker"]): s.value
-           for s in log_dir_samples(dirs, base=(("cluster", "c"),), hosts={1: "k1", 2: "k2"})}
-    assert got == {("kafka_host_filesystem_size_bytes", "/data/a", "1"): 1000.0,
-                   ("kafka_host_filesystem_avail_bytes", "/data/a", "1"): 400.0,
-                   ("kafka_broker_log_dir_cordoned", "/data/a", "1"): 0.0}
+    dirs = [
+        LogDir(1, "/data/a", "", 1000, 400, False),
+        LogDir(1, "/data/b", "KafkaStorageError", None, None, None),
+        LogDir(2, "/data/a", "", None, None, None),
+    ]  # broker 2 below v4: no figures
+    got = {
+        (s.name, dict(s.labels).get("path"), dict(s.labels)["broker"]): s.value
+        for s in log_dir_samples(dirs, base=(("cluster", "c"),), hosts={1: "k1", 2: "k2"})
+    }
+    assert got == {
+        ("kafka_host_filesystem_size_bytes", "/data/a", "1"): 1000.0,
+        ("kafka_host_filesystem_avail_bytes", "/data/a", "1"): 400.0,
+        ("kafka_broker_log_dir_cordoned", "/data/a", "1"): 0.0,
+    }
     size = next(s for s in log_dir_samples(dirs, base=(("cluster", "c"),), hosts={1: "k1"}))
     assert [k for k, _ in size.labels] == ["cluster", "host", "broker", "path"]  # the host collector's order
 
 
 def test_protocol_disk_only_where_no_host_source_gives_it():
-    cluster = ClusterConfig(name="c", bootstrap_servers="h:1",
-                            brokers=(BrokerTarget(id=1, jmx="h:1", log_dirs=("/d",)), BrokerTarget(id=2, jmx="h:2")))
+    cluster = ClusterConfig(
+        name="c",
+        bootstrap_servers="h:1",
+        brokers=(BrokerTarget(id=1, jmx="h:1", log_dirs=("/d",)), BrokerTarget(id=2, jmx="h:2")),
+    )
     assert protocol_disk_brokers(cluster, (1, 2, 3)) == (2, 3)
     off = cluster.model_copy(update={"log_dirs_from_protocol": False})
     assert protocol_disk_brokers(off, (1, 2, 3)) == ()
 
 
 def test_protocol_settings_translate_security_and_refuse_what_they_cannot():
-    got = protocol_settings({"bootstrap.servers": "a:1, b:2", "security.protocol": "sasl_ssl",
-                             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p",
-                             "ssl.ca.location": "/ca.pem", "socket.keepalive.enable": "true"}, timeout=5)
+    got = protocol_settings(
+        {
+            "bootstrap.servers": "a:1, b:2",
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "u",
+            "sasl.password": "p",
+            "ssl.ca.location": "/ca.pem",
+            "socket.keepalive.enable": "true",
+        },
+        timeout=5,
+    )
     assert got["bootstrap_servers"] == ["a:1", "b:2"] and got["security_protocol"] == "SASL_SSL"
     assert (got["sasl_plain_username"], got["ssl_cafile"], got["request_timeout_ms"]) == ("u", "/ca.pem", 5000)
     with pytest.raises(TransportError, match="sasl.oauthbearer.method") as err:
-        protocol_settings({"bootstrap.servers": "a:1", "sasl.oauthbearer.method": "oidc", "sasl.password": "s3"},
-                          timeout=5)
+        protocol_settings(
+            {"bootstrap.servers": "a:1", "sasl.oauthbearer.method": "oidc", "sasl.password": "s3"}, timeout=5
+        )
     assert "s3" not in str(err.value)
 
 
@@ -166,7 +213,11 @@ def test_a_joining_broker_is_collected_next_round_and_an_unregistered_one_is_for
     result = protocol.collect_target(protocol.targets()[0], now=1.0)
     assert result.status is TargetStatus.OK
     assert {dict(s.labels)["broker"] for s in result.samples if s.name == "kafka_host_filesystem_size_bytes"} == {
-        "1", "2", "3", "4"}
+        "1",
+        "2",
+        "3",
+        "4",
+    }
     fake.members = [N1, N2, N3]  # broker 4 unregistered
     svc.collect_once(timeout=10)
     svc.collect_once(timeout=10)
@@ -188,8 +239,12 @@ def test_a_protocol_only_cluster_says_what_it_cannot_observe_and_how_to_enable_i
     assert not idle.observable and idle.hint().startswith("enable discovery.jolokia")
     assert "not observable on this cluster (77)" in render(protocol_only)  # the catalog's broker signals
     assert configured_sources(DISCOVERING) == ("admin", "probe", "protocol_disk", "broker_jmx", "controller_jmx")
-    exported = {(s.labels["signal"], s.value) for fam in CapabilityExporter([protocol_only]).collect()
-                for s in fam.samples if s.name == "kafka_health_signal_observable"}
+    exported = {
+        (s.labels["signal"], s.value)
+        for fam in CapabilityExporter([protocol_only]).collect()
+        for s in fam.samples
+        if s.name == "kafka_health_signal_observable"
+    }
     assert ("kafka_broker_request_handler_idle_ratio", 0.0) in exported
 
 
@@ -200,8 +255,7 @@ def test_every_shard_reads_the_membership_and_one_exports_it():
     jmx, stored = set(), []
     for shard in ("0/2", "1/2"):
         config = Config(clusters=(LOCAL,), collection={"shard": shard})
-        collectors = build_collectors(config, protocol_factory=lambda c: fake,
-                                      admin_factory=lambda c: FailingAdmin())
+        collectors = build_collectors(config, protocol_factory=lambda c: fake, admin_factory=lambda c: FailingAdmin())
         svc = CollectionService(config, registry=CollectorRegistry(), collectors=collectors)
         svc.collect_once(timeout=10)
         jmx |= {t.name for _, t in svc.work if t.collector == "jmx"}

@@ -29,13 +29,25 @@ pytestmark = pytest.mark.unit
 
 PROC = Path(__file__).parent / "fixtures" / "collectors_proc"
 CLUSTER = ClusterConfig(
-    name="c1", bootstrap_servers="h:9092",
-    brokers=(BrokerTarget(id=1, host="localhost", log_dirs=("/data/k1",)),
-             BrokerTarget(id=2, host="localhost", log_dirs=("/data/k2", "/missing")),
-             BrokerTarget(id=3, host="kafka3.example", log_dirs=("/data/k3",))),
+    name="c1",
+    bootstrap_servers="h:9092",
+    brokers=(
+        BrokerTarget(id=1, host="localhost", log_dirs=("/data/k1",)),
+        BrokerTarget(id=2, host="localhost", log_dirs=("/data/k2", "/missing")),
+        BrokerTarget(id=3, host="kafka3.example", log_dirs=("/data/k3",)),
+    ),
 )
-TENANTS = TenantLookup(TenantIndex([TenantConfig(name="alpha", selectors=(
-    TenantSelector(cluster="c1", topic_prefixes=("alpha.",), group_prefixes=("alpha-",)),))]), "c1")
+TENANTS = TenantLookup(
+    TenantIndex(
+        [
+            TenantConfig(
+                name="alpha",
+                selectors=(TenantSelector(cluster="c1", topic_prefixes=("alpha.",), group_prefixes=("alpha-",)),),
+            )
+        ]
+    ),
+    "c1",
+)
 
 
 def fake_statvfs(path):
@@ -80,8 +92,9 @@ def test_host_collector_reads_fake_proc_and_log_dir_filesystems():
 
 def test_each_log_dir_filesystem_is_labelled_with_its_device_major_minor():
     base = (("cluster", "c1"), ("host", "h"))
-    samples = filesystem_samples([("1", "/data/k1"), ("3", "/data/k3"), ("4", "/gone"), ("5", "/missing")], base,
-                                 fake_statvfs, fake_stat)
+    samples = filesystem_samples(
+        [("1", "/data/k1"), ("3", "/data/k3"), ("4", "/gone"), ("5", "/missing")], base, fake_statvfs, fake_stat
+    )
     devices = {dict(s.labels)["broker"]: dict(s.labels).get("device") for s in samples}
     # /gone: statvfs answered, stat did not: the figures without a device (consumers fall back); /missing: skipped
     assert devices == {"1": "8:1", "3": "259:2", "4": None}
@@ -96,12 +109,16 @@ def test_remote_host_fails_clearly_instead_of_looking_empty():
 
 
 def test_offline_and_under_replicated_from_metadata_with_broker_up():
-    state = ClusterState(brokers=(1, 2), controller_id=100, partitions=(
-        PartitionState("alpha.t", 0, 1, (1, 2, 3), (1, 2)),
-        PartitionState("alpha.t", 1, -1, (3,), ()),
-        PartitionState("alpha.t", 2, 2, (1, 2), (1, 2)),
-        PartitionState("b", 0, 1, (1,), (1,)),
-    ))
+    state = ClusterState(
+        brokers=(1, 2),
+        controller_id=100,
+        partitions=(
+            PartitionState("alpha.t", 0, 1, (1, 2, 3), (1, 2)),
+            PartitionState("alpha.t", 1, -1, (3,), ()),
+            PartitionState("alpha.t", 2, 2, (1, 2), (1, 2)),
+            PartitionState("b", 0, 1, (1,), (1,)),
+        ),
+    )
     v = values(cluster_samples(state, base=(("cluster", "c1"),), configured=[1, 2, 3], tenants=TENANTS))
     tl = (("cluster", "c1"), ("topic", "alpha.t"), ("tenant", "alpha"))
     assert v[("kafka_topic_offline_partitions", tl)] == 1
@@ -114,13 +131,18 @@ def test_offline_and_under_replicated_from_metadata_with_broker_up():
 
 
 def test_under_min_isr_per_topic_from_isr_sizes_and_the_topic_config():
-    state = ClusterState(brokers=(1, 2, 3), controller_id=100, partitions=(
-        PartitionState("alpha.t", 0, 1, (1, 2, 3), (1,)),  # ISR 1 < 2: acks=all producers fail
-        PartitionState("alpha.t", 1, 2, (1, 2, 3), (2, 3)),  # at min ISR: fine
-        PartitionState("alpha.t", 2, -1, (3,), ()),  # offline: counted as offline, not here
-        PartitionState("b", 0, 1, (1, 2), (1,)),  # b's min ISR is 1
-        PartitionState("c", 0, 1, (1, 2), (1,)),  # c's config unknown
-    ), min_isr={"alpha.t": 2, "b": 1})
+    state = ClusterState(
+        brokers=(1, 2, 3),
+        controller_id=100,
+        partitions=(
+            PartitionState("alpha.t", 0, 1, (1, 2, 3), (1,)),  # ISR 1 < 2: acks=all producers fail
+            PartitionState("alpha.t", 1, 2, (1, 2, 3), (2, 3)),  # at min ISR: fine
+            PartitionState("alpha.t", 2, -1, (3,), ()),  # offline: counted as offline, not here
+            PartitionState("b", 0, 1, (1, 2), (1,)),  # b's min ISR is 1
+            PartitionState("c", 0, 1, (1, 2), (1,)),  # c's config unknown
+        ),
+        min_isr={"alpha.t": 2, "b": 1},
+    )
     v = values(cluster_samples(state, base=(("cluster", "c1"),), configured=[1, 2, 3], tenants=TENANTS))
     umi = {labels[1][1]: x for (name, labels), x in v.items() if name == "kafka_topic_under_min_isr_partitions"}
     assert umi == {"alpha.t": 1, "b": 0}
@@ -134,8 +156,12 @@ def test_min_insync_replicas_is_read_for_new_topics_and_refreshed_not_every_roun
         clock[0] = t
         r = ac.collect_target(ac.targets()[0], now=t)
     assert admin.config_reads == [["alpha.t"]]  # once, not per round
-    assert values(r.samples)[("kafka_topic_under_min_isr_partitions", (("cluster", "c1"), ("topic", "alpha.t"),
-                                                                       ("tenant", "alpha")))] == 1
+    assert (
+        values(r.samples)[
+            ("kafka_topic_under_min_isr_partitions", (("cluster", "c1"), ("topic", "alpha.t"), ("tenant", "alpha")))
+        ]
+        == 1
+    )
     clock[0] = 400.0
     ac.collect_target(ac.targets()[0], now=400.0)
     assert admin.config_reads == [["alpha.t"], ["alpha.t"]]  # refreshed after MIN_ISR_REFRESH_SECONDS
@@ -182,10 +208,19 @@ def test_group_lag_per_topic_includes_empty_groups_and_skips_uncommitted():
     assert v[("kafka_consumergroup_committed_offset", tl)] == 14  # 4 + 10, the uncommitted partition left out
     assert v[("kafka_consumergroup_lag_seconds", tl)] == 60.0
     assert v[("kafka_consumergroup_members", (("cluster", "c1"), ("group", "alpha-g"), ("tenant", "alpha")))] == 0
-    assert v[("kafka_consumergroup_state",
-              (("cluster", "c1"), ("group", "alpha-g"), ("state", "empty"), ("tenant", "alpha")))] == 1
-    assert v[("kafka_consumergroup_lag",
-              (("cluster", "c1"), ("group", "other"), ("topic", "alpha.t"), ("tenant", "")))] == 0
+    assert (
+        v[
+            (
+                "kafka_consumergroup_state",
+                (("cluster", "c1"), ("group", "alpha-g"), ("state", "empty"), ("tenant", "alpha")),
+            )
+        ]
+        == 1
+    )
+    assert (
+        v[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "other"), ("topic", "alpha.t"), ("tenant", "")))]
+        == 0
+    )
 
 
 class FakeAdmin:
@@ -222,8 +257,15 @@ def test_admin_collector_reads_offsets_before_watermarks_and_contains_failures()
     ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin)
     r = ac.collect_target(ac.targets()[0], now=10.0)
     assert r.status is TargetStatus.OK and admin.calls == ["committed", "watermarks"]
-    assert values(r.samples)[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "alpha-g"),
-                                                          ("topic", "alpha.t"), ("tenant", "alpha")))] == 5
+    assert (
+        values(r.samples)[
+            (
+                "kafka_consumergroup_lag",
+                (("cluster", "c1"), ("group", "alpha-g"), ("topic", "alpha.t"), ("tenant", "alpha")),
+            )
+        ]
+        == 5
+    )
     down = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: FakeAdmin(fail_metadata=True))
     r = down.collect_target(down.targets()[0], now=10.0)
     assert r.status is TargetStatus.FAILED and str(r.reason) == "unreachable" and r.samples == ()
@@ -243,8 +285,10 @@ def test_admin_collector_keeps_the_cluster_state_when_listing_groups_fails():
     assert any(name == "kafka_topic_offline_partitions" for name, _ in got)
     assert not any(name == "kafka_consumergroup_lag" for name, _ in got)
     assert got[("kafka_health_admin_skipped_groups", (("cluster", "c1"),))] == 1  # the one group listed before
-    assert r.message.startswith("consumer groups not listed: Admin API list groups: no answer within 10s: the 1 "
-                                "groups of the last listing skipped"), r.message  # said, not only logged
+    assert r.message.startswith(
+        "consumer groups not listed: Admin API list groups: no answer within 10s: the 1 "
+        "groups of the last listing skipped"
+    ), r.message  # said, not only logged
 
 
 TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
@@ -265,8 +309,10 @@ def test_tcp_backlogs_sum_unacknowledged_bytes_per_broker_and_peer():
     m = "kafka_host_tcp_send_queue_bytes"
     # two connections of one peer to broker 1's second listener, summed; the listening socket, an empty queue
     # and the client side of a loopback connection (local port not a listener) are not counted.
-    assert v == {(m, (("cluster", "c1"), ("broker", "1"), ("peer", "10.220.220.2"))): 0x1F768 + 0x100,
-                 (m, (("cluster", "c1"), ("broker", "2"), ("peer", "127.0.0.5"))): 0x800}
+    assert v == {
+        (m, (("cluster", "c1"), ("broker", "1"), ("peer", "10.220.220.2"))): 0x1F768 + 0x100,
+        (m, (("cluster", "c1"), ("broker", "2"), ("peer", "127.0.0.5"))): 0x800,
+    }
 
 
 def _Fut(value=None, exc=None, *, pending=False):
@@ -295,9 +341,15 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
     def failure():
         return KafkaException(KafkaError(KafkaError.NOT_COORDINATOR, "ConsumerGroupDescribe: "))
 
-    listing = [SimpleNamespace(group_id=g, state=s, is_simple_consumer_group=False)
-               for g, s in (("a", ConsumerGroupState.STABLE), ("flaky", ConsumerGroupState.STABLE),
-                            ("stuck", ConsumerGroupState.STABLE), ("stuck-empty", ConsumerGroupState.EMPTY))]
+    listing = [
+        SimpleNamespace(group_id=g, state=s, is_simple_consumer_group=False)
+        for g, s in (
+            ("a", ConsumerGroupState.STABLE),
+            ("flaky", ConsumerGroupState.STABLE),
+            ("stuck", ConsumerGroupState.STABLE),
+            ("stuck-empty", ConsumerGroupState.EMPTY),
+        )
+    ]
     member = SimpleNamespace(client_id="c", host="/10.0.0.1")
     desc = SimpleNamespace(state=ConsumerGroupState.STABLE, members=[member], is_simple_consumer_group=False)
     requests = []
@@ -309,8 +361,9 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
         def describe_consumer_groups(self, ids, request_timeout):
             requests.append(list(ids))
             first = len(requests) == 1
-            return {g: _Fut(exc=failure()) if g.startswith("stuck") or (g == "flaky" and first) else _Fut(desc)
-                    for g in ids}
+            return {
+                g: _Fut(exc=failure()) if g.startswith("stuck") or (g == "flaky" and first) else _Fut(desc) for g in ids
+            }
 
     admin = KafkaAdmin.__new__(KafkaAdmin)
     admin._admin, admin._timeout = FakeClient(), 10.0
@@ -328,11 +381,23 @@ def test_groups_retries_a_failed_description_and_keeps_a_group_it_still_cannot_d
     assert (groups["stuck-empty"].state, groups["stuck-empty"].members) == ("empty", 0)
 
     h = WatermarkHistory()
-    samples = values(group_samples([GroupOffsets(groups["stuck"], {("alpha.t", 0): 4})], {("alpha.t", 0): 10}, h,
-                                   now=1.0, base=(("cluster", "c1"),), tenants=TENANTS))
+    samples = values(
+        group_samples(
+            [GroupOffsets(groups["stuck"], {("alpha.t", 0): 4})],
+            {("alpha.t", 0): 10},
+            h,
+            now=1.0,
+            base=(("cluster", "c1"),),
+            tenants=TENANTS,
+        )
+    )
     assert [k for k in samples if k[0] == "kafka_consumergroup_members"] == []
-    assert samples[("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "stuck"), ("topic", "alpha.t"),
-                                                ("tenant", "")))] == 6
+    assert (
+        samples[
+            ("kafka_consumergroup_lag", (("cluster", "c1"), ("group", "stuck"), ("topic", "alpha.t"), ("tenant", "")))
+        ]
+        == 6
+    )
 
 
 def test_a_group_whose_coordinator_never_answers_costs_its_own_description_only():
@@ -345,8 +410,10 @@ def test_a_group_whose_coordinator_never_answers_costs_its_own_description_only(
 
     from collectors.admin_client import KafkaAdmin
 
-    listing = [SimpleNamespace(group_id=g, state=ConsumerGroupState.STABLE, is_simple_consumer_group=False)
-               for g in ("dead-coordinator", "b", "c")]
+    listing = [
+        SimpleNamespace(group_id=g, state=ConsumerGroupState.STABLE, is_simple_consumer_group=False)
+        for g in ("dead-coordinator", "b", "c")
+    ]
     desc = SimpleNamespace(state=ConsumerGroupState.STABLE, members=[], is_simple_consumer_group=False)
 
     class FakeClient:
@@ -394,8 +461,9 @@ def test_the_admin_seam_and_its_child_process_wrapper_do_not_import_each_other()
 
     def imported(module) -> set[str]:
         tree = ast.parse(Path(module.__file__).read_text())
-        return ({a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-                | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module})
+        return {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+            n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+        }
 
     assert "collectors.admin_process" not in imported(admin_client)
     assert not {"collectors.admin_client", "collectors.admin"} & imported(admin_process)

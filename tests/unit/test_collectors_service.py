@@ -42,10 +42,14 @@ def test_failed_no_data_and_stale_are_distinct():
     now[0] = 1003.0
     text = scrape(reg)
     assert 'kafka_health_scrape_success{cluster="c1",collector="jmx",target="broker-2"} 0.0' in text
-    assert ('kafka_health_scrape_failures_total{cluster="c1",collector="jmx",reason="timeout",target="broker-2"} 1.0'
-            in text)
-    assert ('kafka_health_scrape_last_success_timestamp_seconds{cluster="c1",collector="jmx",target="broker-2"} 999.5'
-            in text)
+    assert (
+        'kafka_health_scrape_failures_total{cluster="c1",collector="jmx",reason="timeout",target="broker-2"} 1.0'
+        in text
+    )
+    assert (
+        'kafka_health_scrape_last_success_timestamp_seconds{cluster="c1",collector="jmx",target="broker-2"} 999.5'
+        in text
+    )
     # more than two intervals after broker-1's last result: its series are dropped, not served stale
     now[0] = 1021.0
     text = scrape(reg)
@@ -131,17 +135,35 @@ def test_several_clusters_in_one_config_get_their_own_targets_and_transports():
     from monitor.core.config import BrokerTarget, ClusterConfig
 
     clusters = (
-        ClusterConfig(name="east", bootstrap_servers="e:9092", controller_jmx=("e:9999",),
-                      brokers=(BrokerTarget(id=1, jmx="e1:9999", log_dirs=("/d",)),)),
-        ClusterConfig(name="west", bootstrap_servers="w:9092", jmx={"transport": "jolokia"},
-                      brokers=(BrokerTarget(id=1, jmx="w1:9999", jolokia="http://w1:8778/jolokia"),
-                               BrokerTarget(id=2, jmx="w2:9999"))),  # no jolokia URL: a target that fails clearly
+        ClusterConfig(
+            name="east",
+            bootstrap_servers="e:9092",
+            controller_jmx=("e:9999",),
+            brokers=(BrokerTarget(id=1, jmx="e1:9999", log_dirs=("/d",)),),
+        ),
+        ClusterConfig(
+            name="west",
+            bootstrap_servers="w:9092",
+            jmx={"transport": "jolokia"},
+            brokers=(
+                BrokerTarget(id=1, jmx="w1:9999", jolokia="http://w1:8778/jolokia"),
+                BrokerTarget(id=2, jmx="w2:9999"),
+            ),
+        ),  # no jolokia URL: a target that fails clearly
     )
     collectors = build_collectors(Config(clusters=clusters))
     keys = sorted(t.key for c in collectors for t in c.targets())
-    assert keys == ["east/admin/admin", "east/controller/controller-e:9999", "east/host/host-localhost",
-                    "east/jmx/broker-1", "west/admin/admin", "west/host/host-localhost", "west/jmx/broker-1",
-                    "west/jmx/broker-2", "west/protocol/protocol"]  # west's disk: no log_dirs, so DescribeLogDirs
+    assert keys == [
+        "east/admin/admin",
+        "east/controller/controller-e:9999",
+        "east/host/host-localhost",
+        "east/jmx/broker-1",
+        "west/admin/admin",
+        "west/host/host-localhost",
+        "west/jmx/broker-1",
+        "west/jmx/broker-2",
+        "west/protocol/protocol",
+    ]  # west's disk: no log_dirs, so DescribeLogDirs
     west_jmx = next(c for c in collectors if any(t.key == "west/jmx/broker-1" for t in c.targets()))
     assert west_jmx.targets()[0].address == "http://w1:8778/jolokia"
     failed = west_jmx.collect_target(west_jmx.targets()[1], now=0.0)
@@ -160,8 +182,12 @@ def test_started_service_collects_on_its_own_schedule_and_stops():
     try:
         wait_until(svc.ready, timeout=5, interval=0.01, what="first round")
         first = svc.store.snapshot()[0]["c1/jmx/a"].started_at
-        wait_until(lambda: svc.store.snapshot()[0]["c1/jmx/a"].started_at > first, timeout=5, interval=0.01,
-                   what="a second scheduled round")
+        wait_until(
+            lambda: svc.store.snapshot()[0]["c1/jmx/a"].started_at > first,
+            timeout=5,
+            interval=0.01,
+            what="a second scheduled round",
+        )
     finally:
         svc.stop()
     assert not svc._thread.is_alive()

@@ -38,10 +38,12 @@ def test_parse_real_output_with_bare_nan_and_composite_keys():
 
 def test_parse_unescaped_strings_falls_back_to_field_order():
     # The jar does not escape quotes or backslashes inside values, e.g. a client id or a version string.
-    text = ('[\n{"mBeanName" : "kafka.server:type=socket-server-metrics,clientSoftwareName=we"ird\\x", '
-            '"attribute" : "connections", "attributeType" : "Integer", "value" : 3}, \n'
-            '{"mBeanName" : "kafka.server:type=app-info,id=1", "attribute" : "Version", "attributeType" : "String", '
-            '"value" : "4.1 "beta" \\n"}]')
+    text = (
+        '[\n{"mBeanName" : "kafka.server:type=socket-server-metrics,clientSoftwareName=we"ird\\x", '
+        '"attribute" : "connections", "attributeType" : "Integer", "value" : 3}, \n'
+        '{"mBeanName" : "kafka.server:type=app-info,id=1", "attribute" : "Version", "attributeType" : "String", '
+        '"value" : "4.1 "beta" \\n"}]'
+    )
     r = parse_output(text)
     assert r[0] == Reading('kafka.server:type=socket-server-metrics,clientSoftwareName=we"ird\\x', "connections", 3.0)
     assert r[1].value == '4.1 "beta" \\n'
@@ -54,7 +56,14 @@ def test_empty_list_is_no_data_and_garbage_is_malformed():
     with pytest.raises(TransportError):
         parse_output("[\n{not json at all}\n]")
     # one bad line among good ones: the good ones are kept
-    assert len(parse_output('[\n{garbled\n{"mBeanName" : "a:b=c", "attribute" : "Value", "attributeType" : "Long", "value" : 1}]')) == 1
+    assert (
+        len(
+            parse_output(
+                '[\n{garbled\n{"mBeanName" : "a:b=c", "attribute" : "Value", "attributeType" : "Long", "value" : 1}]'
+            )
+        )
+        == 1
+    )
 
 
 def fake_java(tmp_path, body: str) -> str:
@@ -154,8 +163,9 @@ clusters:
     (cluster,) = cfg.clusters
     assert cluster.jmx.transport == "auto"  # the default
     bulk, jvm = _Recording("jolokia"), _Recording("jmxquery")
-    jc = JmxCollector(cluster, transport=bulk, controller_transport=jvm, tenants=TenantLookup(None, "c"),
-                      max_series=100)
+    jc = JmxCollector(
+        cluster, transport=bulk, controller_transport=jvm, tenants=TenantLookup(None, "c"), max_series=100
+    )
     for target in jc.targets():
         jc.collect_target(target, now=0.0)
     assert bulk.asked == ["http://127.0.0.1:41/jolokia"]

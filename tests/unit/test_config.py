@@ -110,8 +110,9 @@ def test_check_config_cli_accepts_good_file(tmp_path, monkeypatch):
     f = tmp_path / "c.yaml"
     f.write_text(GOOD)
     env = {"KAFKA_HEALTH_SASL_PASSWORD": "x", "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "monitor.cli", "check-config", str(f)], capture_output=True, text=True,
-                       env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "check-config", str(f)], capture_output=True, text=True, env=env
+    )
     assert r.returncode == 0, r.stderr
     assert "1 cluster(s), 1 broker target(s), 1 tenant(s)" in r.stdout
 

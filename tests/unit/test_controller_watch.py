@@ -27,16 +27,19 @@ def test_a_crash_is_counted_once_as_heartbeats_lost_as_soon_as_the_age_climbs():
     # ages 2.5 and 4.5 s are a heartbeat or two late, not yet silence; 6.5 s at t=1010 is (lost_after: 5 s), and the
     # departure is known at that very reading, before the controller fences it
     assert [(found_at, b, c.value, start) for found_at, b, c, start in found] == [
-        (1010.0, "2", "heartbeats_lost", 1010.0)]
+        (1010.0, "2", "heartbeats_lost", 1010.0)
+    ]
     assert log.counts == {("2", "heartbeats_lost"): 1}
 
 
 def test_a_controlled_shutdown_and_its_restart_count_as_controlled_and_a_later_crash_counts_apart():
     log = DepartureLog()
-    readings = ([{"3": (ACTIVE, 0.4)}] * 2
-                + [{"3": (CONTROLLED_SHUTDOWN, 0.5)}, {"3": (FENCED, 1.5)}, {"3": (FENCED, 9.0)}]  # SIGTERM, exits
-                + [{"3": (FENCED, 0.3)}, {"3": (ACTIVE, 0.2)}, {"3": (ACTIVE, 0.6)}]  # started again, caught up
-                + [{"3": (ACTIVE, 5.5)}, {"3": (FENCED, 9.0)}])  # then killed
+    readings = (
+        [{"3": (ACTIVE, 0.4)}] * 2
+        + [{"3": (CONTROLLED_SHUTDOWN, 0.5)}, {"3": (FENCED, 1.5)}, {"3": (FENCED, 9.0)}]  # SIGTERM, exits
+        + [{"3": (FENCED, 0.3)}, {"3": (ACTIVE, 0.2)}, {"3": (ACTIVE, 0.6)}]  # started again, caught up
+        + [{"3": (ACTIVE, 5.5)}, {"3": (FENCED, 9.0)}]
+    )  # then killed
     found = feed(log, readings)
     assert [(b, c.value) for _, b, c, _ in found] == [("3", "controlled_shutdown"), ("3", "heartbeats_lost")]
     assert log.counts == {("3", "controlled_shutdown"): 1, ("3", "heartbeats_lost"): 1}
@@ -59,8 +62,10 @@ def test_samples_are_about_the_broker_and_carry_the_controller():
     feed(log, [{"2": (ACTIVE, 0.5)}, {"2": (ACTIVE, 6.0)}])
     samples = log.samples((("cluster", "local"), ("broker", "100")))
     assert {(s.name, s.kind) for s in samples} == {(DEPARTURES, "counter"), (LAST_DEPARTURE, "gauge")}
-    assert all(dict(s.labels) == {"cluster": "local", "broker": "2", "controller": "100", "cause": "heartbeats_lost"}
-               for s in samples)
+    assert all(
+        dict(s.labels) == {"cluster": "local", "broker": "2", "controller": "100", "cause": "heartbeats_lost"}
+        for s in samples
+    )
     assert next(s.value for s in samples if s.name == LAST_DEPARTURE) == 1002.0
 
 

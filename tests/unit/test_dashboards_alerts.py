@@ -35,19 +35,29 @@ def _prometheus(**labels: str) -> dict:  # Prometheus' own ALERTS: present throu
 
 
 DISK = dict(alertname="KafkaDiskFullRisk", alertstate="firing", severity="critical", cluster="local", broker="1")
-PROBE = dict(alertname="KafkaHealthDashboardsProbe", alertstate="firing", severity="warning", cluster="local",
-             tenant="payments")
+PROBE = dict(
+    alertname="KafkaHealthDashboardsProbe", alertstate="firing", severity="warning", cluster="local", tenant="payments"
+)
 INPUT = [
     _engine(**DISK, tenant="payments"),
     _engine(**DISK, tenant="search"),
-    _engine(alertname="KafkaConsumerGroupLag", alertstate="pending", severity="warning", cluster="local",
-            tenant="payments", group="billing"),
+    _engine(
+        alertname="KafkaConsumerGroupLag",
+        alertstate="pending",
+        severity="warning",
+        cluster="local",
+        tenant="payments",
+        group="billing",
+    ),
     _engine(alertname="KafkaHealthWatchdog", alertstate="firing", severity="warning", watchdog="true"),
-    *({"series": "kafka_health_alert_rule_health" + _labels(rule=r, health="ok"), "values": "1 stale"}
-      for r in ("KafkaDiskFullRisk", "KafkaBrokerUnreachable", "KafkaConsumerGroupLag", "KafkaHealthWatchdog")),
+    *(
+        {"series": "kafka_health_alert_rule_health" + _labels(rule=r, health="ok"), "values": "1 stale"}
+        for r in ("KafkaDiskFullRisk", "KafkaBrokerUnreachable", "KafkaConsumerGroupLag", "KafkaHealthWatchdog")
+    ),
     # Prometheus evaluates an exported engine rule too: the engine's copy counts, this one only when it stops.
-    _prometheus(alertname="KafkaBrokerUnreachable", alertstate="firing", severity="critical", cluster="local",
-                broker="2"),
+    _prometheus(
+        alertname="KafkaBrokerUnreachable", alertstate="firing", severity="critical", cluster="local", broker="2"
+    ),
     _prometheus(**PROBE),  # a rule only Prometheus evaluates
     _prometheus(alertname="KafkaHealthWatchdog", alertstate="firing", severity="warning", watchdog="true"),
 ]
@@ -64,8 +74,11 @@ def _count(expr: str, at: str, n: int) -> dict:
 
 
 def _series(expr: str, at: str, rows: list[tuple[str, dict]]) -> dict:
-    return {"expr": expr, "eval_time": at,
-            "exp_samples": [{"labels": name + _labels(**labels), "value": 1} for name, labels in rows]}
+    return {
+        "expr": expr,
+        "eval_time": at,
+        "exp_samples": [{"labels": name + _labels(**labels), "value": 1} for name, labels in rows],
+    }
 
 
 def test_alert_panels_and_annotations_in_prometheus(tmp_path):
@@ -76,23 +89,44 @@ def test_alert_panels_and_annotations_in_prometheus(tmp_path):
         _count(_query(service.BOARD, "Critical firing", SERVICE_VARS), "0m", 2),
         _count(_query(service.BOARD, "Warning firing", SERVICE_VARS), "0m", 1),
         _count(_query(service.BOARD, "Pending", SERVICE_VARS), "0m", 1),
-        {"expr": _query(service.BOARD, "Firing alerts over time", SERVICE_VARS), "eval_time": "0m", "exp_samples": [
-            {"labels": _labels(alertname="KafkaDiskFullRisk", severity="critical"), "value": 2},
-            {"labels": _labels(alertname="KafkaHealthDashboardsProbe", severity="warning"), "value": 1}]},
+        {
+            "expr": _query(service.BOARD, "Firing alerts over time", SERVICE_VARS),
+            "eval_time": "0m",
+            "exp_samples": [
+                {"labels": _labels(alertname="KafkaDiskFullRisk", severity="critical"), "value": 2},
+                {"labels": _labels(alertname="KafkaHealthDashboardsProbe", severity="warning"), "value": 1},
+            ],
+        },
         _count(_query(tenant.BOARD, "Firing alerts", TENANT_VARS, Kind.STAT), "0m", 2),
         _series(_query(tenant.BOARD, "Firing alerts", TENANT_VARS, Kind.TABLE), "0m", tenant_table),
         _series(substitute(alert_annotation_expr(tenant.BOARD), TENANT_VARS), "0m", tenant_table),
         # The engine stopped (its series stale): Prometheus' copy of its rule shows instead.
         _count(_query(service.BOARD, "Critical firing", SERVICE_VARS), "1m", 1),
         _count(_query(service.BOARD, "Pending", SERVICE_VARS), "1m", 0),
-        _series(substitute(alert_annotation_expr(service.BOARD), SERVICE_VARS), "1m", [
-            ("ALERTS", {"alertname": "KafkaBrokerUnreachable", "alertstate": "firing", "severity": "critical",
-                        "cluster": "local", "broker": "2"}), ("ALERTS", PROBE)]),
+        _series(
+            substitute(alert_annotation_expr(service.BOARD), SERVICE_VARS),
+            "1m",
+            [
+                (
+                    "ALERTS",
+                    {
+                        "alertname": "KafkaBrokerUnreachable",
+                        "alertstate": "firing",
+                        "severity": "critical",
+                        "cluster": "local",
+                        "broker": "2",
+                    },
+                ),
+                ("ALERTS", PROBE),
+            ],
+        ),
     ]
     (tmp_path / "none.yml").write_text("groups: []\n")
-    spec = {"rule_files": ["none.yml"], "evaluation_interval": "1m",
-            "tests": [{"interval": "1m", "input_series": INPUT, "promql_expr_test": tests}]}
+    spec = {
+        "rule_files": ["none.yml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": INPUT, "promql_expr_test": tests}],
+    }
     (tmp_path / "test.yml").write_text(yaml.safe_dump(spec, sort_keys=False))
     res = run([promtool, "test", "rules", "test.yml"], cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
-

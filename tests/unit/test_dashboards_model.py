@@ -27,8 +27,13 @@ def _panels(doc: dict) -> list[dict]:
 
 
 def test_the_five_dashboards_exist():
-    assert set(RENDERED) == {"kafka-health-cluster", "kafka-health-broker", "kafka-health-tenant",
-                             "kafka-health-clients", "kafka-health-service"}
+    assert set(RENDERED) == {
+        "kafka-health-cluster",
+        "kafka-health-broker",
+        "kafka-health-tenant",
+        "kafka-health-clients",
+        "kafka-health-service",
+    }
 
 
 @pytest.mark.parametrize("uid", sorted(RENDERED))
@@ -120,34 +125,48 @@ def test_alert_engine_panels_name_the_engine_series():
 
     source = Path(service.__file__).read_text()
     exported = frozenset(re.findall(r'"(kafka_health_[a-z0-9_]+)"', source))
-    names = {m for b in ALL for p in b.panels() if p.needs is Needs.ALERT_ENGINE for q in p.queries
-             for m in metric_names(q.expr)}
+    names = {
+        m
+        for b in ALL
+        for p in b.panels()
+        if p.needs is Needs.ALERT_ENGINE
+        for q in p.queries
+        for m in metric_names(q.expr)
+    }
     assert names and all(is_known(m, exported) for m in names), sorted(n for n in names if not is_known(n, exported))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The PromQL helpers the checks rely on
 
-@pytest.mark.parametrize("expr, names", [
-    ("up", {"up"}),
-    ('sum by (cluster) (rate(kafka_topic_bytes_in_total{cluster=~"$cluster"}[$__rate_interval]))',
-     {"kafka_topic_bytes_in_total"}),
-    ("a / on (cluster, tenant) group_left max by (tenant) (b)", {"a", "b"}),
-    ('max by (c) (label_replace(x, "quota", "p", "", "") or label_replace(y{a="1"}, "q","f","",""))', {"x", "y"}),
-    ('ALERTS{alertstate="firing"} > 0 and on(x) y offset 5m', {"ALERTS", "y"}),
-    ("topk(10, sum without (broker) (a)) * 1e3 - b", {"a", "b"}),
-    ('{__name__="kafka_x"}', {"kafka_x"}),
-    ("count(ALERTS{severity=\"critical\"}) or vector(0)", {"ALERTS"}),
-    ("histogram_quantile(0.9, sum by (le) (rate(h_bucket[1m])))", {"h_bucket"}),
-    ("time() - max(t)", {"t"}),
-])
+
+@pytest.mark.parametrize(
+    "expr, names",
+    [
+        ("up", {"up"}),
+        (
+            'sum by (cluster) (rate(kafka_topic_bytes_in_total{cluster=~"$cluster"}[$__rate_interval]))',
+            {"kafka_topic_bytes_in_total"},
+        ),
+        ("a / on (cluster, tenant) group_left max by (tenant) (b)", {"a", "b"}),
+        ('max by (c) (label_replace(x, "quota", "p", "", "") or label_replace(y{a="1"}, "q","f","",""))', {"x", "y"}),
+        ('ALERTS{alertstate="firing"} > 0 and on(x) y offset 5m', {"ALERTS", "y"}),
+        ("topk(10, sum without (broker) (a)) * 1e3 - b", {"a", "b"}),
+        ('{__name__="kafka_x"}', {"kafka_x"}),
+        ('count(ALERTS{severity="critical"}) or vector(0)', {"ALERTS"}),
+        ("histogram_quantile(0.9, sum by (le) (rate(h_bucket[1m])))", {"h_bucket"}),
+        ("time() - max(t)", {"t"}),
+    ],
+)
 def test_metric_names(expr, names):
     assert metric_names(expr) == names
 
 
 def test_substitute_longest_variable_first():
-    out = substitute('rate(x{cluster=~"$cluster"}[$__rate_interval]) ${broker} $clusters',
-                     {"cluster": "local", "__rate_interval": "1m", "broker": "1", "__rate": "WRONG"})
+    out = substitute(
+        'rate(x{cluster=~"$cluster"}[$__rate_interval]) ${broker} $clusters',
+        {"cluster": "local", "__rate_interval": "1m", "broker": "1", "__rate": "WRONG"},
+    )
     assert out == 'rate(x{cluster=~"local"}[1m]) 1 $clusters'
 
 
@@ -161,8 +180,12 @@ def test_panel_rejects_descending_thresholds_and_no_query():
 
 def test_contract_families_export_only_what_the_contract_sets():
     tenants = (
-        TenantConfig(name="a", display_name="Team A", selectors=(TenantSelector(cluster="c", topic_prefixes=("a.",)),),
-                     contract=TenantContract(produce_quota_bytes_per_second=100, retention_hours=2)),
+        TenantConfig(
+            name="a",
+            display_name="Team A",
+            selectors=(TenantSelector(cluster="c", topic_prefixes=("a.",)),),
+            contract=TenantContract(produce_quota_bytes_per_second=100, retention_hours=2),
+        ),
         TenantConfig(name="b", whole_clusters=("c",)),
     )
     samples = {(f.name, tuple(s.labels.items()), s.value) for f in contract_families(tenants) for s in f.samples}

@@ -31,8 +31,9 @@ TOKENS = {"operator": ("1", "kh_operator_secret"), "payments": ("2", "kh_payment
 
 
 def _run_cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "monitor.cli", *argv], capture_output=True, text=True, timeout=60,
-                          cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", *argv], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT
+    )
 
 
 def _closed_port() -> int:
@@ -48,10 +49,12 @@ def _lines(text: str, marker: str) -> list[str]:
 
 # --- what the demo prints -------------------------------------------------------------------------------------------
 
+
 def test_demo_text_shows_every_capability_with_the_right_token(tmp_path):
     L = StackLayout(dir=tmp_path, port_base=30000)
-    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health",
-                     log_file=L.logs_dir / "demo.log")
+    text = demo_text(
+        L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health", log_file=L.logs_dir / "demo.log"
+    )
     pay, op = "Bearer kh_payments_secret", "Bearer kh_operator_secret"
     url = "http://127.0.0.1:30030"
     expected = {  # endpoint -> the token that may call it
@@ -81,8 +84,9 @@ def test_demo_text_shows_every_capability_with_the_right_token(tmp_path):
 
 def test_printed_archive_and_report_commands_are_real_commands_on_the_demo_config(tmp_path):
     L = StackLayout(dir=tmp_path / "stack dir", port_base=30000)  # a space: the commands must quote the path
-    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health",
-                     log_file=L.logs_dir / "demo.log")
+    text = demo_text(
+        L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health", log_file=L.logs_dir / "demo.log"
+    )
     archive = shlex.split(next(line for line in _lines(text, "kafka-health archive")))
     report = shlex.split(next(line for line in _lines(text, "kafka-health report")))
     parser = build_parser()
@@ -95,20 +99,29 @@ def test_printed_archive_and_report_commands_are_real_commands_on_the_demo_confi
 
 def test_printed_week_is_the_iso_week_across_a_year_boundary(tmp_path):
     L = StackLayout(dir=tmp_path)
-    text = demo_text(L, TOKENS, L.config_file, today=date(2027, 1, 1), cli="kafka-health",
-                     log_file=L.logs_dir / "demo.log")  # a Friday of 2026-W53
+    text = demo_text(
+        L, TOKENS, L.config_file, today=date(2027, 1, 1), cli="kafka-health", log_file=L.logs_dir / "demo.log"
+    )  # a Friday of 2026-W53
     assert "--week 2026-W53" in text and "--from 2027-01-01 --to 2027-01-02" in text
 
 
 def test_status_line_names_firing_alerts_but_the_watchdog_and_counts_tenants_and_clients():
     now = datetime(2026, 11, 18, 12, 3, 4)
-    firing = [{"alertname": "KafkaHealthWatchdog", "labels": {}},
-              {"alertname": "KafkaClientHurtsOtherTenants",
-               "labels": {"tenant": "payments", "client_id": "payments-batch-import"}}]
-    assert status_text(firing, 2, 5, 0, now=now) == ("12:03:04 | alerts firing: 1 (KafkaClientHurtsOtherTenants "
-                                                    "payments/payments-batch-import) | tenants: 2 | clients: 5")
-    assert status_text(None, None, 4, 1, now=now) == \
-        "12:03:04 | alerts: API not answering | tenants: ? | clients: 4 | log: 1 warning"
+    firing = [
+        {"alertname": "KafkaHealthWatchdog", "labels": {}},
+        {
+            "alertname": "KafkaClientHurtsOtherTenants",
+            "labels": {"tenant": "payments", "client_id": "payments-batch-import"},
+        },
+    ]
+    assert status_text(firing, 2, 5, 0, now=now) == (
+        "12:03:04 | alerts firing: 1 (KafkaClientHurtsOtherTenants "
+        "payments/payments-batch-import) | tenants: 2 | clients: 5"
+    )
+    assert (
+        status_text(None, None, 4, 1, now=now)
+        == "12:03:04 | alerts: API not answering | tenants: ? | clients: 4 | log: 1 warning"
+    )
 
 
 def test_console_redraws_the_status_in_place_on_a_terminal_and_rarely_prints_it_elsewhere():
@@ -130,12 +143,20 @@ def test_console_redraws_the_status_in_place_on_a_terminal_and_rarely_prints_it_
 def test_calm_demo_says_so_and_the_story_is_the_default():
     assert build_parser().parse_args(["demo", "--calm"]).calm and not build_parser().parse_args(["demo"]).calm
     L = StackLayout(dir=Path("/tmp/x"))
-    text = demo_text(L, TOKENS, L.config_file, today=date(2026, 11, 18), cli="kafka-health",
-                     log_file=L.logs_dir / "demo.log", calm=True)
+    text = demo_text(
+        L,
+        TOKENS,
+        L.config_file,
+        today=date(2026, 11, 18),
+        cli="kafka-health",
+        log_file=L.logs_dir / "demo.log",
+        calm=True,
+    )
     assert text.strip().splitlines()[-1].startswith("Story: none (--calm)")
 
 
 # --- the config file the demo writes ----------------------------------------------------------------------------------
+
 
 def test_written_config_is_the_demo_config_and_passes_check_config(tmp_path, capsys):
     stack = Stack(StackLayout(dir=tmp_path, port_base=30000))
@@ -157,6 +178,7 @@ def test_config_in_an_unusable_dir_is_a_stack_error(tmp_path):
 
 
 # --- bad input: one line, non-zero exit, nothing started --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("where", ["under-a-file", "is-a-file", "read-only"])
 def test_stack_up_on_an_unusable_dir_is_one_line(tmp_path, where):
@@ -217,12 +239,16 @@ def test_ensure_topics_without_a_cluster_is_a_stack_error():
 
 # --- ports ------------------------------------------------------------------------------------------------------------
 
+
 def test_every_port_is_distinct_and_jolokia_and_client_ports_are_listed():
     L = StackLayout(dir=Path("/tmp/x"), port_base=30000, client_listener_host="10.9.0.1")
     ports = L.all_ports()
     assert len(set(ports.values())) == len(ports)
-    assert [ports[f"broker-{b}-jolokia"] for b in (1, 2, 3)] == [jolokia_port(L, b) for b in (1, 2, 3)] \
+    assert (
+        [ports[f"broker-{b}-jolokia"] for b in (1, 2, 3)]
+        == [jolokia_port(L, b) for b in (1, 2, 3)]
         == [30041, 30042, 30043]
+    )
     assert [ports[f"broker-{b}-clients"] for b in (1, 2, 3)] == [30061, 30062, 30063]
     assert ports["service"] == 30030
     assert "broker-1-clients" not in StackLayout(dir=Path("/tmp/x")).all_ports()

@@ -24,33 +24,42 @@ def test_amtool_accepts_config(name):
 
 
 def _receivers(name: str, *labels: str) -> list[str]:
-    res = run([tool("amtool", "prometheus-alertmanager"), "config", "routes", "test",
-               f"--config.file={AM / name}", *labels])
+    res = run(
+        [tool("amtool", "prometheus-alertmanager"), "config", "routes", "test", f"--config.file={AM / name}", *labels]
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout.strip().split(",")
 
 
-@pytest.mark.parametrize("labels, expected", [
-    # A tenant's critical alert pages the tenant, and the platform on-call sees it too (continue: true).
-    (("tenant=payments", "severity=critical", "alertname=KafkaUnderMinIsrPartitions"),
-     ["payments-pager", "platform-pager"]),
-    (("tenant=payments", "severity=warning", "alertname=KafkaConsumerLag"), ["payments"]),
-    (("tenant=search", "severity=warning", "alertname=KafkaClientThrottled"), ["search"]),
-    # Cluster-wide trouble without a tenant goes to the platform team only.
-    (("severity=critical", "alertname=KafkaNoActiveController"), ["platform-pager"]),
-    (("severity=warning", "alertname=KafkaIsrChurn"), ["platform"]),
-    (("alertname=KafkaHealthWatchdog", "severity=warning"), ["deadmans-switch"]),
-])
+@pytest.mark.parametrize(
+    "labels, expected",
+    [
+        # A tenant's critical alert pages the tenant, and the platform on-call sees it too (continue: true).
+        (
+            ("tenant=payments", "severity=critical", "alertname=KafkaUnderMinIsrPartitions"),
+            ["payments-pager", "platform-pager"],
+        ),
+        (("tenant=payments", "severity=warning", "alertname=KafkaConsumerLag"), ["payments"]),
+        (("tenant=search", "severity=warning", "alertname=KafkaClientThrottled"), ["search"]),
+        # Cluster-wide trouble without a tenant goes to the platform team only.
+        (("severity=critical", "alertname=KafkaNoActiveController"), ["platform-pager"]),
+        (("severity=warning", "alertname=KafkaIsrChurn"), ["platform"]),
+        (("alertname=KafkaHealthWatchdog", "severity=warning"), ["deadmans-switch"]),
+    ],
+)
 def test_production_routes_per_tenant(labels, expected):
     assert _receivers("alertmanager.yml", *labels) == expected
 
 
-@pytest.mark.parametrize("labels, expected", [
-    (("tenant=payments", "severity=critical"), ["payments", "oncall"]),
-    (("tenant=search", "severity=warning"), ["search"]),  # a matched route replaces the root receiver
-    (("severity=critical",), ["oncall"]),
-    (("severity=warning",), ["default"]),
-])
+@pytest.mark.parametrize(
+    "labels, expected",
+    [
+        (("tenant=payments", "severity=critical"), ["payments", "oncall"]),
+        (("tenant=search", "severity=warning"), ["search"]),  # a matched route replaces the root receiver
+        (("severity=critical",), ["oncall"]),
+        (("severity=warning",), ["default"]),
+    ],
+)
 def test_local_routes_keep_the_critical_route_and_add_tenants(labels, expected):
     assert _receivers("alertmanager.local.yml", *labels) == expected
 
@@ -69,8 +78,11 @@ def test_inhibition_is_the_engines(name):
     and keeps getting what the engine delivered before a mute began. Under-replication is reported by the
     surviving leaders when a broker dies, so broker-down inhibits it on `cluster` alone; under-min-ISR still pages."""
     rules = yaml.safe_load((AM / name).read_text())["inhibit_rules"]
-    got = {(frozenset(_alertnames(r["source_matchers"])), frozenset(_alertnames(r["target_matchers"])),
-            tuple(r["equal"])) for r in rules if "alertname" in "".join(r["source_matchers"])}
+    got = {
+        (frozenset(_alertnames(r["source_matchers"])), frozenset(_alertnames(r["target_matchers"])), tuple(r["equal"]))
+        for r in rules
+        if "alertname" in "".join(r["source_matchers"])
+    }
     want = {(frozenset({r.source_alertname}), frozenset(r.target_alertnames), r.equal) for r in DEFAULT_INHIBIT_RULES}
     assert got == want
     broker_down = next(t for s, t, _ in got if s == {"KafkaBrokerUnreachable"})

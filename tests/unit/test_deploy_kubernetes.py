@@ -34,7 +34,9 @@ def test_kubernetes_validate_strict():
     pytest.importorskip("kubernetes_validate")
     res = subprocess.run(
         [sys.executable, "-m", "kubernetes_validate", "--strict", "-k", KUBERNETES_VERSION, *map(str, FILES)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("passed") == len(_docs())
@@ -55,8 +57,10 @@ def test_collector_shards_match_replicas():
     container = sts["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e for e in container["env"]}
     assert int(env["KAFKA_HEALTH_SHARDS"]["value"]) == sts["spec"]["replicas"]
-    assert env["KAFKA_HEALTH_SHARD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"] == \
-        "metadata.labels['apps.kubernetes.io/pod-index']"
+    assert (
+        env["KAFKA_HEALTH_SHARD_INDEX"]["valueFrom"]["fieldRef"]["fieldPath"]
+        == "metadata.labels['apps.kubernetes.io/pod-index']"
+    )
     args = container["args"]
     assert args[args.index("--shard") + 1] == "$(KAFKA_HEALTH_SHARD_INDEX)/$(KAFKA_HEALTH_SHARDS)"
     assert args[args.index("--role") + 1] == "collector"
@@ -84,8 +88,9 @@ def test_report_cronjob_runs_the_weekly_report():
 def test_no_secret_in_args_or_plain_env():
     for doc in _docs():
         job = doc.get("spec", {}).get("jobTemplate", {})
-        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []) + \
-                job.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        for c in doc.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []) + job.get(
+            "spec", {}
+        ).get("template", {}).get("spec", {}).get("containers", []):
             assert not any("PASSWORD" in a or "TOKEN" in a for a in c.get("args", [])), c["name"]
             assert all("value" not in e or "PASSWORD" not in e["name"] for e in c.get("env", [])), c["name"]
 
@@ -101,5 +106,9 @@ def test_alert_engines_run_in_pairs_and_a_drain_leaves_one():
     assert args[args.index("--role") + 1] == "alerts"
     # The API's Deployment no longer runs an engine of its own: exactly the pair evaluates.
     others = [d for d in _by_kind("Deployment") if d["metadata"]["name"] != "kafka-health-alerts"]
-    assert all("alerts" not in c["args"][c["args"].index("--role") + 1].split(",")
-               for d in others for c in d["spec"]["template"]["spec"]["containers"] if "--role" in c["args"])
+    assert all(
+        "alerts" not in c["args"][c["args"].index("--role") + 1].split(",")
+        for d in others
+        for c in d["spec"]["template"]["spec"]["containers"]
+        if "--role" in c["args"]
+    )

@@ -95,7 +95,9 @@ def test_security_check_has_teeth(tmp_path):
     """The same unit without its hardening scores far worse (the score is measured, not a constant)."""
     text = (DEPLOY / "systemd" / "kafka-health.service").read_text()
     bare = tmp_path / "bare.service"
-    hardening = (r"(?m)^(NoNewPrivileges|Protect\w+|Private\w+|Restrict\w+|SystemCall\w+|"
-                 r"CapabilityBoundingSet|AmbientCapabilities|LockPersonality|RemoveIPC|UMask)=.*\n")
+    hardening = (
+        r"(?m)^(NoNewPrivileges|Protect\w+|Private\w+|Restrict\w+|SystemCall\w+|"
+        r"CapabilityBoundingSet|AmbientCapabilities|LockPersonality|RemoveIPC|UMask)=.*\n"
+    )
     bare.write_text(re.sub(hardening, "", text))
     assert _exposure(bare)[0] > 8

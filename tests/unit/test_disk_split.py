@@ -75,9 +75,17 @@ SPLIT_CASES = [
     # 6: a writes 1.5 while other files shrink 0.5: net 1 MiB/s; a is all of what grew (1.5 / 1.5 = 100 %)
     (6, {"a": [1.5]}, True, (("a", 1.5),), 0.0, 1.5, -0.5, Cause.TENANTS, (("a", 1.0),)),
     # 7: four tenants at 0.25 each: each drives 25 %; the top 3 are named (ties by name)
-    (7, {"d": [0.25], "c": [0.25], "b": [0.25], "a": [0.25]}, True,
-     (("a", 0.25), ("b", 0.25), ("c", 0.25), ("d", 0.25)), 0.0, 1.0, 0.0, Cause.TENANTS,
-     (("a", 0.25), ("b", 0.25), ("c", 0.25))),
+    (
+        7,
+        {"d": [0.25], "c": [0.25], "b": [0.25], "a": [0.25]},
+        True,
+        (("a", 0.25), ("b", 0.25), ("c", 0.25), ("d", 0.25)),
+        0.0,
+        1.0,
+        0.0,
+        Cause.TENANTS,
+        (("a", 0.25), ("b", 0.25), ("c", 0.25)),
+    ),
     # 8: a tenant's growth on two brokers sharing the filesystem (0.4 + 0.4) is summed: 80 %
     (8, {"a": [0.4, 0.4]}, True, (("a", 0.8),), 0.0, 0.8, 0.2, Cause.TENANTS, (("a", 0.8),)),
     # 9: Kafka's log sizes unknown (no series on the cluster): not attributed at all
@@ -85,8 +93,11 @@ SPLIT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("no, rates, known, tenants, untenanted, kafka, rest, cause, drivers", SPLIT_CASES,
-                         ids=[f"case{c[0]}" for c in SPLIT_CASES])
+@pytest.mark.parametrize(
+    "no, rates, known, tenants, untenanted, kafka, rest, cause, drivers",
+    SPLIT_CASES,
+    ids=[f"case{c[0]}" for c in SPLIT_CASES],
+)
 def test_split_and_attribution(no, rates, known, tenants, untenanted, kafka, rest, cause, drivers):
     split = split_growth(TIMES, FREE, SIZE, _kafka(rates))
     assert split.eta_seconds == pytest.approx(36_000)
@@ -128,16 +139,20 @@ def test_a_tenant_bounded_by_retention_grows_at_zero():
 # ------------------------------------------------------------------------------------------------ what is said
 
 PLACE = {"cluster": "c1", "broker": "1", "path": "/data/kafka"}
-SHARED = (LogDirDisk("1", "/data/kafka", "h", SIZE, 36_000 * MiB),
-          LogDirDisk("2", "/data/kafka2", "h", SIZE, 36_000 * MiB))
+SHARED = (
+    LogDirDisk("1", "/data/kafka", "h", SIZE, 36_000 * MiB),
+    LogDirDisk("2", "/data/kafka2", "h", SIZE, 36_000 * MiB),
+)
 
 
 def test_not_kafka_data_is_one_operator_alert_with_the_whole_split():
     split = split_growth(TIMES, FREE, SIZE, _kafka({"a": [0.2], "b": [0.1]}))
     [(labels, ev)] = observations(PLACE, split, Attribution(Cause.NOT_KAFKA), SHARED, window=540)
     assert labels == {**PLACE, "filled_by": "not Kafka data"}  # no tenant: operators only
-    assert ev["summary"] == ("Log dir /data/kafka of broker 1 (c1) predicted full in 10 h (35.2 GiB free, growing "
-                             "1 MiB/s): not Kafka data, 70 % of the growth; Kafka 30 % (tenant a 20 %, tenant b 10 %)")
+    assert ev["summary"] == (
+        "Log dir /data/kafka of broker 1 (c1) predicted full in 10 h (35.2 GiB free, growing "
+        "1 MiB/s): not Kafka data, 70 % of the growth; Kafka 30 % (tenant a 20 %, tenant b 10 %)"
+    )
     assert ev["eta"] == "10 h" and ev["free"] == "35.2 GiB free" and ev["cause"] == "not_kafka"
     assert ev["not_kafka_share"] == 0.7 and ev["kafka_share"] == 0.3
     assert ev["not_kafka_bytes_per_second"] == pytest.approx(0.7 * MiB, rel=1e-3)
@@ -148,11 +163,14 @@ def test_each_driving_tenant_gets_its_own_alert_naming_no_other_tenant():
     split = split_growth(TIMES, FREE, SIZE, _kafka({"alpha": [0.6], "beta": [0.3]}))
     verdict = attribute(split, kafka_known=True)
     out = observations(PLACE, split, verdict, SHARED[:1], window=540)
-    assert [labels for labels, _ in out] == [{**PLACE, "tenant": "alpha", "filled_by": "tenant alpha"},
-                                             {**PLACE, "tenant": "beta", "filled_by": "tenant beta"}]
+    assert [labels for labels, _ in out] == [
+        {**PLACE, "tenant": "alpha", "filled_by": "tenant alpha"},
+        {**PLACE, "tenant": "beta", "filled_by": "tenant beta"},
+    ]
     alpha, beta = out[0][1], out[1][1]
-    assert alpha["summary"].endswith("predicted full in 10 h (35.2 GiB free, growing 1 MiB/s): tenant alpha's data, "
-                                     "60 % of the growth")
+    assert alpha["summary"].endswith(
+        "predicted full in 10 h (35.2 GiB free, growing 1 MiB/s): tenant alpha's data, 60 % of the growth"
+    )
     assert alpha["tenant_share"] == 0.6 and alpha["other_kafka_bytes_per_second"] == pytest.approx(0.3 * MiB, rel=1e-3)
     assert "beta" not in str(alpha) and "alpha" not in str(beta)  # another tenant's figures only as a sum
 
@@ -190,18 +208,24 @@ def _d(broker, host, size, avail, path="/data", device=""):
 
 
 def test_log_dirs_on_one_filesystem_are_grouped():
-    dirs = [_d("3", "h1", 1000 * GB, 400 * GB + 4096), _d("1", "h1", 1000 * GB, 400 * GB),
-            _d("2", "h1", 1000 * GB, 400 * GB),
-            _d("4", "h2", 1000 * GB, 400 * GB),  # another host: another filesystem, whatever its figures
-            _d("10", "h1", 1000 * GB, 300 * GB),  # same size, other free space: another disk
-            _d("5", "h1", 500 * GB, 400 * GB)]  # other size
+    dirs = [
+        _d("3", "h1", 1000 * GB, 400 * GB + 4096),
+        _d("1", "h1", 1000 * GB, 400 * GB),
+        _d("2", "h1", 1000 * GB, 400 * GB),
+        _d("4", "h2", 1000 * GB, 400 * GB),  # another host: another filesystem, whatever its figures
+        _d("10", "h1", 1000 * GB, 300 * GB),  # same size, other free space: another disk
+        _d("5", "h1", 500 * GB, 400 * GB),
+    ]  # other size
     groups = same_filesystems(dirs)
     assert [[d.broker for d in g] for g in groups] == [["1", "2", "3"], ["4"], ["5"], ["10"]]
 
 
 def test_a_device_label_decides_over_the_figures():
-    dirs = [_d("1", "h", 1000 * GB, 400 * GB, device="sdb"), _d("2", "h", 1000 * GB, 400 * GB, device="sdc"),
-            _d("3", "h", 1000 * GB, 100 * GB, device="sdb")]
+    dirs = [
+        _d("1", "h", 1000 * GB, 400 * GB, device="sdb"),
+        _d("2", "h", 1000 * GB, 400 * GB, device="sdc"),
+        _d("3", "h", 1000 * GB, 100 * GB, device="sdb"),
+    ]
     assert [[d.broker for d in g] for g in same_filesystems(dirs)] == [["1", "3"], ["2"]]
 
 
@@ -229,8 +253,16 @@ def test_one_device_number_on_two_hosts_is_two_filesystems():
 def _broker(b, disks=()):
     size = disks[0].size_bytes if disks else 1000 * GB
     avail = disks[0].avail_bytes if disks else 400 * GB
-    return BrokerUsage(broker=b, disk_size_bytes=size, disk_avail_bytes=avail, partitions=10, leaders=5,
-                       handler_idle_at_peak=0.9, network_idle_at_peak=0.9, disks=tuple(disks))
+    return BrokerUsage(
+        broker=b,
+        disk_size_bytes=size,
+        disk_avail_bytes=avail,
+        partitions=10,
+        leaders=5,
+        handler_idle_at_peak=0.9,
+        network_idle_at_peak=0.9,
+        disks=tuple(disks),
+    )
 
 
 def test_capacity_counts_a_shared_filesystem_once():
@@ -263,8 +295,11 @@ def _detect(logs):
     ts = tuple(t0 + t for t in TIMES)
     used = tuple(SIZE - f for f in FREE)
     dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/data/broker-{b}"} for b in "123"]
-    src = _prom(used=[Series(d, ts, used) for d in dirs], sizes=[InstantSample(d, SIZE) for d in dirs],
-                logs=[Series(labels, ts, tuple(5 * GiB + r * MiB * t for t in TIMES)) for labels, r in logs])
+    src = _prom(
+        used=[Series(d, ts, used) for d in dirs],
+        sizes=[InstantSample(d, SIZE) for d in dirs],
+        logs=[Series(labels, ts, tuple(5 * GiB + r * MiB * t for t in TIMES)) for labels, r in logs],
+    )
     ctx = DetectorContext(source=src, now=NOW, config=CONFIG, tenants=TenantIndex(CONFIG.tenants))
     return disk.detect({r.name: r for r in load_rules(CONFIG.rules)}["KafkaDiskFullRisk"], ctx)
 
@@ -272,8 +307,12 @@ def _detect(logs):
 def test_detector_one_alert_per_shared_filesystem_not_kafka_data():
     # the local stack: three brokers' log dirs on the machine's disk, filled by something else; Kafka's logs flat
     [obs] = _detect([({"cluster": "local", "broker": b, "topic": "orders.a"}, 0.0) for b in "123"])
-    assert obs.labels == {"cluster": "local", "broker": "1", "path": "/stack/data/broker-1",
-                          "filled_by": "not Kafka data"}
+    assert obs.labels == {
+        "cluster": "local",
+        "broker": "1",
+        "path": "/stack/data/broker-1",
+        "filled_by": "not Kafka data",
+    }
     assert obs.severity is Severity.WARNING and obs.value == 36_000
     assert obs.evidence["log_dirs"] == [f"{b}:/stack/data/broker-{b}" for b in "123"]
     assert "not Kafka data, 100 % of the growth" in obs.evidence["summary"]
@@ -292,9 +331,13 @@ def test_detector_sums_the_tenants_data_of_every_broker_on_the_filesystem():
 def test_capacity_source_reads_each_log_dirs_filesystem_and_the_plan_counts_a_shared_one_once():
     dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}"} for b in "123"]
 
-    prom = FakeSource({M["fs_size"]: [InstantSample(d, 1000 * GB) for d in dirs],
-                       # one scrape, the same filesystem: 4 KiB apart at most
-                       M["fs_avail"]: [InstantSample(d, 400 * GB + 4096 * i) for i, d in enumerate(dirs)]})
+    prom = FakeSource(
+        {
+            M["fs_size"]: [InstantSample(d, 1000 * GB) for d in dirs],
+            # one scrape, the same filesystem: 4 KiB apart at most
+            M["fs_avail"]: [InstantSample(d, 400 * GB + 4096 * i) for i, d in enumerate(dirs)],
+        }
+    )
     usage = read_usage(prom, cluster="local", tenants=(), now=NOW)
     assert [b.disk_size_bytes for b in usage.brokers] == [1000 * GB] * 3  # each broker sees its filesystem
     assert [[d.path for d in b.disks] for b in usage.brokers] == [[f"/stack/broker-{b}"] for b in "123"]
@@ -303,11 +346,17 @@ def test_capacity_source_reads_each_log_dirs_filesystem_and_the_plan_counts_a_sh
 
 
 def _capacity_plan_of(devices, avails):
-    dirs = [{"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}", "device": dev}
-            for b, dev in zip("12", devices)]
+    dirs = [
+        {"cluster": "local", "host": "localhost", "broker": b, "path": f"/stack/broker-{b}", "device": dev}
+        for b, dev in zip("12", devices)
+    ]
 
-    prom = FakeSource({M["fs_size"]: [InstantSample(d, 1000 * GB) for d in dirs],
-                       M["fs_avail"]: [InstantSample(d, a) for d, a in zip(dirs, avails)]})
+    prom = FakeSource(
+        {
+            M["fs_size"]: [InstantSample(d, 1000 * GB) for d in dirs],
+            M["fs_avail"]: [InstantSample(d, a) for d, a in zip(dirs, avails)],
+        }
+    )
     return plan(read_usage(prom, cluster="local", tenants=(), now=NOW))
 
 
@@ -322,7 +371,8 @@ def test_the_disk_summary_reads_its_eta_in_words():
     from alerts.rules import load_rules, render_annotations
 
     (rule,) = [r for r in load_rules() if r.name == "KafkaDiskFullRisk"]
-    out = render_annotations(rule.annotations, {"path": "/data", "broker": "3", "cluster": "local",
-                                                "filled_by": "not Kafka data"}, 63360.0)
+    out = render_annotations(
+        rule.annotations, {"path": "/data", "broker": "3", "cluster": "local", "filled_by": "not Kafka data"}, 63360.0
+    )
     assert "predicted full in 17.6 h; filled by not Kafka data" in out["summary"]
     assert rule.params.get("every_broker") is True  # a broker the host collector misses is reported (no data)

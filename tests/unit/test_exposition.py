@@ -28,8 +28,12 @@ def scrape(dialect: str) -> str:
 
 
 def series(dialect: str) -> dict[str, list[catalog.Sample]]:
-    samples = catalog.convert(exposition.readings(scrape(dialect), dialect), catalog.BROKER_TARGET_RULES, base=BASE,
-                              tenants=catalog.TenantLookup(None, "prod"))
+    samples = catalog.convert(
+        exposition.readings(scrape(dialect), dialect),
+        catalog.BROKER_TARGET_RULES,
+        base=BASE,
+        tenants=catalog.TenantLookup(None, "prod"),
+    )
     out: dict[str, list[catalog.Sample]] = {}
     for s in samples:
         out.setdefault(s.name, []).append(s)
@@ -64,8 +68,9 @@ def test_core_signals_map_with_the_jolokia_labels(dialect):
     # per-topic meters come back per topic with the catalog's labels (the fixture's topics got 300 records)
     topics = {dict(s.labels)["topic"]: s.value for s in got["kafka_topic_messages_in_total"]}
     assert {"shop.orders", "shop.payments", "ads.clicks"} <= set(topics) and topics["shop.orders"] >= 100
-    assert all(dict(s.labels).keys() == {"cluster", "broker", "topic", "tenant"}
-               for s in got["kafka_topic_messages_in_total"])
+    assert all(
+        dict(s.labels).keys() == {"cluster", "broker", "topic", "tenant"} for s in got["kafka_topic_messages_in_total"]
+    )
 
 
 def test_vanilla_is_lossless_where_strimzi_exports_the_idle_meter_from_meanrate():
@@ -81,13 +86,20 @@ def test_vanilla_is_lossless_where_strimzi_exports_the_idle_meter_from_meanrate(
 
 def test_the_documented_strimzi_fix_rule_restores_the_idle_counter():
     # what the rule of WEAK_SIGNALS exports (its name, the meter's Count) appended to the recorded Strimzi scrape
-    count = next(r.value for r in exposition.readings(scrape("vanilla"), "vanilla")
-                 if "name=RequestHandlerAvgIdlePercent" in r.mbean and r.attribute == "Count")
+    count = next(
+        r.value
+        for r in exposition.readings(scrape("vanilla"), "vanilla")
+        if "name=RequestHandlerAvgIdlePercent" in r.mbean and r.attribute == "Count"
+    )
     fixed = scrape("strimzi") + f"kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total {count}\n"
     (fix,) = [f for _, _, f in exposition.weak_signals("strimzi")]
     assert "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total" in fix
-    samples = catalog.convert(exposition.readings(fixed, "strimzi"), catalog.BROKER_TARGET_RULES, base=BASE,
-                              tenants=catalog.TenantLookup(None, "prod"))
+    samples = catalog.convert(
+        exposition.readings(fixed, "strimzi"),
+        catalog.BROKER_TARGET_RULES,
+        base=BASE,
+        tenants=catalog.TenantLookup(None, "prod"),
+    )
     assert "kafka_broker_request_handler_idle_seconds_total" in {s.name for s in samples}
     assert exposition.weak_signal_samples("strimzi", BASE, samples) == []
 
@@ -102,8 +114,13 @@ def test_node_exporter_maps_onto_the_host_series():
     base = (("cluster", "prod"), ("host", "k1"))
     samples = exposition.node_exporter_samples(text, base, [("1", "/var/lib/kafka/data")])
     names = {s.name for s in samples}
-    assert {"kafka_host_cpu_seconds_total", "kafka_host_memory_total_bytes", "kafka_host_memory_available_bytes",
-            "kafka_host_network_receive_bytes_total", "kafka_host_filesystem_avail_bytes"} <= names
+    assert {
+        "kafka_host_cpu_seconds_total",
+        "kafka_host_memory_total_bytes",
+        "kafka_host_memory_available_bytes",
+        "kafka_host_network_receive_bytes_total",
+        "kafka_host_filesystem_avail_bytes",
+    } <= names
     fs = [s for s in samples if s.name.startswith("kafka_host_filesystem_")]
     assert {dict(s.labels)["path"] for s in fs} == {"/var/lib/kafka/data"}  # held by "/" in the recording
     assert all(dict(s.labels)["broker"] == "1" and dict(s.labels)["device"] for s in fs)
@@ -142,10 +159,18 @@ def exporter_url():
 
 
 def test_collector_reads_an_exporter_only_broker_over_http(exporter_url):
-    cluster = ClusterConfig(name="prod", bootstrap_servers="k1:9092", brokers=(
-        BrokerTarget(id=1, jmx_exporter=ExporterSource(url=exporter_url, dialect="strimzi")),))
-    c = JmxCollector(cluster, transport=JolokiaTransport(), controller_transport=JolokiaTransport(),
-                     tenants=catalog.TenantLookup(None, "prod"), max_series=100_000)
+    cluster = ClusterConfig(
+        name="prod",
+        bootstrap_servers="k1:9092",
+        brokers=(BrokerTarget(id=1, jmx_exporter=ExporterSource(url=exporter_url, dialect="strimzi")),),
+    )
+    c = JmxCollector(
+        cluster,
+        transport=JolokiaTransport(),
+        controller_transport=JolokiaTransport(),
+        tenants=catalog.TenantLookup(None, "prod"),
+        max_series=100_000,
+    )
     (target,) = c.targets()
     r = c.collect_target(target, now=0.0)
     assert r.status is TargetStatus.OK, r.message
@@ -176,8 +201,11 @@ def node_exporter_url():
 def test_host_collector_reads_a_broker_machine_through_its_node_exporter(node_exporter_url):
     from collectors.host import HostCollector
 
-    cluster = ClusterConfig(name="prod", bootstrap_servers="k1:9092", brokers=(
-        BrokerTarget(id=1, node_exporter=node_exporter_url, log_dirs=("/var/lib/kafka",)),))
+    cluster = ClusterConfig(
+        name="prod",
+        bootstrap_servers="k1:9092",
+        brokers=(BrokerTarget(id=1, node_exporter=node_exporter_url, log_dirs=("/var/lib/kafka",)),),
+    )
     hc = HostCollector(cluster)
     (target,) = hc.targets()  # no /proc target: the only broker's machine is read through its exporter
     r = hc.collect_target(target, now=0.0)
@@ -185,6 +213,13 @@ def test_host_collector_reads_a_broker_machine_through_its_node_exporter(node_ex
     fs = [s for s in r.samples if s.name == "kafka_host_filesystem_avail_bytes"]
     assert [dict(s.labels)["path"] for s in fs] == ["/var/lib/kafka"]
     assert dict(fs[0].labels)["host"] == "127.0.0.1"
-    hc_down = HostCollector(cluster.model_copy(update={"brokers": (
-        BrokerTarget(id=1, node_exporter="http://127.0.0.1:9/metrics", log_dirs=("/var/lib/kafka",)),)}))
+    hc_down = HostCollector(
+        cluster.model_copy(
+            update={
+                "brokers": (
+                    BrokerTarget(id=1, node_exporter="http://127.0.0.1:9/metrics", log_dirs=("/var/lib/kafka",)),
+                )
+            }
+        )
+    )
     assert hc_down.collect_target(hc_down.targets()[0], now=0.0).status is not TargetStatus.OK

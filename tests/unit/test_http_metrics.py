@@ -25,8 +25,9 @@ def served(tmp_path):
     app = build_app(config, ("api",))
     with TestClient(app) as client:
         with app.state.store.session() as s:
-            _, operator = tokens.create(db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="o",
-                                        now=datetime.now(timezone.utc))
+            _, operator = tokens.create(
+                db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name="o", now=datetime.now(timezone.utc)
+            )
         yield client, {"Authorization": f"Bearer {operator}"}
 
 
@@ -58,6 +59,11 @@ def test_requests_are_counted_by_route_template_and_status(served):
 def test_process_metrics_are_exported(served):
     client, operator = served
     text = client.get("/metrics", headers=operator).text
-    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
-                 "process_start_time_seconds", "python_info"):
+    for name in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_start_time_seconds",
+        "python_info",
+    ):
         assert re.search(rf"^{name}(\{{.*\}})? ", text, flags=re.MULTILINE), name

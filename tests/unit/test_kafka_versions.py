@@ -12,10 +12,19 @@ from monitor.core.kafka_versions import DEFAULT_RELEASE, RELEASES, KafkaRelease,
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize(("given", "expected"), [
-    (None, "4.4.0"), ("4.4", "4.4.0"), ("4.4.0", "4.4.0"), ("4", "4.4.0"),
-    ("4.1", "4.1.1"), ("4.1.1", "4.1.1"), ("3.9", "3.9.1"), ("3", "3.9.1"),
-])
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, "4.4.0"),
+        ("4.4", "4.4.0"),
+        ("4.4.0", "4.4.0"),
+        ("4", "4.4.0"),
+        ("4.1", "4.1.1"),
+        ("4.1.1", "4.1.1"),
+        ("3.9", "3.9.1"),
+        ("3", "3.9.1"),
+    ],
+)
 def test_what_users_type_resolves_to_one_release(given, expected):
     assert release(given).version == expected
 
@@ -53,7 +62,12 @@ def test_absent_metrics_name_catalog_metrics():
 
 def test_a_feature_the_table_does_not_know_is_an_error():
     with pytest.raises(ValueError):
-        KafkaRelease(version="9.9.9", maven_profiles=("kafka4",), config_command="x",
-                     telemetry_interface="ClientTelemetry", features=frozenset({"time_travel"}))
+        KafkaRelease(
+            version="9.9.9",
+            maven_profiles=("kafka4",),
+            config_command="x",
+            telemetry_interface="ClientTelemetry",
+            features=frozenset({"time_travel"}),
+        )
     with pytest.raises(ValueError):
         DEFAULT_RELEASE.has("time_travel")

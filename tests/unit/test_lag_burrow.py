@@ -65,60 +65,311 @@ def ms(*rows):
     return [Commit(t / 1000, o, lag) for o, t, lag in rows]
 
 
-FIVE_GROWING_FROM_ZERO = ms((1000, 100000, 0), (2000, 200000, 50), (3000, 300000, 100), (4000, 400000, 150),
-                            (5000, 500000, 200))
-FIVE_GROWING = ms((1000, 100000, 50), (2000, 200000, 100), (3000, 300000, 150), (4000, 400000, 200),
-                  (5000, 500000, 250))
-FROZEN_LAG_GROWING = ms((1000, 100000, 100), (1000, 200000, 150), (1000, 300000, 200), (1000, 400000, 250),
-                        (1000, 500000, 300))
-REWOUND_AND_RECOVERED = ms((1000, 100000, 100), (2000, 200000, 150), (3000, 300000, 200), (2000, 400000, 1250),
-                           (4000, 500000, 300))
-CAUGHT_UP_EVERY_SECOND = ms(*((792748079 + i, ts, 0) for i, ts in enumerate(
-    (1512224618356, 1512224619362, 1512224620366, 1512224621367, 1512224622370, 1512224623373, 1512224624378,
-     1512224625379, 1512224626383, 1512224627383, 1512224628383, 1512224629388, 1512224630391, 1512224631394,
-     1512224632397))))
+FIVE_GROWING_FROM_ZERO = ms(
+    (1000, 100000, 0), (2000, 200000, 50), (3000, 300000, 100), (4000, 400000, 150), (5000, 500000, 200)
+)
+FIVE_GROWING = ms(
+    (1000, 100000, 50), (2000, 200000, 100), (3000, 300000, 150), (4000, 400000, 200), (5000, 500000, 250)
+)
+FROZEN_LAG_GROWING = ms(
+    (1000, 100000, 100), (1000, 200000, 150), (1000, 300000, 200), (1000, 400000, 250), (1000, 500000, 300)
+)
+REWOUND_AND_RECOVERED = ms(
+    (1000, 100000, 100), (2000, 200000, 150), (3000, 300000, 200), (2000, 400000, 1250), (4000, 500000, 300)
+)
+CAUGHT_UP_EVERY_SECOND = ms(
+    *(
+        (792748079 + i, ts, 0)
+        for i, ts in enumerate(
+            (
+                1512224618356,
+                1512224619362,
+                1512224620366,
+                1512224621367,
+                1512224622370,
+                1512224623373,
+                1512224624378,
+                1512224625379,
+                1512224626383,
+                1512224627383,
+                1512224628383,
+                1512224629388,
+                1512224630391,
+                1512224631394,
+                1512224632397,
+            )
+        )
+    )
+)
 
 BURROW = [
-    Case(0, "OK: the lag was zero at some commit", FIVE_GROWING_FROM_ZERO, [5200], 200, 600, 0,
-         False, None, False, False, True, False, LagStatus.OK),
-    Case(1, "OK: 400 s since the last commit equals the 400 s the commits span, not more", FIVE_GROWING_FROM_ZERO,
-         [5200], 200, 900, 0, False, None, False, False, True, False, LagStatus.OK),
-    Case(2, "STOP: 500 s since the last commit, though the lag was zero at the start (Burrow #290)",
-         FIVE_GROWING_FROM_ZERO, [5200], 200, 1000, 0, False, None, True, False, True, False, LagStatus.STOP),
-    Case(3, "STOP with the lag never zero as well", FIVE_GROWING, [5250], 250, 1000, 0,
-         True, None, True, False, True, False, LagStatus.STOP),
-    Case(4, "OK: the lag was zero once, though the offset never moves", ms(
-        (1000, 100000, 0), (1000, 200000, 50), (1000, 300000, 100), (1000, 400000, 150), (1000, 500000, 200)),
-         [1200], 200, 600, 0, False, None, False, True, True, False, LagStatus.OK),
-    Case(5, "STALL: the offset never moves and the lag is never zero", FROZEN_LAG_GROWING, [1300], 300, 600, 0,
-         True, None, False, True, True, False, LagStatus.STALL),
-    Case(6, "STALL when the lag stays the same", ms(
-        (1000, 100000, 100), (1000, 200000, 100), (1000, 300000, 100), (1000, 400000, 100), (1000, 500000, 100)),
-         [1100], 100, 600, 0, True, None, False, True, True, False, LagStatus.STALL),
-    Case(7, "OK: the offsets went back, then past where they were (the rewind recovered)", REWOUND_AND_RECOVERED,
-         [4300], 300, 600, 0, True, 3, False, False, False, False, LagStatus.OK),
-    Case(8, "OK: no lag now, though the timestamps say stopped", FIVE_GROWING, [5250], 0, 1000, 0,
-         True, None, True, False, True, False, LagStatus.OK),
-    Case(9, "STOP: lag now from new messages, the commits stopped 18 s ago and spanned 14 s (Burrow #290)",
-         CAUGHT_UP_EVERY_SECOND, [792749024, 792749000, 792748800, 792748600, 792748500], 931, 1512224650, 0,
-         False, None, True, False, True, False, LagStatus.STOP),
-    Case(10, "OK: would be STOP, but a recent watermark shows the group had caught up (Burrow #303)",
-         CAUGHT_UP_EVERY_SECOND, [792748094, 792748093, 792748093, 792748093], 1, 1512224650, 0,
-         False, None, True, False, True, True, LagStatus.OK),
-    Case(11, "OK as case 0, with commits of unknown lag between, which change nothing", ms(
-        (1000, 100000, 0), (1500, 150000, None), (2000, 200000, 50), (2500, 250000, None), (3000, 300000, 100),
-        (3500, 350000, None), (4000, 400000, 150), (4500, 450000, None), (5000, 500000, 200), (5500, 550000, None)),
-         [5700], 200, 600, 0, False, None, False, False, True, False, LagStatus.OK),
-    Case(12, "OK: lag now and stopped by the timestamps, but within the allowed lag", ms(
-        (1000, 100000, 2), (2000, 200000, 1), (2000, 300000, 1)),
-         [2001], 1, 550, 1, False, None, True, False, False, False, LagStatus.OK),
-    Case(13, "STALL as case 5, with an allowed lag under every commit's lag", FROZEN_LAG_GROWING, [1300], 300, 600,
-         99, True, None, False, True, True, False, LagStatus.STALL),
-    Case(14, "OK as case 7, with an allowed lag", REWOUND_AND_RECOVERED, [4300], 300, 600, 99,
-         True, 3, False, False, False, False, LagStatus.OK),
-    Case(15, "REWIND: the offsets went back and have not come back to where they were", ms(
-        (1000, 100000, 100), (2000, 200000, 150), (3000, 300000, 200), (2000, 400000, 1250), (2500, 500000, 300)),
-         [4300], 300, 600, 0, True, 3, False, False, False, False, LagStatus.REWIND),
+    Case(
+        0,
+        "OK: the lag was zero at some commit",
+        FIVE_GROWING_FROM_ZERO,
+        [5200],
+        200,
+        600,
+        0,
+        False,
+        None,
+        False,
+        False,
+        True,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        1,
+        "OK: 400 s since the last commit equals the 400 s the commits span, not more",
+        FIVE_GROWING_FROM_ZERO,
+        [5200],
+        200,
+        900,
+        0,
+        False,
+        None,
+        False,
+        False,
+        True,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        2,
+        "STOP: 500 s since the last commit, though the lag was zero at the start (Burrow #290)",
+        FIVE_GROWING_FROM_ZERO,
+        [5200],
+        200,
+        1000,
+        0,
+        False,
+        None,
+        True,
+        False,
+        True,
+        False,
+        LagStatus.STOP,
+    ),
+    Case(
+        3,
+        "STOP with the lag never zero as well",
+        FIVE_GROWING,
+        [5250],
+        250,
+        1000,
+        0,
+        True,
+        None,
+        True,
+        False,
+        True,
+        False,
+        LagStatus.STOP,
+    ),
+    Case(
+        4,
+        "OK: the lag was zero once, though the offset never moves",
+        ms((1000, 100000, 0), (1000, 200000, 50), (1000, 300000, 100), (1000, 400000, 150), (1000, 500000, 200)),
+        [1200],
+        200,
+        600,
+        0,
+        False,
+        None,
+        False,
+        True,
+        True,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        5,
+        "STALL: the offset never moves and the lag is never zero",
+        FROZEN_LAG_GROWING,
+        [1300],
+        300,
+        600,
+        0,
+        True,
+        None,
+        False,
+        True,
+        True,
+        False,
+        LagStatus.STALL,
+    ),
+    Case(
+        6,
+        "STALL when the lag stays the same",
+        ms((1000, 100000, 100), (1000, 200000, 100), (1000, 300000, 100), (1000, 400000, 100), (1000, 500000, 100)),
+        [1100],
+        100,
+        600,
+        0,
+        True,
+        None,
+        False,
+        True,
+        True,
+        False,
+        LagStatus.STALL,
+    ),
+    Case(
+        7,
+        "OK: the offsets went back, then past where they were (the rewind recovered)",
+        REWOUND_AND_RECOVERED,
+        [4300],
+        300,
+        600,
+        0,
+        True,
+        3,
+        False,
+        False,
+        False,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        8,
+        "OK: no lag now, though the timestamps say stopped",
+        FIVE_GROWING,
+        [5250],
+        0,
+        1000,
+        0,
+        True,
+        None,
+        True,
+        False,
+        True,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        9,
+        "STOP: lag now from new messages, the commits stopped 18 s ago and spanned 14 s (Burrow #290)",
+        CAUGHT_UP_EVERY_SECOND,
+        [792749024, 792749000, 792748800, 792748600, 792748500],
+        931,
+        1512224650,
+        0,
+        False,
+        None,
+        True,
+        False,
+        True,
+        False,
+        LagStatus.STOP,
+    ),
+    Case(
+        10,
+        "OK: would be STOP, but a recent watermark shows the group had caught up (Burrow #303)",
+        CAUGHT_UP_EVERY_SECOND,
+        [792748094, 792748093, 792748093, 792748093],
+        1,
+        1512224650,
+        0,
+        False,
+        None,
+        True,
+        False,
+        True,
+        True,
+        LagStatus.OK,
+    ),
+    Case(
+        11,
+        "OK as case 0, with commits of unknown lag between, which change nothing",
+        ms(
+            (1000, 100000, 0),
+            (1500, 150000, None),
+            (2000, 200000, 50),
+            (2500, 250000, None),
+            (3000, 300000, 100),
+            (3500, 350000, None),
+            (4000, 400000, 150),
+            (4500, 450000, None),
+            (5000, 500000, 200),
+            (5500, 550000, None),
+        ),
+        [5700],
+        200,
+        600,
+        0,
+        False,
+        None,
+        False,
+        False,
+        True,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        12,
+        "OK: lag now and stopped by the timestamps, but within the allowed lag",
+        ms((1000, 100000, 2), (2000, 200000, 1), (2000, 300000, 1)),
+        [2001],
+        1,
+        550,
+        1,
+        False,
+        None,
+        True,
+        False,
+        False,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        13,
+        "STALL as case 5, with an allowed lag under every commit's lag",
+        FROZEN_LAG_GROWING,
+        [1300],
+        300,
+        600,
+        99,
+        True,
+        None,
+        False,
+        True,
+        True,
+        False,
+        LagStatus.STALL,
+    ),
+    Case(
+        14,
+        "OK as case 7, with an allowed lag",
+        REWOUND_AND_RECOVERED,
+        [4300],
+        300,
+        600,
+        99,
+        True,
+        3,
+        False,
+        False,
+        False,
+        False,
+        LagStatus.OK,
+    ),
+    Case(
+        15,
+        "REWIND: the offsets went back and have not come back to where they were",
+        ms((1000, 100000, 100), (2000, 200000, 150), (3000, 300000, 200), (2000, 400000, 1250), (2500, 500000, 300)),
+        [4300],
+        300,
+        600,
+        0,
+        True,
+        3,
+        False,
+        False,
+        False,
+        False,
+        LagStatus.REWIND,
+    ),
 ]
 
 
@@ -138,8 +389,9 @@ def test_burrow_rules_one_by_one(case):
 
 @pytest.mark.parametrize("case", BURROW, ids=[f"burrow{c.no}" for c in BURROW])
 def test_burrow_status(case):
-    status = burrow_status(case.commits, case.current_lag, case.now, recent_watermarks=case.watermarks,
-                           allowed_lag=case.allowed_lag)
+    status = burrow_status(
+        case.commits, case.current_lag, case.now, recent_watermarks=case.watermarks, allowed_lag=case.allowed_lag
+    )
     assert status is case.status, case.why
 
 
@@ -169,6 +421,7 @@ class Group:
     and commits nothing more), or, with ``rewind_at``, commits an offset ``rewind_by`` s back once and reads on.
     A collector reads the committed offset and the watermark every ``collect_every`` s; Prometheus answers a range
     query with the value of the last collection at or before each step."""
+
     commit_every: float
     collect_every: float
     behind: float = 3
@@ -213,8 +466,9 @@ class GroupSource:
         if M["group_committed_offset"] in expr:
             return [Series(KEY, tuple(times), tuple(self.g.committed(c) for c in at))]
         if M["group_members"] in expr:
-            return [Series({"cluster": "c1", "group": KEY["group"]}, tuple(times),
-                           tuple(self.g.members(c) for c in at))]
+            return [
+                Series({"cluster": "c1", "group": KEY["group"]}, tuple(times), tuple(self.g.members(c) for c in at))
+            ]
         return []
 
     def query(self, expr, at):
@@ -222,8 +476,12 @@ class GroupSource:
 
 
 def status(group: Group, now: float = T_NOW) -> str:
-    ctx = DetectorContext(source=GroupSource(group), now=datetime.fromtimestamp(now, UTC), config=CONFIG,
-                          tenants=TenantIndex(CONFIG.tenants))
+    ctx = DetectorContext(
+        source=GroupSource(group),
+        now=datetime.fromtimestamp(now, UTC),
+        config=CONFIG,
+        tenants=TenantIndex(CONFIG.tenants),
+    )
     obs = lag.detect(RULE, ctx)
     return obs[0].labels["status"] if obs else "OK"
 
@@ -269,6 +527,7 @@ def test_a_rewind_is_rewind_until_the_group_is_back_where_it_was_then_ok():
     from there at 3x the production rate. REWIND while below its pre-rewind offset, OK once past it (about 150 s
     later), though the rewind is still among the commits judged. Before, the group stayed REWIND until the rewind
     left the window."""
+
     class Rewinding(Group):
         def committed(self, t: float) -> float:
             tc, rw = self.last_commit(t), self.rewind_at
@@ -286,6 +545,7 @@ def test_a_short_window_looks_back_over_its_own_span_only():
     """The e2e case: a group that caught up 30 min ago and sat idle (no production) commits once now and leaves
     while production resumes. On a 1 min window (lookback 6 min by default) that single commit is STOP within a
     minute; the 10 min rule, looking back an hour, weighs the commits of 30 min ago as Burrow would and waits."""
+
     class Resumed(Group):
         def watermark(self, t: float) -> float:
             return 1000.0 if t < T_NOW - 120 else 1000.0 + 40 * (t - (T_NOW - 120))

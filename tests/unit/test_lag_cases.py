@@ -117,8 +117,12 @@ class Simulated:
 
     def _value(self, name: str, s: float) -> float:
         read = s - self.delay
-        return {"lag": self.g.lag, "committed": self.g.committed, "members": self.g.members,
-                "lag_seconds": self.g.lag_seconds}[name](read)
+        return {
+            "lag": self.g.lag,
+            "committed": self.g.committed,
+            "members": self.g.members,
+            "lag_seconds": self.g.lag_seconds,
+        }[name](read)
 
     def _name(self, expr: str) -> str | None:
         if M["group_member_lag"] in expr or M["group_member_partitions"] in expr or M["topic_messages_in"] in expr:
@@ -153,8 +157,11 @@ class Simulated:
             over = float(re.search(r"\[(\d+)s\]", expr).group(1))
             last = self._sample_at(now)
             samples = [last - k * SCRAPE for k in range(int(over // SCRAPE) + 1) if last - k * SCRAPE > now - over]
-            return [InstantSample({"cluster": "c1", "group": KEY["group"]},
-                                  max(self._value(name, s) for s in samples))] if samples else []
+            return (
+                [InstantSample({"cluster": "c1", "group": KEY["group"]}, max(self._value(name, s) for s in samples))]
+                if samples
+                else []
+            )
         return [InstantSample(KEY, self._value(name, self._sample_at(now)))]
 
 
@@ -175,12 +182,16 @@ def run(group: Group, start: float, end: float, phase: tuple[float, float, float
     out = Run()
     t = start + engine
     while t <= end:
-        ctx = DetectorContext(source=src, now=datetime.fromtimestamp(t, UTC), config=CONFIG,
-                              tenants=TenantIndex(CONFIG.tenants))
+        ctx = DetectorContext(
+            source=src, now=datetime.fromtimestamp(t, UTC), config=CONFIG, tenants=TenantIndex(CONFIG.tenants)
+        )
         obs = lag.detect(rule, ctx)
         assert len(obs) <= 1
-        out.statuses.append((t, obs[0].labels["status"], obs[0].severity.value, obs[0].evidence["decided_by"])
-                            if obs else (t, "OK", "", ""))
+        out.statuses.append(
+            (t, obs[0].labels["status"], obs[0].severity.value, obs[0].evidence["decided_by"])
+            if obs
+            else (t, "OK", "", "")
+        )
         t += EVALUATE
     return out
 
@@ -307,8 +318,9 @@ def test_8_a_rewind_is_rewind_then_never_critical_once_past_its_old_offset(phase
 class Sparse(Group):
     """A record every 4 to 7 minutes, read within a second; auto-commit every 5 s."""
 
-    arrivals: list[float] = field(default_factory=lambda: [T0 - 7200 + 240 * i + 180 * ((i * 7) % 5) / 4
-                                                           for i in range(120)])
+    arrivals: list[float] = field(
+        default_factory=lambda: [T0 - 7200 + 240 * i + 180 * ((i * 7) % 5) / 4 for i in range(120)]
+    )
 
     def watermark(self, t: float) -> float:
         return float(bisect.bisect_right(self.arrivals, t))
@@ -388,8 +400,13 @@ def test_12_a_batch_consumer_is_told_apart_by_its_override():
     ``groups: [{group_prefix: shop.billing, members_gone_for: 2h, commit_interval: 30m}]`` says it is expected."""
     group = Batch()
     assert run(group, T0 + 3600, T0 + 7200, PHASES[0]).first("STOP") is not None
-    override = replace(RULE, params={**RULE.params, "groups": [
-        {"group_prefix": "shop.billing", "members_gone_for": "2h", "commit_interval": "30m"}]})
+    override = replace(
+        RULE,
+        params={
+            **RULE.params,
+            "groups": [{"group_prefix": "shop.billing", "members_gone_for": "2h", "commit_interval": "30m"}],
+        },
+    )
     run_ = run(group, T0 + 3600, T0 + 7200, PHASES[0], rule=override)
     assert {s for _, s, _, _ in run_.statuses} <= {"OK", "WARN", "ERR"}, run_.statuses
 
@@ -416,6 +433,7 @@ rules:
 
 def test_stop_evidence_says_what_decided_and_which_member_lags():
     """Case 1's STOP with the collector's per-member series: the member that lags is named in the evidence."""
+
     class WithMembers(Simulated):
         def query(self, expr, at):
             if M["group_member_lag"] in expr or M["group_member_partitions"] in expr:
@@ -424,15 +442,23 @@ def test_stop_evidence_says_what_decided_and_which_member_lags():
             return super().query(expr, at)
 
     src = WithMembers(Crashed(), T0, 1.0)
-    ctx = DetectorContext(source=src, now=datetime.fromtimestamp(T0 + 110, UTC), config=CONFIG,
-                          tenants=TenantIndex(CONFIG.tenants))
+    ctx = DetectorContext(
+        source=src, now=datetime.fromtimestamp(T0 + 110, UTC), config=CONFIG, tenants=TenantIndex(CONFIG.tenants)
+    )
     [obs] = lag.detect(RULE, ctx)
     ev = obs.evidence
     assert obs.labels["status"] == "STOP" and ev["decided_by"] == "members" and obs.severity.value == "critical"
     assert ev["active_members"] == 0 and ev["members_seen_in_lookback"] is True
     assert ev["commit_cadence_seconds"] == 60 and ev["cadence_from"] == "learned"
-    assert ev["lagging_members"] == [{"client_id": "billing-1", "client_host": "10.0.0.7", "group": "shop.billing",
-                                      "lag_messages": 4200.0, "partitions": 3}]
+    assert ev["lagging_members"] == [
+        {
+            "client_id": "billing-1",
+            "client_host": "10.0.0.7",
+            "group": "shop.billing",
+            "lag_messages": 4200.0,
+            "partitions": 3,
+        }
+    ]
     # the group's tenant sees its member in its copy, though no selector of its names the client id
     owners = Attributor(CONFIG, TenantIndex(CONFIG.tenants)).owners_of("c1", "shop", subject={**KEY, "tenant": "shop"})
     assert redact_evidence(ev, "shop", owners)["lagging_members"] == ev["lagging_members"]

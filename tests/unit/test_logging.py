@@ -46,8 +46,9 @@ def _lines(level: str, fmt: str) -> list[str]:
     logging.getLogger("monitor.serve").debug("a debug detail")
     logging.getLogger("httpx").info('HTTP Request: POST http://prometheus:9090/api/v1/query "HTTP/1.1 200 OK"')
     logging.getLogger("uvicorn.error").info("Started server process [1]")
-    logging.getLogger("alerts.notify").warning("delivery to http://am:%s@alertmanager:9093/api/v2/alerts?token=%s "
-                                               "failed", SECRET, SECRET)
+    logging.getLogger("alerts.notify").warning(
+        "delivery to http://am:%s@alertmanager:9093/api/v2/alerts?token=%s failed", SECRET, SECRET
+    )
     logging.getLogger("monitor.api.auth").warning("refused Authorization: Bearer %s and %s", SECRET, TOKEN)
     logging.getLogger("collectors.admin").error("settings sasl.password=%s refused", SECRET)
     try:
@@ -62,8 +63,12 @@ def test_json_lines_are_one_object_each_with_level_logger_and_message(restore_lo
     docs = [json.loads(line) for line in lines]  # every line parses alone: a traceback stays inside its record
     assert all({"time", "level", "logger", "message"} <= d.keys() for d in docs)
     assert [(d["level"], d["logger"]) for d in docs] == [
-        ("info", "monitor.serve"), ("warning", "alerts.notify"), ("warning", "monitor.api.auth"),
-        ("error", "collectors.admin"), ("error", "monitor.store")]
+        ("info", "monitor.serve"),
+        ("warning", "alerts.notify"),
+        ("warning", "monitor.api.auth"),
+        ("error", "collectors.admin"),
+        ("error", "monitor.store"),
+    ]
     assert docs[0]["message"] == "serving on http://127.0.0.1:8080"
     assert "RuntimeError" in docs[-1]["exception"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", docs[0]["time"])
@@ -78,15 +83,18 @@ def test_no_secret_looking_value_reaches_a_line(restore_logging, fmt):
     assert "kh_0123456789ab_***" in text and "Bearer ***" in text and "sasl.password=***" in text
 
 
-@pytest.mark.parametrize("argv, level, fmt", [
-    (["serve"], "info", "text"),
-    (["-v", "serve"], None, "text"),
-    (["serve", "-v"], None, "text"),
-    (["--log-format", "json", "serve"], "info", "json"),
-    (["serve", "--log-level", "WARNING", "--log-format", "json"], "warning", "json"),
-    (["--log-level", "error", "stack", "status"], "error", "text"),
-    (["stack", "status", "--log-format", "json"], "info", "json"),
-])
+@pytest.mark.parametrize(
+    "argv, level, fmt",
+    [
+        (["serve"], "info", "text"),
+        (["-v", "serve"], None, "text"),
+        (["serve", "-v"], None, "text"),
+        (["--log-format", "json", "serve"], "info", "json"),
+        (["serve", "--log-level", "WARNING", "--log-format", "json"], "warning", "json"),
+        (["--log-level", "error", "stack", "status"], "error", "text"),
+        (["stack", "status", "--log-format", "json"], "info", "json"),
+    ],
+)
 def test_the_options_work_before_and_after_the_command(argv, level, fmt):
     args = build_parser().parse_args(argv)
     assert (args.verbose or args.log_level == level) and args.log_format == fmt
@@ -95,13 +103,31 @@ def test_the_options_work_before_and_after_the_command(argv, level, fmt):
 def test_serve_writes_json_lines_from_its_first_to_its_last(tmp_path):
     """The real console script: uvicorn's records go through the same handler (no line of another format)."""
     cfg = tmp_path / "kh.yaml"
-    cfg.write_text(f"clusters: [{{name: c1, bootstrap_servers: '127.0.0.1:1', brokers: [{{id: 1}}]}}]\n"
-                   f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n")
+    cfg.write_text(
+        f"clusters: [{{name: c1, bootstrap_servers: '127.0.0.1:1', brokers: [{{id: 1}}]}}]\n"
+        f"store: {{url: 'sqlite:///{tmp_path / 'kh.db'}'}}\n"
+    )
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "monitor.cli", "serve", "--log-format", "json", "--role",
-                             "collector", "--port", str(port), "--config", str(cfg)],
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "serve",
+            "--log-format",
+            "json",
+            "--role",
+            "collector",
+            "--port",
+            str(port),
+            "--config",
+            str(cfg),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -130,10 +156,10 @@ def test_the_deployed_services_log_json_lines():
         for c in (doc or {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
             argvs.append([a.replace("$(", "").replace(")", "") for a in c["args"]])
     for unit in ("kafka-health.service", "kafka-health-collector@.service"):
-        line = next(x for x in (REPO_ROOT / "deploy" / "systemd" / unit).read_text().splitlines()
-                    if x.startswith("ExecStart="))
+        line = next(
+            x for x in (REPO_ROOT / "deploy" / "systemd" / unit).read_text().splitlines() if x.startswith("ExecStart=")
+        )
         argvs.append(re.search(r"kafka-health (.*? serve)\b", line).group(1).split())  # options, the command
     assert len(argvs) == 3
     for argv in argvs:
         assert build_parser().parse_args(argv).log_format == "json", argv
-

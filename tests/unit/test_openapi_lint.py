@@ -26,8 +26,12 @@ def openapi() -> dict:
 
 
 def _operations(openapi: dict) -> list[tuple[str, str, dict]]:
-    return [(method.upper(), path, op) for path, ops in openapi["paths"].items()
-            for method, op in ops.items() if method in METHODS]
+    return [
+        (method.upper(), path, op)
+        for path, ops in openapi["paths"].items()
+        for method, op in ops.items()
+        if method in METHODS
+    ]
 
 
 def test_the_document_is_valid_openapi(openapi):
@@ -63,7 +67,11 @@ def test_no_two_routes_serve_one_method_and_path():
         app = build_api(make_config(), store)
     finally:
         store.dispose()
-    served = [(m, path) for path, methods, route in _effective_routes(app)
-              if isinstance(route, APIRoute) and path for m in (methods or ())]
+    served = [
+        (m, path)
+        for path, methods, route in _effective_routes(app)
+        if isinstance(route, APIRoute) and path
+        for m in (methods or ())
+    ]
     assert len(served) >= 18 and ("GET", "/api/v1/tenants/{tenant}/health") in served
     assert sorted({s for s in served if served.count(s) > 1}) == []

@@ -23,26 +23,32 @@ V = PartitionView
 # --- placement: numbered cases (brokers in the metadata, the topic as it is -> the plan) -----------------------------
 CASES = [
     # 1. no topic: one partition per broker, its first replica (preferred leader) that broker, RF 3
-    ((1, 2, 3), None,
-     ProbePlacement(create=((1, 2, 3), (2, 3, 1), (3, 1, 2)), owners={0: 1, 1: 2, 2: 3})),
+    ((1, 2, 3), None, ProbePlacement(create=((1, 2, 3), (2, 3, 1), (3, 1, 2)), owners={0: 1, 1: 2, 2: 3})),
     # 2. one broker: RF 1; two: RF 2
     ((5,), None, ProbePlacement(create=((5,),), owners={0: 5})),
     ((1, 2), None, ProbePlacement(create=((1, 2), (2, 1)), owners={0: 1, 1: 2})),
     # 3. in place: nothing to do
-    ((1, 2, 3), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 3)},
-     ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
+    (
+        (1, 2, 3),
+        {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 3)},
+        ProbePlacement(owners={0: 1, 1: 2, 2: 3}),
+    ),
     # 4. broker 3 restarted: its partition led by 1 meanwhile, the series stay 3's; back in the metadata -> elect
-    ((1, 2, 3), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 1)},
-     ProbePlacement(elect=(2,), owners={0: 1, 1: 2, 2: 3})),
+    (
+        (1, 2, 3),
+        {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 1)},
+        ProbePlacement(elect=(2,), owners={0: 1, 1: 2, 2: 3}),
+    ),
     # 5. broker 3 down: its partition led elsewhere, no election (it cannot lead), still its series
-    ((1, 2), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 1)},
-     ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
+    ((1, 2), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 1)}, ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
     # 6. broker 4 joins: a partition of its own, replicas in ring order
-    ((1, 2, 3, 4), {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 3)},
-     ProbePlacement(add=((4, 1, 2),), owners={0: 1, 1: 2, 2: 3, 3: 4})),
+    (
+        (1, 2, 3, 4),
+        {0: V((1, 2, 3), 1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), 3)},
+        ProbePlacement(add=((4, 1, 2),), owners={0: 1, 1: 2, 2: 3, 3: 4}),
+    ),
     # 7. no partition has its leader (all down but one, the metadata still answers): nothing to elect for the dead
-    ((2,), {0: V((1, 2, 3), -1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), -1)},
-     ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
+    ((2,), {0: V((1, 2, 3), -1), 1: V((2, 3, 1), 2), 2: V((3, 1, 2), -1)}, ProbePlacement(owners={0: 1, 1: 2, 2: 3})),
     # 8. no broker in the metadata: nothing to do, the owners the topic says
     ((), {0: V((1, 2, 3), -1)}, ProbePlacement(owners={0: 1})),
 ]
@@ -52,8 +58,7 @@ CASES = [
 def test_plan(n):
     brokers, topic, want = CASES[n]
     got = plan(brokers, topic)
-    assert (got.create, got.add, got.elect, dict(got.owners)) == (want.create, want.add, want.elect,
-                                                                  dict(want.owners))
+    assert (got.create, got.add, got.elect, dict(got.owners)) == (want.create, want.add, want.elect, dict(want.owners))
 
 
 def test_every_broker_leads_one_partition_and_each_is_replicated_on_distinct_brokers():
@@ -135,11 +140,17 @@ def test_series_exist_from_the_start_and_accumulate_per_broker():
     s.record([obs(1, "roundtrip", 0.007), obs(1, "result", Result.OK), obs(2, "result", Result.LOST)])
     s.set_up(True)
     fams = {f.name: f for f in s.families()}
-    msgs = {(x.labels["broker"], x.labels["result"]): x.value for x in fams["kafka_probe_messages"].samples
-            if x.name == "kafka_probe_messages_total"}
+    msgs = {
+        (x.labels["broker"], x.labels["result"]): x.value
+        for x in fams["kafka_probe_messages"].samples
+        if x.name == "kafka_probe_messages_total"
+    }
     assert msgs[("1", "ok")] == 1 and msgs[("2", "lost")] == 1 and msgs[("2", "ok")] == 0 and msgs[("1", "error")] == 0
-    rt = {(x.labels["broker"], x.labels.get("le")): x.value
-          for x in fams["kafka_probe_roundtrip_latency_seconds"].samples if x.name.endswith("_bucket")}
+    rt = {
+        (x.labels["broker"], x.labels.get("le")): x.value
+        for x in fams["kafka_probe_roundtrip_latency_seconds"].samples
+        if x.name.endswith("_bucket")
+    }
     assert rt[("1", "0.005")] == 0 and rt[("1", "0.01")] == 1 and rt[("1", "+Inf")] == 1 and rt[("2", "+Inf")] == 0
     up = [x.value for x in fams["kafka_health_probe_up"].samples]
     assert up == [1.0]
@@ -154,10 +165,16 @@ def test_probe_is_on_by_default_and_its_settings_are_bounded_with_their_location
     base = "clusters:\n  - name: c1\n    bootstrap_servers: k1:9092\n"
     probe = parse_config(base).clusters[0].probe
     assert (probe.enabled, probe.messages_per_second, probe.deadline_seconds, probe.topic) == (
-        True, 1.0, 20.0, "__kafka_health_probe")
+        True,
+        1.0,
+        20.0,
+        "__kafka_health_probe",
+    )
     assert parse_config(base + "    probe: {enabled: false}\n").clusters[0].probe.enabled is False
-    bad = (base + "    probe:\n      messages_per_second: 0\n      deadline_seconds: 9999\n      topic: 'a b'\n"
-           "      x: 1\n")
+    bad = (
+        base + "    probe:\n      messages_per_second: 0\n      deadline_seconds: 9999\n      topic: 'a b'\n"
+        "      x: 1\n"
+    )
     with pytest.raises(ConfigError) as err:
         parse_config(bad, "k.yaml")
     text = str(err.value)

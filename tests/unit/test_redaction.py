@@ -55,8 +55,11 @@ PROJECT_LOGGERS = ("monitor", "alerts", "collectors", "dashboards", "kafka_healt
 
 def _logged(caplog, *, project_only: bool = True) -> str:
     """What was logged, by our loggers (libraries' are the CLI's to quiet: see the CLI test) or by all."""
-    return "\n".join(f"{r.name} {r.getMessage()} {r.exc_text or ''}" for r in caplog.records
-                     if not project_only or r.name.split(".")[0] in PROJECT_LOGGERS)
+    return "\n".join(
+        f"{r.name} {r.getMessage()} {r.exc_text or ''}"
+        for r in caplog.records
+        if not project_only or r.name.split(".")[0] in PROJECT_LOGGERS
+    )
 
 
 def _refused(text: str) -> ConfigError:
@@ -68,24 +71,51 @@ def _refused(text: str) -> ConfigError:
 # ---------------------------------------------------------------------------------------------------- config
 
 
-@pytest.mark.parametrize("text, path, line", [
-    (CLUSTER + f"prometheus: {{url: 'http://admin:{SECRET}@prom.internal:9090'}}\n", "prometheus.url", 6),
-    (CLUSTER + f"alertmanager:\n  url: 'https://am:{SECRET}@am.internal:9093'\n", "alertmanager.url", 7),
-    (CLUSTER + f"prometheus: {{url: 'http://prom.internal:9090/?token={SECRET}'}}\n", "prometheus.url", 6),
-    (CLUSTER + TENANT + f"    receivers: {{webhooks: ['hooks.example/services/T0/{SECRET}']}}\n",
-     "tenants[0].receivers.webhooks", 10),
-    (CLUSTER.replace("brokers: [{id: 1}]", f"brokers: [{{id: 1, jolokia: 'http://jmx:{SECRET}@k1:8778/jolokia'}}]"),
-     "clusters[0].brokers[0].jolokia", 5),
-], ids=["prometheus-userinfo", "alertmanager-userinfo", "prometheus-query-token", "webhook-not-a-url",
-        "jolokia-userinfo"])
+@pytest.mark.parametrize(
+    "text, path, line",
+    [
+        (CLUSTER + f"prometheus: {{url: 'http://admin:{SECRET}@prom.internal:9090'}}\n", "prometheus.url", 6),
+        (CLUSTER + f"alertmanager:\n  url: 'https://am:{SECRET}@am.internal:9093'\n", "alertmanager.url", 7),
+        (CLUSTER + f"prometheus: {{url: 'http://prom.internal:9090/?token={SECRET}'}}\n", "prometheus.url", 6),
+        (
+            CLUSTER + TENANT + f"    receivers: {{webhooks: ['hooks.example/services/T0/{SECRET}']}}\n",
+            "tenants[0].receivers.webhooks",
+            10,
+        ),
+        (
+            CLUSTER.replace(
+                "brokers: [{id: 1}]", f"brokers: [{{id: 1, jolokia: 'http://jmx:{SECRET}@k1:8778/jolokia'}}]"
+            ),
+            "clusters[0].brokers[0].jolokia",
+            5,
+        ),
+    ],
+    ids=[
+        "prometheus-userinfo",
+        "alertmanager-userinfo",
+        "prometheus-query-token",
+        "webhook-not-a-url",
+        "jolokia-userinfo",
+    ],
+)
 def test_a_secret_in_a_url_is_refused_with_its_place_and_not_echoed(text, path, line):
     err = _refused(text)
     assert [(p.path, p.line) for p in err.problems] == [(path, line)], str(err)
     assert SECRET not in str(err)
 
 
-@pytest.mark.parametrize("key", ["ssl.key.pem", "sasl.oauthbearer.config", "sasl.jaas.config", "ssl.keystore.key",
-                                 "ssl.truststore.password", "sasl.oauthbearer.client.secret", "sasl.password"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ssl.key.pem",
+        "sasl.oauthbearer.config",
+        "sasl.jaas.config",
+        "ssl.keystore.key",
+        "ssl.truststore.password",
+        "sasl.oauthbearer.client.secret",
+        "sasl.password",
+    ],
+)
 def test_an_inline_kafka_secret_key_is_refused_and_not_echoed(key):
     err = _refused(CLUSTER + f"    security:\n      security.protocol: SASL_SSL\n      {key}: 'x {SECRET}'\n")
     [problem] = err.problems
@@ -104,10 +134,13 @@ def test_check_config_prints_every_problem_without_the_secrets(tmp_path, capsys,
     from monitor.cli import main
 
     f = tmp_path / "c.yaml"
-    f.write_text(CLUSTER.replace("127.0.0.1:1\n", f"127.0.0.1:1\n    security: {{ssl.key.pem: '{SECRET}'}}\n")
-                 + TENANT + f"    receivers: {{webhooks: ['ftp://hooks.example/{SECRET}']}}\n"
-                 + f"prometheus: {{url: 'http://admin:{SECRET}@prom:9090'}}\n"
-                 + f"alertmanager: {{url: 'http://am:{SECRET}@am:9093'}}\n")
+    f.write_text(
+        CLUSTER.replace("127.0.0.1:1\n", f"127.0.0.1:1\n    security: {{ssl.key.pem: '{SECRET}'}}\n")
+        + TENANT
+        + f"    receivers: {{webhooks: ['ftp://hooks.example/{SECRET}']}}\n"
+        + f"prometheus: {{url: 'http://admin:{SECRET}@prom:9090'}}\n"
+        + f"alertmanager: {{url: 'http://am:{SECRET}@am:9093'}}\n"
+    )
     assert main(["check-config", str(f)]) == 2
     out = capsys.readouterr()
     errors = out.err.strip().splitlines()
@@ -126,10 +159,12 @@ def test_the_api_422_for_a_bad_webhook_does_not_echo_it(tmp_path):
     upgrade(store)
     try:
         with TestClient(build_api(make_config(), store), raise_server_exceptions=False) as client:
-            body = {"name": "initech", "selectors": [{"cluster": "shared", "topic_prefixes": ["initech."]}],
-                    "receivers": {"webhooks": [f"hooks.example/services/{SECRET}"]}}
-            r = client.post("/api/v1/tenants", json=body,
-                            headers={"Authorization": f"Bearer {new_token(store, None)}"})
+            body = {
+                "name": "initech",
+                "selectors": [{"cluster": "shared", "topic_prefixes": ["initech."]}],
+                "receivers": {"webhooks": [f"hooks.example/services/{SECRET}"]},
+            }
+            r = client.post("/api/v1/tenants", json=body, headers={"Authorization": f"Bearer {new_token(store, None)}"})
         assert r.status_code == 422, r.text
         assert "receivers.webhooks" in r.text and SECRET not in r.text
     finally:
@@ -142,10 +177,12 @@ def test_prometheus_and_alertmanager_credentials_are_sent_as_basic_auth(monkeypa
 
     monkeypatch.setenv("KAFKA_HEALTH_PROM_PASSWORD", SECRET)
     monkeypatch.setenv("KAFKA_HEALTH_AM_PASSWORD", SECRET)
-    cfg = parse_config(CLUSTER + "prometheus:\n  url: http://prom:9090\n  username: kh\n"
-                       "  password: {env: KAFKA_HEALTH_PROM_PASSWORD}\n"
-                       "alertmanager: {url: 'http://am:9093', username: kh,\n"
-                       "               password: {env: KAFKA_HEALTH_AM_PASSWORD}}\n")
+    cfg = parse_config(
+        CLUSTER + "prometheus:\n  url: http://prom:9090\n  username: kh\n"
+        "  password: {env: KAFKA_HEALTH_PROM_PASSWORD}\n"
+        "alertmanager: {url: 'http://am:9093', username: kh,\n"
+        "               password: {env: KAFKA_HEALTH_AM_PASSWORD}}\n"
+    )
     assert SECRET not in repr(cfg)
     seen = []
 
@@ -180,8 +217,9 @@ def _leaky_source():
     them), whose Prometheus does not answer."""
     from monitor.core.prom import PrometheusSource
 
-    return PrometheusSource(f"http://admin:{SECRET}@prom.internal:9090/?token={SECRET}",
-                            transport=httpx.MockTransport(_unreachable))
+    return PrometheusSource(
+        f"http://admin:{SECRET}@prom.internal:9090/?token={SECRET}", transport=httpx.MockTransport(_unreachable)
+    )
 
 
 def test_a_failing_prometheus_query_names_prometheus_without_its_credentials():
@@ -211,7 +249,8 @@ def test_a_tenant_reads_a_generic_message_when_prometheus_is_unreachable(tmp_pat
         assert r.status_code == 200, r.text
         assert {c["cluster"]: (c["status"], c["message"]) for c in r.json()["clusters"]} == {
             "acme-only": ("unavailable", "metrics backend unavailable"),
-            "shared": ("unavailable", "metrics backend unavailable")}
+            "shared": ("unavailable", "metrics backend unavailable"),
+        }
         assert "prom.internal" not in r.text
     finally:
         store.dispose()
@@ -232,8 +271,14 @@ def test_an_engine_cycle_against_a_failing_prometheus_leaks_no_credentials(tmp_p
     store = Store(f"sqlite:///{tmp_path / 'alerts.db'}")
     create_all(store)
     registry = CollectorRegistry()
-    service = AlertService(config, store=store, registry=registry, source=_leaky_source(), clock=lambda: T0,
-                           notifier_for=lambda target: pytest.fail(f"nothing to deliver, got {target}"))
+    service = AlertService(
+        config,
+        store=store,
+        registry=registry,
+        source=_leaky_source(),
+        clock=lambda: T0,
+        notifier_for=lambda target: pytest.fail(f"nothing to deliver, got {target}"),
+    )
     try:
         service.run_once(T0)
         with store.session() as s:
@@ -266,13 +311,13 @@ def test_a_failing_webhook_delivery_logs_and_stores_no_part_of_its_url(tmp_path,
     url = f"https://hooks.example/services/T0/B0/{SECRET}?key={SECRET}"
     store = Store(f"sqlite:///{tmp_path / 'alerts.db'}")
     create_all(store)
-    alert = {"labels": {"alertname": "KafkaBrokerUnreachable", "tenant": "shop"}, "annotations": {},
-             "status": "firing"}
+    alert = {"labels": {"alertname": "KafkaBrokerUnreachable", "tenant": "shop"}, "annotations": {}, "status": "firing"}
     try:
         with store.session() as s:
             repo.enqueue(url, "fp1", "alertname=KafkaBrokerUnreachable", "firing", alert, now=T0, session=s)
-        report = deliver_due(store, lambda target: WebhookNotifier(target, transport=httpx.MockTransport(handler)),
-                             now=T0)
+        report = deliver_due(
+            store, lambda target: WebhookNotifier(target, transport=httpx.MockTransport(handler)), now=T0
+        )
         assert report.failed == 1
         with store.session() as s:
             [row] = s.query(OutboxEntry).all()
@@ -328,14 +373,17 @@ def test_a_cli_command_at_debug_logs_no_request_url(tmp_path, capsys, debug_logs
 # ---------------------------------------------------------------------------------------------------- the helpers
 
 
-@pytest.mark.parametrize("url, shown", [
-    (f"http://admin:{SECRET}@prom.internal:9090/prom/", "http://prom.internal:9090/prom/"),
-    (f"https://am.internal/?token={SECRET}#x", "https://am.internal/?..."),
-    (f"http://[::1]:9090/?t={SECRET}", "http://[::1]:9090/?..."),
-    ("http://plain:9090", "http://plain:9090"),
-    (f"not a url {SECRET}", f"not a url {SECRET}"),  # no URL, nothing to redact: callers never pass secrets bare
-    (f"http://u:{SECRET}@[::1", "<unparseable URL>"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        (f"http://admin:{SECRET}@prom.internal:9090/prom/", "http://prom.internal:9090/prom/"),
+        (f"https://am.internal/?token={SECRET}#x", "https://am.internal/?..."),
+        (f"http://[::1]:9090/?t={SECRET}", "http://[::1]:9090/?..."),
+        ("http://plain:9090", "http://plain:9090"),
+        (f"not a url {SECRET}", f"not a url {SECRET}"),  # no URL, nothing to redact: callers never pass secrets bare
+        (f"http://u:{SECRET}@[::1", "<unparseable URL>"),
+    ],
+)
 def test_redact_url(url, shown):
     from monitor.core.redact import redact_url
 
@@ -365,8 +413,15 @@ def test_the_log_filter_redacts_urls_in_messages_and_tracebacks():
     try:
         raise RuntimeError(f"failed to reach http://u:{SECRET}@host:1/x?token={SECRET}")
     except RuntimeError:
-        record = logging.LogRecord("httpx", logging.INFO, __file__, 1, "HTTP Request: POST %s",
-                                   (f"http://u:{SECRET}@host:1/api?token={SECRET}",), exc_info=sys.exc_info())
+        record = logging.LogRecord(
+            "httpx",
+            logging.INFO,
+            __file__,
+            1,
+            "HTTP Request: POST %s",
+            (f"http://u:{SECRET}@host:1/api?token={SECRET}",),
+            exc_info=sys.exc_info(),
+        )
     assert RedactingFilter().filter(record)
     line = logging.Formatter("%(message)s").format(record)
     assert "HTTP Request: POST http://host:1/api?..." in line and "RuntimeError" in line and SECRET not in line

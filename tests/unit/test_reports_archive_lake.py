@@ -21,15 +21,22 @@ NOW = datetime(2026, 11, 20, 12, 30, tzinfo=UTC)
 def test_day_windows_split_a_range_into_utc_days_and_flag_partial_ones():
     ws = day_windows(datetime(2026, 11, 17, 22, 0, 30, tzinfo=UTC), datetime(2026, 11, 21, tzinfo=UTC), NOW)
     assert [(w.day, w.start.hour, w.complete) for w in ws] == [
-        (date(2026, 11, 17), 22, False), (date(2026, 11, 18), 0, True), (date(2026, 11, 19), 0, True),
-        (date(2026, 11, 20), 0, False)]  # the 20th is not over yet at NOW
+        (date(2026, 11, 17), 22, False),
+        (date(2026, 11, 18), 0, True),
+        (date(2026, 11, 19), 0, True),
+        (date(2026, 11, 20), 0, False),
+    ]  # the 20th is not over yet at NOW
     assert ws[0].start.second == 0 and ws[-1].end == NOW
 
 
 def test_rows_from_result_keeps_labels_and_drops_nan():
-    result = [{"metric": {"cluster": "main", "topic": "a", "job": "x"},
-               "values": [[1763337600, "1.5"], [1763337660, "NaN"], [1763337720, "+Inf"]]},
-              {"metric": {"topic": "b"}, "values": [[1763337600, "2"]]}]
+    result = [
+        {
+            "metric": {"cluster": "main", "topic": "a", "job": "x"},
+            "values": [[1763337600, "1.5"], [1763337660, "NaN"], [1763337720, "+Inf"]],
+        },
+        {"metric": {"topic": "b"}, "values": [[1763337600, "2"]]},
+    ]
     out = rows_from_result(SERIES[0], result)
     assert out["main"]["value"] == [1.5] and out["main"]["topic"] == ["a"]
     assert out["main"]["series"] == [SERIES[0].name]

@@ -33,14 +33,20 @@ def _midnight(day: date) -> datetime:
 def table(day: date, hours=(0, 12, 23), extra: timedelta | None = None) -> pa.Table:
     ts = [_midnight(day) + timedelta(hours=h) for h in hours] + ([_midnight(day) + extra] if extra else [])
     cols = {name: [None] * len(ts) for name in lakefs.SCHEMA.names}
-    cols.update(ts=ts, series=["topic_bytes_in_rate"] * len(ts), topic=["acme.orders"] * len(ts),
-                value=[1.0] * len(ts))
+    cols.update(ts=ts, series=["topic_bytes_in_rate"] * len(ts), topic=["acme.orders"] * len(ts), value=[1.0] * len(ts))
     return pa.table(cols, schema=lakefs.SCHEMA)
 
 
 def archive(lake: Path, day: date, *, complete: bool = True, now: datetime = NOW, t: pa.Table | None = None) -> None:
-    lakefs.write_day(lake, day, {"main": t if t is not None else table(day)}, start=_midnight(day),
-                     end=_midnight(day) + timedelta(days=1), complete=complete, now=now)
+    lakefs.write_day(
+        lake,
+        day,
+        {"main": t if t is not None else table(day)},
+        start=_midnight(day),
+        end=_midnight(day) + timedelta(days=1),
+        complete=complete,
+        now=now,
+    )
 
 
 @pytest.fixture
@@ -78,8 +84,14 @@ def test_only_complete_clean_days_before_the_current_week_are_cached(lake):
 def test_a_cached_day_is_served_from_its_files(lake, tmp_path):
     f = fill(lake, GOOD, tmp_path)
     p = plan(lake)
-    assert p.cached == {GOOD: {"key_days": [f"key_days/date={GOOD}/part-0.parquet"], "cluster_minutes": [],
-                               "minute_rows": [], "disk_days": []}}
+    assert p.cached == {
+        GOOD: {
+            "key_days": [f"key_days/date={GOOD}/part-0.parquet"],
+            "cluster_minutes": [],
+            "minute_rows": [],
+            "disk_days": [],
+        }
+    }
     assert GOOD not in p.fresh and p.to_cache == [] and f.exists()
     record = json.loads(cache.record_path(lake, GOOD).read_text())
     assert record["source"]["marker"]["day"] == str(GOOD) and record["version"] == cache.TR.REDUCTION_VERSION
@@ -94,7 +106,8 @@ def test_a_corrupt_cache_file_is_recomputed_not_read(lake, tmp_path):
     p = plan(lake)
     assert p.cached == {} and GOOD in p.fresh and p.to_cache == [GOOD]
     assert [(level, "corrupt cache" in text and "SHA-256" in text) for level, text in p.notes] == [
-        (logging.WARNING, True)]
+        (logging.WARNING, True)
+    ]
     f.unlink()
     assert "corrupt cache" in plan(lake).notes[0][1]  # a missing file too
     cache.record_path(lake, GOOD).write_text("{not json")

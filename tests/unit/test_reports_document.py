@@ -25,8 +25,13 @@ def test_iso_weeks_round_trip_and_bad_input_is_a_report_error():
 
 
 def collected(seen: dict | None = None, compare: dict | None = None, problems=()) -> D.Collected:
-    c = D.Collected(WEEK, datetime(2026, 11, 23, tzinfo=UTC), datetime(2026, 11, 16, tzinfo=UTC),
-                    datetime(2026, 11, 23, tzinfo=UTC), list(problems))
+    c = D.Collected(
+        WEEK,
+        datetime(2026, 11, 23, tzinfo=UTC),
+        datetime(2026, 11, 16, tzinfo=UTC),
+        datetime(2026, 11, 23, tzinfo=UTC),
+        list(problems),
+    )
     for tenant, row in (seen or {}).items():
         c.seen[tenant] = row
     for tenant, metrics in (compare or {}).items():
@@ -34,16 +39,25 @@ def collected(seen: dict | None = None, compare: dict | None = None, problems=()
     return c
 
 
-@pytest.mark.parametrize("case, seen, prev, expect_status, expect_text", [
-    (1, None, None, "no_data", "no data for this tenant"),
-    (2, (-30, -20), None, "no_data", "no data for this tenant"),  # data only weeks ago
-    (3, (-30, 5), 1.0, "ok", None),
-    (4, (2.5, 5), None, "ok", "added mid-week"),  # first data on Wednesday noon
-    (5, (0, 5), None, "ok", "no data for the previous week"),
-])
+@pytest.mark.parametrize(
+    "case, seen, prev, expect_status, expect_text",
+    [
+        (1, None, None, "no_data", "no data for this tenant"),
+        (2, (-30, -20), None, "no_data", "no data for this tenant"),  # data only weeks ago
+        (3, (-30, 5), 1.0, "ok", None),
+        (4, (2.5, 5), None, "ok", "added mid-week"),  # first data on Wednesday noon
+        (5, (0, 5), None, "ok", "no data for the previous week"),
+    ],
+)
 def test_tenant_problems_table(case, seen, prev, expect_status, expect_text):
-    row = None if seen is None else {"first_seen": datetime(2026, 11, 16, tzinfo=UTC) + timedelta(days=seen[0]),
-                                     "last_seen": datetime(2026, 11, 16, tzinfo=UTC) + timedelta(days=seen[1])}
+    row = (
+        None
+        if seen is None
+        else {
+            "first_seen": datetime(2026, 11, 16, tzinfo=UTC) + timedelta(days=seen[0]),
+            "last_seen": datetime(2026, 11, 16, tzinfo=UTC) + timedelta(days=seen[1]),
+        }
+    )
     c = collected(seen={"t": row} if row else {}, compare={"t": {"bytes_in": {"previous_week": prev}}})
     status, problems = D.tenant_problems(c, "t")
     assert status == expect_status, case
@@ -58,9 +72,15 @@ def test_numbers_are_rounded_to_twelve_significant_digits():
 
 
 def test_html_is_self_contained_and_escapes_names():
-    c = collected(seen={"<b>x</b>": {"first_seen": datetime(2026, 11, 16, tzinfo=UTC),
-                                     "last_seen": datetime(2026, 11, 22, tzinfo=UTC)}},
-                  problems=["2026-11-17: no archived data (missing day)"])
+    c = collected(
+        seen={
+            "<b>x</b>": {
+                "first_seen": datetime(2026, 11, 16, tzinfo=UTC),
+                "last_seen": datetime(2026, 11, 22, tzinfo=UTC),
+            }
+        },
+        problems=["2026-11-17: no archived data (missing day)"],
+    )
     doc = D.tenant_document(c, "<b>x</b>", budget_bytes=10**9, retention_hours=None)
     html = tenant_html(doc)
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
@@ -86,4 +106,5 @@ def test_missing_days_are_reported_as_runs():
     days = [date(2026, 10, 19) + timedelta(days=i) for i in range(28)] + [date(2026, 11, 17)]
     assert _missing_runs(days) == [
         "2026-10-19 to 2026-11-15: no archived data (28 missing days); figures for these days are absent",
-        "2026-11-17: no archived data (missing day); figures for this day are absent"]
+        "2026-11-17: no archived data (missing day); figures for this day are absent",
+    ]

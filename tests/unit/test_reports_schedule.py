@@ -98,8 +98,14 @@ def test_scheduler_runs_once_per_slot_never_twice_at_once_and_records_outcomes(t
     now = [STARTED]
     registry = CollectorRegistry()
     launch = Launcher([1, 0])
-    s = ReportScheduler(CRON, lake=tmp_path, command=["kh", "report", "--config", "c.yaml"], registry=registry,
-                        clock=lambda: now[0], popen=launch)
+    s = ReportScheduler(
+        CRON,
+        lake=tmp_path,
+        command=["kh", "report", "--config", "c.yaml"],
+        registry=registry,
+        clock=lambda: now[0],
+        popen=launch,
+    )
     s._started_at = STARTED
     s.tick()
     assert launch.procs == []  # not due
@@ -130,8 +136,9 @@ def test_scheduler_runs_once_per_slot_never_twice_at_once_and_records_outcomes(t
 def test_after_downtime_a_new_process_catches_up_once_and_a_held_lock_skips(tmp_path):
     now = [t(minutes=1)]
     first = Launcher([0])
-    s = ReportScheduler(CRON, lake=tmp_path, command=["kh"], registry=CollectorRegistry(), clock=lambda: now[0],
-                        popen=first)
+    s = ReportScheduler(
+        CRON, lake=tmp_path, command=["kh"], registry=CollectorRegistry(), clock=lambda: now[0], popen=first
+    )
     s._started_at = STARTED
     s.tick()
     first.procs[0].done = True
@@ -150,8 +157,9 @@ def test_after_downtime_a_new_process_catches_up_once_and_a_held_lock_skips(tmp_
     assert metric(registry, "kafka_health_report_running") == 0
     # another process holding the lake's lock: this one skips the slot instead of running it twice
     now[0] = t(days=28, minutes=1)
-    other = ReportScheduler(CRON, lake=tmp_path, command=["kh"], registry=CollectorRegistry(),
-                            clock=lambda: now[0], popen=Launcher([0]))
+    other = ReportScheduler(
+        CRON, lake=tmp_path, command=["kh"], registry=CollectorRegistry(), clock=lambda: now[0], popen=Launcher([0])
+    )
     holder = other._lock()
     third = Launcher([0])
     registry3 = CollectorRegistry()

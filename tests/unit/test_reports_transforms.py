@@ -24,13 +24,24 @@ T0 = datetime(2026, 11, 16, tzinfo=UTC)
 LABELS = [f.name for f in SPARK_SCHEMA.fields if f.name not in ("ts", "series", "value")]
 
 TENANTS = (
-    TenantConfig(name="acme", selectors=(TenantSelector(cluster="main", topic_prefixes=("acme.",),
-                                                        principals=("User:acme-svc",), client_id_prefixes=("acme-",),
-                                                        group_prefixes=("acme-",)),),
-                 contract=TenantContract(storage_budget_bytes=100 * 10**9)),
+    TenantConfig(
+        name="acme",
+        selectors=(
+            TenantSelector(
+                cluster="main",
+                topic_prefixes=("acme.",),
+                principals=("User:acme-svc",),
+                client_id_prefixes=("acme-",),
+                group_prefixes=("acme-",),
+            ),
+        ),
+        contract=TenantContract(storage_budget_bytes=100 * 10**9),
+    ),
     TenantConfig(name="acme-eu", selectors=(TenantSelector(cluster="main", topic_prefixes=("acme.eu.",)),)),
-    TenantConfig(name="beta", selectors=(TenantSelector(cluster="main", topic_prefixes=("beta.",),
-                                                        client_id_prefixes=("beta-",)),)),
+    TenantConfig(
+        name="beta",
+        selectors=(TenantSelector(cluster="main", topic_prefixes=("beta.",), client_id_prefixes=("beta-",)),),
+    ),
     TenantConfig(name="delta", whole_clusters=("edge",)),
 )
 
@@ -63,22 +74,37 @@ def reduced(spark, selectors, rows) -> T.Reduced:
 
 def weekly_of(spark, selectors, rows, owner: str = "acme") -> dict:
     r = reduced(spark, selectors, rows)
-    return {(o, m): v for o, _w, m, v in T.weekly(r.owner_days(), T.alert_episodes(r.mins)).collect()
-            if owner is None or o == owner}
+    return {
+        (o, m): v
+        for o, _w, m, v in T.weekly(r.owner_days(), T.alert_episodes(r.mins)).collect()
+        if owner is None or o == owner
+    }
 
 
 def test_attribution_matches_the_python_tenant_index(spark, selectors):
     """Every kind of key gets the owner TenantIndex gives (the Spark join and the matcher must agree)."""
     index = TenantIndex(TENANTS)
-    topics = [("main", "acme.orders"), ("main", "acme.eu.orders"), ("main", "beta.x"), ("main", "other"),
-              ("edge", "anything")]
-    clients = [("main", "acme-svc", "beta-thing"), ("main", None, "acme-batch"), ("main", "User:acme-svc", None),
-               ("main", "bob", "beta-loader"), ("main", "bob", "zzz")]
+    topics = [
+        ("main", "acme.orders"),
+        ("main", "acme.eu.orders"),
+        ("main", "beta.x"),
+        ("main", "other"),
+        ("edge", "anything"),
+    ]
+    clients = [
+        ("main", "acme-svc", "beta-thing"),
+        ("main", None, "acme-batch"),
+        ("main", "User:acme-svc", None),
+        ("main", "bob", "beta-loader"),
+        ("main", "bob", "zzz"),
+    ]
     rows = [row("topic_bytes_in_rate", T0, 1, cluster=c, topic=t) for c, t in topics]
     rows += [row("client_produce_bytes_rate", T0, 1, cluster=c, user=u, client_id=i) for c, u, i in clients]
     rows += [row("group_lag_messages", T0, 1, group="acme-g", topic="beta.x")]
-    got = {(r["series"], r["cluster"], r["topic"], r["user"], r["client_id"], r["group"]): r["owner"]
-           for r in attributed(spark, selectors, rows).collect()}
+    got = {
+        (r["series"], r["cluster"], r["topic"], r["user"], r["client_id"], r["group"]): r["owner"]
+        for r in attributed(spark, selectors, rows).collect()
+    }
     for c, t in topics:
         assert got.get(("topic_bytes_in_rate", c, t, None, None, None)) == index.for_topic(c, t), t
     for c, u, i in clients:
@@ -88,10 +114,12 @@ def test_attribution_matches_the_python_tenant_index(spark, selectors):
 
 
 def test_cluster_wide_series_and_alerts_reach_the_right_tenants(spark, selectors):
-    rows = [row("broker_produce_p99_seconds", T0, 0.01, broker="1"),
-            row("alert_firing", T0, 1, alertname="KafkaBrokerUnreachable", broker="1"),
-            row("alert_firing", T0, 1, alertname="KafkaConsumerLagHigh", tenant="beta"),
-            row("alert_firing", T0, 1, alertname="Stray", tenant="delta")]  # delta is not on main
+    rows = [
+        row("broker_produce_p99_seconds", T0, 0.01, broker="1"),
+        row("alert_firing", T0, 1, alertname="KafkaBrokerUnreachable", broker="1"),
+        row("alert_firing", T0, 1, alertname="KafkaConsumerLagHigh", tenant="beta"),
+        row("alert_firing", T0, 1, alertname="Stray", tenant="delta"),
+    ]  # delta is not on main
     owners = {}
     for r in attributed(spark, selectors, rows).collect():
         owners.setdefault(r["alertname"] or r["series"], set()).add(r["owner"])
@@ -104,11 +132,16 @@ def test_cluster_wide_series_and_alerts_reach_the_right_tenants(spark, selectors
 def test_growth_of_ten_percent_and_comparison_with_four_weeks(spark, selectors):
     # one hourly row per week k standing for a minute: the week's bytes are 60 * rate
     rates = [1000.0 * 1.1**k for k in range(5)]
-    rows = [row("topic_bytes_in_rate", T0 - timedelta(days=7 * (4 - k)) + timedelta(hours=5), r, topic="acme.a")
-            for k, r in enumerate(rates)]
+    rows = [
+        row("topic_bytes_in_rate", T0 - timedelta(days=7 * (4 - k)) + timedelta(hours=5), r, topic="acme.a")
+        for k, r in enumerate(rates)
+    ]
     r = reduced(spark, selectors, rows)
-    cmp = {c["metric"]: c for c in T.compare(T.weekly(r.owner_days(), T.alert_episodes(r.mins)), WEEK).collect()
-           if c["owner"] == "acme"}
+    cmp = {
+        c["metric"]: c
+        for c in T.compare(T.weekly(r.owner_days(), T.alert_episodes(r.mins)), WEEK).collect()
+        if c["owner"] == "acme"
+    }
     b = cmp["bytes_in"]
     assert b["this_week"] == pytest.approx(60 * rates[4])
     assert b["growth_wow"] == pytest.approx(0.10, abs=1e-12)
@@ -119,8 +152,10 @@ def test_growth_of_ten_percent_and_comparison_with_four_weeks(spark, selectors):
 def test_availability_counts_exactly_the_bad_minutes(spark, selectors):
     rows = [row("broker_produce_p99_seconds", ts, 0.01, broker="1") for ts in minutes(T0, 600)]
     rows += [row("topic_offline_partitions", ts, 1, topic="acme.a") for ts in minutes(T0 + timedelta(hours=1), 30)]
-    rows += [row("topic_under_min_isr_partitions", ts, 2, topic="acme.b")
-             for ts in minutes(T0 + timedelta(hours=1, minutes=20), 20)]  # 10 of them overlap the offline ones
+    rows += [
+        row("topic_under_min_isr_partitions", ts, 2, topic="acme.b")
+        for ts in minutes(T0 + timedelta(hours=1, minutes=20), 20)
+    ]  # 10 of them overlap the offline ones
     rows += [row("topic_offline_partitions", ts, 0, topic="acme.a") for ts in minutes(T0 + timedelta(hours=3), 30)]
     rows += [row("topic_offline_partitions", ts, 1, topic="beta.x") for ts in minutes(T0, 5)]
     weekly = weekly_of(spark, selectors, rows, owner=None)
@@ -135,13 +170,19 @@ def test_availability_counts_exactly_the_bad_minutes(spark, selectors):
 
 def test_throttled_minutes_lag_and_latency(spark, selectors):
     rows = [row("client_throttle_seconds", ts, 0.2, client_id="acme-batch") for ts in minutes(T0, 45)]
-    rows += [row("client_throttle_seconds", ts, 0.0, client_id="acme-batch")
-             for ts in minutes(T0 + timedelta(hours=1), 15)]
-    rows += [row("group_lag_messages", ts, v, group="acme-g", topic="acme.a")
-             for ts, v in zip(minutes(T0, 4), (10, 20, 30, 40))]
+    rows += [
+        row("client_throttle_seconds", ts, 0.0, client_id="acme-batch") for ts in minutes(T0 + timedelta(hours=1), 15)
+    ]
+    rows += [
+        row("group_lag_messages", ts, v, group="acme-g", topic="acme.a")
+        for ts, v in zip(minutes(T0, 4), (10, 20, 30, 40))
+    ]
     rows += [row("group_lag_messages", ts, 5, group="acme-h", topic="acme.b") for ts in minutes(T0, 4)]
-    rows += [row("broker_produce_p99_seconds", ts, v, broker=b)
-             for b, vs in (("1", (0.01, 0.02)), ("2", (0.03, 0.01))) for ts, v in zip(minutes(T0, 2), vs)]
+    rows += [
+        row("broker_produce_p99_seconds", ts, v, broker=b)
+        for b, vs in (("1", (0.01, 0.02)), ("2", (0.03, 0.01)))
+        for ts, v in zip(minutes(T0, 2), vs)
+    ]
     w = {m: v for (_o, m), v in weekly_of(spark, selectors, rows).items()}
     assert w["throttled_minutes"] == 45
     assert w["lag_mean_messages"] == pytest.approx((15 + 25 + 35 + 45) / 4)  # summed over groups per minute
@@ -152,14 +193,28 @@ def test_throttled_minutes_lag_and_latency(spark, selectors):
 
 def test_alert_episodes_raised_firing_and_time_to_resolve(spark, selectors):
     wed = T0 + timedelta(days=2)
-    rows = [row("alert_firing", ts, 1, alertname="KafkaOfflinePartitions", severity="critical", tenant="acme",
-                topic="acme.a") for ts in minutes(wed, 30) + minutes(wed + timedelta(hours=2), 10)]
+    rows = [
+        row(
+            "alert_firing",
+            ts,
+            1,
+            alertname="KafkaOfflinePartitions",
+            severity="critical",
+            tenant="acme",
+            topic="acme.a",
+        )
+        for ts in minutes(wed, 30) + minutes(wed + timedelta(hours=2), 10)
+    ]
     # started the week before: counted as firing this week, not raised this week
-    rows += [row("alert_firing", ts, 1, alertname="KafkaDiskFull", severity="warning", tenant="acme", broker="1")
-             for ts in minutes(T0 - timedelta(minutes=5), 20)]
+    rows += [
+        row("alert_firing", ts, 1, alertname="KafkaDiskFull", severity="warning", tenant="acme", broker="1")
+        for ts in minutes(T0 - timedelta(minutes=5), 20)
+    ]
     # still firing at the end of the data
-    rows += [row("alert_firing", ts, 1, alertname="KafkaConsumerLagHigh", severity="warning", tenant="acme")
-             for ts in minutes(T0 + timedelta(days=7, minutes=-10), 10)]
+    rows += [
+        row("alert_firing", ts, 1, alertname="KafkaConsumerLagHigh", severity="warning", tenant="acme")
+        for ts in minutes(T0 + timedelta(days=7, minutes=-10), 10)
+    ]
     ep = T.alert_episodes(reduced(spark, selectors, rows).mins)
     got = {r["alertname"]: r for r in T.alerts_by_name(ep, WEEK).collect() if r["owner"] == "acme"}
     off = got["KafkaOfflinePartitions"]
@@ -176,9 +231,11 @@ def test_storage_weeks_until_budget(spark, selectors):
         [("acme", WEEK - timedelta(days=34 - i), 10e9 + 1e9 * i) for i in range(35)]
         + [("beta", WEEK + timedelta(days=i), 5e9) for i in range(7)]
         + [("full", WEEK + timedelta(days=i), 200e9 + i) for i in range(2)],
-        "owner string, date date, bytes double")
-    budgets = spark.createDataFrame([("acme", 100e9), ("beta", 10e9), ("full", 100e9)],
-                                    "owner string, budget_bytes double")
+        "owner string, date date, bytes double",
+    )
+    budgets = spark.createDataFrame(
+        [("acme", 100e9), ("beta", 10e9), ("full", 100e9)], "owner string, budget_bytes double"
+    )
     got = {r["owner"]: r for r in T.storage_forecast(daily, budgets).collect()}
     assert got["acme"]["current"] == 44e9
     assert got["acme"]["slope_per_week"] == pytest.approx(7e9)
@@ -190,14 +247,19 @@ def test_storage_weeks_until_budget(spark, selectors):
 def test_top_clients_by_bytes(spark, selectors):
     rows = []
     for ts in minutes(T0, 10):
-        rows += [row("client_produce_bytes_rate", ts, 5e6, user="acme-svc", client_id="acme-orders"),
-                 row("client_fetch_bytes_rate", ts, 1e6, user="acme-svc", client_id="acme-orders"),
-                 row("client_produce_bytes_rate", ts, 5.5e6, client_id="acme-batch"),
-                 row("client_produce_bytes_rate", ts, 1e3, client_id="acme-tiny")]
-    rows += [row("client_throttle_seconds", ts, v, client_id="acme-batch")
-             for ts, v in zip(minutes(T0, 10), [0.1] * 3 + [0.0] * 7)]
-    top = sorted(T.noisy_clients(reduced(spark, selectors, rows).owned_days, WEEK, n=2).collect(),
-                 key=lambda r: r["rank"])
+        rows += [
+            row("client_produce_bytes_rate", ts, 5e6, user="acme-svc", client_id="acme-orders"),
+            row("client_fetch_bytes_rate", ts, 1e6, user="acme-svc", client_id="acme-orders"),
+            row("client_produce_bytes_rate", ts, 5.5e6, client_id="acme-batch"),
+            row("client_produce_bytes_rate", ts, 1e3, client_id="acme-tiny"),
+        ]
+    rows += [
+        row("client_throttle_seconds", ts, v, client_id="acme-batch")
+        for ts, v in zip(minutes(T0, 10), [0.1] * 3 + [0.0] * 7)
+    ]
+    top = sorted(
+        T.noisy_clients(reduced(spark, selectors, rows).owned_days, WEEK, n=2).collect(), key=lambda r: r["rank"]
+    )
     assert [r["client_id"] for r in top] == ["acme-orders", "acme-batch"]
     assert top[0]["total_bytes"] == pytest.approx(10 * 60 * 6e6)
     assert (top[0]["throttled_minutes"], top[1]["throttled_minutes"]) == (0, 3)
@@ -206,8 +268,17 @@ def test_top_clients_by_bytes(spark, selectors):
 def test_shared_cluster_figures_are_computed_once_per_cluster_set(spark, selectors):
     """Broker latency and observed minutes reach every tenant of the cluster through its cluster set, without
     copying the broker rows per tenant; a tenant on two clusters gets the worse broker of both per minute."""
-    sel = selectors_frame(spark, TENANTS + (TenantConfig(name="both", whole_clusters=("edge",), selectors=(
-        TenantSelector(cluster="main", topic_prefixes=("both.",)),)),))
+    sel = selectors_frame(
+        spark,
+        TENANTS
+        + (
+            TenantConfig(
+                name="both",
+                whole_clusters=("edge",),
+                selectors=(TenantSelector(cluster="main", topic_prefixes=("both.",)),),
+            ),
+        ),
+    )
     rows = [row("broker_produce_p99_seconds", ts, v, broker="1") for ts, v in zip(minutes(T0, 3), (0.01, 0.05, 0.01))]
     rows += [row("broker_produce_p99_seconds", ts, 0.02, cluster="edge", broker="7") for ts in minutes(T0, 4)]
     r = T.reduce(T.reductions(frame(spark, rows)), sel)
@@ -222,18 +293,26 @@ def test_shared_cluster_figures_are_computed_once_per_cluster_set(spark, selecto
 
 def test_findings_reach_only_the_tenant_they_name(spark, selectors):
     wed = T0 + timedelta(days=2)
-    rows = [row("client_advisor_finding", ts, 1, tenant="acme", finding="poor_batching", client_id="acme-batch")
-            for ts in minutes(wed, 12)]
-    rows += [row("client_advisor_finding", ts, 0, tenant="acme", finding="poor_batching", client_id="acme-batch")
-             for ts in minutes(wed + timedelta(hours=1), 5)]  # 0: the finding did not hold
+    rows = [
+        row("client_advisor_finding", ts, 1, tenant="acme", finding="poor_batching", client_id="acme-batch")
+        for ts in minutes(wed, 12)
+    ]
+    rows += [
+        row("client_advisor_finding", ts, 0, tenant="acme", finding="poor_batching", client_id="acme-batch")
+        for ts in minutes(wed + timedelta(hours=1), 5)
+    ]  # 0: the finding did not hold
     rows += [row("client_advisor_finding", T0, 1, tenant="", finding="connection_churn")]  # nobody's
-    rows += [row("client_advisor_finding", T0, 1, tenant="delta", finding="poor_batching",
-                 client_id="x")]  # delta is not on main
+    rows += [
+        row("client_advisor_finding", T0, 1, tenant="delta", finding="poor_batching", client_id="x")
+    ]  # delta is not on main
     got = T.client_findings(reduced(spark, selectors, rows).mins, WEEK).collect()
     assert [(f["owner"], f["finding"], f["client_id"], f["minutes"]) for f in got] == [
-        ("acme", "poor_batching", "acme-batch", 12)]
-    assert (got[0]["first_seen"], got[0]["last_seen"]) == (wed.replace(tzinfo=None), (wed + timedelta(minutes=11))
-                                                           .replace(tzinfo=None))
+        ("acme", "poor_batching", "acme-batch", 12)
+    ]
+    assert (got[0]["first_seen"], got[0]["last_seen"]) == (
+        wed.replace(tzinfo=None),
+        (wed + timedelta(minutes=11)).replace(tzinfo=None),
+    )
 
 
 def test_canonical_order_makes_sums_independent_of_where_the_rows_came_from(spark):
@@ -243,8 +322,11 @@ def test_canonical_order_makes_sums_independent_of_where_the_rows_came_from(spar
     values = [1e16, 1.0, -1e16, 1.0, 3.3, 1e-3, 7e15, -7e15, 0.1, 0.2] * 4
     rows = [(f"k{i % 3}", v) for i, v in enumerate(values)]
     one_read = spark.createDataFrame(rows, "k string, v double").repartition(3)
-    cache_and_lake = (spark.createDataFrame(rows[::2], "k string, v double").coalesce(1)
-                      .unionByName(spark.createDataFrame(rows[1::2][::-1], "k string, v double")))
+    cache_and_lake = (
+        spark.createDataFrame(rows[::2], "k string, v double")
+        .coalesce(1)
+        .unionByName(spark.createDataFrame(rows[1::2][::-1], "k string, v double"))
+    )
     a, b = T.canonical(one_read, 4), T.canonical(cache_and_lake, 4)
     assert a.rdd.glom().collect() == b.rdd.glom().collect()
     assert a.groupBy("k").agg(F.sum("v")).sort("k").collect() == b.groupBy("k").agg(F.sum("v")).sort("k").collect()
@@ -261,10 +343,16 @@ def test_a_filesystem_shared_by_brokers_is_counted_once(spark):
     has a 50 GiB one of its own. The cluster has 150 GiB, not 350 GiB."""
     gib, t = 1 << 30, datetime(2026, 11, 17, 23, 59, tzinfo=timezone.utc)
     rows = []
-    for broker, size, free in (("1", 100 * gib, 40 * gib), ("2", 100 * gib, 40 * gib + 1000),
-                               ("3", 100 * gib, 40 * gib + 5000), ("4", 50 * gib, 10 * gib)):
-        rows += [row("host_filesystem_size_bytes", t, size, broker=broker),
-                 row("host_filesystem_free_bytes", t, free, broker=broker)]
+    for broker, size, free in (
+        ("1", 100 * gib, 40 * gib),
+        ("2", 100 * gib, 40 * gib + 1000),
+        ("3", 100 * gib, 40 * gib + 5000),
+        ("4", 50 * gib, 10 * gib),
+    ):
+        rows += [
+            row("host_filesystem_size_bytes", t, size, broker=broker),
+            row("host_filesystem_free_bytes", t, free, broker=broker),
+        ]
     (day,) = T.disk_daily(frame(spark, rows)).collect()
     assert day["size_bytes"] == 150 * gib and day["brokers"] == 4
     assert day["used_bytes"] == (100 - 40) * gib + (50 - 10) * gib
@@ -275,8 +363,10 @@ def _two_brokers_day(spark, devices, frees):
     rows = []
     for broker, device, free in zip(("1", "2"), devices, frees):
         labels = {"broker": broker, "host": "h", "device": device}
-        rows += [row("host_filesystem_size_bytes", t, 100 * gib, **labels),
-                 row("host_filesystem_free_bytes", t, free, **labels)]
+        rows += [
+            row("host_filesystem_size_bytes", t, 100 * gib, **labels),
+            row("host_filesystem_free_bytes", t, free, **labels),
+        ]
     (day,) = T.disk_daily(frame(spark, rows)).collect()
     return day["size_bytes"] / gib, day["brokers"]
 

@@ -29,10 +29,12 @@ def test_status_table() -> None:
 
 
 def test_tenant_by_group_prefix_then_single_topic_owner() -> None:
-    index = TenantIndex([
-        TenantConfig(name="payments", selectors=(TenantSelector(cluster="c", group_prefixes=("pay-",)),)),
-        TenantConfig(name="orders", selectors=(TenantSelector(cluster="c", topic_prefixes=("orders",)),)),
-    ])
+    index = TenantIndex(
+        [
+            TenantConfig(name="payments", selectors=(TenantSelector(cluster="c", group_prefixes=("pay-",)),)),
+            TenantConfig(name="orders", selectors=(TenantSelector(cluster="c", topic_prefixes=("orders",)),)),
+        ]
+    )
     assert share_tenant(index, "c", group(0, 1)) == "payments"
     assert share_tenant(index, "c", group(0, 1, gid="anon")) == "orders"
     two = ShareGroup("anon", "Stable", (), (SharePartition("orders", 0, 0, 1), SharePartition("x", 0, 0, 1)))
@@ -61,20 +63,25 @@ def test_series_say_type_lag_and_status_across_rounds() -> None:
 
     series = ShareGroupSeries()
     base = (("cluster", "c"),)
-    kinds = [Group("pay-share", "share", "Stable"), Group("pay-app", "consumer", "Stable"),
-             Group("pay-streams", "streams", "Stable")]
+    kinds = [
+        Group("pay-share", "share", "Stable"),
+        Group("pay-app", "consumer", "Stable"),
+        Group("pay-streams", "streams", "Stable"),
+    ]
 
     def round_(g: ShareGroup) -> dict[str, list[tuple[tuple[tuple[str, str], ...], float]]]:
         out: dict[str, list[tuple[tuple[tuple[str, str], ...], float]]] = {}
-        for smp in series.samples(kinds, [g], base=base, tenant=lambda _: "payments",
-                                  group_tenant=lambda _: "payments"):
+        for smp in series.samples(
+            kinds, [g], base=base, tenant=lambda _: "payments", group_tenant=lambda _: "payments"
+        ):
             out.setdefault(smp.name, []).append((smp.labels, smp.value))
         return out
 
     first = round_(group(100, 50))
     assert {dict(labels)["type"] for labels, _ in first["kafka_group_info"]} == {"share", "consumer", "streams"}
-    assert first["kafka_sharegroup_lag"] == [(base + (("group", "pay-share"), ("topic", "orders"),
-                                                      ("tenant", "payments")), 50.0)]
+    assert first["kafka_sharegroup_lag"] == [
+        (base + (("group", "pay-share"), ("topic", "orders"), ("tenant", "payments")), 50.0)
+    ]
     assert dict(first["kafka_sharegroup_status"][0][0])["status"] == "consuming"
     second = round_(group(100, 70))
     assert dict(second["kafka_sharegroup_status"][0][0])["status"] == "stalled"

@@ -22,21 +22,34 @@ def test_properties_file_is_private_and_keeps_backslashes(tmp_path):
 
 
 def test_argv_names_the_file_not_the_settings(tmp_path):
-    c = JavaClient(version="3.9.1", mode="produce", topic="t", rate=200, record_bytes=20, log=tmp_path / "l",
-                   properties={"sasl.jaas.config": "secret-jaas", "client.id": "c1"})
+    c = JavaClient(
+        version="3.9.1",
+        mode="produce",
+        topic="t",
+        rate=200,
+        record_bytes=20,
+        log=tmp_path / "l",
+        properties={"sasl.jaas.config": "secret-jaas", "client.id": "c1"},
+    )
     argv = c.argv("java", tmp_path / "jars", tmp_path / "client.properties")
     assert "secret-jaas" not in " ".join(argv) and "c1" not in " ".join(argv)
-    assert argv[-6:] == [str(javaclients.CLIENT_SOURCE), "produce", str(tmp_path / "client.properties"), "t",
-                         "200.0", "20"]
+    assert argv[-6:] == [
+        str(javaclients.CLIENT_SOURCE),
+        "produce",
+        str(tmp_path / "client.properties"),
+        "t",
+        "200.0",
+        "20",
+    ]
     assert javaclients.CLIENT_SOURCE.exists() and javaclients.CLIENTS_POM.exists()
 
 
-@pytest.mark.parametrize("kwargs", [{"mode": "delete"}, {"rate": -1}, {"record_bytes": 0},
-                                    {"record_bytes": 2_000_000}])
+@pytest.mark.parametrize("kwargs", [{"mode": "delete"}, {"rate": -1}, {"record_bytes": 0}, {"record_bytes": 2_000_000}])
 def test_bad_inputs_are_refused(tmp_path, kwargs):
     with pytest.raises(ValueError):
-        JavaClient(**{"version": "3.9.1", "mode": "produce", "topic": "t", "properties": {}, "log": tmp_path / "l",
-                      **kwargs})
+        JavaClient(
+            **{"version": "3.9.1", "mode": "produce", "topic": "t", "properties": {}, "log": tmp_path / "l", **kwargs}
+        )
     with pytest.raises(ValueError):
         KcatProducer(topic="t", properties={}, log=tmp_path / "l", rate=0)
 

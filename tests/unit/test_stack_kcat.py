@@ -23,8 +23,14 @@ CASES = [
     (4, "4.4.0", Librdkafka((2, 6, 1)), OWN, PLAIN, ""),  # the first fixed release
     (5, "4.4.0", Librdkafka((2, 6, 0)), OWN, ON_OWN, "2.6.0"),  # 2.6.0 still repeats it
     (6, "4.4.0", None, OWN, PLAIN, ""),  # no kcat installed: nothing to run it on
-    (7, "4.4.0", DEBIAN_12, Librdkafka((2, 3, 0), Path("/usr/lib/librdkafka.so.1")), PLAIN,
-     "install a kcat built on librdkafka 2.6.1"),  # our own is no better
+    (
+        7,
+        "4.4.0",
+        DEBIAN_12,
+        Librdkafka((2, 3, 0), Path("/usr/lib/librdkafka.so.1")),
+        PLAIN,
+        "install a kcat built on librdkafka 2.6.1",
+    ),  # our own is no better
     (8, "4.4.0", DEBIAN_12, Librdkafka((2, 16, 0)), PLAIN, "install a kcat"),  # its file unknown
 ]
 
@@ -38,18 +44,25 @@ def test_kcat_line(n, kafka, installed, own, line, note):
 
 
 def test_paths_are_quoted_for_the_shell():
-    got = kcat_line(Path("/a b/payments.properties"), kafka_version="4.4.0", installed=DEBIAN_12, own=OWN,
-                    lib_dir=Path("/a b/librdkafka"))
+    got = kcat_line(
+        Path("/a b/payments.properties"),
+        kafka_version="4.4.0",
+        installed=DEBIAN_12,
+        own=OWN,
+        lib_dir=Path("/a b/librdkafka"),
+    )
     assert got.command == "LD_LIBRARY_PATH='/a b/librdkafka' kcat -F '/a b/payments.properties' -L"
 
 
 def test_versions_read_as_kcat_and_librdkafka_print_them():
-    assert parse_version("Version 1.7.1 (JSON, Transactions, IncrementalAssign, librdkafka 2.0.2 builtin.features="
-                         "gzip") == (1, 7, 1)  # the caller searches after "librdkafka "
+    assert parse_version(
+        "Version 1.7.1 (JSON, Transactions, IncrementalAssign, librdkafka 2.0.2 builtin.features=gzip"
+    ) == (1, 7, 1)  # the caller searches after "librdkafka "
     assert parse_version("2.16.0") == (2, 16, 0) and parse_version("none") is None
 
 
 def test_the_console_says_which_clients_the_files_let_in():
-    assert clients_accepted("4.4.0") == ("NAME.properties for librdkafka 2.6.1+, NAME.java.properties for Java "
-                                         "clients 2.3+")
+    assert clients_accepted("4.4.0") == (
+        "NAME.properties for librdkafka 2.6.1+, NAME.java.properties for Java clients 2.3+"
+    )
     assert clients_accepted("3.9.1").startswith("NAME.properties for librdkafka, ")

@@ -31,8 +31,12 @@ def looked_up() -> set[str]:
 
 def test_the_code_looks_up_the_stack_configs():
     # Guards the scan below: it would pass on finding nothing.
-    assert {"kafka", "prometheus/prometheus.local.yml.tmpl", "alertmanager/alertmanager.local.yml",
-            "grafana/provisioning"} <= looked_up()
+    assert {
+        "kafka",
+        "prometheus/prometheus.local.yml.tmpl",
+        "alertmanager/alertmanager.local.yml",
+        "grafana/provisioning",
+    } <= looked_up()
 
 
 @pytest.mark.parametrize("relative", sorted(looked_up()))
@@ -51,6 +55,10 @@ def test_demo_paths_are_deploy_and_dashboards_in_a_checkout():
 def test_nothing_in_the_code_reads_through_the_checkout_root():
     # An installed wheel has no checkout: the checkout's root is the harness's (tests.harness.REPO_ROOT), never the
     # product's.
-    users = [str(p.relative_to(REPO_ROOT)) for package in CODE for p in (REPO_ROOT / package).rglob("*.py")
-             if "REPO_ROOT" in p.read_text()]
+    users = [
+        str(p.relative_to(REPO_ROOT))
+        for package in CODE
+        for p in (REPO_ROOT / package).rglob("*.py")
+        if "REPO_ROOT" in p.read_text()
+    ]
     assert users == []

@@ -53,32 +53,95 @@ CASES = [
     (3, ["c1"], [], fresh("c1", age=46), "unknown", 50, {("cluster", "c1"): "unknown"}),
     (4, ["c1"], [], fresh("c1", age=44), "ok", 100, {}),
     (5, ["c1"], [], fresh("c1", data_ok=False), "unknown", 50, {("cluster", "c1"): "unknown"}),
-    (6, ["c1"], [A("Lag", labels={"group": "g1", "topic": "t"})], fresh("c1"), "degraded", 90,
-     {("consumergroup", "g1"): "degraded"}),
-    (7, ["c1"], [A("Offline", severity="critical", labels={"topic": "t1"})], fresh("c1"), "critical", 40,
-     {("topic", "t1"): "critical"}),
+    (
+        6,
+        ["c1"],
+        [A("Lag", labels={"group": "g1", "topic": "t"})],
+        fresh("c1"),
+        "degraded",
+        90,
+        {("consumergroup", "g1"): "degraded"},
+    ),
+    (
+        7,
+        ["c1"],
+        [A("Offline", severity="critical", labels={"topic": "t1"})],
+        fresh("c1"),
+        "critical",
+        40,
+        {("topic", "t1"): "critical"},
+    ),
     # A known critical outranks missing data elsewhere; missing data outranks a warning.
-    (8, ["c1", "c2"], [A("Offline", severity="critical", labels={"topic": "t1"})], fresh("c1"), "critical", 40,
-     {("topic", "t1"): "critical", ("cluster", "c2"): "unknown"}),
-    (9, ["c1", "c2"], [A("Lag", labels={"group": "g"})], fresh("c1"), "unknown", 50,
-     {("consumergroup", "g"): "degraded", ("cluster", "c2"): "unknown"}),
+    (
+        8,
+        ["c1", "c2"],
+        [A("Offline", severity="critical", labels={"topic": "t1"})],
+        fresh("c1"),
+        "critical",
+        40,
+        {("topic", "t1"): "critical", ("cluster", "c2"): "unknown"},
+    ),
+    (
+        9,
+        ["c1", "c2"],
+        [A("Lag", labels={"group": "g"})],
+        fresh("c1"),
+        "unknown",
+        50,
+        {("consumergroup", "g"): "degraded", ("cluster", "c2"): "unknown"},
+    ),
     # Pending and resolved instances are not reasons.
     (10, ["c1"], [A("X", state="pending"), A("Y", state="resolved", severity="critical")], fresh("c1"), "ok", 100, {}),
     # Several reasons on one component; score counts each.
-    (11, ["c1"], [A("Down", severity="critical", broker="2"), A("Gc", broker="2"), A("Heap", broker="2")],
-     fresh("c1"), "critical", 40, {("broker", "2"): "critical"}),
-    (12, ["c1"], [A(f"W{i}", labels={"topic": f"t{i}"}) for i in range(12)], fresh("c1"), "degraded", 0,
-     {("topic", f"t{i}"): "degraded" for i in range(12)}),
-    (13, ["c1"], [A("Throttled", labels={"client_id": "app-1", "user": "svc"})], fresh("c1"), "degraded", 90,
-     {("client", "app-1"): "degraded"}),
-    (14, ["c1"], [A("NoController", severity="critical")], fresh("c1"), "critical", 40,
-     {("cluster", "c1"): "critical"}),
+    (
+        11,
+        ["c1"],
+        [A("Down", severity="critical", broker="2"), A("Gc", broker="2"), A("Heap", broker="2")],
+        fresh("c1"),
+        "critical",
+        40,
+        {("broker", "2"): "critical"},
+    ),
+    (
+        12,
+        ["c1"],
+        [A(f"W{i}", labels={"topic": f"t{i}"}) for i in range(12)],
+        fresh("c1"),
+        "degraded",
+        0,
+        {("topic", f"t{i}"): "degraded" for i in range(12)},
+    ),
+    (
+        13,
+        ["c1"],
+        [A("Throttled", labels={"client_id": "app-1", "user": "svc"})],
+        fresh("c1"),
+        "degraded",
+        90,
+        {("client", "app-1"): "degraded"},
+    ),
+    (
+        14,
+        ["c1"],
+        [A("NoController", severity="critical")],
+        fresh("c1"),
+        "critical",
+        40,
+        {("cluster", "c1"): "critical"},
+    ),
     # A tenant on no cluster: nothing is known about it, so never ok.
     (15, [], [], {}, "unknown", 50, {}),
     # SQLite hands back naive datetimes; they are UTC.
     (16, ["c1"], [], fresh("c1", naive=True), "ok", 100, {}),
-    (17, ["c1"], [A("Lag", labels={"group": "g"}), A("Lag2", labels={"group": "g"})], fresh("c1"), "degraded", 80,
-     {("consumergroup", "g"): "degraded"}),
+    (
+        17,
+        ["c1"],
+        [A("Lag", labels={"group": "g"}), A("Lag2", labels={"group": "g"})],
+        fresh("c1"),
+        "degraded",
+        80,
+        {("consumergroup", "g"): "degraded"},
+    ),
 ]
 
 
@@ -98,8 +161,10 @@ def test_reasons_carry_alert_severity_summary_and_evidence_worst_first():
     result = assess(clusters=["c1"], firing=firing, heartbeats=fresh("c1"), now=NOW, stale_after=STALE)
     (comp,) = result.components
     assert comp.cluster == "c1"
-    assert [(r.alert, r.severity) for r in comp.reasons] == [("KafkaConsumerStalled", "critical"),
-                                                             ("KafkaConsumerLag", "warning")]
+    assert [(r.alert, r.severity) for r in comp.reasons] == [
+        ("KafkaConsumerStalled", "critical"),
+        ("KafkaConsumerLag", "warning"),
+    ]
     assert comp.reasons[0].summary == "KafkaConsumerStalled"  # no summary annotation: the alert name
     assert comp.reasons[1].summary == "lag 120s"
     assert comp.reasons[1].evidence == {"lag_s": 120}
@@ -148,22 +213,27 @@ def test_component_of_labels(labels, broker, expected):
     assert (kind, ident) == expected and cluster == "c1"
 
 
-@pytest.mark.parametrize("n,clusters,beats,expected", [
-    (1, ["c1"], fresh("c1", age=5), NOW + STALE - timedelta(seconds=5)),
-    (2, ["c1", "c2"], {**fresh("c1", age=5), **fresh("c2", age=30)}, NOW + STALE - timedelta(seconds=30)),
-    (3, ["c1", "c2"], fresh("c1", age=5), NOW + STALE - timedelta(seconds=5)),  # c2 never evaluated: no age in it
-    (4, ["c1"], fresh("c1", age=5, naive=True), NOW + STALE - timedelta(seconds=5)),
-    (5, ["c1"], {}, None),  # as_of is now: moves with every request
-    (6, [], fresh("c1"), None),  # no cluster at all: as_of is now
-    (7, ["c1", "c2"], {**fresh("c1", age=5), **fresh("c2", age=46)}, None),  # stale: its age is in the reason
-])
+@pytest.mark.parametrize(
+    "n,clusters,beats,expected",
+    [
+        (1, ["c1"], fresh("c1", age=5), NOW + STALE - timedelta(seconds=5)),
+        (2, ["c1", "c2"], {**fresh("c1", age=5), **fresh("c2", age=30)}, NOW + STALE - timedelta(seconds=30)),
+        (3, ["c1", "c2"], fresh("c1", age=5), NOW + STALE - timedelta(seconds=5)),  # c2 never evaluated: no age in it
+        (4, ["c1"], fresh("c1", age=5, naive=True), NOW + STALE - timedelta(seconds=5)),
+        (5, ["c1"], {}, None),  # as_of is now: moves with every request
+        (6, [], fresh("c1"), None),  # no cluster at all: as_of is now
+        (7, ["c1", "c2"], {**fresh("c1", age=5), **fresh("c2", age=46)}, None),  # stale: its age is in the reason
+    ],
+)
 def test_steady_until_is_when_time_alone_would_change_the_answer(n, clusters, beats, expected):
     until = steady_until(clusters=clusters, heartbeats=beats, now=NOW, stale_after=STALE)
     assert until == expected, n
     if until is not None:  # just before: the same answer; at and after it, not necessarily
-        before = assess(clusters=clusters, firing=[], heartbeats=beats, now=until - timedelta(milliseconds=1),
-                        stale_after=STALE)
+        before = assess(
+            clusters=clusters, firing=[], heartbeats=beats, now=until - timedelta(milliseconds=1), stale_after=STALE
+        )
         now = assess(clusters=clusters, firing=[], heartbeats=beats, now=NOW, stale_after=STALE)
-        later = assess(clusters=clusters, firing=[], heartbeats=beats, now=until + timedelta(milliseconds=1),
-                       stale_after=STALE)
+        later = assess(
+            clusters=clusters, firing=[], heartbeats=beats, now=until + timedelta(milliseconds=1), stale_after=STALE
+        )
         assert before == now and later != now, n

@@ -21,29 +21,53 @@ def T(name, whole=(), **sel):
 # (number, tenants, expected overlaps as (cluster, kind, tenant, value, other, other_value))
 CASES = [
     (1, [T("a", topic_prefixes=["orders."]), T("b", topic_prefixes=["payments."])], []),
-    (2, [T("a", topic_prefixes=["orders."]), T("b", topic_prefixes=["orders.eu."])],
-     [("c1", "topic prefix", "a", "orders.", "b", "orders.eu.")]),
-    (3, [T("a", topic_prefixes=["orders"]), T("b", topic_prefixes=["orders"])],
-     [("c1", "topic prefix", "a", "orders", "b", "orders")]),
+    (
+        2,
+        [T("a", topic_prefixes=["orders."]), T("b", topic_prefixes=["orders.eu."])],
+        [("c1", "topic prefix", "a", "orders.", "b", "orders.eu.")],
+    ),
+    (
+        3,
+        [T("a", topic_prefixes=["orders"]), T("b", topic_prefixes=["orders"])],
+        [("c1", "topic prefix", "a", "orders", "b", "orders")],
+    ),
     # Same prefix on different clusters, or in different kinds, is fine.
     (4, [T("a", topic_prefixes=["x."]), T("b", cluster="c2", topic_prefixes=["x."])], []),
     (5, [T("a", topic_prefixes=["x."]), T("b", group_prefixes=["x."])], []),
-    (6, [T("a", client_id_prefixes=["app"]), T("b", client_id_prefixes=["app-eu"])],
-     [("c1", "client-id prefix", "a", "app", "b", "app-eu")]),
-    (7, [T("a", group_prefixes=["g-"]), T("b", group_prefixes=["g-1"]), T("c", group_prefixes=["g-12"])],
-     [("c1", "group prefix", "a", "g-", "b", "g-1"), ("c1", "group prefix", "a", "g-", "c", "g-12"),
-      ("c1", "group prefix", "b", "g-1", "c", "g-12")]),
-    (8, [T("a", principals=["User:svc"]), T("b", principals=["svc"])],
-     [("c1", "principal", "a", "User:svc", "b", "svc")]),
-    (9, [T("a", whole=["c1"]), T("b", topic_prefixes=["x"])],
-     [("c1", "whole cluster", "a", "c1", "b", "topic prefix 'x'")]),
+    (
+        6,
+        [T("a", client_id_prefixes=["app"]), T("b", client_id_prefixes=["app-eu"])],
+        [("c1", "client-id prefix", "a", "app", "b", "app-eu")],
+    ),
+    (
+        7,
+        [T("a", group_prefixes=["g-"]), T("b", group_prefixes=["g-1"]), T("c", group_prefixes=["g-12"])],
+        [
+            ("c1", "group prefix", "a", "g-", "b", "g-1"),
+            ("c1", "group prefix", "a", "g-", "c", "g-12"),
+            ("c1", "group prefix", "b", "g-1", "c", "g-12"),
+        ],
+    ),
+    (
+        8,
+        [T("a", principals=["User:svc"]), T("b", principals=["svc"])],
+        [("c1", "principal", "a", "User:svc", "b", "svc")],
+    ),
+    (
+        9,
+        [T("a", whole=["c1"]), T("b", topic_prefixes=["x"])],
+        [("c1", "whole cluster", "a", "c1", "b", "topic prefix 'x'")],
+    ),
     (10, [T("a", whole=["c1"]), T("b", whole=["c1"])], [("c1", "whole cluster", "a", "c1", "b", "c1")]),
     (11, [T("a", whole=["c2"]), T("b", topic_prefixes=["x"])], []),
     # Within one tenant, nested prefixes are harmless.
     (12, [T("a", topic_prefixes=["x", "x.y"])], []),
     # Sorted neighbours that do not share the prefix end the scan; later matches are still found per prefix.
-    (13, [T("a", topic_prefixes=["ab"]), T("b", topic_prefixes=["abc", "b"]), T("c", topic_prefixes=["ac"])],
-     [("c1", "topic prefix", "a", "ab", "b", "abc")]),
+    (
+        13,
+        [T("a", topic_prefixes=["ab"]), T("b", topic_prefixes=["abc", "b"]), T("c", topic_prefixes=["ac"])],
+        [("c1", "topic prefix", "a", "ab", "b", "abc")],
+    ),
 ]
 
 
@@ -55,8 +79,10 @@ def test_find_overlaps(n, tenants, expected):
 
 def test_overlap_message_names_both_tenants_and_values():
     (o,) = find_overlaps([T("a", topic_prefixes=["orders."]), T("b", topic_prefixes=["orders.eu."])])
-    assert str(o) == ("tenants 'a' and 'b' overlap on cluster 'c1': topic prefix 'orders.' of 'a' and "
-                      "'orders.eu.' of 'b' match the same names")
+    assert str(o) == (
+        "tenants 'a' and 'b' overlap on cluster 'c1': topic prefix 'orders.' of 'a' and "
+        "'orders.eu.' of 'b' match the same names"
+    )
 
 
 def test_without_overlaps_every_resource_has_one_owner():

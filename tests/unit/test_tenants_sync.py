@@ -22,8 +22,10 @@ pytestmark = pytest.mark.unit
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=timezone.utc)
 BASE = "clusters: [{name: local, bootstrap_servers: '127.0.0.1:1', brokers: [{id: 1}]}]\n"
-PAYMENTS = ("tenants: [{name: payments, selectors: [{cluster: local, topic_prefixes: [payments.]}]}, "
-            "{name: search, selectors: [{cluster: local, topic_prefixes: [search.]}]}]\n")
+PAYMENTS = (
+    "tenants: [{name: payments, selectors: [{cluster: local, topic_prefixes: [payments.]}]}, "
+    "{name: search, selectors: [{cluster: local, topic_prefixes: [search.]}]}]\n"
+)
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -32,12 +34,15 @@ def _args(*argv: str) -> argparse.Namespace:
     return p.parse_args(list(argv))
 
 
-@pytest.mark.parametrize("n, given, env, demo_file, expect_how", [
-    (1, True, True, True, "--config"),
-    (2, False, True, True, "$KAFKA_HEALTH_CONFIG"),
-    (3, False, False, True, "written by the demo"),
-    (4, False, False, False, "none written in the stack directory"),
-])
+@pytest.mark.parametrize(
+    "n, given, env, demo_file, expect_how",
+    [
+        (1, True, True, True, "--config"),
+        (2, False, True, True, "$KAFKA_HEALTH_CONFIG"),
+        (3, False, False, True, "written by the demo"),
+        (4, False, False, False, "none written in the stack directory"),
+    ],
+)
 def test_find_config_order(n, given, env, demo_file, expect_how, tmp_path, monkeypatch):
     monkeypatch.setattr(config_source, "_local", LOCAL_STACK)  # as monitor.cli plugs it in
     stack_dir = tmp_path / "stack"
@@ -130,14 +135,21 @@ def test_a_writing_command_only_adds_the_config_tenants_the_store_lacks(store):
     with store.session() as s:
         service.sync_config(db_session=s, config=demo, now=T0)
     # Another file: no search, payments redefined, a new tenant billing.
-    other = parse_config(BASE + PAYMENTS.replace("[payments.]", "[payments2.]").replace(
-        "{name: search, selectors: [{cluster: local, topic_prefixes: [search.]}]}",
-        "{name: billing, selectors: [{cluster: local, topic_prefixes: [billing.]}]}"))
+    other = parse_config(
+        BASE
+        + PAYMENTS.replace("[payments.]", "[payments2.]").replace(
+            "{name: search, selectors: [{cluster: local, topic_prefixes: [search.]}]}",
+            "{name: billing, selectors: [{cluster: local, topic_prefixes: [billing.]}]}",
+        )
+    )
     with store.session() as s:
         assert service.add_missing_config_tenants(db_session=s, config=other, now=T0) == ("billing",)
     with store.session() as s:
-        assert {r.name for r in service.get_page(db_session=s, after=None, limit=10)} == {"payments", "search",
-                                                                                             "billing"}
+        assert {r.name for r in service.get_page(db_session=s, after=None, limit=10)} == {
+            "payments",
+            "search",
+            "billing",
+        }
         kept = service.get_config(db_session=s, name="payments")
         assert kept.selectors[0].topic_prefixes == ("payments.",)  # not redefined by the other file
         assert service.add_missing_config_tenants(db_session=s, config=other, now=T0) == ()

@@ -98,8 +98,9 @@ async def _operator(principal: Annotated[Principal, Depends(_principal)]) -> Pri
 
 
 T = TypeVar("T")
-DEADLINE_PASSED = ("the answer was not ready within the request's deadline ({:g} s); "
-                   "retry later, or with a shorter window")
+DEADLINE_PASSED = (
+    "the answer was not ready within the request's deadline ({:g} s); retry later, or with a shorter window"
+)
 
 
 @dataclass(frozen=True)
@@ -172,8 +173,11 @@ class CostlyGate:
         give_up = min(self.clock() + self.limits.queue_seconds, deadline)
         while not self._take_slot():
             if self.clock() >= give_up:
-                raise HTTPException(status_code=503, detail="the server is busy with costly requests; retry shortly",
-                                    headers={"Retry-After": str(max(1, math.ceil(self.limits.queue_seconds)))})
+                raise HTTPException(
+                    status_code=503,
+                    detail="the server is busy with costly requests; retry shortly",
+                    headers={"Retry-After": str(max(1, math.ceil(self.limits.queue_seconds)))},
+                )
             await anyio.sleep(self.POLL_SECONDS)
         ticket = _Ticket()
 
@@ -232,9 +236,14 @@ def costly_gate(state: Any) -> CostlyGate:
 async def _costly(request: Request, principal: Annotated[Principal, Depends(_principal)]) -> AsyncIterator[Costly]:
     gate = costly_gate(request.app.state)
     if not gate.enter(principal.token_id):
-        raise HTTPException(status_code=429, headers={"Retry-After": "1"}, detail=(
-            f"this token already has {gate.limits.per_token} costly requests (advice, capacity) in flight; "
-            "retry when one has answered"))
+        raise HTTPException(
+            status_code=429,
+            headers={"Retry-After": "1"},
+            detail=(
+                f"this token already has {gate.limits.per_token} costly requests (advice, capacity) in flight; "
+                "retry when one has answered"
+            ),
+        )
     try:
         yield Costly(gate, deadline=gate.clock() + gate.limits.deadline_seconds)
     finally:

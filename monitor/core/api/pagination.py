@@ -53,16 +53,18 @@ async def _paging(
 PagingParams = Annotated[Paging, Depends(_paging)]
 
 
-def page_of(rows: Sequence[Any], paging: Paging, key: Callable[[Any], str],
-            convert: Callable[[Any], Any] = lambda r: r) -> Page[Any]:
+def page_of(
+    rows: Sequence[Any], paging: Paging, key: Callable[[Any], str], convert: Callable[[Any], Any] = lambda r: r
+) -> Page[Any]:
     """A page from rows already filtered by ``key > paging.after`` and fetched with ``limit + 1`` (to know if more)."""
     more = len(rows) > paging.limit
     rows = rows[: paging.limit]
     return Page(items=[convert(r) for r in rows], next_cursor=encode_cursor(key(rows[-1])) if more and rows else None)
 
 
-def page_in_memory(rows: Sequence[Any], paging: Paging, key: Callable[[Any], str],
-                   convert: Callable[[Any], Any] = lambda r: r) -> Page[Any]:
+def page_in_memory(
+    rows: Sequence[Any], paging: Paging, key: Callable[[Any], str], convert: Callable[[Any], Any] = lambda r: r
+) -> Page[Any]:
     """Paginate a small in-memory list (e.g. clusters from the config) the same way."""
     rows = sorted(rows, key=key)
     if paging.after is not None:

@@ -36,8 +36,9 @@ def upgrade() -> None:
         sa.Column("secret_sha256", sa.String(length=64), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
-        sa.ForeignKeyConstraint(["tenant"], ["tenants.name"], name=op.f("fk_api_tokens_tenant_tenants"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["tenant"], ["tenants.name"], name=op.f("fk_api_tokens_tenant_tenants"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_api_tokens")),
     )
     op.create_index(op.f("ix_api_tokens_tenant"), "api_tokens", ["tenant"], unique=False)
