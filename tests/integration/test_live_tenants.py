@@ -21,7 +21,7 @@ from monitor.core.store import Store
 from monitor.store.migrate import upgrade
 from monitor.tenants import service
 from monitor.tenants.live import LiveTenants
-from tests.unit.test_alerts_engine import FakeSource
+from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.integration
 
@@ -61,9 +61,8 @@ def store(tmp_path):
 
 
 def _offline(topic: str) -> FakeSource:
-    src = FakeSource()
-    src.answers[M["topic_offline_partitions"]] = [InstantSample({"cluster": "c1", "topic": topic}, 1.0)]
-    return src
+    sample = InstantSample({"cluster": "c1", "topic": topic}, 1.0)
+    return FakeSource({M["topic_offline_partitions"]: [sample]}, present=M.values())
 
 
 def _tenants_of(result, rule="KafkaOfflinePartitions") -> set:
