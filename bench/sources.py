@@ -33,7 +33,7 @@ from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
 from monitor.core.config import BrokerTarget, ExporterSource, JmxSettings
 from monitor.stack import Stack, StackLayout, kafka
-from monitor.stack.procs import ProcSpec, port_free
+from tests.harness.agents import restart_broker
 
 CONFIGS = ROOT / "deploy/kafka/jmx_exporter"
 DIALECT_CONFIG = {"vanilla": CONFIGS / "vanilla.yml", "strimzi": CONFIGS / "strimzi-kafka-metrics.yml"}
@@ -44,24 +44,6 @@ TICKS = os.sysconf("SC_CLK_TCK")
 def broker_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def restart_broker(stack: Stack, extra: list[str] | None) -> int | None:
-    L = stack.layout
-    name = L.node_name(BROKER)
-    stack.procs.stop(name)
-    ports = (L.broker_port(BROKER), L.broker_jmx_port(BROKER), kafka.jolokia_port(L, BROKER))
-    deadline = time.monotonic() + 60
-    while not all(port_free(p) for p in ports) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    if extra is None:
-        stack.up()
-        return None
-    argv = kafka.jvm_argv(L, BROKER, kafka.require_java())
-    argv[1:1] = extra
-    stack.procs.start(ProcSpec(name, argv, L.logs_dir / f"{name}.out"))
-    stack.wait_ready(300)
-    return stack.procs.owned_pid(name)
 
 
 def collect(collector, target, pid: int | None) -> tuple[float, float, float, int]:
@@ -121,7 +103,9 @@ def main() -> int:
     )
     try:
         for dialect, config in DIALECT_CONFIG.items():
-            pid = restart_broker(stack, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}", f"-Xmx{args.broker_heap}"])
+            pid = restart_broker(
+                stack, BROKER, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}", f"-Xmx{args.broker_heap}"]
+            )
             by_jolokia = JmxCollector(
                 cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants, max_series=10**7
             )
@@ -148,7 +132,7 @@ def main() -> int:
                 "jolokia",
             )
     finally:
-        restart_broker(stack, None)
+        restart_broker(stack, BROKER, None)
     node_port = args.port_base + 92
     proc = subprocess.Popen(
         ["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{node_port}"],

@@ -1,0 +1,31 @@
+"""Restart one broker of a local stack with extra JVM arguments (a jmx_prometheus_javaagent, a heap), or back as the
+stack starts it: what the exposition fixtures' recorder and bench/sources.py do to put a real agent on a broker."""
+
+from __future__ import annotations
+
+import time
+
+from monitor.stack import Stack, kafka
+from monitor.stack.procs import ProcSpec, port_free
+
+
+def restart_broker(stack: Stack, broker: int, extra_jvm_args: list[str] | None, *, ready_seconds: float = 300) -> int:
+    """Stop ``broker``, wait for its ports to free, and start it again: with ``extra_jvm_args`` before the JVM's own
+    arguments, or as ``stack up`` starts it when None. Returns the broker's pid."""
+    L = stack.layout
+    name = L.node_name(broker)
+    stack.procs.stop(name)
+    ports = (L.broker_port(broker), L.broker_jmx_port(broker), kafka.jolokia_port(L, broker))
+    deadline = time.monotonic() + 60
+    while not all(port_free(p) for p in ports) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if extra_jvm_args is None:
+        stack.up()
+    else:
+        argv = kafka.jvm_argv(L, broker, kafka.require_java())
+        argv[1:1] = extra_jvm_args
+        stack.procs.start(ProcSpec(name, argv, L.logs_dir / f"{name}.out"))
+        stack.wait_ready(ready_seconds)
+    pid = stack.procs.owned_pid(name)
+    assert pid is not None, f"{name} did not start"
+    return pid
