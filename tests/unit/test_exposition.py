@@ -5,6 +5,7 @@ and docs/metrics.md's dialect table is what these scrapes give."""
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -138,9 +139,9 @@ def test_garbage_is_a_transport_error_not_an_empty_scrape():
         exposition.readings("kafka_server_ReplicaManager_Value{name=\n", "vanilla")
 
 
-@pytest.fixture
-def exporter_url():
-    body = scrape("strimzi").encode()
+@contextmanager
+def serving(body: bytes):
+    """A loopback HTTP server answering every GET with ``body`` as Prometheus text; yields its /metrics URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # http.server calls it by this name
@@ -154,8 +155,16 @@ def exporter_url():
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    server.shutdown()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture
+def exporter_url():
+    with serving(scrape("strimzi").encode()) as url:
+        yield url
 
 
 def test_collector_reads_an_exporter_only_broker_over_http(exporter_url):
@@ -181,21 +190,8 @@ def test_collector_reads_an_exporter_only_broker_over_http(exporter_url):
 
 @pytest.fixture
 def node_exporter_url():
-    body = (FIXTURES / "node_exporter.prom").read_bytes()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # http.server calls it by this name
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    server.shutdown()
+    with serving((FIXTURES / "node_exporter.prom").read_bytes()) as url:
+        yield url
 
 
 def test_host_collector_reads_a_broker_machine_through_its_node_exporter(node_exporter_url):
