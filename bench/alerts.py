@@ -884,11 +884,9 @@ class _Reader:
 
 def latency(args) -> int:
     import shutil
-    import signal
     import tempfile
 
     import httpx
-    import yaml
 
     from monitor.core.config import (
         CollectionSettings,
@@ -898,6 +896,7 @@ def latency(args) -> int:
     )
     from monitor.stack import Stack, StackLayout
     from tests.harness import slow_link
+    from tests.harness.engine import running_collectors
 
     keys = [k for k in args.scenarios.split(",") if k]
     unknown = sorted(set(keys) - set(SCENARIOS))
@@ -920,7 +919,6 @@ def latency(args) -> int:
         stack.down()
         already_up = False
     tmp = Path(tempfile.mkdtemp(prefix="alerts-latency-"))
-    collector = None
     L = stack.layout
     rules_file = L.prometheus_rules_dir / "strimzi-style.yml"
     try:
@@ -949,30 +947,13 @@ def latency(args) -> int:
             update={"rules": RulesSettings(files=tuple(files)), "collection": CollectionSettings(interval_seconds=5)}
         )
         # The collectors in their own process, as `serve --role collector` runs beside the engine in production.
-        (tmp / "collector.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-        run = (
-            "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-            "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)"
-        )
-        collector = subprocess.Popen(
-            [sys.executable, "-c", run, str(tmp / "collector.yaml")],
-            cwd=Path(__file__).resolve().parents[1],
-            stdout=subprocess.DEVNULL,
-            stderr=open(tmp / "collector.log", "wb"),
-            start_new_session=True,
-        )
-        bench = Bench(args, stack, config, tmp, link, collector)
-        time.sleep(30)  # a few scrapes, so every series exists before the first fault
-        for key in keys:
-            print(f"{SCENARIOS[key][0]} ...", flush=True)
-            getattr(bench, key)()
+        with running_collectors(config, tmp) as collector:
+            bench = Bench(args, stack, config, tmp, link, collector)
+            time.sleep(30)  # a few scrapes, so every series exists before the first fault
+            for key in keys:
+                print(f"{SCENARIOS[key][0]} ...", flush=True)
+                getattr(bench, key)()
     finally:
-        if collector is not None:
-            os.killpg(collector.pid, signal.SIGTERM)
-            try:
-                collector.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(collector.pid, signal.SIGKILL)
         rules_file.unlink(missing_ok=True)
         try:
             httpx.post(f"{L.prometheus_url}/-/reload", timeout=10)

@@ -31,7 +31,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # before bench/: bench/alerts.py is not the package
 
 import httpx
-import yaml
 from prometheus_client import CollectorRegistry
 
 from alerts.component import AlertService
@@ -40,6 +39,7 @@ from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
 from monitor.core.store import Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout
+from tests.harness.engine import running_collectors
 from tests.harness.faults import delete_group
 from tests.harness.producer import SteadyProducer
 
@@ -152,7 +152,7 @@ def main() -> int:
         StackLayout(dir=args.dir or tmp / "stack", port_base=args.port_base, scrape_interval_seconds=15),
         log=lambda *_: None,
     )
-    L, collector = stack.layout, None
+    L = stack.layout
     try:
         print("starting the stack ...", flush=True)
         stack.up(timeout=300)
@@ -169,30 +169,13 @@ def main() -> int:
         )
         config = stack.config(tenants=(tenant,), store_url=f"sqlite:///{tmp / 'alerts.db'}")
         config = config.model_copy(update={"collection": CollectionSettings()})  # shipped: 15 s
-        (tmp / "collector.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
-        run = (
-            "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-            "c = load_config(sys.argv[1]); run(c, ('collector',), c.service.host, c.service.port)"
-        )
-        collector = subprocess.Popen(
-            [sys.executable, "-c", run, str(tmp / "collector.yaml")],
-            cwd=Path(__file__).resolve().parents[1],
-            stdout=subprocess.DEVNULL,
-            stderr=open(tmp / "collector.log", "wb"),
-            start_new_session=True,
-        )
         store = Store(config.store.url)
         create_all(store)
         svc = AlertService(config, store=store, registry=CollectorRegistry())
-        time.sleep(30)
-        runs = [repetition(stack, svc, L.bootstrap_servers, n) for n in range(args.reps)]
+        with running_collectors(config, tmp):  # `serve --role collector` in its own process, as in production
+            time.sleep(30)
+            runs = [repetition(stack, svc, L.bootstrap_servers, n) for n in range(args.reps)]
     finally:
-        if collector is not None:
-            os.killpg(collector.pid, signal.SIGTERM)
-            try:
-                collector.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(collector.pid, signal.SIGKILL)
         stack.down()
         shutil.rmtree(tmp, ignore_errors=True)
 
