@@ -4,6 +4,9 @@
         │  AdminApi calls (collectors.types), in this order:
         │    cluster, min_insync_replicas ──> cluster_samples      (collectors.admin_convert)
         │    groups, committed (every group at once), high_watermarks ──> GroupsRead ──> group_samples
+        │  then, on a worker thread, waited for no longer than the round's time left:
+        │    GroupKinds (collectors.group_kinds, kafka-python): every group with its type, share groups described
+        │      ──> ShareGroupSeries (kafka_group_info, kafka_sharegroup_*)
         └─ the AdminApi is a KafkaAdmin (collectors.admin_client) in a child process (collectors.admin_process)
 
 This module decides the round: what is read in which order, with how much of the budget, what a failed call costs,
@@ -41,6 +44,13 @@ the cluster state read before it is still good. Within the round, the group list
 together, so a dead coordinator's groups fail after that share while the others answer), and groups whose offsets
 failed are asked last next round: a group on a dead coordinator cannot take the lag of all the others.
 
+Group kinds (issue 29): the group listing with types (classic, consumer, share, streams) and the share groups'
+description come last: they add no lag of consumer groups, so they get only what the round has left. They run on a
+worker thread the round waits for until its deadline; a read still running when the next round starts is not
+doubled (that round skips them, and says so). A cluster whose brokers do not offer ShareGroupDescribe v1 (Kafka 3.9;
+4.1 without ``share.version``) has no share groups: said once at INFO, its groups still listed with their types,
+never an error. A failed or late read drops only these series for the round, and says why in the round's message.
+
 Process: in production the ``KafkaAdmin`` runs in a child process (``collectors.admin_process.IsolatedAdmin``), so a
 librdkafka crash fails one round of this target instead of killing the collector; the client is replaced after a
 round in which it died, hung, or met a moved or dead group coordinator (``replace_client``).
@@ -48,6 +58,7 @@ round in which it died, hung, or met a moved or dead group coordinator (``replac
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -64,6 +75,7 @@ from collectors.admin_convert import (
 from collectors.admin_process import IsolatedAdmin
 from collectors.catalog import TenantLookup
 from collectors.discovery import DiscoveryBoard
+from collectors.group_kinds import Group, GroupKinds, GroupKindsApi, ShareGroup, ShareGroupSeries, share_tenant
 from collectors.outcome import Capped, failed, succeeded
 from collectors.types import TP, AdminApi, ClusterState, Cut, CutCause, Sample, Target, TargetResult
 from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
@@ -122,6 +134,21 @@ class GroupsRead:
     deadline_skipped: int = 0
 
 
+@dataclass(frozen=True)
+class KindsRead:
+    """One read of the group kinds: every group with its type, the share groups described (none where the cluster
+    has no share groups: ``share_supported`` False)."""
+
+    groups: tuple[Group, ...]
+    shares: tuple[ShareGroup, ...]
+    share_supported: bool
+
+
+def _group_kinds(cluster: ClusterConfig, timeout: float) -> GroupKindsApi:
+    """The production group listing: kafka-python in this process (pure Python: nothing to isolate)."""
+    return GroupKinds(cluster.client_settings(), timeout=timeout)
+
+
 def _isolated_admin(cluster: ClusterConfig) -> IsolatedAdmin:
     """The production client: a KafkaAdmin in a child process (collectors.admin_process), so a librdkafka crash
     fails one round of this target instead of killing the collector."""
@@ -146,9 +173,14 @@ class AdminCollector:
         monotonic: Callable[[], float] = time.monotonic,
         interval: float | None = None,
         board: DiscoveryBoard | None = None,
+        kinds_factory: Callable[[ClusterConfig, float], GroupKindsApi] | None = None,
     ):
         """``board``: the brokers discovery expects (collectors.discovery), besides the listed ones: a registered
-        broker missing from the metadata is ``kafka_cluster_broker_up`` 0, as a listed one is."""
+        broker missing from the metadata is ``kafka_cluster_broker_up`` 0, as a listed one is.
+
+        ``kinds_factory(cluster, timeout)``: the group listing with types and share groups (``GroupKinds``). By
+        default the real one with the real Admin client, none with a test's ``admin_factory`` (a fake cluster has
+        no brokers to list groups on) unless the test gives one."""
         self._cluster = cluster
         self._board = board
         self._tenants = tenants
@@ -176,6 +208,12 @@ class AdminCollector:
         self._min_isr_at = float("-inf")
         self._lock = threading.Lock()
         self._target = Target(cluster.name, "admin", "admin", address=cluster.bootstrap_servers)
+        self._kinds_factory = kinds_factory or (_group_kinds if admin_factory is None else None)
+        self._kinds: GroupKindsApi | None = None
+        self._kinds_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._kinds_pending: concurrent.futures.Future[KindsRead] | None = None
+        self._kinds_series = ShareGroupSeries()
+        self._share_supported: bool | None = None  # last answer, to say a change once
 
     def targets(self) -> Sequence[Target]:
         return (self._target,)
@@ -318,6 +356,61 @@ class AdminCollector:
             deadline_skipped=out_of_time + (len(blind) if late else 0),
         )
 
+    def _kinds_read(self) -> KindsRead:
+        """On the worker thread: the listing with types, then the share groups described. Raises KafkaHealthError;
+        the client is dropped after a failure (the next read connects afresh)."""
+        try:
+            if self._kinds is None:
+                assert self._kinds_factory is not None
+                self._kinds = self._kinds_factory(self._cluster, self._budget)
+            groups = self._kinds.list_groups()
+            supported = self._kinds.share_supported
+            shares = self._kinds.describe_share_groups(g.id for g in groups if g.type == "share") if supported else []
+        except KafkaHealthError:
+            kinds, self._kinds = self._kinds, None
+            if kinds is not None:
+                kinds.close()
+            raise
+        return KindsRead(tuple(groups), tuple(shares), supported)
+
+    def _read_kinds(self, deadline: RoundDeadline, base: tuple[tuple[str, str], ...]) -> tuple[list[Sample], str]:
+        """The group-kind and share-group series of this round, and why there are none ("" when read or not
+        configured). Never raises for the target's trouble and never outlasts the round's deadline."""
+        if self._kinds_factory is None:
+            return [], ""
+        key = self._target.key
+        if self._kinds_pending is not None and not self._kinds_pending.done():
+            return [], "group types and share groups not read: the last round's read is still running"
+        if not deadline.allows():
+            return [], f"round deadline of {deadline.budget:g}s reached before the group types were listed"
+        if self._kinds_pool is None:
+            self._kinds_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"group-kinds-{key}")
+        self._kinds_pending = self._kinds_pool.submit(self._kinds_read)
+        try:
+            read = self._kinds_pending.result(timeout=deadline.remaining())
+        except concurrent.futures.TimeoutError:
+            return [], f"group types and share groups not read within the round deadline of {deadline.budget:g}s"
+        except KafkaHealthError as exc:
+            return [], f"group types and share groups not read: {exc}"
+        if read.share_supported != self._share_supported:
+            self._share_supported = read.share_supported
+            log.info(
+                "%s: %s",
+                key,
+                "share groups described (ShareGroupDescribe v1)"
+                if read.share_supported
+                else "no share groups on this cluster: its brokers do not offer ShareGroupDescribe v1 (Kafka before "
+                "4.1, or 4.1 without share.version); groups are listed with their types, no share group is described",
+            )
+        samples = self._kinds_series.samples(
+            read.groups,
+            read.shares,
+            base=base,
+            tenant=lambda g: share_tenant(self._tenants, g),
+            group_tenant=lambda gid: self._tenants.group(gid) or None,
+        )
+        return samples, ""
+
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None and hasattr(admin, "close"):
@@ -328,6 +421,14 @@ class AdminCollector:
         got = self._lock.acquire(timeout=self._budget + 10)
         try:
             self._drop_admin()
+            if self._kinds_pending is not None:  # a read in flight ends within its client's request timeout
+                concurrent.futures.wait([self._kinds_pending], timeout=self._budget)
+            if self._kinds_pool is not None:
+                self._kinds_pool.shutdown(wait=False, cancel_futures=True)
+                self._kinds_pool = None
+            kinds, self._kinds = self._kinds, None
+            if kinds is not None:
+                kinds.close()
         finally:
             if got:
                 self._lock.release()
@@ -350,6 +451,12 @@ class AdminCollector:
                 samples += group_samples(
                     read.offsets, read.watermarks, self._history, now=now, base=base, tenants=self._tenants
                 )
+                kinds, kinds_missing = self._read_kinds(deadline, base)
+                samples += kinds
+                if kinds_missing:
+                    read = replace(
+                        read, cut_short=f"{read.cut_short}; {kinds_missing}" if read.cut_short else kinds_missing
+                    )
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=deadline.elapsed())

@@ -26,12 +26,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import collectors.kafka_messages as _schemas
 from collectors.protocol_client import protocol_settings, translate
 from collectors.types import Sample
-from monitor.core.tenancy import TenantIndex
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +98,37 @@ def share_status(now: ShareGroup, before: ShareGroup | None) -> str:
     return "consuming" if moved else "stalled"
 
 
-def share_tenant(index: TenantIndex, cluster: str, group: ShareGroup) -> str | None:
-    """The tenant of a share group: its group prefix, else the owner of the topics it reads (one owner only)."""
-    owner = index.for_group(cluster, group.id)
+class Owners(Protocol):
+    """Who owns a group or a topic on one cluster, "" for nobody (``collectors.catalog.TenantLookup``)."""
+
+    def group(self, group: str) -> str: ...
+
+    def topic(self, topic: str) -> str: ...
+
+
+def share_tenant(owners: Owners, group: ShareGroup) -> str | None:
+    """The tenant of a share group: its group prefix, else the owner of the topics it reads (one owner only).
+    ShareGroupDescribe names no principal, so a principal selector cannot attribute a share group."""
+    owner = owners.group(group.id)
     if owner:
         return owner
-    owners = {index.for_topic(cluster, t) for t in group.topics()} - {None}
-    return owners.pop() if len(owners) == 1 else None
+    found = {owners.topic(t) for t in group.topics()} - {""}
+    return found.pop() if len(found) == 1 else None
+
+
+class GroupKindsApi(Protocol):
+    """What ``collectors.admin.AdminCollector`` asks of one cluster's group listing (``GroupKinds``, or a test's
+    fake). Implementers raise only ``KafkaHealthError``s and finish each call within the timeout they were built
+    with (the collector still waits no longer than its round's deadline)."""
+
+    @property
+    def share_supported(self) -> bool: ...
+
+    def list_groups(self) -> list[Group]: ...
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]: ...
+
+    def close(self) -> None: ...
 
 
 class ShareGroupSeries:
@@ -153,6 +176,20 @@ class ShareGroupSeries:
                     1.0,
                 )
             )
+            per_client: dict[tuple[str, str], int] = {}
+            for m in g.members:
+                key = (m.client_id, m.host)
+                per_client[key] = per_client.get(key, 0) + len(m.partitions)
+            for (client_id, host), n in sorted(per_client.items()):
+                out.append(
+                    Sample(
+                        "kafka_sharegroup_member_partitions",
+                        "gauge",
+                        "share-partitions assigned to the group's members of this client id and host",
+                        labels[:-1] + (("client_id", client_id), ("client_host", host)) + labels[-1:],
+                        float(n),
+                    )
+                )
             for topic in sorted({p.topic for p in g.partitions}):
                 parts = [p for p in g.partitions if p.topic == topic]
                 t_labels = labels[:-1] + (("topic", topic),) + labels[-1:]

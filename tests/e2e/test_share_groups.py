@@ -17,6 +17,7 @@ import uuid
 
 import pytest
 
+from collectors.catalog import TenantLookup
 from collectors.group_kinds import GroupKinds, ShareGroup, share_status, share_tenant
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.kafka_versions import release
@@ -102,7 +103,7 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, tmp_path) -> None:
         assert g.members[0].client_id == "console-share-consumer"
         assert {(p.topic, p.partition) for p in g.partitions} == {(topic, 0), (topic, 1)}
         assert share_status(g, None) == "idle"
-        assert share_tenant(index, "local", g) == "share29"
+        assert share_tenant(TenantLookup(index, "local"), g) == "share29"
 
         consumer.send_signal(signal.SIGSTOP)  # still a member until its session times out (45 s), takes nothing
         _produce(L.bootstrap_servers, topic, 60)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collectors.catalog import TenantLookup
 from collectors.group_kinds import ShareGroup, ShareMember, SharePartition, _messages, share_status, share_tenant
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.tenancy import TenantIndex
@@ -35,11 +36,12 @@ def test_tenant_by_group_prefix_then_single_topic_owner() -> None:
             TenantConfig(name="orders", selectors=(TenantSelector(cluster="c", topic_prefixes=("orders",)),)),
         ]
     )
-    assert share_tenant(index, "c", group(0, 1)) == "payments"
-    assert share_tenant(index, "c", group(0, 1, gid="anon")) == "orders"
+    on_c = TenantLookup(index, "c")
+    assert share_tenant(on_c, group(0, 1)) == "payments"
+    assert share_tenant(on_c, group(0, 1, gid="anon")) == "orders"
     two = ShareGroup("anon", "Stable", (), (SharePartition("orders", 0, 0, 1), SharePartition("x", 0, 0, 1)))
-    assert share_tenant(index, "c", two) == "orders"  # a topic nobody owns does not make it ambiguous
-    assert share_tenant(index, "other", group(0, 1)) is None
+    assert share_tenant(on_c, two) == "orders"  # a topic nobody owns does not make it ambiguous
+    assert share_tenant(TenantLookup(index, "other"), group(0, 1)) is None
 
 
 def test_requests_encode_and_their_responses_stay_registered() -> None:

@@ -1,0 +1,171 @@
+"""The Admin round exports every group's kind and the share groups (issue 29, item 4): ``AdminCollector`` with a
+fake Admin client and a fake group listing (``GroupKindsApi``); the real listing is proven on the stack by
+tests/e2e/test_share_groups.py (4.4) and tests/integration/test_kafka_versions.py (3.9, 4.1: none, no error)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+
+import pytest
+
+from collectors.admin import AdminCollector
+from collectors.catalog import TenantLookup
+from collectors.group_kinds import Group, ShareGroup, ShareMember, SharePartition
+from collectors.types import ClusterState, PartitionState, TargetStatus
+from monitor.core.config import ClusterConfig, JmxSettings, TenantConfig, TenantSelector
+from monitor.core.errors import TargetForbidden
+from monitor.core.tenancy import TenantIndex
+
+pytestmark = pytest.mark.unit
+
+CLUSTER = ClusterConfig(name="c1", bootstrap_servers="h:9092", jmx=JmxSettings(timeout_seconds=2.0))
+TENANTS = TenantLookup(
+    TenantIndex(
+        [
+            TenantConfig(name="pay", selectors=(TenantSelector(cluster="c1", group_prefixes=("pay-",)),)),
+            TenantConfig(name="ship", selectors=(TenantSelector(cluster="c1", topic_prefixes=("ship.",)),)),
+        ]
+    ),
+    "c1",
+)
+MEMBER = ShareMember("m1", "pay-worker", "/10.0.0.7", (("pay.orders", 0), ("pay.orders", 1)))
+
+
+class QuietAdmin:
+    """A one-broker cluster with one topic and no consumer group."""
+
+    def cluster(self, *, timeout: float) -> ClusterState:
+        return ClusterState((1,), 1, (PartitionState("pay.orders", 0, 1, (1,), (1,)),))
+
+    def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
+        return {t: 1 for t in topics}
+
+    def groups(self, *, timeout: float) -> list[object]:
+        return []
+
+    def committed(self, groups: list[str], *, timeout: float, group_timeout: float) -> dict[str, object]:
+        return {}
+
+    def high_watermarks(self, tps: object, *, timeout: float) -> dict[object, int]:
+        return {}
+
+
+class FakeKinds:
+    """``GroupKindsApi``: ``rounds`` are the share groups' successive descriptions; ``gate`` (when set) holds each
+    call until it is released; ``fail`` is raised by the listing."""
+
+    def __init__(self, *, supported: bool = True, rounds: list[list[ShareGroup]] | None = None) -> None:
+        self.share_supported = supported
+        self.rounds = rounds or [[]]
+        self.described = 0
+        self.gate: threading.Event | None = None
+        self.fail: Exception | None = None
+        self.closed = False
+
+    def list_groups(self) -> list[Group]:
+        if self.gate is not None:
+            self.gate.wait(10)
+        if self.fail is not None:
+            raise self.fail
+        shares = [Group(g.id, "share", g.state) for g in self.rounds[0]]
+        return [Group("pay-app", "consumer", "Stable"), Group("legacy", "classic", "Empty"), *shares]
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]:
+        assert self.share_supported, "described on a cluster without share groups"
+        out = self.rounds[min(self.described, len(self.rounds) - 1)]
+        self.described += 1
+        return [g for g in out if g.id in set(group_ids)]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def share(start: int, lag: int, members: tuple[ShareMember, ...] = (MEMBER,), gid: str = "pay-share") -> ShareGroup:
+    parts = (SharePartition("pay.orders", 0, start, lag), SharePartition("pay.orders", 1, start, 0))
+    return ShareGroup(gid, "Stable" if members else "Empty", members, parts)
+
+
+def collector(kinds: FakeKinds) -> AdminCollector:
+    return AdminCollector(
+        CLUSTER, tenants=TENANTS, admin_factory=lambda c: QuietAdmin(), kinds_factory=lambda c, t: kinds
+    )
+
+
+CLUSTER_TARGET = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: QuietAdmin()).targets()[0]
+
+
+def by_name(result) -> dict[str, list[dict[str, str | float]]]:
+    out: dict[str, list[dict[str, str | float]]] = {}
+    for s in result.samples:
+        out.setdefault(s.name, []).append({**dict(s.labels), "value": s.value})
+    return out
+
+
+def test_a_round_exports_each_group_as_its_kind_and_a_share_group_stalled_on_the_second_round() -> None:
+    kinds = FakeKinds(rounds=[[share(100, 40)], [share(100, 60)]])
+    ac = collector(kinds)
+    target = ac.targets()[0]
+    first = by_name(ac.collect_target(target, now=1000.0))
+    info = {(s["group"], s["type"], s["tenant"]) for s in first["kafka_group_info"]}
+    assert info == {("pay-app", "consumer", "pay"), ("legacy", "classic", ""), ("pay-share", "share", "pay")}
+    assert [s["status"] for s in first["kafka_sharegroup_status"]] == ["consuming"]  # a first sample cannot stall
+    second_result = ac.collect_target(target, now=1015.0)
+    second = by_name(second_result)
+    assert second_result.status is TargetStatus.OK and not second_result.message
+    assert [(s["status"], s["tenant"]) for s in second["kafka_sharegroup_status"]] == [("stalled", "pay")]
+    assert [(s["topic"], s["value"]) for s in second["kafka_sharegroup_lag"]] == [("pay.orders", 60.0)]
+    assert [(s["client_id"], s["client_host"], s["value"]) for s in second["kafka_sharegroup_member_partitions"]] == [
+        ("pay-worker", "/10.0.0.7", 2.0)
+    ]
+    assert "kafka_cluster_broker_up" in second  # the cluster state is still there
+
+
+def test_a_share_group_is_attributed_by_its_topics_owner_when_no_prefix_matches() -> None:
+    orphan = ShareGroup("anon", "Empty", (), (SharePartition("ship.parcels", 0, 5, 7),))
+    out = by_name(collector(FakeKinds(rounds=[[orphan]])).collect_target(CLUSTER_TARGET, now=1.0))
+    assert [(s["status"], s["tenant"]) for s in out["kafka_sharegroup_status"]] == [("no_members", "ship")]
+
+
+def test_a_cluster_without_share_groups_lists_the_kinds_says_so_once_and_is_no_error(caplog) -> None:
+    kinds = FakeKinds(supported=False)
+    ac = collector(kinds)
+    with caplog.at_level(logging.INFO, logger="collectors.admin"):
+        results = [ac.collect_target(CLUSTER_TARGET, now=t) for t in (1.0, 16.0)]
+    for r in results:
+        assert r.status is TargetStatus.OK and not r.message, r.message
+        names = by_name(r)
+        assert {s["type"] for s in names["kafka_group_info"]} == {"consumer", "classic"}
+        assert not [n for n in names if n.startswith("kafka_sharegroup_")]
+    said = [r for r in caplog.records if "no share groups" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.INFO
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert kinds.described == 0
+
+
+def test_a_failed_listing_drops_only_its_series_and_says_why() -> None:
+    kinds = FakeKinds()
+    kinds.fail = TargetForbidden("list groups: not authorized: User:mon needs an ACL allowing Describe on Group *")
+    r = collector(kinds).collect_target(CLUSTER_TARGET, now=1.0)
+    assert r.status is TargetStatus.OK
+    assert "group types and share groups not read: list groups: not authorized" in r.message
+    names = by_name(r)
+    assert "kafka_cluster_broker_up" in names and "kafka_group_info" not in names
+    assert kinds.closed  # the next round connects afresh
+
+
+def test_a_hanging_listing_ends_with_the_round_and_is_not_asked_twice() -> None:
+    kinds = FakeKinds()
+    kinds.gate = threading.Event()
+    ac = collector(kinds)
+    try:
+        first = ac.collect_target(CLUSTER_TARGET, now=1.0)
+        assert "group types and share groups not read within the round deadline of 2s" in first.message
+        assert "kafka_cluster_broker_up" in by_name(first)
+        second = ac.collect_target(CLUSTER_TARGET, now=16.0)
+        assert "the last round's read is still running" in second.message
+    finally:
+        kinds.gate.set()
+    ac.close()
+    assert kinds.closed
