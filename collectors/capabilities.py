@@ -9,8 +9,11 @@ Pure, from the config alone: it says what the configuration *can* observe, not w
 the cluster health answer, the ``kafka_health_signal_observable`` series, and the alert engine, which reports a rule
 whose input no source can give as "not observable on this cluster: enable X" instead of a no-data alert.
 
-A source is listed in ``SOURCES`` with the signals it gives and how to enable it; another transport (jmx_exporter,
-node_exporter dialects) is one more entry and one more clause in ``configured_sources``.
+A source is listed in ``SOURCES`` with the signals it gives and how to enable it, and turned on by one clause of
+``configured_sources``. A jmx_exporter gives the broker JMX signals less its dialect's gaps
+(``collectors.transports.exposition.dialect_gaps``: what the recorded scrapes of the real agent lack). node_exporter
+gives the host signals but the per-peer socket backlogs; its filesystem series cover listed ``log_dirs`` only, so a
+discovered broker's disk space is DescribeLogDirs' (``protocol_disk``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from collectors import catalog
 from collectors.protocol import protocol_disk_brokers
+from collectors.transports.exposition import DIALECTS, dialect_gaps
 from monitor.core.config import ClusterConfig
 
 HOST_SIGNALS = frozenset(
@@ -103,9 +107,24 @@ SOURCES = (
         "controller_jmx", "KRaft controller JMX", "discovery.controller_jolokia, or controller_jolokia / controller_jmx"
     ),
     SourceKind(
+        "jmx_exporter_vanilla",
+        "broker JMX through jmx_exporter's default format (MSK open monitoring, port 11001)",
+        "discovery.jmx_exporter (or brokers[].jmx_exporter) with dialect vanilla",
+    ),
+    SourceKind(
+        "jmx_exporter_strimzi",
+        "broker JMX through jmx_exporter with Strimzi's kafka-metrics.yaml rules",
+        "discovery.jmx_exporter (or brokers[].jmx_exporter) with dialect strimzi",
+    ),
+    SourceKind(
         "host",
         "host collector on the broker's machine (/proc, statvfs)",
         "brokers[].log_dirs with host: localhost, one collector per broker host",
+    ),
+    SourceKind(
+        "node_exporter",
+        "node_exporter on the broker's machine (MSK open monitoring, port 11002)",
+        "discovery.node_exporter (or brokers[].node_exporter)",
     ),
 )
 _BY_NAME = {s.name: s for s in SOURCES}
@@ -120,6 +139,8 @@ def source_signals(name: str) -> frozenset[str]:
         "broker_jmx": broker,
         "controller_jmx": controller,
         "host": HOST_SIGNALS,
+        "node_exporter": HOST_SIGNALS - {"kafka_host_tcp_send_queue_bytes"},
+        **{f"jmx_exporter_{d}": broker - dialect_gaps(d) for d in DIALECTS},
     }[name]
 
 
@@ -138,13 +159,20 @@ def configured_sources(cluster: ClusterConfig) -> tuple[str, ...]:
         on.add("probe")
     if any(b.jmx or b.jolokia for b in cluster.brokers) or (cluster.discovers and (d.jolokia or d.jmx)):
         on.add("broker_jmx")
+    # A broker with both reads JMX/Jolokia (collectors.jmx); its exporter counts only where it is the one source.
+    exporters = [b.jmx_exporter for b in cluster.brokers if b.jmx_exporter and not (b.jmx or b.jolokia)]
+    if cluster.discovers and d.jmx_exporter and not (d.jolokia or d.jmx):
+        exporters.append(d.jmx_exporter)
+    on.update(f"jmx_exporter_{e.dialect}" for e in exporters)
+    if any(b.node_exporter for b in cluster.brokers) or (cluster.discovers and d.node_exporter):
+        on.add("node_exporter")
     if (
         cluster.controller_jmx
         or cluster.controller_jolokia
         or (cluster.discovers and any((d.controller_jolokia, d.controller_jmx, d.jolokia, d.jmx)))
     ):
         on.add("controller_jmx")
-    if any(b.log_dirs for b in cluster.brokers):
+    if any(b.log_dirs and not b.node_exporter for b in cluster.brokers):
         on.add("host")
     # Disk from the protocol for any broker the host collector does not cover (a discovered one, or one listed
     # without log dirs); the broker ids are not known here, so "some broker" is asked with an id no listing covers.
@@ -197,7 +225,7 @@ def render(cluster: ClusterConfig, *, names: bool = True) -> str:
     lines = [f"cluster {cluster.name}: sources " + ", ".join(on)]
     for s in SOURCES:
         state = "on " if s.name in on else "off"
-        lines.append(f"  [{state}] {s.name:<15} {len(source_signals(s.name)):>3} signals  {s.what}")
+        lines.append(f"  [{state}] {s.name:<20} {len(source_signals(s.name)):>3} signals  {s.what}")
     missing = [c for c in table if not c.observable]
     lines.append(f"  observable: {len(table) - len(missing)} of {len(table)} catalog signals")
     groups: dict[str, list[str]] = {}

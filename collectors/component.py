@@ -98,7 +98,7 @@ def build_collectors(
                 board=board,
             )
         )
-        out.append(HostCollector(cluster, proc_root=proc_root, max_series=max_series))
+        out.append(HostCollector(cluster, proc_root=proc_root, max_series=max_series, board=board))
         out.append(
             AdminCollector(
                 cluster,

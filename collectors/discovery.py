@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from monitor.core.config import BrokerTarget, ClusterConfig, expand_template
+from monitor.core.config import BrokerTarget, ClusterConfig, ExporterSource, expand_template
 
 
 @dataclass(frozen=True)
@@ -74,12 +74,21 @@ def broker_targets(cluster: ClusterConfig, brokers: Iterable[Node]) -> tuple[Bro
     for n in sorted(brokers, key=lambda n: n.id):
         if n.id in listed:
             continue
+
+        def expand(template: str | None, n: Node = n) -> str | None:
+            return expand_template(template, host=n.host, node_id=n.id) if template else None
+
+        exporter = d.jmx_exporter
         out.append(
             BrokerTarget(
                 id=n.id,
                 host=n.host,
-                jolokia=expand_template(d.jolokia, host=n.host, node_id=n.id) if d.jolokia else None,
-                jmx=expand_template(d.jmx, host=n.host, node_id=n.id) if d.jmx else None,
+                jolokia=expand(d.jolokia),
+                jmx=expand(d.jmx),
+                jmx_exporter=ExporterSource(url=expand(exporter.url) or "", dialect=exporter.dialect)
+                if exporter
+                else None,
+                node_exporter=expand(d.node_exporter),
             )
         )
     return tuple(out)

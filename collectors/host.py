@@ -7,15 +7,22 @@ reported as failed ("unreachable") with a message saying so, never as silently e
 
 The ``/proc`` root, ``statvfs`` and ``stat`` are parameters, so unit tests run on the checked-in fake ``/proc`` under
 tests/unit/fixtures/collectors_proc and on made-up filesystems.
+
+A broker's machine may instead be read through its node_exporter (``brokers[].node_exporter``, or the
+``discovery.node_exporter`` template for every broker the discovery board holds, one target per distinct URL, asked
+every round): CPU, memory, disk I/O and network, and the filesystems of the broker's listed ``log_dirs``. A
+discovered broker has no listed log dirs: its disk space comes from DescribeLogDirs (collectors.protocol).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from collectors import discovery
 from collectors.outcome import failed, succeeded
 from collectors.transports.exposition import node_exporter_samples, scrape_node_exporter
 from collectors.types import Sample, Target, TargetResult
@@ -211,8 +218,12 @@ class HostCollector:
         stat: Callable[[str], os.stat_result] = os.stat,
         ticks_per_second: float | None = None,
         max_series: int = DEFAULT_MAX_SERIES_PER_TARGET,
+        board: discovery.DiscoveryBoard | None = None,
     ):
         self._cluster = cluster
+        self._board = board
+        self._lock = threading.Lock()
+        self._found_node: set[str] = set()  # node_exporter URLs of discovered brokers (no listed log dirs)
         self._proc = Path(proc_root)
         self._statvfs = statvfs
         self._stat = stat
@@ -233,15 +244,30 @@ class HostCollector:
         )
 
     def targets(self) -> Sequence[Target]:
-        return self._targets
+        """The listed targets, and one per node_exporter URL of the brokers the discovery board holds now."""
+        if self._board is None:
+            return self._targets
+        urls = sorted(
+            {b.node_exporter for b in discovery.broker_targets(self._cluster, self._board.brokers()) if b.node_exporter}
+            - set(self._node)
+        )
+        with self._lock:
+            self._found_node.update(urls)
+        return self._targets + tuple(
+            Target(self._cluster.name, "host", f"node-exporter-{_host_of(u)}", address=u) for u in urls
+        )
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
-        if target.address in self._node:
+        with self._lock:
+            found = target.address in self._found_node
+        if target.address in self._node or found:
             try:
                 text = scrape_node_exporter(target.address, timeout=self._cluster.jmx.timeout_seconds)
                 samples = node_exporter_samples(
-                    text, (("cluster", target.cluster), ("host", _host_of(target.address))), self._node[target.address]
+                    text,
+                    (("cluster", target.cluster), ("host", _host_of(target.address))),
+                    self._node.get(target.address, []),
                 )
             except KafkaHealthError as exc:
                 return failed(target, exc, started_at=now, duration=time.monotonic() - start)

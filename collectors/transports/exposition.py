@@ -54,6 +54,52 @@ WEAK_SIGNALS = {
     ),
 }
 
+# Catalog broker series a dialect does not export at all, from the scrapes recorded from the real agents
+# (tests/fixtures/exposition; tests/unit/test_exposition.py checks this against them, series that need client
+# activity the recording had none of aside). The capability table (collectors.capabilities) reads it.
+NOT_EXPORTED = {
+    "vanilla": frozenset(
+        {
+            # jmx_prometheus_javaagent 1.0.1 serves no java.lang GarbageCollector or pool CollectionUsage attribute
+            "kafka_jvm_gc_collection_seconds_total",
+            "kafka_jvm_gc_collections_total",
+            "kafka_jvm_heap_after_gc_used_bytes",
+            "kafka_broker_info",
+        }
+    ),
+    "strimzi": frozenset(
+        {
+            # Strimzi's rules keep kafka.server/network/controller/log meters and gauges: no java.lang, no
+            # KafkaMetrics-style sensors (quotas, coordinators, connections, telemetry plugin), no app-info
+            "kafka_broker_connections",
+            "kafka_broker_coordinated_groups",
+            "kafka_broker_coordinated_groups_by_state",
+            "kafka_broker_coordinator_partitions",
+            "kafka_broker_info",
+            "kafka_broker_metadata_lag_seconds",
+            "kafka_client_fetch_bytes_per_second",
+            "kafka_client_fetch_throttle_time_seconds",
+            "kafka_client_produce_bytes_per_second",
+            "kafka_client_produce_throttle_time_seconds",
+            "kafka_client_request_throttle_time_seconds",
+            "kafka_client_request_time_ratio",
+            "kafka_client_telemetry_plugin_clients",
+            "kafka_client_telemetry_plugin_evicted_total",
+            "kafka_client_telemetry_plugin_expired_total",
+            "kafka_client_telemetry_plugin_failures_total",
+            "kafka_client_telemetry_plugin_pushes_total",
+            "kafka_jvm_gc_collection_seconds_total",
+            "kafka_jvm_gc_collections_total",
+            "kafka_jvm_heap_after_gc_used_bytes",
+            "kafka_jvm_heap_max_bytes",
+            "kafka_jvm_heap_used_bytes",
+            "kafka_jvm_max_fds",
+            "kafka_jvm_open_fds",
+            "kafka_jvm_process_cpu_seconds_total",
+        }
+    ),
+}
+
 
 def _sanitize(s: str) -> str:
     """jmx_exporter's name sanitising: every character outside [a-zA-Z0-9_:] becomes ``_``."""
@@ -192,6 +238,13 @@ def weak_signals(dialect: str) -> list[tuple[str, str, str]]:
 
 # The series a weak signal is derived from: present when the exporter has the fix rule.
 _WEAK_SOURCE = {"kafka_broker_request_handler_idle_ratio": "kafka_broker_request_handler_idle_seconds_total"}
+
+
+def dialect_gaps(dialect: str) -> frozenset[str]:
+    """Catalog broker series a dialect cannot give: not exported, or only in a weaker form (with the series that
+    weak form stands in for)."""
+    weak = {series for series, _, _ in weak_signals(dialect)}
+    return NOT_EXPORTED[dialect] | weak | {_WEAK_SOURCE[s] for s in weak if s in _WEAK_SOURCE}
 
 
 def weak_signal_samples(

@@ -143,6 +143,12 @@ class ExporterSource(_Strict):
     url: str
     dialect: Literal["vanilla", "strimzi"] = "vanilla"
 
+    @model_validator(mode="before")
+    @classmethod
+    def _url_alone(cls, v: Any) -> Any:
+        """``jmx_exporter: http://...`` is ``{url: http://..., dialect: vanilla}``."""
+        return {"url": v} if isinstance(v, str) else v
+
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
@@ -259,6 +265,32 @@ class DiscoverySettings(_Strict):
     controller_jmx: str | None = Field(
         default=None, description=("JMX host:port template of the controllers found by DescribeQuorum (default: jmx)")
     )
+    jmx_exporter: ExporterSource | None = Field(
+        default=None,
+        description=(
+            "each broker's jmx_exporter: a URL template (http://{host}:11001/metrics on MSK) or {url, dialect}; read "
+            "where no jolokia or jmx template is given"
+        ),
+    )
+    node_exporter: str | None = Field(
+        default=None,
+        description=(
+            "URL template of the node_exporter on each broker's machine (http://{host}:11002/metrics on MSK): CPU, "
+            "memory, disk I/O and network; disk space stays with DescribeLogDirs"
+        ),
+    )
+
+    @field_validator("jmx_exporter")
+    @classmethod
+    def _exporter_template(cls, v: ExporterSource | None) -> ExporterSource | None:
+        if v is not None:
+            _template(v.url, lambda u: _service_url(u, "no credentials (the exporter has none)"))
+        return v
+
+    @field_validator("node_exporter")
+    @classmethod
+    def _node_exporter_template(cls, v: str | None) -> str | None:
+        return _template(v, lambda u: _service_url(u, "no credentials (node_exporter has none here)"))
 
     @field_validator("jolokia", "controller_jolokia")
     @classmethod

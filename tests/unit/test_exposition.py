@@ -219,3 +219,72 @@ def test_host_collector_reads_a_broker_machine_through_its_node_exporter(node_ex
         )
     )
     assert hc_down.collect_target(hc_down.targets()[0], now=0.0).status is not TargetStatus.OK
+
+
+def test_a_discovered_cluster_is_read_from_the_exporters_its_templates_name(exporter_url, node_exporter_url):
+    """Only bootstrap_servers and the MSK-style templates: every broker the discovery board holds is read through
+    its jmx_exporter, its machine through node_exporter (one target per URL), and the capability table counts both."""
+    from collectors.capabilities import configured_sources
+    from collectors.discovery import DiscoveryBoard, Membership, Node
+    from collectors.host import HostCollector
+
+    exporter_port = exporter_url.rsplit(":", 1)[1].split("/")[0]
+    node_port = node_exporter_url.rsplit(":", 1)[1].split("/")[0]
+    cluster = ClusterConfig(
+        name="prod",
+        bootstrap_servers="127.0.0.1:9092",
+        discovery={
+            "jmx_exporter": {"url": f"http://{{host}}:{exporter_port}/metrics", "dialect": "strimzi"},
+            "node_exporter": f"http://{{host}}:{node_port}/metrics",
+        },
+    )
+    board = DiscoveryBoard()
+    jmx = JmxCollector(
+        cluster,
+        transport=JolokiaTransport(),
+        controller_transport=JolokiaTransport(),
+        tenants=catalog.TenantLookup(None, "prod"),
+        max_series=100_000,
+        board=board,
+    )
+    host = HostCollector(cluster, board=board)
+    assert jmx.targets() == () and host.targets() == ()
+    board.publish(Membership((Node(1, "127.0.0.1", 9092), Node(2, "127.0.0.1", 9093))))
+    urp = {}
+    for target in jmx.targets():
+        r = jmx.collect_target(target, now=0.0)
+        assert r.status is TargetStatus.OK, r.message
+        urp[target.broker] = next(s for s in r.samples if s.name == "kafka_broker_under_replicated_partitions")
+    assert {b: dict(s.labels)["broker"] for b, s in urp.items()} == {"1": "1", "2": "2"}
+    (node,) = host.targets()  # both brokers on one machine: one node_exporter
+    r = host.collect_target(node, now=0.0)
+    assert r.status is TargetStatus.OK, r.message
+    names = {s.name for s in r.samples}
+    assert "kafka_host_cpu_seconds_total" in names and "kafka_host_filesystem_avail_bytes" not in names
+    assert configured_sources(cluster) == ("admin", "probe", "protocol_disk", "jmx_exporter_strimzi", "node_exporter")
+
+
+# Broker series the recording could not show whatever the dialect: they need client telemetry pushes, deprecated
+# request versions or failed requests, which the recorder's clients never made.
+NEEDS_ACTIVITY = {
+    "kafka_broker_deprecated_requests_total",
+    "kafka_topic_bytes_rejected_total",
+    "kafka_topic_failed_fetch_requests_total",
+    "kafka_topic_failed_produce_requests_total",
+} | {m for m in (r.metric for r in catalog.BROKER_TARGET_RULES) if m.startswith("kafka_client_telemetry_")} - {
+    m for m in (r.metric for r in catalog.BROKER_TARGET_RULES) if m.startswith("kafka_client_telemetry_plugin_")
+}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_capability_table_claims_what_the_recorded_scrapes_give(dialect):
+    """``dialect_gaps`` (read by collectors.capabilities) is exactly what the real agent's scrape lacks."""
+    from collectors.capabilities import source_signals
+
+    derived = {src: ratio for src, ratio, _ in catalog.RATIOS}
+    got = set(series(dialect))
+    got |= {derived[s] for s in got if s in derived}
+    broker = source_signals("broker_jmx")
+    assert exposition.dialect_gaps(dialect) == broker - got - NEEDS_ACTIVITY
+    weak = {s for s, _, _ in exposition.weak_signals(dialect)}
+    assert weak <= exposition.dialect_gaps(dialect) and not source_signals(f"jmx_exporter_{dialect}") & weak
