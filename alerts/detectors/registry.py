@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from alerts.detectors import brokers, clients, disk, lag, latency, noisy_clients, slo, storage
+from alerts.detectors import brokers, clients, disk, lag, latency, noisy_clients, share, slo, storage
 from alerts.detectors.context import Detector
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ def builtin_detectors(*, findings: FindingsBoard | None = None) -> dict[str, Det
         "outdated_clients": clients.detect_outdated_clients,
         "latency_regression": latency.detect,
         "consumer_lag": lag.detect,
+        "share_lag": share.detect,
         "slo_burn": slo.detect,
         "noisy_clients": partial(noisy_clients.detect, board=findings) if findings else noisy_clients.detect,
     }

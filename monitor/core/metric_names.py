@@ -85,6 +85,13 @@ M: dict[str, str] = {
     # per (group, topic, client_id, client_host): the members' assigned partitions and their lag
     "group_member_partitions": "kafka_consumergroup_member_partitions",
     "group_member_lag": "kafka_consumergroup_member_lag",
+    # every group's kind, and share groups (KIP-932; collectors.group_kinds, issue 29)
+    "group_info": "kafka_group_info",  # {cluster, group, type, state, tenant}: 1 per group
+    "sharegroup_status": "kafka_sharegroup_status",  # {cluster, group, tenant, status}: 1 in the current status
+    "sharegroup_lag": "kafka_sharegroup_lag",  # {cluster, group, topic, tenant}: records not yet acknowledged
+    "sharegroup_members": "kafka_sharegroup_members",  # {cluster, group, tenant}
+    # {cluster, group, client_id, client_host, tenant}: share-partitions assigned to the members of that client
+    "sharegroup_member_partitions": "kafka_sharegroup_member_partitions",
 }
 
 # Label values the rules select on.
