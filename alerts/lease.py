@@ -23,15 +23,13 @@ pooling is fine. SQLite (the single-node default) is single-writer and single-en
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from monitor.core.claims import holder_id
 from monitor.core.errors import KafkaHealthError
 from monitor.core.store import Store
 
@@ -70,11 +68,6 @@ def decide(row: LeaseRow | None, me: str, now: datetime, ttl: timedelta) -> Leas
         return LeaseDecision(False, row.epoch)
     epoch = (row.epoch if row is not None else 0) + 1
     return LeaseDecision(True, epoch, takeover=True, write=LeaseRow(me, epoch, now + ttl))
-
-
-def holder_id() -> str:
-    """Unique per process start: two processes on one host (or a restart with the same pid) never share it."""
-    return f"{socket.gethostname()[:100]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class Lease:

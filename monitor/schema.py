@@ -14,6 +14,7 @@ from sqlalchemy import MetaData
 
 import alerts.models  # noqa: F401  (each import registers its tables on Base.metadata)
 import monitor.api.tokens
+import monitor.core.claims
 import monitor.reports.models
 import monitor.tenants.models  # noqa: F401 - registers its tables
 from monitor.core.store import Base, Store

@@ -63,7 +63,8 @@ def build_app(
     """The ASGI app for ``roles``. Components start on app startup and stop on shutdown.
 
     With ``config.reports.schedule`` set, the process serving the API also runs the weekly report at those times,
-    as ``kafka-health report <report_args> --week W`` (``report_args`` say where the config is).
+    as ``kafka-health report <report_args> --week W`` (``report_args`` say where the config is); each slot is
+    claimed in the store first, so several API replicas on one store run it once.
     """
     registry = _process_registry(registry or CollectorRegistry(), roles)
     components: list[Component] = []
@@ -156,6 +157,7 @@ def _components(
                     lake=Path(config.lake.path),
                     command=report_command(report_args or []),
                     registry=registry,
+                    store=store,  # each slot claimed there: once across API replicas (issue 31)
                 )
             )
     return out

@@ -6,8 +6,15 @@ that ticks, runs the report as a subprocess (``kafka-health report --week W ...`
 kill cannot take serve down), records the outcome in a small state file and in metrics, and never runs two at once
 (one at a time per process, and an exclusive lock file in the lake across processes sharing it).
 
-Catch-up: the state file remembers the last slot handled. After downtime the latest slot that passed is run once,
-however many were missed (each report covers its own week, and the week before is re-readable by hand with
+Once across replicas (issue 31): given the store, each slot is claimed there (``monitor.core.claims``, job
+``report``) before it runs, so two or more ``serve`` processes on one store run it once, whoever looks first; the
+runner renews its claim every tick, and if it dies its claim expires (``CLAIM_TICKS`` ticks, on the database's
+clock) and another replica runs the slot again. A runner whose claim was taken over (it froze, or lost the store for
+that long) stops its report. The store's newest claimed slot is the last slot handled for every replica; the state
+file stays the local record of outcomes.
+
+Catch-up: the state file (and the store) remember the last slot handled. After downtime the latest slot that passed
+is run once, however many were missed (each report covers its own week, and the week before is re-readable by hand with
 ``kafka-health report --week``). On a first start (no state) nothing runs until the first slot after the start.
 """
 
@@ -29,6 +36,9 @@ from pathlib import Path
 from croniter import croniter
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from monitor.core import claims
+from monitor.core.errors import StoreError
+from monitor.core.store import Store
 from monitor.core.times import utc_now
 from monitor.reports.extract import week_name
 
@@ -37,6 +47,9 @@ RUN_TIMEOUT_SECONDS = 6 * 3600  # a report that runs longer is stuck: killed and
 STATE_FILE = "reports/_schedule/state.json"
 LOCK_FILE = "reports/_schedule/lock"
 RUN_LOG = "reports/_schedule/last-run.log"
+JOB = "report"  # its claims in the store (monitor.core.claims)
+CLAIM_TICKS = 4  # a claim not renewed for 4 ticks is a dead runner's: another replica takes the slot over
+MAX_TICK_SECONDS = 15.0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -59,6 +72,13 @@ def due_slot(cron: str, *, now: datetime, last_slot: datetime | None, started_at
     slot = latest_slot(cron, now)
     floor = last_slot if last_slot is not None else started_at - timedelta(microseconds=1)
     return slot if slot > floor else None
+
+
+def tick_seconds_for(cron: str, now: datetime) -> float:
+    """How often the scheduler looks: every 15 s, or four times between two slots of a denser schedule."""
+    it = croniter(cron, now)
+    first, second = it.get_next(datetime), it.get_next(datetime)
+    return max(0.25, min(MAX_TICK_SECONDS, (second - first).total_seconds() / 4))
 
 
 def week_for_slot(slot: datetime) -> str:
@@ -120,7 +140,8 @@ class ReportMetrics:
         self.running = Gauge("kafka_health_report_running", "1 while a scheduled weekly report runs", registry=registry)
         self.runs = Counter(
             "kafka_health_report_runs",
-            "Scheduled weekly report runs by result (success, failure, skipped: another process held the lock)",
+            "Scheduled weekly report runs by result (success, failure; skipped: another process runs or ran the "
+            "slot; deposed: stopped here because another process took the slot over)",
             ["result"],
             registry=registry,
         )
@@ -133,7 +154,8 @@ def _epoch(iso: str | None) -> float:
 class ReportScheduler:
     """``serve`` Component running ``command + ["--week", W]`` at each slot of ``cron``.
 
-    ``clock`` and ``popen`` are parameters (tests drive them); ``tick_seconds`` bounds how late a slot starts.
+    ``clock`` and ``popen`` are parameters (tests drive them); ``tick_seconds`` bounds how late a slot starts
+    (default ``tick_seconds_for(cron)``). With ``store``, slots are claimed there (once across replicas).
     """
 
     name = "report-scheduler"
@@ -147,13 +169,19 @@ class ReportScheduler:
         registry: CollectorRegistry,
         clock: Callable[[], datetime] = utc_now,
         popen: Callable[..., subprocess.Popen] = subprocess.Popen,
-        tick_seconds: float = 15.0,
+        tick_seconds: float | None = None,
+        store: Store | None = None,
+        holder: str | None = None,
     ):
         self.cron = cron
         self.lake = Path(lake)
         self.command = list(command)
         self.metrics = ReportMetrics(registry)
-        self._clock, self._popen, self._tick = clock, popen, tick_seconds
+        self._clock, self._popen = clock, popen
+        self._tick = tick_seconds if tick_seconds is not None else tick_seconds_for(cron, clock())
+        self.store, self.holder = store, holder or claims.holder_id()
+        self._claim_ttl = timedelta(seconds=CLAIM_TICKS * self._tick)
+        self._claim: claims.Claim | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen | None = None
@@ -162,6 +190,18 @@ class ReportScheduler:
         state = read_state(self.lake / STATE_FILE)
         self.metrics.last_success.set(_epoch(state.last_success))
         self.metrics.last_failure.set(_epoch(state.last_failure))
+        if store is not None:  # what any replica ran
+            try:
+                with store.session() as s:
+                    for result, gauge in (
+                        (claims.SUCCESS, self.metrics.last_success),
+                        (claims.FAILURE, self.metrics.last_failure),
+                    ):
+                        row = claims.last_finished(db_session=s, job=JOB, result=result)
+                        if row is not None and row.finished_at is not None:
+                            gauge.set(max(gauge._value.get(), row.finished_at.timestamp()))
+            except StoreError as exc:
+                log.warning("report schedule: the store's record of runs is unreadable for now: %s", exc)
 
     # Component
     def start(self) -> None:
@@ -202,21 +242,54 @@ class ReportScheduler:
                 log.error("weekly report %s ran over %ds: killed", self._run[1], RUN_TIMEOUT_SECONDS)
                 self._proc.kill()
                 rc = self._proc.wait()
+            if rc is None and not self._renew():
+                log.error(
+                    "weekly report %s: another process took its slot over (this one froze or lost the store for "
+                    "%ds): stopped here",
+                    self._run[1],
+                    self._claim_ttl.total_seconds(),
+                )
+                self._proc.kill()
+                self._finish(self._proc.wait(), deposed=True)
+                return
             if rc is not None:
                 self._finish(rc)
             return
         state_path = self.lake / STATE_FILE
         state = read_state(state_path)
         last = datetime.fromisoformat(state.last_slot) if state.last_slot else None
+        taken = self._stored_slot()
+        if taken is not None and (last is None or taken[0] > last):
+            last = taken[0]
         slot = due_slot(self.cron, now=self._clock(), last_slot=last, started_at=self._started_at)
+        orphaned = slot is None and taken is not None and taken[1]
+        if orphaned and taken is not None:
+            slot = taken[0]  # another process's run: run it again if its claim has expired (it stopped renewing)
         if slot is None:
             return
         week = week_for_slot(slot)
+        if self.store is not None:
+            self._claim = self._claim_slot(slot)
+            if self._claim is None:
+                if not orphaned:
+                    log.info("weekly report %s: another process runs or ran slot %s", week, slot.isoformat())
+                    self.metrics.runs.labels("skipped").inc()
+                    write_state(state_path, ScheduleState(**{**asdict(state), "last_slot": slot.isoformat()}))
+                return
+            if self._claim.attempt > 1:
+                log.warning(
+                    "weekly report %s: the process that claimed slot %s stopped renewing its claim; run again here "
+                    "(attempt %d)",
+                    week,
+                    slot.isoformat(),
+                    self._claim.attempt,
+                )
         lock = self._lock()
         if lock is None:
             log.info("weekly report %s: another process holds %s, not run here", week, self.lake / LOCK_FILE)
             self.metrics.runs.labels("skipped").inc()
             write_state(state_path, ScheduleState(**{**asdict(state), "last_slot": slot.isoformat()}))
+            self._end_claim(claims.FAILURE, f"another process held {LOCK_FILE}")
             return
         log_path = self.lake / RUN_LOG
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -229,6 +302,67 @@ class ReportScheduler:
         self._run = (slot, week, time.monotonic(), lock)
         self.metrics.running.set(1)
 
+    def _stored_slot(self) -> tuple[datetime, bool] | None:
+        """The newest slot any replica claimed, and whether it is still marked running by another process (maybe
+        dead). None without a store, or when it cannot be read (then the state file alone decides, and the claim
+        refuses a slot that ran)."""
+        if self.store is None:
+            return None
+        try:
+            with self.store.session() as s:
+                row = claims.latest(db_session=s, job=JOB)
+        except StoreError as exc:
+            log.warning("report schedule: cannot read the store's claims: %s", exc)
+            return None
+        if row is None:
+            return None
+        return datetime.fromisoformat(row.slot), row.state == claims.RUNNING and row.holder != self.holder
+
+    def _claim_slot(self, slot: datetime) -> claims.Claim | None:
+        assert self.store is not None
+        try:
+            with self.store.session() as s:
+                return claims.claim(
+                    db_session=s,
+                    job=JOB,
+                    slot=slot.isoformat(),
+                    holder=self.holder,
+                    ttl=self._claim_ttl,
+                    now=claims.db_now(s, self._clock),
+                )
+        except StoreError as exc:  # not claimed, not run: the next tick tries again
+            log.warning("weekly report: cannot claim slot %s in the store: %s", slot.isoformat(), exc)
+            return None
+
+    def _renew(self) -> bool:
+        """False only when the store says the claim is no longer ours; a store error keeps the run going (if the
+        outage outlasts the claim, the renewal after it says so)."""
+        if self.store is None or self._claim is None:
+            return True
+        try:
+            with self.store.session() as s:
+                return claims.renew(
+                    db_session=s, claim=self._claim, ttl=self._claim_ttl, now=claims.db_now(s, self._clock)
+                )
+        except StoreError as exc:
+            log.warning("weekly report: cannot renew its claim: %s", exc)
+            return True
+
+    def _end_claim(self, result: str, message: str) -> None:
+        c, self._claim = self._claim, None
+        if self.store is None or c is None:
+            return
+        try:
+            with self.store.session() as s:
+                mine = claims.finish(
+                    db_session=s, claim=c, result=result, message=message, now=claims.db_now(s, self._clock)
+                )
+        except StoreError as exc:  # the claim expires; another replica runs the slot again
+            log.warning("weekly report: cannot record its end in the store: %s", exc)
+            return
+        if not mine:
+            log.warning("weekly report slot %s: another process took it over before this run ended", c.slot)
+
     def _lock(self):
         path = self.lake / LOCK_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -240,13 +374,18 @@ class ReportScheduler:
             return None
         return f
 
-    def _finish(self, rc: int) -> None:
+    def _finish(self, rc: int, *, deposed: bool = False) -> None:
         slot, week, started, lock = self._run
         took = time.monotonic() - started
         now = self._clock().isoformat()
         state_path = self.lake / STATE_FILE
         prev = read_state(state_path)
-        if rc == 0:
+        if deposed:
+            msg = f"weekly report {week} stopped after {took:.0f}s: another process took slot {slot.isoformat()} over"
+            new = ScheduleState(slot.isoformat(), week, "failure", prev.last_success, now, msg)
+            self.metrics.runs.labels("deposed").inc()
+            self._claim = None
+        elif rc == 0:
             msg = f"weekly report {week} done in {took:.0f}s"
             log.info(msg)
             new = ScheduleState(slot.isoformat(), week, "success", now, prev.last_failure, msg)
@@ -259,6 +398,8 @@ class ReportScheduler:
             new = ScheduleState(slot.isoformat(), week, "failure", prev.last_success, now, msg)
             self.metrics.last_failure.set(_epoch(now))
             self.metrics.runs.labels("failure").inc()
+        if not deposed:
+            self._end_claim(claims.SUCCESS if rc == 0 else claims.FAILURE, msg)
         write_state(state_path, new)
         self.metrics.duration.set(took)
         self.metrics.running.set(0)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from sqlalchemy import Text, bindparam, cast, column, func, select, table, text
+from sqlalchemy import Text, bindparam, cast, column, func, or_, select, table, text
 from sqlalchemy import delete as sql_delete
 from sqlalchemy import update as sql_update  # `update` is this module's own (PUT)
 from sqlalchemy.orm import Session
@@ -376,10 +376,16 @@ def _record_origin(db_session: Session, origin: ConfigOrigin, *, by: str, now: d
 
 
 def mark_service_alive(*, db_session: Session, now: datetime) -> None:
-    """A running service's periodic "still here" (only for the source it synced itself)."""
+    """A running service's periodic "still here" (only for the source it synced itself). Every API replica marks:
+    the mark means "some replica is alive", and it only moves forward, so a replica whose clock is behind never
+    makes the service look older than another replica said it was."""
     db_session.execute(
         sql_update(RegistrySource)
-        .where(RegistrySource.id == 1, RegistrySource.synced_by == "serve")
+        .where(
+            RegistrySource.id == 1,
+            RegistrySource.synced_by == "serve",
+            or_(RegistrySource.service_seen_at.is_(None), RegistrySource.service_seen_at < now),
+        )
         .values(service_seen_at=now)
     )
 

@@ -8,8 +8,12 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from prometheus_client import CollectorRegistry
 
+from monitor.core import claims
 from monitor.core.config import ReportSettings
+from monitor.core.store import Store
 from monitor.reports.schedule import (
+    CLAIM_TICKS,
+    JOB,
     STATE_FILE,
     ReportScheduler,
     due_slot,
@@ -17,6 +21,7 @@ from monitor.reports.schedule import (
     read_state,
     week_for_slot,
 )
+from monitor.schema import create_all
 
 pytestmark = pytest.mark.unit
 UTC = timezone.utc
@@ -167,3 +172,71 @@ def test_after_downtime_a_new_process_catches_up_once_and_a_held_lock_skips(tmp_
     s3.tick()
     assert third.procs == [] and metric(registry3, "kafka_health_report_runs_total", {"result": "skipped"}) == 1
     holder.close()
+
+
+def test_two_replicas_on_one_store_run_a_slot_once_and_a_dead_runners_slot_is_taken_over(tmp_path):
+    """Issue 31: two schedulers (two serve replicas, each its own lake) on one store. The store's claim decides who
+    runs a slot; the one that did not run it skips it; a runner that stops renewing (died, froze) loses the slot
+    after CLAIM_TICKS ticks to the other, and once awake stops its report instead of finishing it a second time."""
+    store = Store(f"sqlite:///{tmp_path / 'kh.db'}")
+    create_all(store)
+    now = [STARTED]
+    launches = {name: Launcher([0, 0]) for name in ("a", "b")}
+    registries = {name: CollectorRegistry() for name in ("a", "b")}
+    a, b = (
+        ReportScheduler(
+            CRON,
+            lake=tmp_path / name,
+            command=["kh"],
+            registry=registries[name],
+            clock=lambda: now[0],
+            popen=launches[name],
+            store=store,
+        )
+        for name in ("a", "b")
+    )
+    assert a._tick == 15.0  # weekly: the longest tick
+    for s in (a, b):
+        s._started_at = STARTED
+    now[0] = t(minutes=1)
+    a.tick()
+    b.tick()
+    # b read a's claim as the last slot handled; a replica that computed the slot before a's claim is refused it
+    assert [p.argv[-1] for p in launches["a"].procs] == ["2026-W47"] and launches["b"].procs == []
+    with store.session() as s:
+        mine = dict(job=JOB, slot=MON.isoformat(), ttl=timedelta(minutes=1), now=now[0])
+        assert claims.claim(db_session=s, holder=b.holder, **mine) is None
+    now[0] = t(minutes=2)
+    b.tick()
+    assert launches["b"].procs == []
+    launches["a"].procs[0].done = True
+    a.tick()
+    with store.session() as s:
+        row = claims.latest(db_session=s, job=JOB)
+        assert (row.slot, row.state, row.attempt) == (MON.isoformat(), "success", 1)
+    b.tick()
+    assert launches["b"].procs == []
+
+    # next week a claims the slot and then freezes (or dies) without renewing; b takes it over once the claim expires
+    now[0] = t(days=7, minutes=1)
+    a.tick()
+    assert launches["a"].procs[1].argv[-1] == "2026-W48"
+    now[0] += timedelta(seconds=CLAIM_TICKS * 15 - 1)
+    b.tick()
+    assert launches["b"].procs == []  # not expired yet: a may be alive
+    now[0] += timedelta(seconds=2)
+    b.tick()
+    assert [p.argv[-1] for p in launches["b"].procs] == ["2026-W48"]
+    a.tick()  # a wakes: its renewal is refused, it stops its report
+    assert (
+        launches["a"].procs[1].done
+        and metric(registries["a"], "kafka_health_report_runs_total", {"result": "deposed"}) == 1
+    )
+    launches["b"].procs[0].done = True
+    b.tick()
+    with store.session() as s:
+        row = claims.latest(db_session=s, job=JOB)
+        assert (row.slot, row.state, row.attempt) == ((MON + timedelta(days=7)).isoformat(), "success", 2)
+    a.tick()
+    b.tick()
+    assert len(launches["a"].procs) == 2 and len(launches["b"].procs) == 1
