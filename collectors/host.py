@@ -237,6 +237,8 @@ class HostCollector:
             if b.node_exporter:
                 self._node.setdefault(b.node_exporter, []).extend((str(b.id), d) for d in b.log_dirs)
                 continue
+            if not (b.log_dirs or b.listener_ports):
+                continue  # nothing asks for its machine (an exporter-only broker): no /proc read in its name
             self._dirs.setdefault(b.host, []).extend((str(b.id), d) for d in b.log_dirs)
             self._ports.setdefault(b.host, {}).update((p, str(b.id)) for p in b.listener_ports)
         self._targets = tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs) + tuple(

@@ -23,6 +23,8 @@ from monitor.core.config import (
     ClusterConfig,
     CollectionSettings,
     Config,
+    DiscoverySettings,
+    ExporterSource,
     JmxSettings,
     LakeSettings,
     PrometheusSettings,
@@ -68,7 +70,8 @@ class Stack:
         return [CONTROLLER_ID, *self.layout.broker_ids]
 
     def component_names(self) -> list[str]:
-        return [self.layout.node_name(n) for n in self.kafka_nodes] + ["prometheus", "alertmanager"]
+        extra = ["node-exporter"] if self.layout.profile == "msk" else []
+        return [self.layout.node_name(n) for n in self.kafka_nodes] + extra + ["prometheus", "alertmanager"]
 
     def _ports_of(self, name: str) -> tuple[int, ...]:
         L = self.layout
@@ -80,6 +83,8 @@ class Stack:
             if L.secured:
                 ports += (L.sasl_port(b), L.internal_port(b))
             return ports + (L.broker_jmx_port(b),)
+        if name == "node-exporter":
+            return (L.node_exporter_port,)
         return (L.prometheus_port,) if name == "prometheus" else (L.alertmanager_port,)
 
     # --- up --------------------------------------------------------------------------------------------------------
@@ -117,13 +122,23 @@ class Stack:
             if self.procs.owned_pid(name) is None:
                 for port in self._ports_of(name):
                     wanted[f"{name} ({port})"] = port
-                if name.startswith("broker-"):  # its Jolokia agent (collectors' bulk JMX transport)
-                    port = kafka.jolokia_port(L, int(name.split("-")[1]))
-                    wanted[f"{name} jolokia ({port})"] = port
+                if name.startswith("broker-"):  # its agent: Jolokia (collectors' bulk JMX transport) or exporter
+                    b = int(name.split("-")[1])
+                    if L.profile == "jolokia":
+                        wanted[f"{name} jolokia ({kafka.jolokia_port(L, b)})"] = kafka.jolokia_port(L, b)
+                    elif L.profile in kafka.EXPORTER_CONFIGS:
+                        wanted[f"{name} jmx_exporter ({L.broker_exporter_port(b)})"] = L.broker_exporter_port(b)
+        running = [n for n in self.component_names() if n.startswith("broker-") and self.procs.owned_pid(n)]
+        if running and state.get("profile", "jolokia") != L.profile:
+            raise StackError(
+                f"{L.dir} runs its brokers with --profile {state.get('profile', 'jolokia')}; "
+                f"run `stack down` before `stack up --profile {L.profile}`"
+            )
         require_ports_free(wanted)
 
         java = kafka.require_java()
-        bins = observability.ensure_installed(["prometheus", "alertmanager"], setup_log)
+        extra = ["node-exporter"] if L.profile == "msk" else []
+        bins = observability.ensure_installed(["prometheus", "alertmanager", *extra], setup_log)
         self._log(f"resolving Kafka {L.kafka_version} jars (cached in {L.jars_dir.parent}) ...")
         kafka.ensure_jars(L, setup_log)
         kafka.ensure_agents(setup_log)
@@ -145,6 +160,7 @@ class Stack:
                 "kafka_version": L.kafka_version,
                 "port_base": L.port_base,
                 "security": L.security_mode,
+                "profile": L.profile,
             }
         )
         started = []
@@ -156,10 +172,13 @@ class Stack:
                 kafka.prepare_node(L, node, cluster_id, java, setup_log)
                 self.procs.start(kafka.node_spec(L, node, java))
                 started.append(name)
-            for spec in (
+            specs = [
                 observability.prometheus_spec(L, bins["prometheus"]),
                 observability.alertmanager_spec(L, bins["alertmanager"]),
-            ):
+            ]
+            if "node-exporter" in bins:
+                specs.insert(0, observability.node_exporter_spec(L, bins["node-exporter"]))
+            for spec in specs:
                 if not self.procs.owned_pid(spec.name):
                     self.procs.start(spec)
                     started.append(spec.name)
@@ -298,7 +317,8 @@ class Stack:
     def down(self) -> list[str]:
         stopped = []
         # Brokers before the controller, so they can deregister cleanly.
-        for name in ["prometheus", "alertmanager", *reversed(self.component_names()[: len(self.kafka_nodes)])]:
+        others = ["node-exporter", "prometheus", "alertmanager"]  # node-exporter: stopped whatever the profile now
+        for name in [*others, *reversed(self.component_names()[: len(self.kafka_nodes)])]:
             if self.procs.stop(name):
                 stopped.append(name)
         return stopped
@@ -404,13 +424,15 @@ class Stack:
                 password=SecretRef(file=str(sec.secret_file("jmx-monitor"))),
             )
             controller = {"controller_jolokia": (f"http://127.0.0.1:{L.controller_jolokia_port}/jolokia",)}
+        sources: dict = {"brokers": brokers, **controller}
+        if L.profile != "jolokia":
+            sources = self._profile_sources()
         cluster = ClusterConfig(
             name="local",
             bootstrap_servers=L.client_bootstrap,
             security=client,
-            brokers=brokers,
             jmx=jmx,
-            **controller,
+            **sources,
         )
         return Config(
             clusters=(cluster,),
@@ -422,6 +444,36 @@ class Stack:
             service=ServiceSettings(port=L.service_port),
             collection=CollectionSettings(interval_seconds=L.scrape_interval_seconds),
         )
+
+    def _profile_sources(self) -> dict:
+        """How a user of the profile's platform points kafka-health at it: nothing but bootstrap_servers (protocol),
+        or each broker's jmx_exporter (strimzi, msk) and the machine's node_exporter (msk); no controller (Strimzi's
+        controller exporters are not read, MSK has none), no host collector (disk from DescribeLogDirs). The brokers
+        are found by discovery with templates where ``{id}`` can spell their exporter ports (a port base that is a
+        multiple of 10), else listed."""
+        L = self.layout
+        if L.profile == "protocol":
+            return {}
+        dialect = "strimzi" if L.profile == "strimzi" else "vanilla"
+        node = f"http://127.0.0.1:{L.node_exporter_port}/metrics" if L.profile == "msk" else None
+        if L.port_base % 10 == 0 and all(b < 10 for b in L.broker_ids):
+            url = f"http://{{host}}:{(L.port_base + 80) // 10}{{id}}/metrics"
+            template = node and node.replace("127.0.0.1", "{host}")
+            return {
+                "discovery": DiscoverySettings(jmx_exporter={"url": url, "dialect": dialect}, node_exporter=template)
+            }
+        return {
+            "brokers": tuple(
+                BrokerTarget(
+                    id=b,
+                    jmx_exporter=ExporterSource(
+                        url=f"http://127.0.0.1:{L.broker_exporter_port(b)}/metrics", dialect=dialect
+                    ),
+                    node_exporter=node,
+                )
+                for b in L.broker_ids
+            )
+        }
 
 
 def os_reason(exc: OSError) -> str:

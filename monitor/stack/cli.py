@@ -19,6 +19,7 @@ from monitor.stack.kcat import clients_accepted, printed_kcat_line
 from monitor.stack.layout import (
     DEFAULT_KAFKA_VERSION,
     DEFAULT_PORT_BASE,
+    PROFILES,
     StackLayout,
     default_stack_dir,
     resolve_kafka_version,
@@ -109,13 +110,21 @@ def layout_from_args(args: argparse.Namespace) -> StackLayout:
         kafka_version=resolve_kafka_version(args.kafka_version),
         secured=mode != "plaintext",
         plaintext_listener=mode != "sasl_ssl",
+        profile=getattr(args, "profile", None) or _stored(directory).get("profile") or "jolokia",
     )
 
 
-def stored_security_mode(directory: Path) -> str | None:
+def _stored(directory: Path) -> dict:
     try:
         state = json.loads((directory / "stack.json").read_text())
     except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def stored_security_mode(directory: Path) -> str | None:
+    state = _stored(directory)
+    if not state:
         return None
     if state.get("security") in SECURITY_MODES:
         return state["security"]
@@ -134,6 +143,16 @@ def register(sub) -> None:
         add_stack_args(sp)
         if name == "up":
             sp.add_argument("--timeout", type=float, default=180.0)
+            sp.add_argument(
+                "--profile",
+                choices=PROFILES,
+                default=None,
+                help=(
+                    "how the brokers run, as on a user's platform: jolokia (our agent, the default), strimzi "
+                    "(jmx_prometheus_javaagent with Strimzi's rules), msk (the same agent without rules, plus "
+                    "node_exporter), protocol (no agent). An existing stack dir keeps the profile it runs with"
+                ),
+            )
         if name == "status":
             sp.add_argument("--json", action="store_true", help="the same as one JSON document")
         sp.set_defaults(func=func)
@@ -170,6 +189,7 @@ def _print_status_json(stack: Stack) -> bool:
                 "components": [asdict(r) for r in rows],
                 "kafka_version": L.kafka_version,
                 "security": L.security_mode,
+                "profile": L.profile,
                 "bootstrap_servers": L.client_bootstrap,
                 "prometheus_url": L.prometheus_url,
                 "alertmanager_url": L.alertmanager_url,
@@ -188,7 +208,7 @@ def _print_status(stack: Stack) -> bool:
         ports = ",".join(str(p) for p in r.ports)
         print(f"{r.name:<14}{r.pid or '-':>8}  {ports:<26}{r.detail}")
     L = stack.layout
-    print(f"\nKafka bootstrap: {L.client_bootstrap} (Kafka {L.kafka_version}, {L.security_mode})")
+    print(f"\nKafka bootstrap: {L.client_bootstrap} (Kafka {L.kafka_version}, {L.security_mode}, profile {L.profile})")
     if L.secured:
         kc = printed_kcat_line(L, "admin")
         print(f"Client configs:  {L.clients_dir} ({clients_accepted(L.kafka_version)})")

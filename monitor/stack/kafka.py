@@ -80,6 +80,15 @@ def agents_dir() -> Path:
     return cache_dir() / "agents"
 
 
+# The jmx_exporter rules each exporter profile runs with (deploy/kafka/jmx_exporter/).
+EXPORTER_CONFIGS = {"strimzi": "strimzi-kafka-metrics.yml", "msk": "vanilla.yml"}
+
+
+def exporter_jar() -> Path:
+    """io.prometheus.jmx:jmx_prometheus_javaagent from deploy/kafka/agents-pom.xml (``ensure_agents``)."""
+    return agents_dir() / "jmx_prometheus_javaagent.jar"
+
+
 def ensure_agents(log: Path) -> Path:
     """Resolve the JVM agents (Jolokia; the JMX exporter for the bench) once from Maven Central, cached."""
     return resolve_jars(
@@ -311,13 +320,19 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         logging = [f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}"]
     agents, jmx_auth = [], ["-Dcom.sun.management.jmxremote.authenticate=false"]
     jolokia = agents_dir() / JOLOKIA_JAR
+    broker_jolokia = node_id != CONTROLLER_ID and layout.profile == "jolokia"
     if layout.secured:
         # Password-protected JMX; Jolokia (brokers and controller) with basic auth, options from a 0600 file.
         sec = StackSecurity(layout)
         jmx_auth = sec.jmx_jvm_args()
-        port = layout.controller_jolokia_port if node_id == CONTROLLER_ID else jolokia_port(layout, node_id)
-        agents.append(f"-javaagent:{jolokia}={sec.jolokia_agent_options(node_id, port)}")
-    elif node_id != CONTROLLER_ID and jolokia.exists():
+        if node_id == CONTROLLER_ID or broker_jolokia:
+            port = layout.controller_jolokia_port if node_id == CONTROLLER_ID else jolokia_port(layout, node_id)
+            agents.append(f"-javaagent:{jolokia}={sec.jolokia_agent_options(node_id, port)}")
+    if node_id != CONTROLLER_ID and layout.profile in EXPORTER_CONFIGS:
+        # The profile's jmx_exporter as Strimzi or MSK run it (loopback only, no auth, as they serve it in-cluster).
+        config = DEPLOY_KAFKA / "jmx_exporter" / EXPORTER_CONFIGS[layout.profile]
+        agents.append(f"-javaagent:{exporter_jar()}=127.0.0.1:{layout.broker_exporter_port(node_id)}:{config}")
+    elif broker_jolokia and not layout.secured and jolokia.exists():
         # The bulk JMX transport of the collectors (collectors/transports/jolokia.py), on loopback only.
         port = jolokia_port(layout, node_id)
         agents.append(f"-javaagent:{jolokia}=host=127.0.0.1,port={port},discoveryEnabled=false")

@@ -14,6 +14,11 @@ DEFAULT_KAFKA_VERSION = kafka_versions.DEFAULT_RELEASE.version
 DEFAULT_PORT_BASE = 19100
 CONTROLLER_ID = 100
 BROKER_IDS = (1, 2, 3)
+# How the brokers are run, as users run theirs (``stack up --profile``): our Jolokia agent (the default); Strimzi's
+# jmx_prometheus_javaagent with its kafka-metrics.yaml rules; MSK's open monitoring (the same agent with no rules, plus
+# a node_exporter); no agent at all (Admin API, DescribeLogDirs and the probe only). The kafka-health config the stack
+# gives (``Stack.config``) reads each the way a user's would.
+PROFILES = ("jolokia", "strimzi", "msk", "protocol")
 
 
 def default_stack_dir() -> Path:
@@ -52,6 +57,7 @@ class StackLayout:
     # for (the test session stack keeps it for tests written against plaintext: ANONYMOUS then holds ACLs, not
     # super-user rights, so the authorizer still decides).
     plaintext_listener: bool = True
+    profile: str = "jolokia"
 
     # --- ports -------------------------------------------------------------------------------------------------
     @property
@@ -88,6 +94,15 @@ class StackLayout:
     def broker_jolokia_port(self, broker_id: int) -> int:
         """The broker's Jolokia agent (the collectors' bulk JMX transport), beside its JMX port."""
         return self.port_base + 40 + broker_id
+
+    def broker_exporter_port(self, broker_id: int) -> int:
+        """The broker's jmx_prometheus_javaagent (profiles strimzi and msk)."""
+        return self.port_base + 80 + broker_id
+
+    @property
+    def node_exporter_port(self) -> int:
+        """The machine's node_exporter (profile msk)."""
+        return self.port_base + 89
 
     @property
     def prometheus_port(self) -> int:
@@ -219,9 +234,14 @@ class StackLayout:
                 ports[f"broker-{b}-sasl-ssl"] = self.sasl_port(b)
                 ports[f"broker-{b}-internal"] = self.internal_port(b)
             ports[f"broker-{b}-jmx"] = self.broker_jmx_port(b)
-            ports[f"broker-{b}-jolokia"] = self.broker_jolokia_port(b)
+            if self.profile == "jolokia":
+                ports[f"broker-{b}-jolokia"] = self.broker_jolokia_port(b)
+            elif self.profile in ("strimzi", "msk"):
+                ports[f"broker-{b}-exporter"] = self.broker_exporter_port(b)
             if self.client_listener_host:
                 ports[f"broker-{b}-clients"] = self.client_listener_port(b)
+        if self.profile == "msk":
+            ports["node-exporter"] = self.node_exporter_port
         ports["prometheus"] = self.prometheus_port
         ports["alertmanager"] = self.alertmanager_port
         ports["service"] = self.service_port

@@ -14,8 +14,16 @@ from monitor.stack.layout import StackLayout
 from monitor.stack.packaged import deploy_path
 from monitor.stack.procs import ProcSpec
 
-DEBIAN_PACKAGES = {"prometheus": "prometheus", "alertmanager": "prometheus-alertmanager"}
-BINARIES = {"prometheus": ("prometheus",), "alertmanager": ("prometheus-alertmanager", "alertmanager")}
+DEBIAN_PACKAGES = {
+    "prometheus": "prometheus",
+    "alertmanager": "prometheus-alertmanager",
+    "node-exporter": "prometheus-node-exporter",
+}
+BINARIES = {
+    "prometheus": ("prometheus",),
+    "alertmanager": ("prometheus-alertmanager", "alertmanager"),
+    "node-exporter": ("prometheus-node-exporter", "node_exporter"),
+}
 
 
 def find_binary(component: str) -> str | None:
@@ -115,4 +123,18 @@ def alertmanager_spec(layout: StackLayout, binary: str) -> ProcSpec:
             "--cluster.listen-address=",  # no HA gossip: one local instance, no extra port
         ],
         log=layout.logs_dir / "alertmanager.log",
+    )
+
+
+def node_exporter_spec(layout: StackLayout, binary: str) -> ProcSpec:
+    """The machine's node_exporter, as MSK's open monitoring serves one beside each broker (profile msk)."""
+    return ProcSpec(
+        name="node-exporter",
+        argv=[
+            binary,
+            f"--web.listen-address=127.0.0.1:{layout.node_exporter_port}",
+            # an empty textfile dir of its own: names the stack dir in argv, as ProcessTable wants
+            f"--collector.textfile.directory={layout.dir / 'node-exporter'}",
+        ],
+        log=layout.logs_dir / "node-exporter.log",
     )
