@@ -23,6 +23,9 @@ class Needs(enum.StrEnum):
     DATA = "data"  # always, on a healthy cluster under load: the live test requires data
     FAULT = "fault"  # only while something is wrong (an alert fires, an error is counted): checked by fault tests
     ALERT_ENGINE = "alert-engine"  # series of the alerts role (`serve --role alerts`)
+    # only where the tenant has share groups (KIP-932, Kafka 4.2+): tests/e2e/test_share_groups.py runs these
+    # panels' queries against the live Prometheus while its share group is there
+    SHARE_GROUPS = "share-groups"
 
 
 class Kind(enum.StrEnum):

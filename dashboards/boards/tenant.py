@@ -192,6 +192,43 @@ LAG = Row(
     ),
 )
 
+# Share groups (KIP-932; collectors.group_kinds): records waiting and the collector's status per group. A share group
+# has no committed offsets: "lag" is the broker's count of records at or above the start offset not yet acknowledged.
+SHARE_GROUPS = Row(
+    "Share groups",
+    (
+        Panel(
+            "Share group lag (records waiting)",
+            (Query(f"sum by (group) (kafka_sharegroup_lag{{{CT}}})", "{{group}}"),),
+            "short",
+            min=0,
+            thresholds=((10000, ORANGE), (100000, RED)),
+            width=12,
+            needs=Needs.SHARE_GROUPS,
+            description="Records of the group's topics from the share-partition start offsets on, not yet "
+            "acknowledged (the broker's lag, KIP-1226).",
+        ),
+        Panel(
+            "Share group status",
+            (
+                Query(
+                    f"max by (group, status) (kafka_sharegroup_status{{{CT}}}) * on (group) group_left() "
+                    f"sum by (group) (kafka_sharegroup_lag{{{CT}}})",
+                    instant=True,
+                ),
+            ),
+            "short",
+            kind=Kind.TABLE,
+            thresholds=((1, ORANGE),),
+            width=12,
+            needs=Needs.SHARE_GROUPS,
+            columns=(("group", "group"), ("status", "status"), ("Value", "records waiting")),
+            description="consuming, idle, stalled (members acquire nothing while records wait) or no_members: "
+            "stalled and no_members page the tenant (KafkaShareGroupLag).",
+        ),
+    ),
+)
+
 # The tenant SLO (alerts/slo.py, the one definition; docs/alerts.md "Tenant SLOs"): availability and burn from the raw
 # series, so the panels work without the exported recording rules. The objective: the contract's, else the default
 # slo.objective (the dashboards cannot read the service's config; change it here if yours differs).
@@ -322,6 +359,6 @@ BOARD = Dashboard(
     title="Kafka health / Tenant",
     description="A tenant's slice of the platform against its contract: availability objective and error budget, "
     "throughput, throttling, storage, lag, alerts and clients.",
-    rows=(OVERVIEW, SLO, THROUGHPUT, STORAGE, LAG, ALERTS),
+    rows=(OVERVIEW, SLO, THROUGHPUT, STORAGE, LAG, SHARE_GROUPS, ALERTS),
     variables=(Var.DATASOURCE, Var.CLUSTER, Var.TENANT),
 )

@@ -28,6 +28,7 @@ from monitor.core.config import BrokerTarget, Config, TenantConfig
 from monitor.core.errors import KafkaHealthError, NotFound
 from monitor.core.prom import Source, prometheus_source
 from monitor.core.store import Store
+from monitor.health.share_groups import ShareGroupBoard, ShareGroupRead, tenant_share_groups
 from monitor.health.slo import SloBoard, TenantSloRead, tenant_slo
 from monitor.health.watch import AnswerMemo, Marks, read_heartbeats
 from monitor.tenants import service
@@ -74,6 +75,13 @@ class TenantHealth(BaseModel):
             "budget left (docs/alerts.md, 'Tenant SLOs')"
         )
     )
+    share_groups: list[ShareGroupRead] | None = Field(
+        default=None,
+        description=(
+            "the tenant's share groups (KIP-932) with the status and records waiting the collectors last exported; "
+            "empty on clusters without share groups, null when Prometheus did not answer"
+        ),
+    )
 
 
 @router.get(
@@ -100,6 +108,7 @@ async def tenant_health(name: TenantName, request: Request, config: AppConfig, n
             config,
             now,
             _slo_board(state),
+            _share_board(state),
             limiter=_miss_limiter(state),
         )
     return Response(body, media_type="application/json")
@@ -121,8 +130,22 @@ def _slo_board(state) -> SloBoard:
     return board
 
 
+def _share_board(state) -> ShareGroupBoard:
+    board = getattr(state, "share_board", None)
+    if board is None:  # remembered one evaluation interval: an answer is recomputed after each evaluation
+        board = state.share_board = ShareGroupBoard(ttl=state.config.rules.evaluation_interval_seconds)
+    return board
+
+
 def _tenant_health_json(
-    store: Store, memo: AnswerMemo, name: str, marks: Marks | None, config: Config, now, slo_board: SloBoard
+    store: Store,
+    memo: AnswerMemo,
+    name: str,
+    marks: Marks | None,
+    config: Config,
+    now,
+    slo_board: SloBoard,
+    share_board: ShareGroupBoard,
 ) -> bytes:
     with store.session() as s:
         cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
@@ -136,6 +159,7 @@ def _tenant_health_json(
     stale_after = _stale_after(config)
     result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
     slo = tenant_slo(cfg, clusters, slo_board.availability(config, now), config)  # after the store: no session held
+    shares = tenant_share_groups(cfg.name, clusters, share_board.rows(config, now))
     body = (
         TenantHealth(
             tenant=cfg.name,
@@ -144,6 +168,7 @@ def _tenant_health_json(
             as_of=result.as_of,
             components=result.components,
             slo=slo,
+            share_groups=shares,
         )
         .model_dump_json()
         .encode()
