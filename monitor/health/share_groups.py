@@ -12,7 +12,6 @@ tenant's rows; ``tenant_share_groups`` picks the asking tenant's own: its tenant
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -23,6 +22,7 @@ from monitor.core.config import Config
 from monitor.core.errors import KafkaHealthError
 from monitor.core.metric_names import M
 from monitor.core.prom import PrometheusSource, prometheus_source
+from monitor.health.remembered import Remembered
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,7 @@ Row = tuple[str, ShareGroupRead]  # (tenant, the group)
 
 
 class ShareGroupBoard:
-    """Every share group's latest status, asked of Prometheus at most once per ``ttl``. Thread-safe, as
-    ``monitor.health.slo.SloBoard``."""
+    """Every share group's latest status, asked of Prometheus at most once per ``ttl`` (``Remembered``)."""
 
     def __init__(
         self,
@@ -57,16 +56,10 @@ class ShareGroupBoard:
         clock: Callable[[], float] = time.monotonic,
     ):
         self._source = source or (lambda config: prometheus_source(config.prometheus))
-        self._ttl, self._clock = ttl, clock
-        self._lock = threading.Lock()
-        self._at: float | None = None
-        self._value: list[Row] | None = None
+        self._memo: Remembered[list[Row]] = Remembered(ttl=ttl, clock=clock)
 
     def rows(self, config: Config, now: datetime) -> list[Row] | None:
-        with self._lock:
-            if self._at is None or self._clock() - self._at >= self._ttl:
-                self._value, self._at = self._ask(config, now), self._clock()
-            return self._value
+        return self._memo.get(None, lambda: self._ask(config, now))
 
     def _ask(self, config: Config, now: datetime) -> list[Row] | None:
         source = self._source(config)

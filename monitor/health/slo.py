@@ -13,7 +13,6 @@ tenant's own.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -24,6 +23,7 @@ from alerts.slo import TenantSlo, availability_query, objective_for
 from monitor.core.config import Config, TenantConfig
 from monitor.core.errors import KafkaHealthError
 from monitor.core.prom import PrometheusSource, prometheus_source
+from monitor.health.remembered import Remembered
 
 log = logging.getLogger(__name__)
 
@@ -60,19 +60,10 @@ class SloBoard:
         clock: Callable[[], float] = time.monotonic,
     ):
         self._source = source or (lambda config: prometheus_source(config.prometheus))
-        self._ttl, self._clock = ttl, clock
-        self._lock = threading.Lock()
-        self._at: float | None = None
-        self._window: int | None = None
-        self._value: Availability | None = None
+        self._memo: Remembered[Availability] = Remembered(ttl=ttl, clock=clock)
 
     def availability(self, config: Config, now: datetime) -> Availability | None:
-        with self._lock:
-            fresh = self._at is not None and self._clock() - self._at < self._ttl
-            if not fresh or self._window != config.slo.window_days:
-                self._value = self._ask(config, now)
-                self._at, self._window = self._clock(), config.slo.window_days
-            return self._value
+        return self._memo.get(config.slo.window_days, lambda: self._ask(config, now))
 
     def _ask(self, config: Config, now: datetime) -> Availability | None:
         source = self._source(config)
