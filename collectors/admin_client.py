@@ -18,6 +18,12 @@ read is left out of ``min_insync_replicas``, a partition without an answer out o
 that cannot be described stays in ``groups`` with unknown members; the collector decides what a failed call costs
 the round (``collectors.admin``).
 
+High watermarks are not read through librdkafka: its ListOffsets time grows quadratically with the partitions of a
+call, and at 10,000 groups on 26,000 partitions the round lost every watermark (so every lag). ``high_watermarks``
+sends one request per leader broker through ``collectors.protocol_client.LatestOffsets`` (kafka-python), with the
+leaders of this client's last ``cluster`` call; librdkafka's chunked calls remain only for a cluster whose security
+settings kafka-python cannot use.
+
 librdkafka 2.16 keeps a dead or moved group coordinator for good, and segfaults on an admin OffsetFetch that answers
 NOT_COORDINATOR (librdkafka#5040): a client sets ``stale_coordinator`` (no more offsets are asked of it) and
 ``replace_client`` (the collector builds a fresh one after the round) when it meets either. In production this class
@@ -32,6 +38,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from collectors.protocol_client import LatestOffsets, protocol_settings
 from collectors.types import TP, ClusterState, GroupInfo, PartitionState
 from monitor.core.errors import (
     CollectorError,
@@ -48,7 +55,7 @@ log = logging.getLogger(__name__)
 # A call with less time than this left is not started: librdkafka counts whole milliseconds, and a call that can
 # only time out would just add a library error to the log.
 MIN_CALL_SECONDS = 0.05
-# Partitions per ListOffsets call of high_watermarks (see there).
+# Partitions per ListOffsets call of librdkafka's high watermarks (``_librdkafka_watermarks``).
 WATERMARK_CHUNK = 1000
 # Calls about one consumer group: a timeout or lost connection there means its coordinator is probably dead.
 GROUP_CALLS = ("describe groups", "describe group", "group offsets")
@@ -63,6 +70,7 @@ NEEDS = {
     "describe group": "Describe on the groups (Group *)",
     "group offsets": "Describe on the groups and topics (Group *, Topic *)",
     "watermarks": "Describe on the topics (Topic *)",
+    "list offsets": "Describe on the topics (Topic *)",
     "log dirs": "Describe on the cluster",
 }
 # A failed call within this many seconds of an authentication or TLS error from librdkafka is blamed on it.
@@ -146,6 +154,11 @@ class KafkaAdmin:
         self._auth_error: tuple[float, str] | None = None
         self._principal = settings.get("sasl.username")
         self._bootstrap = settings.get("bootstrap.servers", "")
+        # Each partition's leader, from the last ``cluster`` call: where ``high_watermarks`` sends its requests.
+        self._leaders: dict[TP, int] = {}
+        self._settings = settings
+        self._latest: LatestOffsets | None = None
+        self._latest_refused = ""  # why kafka-python cannot reach this cluster: librdkafka reads the watermarks
         self._admin = AdminClient(
             {**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000), "error_cb": self._on_error}
         )
@@ -209,6 +222,7 @@ class KafkaAdmin:
             if t.error is None
             for p in t.partitions.values()
         )
+        self._leaders = {(p.topic, p.partition): p.leader for p in parts}
         return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
 
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
@@ -335,19 +349,51 @@ class KafkaAdmin:
         return out
 
     def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
-        """Latest offsets, asked in calls of ``WATERMARK_CHUNK`` partitions all in flight together: librdkafka 2.16
-        takes time quadratic in the partitions of one ListOffsets call (26,210 partitions in one call 17.2 s,
-        in calls of 500-2,000 partitions 3.8-4.3 s, on the local stack under load; bench/admin_scale.py)."""
+        """Latest offsets: one ListOffsets request per leader broker (``LatestOffsets``), to the leaders of the last
+        ``cluster`` call. A partition it did not name (no leader, or not read yet) has no watermark; a broker that
+        does not answer within ``timeout`` costs its own partitions only (logged with why)."""
+        wanted = list(tps)
+        latest = self._latest_client(timeout)
+        if latest is None:
+            return self._librdkafka_watermarks(wanted, timeout=timeout)
+        if not self._leaders:
+            self.cluster(timeout=timeout)
+        out, missing = latest.read({tp: self._leaders.get(tp, -1) for tp in wanted}, timeout=timeout)
+        for broker, why in sorted(missing.items()):
+            log.warning("high watermarks of the partitions broker %d leads not read: %s", broker, why)
+        return out
+
+    def _latest_client(self, timeout: float) -> LatestOffsets | None:
+        """The kafka-python watermark reader, made on first use. None where the cluster's security settings are not
+        kafka-python's (said once: librdkafka reads them from then on), or where it could not connect (said: this
+        call reads them through librdkafka, the next one tries again)."""
+        if self._latest is None and not self._latest_refused:
+            try:
+                protocol_settings(self._settings, timeout=timeout)
+            except KafkaHealthError as exc:
+                self._latest_refused = str(exc)
+                log.warning("high watermarks read through librdkafka (slower at many partitions): %s", exc)
+                return None
+            try:
+                self._latest = LatestOffsets(self._settings, timeout=timeout)
+            except KafkaHealthError as exc:
+                log.warning("high watermarks read through librdkafka this time: %s", exc)
+        return self._latest
+
+    def _librdkafka_watermarks(self, wanted: list[TP], *, timeout: float) -> dict[TP, int]:
+        """Latest offsets through librdkafka, asked in calls of ``WATERMARK_CHUNK`` partitions all in flight together:
+        librdkafka 2.16 takes time quadratic in the partitions of one ListOffsets call (26,210 partitions in one call
+        17.2 s, in calls of 500-2,000 partitions 3.8-4.3 s, on the local stack under load; bench/admin_scale.py)."""
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        wanted = [TopicPartition(t, p) for t, p in tps]
-        if not wanted:
+        asked = [TopicPartition(t, p) for t, p in wanted]
+        if not asked:
             return {}
         t, end = timeout, time.monotonic() + timeout
         futs: dict = {}
-        for i in range(0, len(wanted), WATERMARK_CHUNK):
-            request = dict.fromkeys(wanted[i : i + WATERMARK_CHUNK], OffsetSpec.latest())
+        for i in range(0, len(asked), WATERMARK_CHUNK):
+            request = dict.fromkeys(asked[i : i + WATERMARK_CHUNK], OffsetSpec.latest())
             futs.update(
                 self._call(
                     "list offsets",

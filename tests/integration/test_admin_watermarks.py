@@ -1,0 +1,121 @@
+"""High watermarks at partition scale (issue 33, item 3) on the session stack: the Admin round reads them in one
+ListOffsets request per leader broker, so every group's lag is exported every round.
+
+The regression this guards: librdkafka's ListOffsets time grows quadratically with the partitions of one call, so
+the round asked them in chunks of 1,000 partitions (each chunk one request to every leader); at 10,000 groups on
+26,000 partitions the chunks did not come back within the round and no group had a lag (bench/admin_scale.py). A
+test cannot time that on a shared machine; what it can count is the requests: 1,200 partitions on 3 brokers were 2
+chunks, 2 requests to each broker, and are now 1. Counted on the brokers themselves (RequestsPerSec of ListOffsets
+through Jolokia), during a real production round (the Admin client in its child process, SASL_SSL as the monitoring
+principal), with the lag of every group checked against what was produced.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import httpx
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collectors.admin import AdminCollector
+from collectors.catalog import TenantLookup
+from collectors.types import TargetStatus
+from monitor.core.tenancy import TenantIndex
+from monitor.stack.security import JMX_USER, StackSecurity
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 1_200  # more than one of the old 1,000-partition chunks
+GROUPS = 12  # each committed on 100 partitions at offset 0, one message in each: lag 100
+LIST_OFFSETS = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=ListOffsets,version=*"
+
+
+def _list_offsets_served(stack) -> dict[int, float]:
+    """ListOffsets requests each broker has served since it started (every API version), read through Jolokia."""
+    layout = stack.layout
+    auth = (JMX_USER, StackSecurity(layout).password("jmx-monitor"))
+    out = {}
+    for broker in layout.broker_ids:
+        r = httpx.post(
+            f"http://127.0.0.1:{layout.broker_jolokia_port(broker)}/jolokia/",
+            json={"type": "read", "mbean": LIST_OFFSETS, "attribute": "Count"},
+            auth=auth,
+            timeout=30,
+        )
+        body = r.json()
+        value = body.get("value") if body.get("status") == 200 else {}  # no such MBean yet: none served
+        out[broker] = sum(float(v["Count"]) for v in (value or {}).values())
+    return out
+
+
+def _settled(stack) -> dict[int, float]:
+    """The counts once they stop moving (a broker counts a request when its answer is sent)."""
+    last = _list_offsets_served(stack)
+    for _ in range(20):
+        time.sleep(0.5)
+        now = _list_offsets_served(stack)
+        if now == last:
+            return now
+        last = now
+    return last
+
+
+@pytest.fixture
+def wide_topic(stack):
+    servers = stack.layout.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": servers})
+    run = uuid.uuid4().hex[:8]
+    topic = f"wm33.{run}"
+    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(120)
+    producer = Producer({"bootstrap.servers": servers, "linger.ms": 20})
+    deadline = time.monotonic() + 120
+    while True:  # the brokers create the logs after the controller accepts the topic
+        try:
+            for p in range(PARTITIONS):
+                producer.produce(topic, b"x", partition=p)
+            break
+        except BufferError:
+            producer.flush(5)
+        assert time.monotonic() < deadline, "partitions not writable"
+    assert producer.flush(120) == 0
+    groups = [f"wm33-{run}-g{i}" for i in range(GROUPS)]
+    per = PARTITIONS // GROUPS
+    futures = [
+        admin.alter_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(g, [TopicPartition(topic, p, 0) for p in range(i * per, (i + 1) * per)])],
+            request_timeout=60,
+        )[g]
+        for i, g in enumerate(groups)
+    ]
+    for f in futures:
+        f.result(60)
+    yield topic, groups
+    admin.delete_consumer_groups(groups, request_timeout=30)
+    admin.delete_topics([topic], operation_timeout=60)
+
+
+def test_a_round_reads_watermarks_in_one_request_per_leader_and_every_group_has_its_lag(stack, wide_topic):
+    topic, groups = wide_topic
+    cluster = stack.config().clusters[0]  # SASL_SSL, the monitoring principal
+    collector = AdminCollector(cluster, tenants=TenantLookup(TenantIndex(()), cluster.name))
+    target = collector.targets()[0]
+    try:
+        warm = collector.collect_target(target, now=time.time())  # starts the child, reads min ISR of every topic
+        assert warm.status is TargetStatus.OK, warm.message
+        before = _settled(stack)
+        result = collector.collect_target(target, now=time.time())
+        after = _settled(stack)
+    finally:
+        collector.close()
+    assert result.status is TargetStatus.OK, result.message
+    lag = {
+        dict(s.labels)["group"]: s.value
+        for s in result.samples
+        if s.name == "kafka_consumergroup_lag" and dict(s.labels)["topic"] == topic
+    }
+    assert lag == {g: float(PARTITIONS // GROUPS) for g in groups}, result.message
+    # One ListOffsets request to each broker for every partition it leads (the old chunks: 2 to each).
+    assert {b: after[b] - before[b] for b in after} == dict.fromkeys(stack.layout.broker_ids, 1.0), (before, after)
