@@ -31,13 +31,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Executable, Integer, String, func, select, update
+from sqlalchemy import ColumnElement, Integer, String, func, literal_column, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.sql.dml import UpdateBase
 
 from monitor.core.store import Base, UtcDateTime
 from monitor.core.times import utc_now
@@ -75,9 +74,9 @@ def holder_id() -> str:
     return f"{socket.gethostname()[:100]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def _rows(db_session: Session, statement: Executable) -> int:
-    """Rows an INSERT or UPDATE changed."""
-    return int(cast(CursorResult[Any], db_session.execute(statement)).rowcount)
+def _changed(db_session: Session, statement: UpdateBase) -> bool:
+    """Whether an INSERT or UPDATE changed a row: by RETURNING, as psycopg gives no rowcount for an ORM statement."""
+    return db_session.execute(statement.returning(literal_column("1"))).first() is not None
 
 
 def db_now(db_session: Session, clock: Callable[[], datetime] = utc_now) -> datetime:
@@ -96,7 +95,7 @@ def claim(
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     values = dict(job=job, slot=slot, holder=holder, attempt=1, state=RUNNING, claimed_at=now, expires_at=now + ttl)
     # A concurrent INSERT of the same key waits for the first one's commit, then inserts nothing.
-    if _rows(db_session, insert(JobRun).values(**values).on_conflict_do_nothing()) == 1:
+    if _changed(db_session, insert(JobRun).values(**values).on_conflict_do_nothing()):
         return Claim(job, slot, holder, 1)
     # Two processes taking over at once: the second waits for the first's row lock, re-reads the row (now renewed,
     # not expired) and updates nothing.
@@ -121,13 +120,13 @@ def _mine(c: Claim) -> tuple[ColumnElement[bool], ...]:
 
 def renew(*, db_session: Session, claim: Claim, ttl: timedelta, now: datetime | None = None) -> bool:
     now = now or db_now(db_session)
-    return _rows(db_session, update(JobRun).where(*_mine(claim)).values(expires_at=now + ttl)) == 1
+    return _changed(db_session, update(JobRun).where(*_mine(claim)).values(expires_at=now + ttl))
 
 
 def finish(*, db_session: Session, claim: Claim, result: str, message: str = "", now: datetime | None = None) -> bool:
     now = now or db_now(db_session)
     done = update(JobRun).where(*_mine(claim)).values(state=result, finished_at=now, message=message[:2000])
-    return _rows(db_session, done) == 1
+    return _changed(db_session, done)
 
 
 def latest(*, db_session: Session, job: str) -> JobRun | None:

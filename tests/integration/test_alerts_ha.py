@@ -24,6 +24,8 @@ from alerts import repo
 from alerts.component import AlertService
 from alerts.lease import Deposed
 from alerts.models import AlertInstance, EngineLease, OutboxEntry
+from monitor.api import tokens
+from monitor.core.store import Store
 from tests.conftest import wait_until
 from tests.integration import test_alerts_restart as restart
 from tests.integration.alerts_helpers import ScriptedSource, free_port
@@ -140,17 +142,42 @@ def test_two_engines_never_claim_the_same_outbox_rows(store):
         two.close()
 
 
+# A stand-in for ``kafka-health report`` (a real one starts Spark: ~55 s): it appends "<serve pid> <week>" to RUNS.
+FAKE_REPORT = """import os, sys
+with open(%r, "a") as f:
+    f.write(f"{os.getppid()} {sys.argv[-1]}\\n")
+"""
+# serve as the console script runs it, with the report command pointed at the stand-in; everything else is real.
+SERVE = (
+    "import sys, monitor.serve as serve; "
+    "serve.report_command = lambda args: [sys.executable, %r, *args]; "
+    "from monitor.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+SLOTS = "* * * * * */3"  # a report slot every 3 s (croniter's sixth field is seconds): ticks of 0.75 s
+HA_CONFIG = """service: {host: 127.0.0.1, port: %(port)d}
+store: {url: '%(url)s'}
+prometheus: {url: 'http://127.0.0.1:%(dead)d'}
+rules: {evaluation_interval_seconds: %(interval)s}
+lake: {path: '%(lake)s'}
+reports: {schedule: '%(slots)s'}
+clusters: [{name: c1, bootstrap_servers: '127.0.0.1:1', brokers: [{id: 1}]}]
+tenants: [{name: shop, selectors: [{cluster: c1, topic_prefixes: [orders.]}]}]
+"""
+
+
 def _serve(tmp_path, name: str, url: str) -> tuple[subprocess.Popen, int]:
+    """``kafka-health serve --role api,alerts``, its own lake (as replicas on separate volumes), one shared store."""
     port = free_port()
     cfg = tmp_path / f"{name}.yaml"
-    cfg.write_text(
-        f"service: {{host: 127.0.0.1, port: {port}}}\nstore: {{url: '{url}'}}\n"
-        f"prometheus: {{url: 'http://127.0.0.1:{free_port()}'}}\n"  # nothing listens: the lease goes on
-        f"rules: {{evaluation_interval_seconds: {INTERVAL}}}\n"
-    )
+    lake = tmp_path / name / "lake"
+    # nothing listens on the Prometheus port: the lease goes on
+    values = dict(port=port, url=url, dead=free_port(), interval=INTERVAL, lake=lake, slots=SLOTS)
+    cfg.write_text(HA_CONFIG % values)
+    fake = tmp_path / "fake_report.py"
+    fake.write_text(FAKE_REPORT % str(tmp_path / "runs"))
     log = (tmp_path / f"{name}.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(cfg), "--role", "alerts"],
+        [sys.executable, "-c", SERVE % str(fake), "serve", "--config", str(cfg), "--role", "api,alerts"],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -164,23 +191,88 @@ def _role(port: int) -> str | None:
         return None
 
 
-def test_two_serve_processes_kill_9_and_sigstop_of_the_active_one(tmp_path, pg_url):
-    """Two real ``kafka-health serve --role alerts`` processes on a fresh PostgreSQL database (migrated by serve)."""
+def _report_runs(tmp_path) -> list[int]:
+    """The serve pid of each report run, in order."""
+    path = tmp_path / "runs"
+    return [int(line.split()[0]) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _claims(url: str) -> list[tuple[str, str, str, int]]:
+    """(slot, holder, state, attempt) of every report slot claimed, oldest first."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as c:
+            rows = c.execute(
+                text("SELECT slot, holder, state, attempt FROM job_runs WHERE job = 'report' ORDER BY slot")
+            )
+            return [tuple(r) for r in rows]
+    finally:
+        engine.dispose()
+
+
+def _settled(url: str, at_least: int, holder_pid: int | None = None):
+    """The claims, once ``at_least`` slots (of ``holder_pid``'s, if given) ran and none is running."""
+    rows = _claims(url)
+    done = [r for r in rows if holder_pid is None or r[1].split(":")[1] == str(holder_pid)]
+    return rows if len(done) >= at_least and all(r[2] != "running" for r in rows) else None
+
+
+def _tenants(port: int, token: str) -> tuple[int, object]:
+    r = httpx.get(f"http://127.0.0.1:{port}/api/v1/tenants", headers={"Authorization": f"Bearer {token}"}, timeout=5)
+    return r.status_code, r.json()
+
+
+def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_path, pg_url):
+    """Two real ``kafka-health serve --role api,alerts`` processes on a fresh PostgreSQL database (migrated by serve).
+
+    Alert engine: one active, one standby; kill -9 of the active one -> the other active; SIGSTOP -> the other
+    active, and the woken one stands by. Schedules: each report slot runs once with both up (one claim, one run),
+    and only the survivor runs them after the kill; the config's tenants are synced once. Answers: one token, the
+    same answer from both; revoked through the store, refused by both."""
     db = f"kh_ha_{uuid.uuid4().hex[:8]}"
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.execute(text(f"CREATE DATABASE {db}"))
     url = pg_url.rsplit("/", 1)[0] + f"/{db}"
     procs = dict(a=_serve(tmp_path, "a", url), b=_serve(tmp_path, "b", url))
+    logs = lambda: [(tmp_path / f"{n}.log").read_text()[-2000:] for n in procs]  # noqa: E731 - a failure's detail
     try:
         assert wait_until(
             lambda: sorted(str(_role(p)) for _, p in procs.values()) == ["active", "standby"], timeout=90
-        ), [(tmp_path / f"{n}.log").read_text()[-2000:] for n in procs]
+        ), logs()
+        # the weekly report schedule: each slot claimed once and run once, whichever replica looked first
+        both = _settled(url, 2) or wait_until(lambda: _settled(url, 2), timeout=30, what=logs)
+        runs = _report_runs(tmp_path)
+        assert len(runs) == len(both) and {r[3] for r in both} == {1}, (runs, both)
+        assert set(runs) <= {procs["a"][0].pid, procs["b"][0].pid}
+
+        # one token, the same answer from both replicas; revoked, refused by both
+        store = Store(url)
+        with store.session() as s:
+            row, token = _operator_token(s, "ha")
+            _, scrape = _operator_token(s, "scrape")
+        answers = [_tenants(p, token) for _, p in procs.values()]
+        assert (
+            answers[0] == answers[1]
+            and answers[0][0] == 200
+            and [t["name"] for t in answers[0][1]["items"]] == ["shop"]
+        ), answers
+        with store.session() as s:
+            tokens.revoke(db_session=s, token=s.get(tokens.ApiToken, row.id), now=datetime.now(timezone.utc))
+        assert wait_until(lambda: [_tenants(p, token)[0] for _, p in procs.values()] == [401, 401], timeout=10)
+        store.dispose()
         active = next(n for n, (_, p) in procs.items() if _role(p) == "active")
         standby = "b" if active == "a" else "a"
         procs[active][0].send_signal(signal.SIGKILL)
         assert wait_until(lambda: _role(procs[standby][1]) == "active", timeout=30)
         procs[active][0].wait()
+        # the survivor runs every slot from now on
+        before = len(_claims(url))
+        wait_until(lambda: len(_settled(url, 0) or []) >= before + 2, timeout=30, what=logs)
+        after = _claims(url)[before:]
+        assert {r[1].split(":")[1] for r in after} == {str(procs[standby][0].pid)}, after
+        assert _report_runs(tmp_path)[-len(after) :] == [procs[standby][0].pid] * len(after)
+
         procs[active] = _serve(tmp_path, active + "2", url)  # the killed one comes back as the standby
         assert wait_until(lambda: _role(procs[active][1]) == "standby", timeout=90)
         frozen, other = standby, active  # now freeze the active one
@@ -188,10 +280,15 @@ def test_two_serve_processes_kill_9_and_sigstop_of_the_active_one(tmp_path, pg_u
         assert wait_until(lambda: _role(procs[other][1]) == "active", timeout=30)
         procs[frozen][0].send_signal(signal.SIGCONT)
         assert wait_until(lambda: _role(procs[frozen][1]) == "standby", timeout=30)
-        metrics = httpx.get(f"http://127.0.0.1:{procs[frozen][1]}/metrics", timeout=5).text
+        metrics = httpx.get(
+            f"http://127.0.0.1:{procs[frozen][1]}/metrics", headers={"Authorization": f"Bearer {scrape}"}, timeout=5
+        ).text
         assert "kafka_health_alert_engine_active 0.0" in metrics
         with create_engine(url).connect() as c:
             assert c.execute(text("SELECT epoch FROM engine_lease")).scalar() == 3  # one takeover per fault
+        # the config's tenants were added by one replica; the others (the restarted one too) found nothing to do
+        synced = [f.name for f in tmp_path.glob("*.log") if "config tenants synced: added" in f.read_text()]
+        assert len(synced) == 1, synced
     finally:
         for proc, _ in procs.values():
             proc.send_signal(signal.SIGCONT)
@@ -200,3 +297,9 @@ def test_two_serve_processes_kill_9_and_sigstop_of_the_active_one(tmp_path, pg_u
         with admin.connect() as c:
             c.execute(text(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
         admin.dispose()
+
+
+def _operator_token(s, name: str):
+    return tokens.create(
+        db_session=s, kind=tokens.TokenKind.OPERATOR, tenant=None, name=name, now=datetime.now(timezone.utc)
+    )
