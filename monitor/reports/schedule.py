@@ -269,7 +269,11 @@ class ReportScheduler:
             return
         week = week_for_slot(slot)
         if self.store is not None:
-            self._claim = self._claim_slot(slot)
+            try:
+                self._claim = self._claim_slot(slot)
+            except StoreError as exc:  # not claimed, not run, not recorded as handled: the next tick tries again
+                log.warning("weekly report %s: cannot claim slot %s in the store: %s", week, slot.isoformat(), exc)
+                return
             if self._claim is None:
                 if not orphaned:
                     log.info("weekly report %s: another process runs or ran slot %s", week, slot.isoformat())
@@ -319,20 +323,17 @@ class ReportScheduler:
         return datetime.fromisoformat(row.slot), row.state == claims.RUNNING and row.holder != self.holder
 
     def _claim_slot(self, slot: datetime) -> claims.Claim | None:
+        """Mine, or None (another process has it). Raises StoreError when the store does not answer."""
         assert self.store is not None
-        try:
-            with self.store.session() as s:
-                return claims.claim(
-                    db_session=s,
-                    job=JOB,
-                    slot=slot.isoformat(),
-                    holder=self.holder,
-                    ttl=self._claim_ttl,
-                    now=claims.db_now(s, self._clock),
-                )
-        except StoreError as exc:  # not claimed, not run: the next tick tries again
-            log.warning("weekly report: cannot claim slot %s in the store: %s", slot.isoformat(), exc)
-            return None
+        with self.store.session() as s:
+            return claims.claim(
+                db_session=s,
+                job=JOB,
+                slot=slot.isoformat(),
+                holder=self.holder,
+                ttl=self._claim_ttl,
+                now=claims.db_now(s, self._clock),
+            )
 
     def _renew(self) -> bool:
         """False only when the store says the claim is no longer ours; a store error keeps the run going (if the

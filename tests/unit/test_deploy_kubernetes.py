@@ -95,15 +95,25 @@ def test_no_secret_in_args_or_plain_env():
             assert all("value" not in e or "PASSWORD" not in e["name"] for e in c.get("env", [])), c["name"]
 
 
-def test_alert_engines_run_in_pairs_and_a_drain_leaves_one():
-    engines = next(d for d in _by_kind("Deployment") if d["metadata"]["name"] == "kafka-health-alerts")
-    pdb = next(p for p in _by_kind("PodDisruptionBudget") if p["metadata"]["name"] == "kafka-health-alerts")
-    labels = engines["spec"]["template"]["metadata"]["labels"]
+@pytest.mark.parametrize("name, role", [("kafka-health-alerts", "alerts"), ("kafka-health", "api")])
+def test_engines_and_api_run_in_pairs_and_a_drain_leaves_one(name, role):
+    pair = next(d for d in _by_kind("Deployment") if d["metadata"]["name"] == name)
+    pdb = next(p for p in _by_kind("PodDisruptionBudget") if p["metadata"]["name"] == name)
+    labels = pair["spec"]["template"]["metadata"]["labels"]
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    assert engines["spec"]["replicas"] >= 2 and 1 <= pdb["spec"]["minAvailable"] < engines["spec"]["replicas"]
-    assert engines["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-    args = engines["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[args.index("--role") + 1] == "alerts"
+    # the PDB selects this pair only (the API's labels are a subset of nobody else's)
+    others = [d for d in _by_kind("Deployment") if d["metadata"]["name"] != name]
+    assert not any(
+        pdb["spec"]["selector"]["matchLabels"].items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        for d in others
+    )
+    assert pair["spec"]["replicas"] >= 2 and 1 <= pdb["spec"]["minAvailable"] < pair["spec"]["replicas"]
+    assert pair["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    args = pair["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--role") + 1] == role
+
+
+def test_only_the_engine_pair_evaluates():
     # The API's Deployment no longer runs an engine of its own: exactly the pair evaluates.
     others = [d for d in _by_kind("Deployment") if d["metadata"]["name"] != "kafka-health-alerts"]
     assert all(

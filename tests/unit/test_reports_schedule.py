@@ -240,3 +240,26 @@ def test_two_replicas_on_one_store_run_a_slot_once_and_a_dead_runners_slot_is_ta
     a.tick()
     b.tick()
     assert len(launches["a"].procs) == 2 and len(launches["b"].procs) == 1
+
+
+def test_a_slot_due_while_the_store_is_down_runs_once_it_is_back(tmp_path):
+    good = Store(f"sqlite:///{tmp_path / 'kh.db'}")
+    create_all(good)
+    now = [t(minutes=1)]
+    launch = Launcher([0])
+    s = ReportScheduler(
+        CRON,
+        lake=tmp_path / "lake",
+        command=["kh"],
+        registry=CollectorRegistry(),
+        clock=lambda: now[0],
+        popen=launch,
+        store=Store(f"sqlite:///{tmp_path / 'missing' / 'kh.db'}"),  # cannot be opened: every session fails
+    )
+    s._started_at = STARTED
+    s.tick()
+    assert launch.procs == [] and read_state(tmp_path / "lake" / STATE_FILE).last_slot is None  # not "handled"
+    s.store = good
+    now[0] = t(minutes=2)
+    s.tick()
+    assert [p.argv[-1] for p in launch.procs] == ["2026-W47"]
