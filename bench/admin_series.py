@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.admin_convert import GroupOffsets, WatermarkHistory, cluster_samples, group_samples
 from collectors.catalog import TenantLookup
+from collectors.group_kinds import Group, ShareGroupSeries
 from collectors.outcome import cap
 from collectors.types import ClusterState, GroupInfo, PartitionState, Sample
 from monitor.core.config import (
@@ -84,8 +85,18 @@ def round_samples(groups: int, members: int, partitions: int, topics: int, skewe
         offsets.append(GroupOffsets(info, {tp: 100 for tp in tps}))
         watermarks.update({tp: 200 for tp in tps})
     base = (("cluster", "c1"),)
-    return cluster_samples(state, base=base, configured=(1, 2, 3), tenants=lookup) + group_samples(
-        offsets, watermarks, WatermarkHistory(), now=0.0, base=base, tenants=lookup
+    # Every group's kind too (kafka_group_info, one series a group: issue 29's listing in the same round).
+    kinds = ShareGroupSeries().samples(
+        [Group(o.group.group, "classic", o.group.state) for o in offsets],
+        [],
+        base=base,
+        tenant=lambda g: None,
+        group_tenant=lookup.group,
+    )
+    return (
+        cluster_samples(state, base=base, configured=(1, 2, 3), tenants=lookup)
+        + group_samples(offsets, watermarks, WatermarkHistory(), now=0.0, base=base, tenants=lookup)
+        + kinds
     )
 
 

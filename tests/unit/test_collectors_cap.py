@@ -117,3 +117,17 @@ def test_a_round_the_cap_cuts_carries_its_cut_and_message():
     assert result.series_dropped == 18 and result.message == cut.message and "at least 27" in cut.message
     untouched = succeeded(Target("c1", "admin", "admin"), ROUND, started_at=0.0, duration=1.0, max_series=27)
     assert untouched.cuts == () and untouched.message == "" and untouched.series_dropped == 0
+
+
+def test_a_groups_kind_goes_with_the_group_not_with_the_targets_own_series():
+    # Each group's kafka_group_info (issue 29's listing) is one of the group's series: a cut that takes a group
+    # whole takes it too, and it does not crowd out the lag of other groups as the target's own would.
+    def info(tenant: str, group: str) -> Sample:
+        labels = BASE + (("group", group), ("type", "classic"), ("state", "stable"), ("tenant", tenant))
+        return Sample("kafka_group_info", "gauge", "h", labels, 1.0)
+
+    round_ = ROUND + [info(t, g) for t, g in GROUPS]  # 31 series
+    c = cap(round_, 12)  # the 3 own series and 3 groups' lag, state and kind
+    assert c.groups_cut == (("", "u1"),)
+    assert {dict(s.labels).get("group") for s in c.kept} == {None, "a1", "a2", "b1"}
+    assert sum(s.name == "kafka_group_info" for s in c.kept) == 3
