@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from collectors import catalog
 from collectors.admin import AdminCollector
@@ -50,6 +50,28 @@ def parse_shard(shard: str) -> tuple[int, int]:
     if count < 1 or not 0 <= index < count:
         raise ValueError(f"shard must be i/n with 0 <= i < n, got {shard!r}")
     return index, count
+
+
+def shard_series(registry: CollectorRegistry, shard: str) -> None:
+    """Which shard this process is, and which shards there should be: every shard says all ``n``, so while one
+    runs, a dead one is named by its index (KafkaHealthCollectorShardMissing), whatever found the targets (a static
+    list keeps a dead target as ``up == 0``; Kubernetes' DNS drops it and leaves nothing to alert on)."""
+    index, count = parse_shard(shard)
+    here = Gauge(
+        "kafka_health_collector_shard_up",
+        "1: this collector process runs shard `shard` of `shards`",
+        ["shard", "shards"],
+        registry=registry,
+    )
+    here.labels(str(index), str(count)).set(1)
+    expected = Gauge(
+        "kafka_health_collector_shard_expected",
+        "1 per shard index this collector process was told exists (collection.shard i/n: 0..n-1)",
+        ["shard"],
+        registry=registry,
+    )
+    for i in range(count):
+        expected.labels(str(i)).set(1)
 
 
 def in_shard(target: Target, shard: str) -> bool:
@@ -135,7 +157,7 @@ class CollectionService:
             list(collectors) if collectors is not None else build_collectors(config, clock=clock, tenants=tenants)
         )
         self._shard = config.collection.shard
-        parse_shard(self._shard)
+        shard_series(registry, self._shard)
         self._known_keys: set[str] = set()
         for c in self._collectors:
             if isinstance(c, ProtocolCollector):

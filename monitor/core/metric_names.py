@@ -14,6 +14,9 @@ M: dict[str, str] = {
     "scrape_success": "kafka_health_scrape_success",  # {cluster, collector, target}
     # {cluster, collector, target, cause}: rounds a cause (series_cap, deadline) left data out of
     "scrape_cut_rounds": "kafka_health_scrape_cut_rounds_total",
+    # collectors/component.py {shard, shards}: 1 from the process running that shard; {shard}: 1 per shard expected
+    "collector_shard_up": "kafka_health_collector_shard_up",
+    "collector_shard_expected": "kafka_health_collector_shard_expected",
     "offline_partitions": "kafka_cluster_offline_partitions",  # controller {cluster, broker}
     "topic_offline_partitions": "kafka_topic_offline_partitions",  # Admin API {cluster, topic, tenant}
     "topic_under_min_isr": "kafka_topic_under_min_isr_partitions",  # Admin API {cluster, topic, tenant}

@@ -1,0 +1,79 @@
+"""A dead collector shard is named (issue 31, item 4): every ``CollectionService`` exports which shard it is and which
+shards there should be; ``KafkaHealthCollectorShardMissing`` (exported rule file, evaluated by ``promtool test rules``
+as Prometheus and the engine evaluate its PromQL) names the index no process exports.
+
+Input: the real expositions of shards 0/3, 1/3 and 2/3 as Prometheus scrapes them (its ``job``/``instance`` labels
+added); shard 1's process dies after 1 minute, so its series stop (stale), as when its target stays listed or its
+pod's DNS record goes away.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from alerts.rules import export_prometheus, load_rules
+from collectors.component import CollectionService
+from monitor.core.config import parse_config
+from tests.unit._deploy import run, tool
+
+pytestmark = pytest.mark.unit
+RULE = "KafkaHealthCollectorShardMissing"
+
+
+def _scrape(shard: str) -> dict[str, float]:
+    """The shard series of a collector process with ``--shard shard``, labelled as Prometheus stores them."""
+    config = parse_config("collection: {shard: 'SHARD'}\n".replace("SHARD", shard))
+    registry = CollectorRegistry()
+    CollectionService(config, registry=registry, collectors=[])
+    out = {}
+    for fam in text_string_to_metric_families(generate_latest(registry).decode()):
+        for s in fam.samples:
+            if s.name.startswith("kafka_health_collector_shard_"):
+                labels = {**s.labels, "job": "kafka-health-collector", "instance": f"collector-{shard[0]}:8090"}
+                out[s.name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = s.value
+    return out
+
+
+def _promtool(tmp_path, input_series: list[dict], checks: list[dict]) -> None:
+    (tmp_path / "rules.yml").write_text(export_prometheus(load_rules()))
+    test = {"interval": "15s", "input_series": input_series, "alert_rule_test": checks}
+    cases = {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [test]}
+    (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
+    res = run([tool("promtool", "prometheus"), "test", "rules", "cases.yml"], cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_dead_shard_is_named_after_two_minutes_and_a_full_set_names_none(tmp_path):
+    rule = next(r for r in load_rules() if r.name == RULE)
+    series = []
+    for shard in ("0/3", "1/3", "2/3"):
+        for name, value in _scrape(shard).items():
+            # 20 minutes of scrapes every 15 s; shard 1 dies after 1 minute: its series go stale
+            values = f"{value:g}x4 stale" if shard == "1/3" else f"{value:g}x80"
+            series.append({"series": name, "values": values})
+    firing = {
+        "exp_labels": {"severity": "critical", "shard": "1"},
+        "exp_annotations": {**rule.annotations, "summary": "Collector shard 1 is missing: its targets are not scraped"},
+    }
+    _promtool(
+        tmp_path,
+        series,
+        [
+            {"eval_time": "45s", "alertname": RULE, "exp_alerts": []},  # all three up
+            {"eval_time": "2m", "alertname": RULE, "exp_alerts": []},  # missing for 45 s: pending
+            {"eval_time": "4m", "alertname": RULE, "exp_alerts": [firing]},  # missing for 2 m 45 s
+        ],
+    )
+
+
+def test_a_single_collector_process_expects_only_itself():
+    assert sorted(_scrape("0/1").values()) == [1.0, 1.0]
+    names = "".join(_scrape("0/1"))
+    assert (
+        'kafka_health_collector_shard_expected{instance="collector-0:8090",job="kafka-health-collector",shard="0"}'
+        in names
+    )
+    assert 'shard="0",shards="1"' in names
