@@ -329,22 +329,22 @@ class AdminCollector:
                     out_of_time += 1  # it had only the round's leftover time: the deadline cut it
             else:
                 groups.append(GroupOffsets(info, answer))
+        failed = ""
         if failures:  # one line, not one per group: a dead coordinator fails a third of them
             first = sorted(failures)[:3]
-            log.warning(
-                "%s: %d consumer groups skipped, offsets not read (%s%s): %s",
-                key,
-                len(failures),
-                ", ".join(first),
-                ", ..." if len(failures) > 3 else "",
-                failures[first[0]],
+            failed = (
+                f"{len(failures)} consumer groups skipped, offsets not read ({', '.join(first)}"
+                f"{', ...' if len(failures) > 3 else ''}): {failures[first[0]]}"
             )
+            log.warning("%s: %s", key, failed)
         if out_of_time:
             cut = (
                 f"round deadline of {budget:g}s reached: offsets of {len(groups)} of {len(listed)} consumer "
                 f"groups read, {skipped} groups skipped"
             )
-        cut = whole or cut
+        # Groups whose own offsets call failed (a dead coordinator, every one timed out under load) are said too,
+        # not only logged: the round's message is where a user looks for why a group has no lag.
+        cut = whole or cut or failed
         if forbidden:
             cut = f"{cut}; {forbidden}" if cut else f"consumer group offsets not read: {forbidden}"
         wanted = {tp for g in groups for tp in g.committed}

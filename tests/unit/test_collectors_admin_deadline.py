@@ -270,6 +270,8 @@ def test_a_group_whose_coordinator_is_dead_costs_a_quarter_of_the_round_then_goe
     first = next((c, timeout) for c, _, timeout in admin.calls if c == "committed:alpha-g1")
     assert first[1] == pytest.approx(0.25 * BUDGET)
     assert lagging_groups(r) == GROUPS[1:] and skipped(r) == 1
+    # said in the round's message, not only logged: it is where a user looks for why a group has no lag
+    assert r.message.startswith("1 consumer groups skipped, offsets not read (alpha-g1): "), r.message
     admin.calls.clear()
     r = ac.collect_target(ac.targets()[0], now=115.0)
     order = [c.split(":")[1] for c, _, _ in admin.calls if c.startswith("committed:")]
