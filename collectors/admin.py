@@ -49,9 +49,13 @@ failed are asked last next round: a group on a dead coordinator cannot take the 
 Group kinds (issue 29): the group listing with types (classic, consumer, share, streams) and the share groups'
 description come last: they add no lag of consumer groups, so they get only what the round has left. They run on a
 worker thread the round waits for until its deadline; a read still running when the next round starts is not
-doubled (that round skips them, and says so). A cluster whose brokers do not offer ShareGroupDescribe v1 (Kafka 3.9;
-4.1 without ``share.version``) has no share groups: said once at INFO, its groups still listed with their types,
-never an error. A failed or late read drops only these series for the round, and says why in the round's message.
+doubled (that round skips them, and says so). A cluster whose brokers do not offer ShareGroupDescribe v1 (Kafka 3.9)
+has no share groups: said once at INFO, its groups still listed with their types, never an error. Kafka 4.1 offers
+it (measured on 4.1.1) but has no share group unless ``share.version`` is enabled: none listed, none described. A
+failed or late read drops only these series for the round, and says why in the round's message. librdkafka's listing
+has every kind of group: the share and streams groups of the kinds listing are left out of the consumer-group reads
+from the next round on, and their consumer-group series dropped in the round that first lists them, so a share group
+is never also a consumer group without members (kafka_exporter #533, KMinion #294).
 
 Process: in production the ``KafkaAdmin`` runs in a child process (``collectors.admin_process.IsolatedAdmin``), so a
 librdkafka crash fails one round of this target instead of killing the collector; the client is replaced after a
@@ -419,10 +423,11 @@ class AdminCollector:
             log.info(
                 "%s: %s",
                 key,
-                "share groups described (ShareGroupDescribe v1)"
+                "its brokers offer ShareGroupDescribe v1: share groups are described (none before Kafka 4.2 unless "
+                "share.version is enabled)"
                 if read.share_supported
                 else "no share groups on this cluster: its brokers do not offer ShareGroupDescribe v1 (Kafka before "
-                "4.1, or 4.1 without share.version); groups are listed with their types, no share group is described",
+                "4.1); groups are listed with their types, no share group is described",
             )
         self._other_kinds = frozenset(g.id for g in read.groups if g.type in ("share", "streams"))
         samples = self._kinds_series.samples(

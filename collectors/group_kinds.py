@@ -14,8 +14,9 @@ share group took 6-102 ms on the 4.4 test stack under load. A Java Admin child (
 the other path: a JVM of kafka-clients holds about 130 MB resident (a 64 MB-heap share consumer: 132,720 KB), and
 ``kafka-share-groups --describe`` took 2.2 s wall, mostly JVM start, for the same answer.
 
-Brokers without share groups (3.9; 4.1 unless ``share.version`` is enabled) answer ListGroups without share groups
-and refuse API 77: ``share_supported`` is then False and the groups are said absent, not failed.
+Kafka 3.9 refuses API 77: ``share_supported`` is then False and share groups are said absent, not failed. Kafka
+4.1.1 offers ShareGroupDescribe v1 but has no share group unless ``share.version`` is enabled: ListGroups lists none
+and nothing is described (both checked by tests/integration/test_kafka_versions.py on each release).
 
 ``share_status`` is pure: consuming, stalled (members, records waiting, start offsets not moving between two
 samples), idle (no records waiting) or ``no_members`` (records waiting and nobody to take them).

@@ -13,6 +13,7 @@ below, with the test that proves that family where it does appear.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -23,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from collectors import catalog
 from collectors.component import CollectionService
+from monitor.core.config import CollectionSettings
 from monitor.core.kafka_versions import release
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
@@ -113,17 +115,46 @@ def collected(stack):
     cluster = stack.config().clusters[0]
     cluster = cluster.model_copy(update={"jmx": cluster.jmx.model_copy(update={"timeout_seconds": 30})})
     registry = CollectorRegistry()
-    svc = CollectionService(stack.config().model_copy(update={"clusters": (cluster,)}), registry=registry)
+    # the Admin round's budget is 0.8 of the interval under jmx.timeout_seconds: 30 s, not the 4 s of a 5 s interval
+    every = CollectionSettings(interval_seconds=40)
+    svc = CollectionService(
+        stack.config().model_copy(update={"clusters": (cluster,), "collection": every}), registry=registry
+    )
+    said = Said()
+    admin_log = logging.getLogger("collectors.admin")
+    admin_log.addHandler(said)
+    admin_log.setLevel(logging.INFO)
     try:
         svc.collect_once()
         time.sleep(1)
         results = svc.collect_once()
     finally:
         svc.stop()
+        admin_log.removeHandler(said)
     bad = {r.target.name: (r.status.value, r.message) for r in results if r.status.value != "ok"}
     assert not bad, bad
-    versions = {s.labels["version"] for fam in registry.collect() for s in fam.samples if s.name == "kafka_broker_info"}
-    return {"broker": exported(registry, "b"), "controller": exported(registry, "c"), "versions": versions}
+    samples = [s for fam in registry.collect() for s in fam.samples]
+    versions = {s.labels["version"] for s in samples if s.name == "kafka_broker_info"}
+    return {
+        "broker": exported(registry, "b"),
+        "controller": exported(registry, "c"),
+        "versions": versions,
+        "group": group,
+        "group_types": {s.labels["group"]: s.labels["type"] for s in samples if s.name == "kafka_group_info"},
+        "share_series": {s.name for s in samples if s.name.startswith("kafka_sharegroup_")},
+        "admin_log": said.records,
+    }
+
+
+class Said(logging.Handler):
+    """The collector's log lines of the round (collectors.admin), kept."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def test_every_catalog_mbean_is_there_unless_the_version_table_says_it_is_not(stack, collected):
@@ -143,6 +174,23 @@ def test_what_the_version_table_calls_absent_is_absent(stack, collected):
     present = collected["broker"] | collected["controller"]
     claimed = sorted(m for m in rel.absent_metrics if _family(m) in present)
     assert not claimed, f"Kafka {rel.version} does register {claimed}: drop them from its absent_metrics"
+
+
+def test_every_group_is_listed_as_its_kind_and_share_groups_only_where_the_release_has_them(stack, collected):
+    """The Admin round lists the groups with their types (ListGroups v5 from 4.0; before it every group is classic):
+    the fixture's confluent-kafka consumer is a classic group on every release. Where the release has no share
+    groups (3.9: no ShareGroupDescribe; 4.1: offered, but no share group without share.version) the round exports no
+    share series, says at INFO what the brokers offer, and logs no warning or error."""
+    assert collected["group_types"].get(collected["group"]) == "classic", collected["group_types"]
+    warned = [r.getMessage() for r in collected["admin_log"] if r.levelno >= logging.WARNING]
+    assert not warned, warned
+    said = [r.getMessage() for r in collected["admin_log"] if "ShareGroupDescribe" in r.getMessage()]
+    assert len(said) == 1, said  # what the brokers' API versions say, once
+    rel = release(stack.layout.kafka_version)
+    if not rel.has("share_groups"):
+        assert not collected["share_series"], collected["share_series"]
+    if rel.version.startswith("3."):
+        assert "no share groups on this cluster" in said[0], said
 
 
 def test_every_node_runs_the_version_it_was_asked_for(stack, collected):

@@ -13,7 +13,7 @@ import pytest
 from collectors.admin import AdminCollector
 from collectors.catalog import TenantLookup
 from collectors.group_kinds import Group, ShareGroup, ShareMember, SharePartition
-from collectors.types import ClusterState, PartitionState, TargetStatus
+from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
 from monitor.core.config import ClusterConfig, JmxSettings, TenantConfig, TenantSelector
 from monitor.core.errors import TargetForbidden
 from monitor.core.tenancy import TenantIndex
@@ -34,7 +34,11 @@ MEMBER = ShareMember("m1", "pay-worker", "/10.0.0.7", (("pay.orders", 0), ("pay.
 
 
 class QuietAdmin:
-    """A one-broker cluster with one topic and no consumer group."""
+    """A one-broker cluster with one topic; ``listed``: the groups librdkafka lists (every kind), ``asked``: the
+    groups whose offsets each round asked for."""
+
+    def __init__(self, listed: tuple[str, ...] = ()) -> None:
+        self.listed, self.asked = listed, []
 
     def cluster(self, *, timeout: float) -> ClusterState:
         return ClusterState((1,), 1, (PartitionState("pay.orders", 0, 1, (1,), (1,)),))
@@ -42,11 +46,12 @@ class QuietAdmin:
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         return {t: 1 for t in topics}
 
-    def groups(self, *, timeout: float) -> list[object]:
-        return []
+    def groups(self, *, timeout: float) -> list[GroupInfo]:
+        return [GroupInfo(g, "empty", 0) for g in self.listed]
 
     def committed(self, groups: list[str], *, timeout: float, group_timeout: float) -> dict[str, object]:
-        return {}
+        self.asked.append(sorted(groups))
+        return {g: {} for g in groups}
 
     def high_watermarks(self, tps: object, *, timeout: float) -> dict[object, int]:
         return {}
@@ -87,10 +92,9 @@ def share(start: int, lag: int, members: tuple[ShareMember, ...] = (MEMBER,), gi
     return ShareGroup(gid, "Stable" if members else "Empty", members, parts)
 
 
-def collector(kinds: FakeKinds) -> AdminCollector:
-    return AdminCollector(
-        CLUSTER, tenants=TENANTS, admin_factory=lambda c: QuietAdmin(), kinds_factory=lambda c, t: kinds
-    )
+def collector(kinds: FakeKinds, admin: QuietAdmin | None = None) -> AdminCollector:
+    fake = admin or QuietAdmin()
+    return AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: fake, kinds_factory=lambda c, t: kinds)
 
 
 CLUSTER_TARGET = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: QuietAdmin()).targets()[0]
@@ -169,3 +173,16 @@ def test_a_hanging_listing_ends_with_the_round_and_is_not_asked_twice() -> None:
         kinds.gate.set()
     ac.close()
     assert kinds.closed
+
+
+def test_a_share_group_librdkafka_lists_is_never_exported_as_a_consumer_group() -> None:
+    """librdkafka's listing has every kind: the share group must not also read as a consumer group without members
+    (kafka_exporter #533, KMinion #294). First round: its consumer series dropped; then not even asked offsets."""
+    admin = QuietAdmin(listed=("pay-app", "pay-share"))
+    ac = collector(FakeKinds(rounds=[[share(100, 0)]]), admin)
+    for now in (1.0, 16.0):
+        out = by_name(ac.collect_target(CLUSTER_TARGET, now=now))
+        consumer = {s["group"] for name, rows in out.items() if name.startswith("kafka_consumergroup_") for s in rows}
+        assert consumer == {"pay-app"}, consumer
+        assert [s["group"] for s in out["kafka_sharegroup_status"]] == ["pay-share"]
+    assert admin.asked == [["pay-app", "pay-share"], ["pay-app"]]
