@@ -1,0 +1,1 @@
+"""The advisor on the session stack: both modules read one run of every client (conftest.py)."""
