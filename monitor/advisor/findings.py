@@ -908,8 +908,9 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Per client software (name, version): older than the supported minimum (KIP-511 connections), or sending
     requests in deprecated API versions (KIP-896), or both in one finding. Connections held without any software name
     (``nameless_connections``) are ``unknown_software`` (``unknown_software``), not outdated: a missing name is no
-    evidence of age. Kafka labels connections by software only, never by client or principal, so these go to the
-    tenant owning the whole cluster or to operators."""
+    evidence of age. Kafka labels connections by software only, never by client or principal: outdated software goes
+    to the tenant owning the whole cluster or to operators; unknown software also to the tenants of its candidates
+    (``unknown_software``)."""
     mins = dict(t.min_versions)
     connections = {(sw.name, sw.version): sw.connections for sw in s.software if sw.connections > 0}
     deprecated: dict[tuple[str, str], dict[str, float]] = {}
@@ -967,7 +968,7 @@ def outdated_clients(s: Snapshot, t: Thresholds) -> list[Finding]:
             )
         )
     if s.cluster.nameless_connections >= t.nameless_min_connections:
-        out.append(unknown_software(s, t))
+        out.extend(unknown_software(s, t))
     return out
 
 
@@ -980,34 +981,75 @@ NAMELESS_POSSIBILITIES = (
 )
 
 
-def unknown_software(s: Snapshot, t: Thresholds) -> Finding:
+def nameless_candidates(s: Snapshot) -> dict[str, dict[str, list[str]]]:
+    """Which clients may hold the connections without a software name, per tenant: {tenant: {principal: [client
+    ids]}}. Kafka labels a connection by its software only; the clients come from the quota sensors (user and
+    client id, the principal mapped to its tenant first, ``TenantIndex.for_client``). A client that pushed KIP-714
+    telemetry naming its software is cleared (KIP-714 clients send KIP-511 names); every other client of a tenant is a
+    candidate, not a name: a librdkafka client without telemetry (kcat 2.0.2) stays one."""
+    named = {(tm.user, tm.client_id) for tm in s.telemetry if tm.software_name and tm.software_name != NAMELESS}
+    out: dict[str, dict[str, list[str]]] = {}
+    for c in s.clients:
+        if c.tenant is None or not c.client_id or (c.user, c.client_id) in named:
+            continue
+        out.setdefault(c.tenant, {}).setdefault(c.user, []).append(c.client_id)
+    return {tenant: {u: sorted(ids) for u, ids in sorted(users.items())} for tenant, users in sorted(out.items())}
+
+
+def unknown_software(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Connections held without a KIP-511 software name: advice (info) that lists what they may be, never "upgrade":
     current clients (kafkajs) send no name either. Whether such a client is outdated is ``outdated_clients``' business,
-    on evidence of age (deprecated request versions, KIP-896)."""
-    return Finding(
-        kind=FindingKind.UNKNOWN_SOFTWARE,
-        severity=FindingSeverity.INFO,
-        cluster=s.cluster.cluster,
-        tenant=s.whole_cluster_tenant,
-        client_id="",
-        user="",
-        basis="client_software",
-        evidence={
-            "client_software_name": NAMELESS,
-            "client_software_version": NAMELESS,
-            "connections_held_on_average": round(s.cluster.nameless_connections, 2),
-            "possibilities": list(NAMELESS_POSSIBILITIES),
-            "outdated": None,
-        },
-        metrics=(M["client_connections"],),
-        cause='connections held by client software that sends no KIP-511 name (the brokers label them "unknown"): '
+    on evidence of age (deprecated request versions, KIP-896). One finding for operators (or the tenant owning the
+    whole cluster) with every candidate, and one for each tenant with candidates (``nameless_candidates``), naming
+    only its own clients and principals: the tenant whose principal runs kafkajs is told, not only the operators."""
+    candidates = nameless_candidates(s)
+    cause = (
+        'connections held by client software that sends no KIP-511 name (the brokers label them "unknown"): '
         + "; or ".join(NAMELESS_POSSIBILITIES)
         + ". A missing name says nothing of the client's age: "
         "an outdated one would also show requests in deprecated API versions (kafka_broker_deprecated_requests"
-        "_total, Kafka 3.7+), which this finding does not see",
-        fix="nothing to upgrade on this evidence; to tell these clients apart, give each a client.id and, where the "
-        "library supports it, client.software.name (Java 2.4+, librdkafka 1.4+)",
+        "_total, Kafka 3.7+), which this finding does not see"
     )
+
+    def finding(tenant: str | None, of: dict[str, dict[str, list[str]]], extra: str) -> Finding:
+        users = sorted({u for by_user in of.values() for u in by_user if u})
+        return Finding(
+            kind=FindingKind.UNKNOWN_SOFTWARE,
+            severity=FindingSeverity.INFO,
+            cluster=s.cluster.cluster,
+            tenant=tenant,
+            client_id="",
+            user=users[0] if len(users) == 1 else "",
+            basis="client_software",
+            evidence={
+                "client_software_name": NAMELESS,
+                "client_software_version": NAMELESS,
+                "connections_held_on_average": round(s.cluster.nameless_connections, 2),
+                "possibilities": list(NAMELESS_POSSIBILITIES),
+                "outdated": None,
+                "candidates_by_tenant": of,
+            },
+            metrics=(M["client_connections"], M["client_request_time"]),
+            cause=cause + extra,
+            fix="nothing to upgrade on this evidence; to tell these clients apart, give each a client.id and, where "
+            "the library supports it, client.software.name (Java 2.4+, librdkafka 1.4+)",
+            candidates=tuple(sorted({c for by_user in of.values() for ids in by_user.values() for c in ids})),
+        )
+
+    out = [finding(s.whole_cluster_tenant, candidates, "")]
+    for tenant, by_user in candidates.items():
+        if tenant == s.whole_cluster_tenant:
+            continue
+        who = "; ".join(f"principal {u or 'ANONYMOUS'}: {', '.join(ids)}" for u, ids in by_user.items())
+        out.append(
+            finding(
+                tenant,
+                {tenant: by_user},
+                f". Of your clients these did not name their software otherwise (no KIP-714 telemetry), so they may "
+                f"hold them: {who}",
+            )
+        )
+    return out
 
 
 def connection_churn(s: Snapshot, t: Thresholds) -> list[Finding]:

@@ -277,3 +277,33 @@ def test_a_consumer_far_above_the_norm_by_thread_time_alone_pages_only_from_a_qu
             snapshot(reader, consumer("payments-spin", "payments", fetch=2048.0, rt=rt), topics=()), T
         )
         assert (f.client_id, f.hurts_other_tenants) == ("payments-spin", pages)
+
+
+def test_unknown_software_goes_to_the_tenant_of_its_principal_with_no_upgrade_advice():
+    """Issue 28's kafkajs service (principal User:search-app, no KIP-511 name, no KIP-714 telemetry) beside payments'
+    librdkafka client that pushed telemetry naming its software: the nameless connections are unknown software for
+    the operators and for tenant search (its principal's), naming search-nodejs-api as a candidate, at info, with
+    nothing to upgrade; payments, cleared by its own telemetry, hears nothing of it. Before: operators only."""
+    search = producer("search-nodejs-api", "search", prod=3000.0, rt=0.01)
+    payments = producer("payments-api", "payments", prod=50_000.0, rt=0.01)
+    told = dataclasses.replace(
+        TelemetrySample(cluster="c", user=payments.user, client_id="payments-api", tenant="payments"),
+        software_name="confluent-kafka-python",
+        software_version="2.6.1",
+    )
+    s = Snapshot(
+        cluster=ClusterSample(cluster="c", window_seconds=WINDOW, nameless_connections=3.0),
+        clients=(search, payments),
+        telemetry=(told,),
+    )
+    found = findings.advise(s)
+    unknown = [f for f in found if f.kind is FindingKind.UNKNOWN_SOFTWARE]
+    assert [f.tenant for f in unknown] == [None, "search"]
+    assert not [f for f in found if f.kind is FindingKind.OUTDATED_CLIENT]
+    mine = unknown[1]
+    assert mine.candidates == ("search-nodejs-api",) and mine.client_id == "" and mine.user == "User:search-app"
+    assert mine.evidence["candidates_by_tenant"] == {"search": {"User:search-app": ["search-nodejs-api"]}}
+    assert "kafkajs" in mine.cause and "search-nodejs-api" in mine.cause and "payments" not in str(mine.as_json())
+    assert mine.severity is FindingSeverity.INFO and not mine.hurts_other_tenants
+    assert all(f.fix.startswith("nothing to upgrade") for f in unknown)
+    assert not [f for f in findings.for_tenant(found, "payments") if f.kind is FindingKind.UNKNOWN_SOFTWARE]

@@ -578,8 +578,10 @@ def test_polling_too_often_from_the_consumers_own_telemetry(case, idle, latency,
 
 NAMELESS = [
     # (id, connections without a software name held on average, whole-cluster tenant, expected tenants)
-    (1, 3.0, None, [None]),  # a pre-2.4 Java producer: one connection per broker, all along; operators
-    (2, 1.0, "shop", ["shop"]),  # the cluster is shop's: shop is told
+    # a pre-2.4 Java producer: one connection per broker, all along; operators, and shop, whose producer pushed no
+    # telemetry naming its software, so it is a candidate (issue 28)
+    (1, 3.0, None, [None, "shop"]),
+    (2, 1.0, "shop", ["shop"]),  # the cluster is shop's: shop is told, once
     (3, 0.3, None, []),  # new connections of a churning client, unnamed only until their ApiVersions
 ]
 
