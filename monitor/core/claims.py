@@ -6,7 +6,8 @@ runner that dies (kill -9, node lost) stops renewing, its claim expires on the D
 to look takes the slot over under a new ``attempt`` (the fencing token: a runner woken from a freeze finds another
 attempt in the row, its ``renew`` and ``finish`` change nothing, and it stops its run).
 
-    claim(job, slot)    INSERT ... ON CONFLICT DO NOTHING; else take over a running claim that expired. None: not mine
+    claim(job, slot)    INSERT ... ON CONFLICT DO NOTHING (and older expired claims become ``abandoned``); else take
+                        over a running claim that expired. None: not mine
     renew(claim)        while running; False -> the claim is no longer mine (expired and taken over)
     finish(claim, ...)  success | failure, with a message; False -> no longer mine (nothing is written)
     latest(job)         the newest slot claimed by anyone: the schedule's "last slot handled", shared by every replica
@@ -41,7 +42,7 @@ from sqlalchemy.sql.dml import UpdateBase
 from monitor.core.store import Base, UtcDateTime
 from monitor.core.times import utc_now
 
-RUNNING, SUCCESS, FAILURE = "running", "success", "failure"
+RUNNING, SUCCESS, FAILURE, ABANDONED = "running", "success", "failure", "abandoned"
 
 
 class JobRun(Base):
@@ -96,6 +97,13 @@ def claim(
     values = dict(job=job, slot=slot, holder=holder, attempt=1, state=RUNNING, claimed_at=now, expires_at=now + ttl)
     # A concurrent INSERT of the same key waits for the first one's commit, then inserts nothing.
     if _changed(db_session, insert(JobRun).values(**values).on_conflict_do_nothing()):
+        # An older slot whose runner died is superseded by this one (only the latest slot is run): say so, rather
+        # than leave it "running" for ever.
+        db_session.execute(
+            update(JobRun)
+            .where(JobRun.job == job, JobRun.slot < slot, JobRun.state == RUNNING, JobRun.expires_at < now)
+            .values(state=ABANDONED, finished_at=now, message=f"its runner stopped renewing; slot {slot} ran instead")
+        )
         return Claim(job, slot, holder, 1)
     # Two processes taking over at once: the second waits for the first's row lock, re-reads the row (now renewed,
     # not expired) and updates nothing.

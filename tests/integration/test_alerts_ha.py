@@ -153,6 +153,9 @@ SERVE = (
     "serve.report_command = lambda args: [sys.executable, %r, *args]; "
     "from monitor.cli import main; sys.exit(main(sys.argv[1:]))"
 )
+# The processes' evaluation interval: 2 s, not 1 s, so that a process starved for 1.5 s on a loaded machine (load
+# average 45-86 seen in CI) does not lose its lease and flap; a takeover then takes up to 3.5 s.
+SERVE_INTERVAL = 2.0
 SLOTS = "* * * * * */3"  # a report slot every 3 s (croniter's sixth field is seconds): ticks of 0.75 s
 HA_CONFIG = """service: {host: 127.0.0.1, port: %(port)d}
 store: {url: '%(url)s'}
@@ -171,7 +174,7 @@ def _serve(tmp_path, name: str, url: str) -> tuple[subprocess.Popen, int]:
     cfg = tmp_path / f"{name}.yaml"
     lake = tmp_path / name / "lake"
     # nothing listens on the Prometheus port: the lease goes on
-    values = dict(port=port, url=url, dead=free_port(), interval=INTERVAL, lake=lake, slots=SLOTS)
+    values = dict(port=port, url=url, dead=free_port(), interval=SERVE_INTERVAL, lake=lake, slots=SLOTS)
     cfg.write_text(HA_CONFIG % values)
     fake = tmp_path / "fake_report.py"
     fake.write_text(FAKE_REPORT % str(tmp_path / "runs"))
@@ -210,11 +213,13 @@ def _claims(url: str) -> list[tuple[str, str, str, int]]:
         engine.dispose()
 
 
-def _settled(url: str, at_least: int, holder_pid: int | None = None):
-    """The claims, once ``at_least`` slots (of ``holder_pid``'s, if given) ran and none is running."""
-    rows = _claims(url)
-    done = [r for r in rows if holder_pid is None or r[1].split(":")[1] == str(holder_pid)]
-    return rows if len(done) >= at_least and all(r[2] != "running" for r in rows) else None
+def _ledger(tmp_path, url: str, at_least: int):
+    """(report runs, claims) read together: at least ``at_least`` claims, none running, and no run began between the
+    two reads (the runs file is read before and after the claims)."""
+    runs, rows = _report_runs(tmp_path), _claims(url)
+    if len(rows) < at_least or any(r[2] == "running" for r in rows) or _report_runs(tmp_path) != runs:
+        return None
+    return runs, rows
 
 
 def _tenants(port: int, token: str) -> tuple[int, object]:
@@ -241,9 +246,8 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
             lambda: sorted(str(_role(p)) for _, p in procs.values()) == ["active", "standby"], timeout=90
         ), logs()
         # the weekly report schedule: each slot claimed once and run once, whichever replica looked first
-        both = _settled(url, 2) or wait_until(lambda: _settled(url, 2), timeout=30, what=logs)
-        runs = _report_runs(tmp_path)
-        assert len(runs) == len(both) and {r[3] for r in both} == {1}, (runs, both)
+        runs, both = wait_until(lambda: _ledger(tmp_path, url, 2), timeout=30, what=logs)
+        assert len(runs) == len(both) and {(r[2], r[3]) for r in both} == {("success", 1)}, (runs, both)
         assert set(runs) <= {procs["a"][0].pid, procs["b"][0].pid}
 
         # one token, the same answer from both replicas; revoked, refused by both
@@ -267,11 +271,12 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         assert wait_until(lambda: _role(procs[standby][1]) == "active", timeout=30)
         procs[active][0].wait()
         # the survivor runs every slot from now on
+        # (a run the killed one had begun stays claimed until a newer slot supersedes it: then "abandoned")
         before = len(_claims(url))
-        wait_until(lambda: len(_settled(url, 0) or []) >= before + 2, timeout=30, what=logs)
-        after = _claims(url)[before:]
-        assert {r[1].split(":")[1] for r in after} == {str(procs[standby][0].pid)}, after
-        assert _report_runs(tmp_path)[-len(after) :] == [procs[standby][0].pid] * len(after)
+        runs, rows = wait_until(lambda: _ledger(tmp_path, url, before + 2), timeout=30, what=logs)
+        after = rows[before:]
+        assert {(r[1].split(":")[1], r[2]) for r in after} == {(str(procs[standby][0].pid), "success")}, after
+        assert runs[-len(after) :] == [procs[standby][0].pid] * len(after)
 
         procs[active] = _serve(tmp_path, active + "2", url)  # the killed one comes back as the standby
         assert wait_until(lambda: _role(procs[active][1]) == "standby", timeout=90)
@@ -285,7 +290,8 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         ).text
         assert "kafka_health_alert_engine_active 0.0" in metrics
         with create_engine(url).connect() as c:
-            assert c.execute(text("SELECT epoch FROM engine_lease")).scalar() == 3  # one takeover per fault
+            # one takeover per fault at least; a process starved past its lease on a loaded machine is one more
+            assert c.execute(text("SELECT epoch FROM engine_lease")).scalar() >= 3
         # the config's tenants were added by one replica; the others (the restarted one too) found nothing to do
         synced = [f.name for f in tmp_path.glob("*.log") if "config tenants synced: added" in f.read_text()]
         assert len(synced) == 1, synced

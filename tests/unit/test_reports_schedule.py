@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from prometheus_client import CollectorRegistry
+from sqlalchemy import select
 
 from monitor.core import claims
 from monitor.core.config import ReportSettings
@@ -263,3 +264,19 @@ def test_a_slot_due_while_the_store_is_down_runs_once_it_is_back(tmp_path):
     now[0] = t(minutes=2)
     s.tick()
     assert [p.argv[-1] for p in launch.procs] == ["2026-W47"]
+
+
+def test_a_dead_runners_older_slot_is_marked_abandoned_once_a_newer_slot_is_claimed(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'kh.db'}")
+    create_all(store)
+    ttl = timedelta(minutes=1)
+    with store.session() as s:
+        assert claims.claim(db_session=s, job=JOB, slot="2026-11-23T02:00:00+00:00", holder="a", ttl=ttl, now=MON)
+        assert claims.claim(db_session=s, job=JOB, slot="2026-11-30T02:00:00+00:00", holder="b", ttl=ttl, now=t(days=7))
+    with store.session() as s:
+        rows = {r.slot[:10]: r.state for r in s.scalars(select(claims.JobRun))}
+    assert rows == {"2026-11-23": "abandoned", "2026-11-30": "running"}  # a never renewed: superseded, said so
+    with store.session() as s:  # b still renews: a newer slot does not abandon a live run
+        later = t(days=7, minutes=0.5)
+        assert claims.claim(db_session=s, job=JOB, slot="2026-12-07T02:00:00+00:00", holder="a", ttl=ttl, now=later)
+        assert s.get(claims.JobRun, (JOB, "2026-11-30T02:00:00+00:00")).state == "running"
