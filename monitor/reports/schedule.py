@@ -188,20 +188,24 @@ class ReportScheduler:
         self._run: tuple[datetime, str, float, object] | None = None  # slot, week, started (monotonic), lock file
         self._started_at = clock()
         state = read_state(self.lake / STATE_FILE)
-        self.metrics.last_success.set(_epoch(state.last_success))
-        self.metrics.last_failure.set(_epoch(state.last_failure))
-        if store is not None:  # what any replica ran
-            try:
-                with store.session() as s:
-                    for result, gauge in (
-                        (claims.SUCCESS, self.metrics.last_success),
-                        (claims.FAILURE, self.metrics.last_failure),
-                    ):
-                        row = claims.last_finished(db_session=s, job=JOB, result=result)
-                        if row is not None and row.finished_at is not None:
-                            gauge.set(max(gauge._value.get(), row.finished_at.timestamp()))
-            except StoreError as exc:
-                log.warning("report schedule: the store's record of runs is unreadable for now: %s", exc)
+        stored = self._stored_outcomes()  # what any replica ran
+        self.metrics.last_success.set(max(_epoch(state.last_success), stored.get(claims.SUCCESS, 0.0)))
+        self.metrics.last_failure.set(max(_epoch(state.last_failure), stored.get(claims.FAILURE, 0.0)))
+
+    def _stored_outcomes(self) -> dict[str, float]:
+        """When the last run of any replica succeeded and failed (Unix time), from the store's claims."""
+        if self.store is None:
+            return {}
+        out = {}
+        try:
+            with self.store.session() as s:
+                for result in (claims.SUCCESS, claims.FAILURE):
+                    row = claims.last_finished(db_session=s, job=JOB, result=result)
+                    if row is not None and row.finished_at is not None:
+                        out[result] = row.finished_at.timestamp()
+        except StoreError as exc:
+            log.warning("report schedule: the store's record of runs is unreadable for now: %s", exc)
+        return out
 
     # Component
     def start(self) -> None:

@@ -217,6 +217,9 @@ def test_two_replicas_on_one_store_run_a_slot_once_and_a_dead_runners_slot_is_ta
         assert (row.slot, row.state, row.attempt) == (MON.isoformat(), "success", 1)
     b.tick()
     assert launches["b"].procs == []
+    registry_c = CollectorRegistry()  # a replica started later says when the last report (a's) succeeded
+    ReportScheduler(CRON, lake=tmp_path / "c", command=["kh"], registry=registry_c, clock=lambda: now[0], store=store)
+    assert metric(registry_c, "kafka_health_report_last_success_timestamp_seconds") == t(minutes=2).timestamp()
 
     # next week a claims the slot and then freezes (or dies) without renewing; b takes it over once the claim expires
     now[0] = t(days=7, minutes=1)
