@@ -90,15 +90,16 @@ def _setup_partitions(servers: str, have: int, want: int) -> float:
 
 
 def _room(stack, partitions: int) -> str:
-    """Why the stack's brokers cannot hold ``partitions`` more (RF 1 over 3 brokers: a file open and two index
-    maps per partition), or ""."""
+    """Every reason the stack's brokers cannot hold ``partitions`` more (RF 1 over 3 brokers: a file open and two
+    index maps per partition), or ""."""
     from monitor.stack.kafka import HEAP
 
     per_broker = (partitions + TOPICS * PARTS_PER_GROUP) // 3
-    if per_broker > HEAP_PARTITIONS:
-        return (
-            f"{per_broker:,} partitions a broker; the stack's brokers have {HEAP['broker']} of heap "
-            f"(monitor/stack/kafka.py), which ran out at about 11,700 partitions a broker (OutOfMemoryError)"
+    why = []
+    if per_broker > HEAP_PARTITIONS * _mib(HEAP["broker"]) / 384:
+        why.append(
+            f"the brokers have {HEAP['broker']} of heap (384m ran out at about 11,700 partitions a broker: "
+            f"OutOfMemoryError; --broker-heap raises it)"
         )
     for name in (n for n in stack.component_names() if n.startswith("broker-")):
         pid = stack.procs.owned_pid(name)
@@ -108,11 +109,20 @@ def _room(stack, partitions: int) -> str:
             if line.startswith("Max open files"):
                 limit = int(line.split()[3])
                 if per_broker + 2_000 > limit:
-                    return f"{per_broker:,} partitions a broker need as many open files; {name}'s limit is {limit:,}"
+                    why.append(f"as many open files, and {name}'s limit is {limit:,}")
+                    break
+        else:
+            continue
+        break
     maps = int(Path("/proc/sys/vm/max_map_count").read_text())
     if 2 * per_broker + 10_000 > maps:
-        return f"{per_broker:,} partitions a broker map {2 * per_broker:,} index files; vm.max_map_count is {maps:,}"
-    return ""
+        why.append(f"{2 * per_broker:,} index maps, and vm.max_map_count is {maps:,}")
+    return f"{per_broker:,} partitions a broker need: " + "; ".join(why) if why else ""
+
+
+def _mib(heap: str) -> float:
+    """MiB of a JVM heap setting (384m, 1g)."""
+    return float(heap[:-1]) * (1024 if heap[-1].lower() == "g" else 1)
 
 
 def _settle(servers: str, want: int, limit: float = 900.0) -> None:
@@ -201,11 +211,22 @@ def measure(servers: str, rounds: int) -> dict:
     t0 = time.monotonic()
     out["min_isr_topics"] = len(admin.min_insync_replicas(topics, timeout=60.0))
     out["min_isr"] = time.monotonic() - t0
-    t0 = time.monotonic()
-    out["watermarks_read"] = len(
-        admin.high_watermarks([(p.topic, p.partition) for p in state.partitions], timeout=60.0)
-    )
-    out["watermarks"] = time.monotonic() - t0
+    every = [(p.topic, p.partition) for p in state.partitions]
+    out["watermarks_read"] = len(admin.high_watermarks(every, timeout=60.0))  # warm: connections made
+    # This tree's watermark path against librdkafka's 1,000-partition chunks in the same process, interleaved, so
+    # the ratio holds whatever the machine's load (the baseline tree has only the librdkafka path).
+    runs: dict[str, list[float]] = {"watermarks": [], "watermarks_librdkafka": []}
+    for _ in range(3):
+        for key, call in (
+            ("watermarks", admin.high_watermarks),
+            ("watermarks_librdkafka", getattr(admin, "_librdkafka_watermarks", None)),
+        ):
+            if call is not None:
+                t0 = time.monotonic()
+                call(every, timeout=60.0)
+                runs[key].append(time.monotonic() - t0)
+    out["watermarks"] = statistics.median(runs["watermarks"])
+    out["watermarks_librdkafka"] = statistics.median(runs["watermarks_librdkafka"] or runs["watermarks"])
     # What describing every group costs (the round describes only the non-empty ones; these groups are all empty).
     import concurrent.futures
 
@@ -235,11 +256,13 @@ def _run(tree: Path, servers: str, rounds: int) -> dict:
 
 def _row(label: str, what: str, m: dict) -> str:
     med = statistics.median
+    ratio = m["watermarks_librdkafka"] / max(m["watermarks"], 1e-3)
     return (
         f"{label:>22} {what:>9} {med(m['round']):7.2f} s ({min(m['round']):5.2f}-{max(m['round']):5.2f}) "
         f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
         f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
-        f"partitions | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB"
+        f"partitions (librdkafka {m['watermarks_librdkafka']:5.2f} s, x{ratio:.1f})"
+        f" | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB"
     )
 
 
@@ -252,6 +275,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--baseline", default="42091c5", help="the previous code: a commit before the batched offsets")
     ap.add_argument("--down", action="store_true", help="stop the stack at the end")
+    ap.add_argument(
+        "--broker-heap",
+        default="",
+        help="the brokers' heap when this run starts the stack (e.g. 1g: 50,000 partitions need more than the "
+        "stack's 384m); a running stack keeps its own",
+    )
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -262,7 +291,10 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from monitor.stack import Stack, StackLayout
+    from monitor.stack.kafka import HEAP
 
+    if args.broker_heap:
+        HEAP["broker"] = args.broker_heap  # this run's stack only (bench-only: the tests keep their small heaps)
     stack = Stack(StackLayout(dir=Path(args.dir), port_base=args.port_base), log=lambda *a: print(*a, file=sys.stderr))
     stack.up()
     servers = stack.config().clusters[0].bootstrap_servers
@@ -278,7 +310,7 @@ def main() -> int:
     )
     print(
         f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
-        f"{'meta':>6} {'minISR':>6} {'watermarks':<27} | describe all | collector + Admin child RSS",
+        f"{'meta':>6} {'minISR':>6} {'watermarks (median of 3)':<60} | describe all | collector + Admin child RSS",
         flush=True,
     )
     have_groups = have_parts = 0
