@@ -32,7 +32,7 @@ def unused_port() -> int:
 
 def jmx_service(stack, *, extra_brokers=(), transport: str = "jolokia"):
     """The JMX collector of the stack (plus any extra, broken broker targets) over ``transport`` with the stack's
-    JMX credentials (the session stack is secured: jmxquery cannot log in, see test_stack_kafka39 for it), with a
+    JMX credentials (the session stack is secured: jmxquery cannot log in, see test_profiles.py for it), with a
     short per-target timeout."""
     cfg = stack.config()
     cluster = cfg.clusters[0]

@@ -3,26 +3,36 @@ stack starts it: what the exposition fixtures' recorder and bench/sources.py do 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from monitor.stack import Stack, kafka
 from monitor.stack.procs import ProcSpec, port_free
 
 
-def restart_broker(stack: Stack, broker: int, extra_jvm_args: list[str] | None, *, ready_seconds: float = 300) -> int:
+def restart_broker(
+    stack: Stack,
+    broker: int,
+    extra_jvm_args: list[str] | None,
+    *,
+    ready_seconds: float = 300,
+    profile: str | None = None,
+) -> int:
     """Stop ``broker``, wait for its ports to free, and start it again: with ``extra_jvm_args`` before the JVM's own
-    arguments, or as ``stack up`` starts it when None. Returns the broker's pid."""
+    arguments (those of the stack's profile, or of ``profile``: two jmx_exporters in one JVM refuse to start), or as
+    ``stack up`` starts it when None. Returns the broker's pid."""
     L = stack.layout
     name = L.node_name(broker)
     stack.procs.stop(name)
     ports = (L.broker_port(broker), L.broker_jmx_port(broker), kafka.jolokia_port(L, broker))
+    ports += (L.broker_exporter_port(broker),)  # the agent of a strimzi or msk profile
     deadline = time.monotonic() + 60
     while not all(port_free(p) for p in ports) and time.monotonic() < deadline:
         time.sleep(0.5)
     if extra_jvm_args is None:
         stack.up()
     else:
-        argv = kafka.jvm_argv(L, broker, kafka.require_java())
+        argv = kafka.jvm_argv(dataclasses.replace(L, profile=profile or L.profile), broker, kafka.require_java())
         argv[1:1] = extra_jvm_args
         stack.procs.start(ProcSpec(name, argv, L.logs_dir / f"{name}.out"))
         stack.wait_ready(ready_seconds)

@@ -1,0 +1,224 @@
+"""The non-default stack profiles on real brokers with the real agents (issue 30, item 5), on one stack of their own:
+Kafka 3.9.1, plaintext, ``--profile msk`` (every broker with jmx_prometheus_javaagent and no rules, Debian's
+node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so one cluster carries both dialects.
+
+- protocol-only (no agent read, only bootstrap_servers): the engine reports the rules whose inputs no source gives as
+  not observable, with the source that would, and nothing pages on the healthy cluster;
+- Strimzi's broker (restarted with a Jolokia agent too): jmxquery and Jolokia read the same series from it and both
+  see the KIP-896 deprecated requests of an old client (what test_stack_kafka39.py did on a stack of its own: it needs
+  JMX without a password, and 3.9, the last release that still takes Produce v1);
+- MSK + Strimzi, discovered from the cluster through the exporter templates: a broker killed pages
+  KafkaBrokerUnreachable with the broker named (never for another tenant); the survivors' exporters, one in each dialect, count
+  the under-replicated partitions; the log dirs' disk comes from DescribeLogDirs.
+
+Kafka 3.9 has no fenced brokers in DescribeCluster: the discovery keeps a broker once seen (collectors/discovery.py
+rule 4), so the killed broker stays expected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import signal
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+from prometheus_client import CollectorRegistry
+
+from alerts.component import AlertService
+from alerts.engine import RuleHealth
+from alerts.types import AlertState
+from collectors import catalog
+from collectors.jmx import JmxCollector
+from collectors.transports.jmxquery import JmxQueryTransport
+from collectors.transports.jolokia import JolokiaTransport
+from monitor.core.config import BrokerTarget, ClusterConfig, Config, ExporterSource, TenantConfig, TenantSelector
+from monitor.core.store import Base, Store
+from monitor.schema import create_all
+from monitor.stack import Stack, StackLayout, kafka
+from tests.conftest import running_stack, wait_until
+from tests.harness.agents import restart_broker
+from tests.harness.engine import create_topics, prom_query, watched_config, watching
+
+pytestmark = pytest.mark.e2e
+QUIET = logging.getLogger("profiles-test-librdkafka")
+TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),)
+STRIMZI = 3  # the broker restarted with Strimzi's rules
+
+
+def _port_base() -> int:
+    # Clear of the session stack (+0), the client-fault stack (+100) and the archive's Prometheus (+250).
+    return int(os.environ.get("KAFKA_HEALTH_TEST_PORT_BASE", "19700")) + 160
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    layout = StackLayout(
+        dir=tmp_path_factory.mktemp("profiles"),
+        port_base=_port_base(),
+        kafka_version="3.9.1",
+        secured=False,
+        profile="msk",
+    )
+    with running_stack(layout) as s:
+        create_topics(s, [NewTopic("orders.rf3", num_partitions=3, replication_factor=3)])
+        yield s
+
+
+def fresh_engine(config: Config) -> AlertService:
+    store = Store(config.store.url)
+    Base.metadata.drop_all(store.engine)
+    create_all(store)
+    return AlertService(config, store=store, registry=CollectorRegistry())
+
+
+def brokers_up(stack: Stack, n: int = 3):
+    return lambda: (
+        len(prom_query(stack, "kafka_cluster_broker_up == 1")) == n
+        and prom_query(stack, "kafka_host_filesystem_avail_bytes")
+    )
+
+
+def test_protocol_only_lists_what_it_cannot_observe_and_pages_nothing(profiled, tmp_path):
+    protocol = Stack(dataclasses.replace(profiled.layout, profile="protocol"))
+    config = watched_config(protocol, tmp_path, TENANTS)
+    (cluster,) = config.clusters
+    assert not cluster.brokers and cluster.discovers and not cluster.discovery.jmx_exporter
+    with watching(profiled, config, tmp_path, brokers_up(profiled)):
+        svc = fresh_engine(config)
+        svc.run_once()
+        time.sleep(6)  # a second scrape: rates need two
+        r = svc.run_once()
+    unobservable = {n: st.error for n, st in r.rules.items() if st.health is RuleHealth.NOT_OBSERVABLE}
+    assert "KafkaRequestHandlerSaturation" in unobservable, sorted(r.rules)
+    assert "enable discovery.jolokia" in unobservable["KafkaRequestHandlerSaturation"]
+    assert r.rules["KafkaDiskFullRisk"].health is RuleHealth.OK  # disk from DescribeLogDirs: judged
+    assert r.rules["KafkaBrokerUnreachable"].health is RuleHealth.OK
+    # Pending is not paging: on a loaded 2-core machine the probe's round trip may run slow for a moment.
+    paging = [i.rule for i in r.instances.values() if i.state is AlertState.FIRING and i.rule != "KafkaHealthWatchdog"]
+    assert paging == [], paging
+    assert not [n for n, st in r.rules.items() if st.health in (RuleHealth.ERR, RuleHealth.NO_DATA)]
+
+
+def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia_with_deprecated_requests(profiled):
+    """Broker-3 restarted with Strimzi's rules and a Jolokia agent (plaintext JMX: jmxquery cannot give a password
+    without putting it in argv). An old client (librdkafka without ApiVersions, as for a 0.9 broker) sends Produce
+    v1, which 3.9 deprecates (KIP-896): both transports count it under client software unknown."""
+    L = profiled.layout
+    jolokia = kafka.agents_dir() / kafka.JOLOKIA_JAR
+    restart_broker(
+        profiled,
+        STRIMZI,
+        [f"-javaagent:{jolokia}=host=127.0.0.1,port={kafka.jolokia_port(L, STRIMZI)},discoveryEnabled=false"],
+        profile="strimzi",
+    )
+    create_topics(
+        profiled, [NewTopic("legacy.topic", num_partitions=1, replication_factor=-1, replica_assignment=[[STRIMZI]])]
+    )
+    p = Producer(
+        {
+            "bootstrap.servers": L.bootstrap_servers,
+            "client.id": "legacy-proto",
+            "api.version.request": False,
+            "broker.version.fallback": "0.9.0",
+            "logger": QUIET,
+        }
+    )
+    delivered: list = []
+    for _ in range(5):
+        p.produce("legacy.topic", b"x", on_delivery=lambda err, _m: delivered.append(err))
+    assert p.flush(60) == 0 and delivered == [None] * 5, delivered
+    cluster = ClusterConfig(
+        name="local",
+        bootstrap_servers=L.bootstrap_servers,
+        jmx={"timeout_seconds": 60},
+        brokers=(
+            BrokerTarget(
+                id=STRIMZI, jmx=f"127.0.0.1:{L.broker_jmx_port(STRIMZI)}", jolokia=kafka.jolokia_url(L, STRIMZI)
+            ),
+        ),
+    )
+    series: dict = {}
+    for _attempt in range(3):  # a client connecting between the two reads may add a quota sensor: retry
+        for transport in (JmxQueryTransport(), JolokiaTransport()):
+            jc = JmxCollector(
+                cluster,
+                transport=transport,
+                controller_transport=transport,
+                tenants=catalog.TenantLookup(None, cluster.name),
+                max_series=100000,
+            )
+            (target,) = jc.targets()
+            result = jc.collect_target(target, now=time.time())
+            assert result.status.value == "ok", result.message
+            series[transport.name] = {(s.name, s.labels): s.value for s in result.samples}
+        if series["jmxquery"].keys() == series["jolokia"].keys():
+            break
+    assert series["jmxquery"].keys() == series["jolokia"].keys(), (
+        sorted(series["jmxquery"].keys() - series["jolokia"].keys())[:5],
+        sorted(series["jolokia"].keys() - series["jmxquery"].keys())[:5],
+    )
+    for name in ("jmxquery", "jolokia"):
+        deprecated = {
+            (dict(labels)["request"], dict(labels)["api_version"], dict(labels)["client_software_name"])
+            for (n, labels), v in series[name].items()
+            if n == "kafka_broker_deprecated_requests_total" and v >= 1
+        }
+        assert ("Produce", "1", "unknown") in deprecated, (name, deprecated)
+    names = {n for n, _ in series["jolokia"]}
+    assert {
+        "kafka_topic_bytes_in_total",
+        "kafka_jvm_gc_collections_total",
+        "kafka_client_produce_bytes_per_second",
+    } <= (names)
+
+
+def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, tmp_path):
+    L = profiled.layout
+    config = watched_config(profiled, tmp_path, TENANTS)
+    (cluster,) = config.clusters
+    assert cluster.discovery.jmx_exporter and cluster.discovery.node_exporter and not cluster.brokers
+    url = f"http://127.0.0.1:{L.broker_exporter_port(STRIMZI)}/metrics"
+    strimzi = BrokerTarget(id=STRIMZI, jmx_exporter=ExporterSource(url=url, dialect="strimzi"))
+    # Discovery finds brokers 1 and 2 (vanilla, MSK-style); broker-3, listed, is read in Strimzi's dialect.
+    cluster = cluster.model_copy(
+        update={"brokers": (strimzi,), "discovery": cluster.discovery.model_copy(update={"enabled": True})}
+    )
+    config = config.model_copy(update={"clusters": (cluster,)})
+    victim = "2"
+    urp = "kafka_broker_under_replicated_partitions > 0"
+    with watching(profiled, config, tmp_path, brokers_up(profiled)):
+        svc = fresh_engine(config)
+        r = svc.run_once()
+        assert not [i for i in r.instances.values() if i.rule == "KafkaBrokerUnreachable"]
+        assert prom_query(profiled, 'kafka_host_cpu_seconds_total{host="127.0.0.1"}')  # node_exporter
+        # The module's last test: the stack goes down after it, so the victim is not restarted (about 30 s of CI).
+        profiled.procs.signal(f"broker-{victim}", signal.SIGKILL)
+        seen: dict = {}
+
+        def paged():
+            r = svc.run_once()
+            seen["firing"] = {
+                (i.rule, i.labels.get("tenant"), i.labels.get("broker"))
+                for i in r.instances.values()
+                if i.state is AlertState.FIRING
+            }
+            return any(rule == "KafkaBrokerUnreachable" and broker == victim for rule, _, broker in seen["firing"])
+
+        try:
+            wait_until(paged, 180, interval=3, what="KafkaBrokerUnreachable for the killed broker")
+        except pytest.fail.Exception as exc:
+            raise AssertionError(f"{exc}; firing: {sorted(seen.get('firing', ()))}") from None
+        # Named for the tenant whose partitions it held once the attribution series are in (one run at load 70 paged
+        # it for the cluster only: tenant None); never for another tenant.
+        tenants = {t for rule, t, broker in seen["firing"] if rule == "KafkaBrokerUnreachable" and broker == victim}
+        assert tenants <= {"shop", None}, tenants
+        wait_until(
+            lambda: {s["metric"]["broker"] for s in prom_query(profiled, urp)} >= {"1", str(STRIMZI)},
+            90,
+            interval=3,
+            what="under-replicated partitions counted by the vanilla and the Strimzi exporter",
+        )
