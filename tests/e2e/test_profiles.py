@@ -8,8 +8,8 @@ node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so 
   see the KIP-896 deprecated requests of an old client (what test_stack_kafka39.py did on a stack of its own: it needs
   JMX without a password, and 3.9, the last release that still takes Produce v1);
 - MSK + Strimzi, discovered from the cluster through the exporter templates: a broker killed pages
-  KafkaBrokerUnreachable with the broker named (never for another tenant); the survivors' exporters, one in each dialect, count
-  the under-replicated partitions; the log dirs' disk comes from DescribeLogDirs.
+  KafkaBrokerUnreachable with the broker named (never for another tenant); the survivors' exporters, one in each
+  dialect, count the under-replicated partitions; the log dirs' disk comes from DescribeLogDirs.
 
 Kafka 3.9 has no fenced brokers in DescribeCluster: the discovery keeps a broker once seen (collectors/discovery.py
 rule 4), so the killed broker stays expected.
