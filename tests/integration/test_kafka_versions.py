@@ -35,7 +35,7 @@ CONDITIONAL = {
     # Proven by tests/integration/test_client_telemetry.py (Java and librdkafka clients).
     **{f"kafka_client_telemetry_{stem}": "a client pushed KIP-714 telemetry" for stem, *_ in catalog.TELEMETRY_SIGNALS},
     # Counted only for requests on a protocol version the broker deprecates (KIP-896): none on a new cluster.
-    # Proven on 3.9 by tests/integration/test_stack_kafka39.py with a librdkafka client on the 0.9 protocol.
+    # Proven on 3.9 by tests/e2e/test_profiles.py with a librdkafka client on the 0.9 protocol.
     "kafka_broker_deprecated_requests_total": "a client sent a deprecated request version",
     # Registered once some client was throttled (the stack's default quota is generous).
     "kafka_client_request_throttle_time_seconds": "a client was throttled for request time",
