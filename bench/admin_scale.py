@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/admin_scale.py [--port-base 20700] [--dir /tmp/kafka-health-admin-scale]
         [--groups 2000,5000,10000] [--partitions 25000,50000,200000] [--rounds 3] [--baseline 42091c5] [--down]
+        [--without-kinds] [--repeat 2]
 
 On a plaintext local stack (``monitor.stack``, started if it is not running): N consumer groups, each holding committed
 offsets on 6 partitions of one of 200 topics (the issue's set-up), made by AlterConsumerGroupOffsets; then P
@@ -12,9 +13,11 @@ this tree and of the ``--baseline`` commit (``git archive`` of its collectors/ a
 after the other: median round time, groups with a lag series, groups skipped, series dropped by the cap, and the time
 of the round's calls measured alone (metadata, min ISR of every topic, watermarks of every partition, describing
 every group: the round describes only non-empty ones), and the resident memory of the collector's process (peak) and
-of its Admin child. Levels are cumulative: the groups stay when the partitions are added. What the stack cannot hold
-is said and skipped (a broker opens a file and maps two indexes per partition; the stack's brokers have 384 MiB of
-heap, out at about 11,700 partitions each).
+of its Admin child. ``--without-kinds`` adds this tree with its group-kinds read off; ``--repeat 2`` measures
+every tree twice, the second time in reverse order (the first tree after the set-up was the slowest in every run).
+Levels are cumulative: the groups stay when the partitions are added. What the stack cannot hold is said and skipped
+(a broker opens a file and maps two indexes per partition; the stack's brokers have 384 MiB of heap, out at about
+11,700 partitions each).
 """
 
 from __future__ import annotations
@@ -171,8 +174,9 @@ def _commit(admin, offsets: dict, ConsumerGroupTopicPartitions) -> None:
         f.result(120)
 
 
-def measure(servers: str, rounds: int) -> dict:
-    """Rounds of the ``AdminCollector`` of whatever tree is first on sys.path (this one or the baseline's)."""
+def measure(servers: str, rounds: int, kinds: bool = True) -> dict:
+    """Rounds of the ``AdminCollector`` of whatever tree is first on sys.path (this one or the baseline's); without
+    ``kinds`` its group-kinds read (the kafka-python ListGroups thread, issue 29) is off."""
     from collectors.admin import AdminCollector
     from collectors.admin_client import KafkaAdmin
     from collectors.catalog import TenantLookup
@@ -182,6 +186,8 @@ def measure(servers: str, rounds: int) -> dict:
         name="scale", bootstrap_servers=servers, jmx=JmxSettings(), brokers=tuple(BrokerTarget(id=b) for b in (1, 2, 3))
     )
     ac = AdminCollector(cluster, tenants=TenantLookup(None, "scale"), interval=INTERVAL)
+    if not kinds:
+        ac._kinds_factory = None  # bench-only: what the round costs without the group-kinds read
     target = ac.targets()[0]
     ac.collect_target(target, now=time.time())  # starts the child process, reads min ISR of every topic
     out: dict[str, list] = {"round": [], "lag_groups": [], "skipped": [], "dropped": [], "message": []}
@@ -240,10 +246,11 @@ def measure(servers: str, rounds: int) -> dict:
     return out
 
 
-def _run(tree: Path, servers: str, rounds: int) -> dict:
+def _run(tree: Path, servers: str, rounds: int, kinds: bool = True) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     proc = subprocess.run(
-        [sys.executable, __file__, "--measure", servers, "--rounds", str(rounds), "--tree", str(tree)],
+        [sys.executable, __file__, "--measure", servers, "--rounds", str(rounds), "--tree", str(tree)]
+        + ([] if kinds else ["--no-kinds"]),
         env=env,
         capture_output=True,
         text=True,
@@ -281,12 +288,21 @@ def main() -> int:
         help="the brokers' heap when this run starts the stack (e.g. 1g: 50,000 partitions need more than the "
         "stack's 384m); a running stack keeps its own",
     )
+    ap.add_argument(
+        "--without-kinds",
+        action="store_true",
+        help="also run this tree with its group-kinds read off (the kafka-python ListGroups thread after the lag read)",
+    )
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="measure every tree this many times, every other time in reverse order"
+    )
+    ap.add_argument("--no-kinds", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
         sys.path.insert(0, args.tree)
-        print(json.dumps(measure(args.measure, args.rounds)))
+        print(json.dumps(measure(args.measure, args.rounds, kinds=not args.no_kinds)))
         return 0
 
     sys.path.insert(0, str(ROOT))
@@ -336,9 +352,15 @@ def main() -> int:
                 print(f"{kind} {n:,}: not set up on this stack ({type(exc).__name__}: {str(exc)[:200]})", flush=True)
                 break
             print(f"{label}: set up in {took:.0f} s", file=sys.stderr, flush=True)
-            for what, tree in (("this", ROOT), ("previous", old)):
-                m = _run(tree, servers, args.rounds)
+            runs = [("this", ROOT, True)] + ([("no kinds", ROOT, False)] if args.without_kinds else [])
+            runs.append(("previous", old, True))
+            # Every --repeat after the first runs the trees in the opposite order: the first after set-up is slower.
+            order = [r for i in range(args.repeat) for r in (runs if i % 2 == 0 else runs[::-1])]
+            for what, tree, kinds in order:
+                m = _run(tree, servers, args.rounds, kinds)
                 print(_row(label, what, m), flush=True)
+                rounds = ", ".join(f"{t:.2f} s/{n}" for t, n in zip(m["round"], m["lag_groups"], strict=True))
+                print(f"{'':>33}rounds (time/groups with lag): {rounds}", flush=True)
                 if m["message"][-1]:
                     print(f"{'':>33}last message: {m['message'][-1]}", flush=True)
     finally:
