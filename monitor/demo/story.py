@@ -79,7 +79,7 @@ DEMO_LOAD = [
 ]
 
 # The story's misbehaving client: a producer of payments with no linger and one 10-byte record per request, the
-# advisor's poor_batching (tests/integration/advisor/test_advisor_stack.py proves the same client is named).
+# advisor's poor_batching (tests/integration/test_advisor_stack.py proves the same client is named).
 # Producer only: its records land in payments.orders, which the tenant's own consumer reads anyway.
 BAD_CLIENT = TenantLoad(
     "payments",

@@ -40,7 +40,7 @@ VARIABLES = {
     "__range": "1h",
 }
 # "Client advisor findings" needs the alerts role and misbehaving clients:
-# tests/integration/advisor/test_advisor_stack.py runs its query against the live Prometheus while they run.
+# tests/integration/test_advisor_stack.py runs its query against the live Prometheus while they run.
 NOT_INDUCED = {"Disk full in", "Client advisor findings"}
 PROBE_RULE = "KafkaHealthDashboardsProbe"
 

@@ -1,1 +1,0 @@
-"""The advisor on the session stack: both modules read one run of every client (conftest.py)."""
