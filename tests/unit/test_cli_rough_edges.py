@@ -85,7 +85,7 @@ def test_bad_option_values_are_usage_errors(capsys, argv, complaint):
 def test_good_kafka_version_aliases_still_accepted(capsys, tmp_path):
     code, out, _ = _exit_code(capsys, "stack", "status", "--kafka-version", "3.9", "--dir", str(tmp_path / "s"))
     assert code == 3  # nothing running, but the option was taken
-    assert "(Kafka 3.9.1, sasl_ssl)" in out  # a new stack dir is secured
+    assert "(Kafka 3.9.1, sasl_ssl, profile jolokia)" in out  # a new stack dir is secured, on the default profile
 
 
 # --- check-config: duplicate keys, unknown rule overrides --------------------------------------------------------
