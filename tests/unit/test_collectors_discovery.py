@@ -267,3 +267,16 @@ def test_every_shard_reads_the_membership_and_one_exports_it():
     assert jmx == {"broker-1", "broker-2", "broker-3", "broker-4"}
     assert stored == ["prod/protocol/protocol"]
     assert fake.log_dir_reads == 1  # only the exporting shard asks DescribeLogDirs
+
+
+def test_a_refused_connection_is_an_unreachable_target_not_a_crash():
+    """kafka-python 3's connection errors (a stopped broker refuses with ECONNREFUSED) are TargetUnreachable: the
+    translation once named an exception class kafka-python 3 no longer has and raised AttributeError instead."""
+    import kafka.errors as ke
+
+    from collectors.protocol_client import translate
+    from monitor.core.errors import TargetTimeout, TargetUnreachable
+
+    assert isinstance(translate("describe cluster", ke.KafkaConnectionError("111 ECONNREFUSED")), TargetUnreachable)
+    assert isinstance(translate("log dirs", ConnectionRefusedError(111, "refused")), TargetUnreachable)
+    assert isinstance(translate("log dirs", ke.KafkaTimeoutError("slow")), TargetTimeout)
