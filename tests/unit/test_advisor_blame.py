@@ -201,12 +201,14 @@ POLLING = [
     # (id, telemetry, its quota sensor's (fetch bytes/s, thread share), expected (client, severity, pages))
     # 1. confluent-kafka defaults keeping up with a record every 25 ms: fetches wait for data, nothing to say
     (1, DEFAULT_CONSUMER, (4000.0, 0.002), []),
-    # 2. fetch.max.wait.ms=0 spinning on an idle topic at 5% of a thread: named, and it pages
-    (2, SPINNER, (200.0, 0.05), [("payments-spin", FindingSeverity.WARNING, True)]),
+    # 2. fetch.max.wait.ms=0 spinning on an idle topic at 30% of a thread: named, and it pages
+    (2, SPINNER, (200.0, 0.3), [("payments-spin", FindingSeverity.WARNING, True)]),
     # 3. the same habit at 0.2% of a thread: advice for its own tenant, no page
     (3, SPINNER, (200.0, 0.002), [("payments-spin", FindingSeverity.INFO, False)]),
     # 4. a big consumer fetching 20 MiB/s whose fetches find data at once: thread time spent on data, no page
-    (4, SPINNER, (20 * 1048576.0, 0.05), [("payments-spin", FindingSeverity.INFO, False)]),
+    (4, SPINNER, (20 * 1048576.0, 0.3), [("payments-spin", FindingSeverity.INFO, False)]),
+    # 5. at 6% of a thread (what a loaded broker made of a default consumer keeping up): advice, no page
+    (5, SPINNER, (200.0, 0.06), [("payments-spin", FindingSeverity.INFO, False)]),
 ]
 
 
