@@ -5,8 +5,9 @@
         │    cluster, min_insync_replicas ──> cluster_samples      (collectors.admin_convert)
         │    groups, committed (every group at once), high_watermarks ──> GroupsRead ──> group_samples
         │  then, on a worker thread, waited for no longer than the round's time left:
-        │    GroupKinds (collectors.group_kinds, kafka-python): every group with its type, share groups described
-        │      ──> ShareGroupSeries (kafka_group_info, kafka_sharegroup_*)
+        │    GroupKinds (collectors.group_kinds, kafka-python): every group with its type, share and streams groups
+        │      described ──> ShareGroupSeries (kafka_group_info, kafka_sharegroup_*); the streams groups' members
+        │      (streams_group_info) replace the unknown ones of their GroupsRead entries before group_samples
         └─ the AdminApi is a KafkaAdmin (collectors.admin_client) in a child process (collectors.admin_process)
 
 This module decides the round: what is read in which order, with how much of the budget, what a failed call costs,
@@ -57,6 +58,14 @@ has every kind of group: the share and streams groups of the kinds listing are l
 from the next round on, and their consumer-group series dropped in the round that first lists them, so a share group
 is never also a consumer group without members (kafka_exporter #533, KMinion #294).
 
+Streams groups (KIP-1071) are watched as consumer groups: they commit through OffsetCommit and OffsetFetch answers
+for them (measured on 4.4.0), so the streams groups of the last kinds listing join the consumer-group reads (their
+committed offsets asked with the others') and export the ``kafka_consumergroup_*`` series, judged by the same lag
+rule. librdkafka 2.16 neither lists them (ListGroups without them) nor describes them (it answers ``dead``, no
+members, for a stable streams group), so their state, members and member partitions come from this round's
+StreamsGroupDescribe; when that read fails or is late their members are unknown (no members series), as for a
+consumer group that could not be described. A streams group first listed this round has its lag from the next one.
+
 Process: in production the ``KafkaAdmin`` runs in a child process (``collectors.admin_process.IsolatedAdmin``), so a
 librdkafka crash fails one round of this target instead of killing the collector; the client is replaced after a
 round in which it died, hung, or met a moved or dead group coordinator (``replace_client``).
@@ -81,9 +90,18 @@ from collectors.admin_convert import (
 from collectors.admin_process import IsolatedAdmin
 from collectors.catalog import TenantLookup
 from collectors.discovery import DiscoveryBoard
-from collectors.group_kinds import Group, GroupKinds, GroupKindsApi, ShareGroup, ShareGroupSeries, share_tenant
+from collectors.group_kinds import (
+    Group,
+    GroupKinds,
+    GroupKindsApi,
+    ShareGroup,
+    ShareGroupSeries,
+    StreamsGroup,
+    share_tenant,
+    streams_group_info,
+)
 from collectors.outcome import Capped, failed, succeeded
-from collectors.types import TP, AdminApi, ClusterState, Cut, CutCause, Sample, Target, TargetResult
+from collectors.types import TP, AdminApi, ClusterState, Cut, CutCause, GroupInfo, Sample, Target, TargetResult
 from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
 from monitor.core.errors import CollectorError, KafkaHealthError, TargetForbidden, TargetTimeout
 
@@ -149,12 +167,13 @@ class GroupsRead:
 
 @dataclass(frozen=True)
 class KindsRead:
-    """One read of the group kinds: every group with its type, the share groups described (none where the cluster
-    has no share groups: ``share_supported`` False)."""
+    """One read of the group kinds: every group with its type, the share and streams groups described (none where
+    the cluster has none: ``share_supported``, ``streams_supported`` False)."""
 
     groups: tuple[Group, ...]
     shares: tuple[ShareGroup, ...]
     share_supported: bool
+    streams: tuple[StreamsGroup, ...] = ()
 
 
 def _group_kinds(cluster: ClusterConfig, timeout: float) -> GroupKindsApi:
@@ -230,6 +249,8 @@ class AdminCollector:
         self._kinds_series = ShareGroupSeries()
         self._share_supported: bool | None = None  # last answer, to say a change once
         self._other_kinds: frozenset[str] = frozenset()  # share and streams groups of the last kinds read
+        self._share_ids: frozenset[str] = frozenset()  # share groups of the last kinds read: no consumer series
+        self._streams_listed: tuple[Group, ...] = ()  # streams groups of the last kinds read: read as consumer groups
 
     def targets(self) -> Sequence[Target]:
         return (self._target,)
@@ -291,6 +312,9 @@ class AdminCollector:
             # librdkafka lists every group, share and streams ones too: those are not consumer groups (no committed
             # offsets); the group kinds of the last round say which (the first round's are left out after it)
             listed = [g for g in listed if g.group not in self._other_kinds]
+            # streams groups (librdkafka lists none): committed offsets like consumer groups, members from
+            # StreamsGroupDescribe after the kinds read (unknown until then)
+            listed += [GroupInfo(g.id, g.state.lower().replace("_", ""), None) for g in self._streams_listed]
             self._known_groups = len(listed)
         except TargetForbidden as exc:
             return GroupsRead((), {}, self._known_groups, cut_short=f"consumer groups not read: {exc}")
@@ -392,32 +416,41 @@ class AdminCollector:
             groups = self._kinds.list_groups()
             supported = self._kinds.share_supported
             shares = self._kinds.describe_share_groups(g.id for g in groups if g.type == "share") if supported else []
+            streams_ids = [g.id for g in groups if g.type == "streams"]
+            streams = (
+                self._kinds.describe_streams_groups(streams_ids)
+                if streams_ids and self._kinds.streams_supported
+                else []
+            )
         except KafkaHealthError:
             kinds, self._kinds = self._kinds, None
             if kinds is not None:
                 kinds.close()
             raise
-        return KindsRead(tuple(groups), tuple(shares), supported)
+        return KindsRead(tuple(groups), tuple(shares), supported, tuple(streams))
 
-    def _read_kinds(self, deadline: RoundDeadline, base: tuple[tuple[str, str], ...]) -> tuple[list[Sample], str]:
-        """The group-kind and share-group series of this round, and why there are none ("" when read or not
-        configured). Never raises for the target's trouble and never outlasts the round's deadline."""
+    def _read_kinds(
+        self, deadline: RoundDeadline, base: tuple[tuple[str, str], ...]
+    ) -> tuple[list[Sample], str, dict[str, GroupInfo]]:
+        """The group-kind and share-group series of this round, why there are none ("" when read or not
+        configured), and the consumer-group view of each streams group described (``streams_group_info``). Never
+        raises for the target's trouble and never outlasts the round's deadline."""
         if self._kinds_factory is None:
-            return [], ""
+            return [], "", {}
         key = self._target.key
         if self._kinds_pending is not None and not self._kinds_pending.done():
-            return [], "group types and share groups not read: the last round's read is still running"
+            return [], "group types and share groups not read: the last round's read is still running", {}
         if not deadline.allows():
-            return [], f"round deadline of {deadline.budget:g}s reached before the group types were listed"
+            return [], f"round deadline of {deadline.budget:g}s reached before the group types were listed", {}
         if self._kinds_pool is None:
             self._kinds_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"group-kinds-{key}")
         self._kinds_pending = self._kinds_pool.submit(self._kinds_read)
         try:
             read = self._kinds_pending.result(timeout=deadline.remaining())
         except concurrent.futures.TimeoutError:
-            return [], f"group types and share groups not read within the round deadline of {deadline.budget:g}s"
+            return [], f"group types and share groups not read within the round deadline of {deadline.budget:g}s", {}
         except KafkaHealthError as exc:
-            return [], f"group types and share groups not read: {exc}"
+            return [], f"group types and share groups not read: {exc}", {}
         if read.share_supported != self._share_supported:
             self._share_supported = read.share_supported
             log.info(
@@ -430,6 +463,8 @@ class AdminCollector:
                 "4.1); groups are listed with their types, no share group is described",
             )
         self._other_kinds = frozenset(g.id for g in read.groups if g.type in ("share", "streams"))
+        self._share_ids = frozenset(g.id for g in read.groups if g.type == "share")
+        self._streams_listed = tuple(g for g in read.groups if g.type == "streams")
         samples = self._kinds_series.samples(
             read.groups,
             read.shares,
@@ -437,7 +472,7 @@ class AdminCollector:
             tenant=lambda g: share_tenant(self._tenants, g),
             group_tenant=lambda gid: self._tenants.group(gid) or None,
         )
-        return samples, ""
+        return samples, "", {g.id: streams_group_info(g) for g in read.streams if not g.error}
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None
@@ -476,11 +511,12 @@ class AdminCollector:
                 read = self._read_groups(admin, deadline)
                 for tp, hw in read.watermarks.items():
                     self._history.add(tp, now, hw)
+                kinds, kinds_missing, streams = self._read_kinds(deadline, base)
+                offsets = [GroupOffsets(streams.get(g.group.group, g.group), g.committed) for g in read.offsets]
                 samples += group_samples(
-                    read.offsets, read.watermarks, self._history, now=now, base=base, tenants=self._tenants
+                    offsets, read.watermarks, self._history, now=now, base=base, tenants=self._tenants
                 )
-                kinds, kinds_missing = self._read_kinds(deadline, base)
-                samples = [s for s in samples if not _consumer_series_of(s, self._other_kinds)] + kinds
+                samples = [s for s in samples if not _consumer_series_of(s, self._share_ids)] + kinds
                 if kinds_missing:
                     read = replace(
                         read, cut_short=f"{read.cut_short}; {kinds_missing}" if read.cut_short else kinds_missing
@@ -551,7 +587,8 @@ class AdminCollector:
 
 
 def _consumer_series_of(sample: Sample, groups: frozenset[str]) -> bool:
-    """A consumer-group series of one of ``groups`` (share or streams groups: each kind shown as what it is)."""
+    """A consumer-group series of one of ``groups`` (share groups: each kind shown as what it is; streams groups are
+    watched as consumer groups)."""
     return (
         bool(groups) and sample.name.startswith("kafka_consumergroup_") and dict(sample.labels).get("group") in groups
     )

@@ -1,4 +1,4 @@
-"""Every kind of group through one listing, and share groups (KIP-932) described: issue 29, item 4.
+"""Every kind of group through one listing, share groups (KIP-932) and streams groups (KIP-1071) described: issue 29.
 
 ``ListGroups`` v5 (KIP-848, Kafka 4.0+) answers each group's type: ``classic``, ``consumer``, ``share`` or
 ``streams`` (KIP-1071). ``GroupKinds.list_groups`` returns them as ``Group`` rows, so a share or streams group is
@@ -18,6 +18,16 @@ Kafka 3.9 refuses API 77: ``share_supported`` is then False and share groups are
 4.1.1 offers ShareGroupDescribe v1 but has no share group unless ``share.version`` is enabled: ListGroups lists none
 and nothing is described (both checked by tests/integration/test_kafka_versions.py on each release).
 
+Streams groups (Kafka Streams 4.1+ with ``group.protocol=streams``; brokers offer them by default from 4.2) commit
+through OffsetCommit like consumer groups, and OffsetFetch answers for them: the collector reads their committed
+offsets and lag on the consumer-group path (``collectors.admin``). What that path cannot read is who the members are:
+librdkafka describes consumer groups only. ``describe_streams_groups`` sends StreamsGroupDescribe (API 89, v0; its
+schema, generated from kafka-clients 4.4.0, ships in ``collectors.kafka_messages``) and ``streams_group_info`` turns
+the answer into the ``GroupInfo`` of a consumer group: state, members, and each member's partitions, which are its
+active tasks' partitions of the source topics of their subtopology (a task ``1_0`` reads partition 0 of every source
+and repartition topic of subtopology 1). Standby and warm-up tasks read changelogs, not input: they are no part of the
+lag. The topology itself, the task offsets the members report and the state stores are not exported.
+
 ``share_status`` is pure: consuming, stalled (members, records waiting, start offsets not moving between two
 samples), idle (no records waiting) or ``no_members`` (records waiting and nobody to take them).
 """
@@ -31,12 +41,13 @@ from typing import Any, Protocol
 
 import collectors.kafka_messages as _schemas
 from collectors.protocol_client import protocol_settings, translate
-from collectors.types import Sample
+from collectors.types import GroupInfo, Sample
 
 log = logging.getLogger(__name__)
 
 SHARE_DESCRIBE_API = 77
 SHARE_OFFSETS_API = 90
+STREAMS_DESCRIBE_API = 89
 STATUSES = ("consuming", "stalled", "idle", "no_members")
 
 
@@ -80,6 +91,51 @@ class ShareGroup:
 
     def topics(self) -> tuple[str, ...]:
         return tuple(sorted({p.topic for p in self.partitions} | {t for m in self.members for t, _ in m.partitions}))
+
+
+@dataclass(frozen=True)
+class StreamsMember:
+    member_id: str
+    client_id: str
+    host: str
+    process_id: str
+    active_tasks: tuple[tuple[str, tuple[int, ...]], ...]  # (subtopology id, partitions) of its active tasks
+
+
+@dataclass(frozen=True)
+class StreamsGroup:
+    """One streams group as StreamsGroupDescribe answers it. ``sources``: each subtopology's input topics (source and
+    repartition source topics), which its tasks' partitions are partitions of."""
+
+    id: str
+    state: str
+    members: tuple[StreamsMember, ...]
+    sources: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    error: str = ""
+
+
+def streams_group_info(group: StreamsGroup) -> GroupInfo:
+    """The consumer-group view of a streams group: its state as the collector writes states (lower case, no
+    underscores: ``stable``, ``empty``, ``notready``, ``assigning``, ``reconciling``), its members, and each member's
+    input partitions (its active tasks' partitions of their subtopology's source topics)."""
+    sources = dict(group.sources)
+    return GroupInfo(
+        group.id,
+        group.state.lower().replace("_", ""),
+        len(group.members),
+        False,
+        tuple((m.client_id, m.host) for m in group.members),
+        tuple(
+            (
+                m.client_id,
+                m.host,
+                tuple(
+                    sorted((topic, p) for sub, parts in m.active_tasks for topic in sources.get(sub, ()) for p in parts)
+                ),
+            )
+            for m in group.members
+        ),
+    )
 
 
 def share_status(now: ShareGroup, before: ShareGroup | None) -> str:
@@ -128,6 +184,11 @@ class GroupKindsApi(Protocol):
     def list_groups(self) -> list[Group]: ...
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]: ...
+
+    @property
+    def streams_supported(self) -> bool: ...
+
+    def describe_streams_groups(self, group_ids: Iterable[str]) -> list[StreamsGroup]: ...
 
     def close(self) -> None: ...
 
@@ -225,6 +286,7 @@ class ShareGroupSeries:
 class _Messages:
     describe_req: Any = None
     offsets_req: Any = None
+    streams_req: Any = None
     responses: tuple[Any, ...] = ()  # kafka-python registers response classes by weak reference: kept alive here
     loaded: bool = field(default=False)
 
@@ -233,7 +295,7 @@ _MESSAGES = _Messages()
 
 
 def _messages() -> _Messages:
-    """The two request classes, built once from Kafka's schemas (kafka-python registers the response classes)."""
+    """The request classes, built once from Kafka's schemas (kafka-python registers the response classes)."""
     if not _MESSAGES.loaded:
         from kafka.protocol.api_message import ApiMessage
 
@@ -249,8 +311,19 @@ def _messages() -> _Messages:
         class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_schemas):
             pass
 
+        class StreamsGroupDescribeRequest(ApiMessage, load_json=_schemas):
+            pass
+
+        class StreamsGroupDescribeResponse(ApiMessage, load_json=_schemas):
+            pass
+
         _MESSAGES.describe_req, _MESSAGES.offsets_req = ShareGroupDescribeRequest, DescribeShareGroupOffsetsRequest
-        _MESSAGES.responses = (ShareGroupDescribeResponse, DescribeShareGroupOffsetsResponse)
+        _MESSAGES.streams_req = StreamsGroupDescribeRequest
+        _MESSAGES.responses = (
+            ShareGroupDescribeResponse,
+            DescribeShareGroupOffsetsResponse,
+            StreamsGroupDescribeResponse,
+        )
         _MESSAGES.loaded = True
     return _MESSAGES
 
@@ -260,7 +333,8 @@ def _get(obj: Any, name: str) -> Any:
 
 
 class GroupKinds:
-    """ListGroups with types, ShareGroupDescribe and DescribeShareGroupOffsets of one cluster (kafka-python)."""
+    """ListGroups with types, ShareGroupDescribe, DescribeShareGroupOffsets and StreamsGroupDescribe of one cluster
+    (kafka-python)."""
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
         from kafka.admin import KafkaAdminClient
@@ -385,8 +459,81 @@ class GroupKinds:
             raise translate("describe share groups", exc, self._principal) from exc
         return sorted(out, key=lambda g: g.id)
 
+    @property
+    def streams_supported(self) -> bool:
+        """The cluster answers StreamsGroupDescribe (KIP-1071: Kafka 4.1+, on by default from 4.2)."""
+        return self._api_max(STREAMS_DESCRIBE_API) >= 0
+
+    async def _ask_streams(self, ids: list[str]) -> list[Any]:
+        """The StreamsGroupDescribe answer of each coordinator of ``ids``."""
+        msgs = _messages()
+        found = await self._admin._find_coordinator_ids(ids)
+        by_node: dict[int, list[str]] = {}
+        for g in ids:
+            by_node.setdefault(int(found[g]), []).append(g)
+        return [
+            await self._admin._manager.send(
+                msgs.streams_req(group_ids=groups, include_authorized_operations=False, max_version=0), node_id=node
+            )
+            for node, groups in sorted(by_node.items())
+        ]
+
+    def describe_streams_groups(self, group_ids: Iterable[str]) -> list[StreamsGroup]:
+        """Members, their active tasks and the subtopologies' input topics of each streams group; a group the
+        broker refuses carries its error name. Empty where the cluster has no streams groups (``streams_supported``)."""
+        ids = sorted(set(group_ids))
+        if not ids or not self.streams_supported:
+            return []
+        try:
+            answers = self._admin._manager.run(self._ask_streams, ids)
+            out = [streams_group(g) for desc in answers for g in _get(desc, "groups")]
+        except Exception as exc:
+            raise translate("describe streams groups", exc, self._principal) from exc
+        return sorted(out, key=lambda g: g.id)
+
     def close(self) -> None:
         try:
             self._admin.close()
         except Exception:  # closing a broken client must not fail the collector's shutdown
             log.debug("closing the groups client failed", exc_info=True)
+
+
+def streams_group(g: Any) -> StreamsGroup:
+    """One group of a StreamsGroupDescribe answer (kafka-python's message object) as a ``StreamsGroup``."""
+    import kafka.errors as ke
+
+    err = ke.for_code(_get(g, "error_code"))
+    topology = _get(g, "topology")
+    subtopologies = (_get(topology, "subtopologies") or []) if topology is not None else []
+    sources = tuple(
+        (
+            str(_get(s, "subtopology_id")),
+            tuple(
+                sorted(
+                    {str(t) for t in _get(s, "source_topics")}
+                    | {str(_get(t, "name")) for t in _get(s, "repartition_source_topics")}
+                )
+            ),
+        )
+        for s in subtopologies
+    )
+    members = tuple(
+        StreamsMember(
+            str(_get(m, "member_id")),
+            str(_get(m, "client_id")),
+            str(_get(m, "client_host")),
+            str(_get(m, "process_id")),
+            tuple(
+                (str(_get(t, "subtopology_id")), tuple(int(p) for p in _get(t, "partitions")))
+                for t in _get(_get(m, "assignment"), "active_tasks")
+            ),
+        )
+        for m in _get(g, "members")
+    )
+    return StreamsGroup(
+        str(_get(g, "group_id")),
+        str(_get(g, "group_state")),
+        members,
+        sources,
+        "" if err is ke.NoError else err.__name__,
+    )

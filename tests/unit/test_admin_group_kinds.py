@@ -12,7 +12,15 @@ import pytest
 
 from collectors.admin import AdminCollector
 from collectors.catalog import TenantLookup
-from collectors.group_kinds import Group, ShareGroup, ShareMember, SharePartition
+from collectors.group_kinds import (
+    Group,
+    ShareGroup,
+    ShareMember,
+    SharePartition,
+    StreamsGroup,
+    StreamsMember,
+    streams_group_info,
+)
 from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
 from monitor.core.config import ClusterConfig, JmxSettings, TenantConfig, TenantSelector
 from monitor.core.errors import TargetForbidden
@@ -61,9 +69,18 @@ class FakeKinds:
     """``GroupKindsApi``: ``rounds`` are the share groups' successive descriptions; ``gate`` (when set) holds each
     call until it is released; ``fail`` is raised by the listing."""
 
-    def __init__(self, *, supported: bool = True, rounds: list[list[ShareGroup]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        supported: bool = True,
+        rounds: list[list[ShareGroup]] | None = None,
+        streams: list[list[StreamsGroup]] | None = None,
+    ) -> None:
         self.share_supported = supported
+        self.streams_supported = streams is not None
         self.rounds = rounds or [[]]
+        self.streams = streams or [[]]
+        self.streams_described = 0
         self.described = 0
         self.gate: threading.Event | None = None
         self.fail: Exception | None = None
@@ -75,7 +92,14 @@ class FakeKinds:
         if self.fail is not None:
             raise self.fail
         shares = [Group(g.id, "share", g.state) for g in self.rounds[0]]
-        return [Group("pay-app", "consumer", "Stable"), Group("legacy", "classic", "Empty"), *shares]
+        streams = [Group(g.id, "streams", g.state) for g in self.streams[0]]
+        return [Group("pay-app", "consumer", "Stable"), Group("legacy", "classic", "Empty"), *shares, *streams]
+
+    def describe_streams_groups(self, group_ids: Iterable[str]) -> list[StreamsGroup]:
+        assert self.streams_supported, "described on a cluster without streams groups"
+        out = self.streams[min(self.streams_described, len(self.streams) - 1)]
+        self.streams_described += 1
+        return [g for g in out if g.id in set(group_ids)]
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]:
         assert self.share_supported, "described on a cluster without share groups"
@@ -186,3 +210,98 @@ def test_a_share_group_librdkafka_lists_is_never_exported_as_a_consumer_group() 
         assert consumer == {"pay-app"}, consumer
         assert [s["group"] for s in out["kafka_sharegroup_status"]] == ["pay-share"]
     assert admin.asked == [["pay-app", "pay-share"], ["pay-app"]]
+
+
+# A Kafka Streams application "pay-streams" (application.id) of two subtopologies: 0 reads pay.orders, 1 reads its
+# repartition topic; its one instance runs tasks 0_0, 0_1 and 1_0 (and a standby, which reads no input).
+STREAMS_SOURCES = (("0", ("pay.orders",)), ("1", ("pay-streams-agg-repartition",)))
+STREAMS_MEMBER = StreamsMember(
+    "m1", "pay-streams-app-StreamThread-1-consumer", "/10.0.0.9", "p1", (("0", (0, 1)), ("1", (0,)))
+)
+
+
+def test_a_streams_member_reads_its_active_tasks_partitions_of_their_subtopology_sources() -> None:
+    other = StreamsMember("m2", "pay-streams-app-StreamThread-2-consumer", "/10.0.0.8", "p2", ())
+    info = streams_group_info(StreamsGroup("pay-streams", "NOT_READY", (STREAMS_MEMBER, other), STREAMS_SOURCES))
+    assert (info.group, info.state, info.members) == ("pay-streams", "notready", 2)
+    assert info.member_clients == (
+        ("pay-streams-app-StreamThread-1-consumer", "/10.0.0.9"),
+        ("pay-streams-app-StreamThread-2-consumer", "/10.0.0.8"),
+    )
+    assert info.member_assignments == (
+        (
+            "pay-streams-app-StreamThread-1-consumer",
+            "/10.0.0.9",
+            (("pay-streams-agg-repartition", 0), ("pay.orders", 0), ("pay.orders", 1)),
+        ),
+        ("pay-streams-app-StreamThread-2-consumer", "/10.0.0.8", ()),
+    )
+    empty = streams_group_info(StreamsGroup("pay-streams", "Empty", (), STREAMS_SOURCES))
+    assert (empty.state, empty.members, empty.member_assignments) == ("empty", 0, ())
+
+
+class CommittingAdmin(QuietAdmin):
+    """``QuietAdmin`` whose groups have committed 100 on each partition of pay.orders, whose high watermark is 250
+    on each; like librdkafka 2.16 it lists no streams group."""
+
+    def cluster(self, *, timeout: float) -> ClusterState:
+        return ClusterState((1,), 1, tuple(PartitionState("pay.orders", p, 1, (1,), (1,)) for p in (0, 1)))
+
+    def committed(self, groups: list[str], *, timeout: float, group_timeout: float) -> dict[str, object]:
+        self.asked.append(sorted(groups))
+        return {g: {("pay.orders", 0): 100, ("pay.orders", 1): 100} for g in groups}
+
+    def high_watermarks(self, tps: object, *, timeout: float) -> dict[object, int]:
+        return {("pay.orders", 0): 250, ("pay.orders", 1): 250}
+
+
+def test_a_streams_group_is_watched_as_a_consumer_group_with_its_members_from_streams_describe() -> None:
+    """librdkafka lists no streams group: the kinds listing of the last round adds it to the consumer-group reads,
+    so it has committed offsets and lag from the second round on, and its members, state and member lag from this
+    round's StreamsGroupDescribe; the same consumer-group series and tenant as a consumer group of its prefix.
+    Once its instances are gone (Empty, no member) the lag is still read and its members series says 0."""
+    running = StreamsGroup("pay-streams", "Stable", (STREAMS_MEMBER,), STREAMS_SOURCES)
+    gone = StreamsGroup("pay-streams", "Empty", (), STREAMS_SOURCES)
+    admin = CommittingAdmin(listed=("pay-app",))
+    kinds = FakeKinds(streams=[[running], [running], [gone]])
+    ac = collector(kinds, admin)
+    first = by_name(ac.collect_target(CLUSTER_TARGET, now=1.0))
+    assert [(s["type"], s["tenant"]) for s in first["kafka_group_info"] if s["group"] == "pay-streams"] == [
+        ("streams", "pay")
+    ]
+    assert not [s for s in first["kafka_consumergroup_lag"] if s["group"] == "pay-streams"]  # not listed yet
+
+    second = by_name(ac.collect_target(CLUSTER_TARGET, now=16.0))
+    assert admin.asked[-1] == ["pay-app", "pay-streams"]
+
+    def of_streams(out, name):
+        return [s for s in out.get(name, []) if s["group"] == "pay-streams"]
+
+    assert [(s["topic"], s["tenant"], s["value"]) for s in of_streams(second, "kafka_consumergroup_lag")] == [
+        ("pay.orders", "pay", 300.0)
+    ]
+    assert [s["value"] for s in of_streams(second, "kafka_consumergroup_members")] == [1.0]
+    assert [s["state"] for s in of_streams(second, "kafka_consumergroup_state")] == ["stable"]
+    assert [
+        (s["client_id"], s["client_host"], s["topic"], s["value"])
+        for s in of_streams(second, "kafka_consumergroup_member_lag")
+    ] == [("pay-streams-app-StreamThread-1-consumer", "10.0.0.9", "pay.orders", 300.0)]
+
+    third = by_name(ac.collect_target(CLUSTER_TARGET, now=31.0))
+    assert [s["value"] for s in of_streams(third, "kafka_consumergroup_members")] == [0.0]
+    assert [s["state"] for s in of_streams(third, "kafka_consumergroup_state")] == ["empty"]
+    assert [s["value"] for s in of_streams(third, "kafka_consumergroup_lag")] == [300.0]
+    assert not of_streams(third, "kafka_consumergroup_member_lag")
+
+
+def test_a_streams_group_not_described_this_round_has_its_lag_and_unknown_members() -> None:
+    """StreamsGroupDescribe refused (or late): the lag is still read, the members are unknown (no members series,
+    never a 0 that would read as an application gone)."""
+    running = StreamsGroup("pay-streams", "Stable", (STREAMS_MEMBER,), STREAMS_SOURCES)
+    refused = StreamsGroup("pay-streams", "", (), (), error="GroupAuthorizationFailedError")
+    ac = collector(FakeKinds(streams=[[running], [refused]]), CommittingAdmin())
+    ac.collect_target(CLUSTER_TARGET, now=1.0)
+    second = by_name(ac.collect_target(CLUSTER_TARGET, now=16.0))
+    assert [s["value"] for s in second["kafka_consumergroup_lag"] if s["group"] == "pay-streams"] == [300.0]
+    assert not [s for s in second.get("kafka_consumergroup_members", []) if s["group"] == "pay-streams"]
+    assert [s["state"] for s in second["kafka_consumergroup_state"] if s["group"] == "pay-streams"] == ["stable"]
