@@ -209,6 +209,9 @@ def measure(servers: str, rounds: int, kinds: bool = True) -> dict:
     ac.close()
     # The round's calls alone, in-process.
     admin = KafkaAdmin(cluster.client_settings(), timeout=60.0)
+    pending = getattr(admin, "_offsets_pending", None)  # this tree connects kafka-python in the background
+    if pending is not None:
+        pending.result(60)
     t0 = time.monotonic()
     state = admin.cluster(timeout=60.0)
     out["metadata"] = time.monotonic() - t0
@@ -221,18 +224,23 @@ def measure(servers: str, rounds: int, kinds: bool = True) -> dict:
     out["watermarks_read"] = len(admin.high_watermarks(every, timeout=60.0))  # warm: connections made
     # This tree's watermark path against librdkafka's 1,000-partition chunks in the same process, interleaved, so
     # the ratio holds whatever the machine's load (the baseline tree has only the librdkafka path).
-    runs: dict[str, list[float]] = {"watermarks": [], "watermarks_librdkafka": []}
-    for _ in range(3):
-        for key, call in (
-            ("watermarks", admin.high_watermarks),
-            ("watermarks_librdkafka", getattr(admin, "_librdkafka_watermarks", None)),
-        ):
-            if call is not None:
-                t0 = time.monotonic()
-                call(every, timeout=60.0)
-                runs[key].append(time.monotonic() - t0)
-    out["watermarks"] = statistics.median(runs["watermarks"])
-    out["watermarks_librdkafka"] = statistics.median(runs["watermarks_librdkafka"] or runs["watermarks"])
+    _interleaved(
+        out,
+        "watermarks",
+        (admin.high_watermarks, getattr(admin, "_librdkafka_watermarks", None)),
+        lambda path: len(path(every, timeout=60.0)),
+    )
+    # Every group's committed offsets the same way: this tree's batched path (one OffsetFetch per coordinator,
+    # kafka-python) against librdkafka's one request per group (the baseline tree has only the latter, as
+    # ``committed``); with the groups answered with offsets, of all listed.
+    groups = [g.group for g in admin.groups(timeout=60.0)]
+    out["groups_listed"] = len(groups)
+    _interleaved(
+        out,
+        "offsets",
+        (admin.committed, getattr(admin, "_librdkafka_committed", None)),
+        lambda path: sum(isinstance(a, dict) for a in path(groups, timeout=30.0, group_timeout=30.0).values()),
+    )
     # What describing every group costs (the round describes only the non-empty ones; these groups are all empty).
     import concurrent.futures
 
@@ -244,6 +252,23 @@ def measure(servers: str, rounds: int, kinds: bool = True) -> dict:
     concurrent.futures.wait(list(raw.describe_consumer_groups(ids, request_timeout=30).values()), timeout=30)
     out["describe_all"] = time.monotonic() - t0
     return out
+
+
+def _interleaved(out: dict, key: str, paths: tuple, call) -> None:
+    """This tree's path and librdkafka's (``paths``; the second None in a tree without it), 3 times each, interleaved
+    in one process so the ratio holds whatever the machine's load: ``out[key]``, ``out[key + "_librdkafka"]`` the
+    median seconds, ``out[key + "_read"]`` and its librdkafka twin the median of what ``call(path)`` counted."""
+    runs: dict[str, list[float]] = {}
+    for _ in range(3):
+        for suffix, path in zip(("", "_librdkafka"), paths, strict=True):
+            if path is not None:
+                t0 = time.monotonic()
+                n = call(path)
+                runs.setdefault(key + suffix, []).append(time.monotonic() - t0)
+                runs.setdefault(f"{key}_read{suffix}", []).append(n)
+    for name in (key, f"{key}_read"):
+        out[name] = statistics.median(runs[name])
+        out[f"{name}_librdkafka"] = statistics.median(runs.get(f"{name}_librdkafka") or runs[name])
 
 
 def _run(tree: Path, servers: str, rounds: int, kinds: bool = True) -> dict:
@@ -270,6 +295,8 @@ def _row(label: str, what: str, m: dict) -> str:
         f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
         f"partitions (librdkafka {m['watermarks_librdkafka']:5.2f} s, x{ratio:.1f})"
         f" | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB"
+        f" | offsets {m.get('offsets', 0):5.2f} s, {m.get('offsets_read', 0):.0f} of {m.get('groups_listed', 0)} groups"
+        f" (librdkafka {m.get('offsets_librdkafka', 0):5.2f} s, {m.get('offsets_read_librdkafka', 0):.0f})"
     )
 
 
@@ -326,7 +353,8 @@ def main() -> int:
     )
     print(
         f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
-        f"{'meta':>6} {'minISR':>6} {'watermarks (median of 3)':<60} | describe all | collector + Admin child RSS",
+        f"{'meta':>6} {'minISR':>6} {'watermarks (median of 3)':<60} | describe all | collector + Admin child RSS | "
+        "every group's offsets alone (median of 3)",
         flush=True,
     )
     have_groups = have_parts = 0

@@ -20,12 +20,20 @@ the round (``collectors.admin``).
 
 High watermarks are not read through librdkafka: its ListOffsets time grows quadratically with the partitions of a
 call, and at 10,000 groups on 26,000 partitions the round lost every watermark (so every lag). ``high_watermarks``
-sends one request per leader broker through ``collectors.protocol_client.LatestOffsets`` (kafka-python), with the
+sends one request per leader broker through ``collectors.protocol_client.KafkaOffsets`` (kafka-python), with the
 leaders of this client's last ``cluster`` call; librdkafka's chunked calls remain only for a cluster whose security
 settings kafka-python cannot use.
 
+Committed offsets are not read through librdkafka either: confluent-kafka takes one group per call, so 10,000 groups
+were 10,000 OffsetFetch requests and 10,000 futures each round (the round's cost at that scale), and waiting on
+librdkafka admin futures can abort the process (rd_kafka_enq_once_del_source_return, confluent-kafka-python#1640).
+``committed`` asks one batched FindCoordinator and one OffsetFetch v8 per group coordinator, all coordinators in
+parallel, through the same kafka-python client (``KafkaOffsets``); librdkafka's per-group calls remain only for a
+cluster kafka-python cannot use (its security settings, or Kafka older than 3.0).
+
 librdkafka 2.16 keeps a dead or moved group coordinator for good, and segfaults on an admin OffsetFetch that answers
-NOT_COORDINATOR (librdkafka#5040): a client sets ``stale_coordinator`` (no more offsets are asked of it) and
+NOT_COORDINATOR (librdkafka#5040): a client sets ``stale_coordinator`` (no more offsets are asked of it through
+librdkafka; kafka-python looks the coordinators up afresh every round and is not affected) and
 ``replace_client`` (the collector builds a fresh one after the round) when it meets either. In production this class
 runs in a child process (``collectors.admin_process.IsolatedAdmin``), which does not import this module: it is given
 the class.
@@ -35,10 +43,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from collectors.protocol_client import LatestOffsets, protocol_settings
+from collectors.protocol_client import KafkaOffsets, protocol_settings
 from collectors.types import TP, ClusterState, GroupInfo, PartitionState
 from monitor.core.errors import (
     CollectorError,
@@ -133,6 +142,9 @@ class KafkaAdmin:
     _auth_error: tuple[float, str] | None = None  # (monotonic time, librdkafka's text) of the last login/TLS error
     _principal: str | None = None
     _bootstrap = ""
+    _offsets: KafkaOffsets | None = None  # kafka-python, for committed offsets and watermarks, once connected
+    _offsets_pending: concurrent.futures.Future | None = None  # its connection under way in the background
+    _offsets_refused = ""  # why kafka-python cannot reach this cluster: librdkafka reads the offsets
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
         from confluent_kafka.admin import AdminClient
@@ -157,11 +169,10 @@ class KafkaAdmin:
         # Each partition's leader, from the last ``cluster`` call: where ``high_watermarks`` sends its requests.
         self._leaders: dict[TP, int] = {}
         self._settings = settings
-        self._latest: LatestOffsets | None = None
-        self._latest_refused = ""  # why kafka-python cannot reach this cluster: librdkafka reads the watermarks
         self._admin = AdminClient(
             {**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000), "error_cb": self._on_error}
         )
+        self._offsets_client(timeout)  # starts connecting kafka-python while librdkafka reads the metadata
 
     def _on_error(self, err) -> None:
         from confluent_kafka import KafkaError
@@ -305,11 +316,22 @@ class KafkaAdmin:
     def committed(
         self, groups: Sequence[str], *, timeout: float, group_timeout: float
     ) -> dict[str, dict[TP, int] | CollectorError]:
-        """Every group's committed offsets, all asked at once (one OffsetFetch per group, all in flight together;
-        ``bench/admin_scale.py``: 10,000 groups in 2.6-3.4 s, where one after the other took 8 s for 2,700 of them).
-        Each group answers within ``group_timeout`` or fails with ``TargetTimeout``: a dead coordinator's groups fail
-        after it and cost the other groups nothing. A group not answered within ``timeout`` is left out (the
-        round's deadline cut it)."""
+        """Every group's committed offsets: one OffsetFetch v8 request per group coordinator naming all its groups,
+        the coordinators asked in parallel after one batched FindCoordinator (``KafkaOffsets.committed``). Each group
+        answers within ``group_timeout`` or fails with ``TargetTimeout``: a dead coordinator's groups fail after it
+        and cost the other groups nothing. A group not answered within ``timeout`` is left out (the round's deadline
+        cut it). librdkafka's one request per group (confluent-kafka takes one group per call) remains only where
+        kafka-python cannot reach the cluster or the cluster is older than Kafka 3.0."""
+        reader = self._offsets_client(timeout)
+        if reader is not None and reader.batches_groups():
+            return dict(reader.committed(groups, timeout=timeout, group_timeout=group_timeout))
+        return self._librdkafka_committed(groups, timeout=timeout, group_timeout=group_timeout)
+
+    def _librdkafka_committed(
+        self, groups: Sequence[str], *, timeout: float, group_timeout: float
+    ) -> dict[str, dict[TP, int] | CollectorError]:
+        """Committed offsets through librdkafka: one OffsetFetch per group, all in flight together (10,000 groups in
+        2.6-3.4 s unloaded, ``bench/admin_scale.py``)."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         if self.stale_coordinator:
@@ -349,36 +371,44 @@ class KafkaAdmin:
         return out
 
     def high_watermarks(self, tps: Iterable[TP], *, timeout: float) -> dict[TP, int]:
-        """Latest offsets: one ListOffsets request per leader broker (``LatestOffsets``), to the leaders of the last
+        """Latest offsets: one ListOffsets request per leader broker (``KafkaOffsets``), to the leaders of the last
         ``cluster`` call. A partition it did not name (no leader, or not read yet) has no watermark; a broker that
         does not answer within ``timeout`` costs its own partitions only (logged with why)."""
         wanted = list(tps)
-        latest = self._latest_client(timeout)
-        if latest is None:
+        reader = self._offsets_client(timeout)
+        if reader is None:
             return self._librdkafka_watermarks(wanted, timeout=timeout)
         if not self._leaders:
             self.cluster(timeout=timeout)
-        out, missing = latest.read({tp: self._leaders.get(tp, -1) for tp in wanted}, timeout=timeout)
+        out, missing = reader.latest({tp: self._leaders.get(tp, -1) for tp in wanted}, timeout=timeout)
         for broker, why in sorted(missing.items()):
             log.warning("high watermarks of the partitions broker %d leads not read: %s", broker, why)
         return out
 
-    def _latest_client(self, timeout: float) -> LatestOffsets | None:
-        """The kafka-python watermark reader, made on first use. None where the cluster's security settings are not
-        kafka-python's (said once: librdkafka reads them from then on), or where it could not connect (said: this
-        call reads them through librdkafka, the next one tries again)."""
-        if self._latest is None and not self._latest_refused:
+    def _offsets_client(self, timeout: float) -> KafkaOffsets | None:
+        """The kafka-python offsets reader (committed offsets and watermarks), connected in the background from this
+        client's start on: a SASL_SSL bootstrap under load took the first round's whole budget when it was made on
+        first use. None while it connects (this call reads through librdkafka, without waiting), where the cluster's
+        security settings are not kafka-python's (said once: librdkafka reads the offsets from then on), or where it
+        could not connect (said: this call reads through librdkafka, the next one connects again)."""
+        if self._offsets is not None or self._offsets_refused:
+            return self._offsets
+        if self._offsets_pending is None:
             try:
                 protocol_settings(self._settings, timeout=timeout)
             except KafkaHealthError as exc:
-                self._latest_refused = str(exc)
-                log.warning("high watermarks read through librdkafka (slower at many partitions): %s", exc)
+                self._offsets_refused = str(exc)
+                log.warning("offsets read through librdkafka (slower at many groups and partitions): %s", exc)
                 return None
-            try:
-                self._latest = LatestOffsets(self._settings, timeout=timeout)
-            except KafkaHealthError as exc:
-                log.warning("high watermarks read through librdkafka this time: %s", exc)
-        return self._latest
+            self._offsets_pending = _in_background(lambda: KafkaOffsets(self._settings, timeout=self._timeout))
+        if not self._offsets_pending.done():
+            return None
+        try:
+            self._offsets = self._offsets_pending.result()
+        except KafkaHealthError as exc:
+            self._offsets_pending = None
+            log.warning("offsets read through librdkafka this time: %s", exc)
+        return self._offsets
 
     def _librdkafka_watermarks(self, wanted: list[TP], *, timeout: float) -> dict[TP, int]:
         """Latest offsets through librdkafka, asked in calls of ``WATERMARK_CHUNK`` partitions all in flight together:
@@ -411,6 +441,20 @@ class KafkaAdmin:
             except KafkaHealthError:
                 continue  # e.g. an offline partition: no watermark, no lag for it
         return out
+
+
+def _in_background(make: Callable[[], KafkaOffsets]) -> concurrent.futures.Future:
+    """``make()`` on a daemon thread (a connection that hangs must not hold up the process's exit)."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            future.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="kafka-health-offsets-connect", daemon=True).start()
+    return future
 
 
 def _left(end: float) -> float:

@@ -5,7 +5,7 @@ Why a second Kafka client: confluent-kafka (librdkafka 2.16) answers neither eac
 controllers' endpoints (DescribeQuorum v2, KIP-853). kafka-python 3.0 sends all three and is pure Python, so it runs
 in the collector's process (no native crash to isolate, unlike librdkafka: collectors.admin_process).
 
-High watermarks at scale (``LatestOffsets``, issue 33 item 3): librdkafka 2.16 takes time quadratic in the partitions
+High watermarks at scale (``KafkaOffsets``, issue 33 item 3): librdkafka 2.16 takes time quadratic in the partitions
 of one ListOffsets call (26,210 partitions: 17.2 s in one call, 2.9-6.5 s in calls of 1,000), so with 10,000 groups
 and 26,000 partitions the Admin round ran out of time before any watermark came back and no group had a lag. Here
 the request is built by hand: one ListOffsets request per leader broker, as the round's own metadata names the
@@ -13,6 +13,12 @@ leaders (no second metadata request), all leaders' requests in flight together u
 answer taken whole or said missing (a slow broker costs its own partitions only), and an error of one partition
 (an offline or moved one) costs that partition only. kafka-python encodes and decodes 26,000 partitions in about
 0.1 s; the brokers answer in one request each.
+
+Committed offsets at scale (``KafkaOffsets.committed``, issue 33 item 1): confluent-kafka asks one group per
+OffsetFetch, so 10,000 groups were 10,000 requests and futures a round. Here one FindCoordinator v4 names every
+group's coordinator (sent to two brokers, the first answer taken), then each coordinator gets one OffsetFetch v8/v9
+naming all its groups, all coordinators at once under one deadline; each group's answer or error stays its own, a
+coordinator that does not answer costs its own groups only, and groups whose coordinator moved are asked once more.
 
 Every call finishes within the ``timeout`` it is given (requests are bounded by the client's request timeout, and the
 per-broker log-dir requests run in parallel under one deadline). The library's errors are translated here:
@@ -33,7 +39,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +75,7 @@ NEEDS = {
     "describe cluster": "Describe on the cluster",
     "describe quorum": "Describe on the cluster",
     "log dirs": "Describe on the cluster",
+    "group offsets": "Describe on the groups and topics (Group *, Topic *)",
 }
 
 
@@ -237,15 +244,21 @@ class KafkaProtocol:
             log.debug("closing the protocol client failed", exc_info=True)
 
 
-class LatestOffsets:
-    """High watermarks (the latest offsets, read uncommitted) through ListOffsets sent to each partition's leader:
-    one request per leader broker, all in flight together (see the module docstring for why not librdkafka)."""
+class KafkaOffsets:
+    """Latest and committed offsets through kafka-python, on one client (see the module docstring for why not
+    librdkafka): high watermarks in one ListOffsets request per leader broker, committed offsets of many groups in one
+    OffsetFetch request per group coordinator, all of a call's requests in flight together."""
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
         self._principal = settings.get("sasl.username")
-        self._admin = connect(settings, timeout=timeout, client_id="kafka-health-watermarks")
+        self._admin = connect(settings, timeout=timeout, client_id="kafka-health-offsets")
 
-    def read(self, leaders: Mapping[TP, int], *, timeout: float) -> tuple[dict[TP, int], dict[int, str]]:
+    def batches_groups(self) -> bool:
+        """Whether the cluster answers FindCoordinator v4 and OffsetFetch v8 (many groups per request; Kafka 3.0+)."""
+        versions = self._admin._manager.broker_version_data.api_versions
+        return versions.get(10, (0, -1))[1] >= 4 and versions.get(9, (0, -1))[1] >= 8
+
+    def latest(self, leaders: Mapping[TP, int], *, timeout: float) -> tuple[dict[TP, int], dict[int, str]]:
         """The high watermark of each partition of ``leaders`` (partition -> its leader's node id), and the brokers
         whose answer is missing with why. Every request has ``timeout``; a partition the broker answers with an
         error (not its leader any more, offline) is left out."""
@@ -290,8 +303,188 @@ class LatestOffsets:
                         out[(t.name, p.partition_index)] = p.offset
         return out, missing
 
+    def committed(
+        self, groups: Sequence[str], *, timeout: float, group_timeout: float
+    ) -> dict[str, dict[TP, int] | KafkaHealthError]:
+        """Each group's committed offsets, or the error its coordinator answered for it (``AdminApi.committed``).
+        One FindCoordinator v4 for all groups (to two brokers at once: the first answer counts, so a dead broker
+        cannot hold up the lookup), then one OffsetFetch v8+ per coordinator naming all its groups, all in flight
+        together. A coordinator that does not answer within ``group_timeout`` fails its own groups with
+        ``TargetTimeout`` and costs the others nothing; one cut by ``timeout`` first leaves its groups out (the
+        round's deadline cut them). Groups whose coordinator moved are asked once more, after a fresh lookup."""
+        if not groups:
+            return {}
+        start = time.monotonic()
+        end, group_end = start + timeout, start + group_timeout
+        try:
+            return self._admin._manager.run(self._committed, list(groups), group_end, end)
+        except Exception as exc:
+            raise translate("group offsets", exc, self._principal) from exc
+
+    async def _committed(
+        self, groups: list[str], group_end: float, end: float
+    ) -> dict[str, dict[TP, int] | KafkaHealthError]:
+        out: dict[str, dict[TP, int] | KafkaHealthError] = {}
+        pending = groups
+        for _ in range(2):  # a second pass for the groups whose coordinator moved
+            answered, pending = await self._pass(pending, group_end, end)
+            out.update(answered)
+            if not pending or time.monotonic() >= min(group_end, end):
+                break
+        return out
+
+    async def _pass(
+        self, groups: list[str], group_end: float, end: float
+    ) -> tuple[dict[str, dict[TP, int] | KafkaHealthError], list[str]]:
+        from kafka.protocol.consumer import OffsetFetchRequest
+        from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+
+        manager = self._admin._manager
+        until = min(group_end, end)
+        cut_by_round = end < group_end
+
+        def ms() -> int:
+            return max(1, int((until - time.monotonic()) * 1000))
+
+        lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=groups, min_version=4)
+        try:
+            sent = [manager.send(lookup, node_id=n, request_timeout_ms=ms()) for n in self._lookup_nodes()]
+            found = await manager.wait_for(_first(sent), ms())
+        except Exception as exc:  # noqa: BLE001 - no lookup answered: every group of this pass, said per group
+            return settle_coordinator(groups, exc, cut_by_round=cut_by_round, principal=self._principal)
+        by_node, lookup_failed = coordinator_plan(found.coordinators)
+        out: dict[str, dict[TP, int] | KafkaHealthError] = {}
+        again: list[str] = []
+        for group, (code, message) in lookup_failed.items():
+            out[group] = group_error(code, message, self._principal)
+            if code in COORDINATOR_MOVED:
+                again.append(group)
+        group_cls = OffsetFetchRequest.OffsetFetchRequestGroup
+        fetches = {
+            node: manager.send(
+                OffsetFetchRequest(
+                    groups=[group_cls(group_id=g, topics=None) for g in members],
+                    require_stable=False,
+                    min_version=OFFSET_FETCH_VERSIONS[0],
+                    max_version=OFFSET_FETCH_VERSIONS[1],
+                ),
+                node_id=node,
+                request_timeout_ms=ms(),
+            )
+            for node, members in by_node.items()
+        }
+        for node, future in fetches.items():  # sent together: each await waits on the same deadline
+            try:
+                answer: Any = await manager.wait_for(future, ms())
+            except Exception as exc:  # noqa: BLE001 - this coordinator's groups only
+                answer = exc
+            answered, moved = settle_coordinator(
+                by_node[node], answer, cut_by_round=cut_by_round, principal=self._principal, node=node
+            )
+            out.update(answered)
+            again += moved
+        return out, again
+
+    def _lookup_nodes(self) -> list[int | None]:
+        """Where FindCoordinator goes: the least loaded broker and one other (a stopped broker still holds its
+        connection open: a lookup sent only to it would cost every group the whole group timeout)."""
+        manager = self._admin._manager
+        first = manager.least_loaded_node()
+        other = next(
+            (b.node_id for b in sorted(manager.cluster.brokers(), key=lambda b: b.node_id) if b.node_id != first), None
+        )
+        nodes = [n for n in (first, other) if n is not None]
+        return list(nodes) or [None]
+
     def close(self) -> None:
         try:
             self._admin.close()
         except Exception:  # closing a broken client must not fail the round
-            log.debug("closing the watermarks client failed", exc_info=True)
+            log.debug("closing the offsets client failed", exc_info=True)
+
+
+# Kafka's error codes of a group whose coordinator is loading, not elected yet or moved: the group is asked once more
+# after a fresh FindCoordinator, as Kafka's Java Admin does (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+# NOT_COORDINATOR).
+COORDINATOR_MOVED = frozenset({14, 15, 16})
+# OffsetFetch v8 and v9 name each group's topics; v10 (Kafka 4.1+) names them by topic id only.
+OFFSET_FETCH_VERSIONS = (8, 9)
+
+
+def coordinator_plan(coordinators: Iterable[Any]) -> tuple[dict[int, list[str]], dict[str, tuple[int, str]]]:
+    """FindCoordinator v4's rows -> the groups of each coordinator node, and the groups whose lookup failed (Kafka's
+    error code and message)."""
+    by_node: dict[int, list[str]] = {}
+    failed: dict[str, tuple[int, str]] = {}
+    for row in coordinators:
+        if row.error_code or row.node_id < 0:
+            failed[row.key] = (row.error_code or 15, row.error_message or "")
+        else:
+            by_node.setdefault(row.node_id, []).append(row.key)
+    return by_node, failed
+
+
+def group_error(code: int, message: str | None, principal: str | None) -> KafkaHealthError:
+    """A group's error code -> ours (GROUP_AUTHORIZATION_FAILED: TargetForbidden naming the ACL)."""
+    import kafka.errors as ke
+
+    return translate("group offsets", ke.for_code(code)(message or ""), principal)
+
+
+def settle_coordinator(
+    groups: Sequence[str], answer: Any, *, cut_by_round: bool, principal: str | None, node: int | None = None
+) -> tuple[dict[str, dict[TP, int] | KafkaHealthError], list[str]]:
+    """One coordinator's OffsetFetch answer (or the exception awaiting it raised) -> each of its ``groups``' offsets
+    or error, and the groups to ask again (their coordinator moved). A partition answered with an error is left out
+    of its group's offsets; a group missing from the answer fails alone. No answer in time: each group fails with
+    ``TargetTimeout``, unless the round's deadline came first (``cut_by_round``): then they are left out."""
+    import kafka.errors as ke
+
+    if isinstance(answer, BaseException):
+        timed_out = isinstance(answer, (ke.KafkaTimeoutError, ke.RequestTimedOutError, TimeoutError))
+        if timed_out and cut_by_round:
+            return {}, []
+        who = "the coordinator lookup" if node is None else f"group coordinator {node}"
+        error: KafkaHealthError = (
+            TargetTimeout(f"group offsets: {who} did not answer in time")
+            if timed_out
+            else translate(f"group offsets ({who})", answer, principal)
+        )
+        return dict.fromkeys(groups, error), []
+    out: dict[str, dict[TP, int] | KafkaHealthError] = {}
+    again: list[str] = []
+    for g in answer.groups:
+        if g.error_code:
+            out[g.group_id] = group_error(g.error_code, None, principal)
+            if g.error_code in COORDINATOR_MOVED:
+                again.append(g.group_id)
+            continue
+        out[g.group_id] = {
+            (t.name, p.partition_index): p.committed_offset for t in g.topics for p in t.partitions if p.error_code == 0
+        }
+    for group in groups:
+        if group not in out:
+            out[group] = TransportError(f"group offsets: group coordinator {node} left group {group} out of its answer")
+    return out, again
+
+
+def _first(futures: Sequence[Any]) -> Any:
+    """A kafka-python Future that succeeds with the first of ``futures`` to succeed, or fails when all have failed."""
+    from kafka.future import Future
+
+    out = Future()
+    failures: list[BaseException] = []
+
+    def ok(value: Any) -> None:
+        if not out.is_done:
+            out.success(value)
+
+    def failed(exc: BaseException) -> None:
+        failures.append(exc)
+        if len(failures) == len(futures) and not out.is_done:
+            out.failure(exc)
+
+    for f in futures:
+        f.add_callback(ok)
+        f.add_errback(failed)
+    return out

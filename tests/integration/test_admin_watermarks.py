@@ -1,13 +1,15 @@
 """High watermarks at partition scale (issue 33, item 3) on the session stack: the Admin round reads them in one
-ListOffsets request per leader broker, so every group's lag is exported every round.
+ListOffsets request per leader broker, and the committed offsets of all groups in one OffsetFetch request per group
+coordinator (item 1), so every group's lag is exported every round.
 
 The regression this guards: librdkafka's ListOffsets time grows quadratically with the partitions of one call, so
 the round asked them in chunks of 1,000 partitions (each chunk one request to every leader); at 10,000 groups on
 26,000 partitions the chunks did not come back within the round and no group had a lag (bench/admin_scale.py). A
 test cannot time that on a shared machine; what it can count is the requests: 1,200 partitions on 3 brokers were 2
-chunks, 2 requests to each broker, and are now 1. Counted on the brokers themselves (RequestsPerSec of ListOffsets
-through Jolokia), during a real production round (the Admin client in its child process, SASL_SSL as the monitoring
-principal), with the lag of every group checked against what was produced.
+chunks, 2 requests to each broker, and are now 1; 12 groups were 12 OffsetFetch requests (librdkafka asks one group
+per request) and are now at most one to each broker. Counted on the brokers themselves (RequestsPerSec of ListOffsets
+and OffsetFetch through Jolokia), during a real production round (the Admin client in its child process, SASL_SSL
+as the monitoring principal), with the lag of every group checked against what was produced.
 """
 
 from __future__ import annotations
@@ -30,33 +32,36 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 1_200  # more than one of the old 1,000-partition chunks
 GROUPS = 12  # each committed on 100 partitions at offset 0, one message in each: lag 100
-LIST_OFFSETS = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=ListOffsets,version=*"
+SERVED = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request={},version=*"
+COUNTED = ("ListOffsets", "OffsetFetch")
 
 
-def _list_offsets_served(stack) -> dict[int, float]:
-    """ListOffsets requests each broker has served since it started (every API version), read through Jolokia."""
+def _served(stack) -> dict[tuple[str, int], float]:
+    """ListOffsets and OffsetFetch requests each broker has served since it started (every API version), read
+    through Jolokia."""
     layout = stack.layout
     auth = (JMX_USER, StackSecurity(layout).password("jmx-monitor"))
     out = {}
     for broker in layout.broker_ids:
-        r = httpx.post(
-            f"http://127.0.0.1:{layout.broker_jolokia_port(broker)}/jolokia/",
-            json={"type": "read", "mbean": LIST_OFFSETS, "attribute": "Count"},
-            auth=auth,
-            timeout=30,
-        )
-        body = r.json()
-        value = body.get("value") if body.get("status") == 200 else {}  # no such MBean yet: none served
-        out[broker] = sum(float(v["Count"]) for v in (value or {}).values())
+        for request in COUNTED:
+            r = httpx.post(
+                f"http://127.0.0.1:{layout.broker_jolokia_port(broker)}/jolokia/",
+                json={"type": "read", "mbean": SERVED.format(request), "attribute": "Count"},
+                auth=auth,
+                timeout=30,
+            )
+            body = r.json()
+            value = body.get("value") if body.get("status") == 200 else {}  # no such MBean yet: none served
+            out[(request, broker)] = sum(float(v["Count"]) for v in (value or {}).values())
     return out
 
 
-def _settled(stack) -> dict[int, float]:
+def _settled(stack) -> dict[tuple[str, int], float]:
     """The counts once they stop moving (a broker counts a request when its answer is sent)."""
-    last = _list_offsets_served(stack)
+    last = _served(stack)
     for _ in range(20):
         time.sleep(0.5)
-        now = _list_offsets_served(stack)
+        now = _served(stack)
         if now == last:
             return now
         last = now
@@ -102,7 +107,7 @@ def wide_topic(stack):
         f.result(90)
 
 
-def test_a_round_reads_watermarks_in_one_request_per_leader_and_every_group_has_its_lag(stack, wide_topic):
+def test_a_round_reads_offsets_in_one_request_per_broker_and_every_group_has_its_lag(stack, wide_topic):
     topic, groups = wide_topic
     cluster = stack.config().clusters[0]  # SASL_SSL, the monitoring principal
     collector = AdminCollector(cluster, tenants=TenantLookup(TenantIndex(()), cluster.name))
@@ -122,5 +127,11 @@ def test_a_round_reads_watermarks_in_one_request_per_leader_and_every_group_has_
         if s.name == "kafka_consumergroup_lag" and dict(s.labels)["topic"] == topic
     }
     assert lag == {g: float(PARTITIONS // GROUPS) for g in groups}, result.message
+    served = {key: after[key] - before[key] for key in after}
     # One ListOffsets request to each broker for every partition it leads (the old chunks: 2 to each).
-    assert {b: after[b] - before[b] for b in after} == dict.fromkeys(stack.layout.broker_ids, 1.0), (before, after)
+    assert {b: served[("ListOffsets", b)] for b in stack.layout.broker_ids} == dict.fromkeys(
+        stack.layout.broker_ids, 1.0
+    ), (before, after)
+    # Committed offsets in at most one OffsetFetch request to each group coordinator, naming all its groups (the
+    # per-group requests through librdkafka: one for each of the 12 groups, and more groups on the stack)
+    assert all(served[("OffsetFetch", b)] <= 1.0 for b in stack.layout.broker_ids), served

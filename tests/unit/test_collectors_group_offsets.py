@@ -1,0 +1,218 @@
+"""Committed offsets of many groups per request (issue 33): ``KafkaOffsets.committed`` finds every group's
+coordinator in one FindCoordinator v4, asks each coordinator once (OffsetFetch v8/v9 naming all its groups), all
+coordinators at once, and keeps each group's answer or error its own.
+
+The brokers are a fake ``KafkaConnectionManager`` (``send`` answers from a table, or never); the event loop, the
+futures and ``wait_for`` are kafka-python's own, so the timeouts are the ones the product runs on. Nothing here
+asserts on time: a coordinator that never answers is proven by what its groups and the others' come back with.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kafka.future import Future
+from kafka.net.manager import KafkaConnectionManager
+from kafka.net.selector import NetworkSelector
+
+from collectors.protocol_client import KafkaOffsets, coordinator_plan, settle_coordinator
+from monitor.core.errors import TargetForbidden, TargetTimeout, TargetUnreachable, TransportError
+
+NOT_COORDINATOR, GROUP_AUTHORIZATION_FAILED, UNSTABLE_OFFSET_COMMIT = 16, 30, 88
+
+
+def _row(key: str, node: int, error: int = 0) -> SimpleNamespace:
+    return SimpleNamespace(key=key, node_id=node, error_code=error, error_message=None)
+
+
+def _group(group: str, offsets: dict[tuple[str, int], int], error: int = 0, partition_errors=()) -> SimpleNamespace:
+    topics: dict[str, list[SimpleNamespace]] = {}
+    for (topic, part), offset in offsets.items():
+        code = UNSTABLE_OFFSET_COMMIT if (topic, part) in partition_errors else 0
+        topics.setdefault(topic, []).append(
+            SimpleNamespace(partition_index=part, committed_offset=offset, error_code=code)
+        )
+    return SimpleNamespace(
+        group_id=group, error_code=error, topics=[SimpleNamespace(name=t, partitions=ps) for t, ps in topics.items()]
+    )
+
+
+class FakeBrokers:
+    """``KafkaConnectionManager`` as ``KafkaOffsets`` uses it. Each broker answers FindCoordinator from
+    ``coordinator`` (group -> node) and OffsetFetch with each group's ``offsets``; the groups of ``moves`` move to
+    their new node as the first OffsetFetch arrives (that request answers NOT_COORDINATOR for them; later lookups name
+    the new node); a broker of ``dead`` never answers anything."""
+
+    def __init__(self, coordinator: dict[str, int], offsets: dict[str, dict], *, dead=(), moves=None, forbidden=()):
+        self._net = NetworkSelector()
+        self.coordinator, self.offsets, self.dead = dict(coordinator), offsets, set(dead)
+        self.actual = {**coordinator, **(moves or {})}
+        self.forbidden = set(forbidden)
+        self.lookups: list[tuple[int | None, list[str]]] = []
+        self.fetches: list[tuple[int | None, list[str], int | None]] = []
+        self.cluster = SimpleNamespace(brokers=lambda: [SimpleNamespace(node_id=n) for n in (1, 2, 3)])
+        self.broker_version_data = SimpleNamespace(api_versions={9: (0, 9), 10: (0, 6)})
+        self.least_loaded = 1
+
+    wait_for = KafkaConnectionManager.wait_for
+
+    def run(self, coro, *args):
+        return self._net.run(coro, *args)
+
+    def least_loaded_node(self) -> int:
+        return self.least_loaded
+
+    def send(self, request: Any, node_id: int | None = None, request_timeout_ms: int | None = None) -> Future:
+        future = Future()
+        answer: Any
+        if hasattr(request, "coordinator_keys"):
+            keys = list(request.coordinator_keys)
+            self.lookups.append((node_id, keys))
+            where = self.actual if self.fetches else self.coordinator
+            answer = SimpleNamespace(coordinators=[_row(k, where[k]) for k in keys])
+        else:
+            groups = [g.group_id for g in request.groups]
+            self.fetches.append((node_id, groups, request._max_version))
+            rows = []
+            for g in groups:
+                if self.actual[g] != node_id:
+                    rows.append(_group(g, {}, error=NOT_COORDINATOR))
+                elif g in self.forbidden:
+                    rows.append(_group(g, {}, error=GROUP_AUTHORIZATION_FAILED))
+                else:
+                    rows.append(_group(g, self.offsets.get(g, {})))
+            answer = SimpleNamespace(groups=rows)
+        if node_id not in self.dead:
+            self._net.call_later(0, lambda: future.success(answer))
+        return future
+
+
+def _offsets(brokers: FakeBrokers) -> KafkaOffsets:
+    reader = KafkaOffsets.__new__(KafkaOffsets)
+    reader._principal, reader._admin = "monitor", SimpleNamespace(_manager=brokers)
+    return reader
+
+
+GROUPS = {f"g{i}": 1 + i % 3 for i in range(9)}  # nine groups, three on each of brokers 1-3
+OFFSETS = {g: {("t", i): 10 * i} for i, g in enumerate(GROUPS)}
+
+
+def test_one_lookup_and_one_offsets_request_per_coordinator_naming_all_its_groups():
+    brokers = FakeBrokers(GROUPS, OFFSETS)
+    answers = _offsets(brokers).committed(list(GROUPS), timeout=5.0, group_timeout=5.0)
+    assert answers == OFFSETS
+    # one FindCoordinator for all groups, to two brokers at once (the least loaded and one other)
+    assert sorted(n for n, _ in brokers.lookups) == [1, 2]
+    assert all(keys == list(GROUPS) for _, keys in brokers.lookups)
+    # one OffsetFetch per coordinator, naming exactly its groups, at most v9 (v10 names topics by id only)
+    assert sorted((n, sorted(gs)) for n, gs, _ in brokers.fetches) == [
+        (n, sorted(g for g, c in GROUPS.items() if c == n)) for n in (1, 2, 3)
+    ]
+    assert {v for _, _, v in brokers.fetches} == {9}
+
+
+def test_a_coordinator_that_never_answers_fails_its_own_groups_only():
+    brokers = FakeBrokers(GROUPS, OFFSETS, dead={3})
+    brokers.least_loaded = 3  # its lookup is lost too: the other broker's answer counts
+    answers = _offsets(brokers).committed(list(GROUPS), timeout=5.0, group_timeout=1.0)
+    dead = {g for g, c in GROUPS.items() if c == 3}
+    assert {g for g, a in answers.items() if isinstance(a, TargetTimeout)} == dead
+    assert {g: a for g, a in answers.items() if g not in dead} == {g: o for g, o in OFFSETS.items() if g not in dead}
+    assert "group coordinator 3" in str(answers[sorted(dead)[0]])
+
+
+def test_a_coordinator_cut_by_the_rounds_deadline_leaves_its_groups_out():
+    """The round's time ran out before the group's own: not the coordinator's failure, the deadline's cut (the
+    collector counts the groups left out as skipped by the deadline)."""
+    brokers = FakeBrokers(GROUPS, OFFSETS, dead={2})
+    answers = _offsets(brokers).committed(list(GROUPS), timeout=1.0, group_timeout=3.0)
+    assert set(answers) == {g for g, c in GROUPS.items() if c != 2}
+    assert all(answers[g] == OFFSETS[g] for g in answers)
+
+
+def test_groups_whose_coordinator_moved_are_asked_again_after_a_fresh_lookup():
+    brokers = FakeBrokers(GROUPS, OFFSETS, moves={"g0": 2, "g3": 3})
+    answers = _offsets(brokers).committed(list(GROUPS), timeout=5.0, group_timeout=5.0)
+    assert answers == OFFSETS
+    # the second pass asks only the moved groups: one lookup (to two brokers), one request to each new coordinator
+    assert [sorted(keys) for _, keys in brokers.lookups[2:]] == [["g0", "g3"], ["g0", "g3"]]
+    assert sorted((n, gs) for n, gs, _ in brokers.fetches[3:]) == [(2, ["g0"]), (3, ["g3"])]
+
+
+def test_a_group_the_principal_may_not_describe_fails_alone_and_names_the_acl():
+    brokers = FakeBrokers(GROUPS, OFFSETS, forbidden={"g4"})
+    answers = _offsets(brokers).committed(list(GROUPS), timeout=5.0, group_timeout=5.0)
+    assert isinstance(answers["g4"], TargetForbidden) and "User:monitor" in str(answers["g4"])
+    assert {g: a for g, a in answers.items() if g != "g4"} == {g: o for g, o in OFFSETS.items() if g != "g4"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "by_node", "failed"),
+    [
+        ([_row("a", 1), _row("b", 2), _row("c", 1)], {1: ["a", "c"], 2: ["b"]}, {}),
+        ([_row("a", 1), _row("b", -1, 15)], {1: ["a"]}, {"b": (15, "")}),
+        ([_row("a", -1)], {}, {"a": (15, "")}),  # no node and no error code: not available
+    ],
+)
+def test_coordinator_plan_groups_by_node_and_keeps_failed_lookups(rows, by_node, failed):
+    assert coordinator_plan(rows) == (by_node, failed)
+
+
+def test_settle_keeps_each_groups_answer_its_own():
+    import kafka.errors as ke
+
+    answer = SimpleNamespace(
+        groups=[
+            _group("ok", {("t", 0): 5, ("t", 1): 7}, partition_errors={("t", 1)}),  # an unstable partition: left out
+            _group("moved", {}, error=NOT_COORDINATOR),
+        ]
+    )
+    out, again = settle_coordinator(["ok", "moved", "absent"], answer, cut_by_round=False, principal=None, node=1)
+    assert out["ok"] == {("t", 0): 5}
+    assert isinstance(out["moved"], TransportError) and again == ["moved"]
+    assert isinstance(out["absent"], TransportError) and "left group absent out" in str(out["absent"])
+    # no answer: a connection lost is said per group; a timeout is the group's unless the round's deadline came first
+    out, _ = settle_coordinator(["a", "b"], ke.KafkaConnectionError("gone"), cut_by_round=False, principal=None, node=2)
+    assert all(isinstance(e, TargetUnreachable) for e in out.values()) and set(out) == {"a", "b"}
+    out, _ = settle_coordinator(["a"], ke.KafkaTimeoutError(), cut_by_round=False, principal=None, node=2)
+    assert isinstance(out["a"], TargetTimeout)
+    assert settle_coordinator(["a"], ke.KafkaTimeoutError(), cut_by_round=True, principal=None, node=2) == ({}, [])
+
+
+def test_the_admin_client_reads_through_librdkafka_while_kafka_python_connects_then_batches():
+    """kafka-python connects in the background from the client's start (a SASL_SSL bootstrap under load took a
+    whole round when made on first use): a call made before it is ready does not wait for it."""
+    import concurrent.futures
+
+    from collectors.admin_client import KafkaAdmin
+
+    per_group: list[str] = []
+
+    class Librdkafka:
+        def list_consumer_group_offsets(self, asked, request_timeout):
+            group = asked[0].group_id
+            per_group.append(group)
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            done.set_result(
+                SimpleNamespace(topic_partitions=[SimpleNamespace(topic="t", partition=0, offset=1, error=None)])
+            )
+            return {group: done}
+
+    class Batched:
+        def batches_groups(self) -> bool:
+            return True
+
+        def committed(self, groups, *, timeout, group_timeout):
+            return {g: {("t", 0): 2} for g in groups}
+
+    admin = KafkaAdmin.__new__(KafkaAdmin)
+    admin._admin, admin._settings, admin._timeout = Librdkafka(), {"bootstrap.servers": "b:9092"}, 10.0
+    admin.stale_coordinator = admin.replace_client = False
+    admin._offsets_pending = concurrent.futures.Future()  # still connecting
+    assert admin.committed(["a", "b"], timeout=5.0, group_timeout=2.0) == {"a": {("t", 0): 1}, "b": {("t", 0): 1}}
+    assert per_group == ["a", "b"]
+    admin._offsets_pending.set_result(Batched())
+    assert admin.committed(["a", "b"], timeout=5.0, group_timeout=2.0) == {"a": {("t", 0): 2}, "b": {("t", 0): 2}}
+    assert per_group == ["a", "b"]  # no librdkafka request any more
