@@ -8,6 +8,11 @@ and stops when it closes, so a client never outlives the test that started it.
 
 Versions known to work: 2.3.1 (older than KIP-511: it sends no client software name, the broker labels its
 connections ``unknown``) and 3.9.1.
+
+``StreamsApp`` runs a real Kafka Streams application (``deploy/kafka/KhStreams.java``, kafka-streams from
+``deploy/kafka/streams-pom.xml``; 4.4.0 known to work) that copies one topic to another, with its settings
+(``group.protocol=streams`` for a KIP-1071 streams group) in the same 0600 file; it closes, leaving its group, when its
+stdin closes.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from monitor.stack.layout import cache_dir
 
 CLIENTS_POM = DEPLOY_KAFKA / "clients-pom.xml"
 CLIENT_SOURCE = DEPLOY_KAFKA / "KhClient.java"
+STREAMS_POM = DEPLOY_KAFKA / "streams-pom.xml"
+STREAMS_SOURCE = DEPLOY_KAFKA / "KhStreams.java"
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 HEAP = "64m"
 _COUNTS = re.compile(r"(\w+)=(\d+)")
@@ -46,6 +53,20 @@ def ensure_client_jars(version: str, log: Path) -> Path:
         expect="kafka-clients-*.jar",
         what=f"kafka-clients {version}",
         args=(f"-Dkafka.clients.version={version}",),
+    )
+
+
+def ensure_streams_jars(version: str, log: Path) -> Path:
+    """kafka-streams ``version`` with kafka-clients, RocksDB and a logging backend, resolved once."""
+    if not VERSION.match(version):
+        raise ValueError(f"kafka-streams version must look like 4.4.0, not {version!r}")
+    return resolve_jars(
+        STREAMS_POM,
+        cache_dir() / "clients" / f"streams-{version}" / "jars",
+        log,
+        expect="kafka-streams-*.jar",
+        what=f"kafka-streams {version}",
+        args=(f"-Dkafka.streams.version={version}",),
     )
 
 
@@ -125,9 +146,12 @@ class JavaClient:
             *([repr(self.process_ms)] if self.process_ms else []),
         ]
 
+    def jars(self) -> Path:
+        return ensure_client_jars(self.version, self.log.with_suffix(".mvn.log"))
+
     def start(self) -> JavaClient:
         java = require_java()
-        jars = ensure_client_jars(self.version, self.log.with_suffix(".mvn.log"))
+        jars = self.jars()
         self._dir = tempfile.TemporaryDirectory(prefix="kh-client-")
         props = write_properties(Path(self._dir.name) / "client.properties", self.properties)
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -245,3 +269,31 @@ class KcatProducer:
 
 
 __all__ = ["JavaClient", "KcatProducer", "client_jars_dir", "ensure_client_jars", "write_properties"]
+
+
+class StreamsApp(JavaClient):
+    """One Kafka Streams application instance copying ``topic`` to ``output`` (``deploy/kafka/KhStreams.java``).
+    ``properties`` carry application.id, bootstrap.servers and ``group.protocol``; ``counts()`` has ``processed``.
+    ``stop()`` closes it: it leaves its group (a streams group of no member) and exits."""
+
+    def __init__(self, *, version: str, topic: str, output: str, properties: dict[str, object], log: Path):
+        super().__init__(version=version, mode="consume", topic=topic, properties=properties, log=log)
+        self.output = output
+
+    def jars(self) -> Path:
+        return ensure_streams_jars(self.version, self.log.with_suffix(".mvn.log"))
+
+    def argv(self, java: str, jars: Path, props_file: Path) -> list[str]:
+        return [
+            java,
+            "-Xmx96m",  # RocksDB is off-heap; a stateless topology needs little heap
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            f"{jars}/*",
+            str(STREAMS_SOURCE),
+            str(props_file),
+            self.topic,
+            self.output,
+        ]
