@@ -287,9 +287,15 @@ def test_streams_group_watched_as_a_consumer_group_and_paged_for_its_tenant(stac
     wait_until(lambda: answered(lag, f"{members} == 1"), 60, interval=2, what="its lag and member in Prometheus")
     [kind] = prom_query(stack, f'kafka_group_info{{group="{app_id}"}}')
     assert (kind["metric"]["type"], kind["metric"]["tenant"]) == ("streams", "streams29"), kind
-    [member] = prom_query(stack, f"kafka_consumergroup_member_partitions{{{sel}}}")
-    assert member["metric"]["client_id"].startswith(app_id) and member["value"][1] == "2", member
-    assert prom_query(stack, f'kafka_consumergroup_state{{{sel},state="stable"}}')
+    partitions = f"kafka_consumergroup_member_partitions{{{sel}}}"
+    wait_until(
+        lambda: answered(f"{partitions} == 2", f'kafka_consumergroup_state{{{sel},state="stable"}}'),
+        30,
+        interval=2,
+        what=lambda: f"one member of both partitions, stable (last {prom_query(stack, partitions)})",
+    )
+    [member] = prom_query(stack, partitions)
+    assert member["metric"]["client_id"].startswith(app_id), member
     # a member in four scrapes (5 s apart) in a row: over 15 s, so the rule's 15-s query step sees it
     wait_until(
         lambda: answered(f"min_over_time({members}[18s]) == 1", f"count_over_time({members}[18s]) >= 4"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,6 +20,7 @@ from collectors.group_kinds import (
     SharePartition,
     StreamsGroup,
     StreamsMember,
+    streams_group,
     streams_group_info,
 )
 from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
@@ -305,3 +307,41 @@ def test_a_streams_group_not_described_this_round_has_its_lag_and_unknown_member
     assert [s["value"] for s in second["kafka_consumergroup_lag"] if s["group"] == "pay-streams"] == [300.0]
     assert not [s for s in second.get("kafka_consumergroup_members", []) if s["group"] == "pay-streams"]
     assert [s["state"] for s in second["kafka_consumergroup_state"] if s["group"] == "pay-streams"] == ["stable"]
+
+
+def test_a_streams_describe_answer_becomes_a_streams_group_and_a_refusal_keeps_its_error_name() -> None:
+    """``streams_group`` on kafka-python's message shape (attributes by snake-case field name): the subtopologies'
+    source and repartition-source topics, each member's active tasks (standby tasks are not input); a group not
+    found has no topology (null) and carries the error's name."""
+    ns = SimpleNamespace
+    tasks = ns(
+        active_tasks=[ns(subtopology_id="0", partitions=[1, 0])], standby_tasks=[ns(subtopology_id="1", partitions=[0])]
+    )
+    topology = ns(
+        epoch=1,
+        subtopologies=[
+            ns(subtopology_id="0", source_topics=["pay.orders"], repartition_source_topics=[]),
+            ns(
+                subtopology_id="1", source_topics=[], repartition_source_topics=[ns(name="pay-streams-agg-repartition")]
+            ),
+        ],
+    )
+    member = ns(
+        member_id="m1",
+        client_id="c-StreamThread-1-consumer",
+        client_host="/10.0.0.9",
+        process_id="p1",
+        assignment=tasks,
+    )
+    ok = streams_group(
+        ns(error_code=0, group_id="pay-streams", group_state="Stable", topology=topology, members=[member])
+    )
+    assert ok == StreamsGroup(
+        "pay-streams",
+        "Stable",
+        (StreamsMember("m1", "c-StreamThread-1-consumer", "/10.0.0.9", "p1", (("0", (1, 0)),)),),
+        (("0", ("pay.orders",)), ("1", ("pay-streams-agg-repartition",))),
+    )
+    assert streams_group_info(ok).member_assignments[0][2] == (("pay.orders", 0), ("pay.orders", 1))
+    gone = streams_group(ns(error_code=69, group_id="nope", group_state="Dead", topology=None, members=[]))
+    assert (gone.sources, gone.members, gone.error) == ((), (), "GroupIdNotFoundError")
