@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,11 @@ def _http_ok(url: str, timeout: float = 2.0) -> bool:
             return 200 <= r.status < 300
     except Exception:  # noqa: BLE001 - whatever the failure, the endpoint is not up
         return False
+
+
+# Readiness is polled, not slept for: a check that passes ends the wait within this (each check is a connect or an
+# HTTP GET on loopback, cheap beside the JVMs starting).
+READY_POLL_SECONDS = 0.25
 
 
 class Stack:
@@ -163,15 +169,9 @@ class Stack:
                 "profile": L.profile,
             }
         )
-        started = []
+        started: list[str] = []
         try:
-            for node in self.kafka_nodes:
-                name = L.node_name(node)
-                if self.procs.owned_pid(name):
-                    continue
-                kafka.prepare_node(L, node, cluster_id, java, setup_log)
-                self.procs.start(kafka.node_spec(L, node, java))
-                started.append(name)
+            self._start_kafka(cluster_id, java, setup_log, started)
             specs = [
                 observability.prometheus_spec(L, bins["prometheus"]),
                 observability.alertmanager_spec(L, bins["alertmanager"]),
@@ -187,21 +187,53 @@ class Stack:
             self.wait_ready(timeout)
             if L.secured and not self._read_state().get("principals"):
                 self._bootstrap_principals()
-            if not self._read_state().get("default_client_quota"):
-                kafka.set_default_client_quota(L, java, setup_log)
-                self._write_state({**self._read_state(), "default_client_quota": kafka.DEFAULT_CLIENT_QUOTA})
-            self._ensure_offsets_topic(java, setup_log, timeout)
-            if not self._read_state().get("telemetry_subscription"):  # so the demo's and tests' clients push
-                sub = telemetry.Subscription(interval_ms=telemetry.STACK_INTERVAL_MS)
-                kafka.run_config_command(
-                    L, java, setup_log, sub.config_command_args(), what="the client telemetry subscription"
-                )
-                self._write_state({**self._read_state(), "telemetry_subscription": sub.add_config})
+            self._configure_cluster(java, setup_log, timeout)
         except BaseException:
             # Leave nothing half-started behind: stop what this call started.
             for name in reversed(started):
                 self.procs.stop(name, timeout=5)
             raise
+
+    def _start_kafka(self, cluster_id: str, java: str, log: Path, started: list[str]) -> None:
+        """Start every node not running, each as soon as its storage is formatted: the formats (a short JVM each)
+        run side by side, and the controller, first in line, starts while the brokers' formats still run.
+        ``started`` gets the names of those started (the caller stops them if a later step fails)."""
+        L = self.layout
+        missing = [n for n in self.kafka_nodes if not self.procs.owned_pid(L.node_name(n))]
+        with ThreadPoolExecutor(max_workers=max(1, len(missing))) as pool:
+            formats = {n: pool.submit(kafka.prepare_node, L, n, cluster_id, java, log) for n in missing}
+            for node in missing:
+                formats[node].result()
+                self.procs.start(kafka.node_spec(L, node, java))
+                started.append(L.node_name(node))
+
+    def _configure_cluster(self, java: str, log: Path, timeout: float) -> None:
+        """Once per stack dir: the default client quota (so per-client quota sensors exist), the client telemetry
+        subscription (so the demo's and tests' clients push); on every up: __consumer_offsets while every broker
+        is up. Three independent admin steps, two of them a kafka-configs JVM each, run side by side; the state
+        file is written here only, after them."""
+        L = self.layout
+        state = self._read_state()
+        sub = telemetry.Subscription(interval_ms=telemetry.STACK_INTERVAL_MS)
+        steps = {}
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            steps["offsets"] = pool.submit(self._ensure_offsets_topic, java, log, timeout)
+            if not state.get("default_client_quota"):
+                steps["default_client_quota"] = pool.submit(kafka.set_default_client_quota, L, java, log)
+            if not state.get("telemetry_subscription"):
+                steps["telemetry_subscription"] = pool.submit(
+                    kafka.run_config_command,
+                    L,
+                    java,
+                    log,
+                    sub.config_command_args(),
+                    what="the client telemetry subscription",
+                )
+        done = {"default_client_quota": kafka.DEFAULT_CLIENT_QUOTA, "telemetry_subscription": sub.add_config}
+        for key, step in sorted(steps.items(), key=lambda kv: kv[0] == "offsets"):  # state of what succeeded first
+            step.result()
+            if key in done:
+                self._write_state({**self._read_state(), key: done[key]})
 
     def _ensure_offsets_topic(self, java: str, log: Path, timeout: float) -> None:
         """Create __consumer_offsets while every broker is up. Kafka creates it on the first group's FindCoordinator,
@@ -226,7 +258,7 @@ class Stack:
                 asked = True
             if time.monotonic() > deadline:
                 raise ComponentFailed("kafka", f"__consumer_offsets not created after {timeout:.0f}s", str(log))
-            time.sleep(1.0)
+            time.sleep(READY_POLL_SECONDS)
 
     def wait_ready(self, timeout: float) -> None:
         L = self.layout
@@ -250,7 +282,7 @@ class Stack:
                     break
                 if time.monotonic() > deadline:
                     raise ComponentFailed(name, f"not ready after {timeout:.0f}s", str(log))
-                time.sleep(1.0)
+                time.sleep(READY_POLL_SECONDS)
 
     def _bootstrap_principals(self) -> None:
         """SCRAM users ``admin`` and ``kafka-health``, the monitoring principal's ACLs (and ANONYMOUS's on a test
@@ -315,13 +347,16 @@ class Stack:
 
     # --- down / status ----------------------------------------------------------------------------------------------
     def down(self) -> list[str]:
-        stopped = []
-        # Brokers before the controller, so they can deregister cleanly.
+        """Stop every component; the names of those that were running. The brokers stop before the controller, so
+        they can shut down in a controlled way (the controller moves their leaders and lets them go), and side by
+        side with each other and the rest: one at a time, the three controlled shutdowns were most of the wait."""
         others = ["node-exporter", "prometheus", "alertmanager"]  # node-exporter: stopped whatever the profile now
-        for name in [*others, *reversed(self.component_names()[: len(self.kafka_nodes)])]:
-            if self.procs.stop(name):
-                stopped.append(name)
-        return stopped
+        brokers = [self.layout.node_name(b) for b in reversed(self.layout.broker_ids)]
+        first = [*others, *brokers]
+        with ThreadPoolExecutor(max_workers=len(first)) as pool:
+            stopped = [name for name, ok in zip(first, pool.map(self.procs.stop, first)) if ok]
+        controller = self.layout.node_name(CONTROLLER_ID)
+        return stopped + [controller] if self.procs.stop(controller) else stopped
 
     def status(self) -> list[ComponentStatus]:
         L = self.layout
