@@ -348,7 +348,7 @@ class KafkaOffsets:
 
         lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=groups, min_version=4)
         try:
-            sent = [manager.send(lookup, node_id=n, request_timeout_ms=ms()) for n in self._lookup_nodes()]
+            sent = [_sent(manager.send, lookup, node_id=n, request_timeout_ms=ms()) for n in self._lookup_nodes()]
             found = await manager.wait_for(_first(sent), ms())
         except Exception as exc:  # noqa: BLE001 - no lookup answered: every group of this pass, said per group
             return settle_coordinator(groups, exc, cut_by_round=cut_by_round, principal=self._principal)
@@ -361,7 +361,8 @@ class KafkaOffsets:
                 again.append(group)
         group_cls = OffsetFetchRequest.OffsetFetchRequestGroup
         fetches = {
-            node: manager.send(
+            node: _sent(
+                manager.send,
                 OffsetFetchRequest(
                     groups=[group_cls(group_id=g, topics=None) for g in members],
                     require_stable=False,
@@ -466,6 +467,17 @@ def settle_coordinator(
         if group not in out:
             out[group] = TransportError(f"group offsets: group coordinator {node} left group {group} out of its answer")
     return out, again
+
+
+def _sent(send: Any, request: Any, **kwargs: Any) -> Any:
+    """``send(request, **kwargs)``, a kafka-python Future; a failure to send (a coordinator the client's metadata does
+    not know yet: UnknownBrokerIdError is raised, not returned) comes back as a failed Future, for its groups only."""
+    from kafka.future import Future
+
+    try:
+        return send(request, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - one coordinator's groups fail with it, the others are still asked
+        return Future().failure(exc)
 
 
 def _first(futures: Sequence[Any]) -> Any:

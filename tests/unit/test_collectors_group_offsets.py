@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kafka.errors import UnknownBrokerIdError
 from kafka.future import Future
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -55,6 +56,7 @@ class FakeBrokers:
         self.cluster = SimpleNamespace(brokers=lambda: [SimpleNamespace(node_id=n) for n in (1, 2, 3)])
         self.broker_version_data = SimpleNamespace(api_versions={9: (0, 9), 10: (0, 6)})
         self.least_loaded = 1
+        self.unknown: set[int] = set()
 
     wait_for = KafkaConnectionManager.wait_for
 
@@ -65,6 +67,8 @@ class FakeBrokers:
         return self.least_loaded
 
     def send(self, request: Any, node_id: int | None = None, request_timeout_ms: int | None = None) -> Future:
+        if node_id in self.unknown:
+            raise UnknownBrokerIdError(node_id)  # as kafka-python does for a node its metadata does not know yet
         future = Future()
         answer: Any
         if hasattr(request, "coordinator_keys"):
@@ -121,6 +125,15 @@ def test_a_coordinator_that_never_answers_fails_its_own_groups_only():
     assert {g for g, a in answers.items() if isinstance(a, TargetTimeout)} == dead
     assert {g: a for g, a in answers.items() if g not in dead} == {g: o for g, o in OFFSETS.items() if g not in dead}
     assert "group coordinator 3" in str(answers[sorted(dead)[0]])
+
+
+def test_a_coordinator_the_client_cannot_send_to_fails_its_own_groups_only():
+    brokers = FakeBrokers(GROUPS, OFFSETS)
+    brokers.unknown, brokers.least_loaded = {2}, 2  # a new broker, not in the client's metadata yet
+    answers = _offsets(brokers).committed(list(GROUPS), timeout=5.0, group_timeout=5.0)
+    on_2 = {g for g, c in GROUPS.items() if c == 2}
+    assert all(isinstance(answers[g], TransportError) for g in on_2)
+    assert {g: a for g, a in answers.items() if g not in on_2} == {g: o for g, o in OFFSETS.items() if g not in on_2}
 
 
 def test_a_coordinator_cut_by_the_rounds_deadline_leaves_its_groups_out():
