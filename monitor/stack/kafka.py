@@ -242,7 +242,8 @@ TOOL_JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 def class_archive(java: str, layout: StackLayout, main_class: str) -> Path:
     """Where the AppCDS archive of ``main_class`` on ``layout``'s jars is cached. Its name holds a digest of the JVM
     and of every jar (name, size, time): a JVM refuses an archive made by another JDK build or from other jars (it
-    warns and runs without), so a new JDK or new jars get a new archive instead of a refused one."""
+    warns and runs without), so a new JDK or new jars get a new archive instead of a refused one (25-45 MB per tool
+    and Kafka version; the one it replaces is deleted)."""
     digest = hashlib.sha256(main_class.encode())
     for f in [Path(os.path.realpath(java)), *sorted(layout.jars_dir.glob("*.jar"))]:
         st = f.stat()
@@ -279,6 +280,9 @@ def run_tool_jvm(
     rc = _call([*head, f"-XX:ArchiveClassesAtExit={tmp}", *rest], log, timeout)
     if rc == 0 and tmp.exists():
         os.replace(tmp, archive)
+        for stale in archive.parent.glob(archive.name.rsplit("-", 1)[0] + "-*.jsa"):  # older JDK or jars
+            if stale != archive:
+                stale.unlink(missing_ok=True)
         return rc
     tmp.unlink(missing_ok=True)
     return rc if rc == 0 else _call([*head, *rest], log, timeout)

@@ -23,10 +23,14 @@ def test_first_run_makes_the_class_archive_later_runs_use_it(tmp_path, monkeypat
     kafka.ensure_jars(layout, log)  # the session's cache: no download
     cache = tmp_path / "fresh-cache"
     monkeypatch.setattr(kafka, "cache_dir", lambda: cache)
+    (cache / "cds").mkdir(parents=True)
+    stale = cache / "cds" / f"StorageTool-{layout.kafka_version}-0123456789abcdef.jsa"  # of an older JDK or jars
+    stale.write_text("")
 
     assert _random_uuid(layout, log) == 0, log.read_text()[-2000:]
     archives = list((cache / "cds").iterdir())
-    assert [a.suffix for a in archives] == [".jsa"], archives  # renamed into place, no temporary left
+    # renamed into place, no temporary left, and the stale one replaced
+    assert [a.suffix for a in archives] == [".jsa"] and stale not in archives, archives
     made = archives[0].stat().st_mtime_ns
 
     log.write_text("")
