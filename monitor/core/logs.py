@@ -98,10 +98,22 @@ def configure_logging(level: str = "info", fmt: LogFormat = "text", *, stream: I
     root.setLevel(numeric)
 
 
+# Libraries whose errors are the cluster's weather, already handled and said by our own code (a round's message, a
+# target's status): kafka-python logs every request that timed out or connection that dropped at ERROR. A console a
+# person reads gets them in the file only.
+FILE_ONLY_LOGGERS = ("kafka",)
+
+
+def _ours_or_fatal(record: logging.LogRecord) -> bool:
+    library = any(record.name == n or record.name.startswith(n + ".") for n in FILE_ONLY_LOGGERS)
+    return not library or record.levelno >= logging.CRITICAL
+
+
 def divert_to_file(path: Path, *, console_level: str = "error") -> logging.Handler:
     """Every record that passes the configured levels also goes to ``path`` (text lines, redacted); the console
-    handler keeps only ``console_level`` and above. For a console that a person reads while the service runs (the
-    demo): its URLs and status stay on screen, the details are a ``tail -f`` away. Returns the file handler."""
+    handler keeps only ``console_level`` and above, and of ``FILE_ONLY_LOGGERS`` only CRITICAL. For a console that a
+    person reads while the service runs (the demo): its URLs and status stay on screen, the details are a
+    ``tail -f`` away. Returns the file handler."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(_TEXT))
@@ -110,6 +122,7 @@ def divert_to_file(path: Path, *, console_level: str = "error") -> logging.Handl
     for h in root.handlers:
         if h.get_name() == _HANDLER_NAME:
             h.setLevel(getattr(logging, console_level.upper()))
+            h.addFilter(_ours_or_fatal)
     root.addHandler(handler)
     logging.captureWarnings(True)  # Python's warnings (deprecations) print to stderr otherwise
     return handler
