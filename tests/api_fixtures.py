@@ -140,6 +140,24 @@ def new_token(store: Store, tenant: str | None) -> str:
         return tokens.create(db_session=s, kind=kind, tenant=tenant, name="test", now=NOW)[1]
 
 
+def tenant_health_as_tenant(tmp_path: Path, tenant: str, **boards: object) -> dict:
+    """GET /tenants/{tenant}/health with that tenant's token on a fresh store, ``boards`` set on the app's state
+    (e.g. ``share_board=ShareGroupBoard(lambda c: FakeSource(...))``): the answer's JSON."""
+    from fastapi.testclient import TestClient
+
+    store = Store(f"sqlite:///{tmp_path / 'kh.db'}")
+    create_all(store)
+    try:
+        app = build_api(make_config(), store)
+        with TestClient(app) as client:
+            for name, board in boards.items():
+                setattr(app.state, name, board)
+            token = new_token(store, tenant)
+            return client.get(f"/api/v1/tenants/{tenant}/health", headers={"Authorization": f"Bearer {token}"}).json()
+    finally:
+        store.dispose()
+
+
 @pytest.fixture
 def tok(app, store) -> Tokens:  # after app: mount_api has synced the config tenants
     return Tokens(operator=new_token(store, None), acme=new_token(store, "acme"), globex=new_token(store, "globex"))

@@ -11,20 +11,12 @@ tenant's rows; ``tenant_share_groups`` picks the asking tenant's own: its tenant
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable, Iterable
-from datetime import datetime
+from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from monitor.core.config import Config
-from monitor.core.errors import KafkaHealthError
 from monitor.core.metric_names import M
-from monitor.core.prom import PrometheusSource, prometheus_source
-from monitor.health.remembered import Remembered
-
-log = logging.getLogger(__name__)
+from monitor.health.remembered import GroupBoard, GroupKey, tenant_rows
 
 TTL_SECONDS = 15.0
 
@@ -45,61 +37,27 @@ class ShareGroupRead(BaseModel):
 Row = tuple[str, ShareGroupRead]  # (tenant, the group)
 
 
-class ShareGroupBoard:
+class ShareGroupBoard(GroupBoard[ShareGroupRead]):
     """Every share group's latest status, asked of Prometheus at most once per ``ttl`` (``Remembered``)."""
 
-    def __init__(
-        self,
-        source: Callable[[Config], PrometheusSource] | None = None,
-        *,
-        ttl: float = TTL_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self._source = source or (lambda config: prometheus_source(config.prometheus))
-        self._memo: Remembered[list[Row]] = Remembered(ttl=ttl, clock=clock)
+    TTL_SECONDS = TTL_SECONDS
+    WHAT = "share groups"
 
-    def rows(self, config: Config, now: datetime) -> list[Row] | None:
-        return self._memo.get(None, lambda: self._ask(config, now))
-
-    def _ask(self, config: Config, now: datetime) -> list[Row] | None:
-        source = self._source(config)
-
+    def queries(self) -> tuple[str, str, str]:
         # Instant queries: a status no longer exported is marked stale by Prometheus at the next scrape, so each
         # group has its current status only; a group gone is gone from the answer.
-        try:
-            statuses = source.query(f"max by (cluster, group, tenant, status) ({M['sharegroup_status']}) > 0", now)
-            lag = source.query(f"sum by (cluster, group) ({M['sharegroup_lag']})", now)
-            members = source.query(f"max by (cluster, group) ({M['sharegroup_members']})", now)
-        except KafkaHealthError as exc:
-            log.warning("share groups of the tenant health answers unavailable: %s", exc)
-            return None
-        finally:
-            source.close()
+        return (
+            f"max by (cluster, group, tenant, status) ({M['sharegroup_status']}) > 0",
+            f"sum by (cluster, group) ({M['sharegroup_lag']})",
+            f"max by (cluster, group) ({M['sharegroup_members']})",
+        )
 
-        def key(labels: dict[str, str]) -> tuple[str, str]:
-            return labels.get("cluster", ""), labels.get("group", "")
-
-        lag_of = {key(s.labels): int(s.value) for s in lag}
-        members_of = {key(s.labels): int(s.value) for s in members}
-        seen: dict[tuple[str, str], Row] = {}
-        for s in statuses:
-            k = key(s.labels)
-            seen[k] = (
-                s.labels.get("tenant", ""),
-                ShareGroupRead(
-                    cluster=k[0],
-                    group=k[1],
-                    status=s.labels.get("status", ""),
-                    lag=lag_of.get(k),
-                    members=members_of.get(k, 0),
-                ),
-            )
-        return [seen[k] for k in sorted(seen)]
+    def make(self, labels: dict[str, str], key: GroupKey, lag: int | None, members: int | None) -> ShareGroupRead:
+        return ShareGroupRead(
+            cluster=key[0], group=key[1], status=labels.get("status", ""), lag=lag, members=members or 0
+        )
 
 
 def tenant_share_groups(tenant: str, clusters: Iterable[str], rows: list[Row] | None) -> list[ShareGroupRead] | None:
     """Pure: ``tenant``'s share groups from the board's rows, on its own clusters only; None when unknown."""
-    if rows is None:
-        return None
-    own = set(clusters)
-    return [g for name, g in rows if name == tenant and g.cluster in own]
+    return tenant_rows(tenant, clusters, rows)

@@ -13,8 +13,7 @@ tenant's own.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -22,8 +21,7 @@ from pydantic import BaseModel, Field
 from alerts.slo import TenantSlo, availability_query, objective_for
 from monitor.core.config import Config, TenantConfig
 from monitor.core.errors import KafkaHealthError
-from monitor.core.prom import PrometheusSource, prometheus_source
-from monitor.health.remembered import Remembered
+from monitor.health.remembered import Board
 
 log = logging.getLogger(__name__)
 
@@ -48,19 +46,11 @@ class TenantSloRead(BaseModel):
     )
 
 
-class SloBoard:
+class SloBoard(Board[Availability]):
     """Every tenant's availability over the SLO window, asked of Prometheus at most once per ``ttl``. Thread-safe:
     health misses run on worker threads; one asks, the others wait for its answer."""
 
-    def __init__(
-        self,
-        source: Callable[[Config], PrometheusSource] | None = None,
-        *,
-        ttl: float = TTL_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self._source = source or (lambda config: prometheus_source(config.prometheus))
-        self._memo: Remembered[Availability] = Remembered(ttl=ttl, clock=clock)
+    TTL_SECONDS = TTL_SECONDS
 
     def availability(self, config: Config, now: datetime) -> Availability | None:
         return self._memo.get(config.slo.window_days, lambda: self._ask(config, now))

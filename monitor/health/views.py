@@ -30,6 +30,7 @@ from monitor.core.prom import Source, prometheus_source
 from monitor.core.store import Store
 from monitor.health.share_groups import ShareGroupBoard, ShareGroupRead, tenant_share_groups
 from monitor.health.slo import SloBoard, TenantSloRead, tenant_slo
+from monitor.health.streams_groups import StreamsGroupBoard, StreamsGroupRead, tenant_streams_groups
 from monitor.health.watch import AnswerMemo, Marks, read_heartbeats
 from monitor.tenants import service
 from monitor.tenants.health import (
@@ -82,6 +83,13 @@ class TenantHealth(BaseModel):
             "empty on clusters without share groups, null when Prometheus did not answer"
         ),
     )
+    streams_groups: list[StreamsGroupRead] | None = Field(
+        default=None,
+        description=(
+            "the tenant's Kafka Streams groups (KIP-1071, group.protocol=streams) with the state, members and lag the "
+            "collectors last exported; empty when it has none, null when Prometheus did not answer"
+        ),
+    )
 
 
 @router.get(
@@ -109,6 +117,7 @@ async def tenant_health(name: TenantName, request: Request, config: AppConfig, n
             now,
             _slo_board(state),
             _share_board(state),
+            _streams_board(state),
             limiter=_miss_limiter(state),
         )
     return Response(body, media_type="application/json")
@@ -137,6 +146,13 @@ def _share_board(state) -> ShareGroupBoard:
     return board
 
 
+def _streams_board(state) -> StreamsGroupBoard:
+    board = getattr(state, "streams_board", None)
+    if board is None:  # remembered one evaluation interval, as the share groups
+        board = state.streams_board = StreamsGroupBoard(ttl=state.config.rules.evaluation_interval_seconds)
+    return board
+
+
 def _tenant_health_json(
     store: Store,
     memo: AnswerMemo,
@@ -146,6 +162,7 @@ def _tenant_health_json(
     now,
     slo_board: SloBoard,
     share_board: ShareGroupBoard,
+    streams_board: StreamsGroupBoard,
 ) -> bytes:
     with store.session() as s:
         cfg = memo.input(name, marks, lambda: service.get_config(db_session=s, name=name))
@@ -160,6 +177,7 @@ def _tenant_health_json(
     result = assess(clusters=clusters, firing=firing, heartbeats=by_cluster, now=now, stale_after=stale_after)
     slo = tenant_slo(cfg, clusters, slo_board.availability(config, now), config)  # after the store: no session held
     shares = tenant_share_groups(cfg.name, clusters, share_board.rows(config, now))
+    streams = tenant_streams_groups(cfg.name, clusters, streams_board.rows(config, now))
     body = (
         TenantHealth(
             tenant=cfg.name,
@@ -169,6 +187,7 @@ def _tenant_health_json(
             components=result.components,
             slo=slo,
             share_groups=shares,
+            streams_groups=streams,
         )
         .model_dump_json()
         .encode()

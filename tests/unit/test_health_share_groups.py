@@ -4,15 +4,12 @@ issue 29 item 4): its own only (its tenant label on its own clusters), null when
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
 from monitor.core.errors import QueryError
 from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
-from monitor.core.store import Store
 from monitor.health.share_groups import ShareGroupBoard, tenant_share_groups
-from monitor.schema import create_all
-from tests.api_fixtures import NOW, build_api, make_config, new_token
+from tests.api_fixtures import NOW, make_config, tenant_health_as_tenant
 from tests.harness.fake_source import FakeSource
 
 pytestmark = pytest.mark.unit
@@ -64,16 +61,7 @@ def test_prometheus_down_is_null_and_asked_once_per_ttl() -> None:
 
 
 def test_the_health_answer_carries_them_for_the_tenant_token(tmp_path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'kh.db'}")
-    create_all(store)
-    try:
-        app = build_api(make_config(), store)
-        with TestClient(app) as client:
-            app.state.share_board = ShareGroupBoard(lambda c: prometheus())
-            token = new_token(store, "acme")
-            body = client.get("/api/v1/tenants/acme/health", headers={"Authorization": f"Bearer {token}"}).json()
-    finally:
-        store.dispose()
+    body = tenant_health_as_tenant(tmp_path, "acme", share_board=ShareGroupBoard(lambda c: prometheus()))
     assert body["share_groups"] == [
         {"cluster": "shared", "group": "acme-share", "status": "stalled", "lag": 60, "members": 1}
     ]
