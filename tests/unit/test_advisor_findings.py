@@ -214,6 +214,17 @@ def test_request_storm(case, cl, clients, expected):
     assert all("retry.backoff.ms" in f.fix for f in found)
 
 
+@pytest.mark.parametrize("share,pages", [(0.03, False), (0.049, False), (0.05, True), (0.3, True)])
+def test_a_storm_on_thread_time_alone_pages_only_from_the_material_thread_share(share, pages):
+    """Busy for nothing rests on thread time alone, which a starved machine inflates: from 2 % of a thread it is a
+    finding, but it pages the other tenants only from ``material_thread_share`` (5 %), as every rule on that basis;
+    below, it is info advice for its own tenant."""
+    (found,) = findings.request_storm(snap(client("shop-storm", rt=share), cluster=cluster(err=10.0)), T)
+    assert found.client_id == "shop-storm"
+    assert found.hurts_other_tenants is pages
+    assert found.severity is (FindingSeverity.WARNING if pages else FindingSeverity.INFO)
+
+
 THROTTLED = [
     (1, GOOD_PRODUCER, None),
     (2, client("shop-fast", prod=MIB, pt=0.3), {"produce": 0.3}),
