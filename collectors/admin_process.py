@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -53,14 +54,28 @@ ERRORS = {
 ClientFactory = Callable[..., AdminApi]
 
 
-class _PipeLogHandler(logging.Handler):
+class _Outbox:
+    """The child's one way to write to the pipe. A ``Connection`` is not thread-safe, and the child writes from
+    several threads: its answers from the main thread, log records from any thread that logs (kafka-python's
+    connection made in the background, librdkafka's callbacks). Two unlocked sends interleave their bytes, and the
+    parent read ``UnpicklingError: invalid load key`` (CI, the watermark test's first round)."""
+
     def __init__(self, conn: Connection):
+        self._conn, self._lock = conn, threading.Lock()
+
+    def send(self, message: object) -> None:
+        with self._lock:
+            self._conn.send(message)
+
+
+class _PipeLogHandler(logging.Handler):
+    def __init__(self, outbox: _Outbox):
         super().__init__(logging.INFO)
-        self._conn = conn
+        self._outbox = outbox
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._conn.send(("log", (record.name, record.levelno, record.getMessage())))
+            self._outbox.send(("log", (record.name, record.levelno, record.getMessage())))
         except Exception:  # noqa: BLE001 - the parent is gone: the next recv ends the child
             pass
 
@@ -68,18 +83,21 @@ class _PipeLogHandler(logging.Handler):
 def _serve(conn: Connection, settings: dict[str, str], timeout: float, client: ClientFactory) -> None:
     """The child: the client (a KafkaAdmin) answering calls until the pipe closes or it receives None."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the collector, which closes the pipe
+    outbox = _Outbox(conn)
     root = logging.getLogger()
-    root.handlers[:] = [_PipeLogHandler(conn)]
+    root.handlers[:] = [_PipeLogHandler(outbox)]
     root.setLevel(logging.INFO)
     try:
         admin = client(settings, timeout=timeout)
     except CollectorError as exc:
-        conn.send(("err", (type(exc).__name__, str(exc), (False, False))))
+        outbox.send(("err", (type(exc).__name__, str(exc), (False, False))))
         return
     except Exception as exc:  # noqa: BLE001 - e.g. a setting librdkafka refuses
-        conn.send(("err", ("TransportError", f"Admin client not created: {type(exc).__name__}: {exc}", (False, False))))
+        outbox.send(
+            ("err", ("TransportError", f"Admin client not created: {type(exc).__name__}: {exc}", (False, False)))
+        )
         return
-    conn.send(("ready", None))
+    outbox.send(("ready", None))
     while True:
         try:
             msg = conn.recv()
@@ -97,7 +115,7 @@ def _serve(conn: Connection, settings: dict[str, str], timeout: float, client: C
         else:
             reply = ("ok", (value, _flags(admin)))
         try:
-            conn.send(reply)
+            outbox.send(reply)
         except (EOFError, OSError):
             return
 
