@@ -129,7 +129,8 @@ def translate(what: str, exc: Exception, principal: str | None = None) -> KafkaH
     text = f"{what}: {name}: {exc}"[:300]
     if isinstance(exc, ke.AuthorizationError) or "AuthorizationFailed" in name:
         who = f"User:{principal}" if principal else "the monitoring principal"
-        return TargetForbidden(f"{what}: not authorized: {who} needs an ACL allowing {NEEDS.get(what, what)}")
+        code = getattr(type(exc), "message", "") or name  # Kafka's error name, as the librdkafka path says it
+        return TargetForbidden(f"{what}: not authorized ({code}): {who} needs an ACL allowing {NEEDS.get(what, what)}")
     if isinstance(exc, (ke.SaslAuthenticationFailedError, ke.IllegalSaslStateError)):
         return TargetAuthFailed(f"{what}: authentication failed: check sasl.username and sasl.password ({name})")
     if isinstance(exc, (ke.KafkaTimeoutError, ke.RequestTimedOutError, TimeoutError)):

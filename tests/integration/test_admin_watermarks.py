@@ -34,6 +34,7 @@ PARTITIONS = 1_200  # more than one of the old 1,000-partition chunks
 GROUPS = 12  # each committed on 100 partitions at offset 0, one message in each: lag 100
 SERVED = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request={},version=*"
 COUNTED = ("ListOffsets", "OffsetFetch")
+ROUNDS = 4  # measured rounds at most, until the child's kafka-python client is connected
 
 
 def _served(stack) -> dict[tuple[str, int], float]:
@@ -108,30 +109,44 @@ def wide_topic(stack):
 
 
 def test_a_round_reads_offsets_in_one_request_per_broker_and_every_group_has_its_lag(stack, wide_topic):
+    """Counted on a round once the child's kafka-python client is connected: it connects in the background from the
+    child's start, and a round before that reads through librdkafka as before (on a loaded CI machine the second
+    round came before the connection). Up to ROUNDS rounds; every one must give every group its exact lag, and one
+    must show the requests asked. On the code before, every round sent 2 ListOffsets to each broker."""
     topic, groups = wide_topic
     cluster = stack.config().clusters[0]  # SASL_SSL, the monitoring principal
     collector = AdminCollector(cluster, tenants=TenantLookup(TenantIndex(()), cluster.name))
     target = collector.targets()[0]
+    counted: list[dict[tuple[str, int], float]] = []
     try:
         warm = collector.collect_target(target, now=time.time())  # starts the child, reads min ISR of every topic
         assert warm.status is TargetStatus.OK, warm.message
-        before = _settled(stack)
-        result = collector.collect_target(target, now=time.time())
-        after = _settled(stack)
+        for _ in range(ROUNDS):
+            before = _settled(stack)
+            result = collector.collect_target(target, now=time.time())
+            after = _settled(stack)
+            assert result.status is TargetStatus.OK, result.message
+            lag = {
+                dict(s.labels)["group"]: s.value
+                for s in result.samples
+                if s.name == "kafka_consumergroup_lag" and dict(s.labels)["topic"] == topic
+            }
+            assert lag == {g: float(PARTITIONS // GROUPS) for g in groups}, result.message
+            served = {key: after[key] - before[key] for key in after}
+            counted.append(served)
+            if _one_request_per_broker(stack, served):
+                break
+            time.sleep(2)  # the background connection, under load
     finally:
         collector.close()
-    assert result.status is TargetStatus.OK, result.message
-    lag = {
-        dict(s.labels)["group"]: s.value
-        for s in result.samples
-        if s.name == "kafka_consumergroup_lag" and dict(s.labels)["topic"] == topic
-    }
-    assert lag == {g: float(PARTITIONS // GROUPS) for g in groups}, result.message
-    served = {key: after[key] - before[key] for key in after}
-    # One ListOffsets request to each broker for every partition it leads (the old chunks: 2 to each).
-    assert {b: served[("ListOffsets", b)] for b in stack.layout.broker_ids} == dict.fromkeys(
-        stack.layout.broker_ids, 1.0
-    ), (before, after)
-    # Committed offsets in at most one OffsetFetch request to each group coordinator, naming all its groups (the
-    # per-group requests through librdkafka: one for each of the 12 groups, and more groups on the stack)
-    assert all(served[("OffsetFetch", b)] <= 1.0 for b in stack.layout.broker_ids), served
+    # One ListOffsets request to each broker for every partition it leads (the old chunks: 2 to each); committed
+    # offsets in at most one OffsetFetch request to each group coordinator, naming all its groups (librdkafka asks
+    # one group per request: one for each of the 12 groups, and more groups on the stack)
+    assert _one_request_per_broker(stack, counted[-1]), counted
+
+
+def _one_request_per_broker(stack, served: dict[tuple[str, int], float]) -> bool:
+    brokers = stack.layout.broker_ids
+    return all(served[("ListOffsets", b)] == 1.0 for b in brokers) and all(
+        served[("OffsetFetch", b)] <= 1.0 for b in brokers
+    )
