@@ -378,12 +378,8 @@ class GroupKinds:
         """(offsets answer, describe answer) of each coordinator of ``ids``, in one run of kafka-python's event
         loop, as its own admin calls do."""
         msgs = _messages()
-        found = await self._admin._find_coordinator_ids(ids)
-        by_node: dict[int, list[str]] = {}
-        for g in ids:
-            by_node.setdefault(int(found[g]), []).append(g)
         out = []
-        for node, groups in sorted(by_node.items()):
+        for node, groups in await self._by_coordinator(ids):
             offsets = await self._admin._manager.send(
                 msgs.offsets_req(
                     groups=[
@@ -467,16 +463,21 @@ class GroupKinds:
     async def _ask_streams(self, ids: list[str]) -> list[Any]:
         """The StreamsGroupDescribe answer of each coordinator of ``ids``."""
         msgs = _messages()
-        found = await self._admin._find_coordinator_ids(ids)
-        by_node: dict[int, list[str]] = {}
-        for g in ids:
-            by_node.setdefault(int(found[g]), []).append(g)
         return [
             await self._admin._manager.send(
                 msgs.streams_req(group_ids=groups, include_authorized_operations=False, max_version=0), node_id=node
             )
-            for node, groups in sorted(by_node.items())
+            for node, groups in await self._by_coordinator(ids)
         ]
+
+    async def _by_coordinator(self, ids: list[str]) -> list[tuple[int, list[str]]]:
+        """``ids`` grouped by their coordinator (one batched FindCoordinator), in node order: every describe asks each
+        coordinator once for all its groups."""
+        found = await self._admin._find_coordinator_ids(ids)
+        by_node: dict[int, list[str]] = {}
+        for g in ids:
+            by_node.setdefault(int(found[g]), []).append(g)
+        return sorted(by_node.items())
 
     def describe_streams_groups(self, group_ids: Iterable[str]) -> list[StreamsGroup]:
         """Members, their active tasks and the subtopologies' input topics of each streams group; a group the

@@ -225,12 +225,18 @@ def _tool(
         main_class,
         ["--bootstrap-server", bootstrap, *auth, *args],
         heap="128m",
-        props=[
-            f"-Dkafka.logs.dir={layout.logs_dir}",  # else log4j writes to a literal ${sys:...} dir
-            f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
-            f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        ],
+        props=tool_logging(layout.logs_dir),
     )
+
+
+def tool_logging(logs_dir: Path) -> list[str]:
+    """A tool JVM's log4j settings, for Kafka 4 (log4j2) and 3.9 (log4j 1) alike: our config files, and the logs dir
+    they name (without it log4j writes to a literal ``${sys:kafka.logs.dir}`` directory)."""
+    return [
+        f"-Dkafka.logs.dir={logs_dir}",
+        f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
+        f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
+    ]
 
 
 # A tool JVM (storage format, kafka-configs, FindCoordinator) lives a second or two and is all start-up: class loading
@@ -444,11 +450,7 @@ def prepare_node(layout: StackLayout, node_id: int, cluster_id: str, java: str, 
         layout.release.storage_tool,
         ["format", "-t", cluster_id, "-c", str(props), "--ignore-formatted"],
         heap="256m",
-        props=[
-            f"-Dkafka.logs.dir={node_dir / 'logs'}",
-            f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}",
-            f"-Dlog4j.configuration=file:{DEPLOY_KAFKA / 'log4j.properties'}",
-        ],
+        props=tool_logging(node_dir / "logs"),
     )
     if rc != 0:
         raise StackError(f"formatting storage of {layout.node_name(node_id)} failed (exit {rc}); see {log}")
