@@ -26,6 +26,9 @@ class Needs(enum.StrEnum):
     # only where the tenant has share groups (KIP-932, Kafka 4.2+): tests/e2e/test_share_groups.py runs these
     # panels' queries against the live Prometheus while its share group is there
     SHARE_GROUPS = "share-groups"
+    # only where the tenant has Kafka Streams groups (KIP-1071, on by default from Kafka 4.2): the same e2e module runs
+    # these panels' queries while its Kafka Streams application is in its group
+    STREAMS_GROUPS = "streams-groups"
 
 
 class Kind(enum.StrEnum):

@@ -229,6 +229,51 @@ SHARE_GROUPS = Row(
     ),
 )
 
+# Kafka Streams groups (KIP-1071; collectors.group_kinds): their lag is exported as a consumer group's (the Consumer lag
+# row shows it), their kind only in kafka_group_info{type="streams"}; this row lists them with the state and members
+# StreamsGroupDescribe gave, so a streams application is found by what it is (docs/metrics.md).
+_STREAMS = f'kafka_group_info{{{CT}, type="streams"}}'
+STREAMS_GROUPS = Row(
+    "Kafka Streams groups",
+    (
+        Panel(
+            "Streams groups: state and lag",
+            (
+                Query(
+                    f"max by (group, state) ({_STREAMS}) * on (group) group_left() "
+                    f"sum by (group) (kafka_consumergroup_lag{{{CT}}})",
+                    instant=True,
+                ),
+            ),
+            "short",
+            kind=Kind.TABLE,
+            thresholds=((10000, ORANGE), (100000, RED)),
+            width=12,
+            needs=Needs.STREAMS_GROUPS,
+            columns=(("group", "application.id"), ("state", "state"), ("Value", "lag (records)")),
+            description="Each streams group of the tenant (its application.id), the group state the coordinator "
+            "reported and its lag summed over partitions. KafkaConsumerGroupLag judges it as a consumer group.",
+        ),
+        Panel(
+            "Streams group members",
+            (
+                Query(
+                    f"sum by (group) (kafka_consumergroup_members{{{CT}}}) and on (group) {_STREAMS}",
+                    "{{group}}",
+                ),
+            ),
+            "short",
+            min=0,
+            base=RED,
+            thresholds=((1, GREEN),),
+            width=12,
+            needs=Needs.STREAMS_GROUPS,
+            description="Application instances in the group (StreamsGroupDescribe). Lag with no member: the "
+            "application is down.",
+        ),
+    ),
+)
+
 # The tenant SLO (alerts/slo.py, the one definition; docs/alerts.md "Tenant SLOs"): availability and burn from the raw
 # series, so the panels work without the exported recording rules. The objective: the contract's, else the default
 # slo.objective (the dashboards cannot read the service's config; change it here if yours differs).
@@ -359,6 +404,6 @@ BOARD = Dashboard(
     title="Kafka health / Tenant",
     description="A tenant's slice of the platform against its contract: availability objective and error budget, "
     "throughput, throttling, storage, lag, alerts and clients.",
-    rows=(OVERVIEW, SLO, THROUGHPUT, STORAGE, LAG, SHARE_GROUPS, ALERTS),
+    rows=(OVERVIEW, SLO, THROUGHPUT, STORAGE, LAG, SHARE_GROUPS, STREAMS_GROUPS, ALERTS),
     variables=(Var.DATASOURCE, Var.CLUSTER, Var.TENANT),
 )

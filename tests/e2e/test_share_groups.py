@@ -20,16 +20,17 @@ Prometheus and must have data.
 
 A streams group (KIP-1071) of a real Kafka Streams 4.4.0 application on ``group.protocol=streams``
 (``tests.harness.javaclients.StreamsApp``, started with the module's collectors, so its start and first rounds
-overlap the share-group test) is watched as a consumer group: the real collectors export its lag, members, state
-and member partitions as ``kafka_consumergroup_*`` series of tenant ``streams29`` (its application.id prefix) beside
-``kafka_group_info{type="streams"}``; once the application is closed (it leaves the group) while records keep
-coming, the real engine's shipped ``KafkaConsumerGroupLag`` says STOP for the tenant, decided by membership (rule
-M), and the tenant's health assessment (``assess`` over the store's firing instances, as the API) has the group as
-a critical component. The rule runs with two of its params shortened (rules.overrides) so as not to spend minutes of CI:
-``members_gone_for`` 30 s -> 5 s, and ``window`` 10 m -> 30 s (its query step, a tenth of the window but at least
-15 s, must see the few seconds the application was a member). The shipped values are proven by the numbered table
-of tests/unit/test_lag_cases.py. Skipped on releases without streams groups (3.9; on 4.1 early access, off by
-default).
+overlap the share-group test) is watched as a consumer group: the real collectors export its lag, members, state and
+member partitions as ``kafka_consumergroup_*`` series of tenant ``streams29`` (its application.id prefix) beside
+``kafka_group_info{type="streams"}``, and the tenant dashboard's streams-group panels (``Needs.STREAMS_GROUPS``) show
+that group, its state and its member on the live Prometheus; once the application is closed (it leaves the group)
+while records keep coming, the real engine's shipped ``KafkaConsumerGroupLag`` says STOP for the tenant, decided by
+membership (rule M), and the tenant's health assessment (``assess`` over the store's firing instances, as the API)
+has the group as a critical component. The rule runs with two of its params shortened (rules.overrides) so as not to
+spend minutes of CI: ``members_gone_for`` 30 s -> 5 s, and ``window`` 10 m -> 30 s (its query step, a tenth of the
+window but at least 15 s, must see the few seconds the application was a member). The shipped values are proven by
+the numbered table of tests/unit/test_lag_cases.py. Skipped on releases without streams groups (3.9; on 4.1 early
+access, off by default).
 """
 
 from __future__ import annotations
@@ -296,6 +297,22 @@ def test_streams_group_watched_as_a_consumer_group_and_paged_for_its_tenant(stac
     )
     [member] = prom_query(stack, partitions)
     assert member["metric"]["client_id"].startswith(app_id), member
+    # the tenant dashboard's streams-group panels on the live Prometheus: this group, its state and member
+    variables = {"cluster": "local", "tenant": "streams29"}
+    panels = [
+        (p.title, prom_query(stack, substitute(q.expr, variables)))
+        for p in tenant_board.panels()
+        if p.needs is Needs.STREAMS_GROUPS
+        for q in p.queries
+    ]
+    [(table, [row]), (members_panel, [count])] = panels  # this group only: its tenant's one streams group
+    assert (table, row["metric"]["group"], row["metric"]["state"]) == (
+        "Streams groups: state and lag",
+        app_id,
+        "stable",
+    )
+    assert float(row["value"][1]) >= 0, row  # its lag: the panel joined the group's lag series
+    assert (members_panel, count["metric"]["group"], count["value"][1]) == ("Streams group members", app_id, "1")
     # a member in four scrapes (5 s apart) in a row: over 15 s, so the rule's 15-s query step sees it
     wait_until(
         lambda: answered(f"min_over_time({members}[18s]) == 1", f"count_over_time({members}[18s]) >= 4"),
