@@ -129,6 +129,15 @@ SERIES: tuple[ArchiveSeries, ...] = (
         "messages",
         "consumer group lag per topic",
     ),
+    # A share group (KIP-932) has no committed offsets: its "lag" is the brokers' count of records not yet
+    # acknowledged. Kept with the tenant the collector gave it (group prefix, else the one tenant owning its topics:
+    # collectors.group_kinds.share_tenant), which a group prefix alone cannot reproduce.
+    ArchiveSeries(
+        "share_group_lag_messages",
+        "sum by (cluster, tenant, group, topic) (kafka_sharegroup_lag)",
+        "messages",
+        "share group records waiting (not acknowledged) per topic",
+    ),
     # One row per broker and filesystem where the host collector names the filesystem (`device`, "major:minor":
     # the broker's log dirs on it all read the same figures, hence max), so the reports count a filesystem shared by
     # several brokers once, exactly; series without it (older collectors, other exporters) summed per broker as

@@ -50,6 +50,10 @@ TOPIC_SERIES = (
     *STATE_SERIES,
 )
 GROUP_SERIES = ("group_lag_messages",)
+# Share-group lag (records waiting) counts in the tenant's consumer lag beside its consumer groups', owned by the
+# tenant its label names (the collector's attribution), like a finding: never by group prefix.
+SHARE_LAG_SERIES = ("share_group_lag_messages",)
+LAG_SERIES = (*GROUP_SERIES, *SHARE_LAG_SERIES)
 CLIENT_SERIES = ("client_produce_bytes_rate", "client_fetch_bytes_rate", "client_throttle_seconds")
 LATENCY_SERIES = ("broker_produce_p99_seconds", "broker_fetch_p99_seconds")
 HOST_SERIES = ("host_filesystem_size_bytes", "host_filesystem_free_bytes")
@@ -69,7 +73,7 @@ AMOUNTS = {
     "topic_messages_out_rate": "messages_out",
 }
 # Series whose samples make a minute "observed" for availability: the clusters' health, not their traffic.
-OBSERVED_SERIES = (*LATENCY_SERIES, *HOST_SERIES, *STATE_SERIES, *GROUP_SERIES)
+OBSERVED_SERIES = (*LATENCY_SERIES, *HOST_SERIES, *STATE_SERIES, *LAG_SERIES)
 # Series reduced to one row per key and day first (key_days): every figure they feed is a sum or a last sample.
 DAY_SERIES = (*AMOUNTS, "topic_size_bytes", *CLIENT_SERIES)
 
@@ -112,7 +116,7 @@ def _keys(metrics: DataFrame) -> DataFrame:
         .when(s.isin(*CLIENT_SERIES), "client")
         .when(s.isin(*CLUSTER_SERIES), "member")
         .when(s.isin(*ALERT_SERIES), "alert")
-        .when(s.isin(*FINDING_SERIES, *SLO_SERIES), "finding")
+        .when(s.isin(*FINDING_SERIES, *SLO_SERIES, *SHARE_LAG_SERIES), "finding")
     )
     absent = F.lit("\u0000")  # keeps a null user apart from an empty one
     user, client_id, tenant = (_col(metrics, c) for c in ("user", "client_id", "tenant"))
@@ -120,7 +124,7 @@ def _keys(metrics: DataFrame) -> DataFrame:
         F.when(s.isin(*TOPIC_SERIES), _col(metrics, "topic"))
         .when(s.isin(*GROUP_SERIES), _col(metrics, "group"))
         .when(s.isin(*CLIENT_SERIES), F.concat_ws("\u0001", F.coalesce(user, absent), F.coalesce(client_id, absent)))
-        .when(s.isin(*ALERT_SERIES, *FINDING_SERIES, *SLO_SERIES), F.coalesce(tenant, F.lit("")))
+        .when(s.isin(*ALERT_SERIES, *FINDING_SERIES, *SLO_SERIES, *SHARE_LAG_SERIES), F.coalesce(tenant, F.lit("")))
         .otherwise(F.lit(""))
     )
     return metrics.withColumn("k_kind", kind).withColumn("k_name", name)
@@ -265,12 +269,12 @@ def cluster_minutes(metrics: DataFrame) -> DataFrame:
 
 def minute_rows(metrics: DataFrame) -> DataFrame:
     """The per-minute rows tenants own by name, reduced to what a figure reads: partition-state and throttle
-    samples > 0 (a zero counts nowhere), every consumer-group lag sample, firing alerts and advisor findings, and
-    every tenant SLO minute (its zeros are the known good minutes)."""
+    samples > 0 (a zero counts nowhere), every consumer- and share-group lag sample, firing alerts and advisor
+    findings, and every tenant SLO minute (its zeros are the known good minutes)."""
     s, v = F.col("series"), F.col("value")
     return metrics.where(
         (s.isin(*STATE_SERIES, "client_throttle_seconds", *ALERT_SERIES, *FINDING_SERIES) & (v > 0))
-        | s.isin(*GROUP_SERIES, *SLO_SERIES)
+        | s.isin(*LAG_SERIES, *SLO_SERIES)
     )
 
 
@@ -284,7 +288,8 @@ def cluster_sets(selectors: DataFrame) -> DataFrame:
 
 # Bump when a reduction of ``Reductions`` changes what it computes (not only its schema): cached reductions written
 # by another version are recomputed from the lake.
-REDUCTION_VERSION = 3  # 2: disk_daily groups by the device label (issue 20); 3: minute_rows keep SLO minutes
+# 2: disk_daily groups by the device label (issue 20); 3: minute_rows keep SLO minutes; 4: and share-group lag
+REDUCTION_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -424,7 +429,8 @@ def owner_days(days: DataFrame, mins: DataFrame, sets_daily: DataFrame, sets: Da
     - ``bad_minutes``: minutes in which some partition of the tenant's topics was offline or under min ISR
       (``offline_minutes``, ``under_min_isr_minutes`` each on its own; a minute with both counts once in bad);
     - ``throttled_minutes``: minutes in which some client of the tenant had a throttle time > 0;
-    - lag: per minute the sum over the tenant's groups and topics, then the day's sum, minutes and max;
+    - lag: per minute the sum over the tenant's groups and topics (share groups' records waiting included), then
+      the day's sum, minutes and max;
     - observed minutes and p99 latency: the tenant's cluster set's (``set_days``);
     - ``slo_known_minutes``, ``slo_bad_minutes``: minutes with a tenant SLO sample (``tenant_slo_minute``, rows only
       of the tenant its label names), and those bad on one of its clusters at least.
@@ -453,7 +459,7 @@ def owner_days(days: DataFrame, mins: DataFrame, sets_daily: DataFrame, sets: Da
             F.countDistinct(F.when(F.col("value") > 0, ts)).alias("slo_bad_minutes"),
         )
     )
-    lag_minute = mins.where(s.isin(*GROUP_SERIES)).groupBy("owner", "ts").agg(F.sum("value").alias("lag"))
+    lag_minute = mins.where(s.isin(*LAG_SERIES)).groupBy("owner", "ts").agg(F.sum("value").alias("lag"))
     lag = lag_minute.groupBy("owner", F.to_date("ts").alias("date")).agg(
         F.sum("lag").alias("lag_sum"), F.count("lag").alias("lag_minutes"), F.max("lag").alias("lag_max_messages")
     )
@@ -750,7 +756,7 @@ def daily_series(daily: DataFrame) -> DataFrame:
 
 def first_seen(days: DataFrame, mins: DataFrame) -> DataFrame:
     """First and last minute with data of the tenant's own resources (topics, groups, clients; not cluster-wide)."""
-    own = mins.where(F.col("series").isin(*TOPIC_SERIES, *GROUP_SERIES, *CLIENT_SERIES))
+    own = mins.where(F.col("series").isin(*TOPIC_SERIES, *LAG_SERIES, *CLIENT_SERIES))
     spans = days.select("owner", F.col("first_ts").alias("a"), F.col("last_ts").alias("b")).unionByName(
         own.select("owner", F.col("ts").alias("a"), F.col("ts").alias("b"))
     )

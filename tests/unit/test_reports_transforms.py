@@ -191,6 +191,26 @@ def test_throttled_minutes_lag_and_latency(spark, selectors):
     assert w["produce_p99_max_seconds"] == pytest.approx(0.03)
 
 
+def test_share_group_lag_counts_in_its_labelled_tenants_lag_only(spark, selectors):
+    """A share group's records waiting (issue 29) count in the consumer lag of the tenant the collector named, beside
+    its consumer groups, and nowhere else: not by a group prefix another tenant holds (``acme-`` is acme's, but the
+    collector gave this group to beta by the topics it reads), never in an unlabelled tenant's."""
+    rows = [row("group_lag_messages", ts, 5, group="acme-g", topic="acme.a") for ts in minutes(T0, 4)]
+    rows += [
+        row("share_group_lag_messages", ts, v, group="acme-share", topic="beta.x", tenant="beta")
+        for ts, v in zip(minutes(T0, 4), (100, 200, 300, 400))
+    ]
+    rows += [
+        row("share_group_lag_messages", ts, 7, group="acme-share", topic="acme.a", tenant="acme")
+        for ts in minutes(T0, 2)
+    ]
+    weekly = weekly_of(spark, selectors, rows, owner=None)
+    assert weekly[("beta", "lag_mean_messages")] == pytest.approx(250)
+    assert weekly[("beta", "lag_max_messages")] == 400
+    assert weekly[("acme", "lag_mean_messages")] == pytest.approx((12 + 12 + 5 + 5) / 4)  # its own share rows only
+    assert ("acme-eu", "lag_mean_messages") not in weekly or weekly[("acme-eu", "lag_mean_messages")] is None
+
+
 def test_alert_episodes_raised_firing_and_time_to_resolve(spark, selectors):
     wed = T0 + timedelta(days=2)
     rows = [
