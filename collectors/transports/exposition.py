@@ -58,19 +58,14 @@ WEAK_SIGNALS = {
 # (tests/fixtures/exposition; tests/unit/test_exposition.py checks this against them, series that need client
 # activity the recording had none of aside). The capability table (collectors.capabilities) reads it.
 NOT_EXPORTED = {
-    "vanilla": frozenset(
-        {
-            # jmx_prometheus_javaagent 1.0.1 serves no java.lang GarbageCollector or pool CollectionUsage attribute
-            "kafka_jvm_gc_collection_seconds_total",
-            "kafka_jvm_gc_collections_total",
-            "kafka_jvm_heap_after_gc_used_bytes",
-            "kafka_broker_info",
-        }
-    ),
+    # (jmx_prometheus_javaagent 1.0.1 serves no java.lang GarbageCollector or pool CollectionUsage attribute, and
+    # under Strimzi's rules no java.lang at all: the JVM series come from its own jvm_*/process_* series instead,
+    # ``jvm_readings``)
+    "vanilla": frozenset({"kafka_broker_info"}),
     "strimzi": frozenset(
         {
-            # Strimzi's rules keep kafka.server/network/controller/log meters and gauges: no java.lang, no
-            # KafkaMetrics-style sensors (quotas, coordinators, connections, telemetry plugin), no app-info
+            # Strimzi's rules keep kafka.server/network/controller/log meters and gauges: no KafkaMetrics-style
+            # sensors (quotas, coordinators, connections, telemetry plugin), no app-info
             "kafka_broker_connections",
             "kafka_broker_coordinated_groups",
             "kafka_broker_coordinated_groups_by_state",
@@ -88,14 +83,6 @@ NOT_EXPORTED = {
             "kafka_client_telemetry_plugin_expired_total",
             "kafka_client_telemetry_plugin_failures_total",
             "kafka_client_telemetry_plugin_pushes_total",
-            "kafka_jvm_gc_collection_seconds_total",
-            "kafka_jvm_gc_collections_total",
-            "kafka_jvm_heap_after_gc_used_bytes",
-            "kafka_jvm_heap_max_bytes",
-            "kafka_jvm_heap_used_bytes",
-            "kafka_jvm_max_fds",
-            "kafka_jvm_open_fds",
-            "kafka_jvm_process_cpu_seconds_total",
         }
     ),
 }
@@ -175,7 +162,8 @@ def _vanilla_name(name: str) -> tuple[str, str, str] | None:
 
 def mapped(name: str, dialect: str) -> bool:
     """Whether a sample name of ``dialect`` maps onto a catalog reading (what the fixtures keep)."""
-    return (_vanilla_name(name) if dialect == "vanilla" else _index().strimzi.get(name)) is not None
+    own = _vanilla_name(name) if dialect == "vanilla" else _index().strimzi.get(name)
+    return own is not None or name in _JVM
 
 
 def vanilla_readings(text: str) -> list[Reading]:
@@ -223,12 +211,66 @@ def strimzi_readings(text: str) -> list[Reading]:
     return out
 
 
+# The JVM's own series, which jmx_prometheus_javaagent serves beside its rules' output in every dialect (client_java's
+# JVM collectors; recorded from 1.0.1 on the JDK 17 broker, tests/fixtures/exposition): sample name -> the java.lang
+# MBean attribute the catalog reads (JVM_RULES), its CompositeData key, the factor back to the MBean's unit, and the
+# one label that names the MBean (with the value it must have, or None: the label is the MBean's ``name``).
+_JVM: dict[str, tuple[str, str, str | None, float, tuple[str, str | None] | None]] = {
+    "jvm_gc_collection_seconds_count": ("java.lang:type=GarbageCollector", "CollectionCount", None, 1.0, ("gc", None)),
+    "jvm_gc_collection_seconds_sum": ("java.lang:type=GarbageCollector", "CollectionTime", None, 1e3, ("gc", None)),
+    "jvm_memory_used_bytes": ("java.lang:type=Memory", "HeapMemoryUsage", "used", 1.0, ("area", "heap")),
+    "jvm_memory_max_bytes": ("java.lang:type=Memory", "HeapMemoryUsage", "max", 1.0, ("area", "heap")),
+    "jvm_memory_pool_collection_used_bytes": (
+        "java.lang:type=MemoryPool",
+        "CollectionUsage",
+        "used",
+        1.0,
+        ("pool", None),
+    ),
+    "process_open_fds": ("java.lang:type=OperatingSystem", "OpenFileDescriptorCount", None, 1.0, None),
+    "process_max_fds": ("java.lang:type=OperatingSystem", "MaxFileDescriptorCount", None, 1.0, None),
+    "process_cpu_seconds_total": ("java.lang:type=OperatingSystem", "ProcessCpuTime", None, 1e9, None),
+}
+
+
+def jvm_readings(text: str) -> list[Reading]:
+    """Pure: the javaagent's JVM series -> the java.lang readings they stand for. ``jvm_gc_collection_seconds_sum
+    {gc="G1 Young Generation"} 0.18`` -> ``Reading("java.lang:type=GarbageCollector,name=G1 Young Generation",
+    "CollectionTime", 180.0)``: GC, heap and heap after GC, file descriptors and CPU, which Strimzi's rules drop
+    (no java.lang) and the rule-less exporter serves only in part (no GarbageCollector, no CollectionUsage)."""
+    out = []
+    for name, labels, value in _samples(text):
+        hit = _JVM.get(name)
+        if hit is None:
+            continue
+        mbean, attr, key, factor, label = hit
+        if label is not None:
+            lname, want = label
+            got = labels.get(lname)
+            if got is None or (want is not None and got != want):
+                continue
+            if want is None:
+                mbean += f",name={got}"
+        out.append(Reading(mbean, attr, value * factor, key))
+    return out
+
+
+def _identity(rd: Reading) -> tuple[str, frozenset[tuple[str, str]], str, str | None]:
+    domain, props = catalog.parse_object_name(rd.mbean)
+    return domain, frozenset(props), rd.attribute, rd.key
+
+
 def readings(text: str, dialect: str) -> list[Reading]:
+    """The dialect's readings, then the JVM series' (``jvm_readings``) for the java.lang attributes the dialect did
+    not give itself: the same attribute twice would be summed twice."""
     if dialect == "vanilla":
-        return vanilla_readings(text)
-    if dialect == "strimzi":
-        return strimzi_readings(text)
-    raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
+        own = vanilla_readings(text)
+    elif dialect == "strimzi":
+        own = strimzi_readings(text)
+    else:
+        raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
+    have = {_identity(r) for r in own}
+    return own + [r for r in jvm_readings(text) if _identity(r) not in have]
 
 
 def weak_signals(dialect: str) -> list[tuple[str, str, str]]:

@@ -195,6 +195,15 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
         r = svc.run_once()
         assert not [i for i in r.instances.values() if i.rule == "KafkaBrokerUnreachable"]
         assert prom_query(profiled, 'kafka_host_cpu_seconds_total{host="127.0.0.1"}')  # node_exporter
+        # GC and heap after GC from the agent's own jvm_* series: Strimzi's rules keep no java.lang, and the rule-less
+        # (MSK-style) agent serves no GarbageCollector nor CollectionUsage attribute
+        gc = "kafka_jvm_gc_collections_total > 0 and on (broker) kafka_jvm_heap_after_gc_used_bytes > 0"
+        wait_until(
+            lambda: {s["metric"]["broker"] for s in prom_query(profiled, gc)} >= {"1", "2", str(STRIMZI)},
+            60,
+            interval=3,
+            what=lambda: f"GC series of every exporter-read broker (have {prom_query(profiled, gc)})",
+        )
         # The module's last test: the stack goes down after it, so the victim is not restarted (about 30 s of CI).
         profiled.procs.signal(f"broker-{victim}", signal.SIGKILL)
         seen: dict = {}

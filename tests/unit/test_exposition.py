@@ -74,6 +74,41 @@ def test_core_signals_map_with_the_jolokia_labels(dialect):
     )
 
 
+def sample_values(text: str, name: str) -> dict[str, float]:
+    """The recorded scrape's values of one family, keyed by their labels' values."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        ",".join(s.labels.values()): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == name
+    }
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_jvm_series_come_from_the_agents_own_jvm_families_without_double_counting(dialect):
+    """GC, heap after GC, file descriptors and CPU under either dialect from the javaagent's ``jvm_*``/``process_*``
+    series (Strimzi's rules keep no java.lang; the rule-less agent has no GarbageCollector nor CollectionUsage);
+    where the dialect has the java.lang attribute itself (vanilla's HeapMemoryUsage) that one counts, once."""
+    text, got = scrape(dialect), series(dialect)
+    gc_sum = sample_values(text, "jvm_gc_collection_seconds_sum")
+    assert {dict(s.labels)["gc"]: s.value for s in got["kafka_jvm_gc_collection_seconds_total"]} == pytest.approx(
+        gc_sum
+    )
+    gc_count = sample_values(text, "jvm_gc_collection_seconds_count")
+    assert {dict(s.labels)["gc"]: s.value for s in got["kafka_jvm_gc_collections_total"]} == gc_count
+    pools = sample_values(text, "jvm_memory_pool_collection_used_bytes")
+    assert [s.value for s in got["kafka_jvm_heap_after_gc_used_bytes"]] == [sum(pools.values())]
+    [cpu], [heap] = got["kafka_jvm_process_cpu_seconds_total"], got["kafka_jvm_heap_used_bytes"]
+    if dialect == "vanilla":  # its own java.lang readings, not summed with the agent's (read a moment apart)
+        assert cpu.value == pytest.approx(sample_values(text, "java_lang_OperatingSystem_ProcessCpuTime")[""] / 1e9)
+        assert heap.value == sample_values(text, "java_lang_Memory_HeapMemoryUsage_used")[""]
+    else:
+        assert cpu.value == pytest.approx(sample_values(text, "process_cpu_seconds_total")[""])
+        assert heap.value == sample_values(text, "jvm_memory_used_bytes")["heap"]
+
+
 def test_vanilla_is_lossless_where_strimzi_exports_the_idle_meter_from_meanrate():
     assert "kafka_broker_request_handler_idle_seconds_total" in series("vanilla")
     assert "kafka_broker_request_handler_idle_seconds_total" not in series("strimzi")
