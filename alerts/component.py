@@ -7,7 +7,8 @@ Each cycle (every ``config.rules.evaluation_interval_seconds``, in its own threa
   2. ``Engine.evaluate`` against Prometheus' HTTP API;
   3. in ONE transaction, fenced by the lease's epoch (``Lease.fence``, its first statement): save instances,
      enqueue their notifications in the outbox, upsert heartbeats;
-  4. deliver due outbox rows (claimed ``FOR UPDATE SKIP LOCKED``, the lease checked before each send; retries,
+  4. deliver due outbox rows (claimed ``FOR UPDATE SKIP LOCKED``, the lease checked right before each send, the claim
+     held at most ``policy.hold_seconds`` by a frozen engine; retries,
      backoff, dead letters);
   5. export its own health into ``registry`` (``kafka_health_*``), and every pending or firing instance with its
      labels (``kafka_health_alert_instance``, ``alerts.exported``: what the dashboards show beside ``ALERTS``); the

@@ -8,7 +8,8 @@ notifies (active/standby; docs/architecture.md says why not sharded).
                                 ``UPDATE engine_lease SET expires_at = now() + ttl WHERE ... epoch = :mine AND
                                 expires_at > now()``; no row updated -> ``Deposed``, the transaction writes nothing.
                                 The row lock it takes lasts to the commit: a takeover waits for that write to end.
-    Lease.check(session)        the same test without renewing or locking (the outbox's claim before each send)
+    Lease.check(session)        the same test without renewing or locking (the outbox's, right before each send);
+                                the claiming transaction ends by itself once idle ``hold_seconds`` (a frozen sender)
     Lease.release()             a clean stop gives the lease up: the standby takes over at its next look
 
 The epoch is the fencing token: it increases at every takeover, so an engine frozen (SIGSTOP) past its lease and woken
@@ -137,12 +138,17 @@ class Lease:
         if n != 1:
             self._deposed()
 
-    def check(self, session: Session) -> None:
-        """The lease is still ours (no lock, no renewal): before each send of the outbox."""
+    def check(self, session: Session, *, hold_seconds: float | None = None) -> None:
+        """The lease is still ours (no lock, no renewal): before each send of the outbox. With ``hold_seconds``, the
+        server also ends this transaction once it has been idle that long: it holds claimed outbox rows across an HTTP
+        send, and an engine frozen there (SIGSTOP, a paused VM) must not keep them locked from the engine that took
+        over for as long as it stays frozen."""
         if not self.shared:
             return
         if self.epoch is None:
             raise Deposed(f"alert engine {self.holder} holds no lease")
+        if hold_seconds is not None:
+            session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(hold_seconds * 1000))}"))
         ok = session.execute(
             text("SELECT 1 FROM engine_lease WHERE name = :n AND holder = :h AND epoch = :e AND expires_at > now()"),
             {"n": self.name, "h": self.holder, "e": self.epoch},

@@ -177,6 +177,11 @@ class DeliveryPolicy:
     base_backoff_seconds: float = 2.0
     max_backoff_seconds: float = 300.0
     batch_limit: int = 500
+    # How long an engine may hold a claimed group without a word to the database (its send included): an engine
+    # frozen there (SIGSTOP, a paused VM) has its transaction ended by the server after this, its rows unlocked, and
+    # the engine that took over sends them (a duplicate rather than a miss). Keep it above every notifier's timeout
+    # (10 s by default): a live sender slower than this would send its group again.
+    hold_seconds: float = 30.0
 
 
 @dataclass
@@ -196,9 +201,11 @@ def deliver_due(
 ) -> DeliveryReport:
     """Send every due outbox row once, one (target, group key) at a time, each in its own transaction: its rows are
     claimed ``FOR UPDATE SKIP LOCKED`` (``repo.claim_group``), so two engines never send the same row, and deleted or
-    rescheduled in that transaction once the target answered. With a ``lease``, each claim first checks that the
-    lease is still this engine's (``Lease.check``; ``Deposed`` stops the delivery). A crash between the send and the
-    commit leaves the rows to be sent again: at least once."""
+    rescheduled in that transaction once the target answered. With a ``lease``, each send is preceded by the check
+    that the lease is still this engine's (``Lease.check``, after the claim; ``Deposed`` stops the delivery), and the
+    claiming transaction is ended by the server if it stays idle ``policy.hold_seconds`` (a frozen engine's rows do not
+    stay locked for ever: the engine that took over sends them). A crash, or a freeze past the hold, between the send
+    and the commit leaves the rows to be sent again: at least once."""
     with store.session() as s:
         groups = repo.due_groups(now, session=s, limit=policy.batch_limit)
     report = DeliveryReport()
@@ -207,11 +214,11 @@ def deliver_due(
         if target in blocked:  # the target is down this round: keep order, do not hammer it
             continue
         with store.session() as s:
-            if lease is not None:
-                lease.check(s)
             rows = repo.claim_group(target, gk, now, session=s, limit=policy.batch_limit)
             if not rows:
                 continue
+            if lease is not None:  # last, right before the send: a frozen engine's window is this line to the POST
+                lease.check(s, hold_seconds=policy.hold_seconds)
             ids = [r.id for r in rows]
             retry, error = notifier_for(target).notify([r.payload for r in rows], now=now)
             if error is None:

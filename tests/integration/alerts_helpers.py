@@ -4,8 +4,11 @@ the real collectors run against a stack."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -24,14 +27,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class WebhookReceiver:
+class _LoopbackHTTP:
+    """A real HTTP server on 127.0.0.1:``port`` in a thread of this process, answering with ``handler``."""
+
+    port: int
+    _server: ThreadingHTTPServer | None = None
+
+    def _listen(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        handler.log_message = lambda *args: None  # type: ignore[method-assign] - tests read no access log
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class WebhookReceiver(_LoopbackHTTP):
     """A real HTTP server on loopback recording every JSON document POSTed; ``status`` is what it answers."""
 
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
         self.received: list[dict] = []
         self.status = 200
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
@@ -48,18 +68,8 @@ class WebhookReceiver:
                 self.send_response(owner.status)
                 self.end_headers()
 
-            def log_message(self, *args):
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._listen(Handler)
         return self
-
-    def stop(self) -> None:
-        if self._server:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
 
     def alerts(self) -> list[tuple[str, str, str]]:
         """(status, alertname, tenant) of every alert received, in order."""
@@ -103,3 +113,77 @@ def am_alerts(stack, alertname: str) -> list[dict]:
         for a in httpx.get(f"{stack.layout.alertmanager_url}/api/v2/alerts", timeout=5).json()
         if a["labels"]["alertname"] == alertname
     ]
+
+
+class IncidentExporter(_LoopbackHTTP):
+    """A real HTTP /metrics endpoint serving ``kh_test_incident{cluster, topic}``: 1 while ``topic``'s incident is on,
+    0 once it is off; a Prometheus scraping it makes an incident flip within one scrape interval."""
+
+    METRIC = "kh_test_incident"
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.topics: dict[str, int] = {}
+        self.port = free_port()
+
+    def on(self, topic: str) -> None:
+        self.topics[topic] = 1
+
+    def off(self, topic: str) -> None:
+        self.topics[topic] = 0
+
+    def start(self) -> IncidentExporter:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                lines = [
+                    f'{owner.METRIC}{{cluster="{owner.cluster}",topic="{t}"}} {v}'
+                    for t, v in dict(owner.topics).items()
+                ]
+                body = ("\n".join(lines) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._listen(Handler)
+        return self
+
+
+def own_prometheus(tmp_path, targets: list[int], *, scrape_ms: int = 1000) -> tuple[subprocess.Popen, int]:
+    """The Debian ``prometheus`` binary on a free port, scraping ``127.0.0.1:<port>`` for each of ``targets`` every
+    ``scrape_ms``; returned once it is ready. The caller kills it."""
+    home = tmp_path / "prometheus"
+    home.mkdir()
+    (home / "prometheus.yml").write_text(
+        f"global: {{scrape_interval: {scrape_ms}ms, evaluation_interval: {scrape_ms}ms}}\n"
+        "scrape_configs:\n"
+        f"  - job_name: test\n    static_configs: [{{targets: {[f'127.0.0.1:{p}' for p in targets]}}}]\n"
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            shutil.which("prometheus") or "prometheus",
+            f"--config.file={home / 'prometheus.yml'}",
+            f"--storage.tsdb.path={home / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=(home / "log").open("w"),
+        stderr=subprocess.STDOUT,
+    )
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/-/ready", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    deadline = time.monotonic() + 60
+    while not ready():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"prometheus did not start: {(home / 'log').read_text()[-2000:]}")
+        time.sleep(0.2)
+    return proc, port
