@@ -8,7 +8,9 @@
         │    GroupKinds (collectors.group_kinds, kafka-python): every group with its type, share and streams groups
         │      described ──> ShareGroupSeries (kafka_group_info, kafka_sharegroup_*); the streams groups' members
         │      (streams_group_info) replace the unknown ones of their GroupsRead entries before group_samples
-        └─ the AdminApi is a KafkaAdmin (collectors.admin_client) in a child process (collectors.admin_process)
+        └─ the AdminApi is a KafkaAdmin (collectors.admin_client) in a child process (collectors.admin_process):
+           groups, committed offsets and watermarks through kafka-python there (collectors.consumer_groups,
+           collectors.protocol_client.KafkaOffsets), librdkafka only where kafka-python cannot be used
 
 This module decides the round: what is read in which order, with how much of the budget, what a failed call costs,
 and when the client is replaced. The seam (``collectors.admin_client``) translates the library's errors into
@@ -53,10 +55,11 @@ worker thread the round waits for until its deadline; a read still running when 
 doubled (that round skips them, and says so). A cluster whose brokers do not offer ShareGroupDescribe v1 (Kafka 3.9)
 has no share groups: said once at INFO, its groups still listed with their types, never an error. Kafka 4.1 offers
 it (measured on 4.1.1) but has no share group unless ``share.version`` is enabled: none listed, none described. A
-failed or late read drops only these series for the round, and says why in the round's message. librdkafka's listing
-has every kind of group: the share and streams groups of the kinds listing are left out of the consumer-group reads
-from the next round on, and their consumer-group series dropped in the round that first lists them, so a share group
-is never also a consumer group without members (kafka_exporter #533, KMinion #294).
+failed or late read drops only these series for the round, and says why in the round's message. The Admin client's
+listing leaves share and streams groups out where it reads their types (kafka-python, ``collectors.consumer_groups``);
+librdkafka's fallback listing has share groups too: the share and streams groups of the kinds listing are left out of
+the consumer-group reads from the next round on, and their consumer-group series dropped in the round that first
+lists them, so a share group is never also a consumer group without members (kafka_exporter #533, KMinion #294).
 
 Streams groups (KIP-1071) are watched as consumer groups: they commit through OffsetCommit and OffsetFetch answers
 for them (measured on 4.4.0), so the streams groups of the last kinds listing join the consumer-group reads (their
@@ -309,7 +312,7 @@ class AdminCollector:
             )
         try:
             listed = admin.groups(timeout=min(deadline.remaining(), GROUPS_SHARE * budget))
-            # librdkafka lists every group, share and streams ones too: those are not consumer groups (no committed
+            # librdkafka's fallback listing has share groups too: those are not consumer groups (no committed
             # offsets); the group kinds of the last round say which (the first round's are left out after it)
             listed = [g for g in listed if g.group not in self._other_kinds]
             # streams groups (librdkafka lists none): committed offsets like consumer groups, members from

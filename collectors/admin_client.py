@@ -31,6 +31,15 @@ librdkafka admin futures can abort the process (rd_kafka_enq_once_del_source_ret
 parallel, through the same kafka-python client (``KafkaOffsets``); librdkafka's per-group calls remain only for a
 cluster kafka-python cannot use (its security settings, or Kafka older than 3.0).
 
+Consumer groups are not listed nor described through librdkafka either: its DescribeConsumerGroups can abort the
+process under load (rd_kafka_enq_once_del_source_return, librdkafka#4605), which the child contains but which loses
+the round. ``groups`` lists on every broker and describes one request per coordinator (DescribeGroups for classic
+groups, ConsumerGroupDescribe for KIP-848 ones) on the same kafka-python client (``collectors.consumer_groups``).
+
+The kafka-python client connects in the background from this client's start; a call made while it connects reads
+through librdkafka (a new child's first round, as a rule). librdkafka's calls remain only then and for a cluster
+kafka-python cannot use (its security settings, or Kafka older than 3.0).
+
 librdkafka 2.16 keeps a dead or moved group coordinator for good, and segfaults on an admin OffsetFetch that answers
 NOT_COORDINATOR (librdkafka#5040): a client sets ``stale_coordinator`` (no more offsets are asked of it through
 librdkafka; kafka-python looks the coordinators up afresh every round and is not affected) and
@@ -47,6 +56,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from collectors.consumer_groups import ConsumerGroups, group_state
 from collectors.protocol_client import KafkaOffsets, protocol_settings
 from collectors.types import TP, ClusterState, GroupInfo, PartitionState
 from monitor.core.errors import (
@@ -145,6 +155,7 @@ class KafkaAdmin:
     _offsets: KafkaOffsets | None = None  # kafka-python, for committed offsets and watermarks, once connected
     _offsets_pending: concurrent.futures.Future | None = None  # its connection under way in the background
     _offsets_refused = ""  # why kafka-python cannot reach this cluster: librdkafka reads the offsets
+    _groups: ConsumerGroups | None = None  # listing and describing on the offsets client, once connected
 
     def __init__(self, settings: dict[str, str], *, timeout: float):
         from confluent_kafka.admin import AdminClient
@@ -168,6 +179,7 @@ class KafkaAdmin:
         self._bootstrap = settings.get("bootstrap.servers", "")
         # Each partition's leader, from the last ``cluster`` call: where ``high_watermarks`` sends its requests.
         self._leaders: dict[TP, int] = {}
+        self._brokers: tuple[int, ...] = ()  # the brokers of the last ``cluster`` call: where ``groups`` lists
         self._settings = settings
         self._admin = AdminClient(
             {**settings, "logger": quiet, "socket.timeout.ms": int(timeout * 1000), "error_cb": self._on_error}
@@ -234,6 +246,7 @@ class KafkaAdmin:
             for p in t.partitions.values()
         )
         self._leaders = {(p.topic, p.partition): p.leader for p in parts}
+        self._brokers = tuple(sorted(md.brokers))
         return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
 
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
@@ -258,11 +271,23 @@ class KafkaAdmin:
         return out
 
     def groups(self, *, timeout: float) -> list[GroupInfo]:
-        """Every consumer group, described. Raises if the listing fails. Groups whose description fails are asked
-        again in a request of their own; a group that still cannot be described is kept with the listing's state and
-        unknown members (0 if the listing says empty), so its offsets and lag are still read. (librdkafka 2.16
-        against Kafka 4.1 answered "ConsumerGroupDescribe: " for some classic groups of a long-lived client, round
-        after round; leaving them out made their lag vanish, and the lag alert with it.)"""
+        """Every consumer group, described (``collectors.consumer_groups``: ListGroups to every broker, then one
+        DescribeGroups and one ConsumerGroupDescribe per coordinator, through kafka-python). Raises if the listing
+        fails. librdkafka's listing and describe (which can abort the process: librdkafka#4605) remain only where
+        kafka-python cannot reach the cluster or the cluster is older than Kafka 3.0."""
+        reader = self._offsets_client(timeout)
+        if reader is not None and reader.batches_groups():
+            if self._groups is None:
+                self._groups = ConsumerGroups(reader)
+            return self._groups.groups(timeout=timeout, brokers=self._brokers)
+        return self._librdkafka_groups(timeout=timeout)
+
+    def _librdkafka_groups(self, *, timeout: float) -> list[GroupInfo]:
+        """Every consumer group through librdkafka, described. Raises if the listing fails. Groups whose description
+        fails are asked again in a request of their own; a group that still cannot be described is kept with the
+        listing's state and unknown members (0 if the listing says empty), so its offsets and lag are still read.
+        (librdkafka 2.16 against Kafka 4.1 answered "ConsumerGroupDescribe: " for some classic groups of a long-lived
+        client, round after round; leaving them out made their lag vanish, and the lag alert with it.)"""
         t, end = timeout, time.monotonic() + timeout
         listing = self._call("list groups", t, lambda: self._admin.list_consumer_groups(request_timeout=t).result(t))
         listed = {g.group_id: g for g in listing.valid}
@@ -386,11 +411,13 @@ class KafkaAdmin:
         return out
 
     def _offsets_client(self, timeout: float) -> KafkaOffsets | None:
-        """The kafka-python offsets reader (committed offsets and watermarks), connected in the background from this
-        client's start on: a SASL_SSL bootstrap under load took the first round's whole budget when it was made on
-        first use. None while it connects (this call reads through librdkafka, without waiting), where the cluster's
-        security settings are not kafka-python's (said once: librdkafka reads the offsets from then on), or where it
-        could not connect (said: this call reads through librdkafka, the next one connects again)."""
+        """The kafka-python client (group listing and describe, committed offsets, watermarks), connected in the
+        background from this client's start on: a SASL_SSL bootstrap under load took the first round's whole budget
+        when it was made on first use. None while it connects (this call reads through librdkafka, without waiting:
+        a bounded wait for it in a new child's first round left a 4 s round without its metadata or its offsets at
+        load 40, test_collectors_stack, where librdkafka's path read them), where the cluster's security settings
+        are not kafka-python's (said once: librdkafka reads from then on), or where it could not connect (said: this
+        call reads through librdkafka, the next one connects again)."""
         if self._offsets is not None or self._offsets_refused:
             return self._offsets
         if self._offsets_pending is None:
@@ -401,10 +428,11 @@ class KafkaAdmin:
                 log.warning("offsets read through librdkafka (slower at many groups and partitions): %s", exc)
                 return None
             self._offsets_pending = _in_background(lambda: KafkaOffsets(self._settings, timeout=self._timeout))
-        if not self._offsets_pending.done():
+        pending = self._offsets_pending
+        if not pending.done():
             return None
         try:
-            self._offsets = self._offsets_pending.result()
+            self._offsets = pending.result()
         except KafkaHealthError as exc:
             self._offsets_pending = None
             log.warning("offsets read through librdkafka this time: %s", exc)
@@ -469,5 +497,5 @@ def _assigned(member) -> tuple[TP, ...]:
 
 
 def _state(state) -> str:
-    name = getattr(state, "name", str(state))
-    return name.lower().replace("_", "")
+    """librdkafka's ConsumerGroupState as the collector writes states (``group_state``: as Kafka names them)."""
+    return group_state(getattr(state, "name", str(state)))

@@ -76,6 +76,8 @@ NEEDS = {
     "describe quorum": "Describe on the cluster",
     "log dirs": "Describe on the cluster",
     "group offsets": "Describe on the groups and topics (Group *, Topic *)",
+    "list groups": "Describe on the groups (Group *)",
+    "describe groups": "Describe on the groups (Group *)",
 }
 
 
@@ -338,22 +340,13 @@ class KafkaOffsets:
         self, groups: list[str], group_end: float, end: float
     ) -> tuple[dict[str, dict[TP, int] | KafkaHealthError], list[str]]:
         from kafka.protocol.consumer import OffsetFetchRequest
-        from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 
-        manager = self._admin._manager
         until = min(group_end, end)
         cut_by_round = end < group_end
-
-        def ms() -> int:
-            return max(1, int((until - time.monotonic()) * 1000))
-
-        lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=groups, min_version=4)
         try:
-            sent = [_sent(manager.send, lookup, node_id=n, request_timeout_ms=ms()) for n in self._lookup_nodes()]
-            found = await manager.wait_for(_first(sent), ms())
+            by_node, lookup_failed = await self.find_coordinators(groups, until)
         except Exception as exc:  # noqa: BLE001 - no lookup answered: every group of this pass, said per group
             return settle_coordinator(groups, exc, cut_by_round=cut_by_round, principal=self._principal)
-        by_node, lookup_failed = coordinator_plan(found.coordinators)
         out: dict[str, dict[TP, int] | KafkaHealthError] = {}
         again: list[str] = []
         for group, (code, message) in lookup_failed.items():
@@ -361,31 +354,57 @@ class KafkaOffsets:
             if code in COORDINATOR_MOVED:
                 again.append(group)
         group_cls = OffsetFetchRequest.OffsetFetchRequestGroup
-        fetches = {
-            node: _sent(
-                manager.send,
-                OffsetFetchRequest(
-                    groups=[group_cls(group_id=g, topics=None) for g in members],
-                    require_stable=False,
-                    min_version=OFFSET_FETCH_VERSIONS[0],
-                    max_version=OFFSET_FETCH_VERSIONS[1],
-                ),
-                node_id=node,
-                request_timeout_ms=ms(),
-            )
-            for node, members in by_node.items()
-        }
-        for node, future in fetches.items():  # sent together: each await waits on the same deadline
-            try:
-                answer: Any = await manager.wait_for(future, ms())
-            except Exception as exc:  # noqa: BLE001 - this coordinator's groups only
-                answer = exc
+        nodes = list(by_node)
+        answers = await self.ask_each(
+            [
+                (
+                    node,
+                    OffsetFetchRequest(
+                        groups=[group_cls(group_id=g, topics=None) for g in by_node[node]],
+                        require_stable=False,
+                        min_version=OFFSET_FETCH_VERSIONS[0],
+                        max_version=OFFSET_FETCH_VERSIONS[1],
+                    ),
+                )
+                for node in nodes
+            ],
+            until,
+        )
+        for node, answer in zip(nodes, answers, strict=True):
             answered, moved = settle_coordinator(
                 by_node[node], answer, cut_by_round=cut_by_round, principal=self._principal, node=node
             )
             out.update(answered)
             again += moved
         return out, again
+
+    async def find_coordinators(
+        self, groups: list[str], until: float
+    ) -> tuple[dict[int, list[str]], dict[str, tuple[int, str]]]:
+        """One FindCoordinator v4 naming every group of ``groups``, sent to two brokers at once (the first answer
+        counts): each coordinator's groups, and the groups whose lookup failed (``coordinator_plan``). Raises what
+        the lookup met when neither broker answered before ``until`` (time.monotonic)."""
+        from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
+
+        manager = self._admin._manager
+        lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=groups, min_version=4)
+        sent = [_sent(manager.send, lookup, node_id=n, request_timeout_ms=_ms(until)) for n in self._lookup_nodes()]
+        found = await manager.wait_for(_first(sent), _ms(until))
+        return coordinator_plan(found.coordinators)
+
+    async def ask_each(self, requests: Sequence[tuple[int, Any]], until: float) -> list[Any]:
+        """Each (node, request) sent at once, then each answer awaited until ``until`` (time.monotonic): the answers
+        in the order asked, an exception (the request's own: a timeout, a lost connection, a node the client cannot
+        send to) in place of a missing one, so a node that does not answer costs its own request only."""
+        manager = self._admin._manager
+        sent = [_sent(manager.send, request, node_id=node, request_timeout_ms=_ms(until)) for node, request in requests]
+        out: list[Any] = []
+        for future in sent:  # sent together: each await waits on the same deadline
+            try:
+                out.append(await manager.wait_for(future, _ms(until)))
+            except Exception as exc:  # noqa: BLE001 - this request's answer only
+                out.append(exc)
+        return out
 
     def _lookup_nodes(self) -> list[int | None]:
         """Where FindCoordinator goes: the least loaded broker and one other (a stopped broker still holds its
@@ -468,6 +487,11 @@ def settle_coordinator(
         if group not in out:
             out[group] = TransportError(f"group offsets: group coordinator {node} left group {group} out of its answer")
     return out, again
+
+
+def _ms(until: float) -> int:
+    """Milliseconds from now until ``until`` (time.monotonic), at least 1: a kafka-python request timeout."""
+    return max(1, int((until - time.monotonic()) * 1000))
 
 
 def _sent(send: Any, request: Any, **kwargs: Any) -> Any:

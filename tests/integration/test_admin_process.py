@@ -106,3 +106,70 @@ def test_bad_client_settings_fail_at_start_with_a_clear_error_and_no_secret(clus
     with pytest.raises(TransportError) as info:
         IsolatedAdmin(settings, timeout=5, client=KafkaAdmin)
     assert "Admin client not created" in str(info.value) and "s3cr3t" not in str(info.value)
+
+
+def test_live_groups_are_described_through_kafka_python_as_librdkafka_describes_them(stack, cluster):
+    """Issue 33: the Admin client lists and describes the groups through kafka-python (DescribeGroups for a classic
+    group, ConsumerGroupDescribe, API 69, for a KIP-848 one: schema shipped in collectors/kafka_messages), and gives
+    for each live group what librdkafka's path (the fallback) gives: state, members, client ids and hosts, and each
+    member's partitions."""
+    import uuid
+
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.conftest import wait_until
+
+    run = uuid.uuid4().hex[:8]
+    topic = f"describe33.{run}"
+    servers = stack.layout.bootstrap_servers
+    raw = AdminClient({"bootstrap.servers": servers})
+    raw.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])[topic].result(60)
+    kinds = {f"describe33-classic-{run}": "classic", f"describe33-kip848-{run}": "consumer"}
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": servers,
+                "group.id": group,
+                "group.protocol": protocol,
+                "client.id": f"{protocol}-{run}",
+                "enable.auto.commit": False,
+            }
+        )
+        for group, protocol in kinds.items()
+    ]
+    admin = KafkaAdmin(cluster.client_settings(), timeout=10)
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        admin._offsets_pending.result(60)  # the kafka-python client, connected in the background
+
+        seen: dict[str, object] = {}
+
+        def same() -> object:
+            for c in consumers:
+                c.poll(0.2)  # the members take their assignments from poll
+            mine = {g.group: g for g in admin.groups(timeout=10) if g.group in kinds}
+            theirs = {g.group: g for g in admin._librdkafka_groups(timeout=10) if g.group in kinds}
+            seen.update(kafka_python=mine, librdkafka=theirs)
+            done = all(
+                g.state == "stable" and sum(len(tps) for _, _, tps in g.member_assignments) == 4 for g in mine.values()
+            )
+            return done and len(mine) == 2 and mine == theirs and mine
+
+        described = wait_until(
+            same, 90, what=lambda: f"both groups stable, assigned and described alike by both paths: {seen}"
+        )
+        assert admin._groups is not None  # the kafka-python path answered
+        for group, protocol in kinds.items():
+            g = described[group]
+            assert (g.members, g.simple) == (1, False)
+            assert [c for c, _ in g.member_clients] == [f"{protocol}-{run}"]
+            assert g.member_assignments[0][2] == tuple((topic, p) for p in range(4))
+    finally:
+        for c in consumers:
+            c.close()
+        if admin._offsets is not None:
+            admin._offsets.close()
+        for f in raw.delete_topics([topic], operation_timeout=60).values():
+            f.result(90)

@@ -46,8 +46,23 @@ class FakeBrokers:
     their new node as the first OffsetFetch arrives (that request answers NOT_COORDINATOR for them; later lookups name
     the new node); a broker of ``dead`` never answers anything."""
 
-    def __init__(self, coordinator: dict[str, int], offsets: dict[str, dict], *, dead=(), moves=None, forbidden=()):
+    def __init__(
+        self,
+        coordinator: dict[str, int],
+        offsets: dict[str, dict],
+        *,
+        dead=(),
+        moves=None,
+        forbidden=(),
+        listing: dict[int, list[SimpleNamespace]] | None = None,
+        described: dict[str, SimpleNamespace] | None = None,
+    ):
+        """``listing``: each broker's ListGroups rows; ``described``: each group's DescribeGroups or
+        ConsumerGroupDescribe row (the coordinator answers NOT_COORDINATOR for a group it does not hold, and
+        GROUP_AUTHORIZATION_FAILED for a ``forbidden`` one)."""
         self._net = NetworkSelector()
+        self.listing, self.described = listing or {}, described or {}
+        self.requests: list[tuple[str, int | None, list[str]]] = []  # (request class, node, groups) of the group reads
         self.coordinator, self.offsets, self.dead = dict(coordinator), offsets, set(dead)
         self.actual = {**coordinator, **(moves or {})}
         self.forbidden = set(forbidden)
@@ -71,7 +86,22 @@ class FakeBrokers:
             raise UnknownBrokerIdError(node_id)  # as kafka-python does for a node its metadata does not know yet
         future = Future()
         answer: Any
-        if hasattr(request, "coordinator_keys"):
+        kind = type(request).__name__
+        if kind == "ListGroupsRequest":
+            self.requests.append((kind, node_id, []))
+            answer = SimpleNamespace(error_code=0, groups=self.listing.get(node_id, []))
+        elif kind in ("DescribeGroupsRequest", "ConsumerGroupDescribeRequest"):
+            ids = list(request.groups if kind == "DescribeGroupsRequest" else request.group_ids)
+            self.requests.append((kind, node_id, ids))
+            rows = []
+            for g in ids:
+                error = (
+                    NOT_COORDINATOR if self.actual[g] != node_id else GROUP_AUTHORIZATION_FAILED * (g in self.forbidden)
+                )
+                rows.append(self.described[g] if not error else SimpleNamespace(group_id=g, error_code=error))
+            answer = SimpleNamespace(groups=rows)
+            self.coordinator = dict(self.actual)  # ``moves`` happened as this request arrived: lookups say so now
+        elif hasattr(request, "coordinator_keys"):
             keys = list(request.coordinator_keys)
             self.lookups.append((node_id, keys))
             where = self.actual if self.fetches else self.coordinator
@@ -230,3 +260,217 @@ def test_the_admin_client_reads_through_librdkafka_while_kafka_python_connects_t
     admin._offsets_pending.set_result(Batched())
     assert admin.committed(["a", "b"], timeout=5.0, group_timeout=2.0) == {"a": {("t", 0): 2}, "b": {("t", 0): 2}}
     assert per_group == ["a", "b"]  # no librdkafka request any more
+
+
+# Consumer groups listed and described on the same client (collectors.consumer_groups, issue 33): ListGroups to every
+# broker, then per coordinator one DescribeGroups for its classic groups and one ConsumerGroupDescribe for its
+# KIP-848 ones; share and streams groups are left to collectors.group_kinds, empty groups are not described.
+
+
+def _listed(gid: str, type_: str, state: str, protocol: str = "consumer") -> SimpleNamespace:
+    return SimpleNamespace(group_id=gid, group_type=type_, group_state=state, protocol_type=protocol)
+
+
+def _classic(gid: str, state: str, members: list[tuple[str, str, list[tuple[str, int]]]]) -> SimpleNamespace:
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as A
+
+    def blob(tps: list[tuple[str, int]]) -> bytes:
+        topics: dict[str, list[int]] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append(p)
+        parts = [A.TopicPartition(topic=t, partitions=ps) for t, ps in topics.items()]
+        return A(version=0, assigned_partitions=parts, user_data=None).encode() if tps else b""
+
+    return SimpleNamespace(
+        group_id=gid,
+        error_code=0,
+        group_state=state,
+        protocol_type="consumer",
+        members=[SimpleNamespace(client_id=c, client_host=h, member_assignment=blob(tps)) for c, h, tps in members],
+    )
+
+
+def _modern(gid: str, state: str, members: list[tuple[str, str, list[tuple[str, int]]]]) -> SimpleNamespace:
+    def assignment(tps: list[tuple[str, int]]) -> SimpleNamespace:
+        topics: dict[str, list[int]] = {}
+        for t, p in tps:
+            topics.setdefault(t, []).append(p)
+        return SimpleNamespace(
+            topic_partitions=[SimpleNamespace(topic_name=t, partitions=ps) for t, ps in topics.items()]
+        )
+
+    return SimpleNamespace(
+        group_id=gid,
+        error_code=0,
+        group_state=state,
+        members=[SimpleNamespace(client_id=c, client_host=h, assignment=assignment(tps)) for c, h, tps in members],
+    )
+
+
+KIND_COORDINATORS = {"c1": 1, "c2": 2, "k1": 1, "k2": 3, "e1": 2, "s1": 1, "st1": 3, "simple": 3}
+LISTING = {
+    1: [_listed("c1", "classic", "Stable"), _listed("k1", "consumer", "Reconciling"), _listed("s1", "share", "Stable")],
+    2: [_listed("c2", "classic", "PreparingRebalance"), _listed("e1", "classic", "Empty")],
+    3: [
+        _listed("k2", "consumer", "Stable"),
+        _listed("st1", "streams", "Stable", "streams"),
+        _listed("simple", "classic", "Empty", ""),
+    ],
+}
+DESCRIBED = {
+    "c1": _classic("c1", "Stable", [("app-1", "/10.0.0.1", [("t", 0), ("t", 1)]), ("app-2", "/10.0.0.2", [])]),
+    "c2": _classic("c2", "PreparingRebalance", [("app-3", "/10.0.0.3", [])]),
+    "k1": _modern("k1", "Reconciling", [("k-app", "/10.0.0.4", [("u", 2), ("u", 0)])]),
+    "k2": _modern("k2", "Stable", []),
+}
+
+
+def _groups(brokers: FakeBrokers, timeout: float = 5.0) -> dict[str, Any]:
+    from collectors.consumer_groups import ConsumerGroups
+
+    brokers.broker_version_data.api_versions[69] = (0, 1)  # ConsumerGroupDescribe (Kafka 4.0+)
+    return {g.group: g for g in ConsumerGroups(_offsets(brokers)).groups(timeout=timeout)}
+
+
+def test_groups_listed_on_every_broker_and_described_once_per_coordinator_and_kind():
+    from collectors.types import GroupInfo
+
+    brokers = FakeBrokers(KIND_COORDINATORS, {}, listing=LISTING, described=DESCRIBED)
+    got = _groups(brokers)
+    assert got == {
+        "c1": GroupInfo(
+            "c1",
+            "stable",
+            2,
+            False,
+            (("app-1", "/10.0.0.1"), ("app-2", "/10.0.0.2")),
+            (("app-1", "/10.0.0.1", (("t", 0), ("t", 1))), ("app-2", "/10.0.0.2", ())),
+        ),
+        "c2": GroupInfo("c2", "preparingrebalance", 1, False, (("app-3", "/10.0.0.3"),), (("app-3", "/10.0.0.3", ()),)),
+        "k1": GroupInfo(
+            "k1", "reconciling", 1, False, (("k-app", "/10.0.0.4"),), (("k-app", "/10.0.0.4", (("u", 0), ("u", 2))),)
+        ),
+        "k2": GroupInfo("k2", "stable", 0, False),
+        "e1": GroupInfo("e1", "empty", 0, False),  # not described: the listing says all
+        "simple": GroupInfo("simple", "empty", 0, True),  # no protocol type: offsets committed by hand
+    }  # the share and streams groups are collectors.group_kinds' to read
+    assert sorted(n for kind, n, _ in brokers.requests if kind == "ListGroupsRequest") == [1, 2, 3]
+    describes = sorted((kind, n, sorted(ids)) for kind, n, ids in brokers.requests if kind != "ListGroupsRequest")
+    assert describes == [
+        ("ConsumerGroupDescribeRequest", 1, ["k1"]),
+        ("ConsumerGroupDescribeRequest", 3, ["k2"]),
+        ("DescribeGroupsRequest", 1, ["c1"]),
+        ("DescribeGroupsRequest", 2, ["c2"]),
+    ]
+    assert len(brokers.lookups) == 2  # one FindCoordinator naming every group to describe, to two brokers
+
+
+def test_a_coordinator_that_never_answers_leaves_its_groups_listed_with_members_unknown():
+    brokers = FakeBrokers(KIND_COORDINATORS, {}, listing=LISTING, described=DESCRIBED, dead={1})
+    brokers.least_loaded = 2
+    got = _groups(brokers, timeout=2.0)
+    # broker 1 lists nothing (its groups' coordinator is what died); broker 3's KIP-848 group is still described
+    assert set(got) == {"c2", "e1", "k2", "simple"}
+    assert got["c2"].members == 1 and got["k2"].members == 0
+
+
+def test_a_describe_that_fails_keeps_the_group_with_the_listings_state_and_unknown_members():
+    brokers = FakeBrokers(
+        {**KIND_COORDINATORS, "c1": 2}, {}, listing=LISTING, described=DESCRIBED, dead={2}, forbidden={"k1"}
+    )
+    got = _groups(brokers, timeout=2.0)
+    # c1's coordinator (2) does not answer: listed by 1, kept; k1 is refused (GROUP_AUTHORIZATION_FAILED): kept too
+    assert (got["c1"].state, got["c1"].members) == ("stable", None)
+    assert (got["k1"].state, got["k1"].members) == ("reconciling", None)
+    assert got["k2"].members == 0  # the others are described
+
+
+def test_groups_whose_coordinator_moved_are_described_after_a_fresh_lookup():
+    brokers = FakeBrokers(KIND_COORDINATORS, {}, listing=LISTING, described=DESCRIBED, moves={"c1": 3, "k2": 2})
+    got = _groups(brokers)
+    assert got["c1"].members == 2 and got["k2"].members == 0
+    again = sorted((kind, n, ids) for kind, n, ids in brokers.requests[7:])
+    assert again == [("ConsumerGroupDescribeRequest", 2, ["k2"]), ("DescribeGroupsRequest", 3, ["c1"])]
+
+
+def test_a_listing_no_broker_answers_fails_the_call():
+    brokers = FakeBrokers(KIND_COORDINATORS, {}, listing=LISTING, described=DESCRIBED, dead={1, 2, 3})
+    with pytest.raises(TargetTimeout, match="no broker answered"):
+        _groups(brokers, timeout=1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "state"),
+    [
+        ("Stable", "stable"),
+        ("PreparingRebalance", "preparingrebalance"),
+        ("PREPARING_REBALANCING", "preparingrebalance"),  # librdkafka's enum name: the same label on either path
+        ("COMPLETING_REBALANCING", "completingrebalance"),
+        ("CompletingRebalance", "completingrebalance"),
+        ("Assigning", "assigning"),
+        ("Empty", "empty"),
+        ("NOT_READY", "notready"),
+    ],
+)
+def test_group_state_is_kafkas_name_whichever_client_read_it(name, state):
+    from collectors.consumer_groups import group_state
+
+    assert group_state(name) == state
+
+
+def test_librdkafkas_fallback_writes_the_states_the_advisor_reads():
+    """librdkafka's enum said ``preparingrebalancing``, which neither docs/metrics.md nor the advisor's rebalance
+    rule (REBALANCING_STATES) matched: a group rebalancing through the fallback path was never seen rebalancing."""
+    import re
+
+    from confluent_kafka import ConsumerGroupState
+
+    from collectors.admin_client import _state
+    from monitor.advisor.source import REBALANCING_STATES
+
+    for state in (ConsumerGroupState.PREPARING_REBALANCING, ConsumerGroupState.COMPLETING_REBALANCING):
+        assert re.fullmatch(REBALANCING_STATES, _state(state)), _state(state)
+    assert _state(ConsumerGroupState.STABLE) == "stable" and _state(ConsumerGroupState.EMPTY) == "empty"
+
+
+def test_consumer_group_describe_schema_round_trips_through_kafka_python():
+    """The shipped ConsumerGroupDescribe v0 schema (collectors/kafka_messages) encodes and decodes a response as
+    kafka-python's message classes do, and its members' assignments come out by topic name."""
+    import uuid
+
+    from collectors.consumer_groups import _consumer_describe, _Messages, consumer_group_info
+    from collectors.types import GroupInfo
+
+    request = _consumer_describe()(group_ids=["k1"], include_authorized_operations=False, max_version=0)
+    assert request.API_KEY == 69
+    resp = _Messages.response
+    member, assignment = resp.DescribedGroup.Member, resp.DescribedGroup.Member.Assignment
+    tps = assignment.TopicPartitions(topic_id=uuid.uuid4(), topic_name="orders", partitions=[2, 0])
+    row = resp.DescribedGroup(
+        error_code=0,
+        error_message=None,
+        group_id="k1",
+        group_state="Assigning",
+        group_epoch=5,
+        assignment_epoch=4,
+        assignor_name="uniform",
+        members=[
+            member(
+                member_id="m1",
+                instance_id=None,
+                rack_id=None,
+                member_epoch=3,
+                client_id="app",
+                client_host="/10.0.0.1",
+                subscribed_topic_names=["orders"],
+                subscribed_topic_regex=None,
+                assignment=assignment(topic_partitions=[tps]),
+                target_assignment=assignment(topic_partitions=[]),
+            )
+        ],
+        authorized_operations=-2147483648,
+    )
+    decoded = resp.decode(resp(throttle_time_ms=0, groups=[row]).encode(version=0), version=0)
+    assert consumer_group_info(decoded.groups[0]) == GroupInfo(
+        "k1", "assigning", 1, False, (("app", "/10.0.0.1"),), (("app", "/10.0.0.1", (("orders", 0), ("orders", 2))),)
+    )
