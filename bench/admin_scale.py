@@ -17,7 +17,30 @@ of its Admin child. ``--without-kinds`` adds this tree with its group-kinds read
 every tree twice, the second time in reverse order (the first tree after the set-up was the slowest in every run).
 Levels are cumulative: the groups stay when the partitions are added. What the stack cannot hold is said and skipped
 (a broker opens a file and maps two indexes per partition; the stack's brokers have 384 MiB of heap, out at about
-11,700 partitions each).
+11,700 partitions each). Besides the rounds: the first round of a new Admin child, and listing plus describing every
+group through this tree's path against librdkafka's, interleaved in one process (the round describes only non-empty
+groups, and these are all empty).
+
+Measured 2026-11-27 06:50-07:00 UTC (load average 7-22, two other engineers' work on the 2 cores), groups listed and
+described through kafka-python (c675569) beside the code before it:
+
+    .venv/bin/python bench/admin_scale.py --port-base 20200 --dir /tmp/kh33/bench --groups 2000,5000,10000 \
+        --partitions 25000 --rounds 3 --baseline c675569~1 --down
+
+                 round median (range)     groups with lag  skipped/  list+describe all   first round   child RSS
+                 this / before            this / before    dropped   kafka-py/librdkafka this / before  this/before
+  2,000 groups   3.18 (2.4-4.1) / 1.82 s   2,000 / 2,000    0 / 0     0.22 / 3.01 s       7.18 / 5.31 s  66 / 63 MiB
+  5,000 groups   2.14 (1.8-2.8) / 2.10 s   5,000 / 5,000    0 / 0     0.61 / 3.74 s       5.63 / 4.87 s  72 / 75 MiB
+ 10,000 groups   1.13 (1.1-1.4) / 1.11 s  10,000 / 10,000   0 / 0     0.28 / 3.69 s       1.47 / 1.47 s  85 / 77 MiB
+ +25,000 parts   2.99 (2.7-3.1) / 2.87 s  10,000 / 10,000   0 / 0     0.47 / 4.86 s       3.14 / 2.49 s 104 / 110 MiB
+ (26,210 partitions; "before" rounds 2.8-6.1 s; librdkafka's list+describe in the "before" process: 7.87 s)
+
+(Each level measured "this" first, "before" second, without --repeat: the first tree after a set-up was the slowest
+in every earlier run, which the 2,000-groups row shows again; at 5,000 and 10,000 the rounds are the same within
+noise; with 26,210 partitions too.) 50,000 partitions were not run this time (they need --broker-heap 1g and more
+minutes than were left). Listing and describing every group: 6.1-13.7x faster through kafka-python, in one
+DescribeGroups request per coordinator instead of a librdkafka future per group (the describe that can abort the
+process, librdkafka#4605).
 """
 
 from __future__ import annotations
@@ -189,8 +212,14 @@ def measure(servers: str, rounds: int, kinds: bool = True) -> dict:
     if not kinds:
         ac._kinds_factory = None  # bench-only: what the round costs without the group-kinds read
     target = ac.targets()[0]
-    ac.collect_target(target, now=time.time())  # starts the child process, reads min ISR of every topic
-    out: dict[str, list] = {"round": [], "lag_groups": [], "skipped": [], "dropped": [], "message": []}
+    t0 = time.monotonic()
+    first = ac.collect_target(target, now=time.time())  # starts the child process, reads min ISR of every topic
+    out: dict = {"round": [], "lag_groups": [], "skipped": [], "dropped": [], "message": []}
+    # The first round of a new Admin child (its kafka-python client still connecting when the round starts).
+    out["first_round"] = time.monotonic() - t0
+    out["first_lag_groups"] = len(
+        {dict(s.labels)["group"] for s in first.samples if s.name == "kafka_consumergroup_lag"}
+    )
     for _ in range(rounds):
         t0 = time.monotonic()
         r = ac.collect_target(target, now=time.time())
@@ -241,16 +270,34 @@ def measure(servers: str, rounds: int, kinds: bool = True) -> dict:
         (admin.committed, getattr(admin, "_librdkafka_committed", None)),
         lambda path: sum(isinstance(a, dict) for a in path(groups, timeout=30.0, group_timeout=30.0).values()),
     )
-    # What describing every group costs (the round describes only the non-empty ones; these groups are all empty).
+    # What listing and describing every group costs (the round describes only the non-empty ones; these groups are
+    # all empty, so the round lists them only): this tree's path (kafka-python: ListGroups to every broker, one
+    # DescribeGroups per coordinator) against librdkafka's (a describe future per group), interleaved in one process.
     import concurrent.futures
 
     from confluent_kafka.admin import AdminClient
 
     raw = AdminClient(cluster.client_settings())
-    ids = [g.group_id for g in raw.list_consumer_groups(request_timeout=30).result(30).valid]
-    t0 = time.monotonic()
-    concurrent.futures.wait(list(raw.describe_consumer_groups(ids, request_timeout=30).values()), timeout=30)
-    out["describe_all"] = time.monotonic() - t0
+
+    def librdkafka_describe_all() -> int:
+        ids = [g.group_id for g in raw.list_consumer_groups(request_timeout=30).result(30).valid]
+        futs = raw.describe_consumer_groups(ids, request_timeout=30)
+        concurrent.futures.wait(list(futs.values()), timeout=30)
+        return sum(f.done() and f.exception() is None for f in futs.values())
+
+    reader = getattr(admin, "_groups", None)  # this tree's ConsumerGroups, made by admin.groups() above
+
+    def describe_all() -> int:
+        listed = reader._manager.run(reader._list, time.monotonic() + 30)
+        described, _ = reader._manager.run(reader.describe, {g.id: g.type for g in listed}, time.monotonic() + 30)
+        return len(described)
+
+    _interleaved(
+        out,
+        "describe_all",
+        (describe_all if reader is not None else librdkafka_describe_all, librdkafka_describe_all if reader else None),
+        lambda path: path(),
+    )
     return out
 
 
@@ -294,7 +341,9 @@ def _row(label: str, what: str, m: dict) -> str:
         f"{med(m['lag_groups']):>9.0f} {med(m['skipped']):>8.0f} {med(m['dropped']):>8.0f} | "
         f"{m['metadata']:6.2f} {m['min_isr']:6.2f} {m['watermarks']:6.2f} s for {m['watermarks_read']} "
         f"partitions (librdkafka {m['watermarks_librdkafka']:5.2f} s, x{ratio:.1f})"
-        f" | {m['describe_all']:5.2f} | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB"
+        f" | {m['describe_all']:5.2f} s, {m.get('describe_all_read', 0):.0f} groups (librdkafka "
+        f"{m.get('describe_all_librdkafka', m['describe_all']):5.2f} s)"
+        f" | {m.get('rss_mib', 0):4.0f} + {m.get('child_mib', 0):4.0f} MiB"
         f" | offsets {m.get('offsets', 0):5.2f} s, {m.get('offsets_read', 0):.0f} of {m.get('groups_listed', 0)} groups"
         f" (librdkafka {m.get('offsets_librdkafka', 0):5.2f} s, {m.get('offsets_read_librdkafka', 0):.0f})"
     )
@@ -353,7 +402,8 @@ def main() -> int:
     )
     print(
         f"{'level':>22} {'code':>9} {'round median (min-max)':>24} {'lag grps':>9} {'skipped':>8} {'dropped':>8} | "
-        f"{'meta':>6} {'minISR':>6} {'watermarks (median of 3)':<60} | describe all | collector + Admin child RSS | "
+        f"{'meta':>6} {'minISR':>6} {'watermarks (median of 3)':<60} | list + describe all (median of 3) | "
+        "collector + Admin child RSS | "
         "every group's offsets alone (median of 3)",
         flush=True,
     )
@@ -389,6 +439,12 @@ def main() -> int:
                 print(_row(label, what, m), flush=True)
                 rounds = ", ".join(f"{t:.2f} s/{n}" for t, n in zip(m["round"], m["lag_groups"], strict=True))
                 print(f"{'':>33}rounds (time/groups with lag): {rounds}", flush=True)
+                if "first_round" in m:
+                    print(
+                        f"{'':>33}first round of a new Admin child: {m['first_round']:.2f} s, "
+                        f"{m['first_lag_groups']} groups with lag",
+                        flush=True,
+                    )
                 if m["message"][-1]:
                     print(f"{'':>33}last message: {m['message'][-1]}", flush=True)
     finally:
