@@ -405,3 +405,23 @@ def test_on_a_starved_machine_the_culprit_still_stands_out_among_its_tenants_pro
         ),
     )
     assert [(f.kind.value, f.client_id) for f in findings.advise(s)] == [("poor_batching", "shop-batchless")]
+
+
+def test_a_seasoned_producer_does_not_stand_out_beside_its_tenants_costlier_newcomer():
+    """The demo's first minutes on a loaded machine (the e2e's story, 06:55 here): payments-api batches well but its
+    thread time is inflated to 0.8 s/MiB, over the fixed 0.5; payments-batch-import has just started (seen for a third
+    of the window) at 20 s/MiB and writes the one-record requests. The new one is not judged yet, and the seasoned
+    one is not named for standing out beside it: nobody is named, both are candidates (the e2e saw payments-api named
+    when the tenant's guard left the newcomer out)."""
+    api = producer("payments-api", "payments", prod=80000.0, rt=0.8 * 80000.0 / MIB)
+    new = producer("payments-batch-import", "payments", prod=2000.0, rt=20.0 * 2000.0 / MIB, seen=0.3)
+    s = Snapshot(
+        cluster=ClusterSample(cluster="c", window_seconds=WINDOW),
+        clients=(api, new),
+        topics=(TopicSample("c", "payments.orders", "payments", 160.0, 150.0, 82000.0),),
+    )
+    (f,) = findings.advise(s)
+    assert (f.kind.value, f.client_id, f.candidates) == ("poor_batching", "", ("payments-api", "payments-batch-import"))
+    # once the importer is seasoned, it is named and payments-api is not
+    s = dataclasses.replace(s, clients=(api, dataclasses.replace(new, seen_share=1.0)))
+    assert [(f.kind.value, f.client_id) for f in findings.advise(s)] == [("poor_batching", "payments-batch-import")]
