@@ -6,10 +6,7 @@ and never read the clock: ``monitor.advisor.source`` builds the snapshot, ``advi
 
 Kafka has no per-client request count: the quota sensor's ``request-time`` (the share of a broker thread a client's
 requests use) stands for it. A client that sends many small requests uses a lot of thread time per byte moved;
-that cost per MiB, against a fixed reference (``Thresholds.reference_seconds_per_mib``, docs/advisor.md), is what
-"far from the norm" means here. Fixed, not the other clients' median: a norm taken from the cluster's other clients
-moved with who else was there (many tiny-record or compressing producers raised it until a one-record-per-request
-producer was no longer named; many excellent ones lowered it until a good one was).
+that cost per MiB, compared with the other clients of the cluster, is what "far from the norm" means here.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from monitor.advisor.types import (
     TelemetrySample,
     TopicSample,
 )
-from monitor.core.clients import is_outdated, parse_version
+from monitor.core.clients import is_outdated
 from monitor.core.metric_names import M
 
 MIB = 1048576.0
@@ -39,17 +36,9 @@ NAMELESS = "unknown"  # the software name and version Kafka gives a connection w
 @dataclass(frozen=True)
 class Thresholds:
     min_thread_share: float = 0.02  # a client using < 2% of one broker thread is not worth a finding
-    # The reference cost of moving data through the brokers, the same for every client whoever else is on the
-    # cluster: 0.1 broker thread-seconds per MiB is ~1 ms of thread time per request for requests of ~10 KiB, what
-    # the stack's well-batching producers paid on the loaded 2-core machine (docs/advisor.md, measured figures). A
-    # client is far from it at ``cost_factor`` times: 0.5 s/MiB, ~1 ms a request for requests under 2 KiB. A
-    # one-record-per-request producer of 10-byte records (~140-byte requests) pays ~7,500 requests per MiB: 1.5 s/MiB
-    # at 0.2 ms a request (a quiet broker), more under load; a producer of 100-byte records batched by linger.ms=200
-    # (~9 KiB requests) pays ~0.1-0.25 s/MiB at 1-2 ms a request. Thread time per request grows with the machine's
-    # load for both alike, so the bar separates them from 0.07 ms to 4 ms a request
-    reference_seconds_per_mib: float = 0.1
-    cost_factor: float = 5.0  # thread-seconds per MiB this many times the reference
-    min_seconds_per_mib: float = 0.05  # the cost per MiB below which no client is told anything (churn, polling)
+    cost_factor: float = 5.0  # thread-seconds per MiB this many times the norm of the cluster's other clients
+    min_seconds_per_mib: float = 0.05  # ...and at least this (a cluster of excellent clients flags no good one)
+    reference_seconds_per_mib: float = 0.02  # the norm when a client has no peer to compare with
     storm_thread_share: float = 0.25  # a quarter of a broker thread for one client's requests
     # ... or min_thread_share while moving less than this: thread time spent on requests that carry no data
     # (retried metadata lookups, failing requests), not on records
@@ -149,9 +138,7 @@ def seconds_per_mib(thread_share: float, bytes_per_second: float) -> float:
 
 def norms_without(values: dict[str, float], default: float) -> dict[str, float]:
     """For every key, the lower median of the *other* keys' values: the client under test must not set its own norm,
-    and with few peers one other outlier must not either (the lower median of two is the better-behaved one). Only
-    ``request_storm``'s guard and ``blame_topic``'s (among the tenant's own producers) use it: a broker slowing every
-    client alike makes nobody stand out; it can only withhold a finding, never make one.
+    and with few peers one other outlier must not either (the lower median of two is the better-behaved one).
 
     One sort for all keys (a cluster can have thousands of clients): removing x from the sorted values shifts the
     others' median index by one exactly when x sits at or before it."""
@@ -252,25 +239,19 @@ def _finding(
     )
 
 
-def far_from_reference(cost: float, t: Thresholds) -> bool:
-    """Whether a client's broker thread-seconds per MiB are far above the fixed reference: at least ``cost_factor``
-    times ``reference_seconds_per_mib`` (and the ``min_seconds_per_mib`` floor). The same answer whoever else is on
-    the cluster. Pure."""
-    return cost >= t.min_seconds_per_mib and cost >= t.cost_factor * t.reference_seconds_per_mib
-
-
-def _costly(
-    clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]
-) -> list[tuple[ClientSample, float]]:
-    """(client, cost) for the clients whose thread time per MiB is far above the reference (``far_from_reference``).
-    Clients seen for less than ``min_seen_share`` of the window are not judged."""
+def _costly(clients: Iterable[ClientSample], t: Thresholds, bytes_of: Callable[[ClientSample], float]) -> list:
+    """(client, cost, norm) for the clients whose thread time per MiB is far above the others'. Clients seen for less
+    than ``min_seen_share`` of the window are neither judged nor part of the norm."""
+    pool = [c for c in clients if c.seen_share >= t.min_seen_share]
+    costs = {_key(c): seconds_per_mib(c.request_time_ratio, bytes_of(c)) for c in pool}
+    norms = norms_without(costs, t.reference_seconds_per_mib)
     out = []
-    for c in clients:
-        if c.seen_share < t.min_seen_share or c.request_time_ratio < t.min_thread_share:
+    for c in pool:
+        if c.request_time_ratio < t.min_thread_share:
             continue
-        cost = seconds_per_mib(c.request_time_ratio, bytes_of(c))
-        if far_from_reference(cost, t):
-            out.append((c, cost))
+        cost, norm = costs[_key(c)], norms[_key(c)]
+        if cost >= t.min_seconds_per_mib and cost >= t.cost_factor * norm:
+            out.append((c, cost, norm))
     return out
 
 
@@ -369,6 +350,7 @@ class TopicBlame:
 def blame_topic(
     mine: list[ClientSample],
     costs: dict[str, float],
+    norms: dict[str, float],
     t: Thresholds,
     topic_bytes_per_second: float = 0.0,
 ) -> TopicBlame:
@@ -376,10 +358,9 @@ def blame_topic(
     producer of the tenant is named only on its own figures, seen for (nearly) the whole window
     (``min_seen_share``), in one of two ways:
 
-    1. its own quota sensors: its broker thread time per MiB is far above the fixed reference
-       (``far_from_reference``: the cost the poor batching causes, measured on it, whoever else is on the cluster)
-       and ``cost_factor`` times the lower median of the tenant's other producers (a starved machine inflates them
-       all alike);
+    1. its own quota sensors: its broker thread time per MiB is at least ``min_seconds_per_mib`` and at least
+       ``cost_factor`` times the norm of the cluster's other producers (the cost the poor batching causes, measured
+       on it);
     2. it is the tenant's only producer with a sensor (new or not), the bytes it produced account for at least
        ``lone_producer_bytes_share`` of the poor topics' bytes in, and it pays at least ``min_seconds_per_mib`` for
        them: the topic's counts are its own. A producer writing a fraction of them is not the writer of the rest
@@ -388,17 +369,12 @@ def blame_topic(
     Otherwise nobody is named: a well-batching producer of the tenant is not the culprit because it is the costliest
     one known, and a producer whose sensors are new (or not there yet) is a candidate, never excluded. Pure."""
     seasoned = [c for c in mine if c.seen_share >= t.min_seen_share]
-    # Far above the fixed reference, and above the tenant's other producers: a starved machine inflates every
-    # client's thread time a request (15-40 ms measured at load 40-55 on 2 cores: well-batching producers read
-    # 0.75-1.8 s/MiB), alike for the tenant's own producers, and the one sending the topic's one-record requests stands
-    # out among them. The tenant's own, never the cluster's: other tenants' clients do not move the verdict. Its
-    # newcomers count here (not judged, but a seasoned producer does not stand out beside a new one costlier than it:
-    # the demo's payments-api, batching well on a loaded machine, beside the new one-record payments-batch-import)
-    tenant_norms = norms_without({_key(c): costs[_key(c)] for c in mine}, t.reference_seconds_per_mib)
     own = [
         c
         for c in seasoned
-        if far_from_reference(costs[_key(c)], t) and costs[_key(c)] >= t.cost_factor * tenant_norms[_key(c)]
+        if costs[_key(c)] >= t.min_seconds_per_mib
+        and _key(c) in norms
+        and costs[_key(c)] >= t.cost_factor * norms[_key(c)]
     ]
     if (
         not own
@@ -423,12 +399,13 @@ def batching_material(thread_share: float | None, requests_per_second: float | N
 
 @dataclass(frozen=True)
 class _BatchingView:
-    """What the three batching ladders share: the cluster's producers, their cost per MiB, the topics' records per
-    request."""
+    """What the three batching ladders share: the cluster's producers, their cost per MiB and its norm, the topics'
+    records per request."""
 
     s: Snapshot
     producers: list[ClientSample]
     costs: dict[str, float]
+    norms: dict[str, float]
     rpr: dict[str, float]
     cluster_rpr: float | None
 
@@ -436,10 +413,12 @@ class _BatchingView:
     def of(cls, s: Snapshot, t: Thresholds) -> _BatchingView:
         producers = [c for c in s.clients if c.is_producer]
         rpr = _records_per_request(s.topics)
+        seasoned = [c for c in producers if c.seen_share >= t.min_seen_share]
         costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.produce_bytes_per_second) for c in producers}
-        return cls(s, producers, costs, rpr, statistics.median(rpr.values()) if rpr else None)
+        norms = norms_without({_key(c): costs[_key(c)] for c in seasoned}, t.reference_seconds_per_mib)
+        return cls(s, producers, costs, norms, rpr, statistics.median(rpr.values()) if rpr else None)
 
-    def common(self, c: ClientSample | None, t: Thresholds) -> dict:
+    def common(self, c: ClientSample | None) -> dict:
         ev: dict = {
             "tenant_topics_records_per_request": {
                 tp.topic: round(self.rpr[tp.topic], 2)
@@ -449,10 +428,11 @@ class _BatchingView:
             "cluster_median_records_per_request": round(self.cluster_rpr, 2) if self.cluster_rpr else None,
         }
         if c is not None and _key(c) in self.costs:
+            norm = self.norms.get(_key(c))
             ev.update(
                 {
                     "thread_seconds_per_mib": round(self.costs[_key(c)], 4),
-                    "reference_seconds_per_mib": t.reference_seconds_per_mib,
+                    "cluster_norm_seconds_per_mib": round(norm, 4) if norm is not None else None,
                     "request_time_ratio": round(c.request_time_ratio, 4),
                     "produce_bytes_per_second": round(c.produce_bytes_per_second, 1),
                 }
@@ -468,8 +448,8 @@ def poor_batching(s: Snapshot, t: Thresholds) -> list[Finding]:
     2. ``topic_records_per_request`` (``_batching_by_topic``): the brokers count records and produce requests per
        topic; a tenant whose topics carry few records per request at a worthwhile rate is told so, naming a producer
        only on its own figures (``blame_topic``), else with ``client_id`` unset and its candidates listed.
-    3. ``thread_time_per_mib`` (``_batching_by_thread_time``): a producer far above the fixed reference of thread
-       time per MiB (``_costly``), of a tenant whose topics' counts do not clear it.
+    3. ``thread_time_per_mib`` (``_batching_by_thread_time``): a producer far above the cluster's norm of thread time
+       per MiB (``_costly``).
 
     Each finding pages the other tenants only when its measured cost is material (``batching_material``)."""
     view = _BatchingView.of(s, t)
@@ -495,7 +475,7 @@ def _batching_by_telemetry(view: _BatchingView, t: Thresholds, judged: set[tuple
         if tm.records_per_request > t.telemetry_max_records_per_request or rate < t.telemetry_min_requests_per_second:
             continue
         ev = {
-            **view.common(c, t),
+            **view.common(c),
             "records_per_request": round(tm.records_per_request, 2),
             "batch_size_avg_bytes": round(tm.batch_size_avg_bytes, 1) if tm.batch_size_avg_bytes is not None else None,
             "produce_requests_per_second": round(rate, 1),
@@ -554,7 +534,7 @@ def _batching_by_topic(
         mine = [c for c in view.producers if c.tenant == tenant and (c.user, c.client_id) not in judged]
         if not mine and any(tm.tenant == tenant and tm.records_per_request is not None for tm in s.telemetry):
             continue  # every producer of the tenant is cleared by its own telemetry
-        blame = blame_topic(mine, view.costs, t, topic_bytes_per_second=byts)
+        blame = blame_topic(mine, view.costs, view.norms, t, topic_bytes_per_second=byts)
         base = {
             "poor_topics": {
                 tp.topic: {
@@ -604,7 +584,7 @@ def _batching_by_topic(
         share = sum(c.request_time_ratio for c in blame.named)
         for c in blame.named:
             ev = {
-                **view.common(c, t),
+                **view.common(c),
                 **base,
                 "client_identified": True,
                 **_cost_now_and_at(
@@ -628,25 +608,17 @@ def _batching_by_topic(
 
 
 def _batching_by_thread_time(view: _BatchingView, t: Thresholds, skip: set[tuple[str, str]]) -> list[Finding]:
-    """The last resort, thread time per MiB alone, for producers of tenants whose topics' counts say nothing (none of
-    the tenant's topics was produced to in the window). Where they say something, they decide: a tenant none of
-    whose topics batches poorly is cleared by them, as a client's own telemetry clears it, and one with poor topics
-    got its finding from them (``_batching_by_topic``: named on a producer's own figures, or its candidates listed).
-    Per MiB is blind to record size and compression: a well-batching producer of 20-byte records, or one compressing
-    with snappy (franz-go's default), pays several times the reference per MiB moved, and a starved machine inflates
-    every client's thread time; the topic counts, records per request whatever their size and load, are the better
-    evidence."""
-    counted = {tp.tenant for tp in view.s.topics if tp.tenant and tp.topic in view.rpr}
     out = []
-    for c, cost in _costly(view.producers, t, lambda c: c.produce_bytes_per_second):
-        if (c.user, c.client_id) in skip or c.tenant in counted:
+    for c, cost, norm in _costly(view.producers, t, lambda c: c.produce_bytes_per_second):
+        if (c.user, c.client_id) in skip:
             continue
         ev = {
-            **view.common(c, t),
-            "times_the_reference": round(cost / t.reference_seconds_per_mib, 1),
+            **view.common(c),
+            "times_the_norm": round(cost / norm, 1) if norm else None,
             **_cost_now_and_at(c.request_time_ratio, None, t.projection_factor),
         }
-        # Thread time alone is the weakest evidence: it pages only from a quarter of a thread (storm_thread_share);
+        ev["cluster_norm_seconds_per_mib"] = round(norm, 4)
+        # Relative thread time is the weakest evidence: it pages only from a quarter of a thread (storm_thread_share);
         # on a starved machine a well-batching kafkajs producer (a send() of 20 records every 100 ms) read 5 % once
         out.append(
             _batching_finding(
@@ -655,7 +627,7 @@ def _batching_by_thread_time(view: _BatchingView, t: Thresholds, skip: set[tuple
                 "thread_time_per_mib",
                 t,
                 ADVICE[FindingKind.POOR_BATCHING][1]
-                + f" (its broker thread time per MiB is {cost / t.reference_seconds_per_mib:.1f}x the reference)",
+                + (f" (its broker thread time per MiB is {cost / norm:.1f}x the cluster's norm)" if norm else ""),
                 material=c.request_time_ratio >= t.storm_thread_share,
             )
         )
@@ -680,7 +652,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
     inside poll() most of the time (``telemetry_min_poll_idle_ratio``: the application has nothing to do) while its
     fetches come back within ``telemetry_max_fetch_latency_seconds`` (the broker answers at once instead of waiting
     fetch.max.wait.ms for data) sends many small or empty fetches; one that pushed those metrics is judged on them
-    alone. The others by ``thread_time_per_mib`` against the fixed reference (``_costly``), paging only from
+    alone. The others by ``thread_time_per_mib`` against the cluster's consumers, paging only from
     ``storm_thread_share`` of a broker thread."""
     out, judged = [], set()
     sample_of = _quota_sample_finder(s.clients)
@@ -727,7 +699,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
     consumers = [
         c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0 and (c.user, c.client_id) not in judged
     ]
-    for c, cost in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
+    for c, cost, norm in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
         material = polling_material(c, t)  # from a quarter of a thread, as poor batching on this basis
         out.append(
             dataclasses.replace(
@@ -739,7 +711,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
                     evidence={
                         "basis": "thread_time_per_mib",
                         "thread_seconds_per_mib": round(cost, 4),
-                        "reference_seconds_per_mib": t.reference_seconds_per_mib,
+                        "cluster_norm_seconds_per_mib": round(norm, 4),
                         "request_time_ratio": round(c.request_time_ratio, 4),
                         "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
                     },
@@ -829,8 +801,9 @@ def slow_consumer_loop(s: Snapshot, t: Thresholds) -> list[Finding]:
 
 def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Requests fail (cluster-wide) or the client is throttled by its request quota, and the client spends broker
-    thread time out of proportion to the data it moves (``_costly``, against the fixed reference: a big client moving
-    much data efficiently is not a storm), being either a quarter of a thread or busy for nothing."""
+    thread time out of proportion to the data it moves (``_costly`` against every other client: a big client
+    moving much data efficiently, or every client slowed alike by a warming-up broker, is not a storm), being either
+    a quarter of a thread or busy for nothing."""
     cl = s.cluster
     error_ratio = cl.errors_per_second / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
     if error_ratio < t.storm_error_ratio and not any(
@@ -838,17 +811,8 @@ def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
     ):
         return []
     top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
-    # Out of line with the other clients too: a broker slowing every client alike (warming up, starved) makes them
-    # all costly per MiB at once, and that is no one client's storm. This guard only withholds a finding
-    seasoned = [c for c in s.clients if c.seen_share >= t.min_seen_share]
-    norms = norms_without(
-        {_key(c): seconds_per_mib(c.request_time_ratio, c.bytes_per_second) for c in seasoned},
-        t.reference_seconds_per_mib,
-    )
     out = []
-    for c, cost in _costly(s.clients, t, lambda c: c.bytes_per_second):
-        if cost < t.cost_factor * norms[_key(c)]:
-            continue
+    for c, cost, norm in _costly(s.clients, t, lambda c: c.bytes_per_second):
         throttled = c.request_throttle_seconds >= t.throttle_seconds
         if not (throttled or error_ratio >= t.storm_error_ratio):
             continue
@@ -871,8 +835,7 @@ def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
                 "request_throttle_seconds": round(c.request_throttle_seconds, 4),
                 "bytes_per_second": round(c.bytes_per_second, 1),
                 "thread_seconds_per_mib": round(cost, 4),
-                "reference_seconds_per_mib": t.reference_seconds_per_mib,
-                "cluster_norm_seconds_per_mib": round(norms[_key(c)], 4),
+                "cluster_norm_seconds_per_mib": round(norm, 4),
                 "cluster_error_ratio": round(error_ratio, 4),
                 "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()},
             },
@@ -1022,31 +985,6 @@ NAMELESS_POSSIBILITIES = (
 )
 
 
-# On a cluster whose every node runs Kafka 4.0 or later, what a connection held without a name can still be: Kafka 4
-# removed the protocol versions of clients older than the 2.1 baseline (KIP-896: such a client gets
-# UNSUPPORTED_VERSION and cannot stay connected doing work), and a librdkafka with api.version.request=false speaks
-# only its broker.version.fallback's versions (0.9/0.8: Produce v1-v2), which Kafka 4 refuses too.
-NAMELESS_POSSIBILITIES_KAFKA_4 = (
-    "a Java client (kafka-clients) 2.1 to 2.3 (Kafka 4 refuses older ones: KIP-896)",
-    "a librdkafka-based client 1.x older than 1.4 (api.version.request=false is refused by Kafka 4)",
-    NAMELESS_POSSIBILITIES[2],
-)
-
-
-def nameless_possibilities(kafka_versions: Iterable[str]) -> tuple[tuple[str, ...], str]:
-    """What connections without a KIP-511 name may be, narrowed by what the cluster's brokers accept, and why (""
-    when not narrowed): on Kafka 4.0+ everywhere, clients older than the KIP-896 baseline and librdkafka's
-    api.version.request=false are out. A cluster with any node before 4.0, or none known, keeps every possibility.
-    Pure."""
-    versions = [parse_version(v) for v in kafka_versions]
-    if versions and all(v and v >= (4,) for v in versions):
-        return NAMELESS_POSSIBILITIES_KAFKA_4, (
-            "every node runs Kafka 4.0 or later, which refuses the protocol versions of clients older than 2.1 "
-            "(KIP-896) and of librdkafka with api.version.request=false"
-        )
-    return NAMELESS_POSSIBILITIES, ""
-
-
 def nameless_candidates(s: Snapshot) -> dict[str, dict[str, list[str]]]:
     """Which clients may hold the connections without a software name, per tenant: {tenant: {principal: [client
     ids]}}. Kafka labels a connection by its software only; the clients come from the quota sensors (user and
@@ -1069,11 +1007,9 @@ def unknown_software(s: Snapshot, t: Thresholds) -> list[Finding]:
     whole cluster) with every candidate, and one for each tenant with candidates (``nameless_candidates``), naming
     only its own clients and principals: the tenant whose principal runs kafkajs is told, not only the operators."""
     candidates = nameless_candidates(s)
-    possibilities, narrowed_by = nameless_possibilities(s.cluster.kafka_versions)
     cause = (
         'connections held by client software that sends no KIP-511 name (the brokers label them "unknown"): '
-        + "; or ".join(possibilities)
-        + (f" ({narrowed_by})" if narrowed_by else "")
+        + "; or ".join(NAMELESS_POSSIBILITIES)
         + ". A missing name says nothing of the client's age: "
         "an outdated one would also show requests in deprecated API versions (kafka_broker_deprecated_requests"
         "_total, Kafka 3.7+), which this finding does not see"
@@ -1093,9 +1029,7 @@ def unknown_software(s: Snapshot, t: Thresholds) -> list[Finding]:
                 "client_software_name": NAMELESS,
                 "client_software_version": NAMELESS,
                 "connections_held_on_average": round(s.cluster.nameless_connections, 2),
-                "possibilities": list(possibilities),
-                "possibilities_narrowed_by": narrowed_by,
-                "kafka_versions": list(s.cluster.kafka_versions),
+                "possibilities": list(NAMELESS_POSSIBILITIES),
                 "outdated": None,
                 "candidates_by_tenant": of,
             },

@@ -321,9 +321,6 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
             - replica_fetch_connections_in_cluster(r.scalar(f"count({M['broker_up']}{{{sel}}} == 1)")),
         ),
         errors_by_request={k[0]: v for k, v in errors.items() if v > 0},
-        kafka_versions=tuple(
-            sorted(k[0] for k in r.by(f"count by (version) ({M['broker_info']}{{{sel}}})", "version") if k[0])
-        ),
     )
 
 

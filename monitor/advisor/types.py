@@ -171,9 +171,6 @@ class ClusterSample:
     # any client is "unknown" only until its ApiVersions, so churn alone averages far below one.
     nameless_connections: float = 0.0
     errors_by_request: dict[str, float] = field(default_factory=dict)
-    # The Kafka release of each node that reported one (kafka_broker_info{version}), distinct, sorted: what the brokers
-    # accept tells what a nameless connection can be (Kafka 4 refuses the protocol versions of clients before 2.1)
-    kafka_versions: tuple[str, ...] = ()
 
 
 # The snapshot's inputs, as a "no data" message names them.

@@ -11,7 +11,6 @@ from __future__ import annotations
 M: dict[str, str] = {
     # availability
     "broker_up": "kafka_cluster_broker_up",  # Admin API {cluster, broker}: 1 if the broker is in the metadata
-    "broker_info": "kafka_broker_info",  # JMX {cluster, broker, version}: 1, the node's Kafka release
     "scrape_success": "kafka_health_scrape_success",  # {cluster, collector, target}
     # {cluster, collector, target, cause}: rounds a cause (series_cap, deadline) left data out of
     "scrape_cut_rounds": "kafka_health_scrape_cut_rounds_total",
