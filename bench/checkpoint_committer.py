@@ -21,37 +21,20 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # before bench/: bench/alerts.py is not the package
 
 import httpx
-from prometheus_client import CollectorRegistry
 
-from alerts.component import AlertService
 from alerts.types import AlertState
-from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
-from monitor.core.store import Store
-from monitor.schema import create_all
-from monitor.stack import Stack, StackLayout
-from tests.harness.engine import running_collectors
+from bench.lag_stack import shipped_lag_stack, stop_consumers
 from tests.harness.producer import SteadyProducer
 
 TOPIC = "bench.ckpt"
-RULES = """
-groups:
-  - name: checkpoint-committer
-    rules:
-      - alert: PromConsumerGroupLag
-        expr: kafka_consumergroup_lag > 1000
-        for: 10s
-"""
 CONSUMER = """
 import sys, time
 from confluent_kafka import Consumer
@@ -85,42 +68,22 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=None)
     args = ap.parse_args()
     cadences = [int(c) for c in args.cadences.split(",")]
-    tmp = Path(tempfile.mkdtemp(prefix="ckpt-committer-"))
-    stack = Stack(
-        StackLayout(dir=args.dir or tmp / "stack", port_base=args.port_base, scrape_interval_seconds=15),
-        log=lambda *_: None,
-    )
-    L = stack.layout
     groups = {c: f"bench.ckpt-{c}s-{os.getpid()}" for c in cadences}
     seen: dict[str, collections.Counter[str]] = {g: collections.Counter() for g in groups.values()}
     strimzi: dict[str, float | None] = dict.fromkeys(groups.values())
     max_lag: dict[str, float] = dict.fromkeys(groups.values(), 0.0)
     consumers: list[subprocess.Popen[str]] = []
-    try:
-        print("starting the stack ...", flush=True)
-        stack.up(timeout=300)
-        (L.prometheus_rules_dir / "checkpoint-committer.yml").write_text(RULES)
-        httpx.post(f"{L.prometheus_url}/-/reload", timeout=10).raise_for_status()
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
-        for f in admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)]).values():
-            f.result(60)
-        tenant = TenantConfig(
-            name="bench",
-            selectors=(TenantSelector(cluster="local", topic_prefixes=("bench.",), group_prefixes=("bench.",)),),
-        )
-        config = stack.config(tenants=(tenant,), store_url=f"sqlite:///{tmp / 'alerts.db'}")
-        config = config.model_copy(update={"collection": CollectionSettings()})  # shipped: 15 s
-        store = Store(config.store.url)
-        create_all(store)
-        svc = AlertService(config, store=store, registry=CollectorRegistry())
-        feeder = SteadyProducer(L.bootstrap_servers, TOPIC).start()  # ~40 records/s
-        with running_collectors(config, tmp):  # `serve --role collector` in its own process, as in production
+    with shipped_lag_stack(name="checkpoint-committer", topic=TOPIC, port_base=args.port_base, stack_dir=args.dir) as (
+        stack,
+        svc,
+    ):
+        servers = stack.layout.bootstrap_servers
+        feeder = SteadyProducer(servers, TOPIC).start()  # ~40 records/s
+        try:
             for cadence, group in groups.items():
                 consumers.append(
                     subprocess.Popen(
-                        [sys.executable, "-c", CONSUMER, L.bootstrap_servers, group, group, TOPIC, str(cadence)],
+                        [sys.executable, "-c", CONSUMER, servers, group, group, TOPIC, str(cadence)],
                         stdout=subprocess.PIPE,
                         stderr=subprocess.DEVNULL,
                         text=True,
@@ -146,15 +109,9 @@ def main() -> int:
                     g = s["metric"].get("group")
                     if g in max_lag:
                         max_lag[g] = max(max_lag[g], float(s["value"][1]))
-                time.sleep(max(0.0, config.rules.evaluation_interval_seconds - (time.monotonic() - t)))
-        feeder.stop()
-    finally:
-        for c in consumers:
-            if c.poll() is None:
-                os.killpg(c.pid, signal.SIGKILL)
-            c.wait(10)
-        stack.down()
-        shutil.rmtree(tmp, ignore_errors=True)
+                time.sleep(max(0.0, svc.config.rules.evaluation_interval_seconds - (time.monotonic() - t)))
+        finally:
+            stop_consumers(feeder, consumers)
 
     paged = False
     print(f"\ncheckpointing consumers keeping up, {args.minutes:g} min on shipped defaults (every 15 s)")

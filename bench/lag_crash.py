@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,32 +29,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # before bench/: bench/alerts.py is not the package
 
 import httpx
-from prometheus_client import CollectorRegistry
 
-from alerts.component import AlertService
 from alerts.types import AlertState
-from monitor.core.config import CollectionSettings, TenantConfig, TenantSelector
-from monitor.core.store import Store
-from monitor.schema import create_all
-from monitor.stack import Stack, StackLayout
-from tests.harness.engine import running_collectors
+from bench.lag_stack import shipped_lag_stack, stop_consumers
 from tests.harness.faults import delete_group
 from tests.harness.producer import SteadyProducer
 
 TOPIC = "bench.crash"
 RULES = """
-groups:
-  - name: lag-crash
-    rules:
-      - alert: PromConsumerGroupLag
-        expr: kafka_consumergroup_lag > 1000
-        for: 10s
       - alert: PromGroupGone
         expr: >-
           (max by (cluster, group) (kafka_consumergroup_members) == 0)
           and on (cluster, group) (sum by (cluster, group) (kafka_consumergroup_lag) > 0)
-        for: 10s
-"""
+        for: 10s"""
 CONSUMER = """
 import sys
 from confluent_kafka import Consumer
@@ -133,11 +118,7 @@ def repetition(stack, svc, servers: str, n: int) -> dict[str, float | None]:
         )
         return first
     finally:
-        feeder.stop()
-        for c in consumers:
-            if c.poll() is None:
-                os.killpg(c.pid, signal.SIGKILL)
-            c.wait(10)
+        stop_consumers(feeder, consumers)
         delete_group(servers, group)
 
 
@@ -147,37 +128,11 @@ def main() -> int:
     ap.add_argument("--port-base", type=int, default=20500)
     ap.add_argument("--dir", type=Path, default=None)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="lag-crash-"))
-    stack = Stack(
-        StackLayout(dir=args.dir or tmp / "stack", port_base=args.port_base, scrape_interval_seconds=15),
-        log=lambda *_: None,
-    )
-    L = stack.layout
-    try:
-        print("starting the stack ...", flush=True)
-        stack.up(timeout=300)
-        (L.prometheus_rules_dir / "lag-crash.yml").write_text(RULES)
-        httpx.post(f"{L.prometheus_url}/-/reload", timeout=10).raise_for_status()
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
-        for f in admin.create_topics([NewTopic(TOPIC, num_partitions=3, replication_factor=3)]).values():
-            f.result(60)
-        tenant = TenantConfig(
-            name="bench",
-            selectors=(TenantSelector(cluster="local", topic_prefixes=("bench.",), group_prefixes=("bench.",)),),
-        )
-        config = stack.config(tenants=(tenant,), store_url=f"sqlite:///{tmp / 'alerts.db'}")
-        config = config.model_copy(update={"collection": CollectionSettings()})  # shipped: 15 s
-        store = Store(config.store.url)
-        create_all(store)
-        svc = AlertService(config, store=store, registry=CollectorRegistry())
-        with running_collectors(config, tmp):  # `serve --role collector` in its own process, as in production
-            time.sleep(30)
-            runs = [repetition(stack, svc, L.bootstrap_servers, n) for n in range(args.reps)]
-    finally:
-        stack.down()
-        shutil.rmtree(tmp, ignore_errors=True)
+    with shipped_lag_stack(
+        name="lag-crash", topic=TOPIC, rules=RULES, port_base=args.port_base, stack_dir=args.dir
+    ) as (stack, svc):
+        time.sleep(30)
+        runs = [repetition(stack, svc, stack.layout.bootstrap_servers, n) for n in range(args.reps)]
 
     def med(name):
         xs = [r[name] for r in runs if r[name] is not None]
