@@ -247,7 +247,7 @@ class KafkaAdmin:
         )
         self._leaders = {(p.topic, p.partition): p.leader for p in parts}
         self._brokers = tuple(sorted(md.brokers))
-        return ClusterState(tuple(sorted(md.brokers)), md.controller_id, parts)
+        return ClusterState(self._brokers, md.controller_id, parts)
 
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         """Effective ``min.insync.replicas`` per topic (topic override or broker default). Topics whose config cannot

@@ -37,9 +37,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import collectors.kafka_messages as _schemas
-from collectors.group_kinds import Group
-from collectors.protocol_client import COORDINATOR_MOVED, KafkaOffsets, translate
+from collectors.group_kinds import Group, group_messages
+from collectors.protocol_client import COORDINATOR_MOVED, KafkaOffsets, api_max, translate
 from collectors.types import TP, GroupInfo
 from monitor.core.errors import KafkaHealthError
 
@@ -181,28 +180,6 @@ def _exception(exc: BaseException) -> Exception:
     return exc if isinstance(exc, Exception) else RuntimeError(repr(exc))
 
 
-class _Messages:
-    """ConsumerGroupDescribe's classes, built once from the shipped schema. kafka-python registers response classes
-    by weak reference: the response class is kept alive here (a collected one lost the answer: group_kinds)."""
-
-    request: Any = None
-    response: Any = None
-
-
-def _consumer_describe() -> Any:
-    if _Messages.request is None:
-        from kafka.protocol.api_message import ApiMessage
-
-        class ConsumerGroupDescribeRequest(ApiMessage, load_json=_schemas):
-            pass
-
-        class ConsumerGroupDescribeResponse(ApiMessage, load_json=_schemas):
-            pass
-
-        _Messages.request, _Messages.response = ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
-    return _Messages.request
-
-
 class ConsumerGroups:
     """Every consumer group of one cluster listed and described (``AdminApi.groups``) on ``offsets``' client."""
 
@@ -212,7 +189,7 @@ class ConsumerGroups:
         self._principal = offsets._principal
 
     def _api_max(self, api_key: int) -> int:
-        return int(self._manager.broker_version_data.api_versions.get(api_key, (0, -1))[1])
+        return api_max(self._manager, api_key)
 
     def groups(self, *, timeout: float, brokers: Iterable[int] = ()) -> list[GroupInfo]:
         """Every classic and KIP-848 consumer group, described where possible (module docstring), listed on
@@ -308,7 +285,9 @@ class ConsumerGroups:
             if classic:
                 yield node, classic, False, DescribeGroupsRequest(groups=classic, include_authorized_operations=False)
             if modern:
-                request = _consumer_describe()(group_ids=modern, include_authorized_operations=False, max_version=0)
+                request = group_messages().consumer_describe_req(
+                    group_ids=modern, include_authorized_operations=False, max_version=0
+                )
                 yield node, modern, True, request
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import collectors.kafka_messages as _schemas
-from collectors.protocol_client import protocol_settings, translate
+from collectors.protocol_client import api_max, protocol_settings, translate
 from collectors.types import GroupInfo, Sample
 
 log = logging.getLogger(__name__)
@@ -287,6 +287,7 @@ class _Messages:
     describe_req: Any = None
     offsets_req: Any = None
     streams_req: Any = None
+    consumer_describe_req: Any = None  # ConsumerGroupDescribe (API 69): collectors.consumer_groups
     responses: tuple[Any, ...] = ()  # kafka-python registers response classes by weak reference: kept alive here
     loaded: bool = field(default=False)
 
@@ -294,8 +295,9 @@ class _Messages:
 _MESSAGES = _Messages()
 
 
-def _messages() -> _Messages:
-    """The request classes, built once from Kafka's schemas (kafka-python registers the response classes)."""
+def group_messages() -> _Messages:
+    """The request classes of the groups APIs kafka-python lacks (share, streams, KIP-848 consumer describe), built once
+    from Kafka's schemas (collectors.kafka_messages; kafka-python registers the response classes)."""
     if not _MESSAGES.loaded:
         from kafka.protocol.api_message import ApiMessage
 
@@ -317,12 +319,20 @@ def _messages() -> _Messages:
         class StreamsGroupDescribeResponse(ApiMessage, load_json=_schemas):
             pass
 
+        class ConsumerGroupDescribeRequest(ApiMessage, load_json=_schemas):
+            pass
+
+        class ConsumerGroupDescribeResponse(ApiMessage, load_json=_schemas):
+            pass
+
         _MESSAGES.describe_req, _MESSAGES.offsets_req = ShareGroupDescribeRequest, DescribeShareGroupOffsetsRequest
         _MESSAGES.streams_req = StreamsGroupDescribeRequest
+        _MESSAGES.consumer_describe_req = ConsumerGroupDescribeRequest
         _MESSAGES.responses = (
             ShareGroupDescribeResponse,
             DescribeShareGroupOffsetsResponse,
             StreamsGroupDescribeResponse,
+            ConsumerGroupDescribeResponse,
         )
         _MESSAGES.loaded = True
     return _MESSAGES
@@ -347,8 +357,7 @@ class GroupKinds:
             raise translate("connect", exc, self._principal) from exc
 
     def _api_max(self, api_key: int) -> int:
-        versions = self._admin._manager.broker_version_data.api_versions  # the versions the cluster answered
-        return int(versions.get(api_key, (0, -1))[1])
+        return api_max(self._admin._manager, api_key)
 
     @property
     def share_supported(self) -> bool:
@@ -377,7 +386,7 @@ class GroupKinds:
     async def _ask(self, ids: list[str], offsets_version: int) -> list[tuple[Any, Any]]:
         """(offsets answer, describe answer) of each coordinator of ``ids``, in one run of kafka-python's event
         loop, as its own admin calls do."""
-        msgs = _messages()
+        msgs = group_messages()
         out = []
         for node, groups in await self._by_coordinator(ids):
             offsets = await self._admin._manager.send(
@@ -462,7 +471,7 @@ class GroupKinds:
 
     async def _ask_streams(self, ids: list[str]) -> list[Any]:
         """The StreamsGroupDescribe answer of each coordinator of ``ids``."""
-        msgs = _messages()
+        msgs = group_messages()
         return [
             await self._admin._manager.send(
                 msgs.streams_req(group_ids=groups, include_authorized_operations=False, max_version=0), node_id=node

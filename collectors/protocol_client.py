@@ -489,6 +489,11 @@ def settle_coordinator(
     return out, again
 
 
+def api_max(manager: Any, api_key: int) -> int:
+    """The highest version of ``api_key`` the cluster answered to kafka-python's ``manager`` (-1: not offered)."""
+    return int(manager.broker_version_data.api_versions.get(api_key, (0, -1))[1])
+
+
 def _ms(until: float) -> int:
     """Milliseconds from now until ``until`` (time.monotonic), at least 1: a kafka-python request timeout."""
     return max(1, int((until - time.monotonic()) * 1000))

@@ -438,12 +438,14 @@ def test_consumer_group_describe_schema_round_trips_through_kafka_python():
     kafka-python's message classes do, and its members' assignments come out by topic name."""
     import uuid
 
-    from collectors.consumer_groups import _consumer_describe, _Messages, consumer_group_info
+    from collectors.consumer_groups import consumer_group_info
+    from collectors.group_kinds import group_messages
     from collectors.types import GroupInfo
 
-    request = _consumer_describe()(group_ids=["k1"], include_authorized_operations=False, max_version=0)
+    messages = group_messages()
+    request = messages.consumer_describe_req(group_ids=["k1"], include_authorized_operations=False, max_version=0)
     assert request.API_KEY == 69
-    resp = _Messages.response
+    [resp] = [r for r in messages.responses if r.__name__ == "ConsumerGroupDescribeResponse"]
     member, assignment = resp.DescribedGroup.Member, resp.DescribedGroup.Member.Assignment
     tps = assignment.TopicPartitions(topic_id=uuid.uuid4(), topic_name="orders", partitions=[2, 0])
     row = resp.DescribedGroup(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collectors.catalog import TenantLookup
-from collectors.group_kinds import ShareGroup, ShareMember, SharePartition, _messages, share_status, share_tenant
+from collectors.group_kinds import ShareGroup, ShareMember, SharePartition, group_messages, share_status, share_tenant
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.tenancy import TenantIndex
 
@@ -51,7 +51,7 @@ def test_requests_encode_and_their_responses_stay_registered() -> None:
 
     from kafka.protocol.api_header import ResponseClassRegistry
 
-    m = _messages()
+    m = group_messages()
     assert m.describe_req.API_KEY == 77 and m.offsets_req.API_KEY == 90
     group = m.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=None)
     assert m.offsets_req(groups=[group]).encode(version=1)
