@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from monitor.advisor.types import (
     ClientSample,
+    ClusterSample,
     Finding,
     FindingKind,
     FindingSeverity,
@@ -799,22 +800,82 @@ def slow_consumer_loop(s: Snapshot, t: Thresholds) -> list[Finding]:
     return out
 
 
+# Errors a broker answers because of the cluster's own state, not because of what the client asked: partition
+# leadership moving (a broker restarting, fenced or shutting down), replicas out of sync, group coordinators moving,
+# requests timing out on a degraded broker. The 30-minute false-alarm run's rolling restart answered with these:
+# LEADER_NOT_AVAILABLE (Metadata), UNKNOWN_LEADER_EPOCH and FENCED_LEADER_EPOCH (Fetch), NOT_LEADER_OR_FOLLOWER,
+# NOT_ENOUGH_REPLICAS and REQUEST_TIMED_OUT (Produce), NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE (OffsetCommit,
+# FindCoordinator). Not among them: UNKNOWN_TOPIC_OR_PARTITION, authorization and request errors, which a client asking
+# for a topic that does not exist (the storm test's shop-storm) or that it may not use gets on a healthy cluster.
+CLUSTER_STATE_ERRORS = frozenset(
+    {
+        "NOT_LEADER_OR_FOLLOWER",
+        "LEADER_NOT_AVAILABLE",
+        "UNKNOWN_LEADER_EPOCH",
+        "FENCED_LEADER_EPOCH",
+        "PREFERRED_LEADER_NOT_AVAILABLE",
+        "NOT_ENOUGH_REPLICAS",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "REPLICA_NOT_AVAILABLE",
+        "OFFSET_NOT_AVAILABLE",
+        "REQUEST_TIMED_OUT",
+        "NOT_COORDINATOR",
+        "COORDINATOR_NOT_AVAILABLE",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "BROKER_NOT_AVAILABLE",
+        "NOT_CONTROLLER",
+        "KAFKA_STORAGE_ERROR",
+    }
+)
+
+
+def cluster_disturbance(cl: ClusterSample) -> dict[str, float]:
+    """The cluster's own state over the window that makes brokers answer with errors, worst sample of each: brokers
+    out of the metadata, partitions offline, partitions under-replicated (a broker restarting or falling behind moves
+    leadership and shrinks ISRs). Empty when the cluster was healthy all along. Pure."""
+    return {
+        name: v
+        for name, v in (
+            ("brokers_down", cl.brokers_down),
+            ("offline_partitions", cl.offline_partitions),
+            ("under_replicated_partitions", cl.under_replicated_partitions),
+        )
+        if v > 0
+    }
+
+
+def storm_errors_per_second(cl: ClusterSample) -> tuple[float, float]:
+    """(errors a storm may be inferred from, errors the cluster's own state explains) per second. While the cluster
+    is disturbed (``cluster_disturbance``) the errors whose codes its state causes (``CLUSTER_STATE_ERRORS``) are
+    explained: every client retries through a rolling restart, good ones included, and none of them is a storm for
+    it. On a healthy cluster every error counts, as errors of unknown code always do. Pure."""
+    if not cluster_disturbance(cl):
+        return cl.errors_per_second, 0.0
+    explained = sum(v for code, v in cl.errors_by_code.items() if code in CLUSTER_STATE_ERRORS)
+    return max(0.0, cl.errors_per_second - explained), explained
+
+
 def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
     """Requests fail (cluster-wide) or the client is throttled by its request quota, and the client spends broker
     thread time out of proportion to the data it moves (``_costly`` against every other client: a big client
     moving much data efficiently, or every client slowed alike by a warming-up broker, is not a storm), being either
-    a quarter of a thread or busy for nothing."""
+    a quarter of a thread or busy for nothing. The failing requests are those the cluster's own state does not explain
+    (``storm_errors_per_second``): while a broker is down or partitions are offline or under-replicated, its
+    leadership and replication errors are no client's storm."""
     cl = s.cluster
     error_ratio = cl.errors_per_second / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
-    if error_ratio < t.storm_error_ratio and not any(
+    unexplained, explained = storm_errors_per_second(cl)
+    storm_ratio = unexplained / cl.requests_per_second if cl.requests_per_second > 0 else 0.0
+    if storm_ratio < t.storm_error_ratio and not any(
         c.request_throttle_seconds >= t.throttle_seconds for c in s.clients
     ):
         return []
     top_errors = dict(sorted(cl.errors_by_request.items(), key=lambda kv: -kv[1])[:3])
+    state = {k: round(v, 1) for k, v in cluster_disturbance(cl).items()}
     out = []
     for c, cost, norm in _costly(s.clients, t, lambda c: c.bytes_per_second):
         throttled = c.request_throttle_seconds >= t.throttle_seconds
-        if not (throttled or error_ratio >= t.storm_error_ratio):
+        if not (throttled or storm_ratio >= t.storm_error_ratio):
             continue
         # Busy for nothing: a client that is not a consumer (an idle long-polling consumer is polling_too_often's
         # business) using a share of a thread without moving data is retrying or re-asking, not producing.
@@ -838,6 +899,9 @@ def request_storm(s: Snapshot, t: Thresholds) -> list[Finding]:
                 "cluster_norm_seconds_per_mib": round(norm, 4),
                 "cluster_error_ratio": round(error_ratio, 4),
                 "cluster_errors_per_second_by_request": {k: round(v, 3) for k, v in top_errors.items()},
+                "unexplained_error_ratio": round(storm_ratio, 4),
+                "errors_explained_by_cluster_state_per_second": round(explained, 3),
+                "cluster_state": state,
             },
         )
         out.append(dataclasses.replace(f, material=material))

@@ -297,9 +297,23 @@ def _read_deprecated(r: Reader, sel: str, cluster: str) -> tuple[DeprecatedSampl
 
 
 def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
-    """Cluster-wide request figures: requests and errors per second, new and open connections, nameless ones."""
+    """Cluster-wide request figures: requests and errors per second (by request and by error), new and open
+    connections, nameless ones; and the cluster's own state over the window (brokers down, partitions under-replicated
+    or offline: the worst sample of each), which request_storm's guard reads."""
     w, wsec = r.window, parse_duration(r.window)
-    errors = r.by(f'sum by (request) (rate({M["request_errors"]}{{{sel},error!="NONE"}}[{w}]))', "request")
+    by_pair = r.by(
+        f'sum by (request, error) (rate({M["request_errors"]}{{{sel},error!="NONE"}}[{w}]))', "request", "error"
+    )
+    errors: dict[str, float] = {}
+    codes: dict[str, float] = {}
+    for (request, error), v in by_pair.items():
+        errors[request] = errors.get(request, 0.0) + v
+        codes[error] = codes.get(error, 0.0) + v
+    step = f"{max(1, int(wsec // 20))}s"
+
+    def worst(expr: str) -> float:  # the largest sample over the window; 0 where the series is absent
+        return r.scalar(f"max_over_time(({expr} or vector(0))[{w}:{step}])")
+
     return ClusterSample(
         cluster=cluster,
         window_seconds=wsec,
@@ -316,11 +330,17 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
             0.0,
             r.scalar(
                 f'avg_over_time((sum({M["client_connections"]}{{{sel},client_software_name="unknown"}}) or vector(0))'
-                f"[{w}:{max(1, int(wsec // 20))}s])"
+                f"[{w}:{step}])"
             )
             - replica_fetch_connections_in_cluster(r.scalar(f"count({M['broker_up']}{{{sel}}} == 1)")),
         ),
-        errors_by_request={k[0]: v for k, v in errors.items() if v > 0},
+        errors_by_request={k: v for k, v in errors.items() if v > 0},
+        errors_by_code={k: v for k, v in codes.items() if v > 0},
+        brokers_down=worst(f"count({M['broker_up']}{{{sel}}} == 0)"),
+        under_replicated_partitions=worst(f"sum({M['under_replicated']}{{{sel}}})"),
+        offline_partitions=max(
+            worst(f"max({M['offline_partitions']}{{{sel}}})"), worst(f"sum({M['topic_offline_partitions']}{{{sel}}})")
+        ),
     )
 
 

@@ -171,6 +171,13 @@ class ClusterSample:
     # any client is "unknown" only until its ApiVersions, so churn alone averages far below one.
     nameless_connections: float = 0.0
     errors_by_request: dict[str, float] = field(default_factory=dict)
+    errors_by_code: dict[str, float] = field(default_factory=dict)  # the same errors by Kafka's error name
+    # The cluster's own state over the window, each the worst sample (request_storm's guard, docs/advisor.md): brokers
+    # out of the metadata at once (kafka_cluster_broker_up 0), partitions under-replicated (summed over brokers) and
+    # offline (the larger of the controller's count and the Admin API's per-topic sum).
+    brokers_down: float = 0.0
+    under_replicated_partitions: float = 0.0
+    offline_partitions: float = 0.0
 
 
 # The snapshot's inputs, as a "no data" message names them.
