@@ -95,6 +95,14 @@ class Thresholds:
     # (quota sensors, summed over brokers): 5 %, 1/660 of a 3-broker cluster's 33 request threads (num.io.threads 8 +
     # num.network.threads 3 per broker), three times the busiest good client of that loaded run
     material_thread_share: float = 0.05
+    # A consumer's polling cost is at most what its fetches could take: as many fetches a second as it can have sent
+    # (its own pushed request rate, else every consumer fetch the cluster served: no one consumer sends more), each
+    # at this much broker thread time. 1 ms is above any fetch's cost on a broker that is not starved: the real-client
+    # test's one-record producers measured under 2 % of a thread at 124-220 requests/s on a quiet machine (under
+    # 0.16 ms a request) and 10-16 % at load 20 (0.5-0.7 ms). Only a starved broker bills more (15-40 ms a request
+    # at load 40-55 on 2 cores), and that is the starvation's cost, not the consumer's: the false-alarm run's default
+    # payments-api-consumer read 1.10 of a thread while the cluster's consumers all together sent about 39 fetches/s
+    polling_request_thread_seconds: float = 0.001
     # A tenant's lone producer is named on its topics' counts only if its own produced bytes (quota sensor: records
     # plus batch overhead, so at least the topic's record bytes) are at least half its poor topics' bytes in
     lone_producer_bytes_share: float = 0.5
@@ -635,17 +643,53 @@ def _batching_by_thread_time(view: _BatchingView, t: Thresholds, skip: set[tuple
     return out
 
 
-def polling_material(c: ClientSample | None, t: Thresholds) -> bool:
-    """Whether a consumer's polling costs the other tenants enough to page them: its quota sensors measure at least
+def fetches_at_most(s: Snapshot, tm: TelemetrySample | None) -> tuple[float | None, str]:
+    """How many requests a second a consumer can have sent, and from what: its own pushed request rate (Java's
+    ``consumer.request.rate``; librdkafka pushes none), or every consumer fetch the cluster served (no one consumer
+    sends more), whichever is lower. (None, "") when neither is known. Pure."""
+    known: list[tuple[float, str]] = []
+    if tm is not None and tm.produce_request_rate is not None:
+        known.append((tm.produce_request_rate, "client_telemetry"))
+    if s.cluster.consumer_fetches_per_second is not None:
+        known.append((s.cluster.consumer_fetches_per_second, "cluster_consumer_fetches"))
+    if not known:
+        return None, ""
+    return min(known)
+
+
+def polling_share(c: ClientSample | None, requests_per_second: float | None, t: Thresholds) -> float | None:
+    """The share of a broker thread a consumer's polling can be charged with: its quota sensors' measured share, at
+    most ``requests_per_second`` (``fetches_at_most``) times ``polling_request_thread_seconds``. A starved broker's
+    inflated request times are not a cost its fetches cause. None: no sensor. Pure."""
+    if c is None:
+        return None
+    if requests_per_second is None:
+        return c.request_time_ratio
+    return min(c.request_time_ratio, requests_per_second * t.polling_request_thread_seconds)
+
+
+def polling_material(c: ClientSample | None, t: Thresholds, requests_per_second: float | None = None) -> bool:
+    """Whether a consumer's polling costs the other tenants enough to page them: the share charged to it
+    (``polling_share``: measured by its quota sensors, bounded by the fetches it can have sent) is at least
     ``storm_thread_share`` of a broker thread *and* at least ``min_seconds_per_mib`` per MiB it fetched (thread
     time spent on little data, not on a big consumer's records). No sensor: no measured cost, advice only (Kafka
     counts no fetch requests per client). A quarter of a thread, not ``material_thread_share``: a consumer's cost is
     its fetches' thread time, which a loaded broker inflates, and twice on CI's loaded 2-core machine a default
     consumer keeping up crossed 5 % (cons-good on thread time alone; the demo's payments-api-consumer, whose fetches
     return as soon as records arrive every 25 ms). Pure."""
-    if c is None or c.request_time_ratio < t.storm_thread_share:
+    share = polling_share(c, requests_per_second, t)
+    if c is None or share is None or share < t.storm_thread_share:
         return False
-    return seconds_per_mib(c.request_time_ratio, c.fetch_bytes_per_second) >= t.min_seconds_per_mib
+    return seconds_per_mib(share, c.fetch_bytes_per_second) >= t.min_seconds_per_mib
+
+
+def _polling_bound_evidence(c: ClientSample | None, rate: float | None, source: str, t: Thresholds) -> dict:
+    share = polling_share(c, rate, t)
+    return {
+        "thread_share_charged": round(share, 4) if share is not None else None,
+        "requests_per_second_at_most": round(rate, 1) if rate is not None else None,
+        "requests_per_second_from": source or None,
+    }
 
 
 def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
@@ -669,7 +713,8 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
         ):
             continue
         c = sample_of(tm)
-        material = polling_material(c, t)
+        rate, source = fetches_at_most(s, tm)
+        material = polling_material(c, t, rate)
         out.append(
             dataclasses.replace(
                 _finding(
@@ -688,6 +733,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
                         "fetch_latency_seconds": round(tm.fetch_latency_seconds, 4),
                         "client_software": f"{tm.software_name} {tm.software_version}".strip(),
                         **_cost_now_and_at(c.request_time_ratio if c else None, None, t.projection_factor),
+                        **_polling_bound_evidence(c, rate, source, t),
                     },
                     cause=f"the consumer itself reports waiting in poll() {tm.poll_idle_ratio:.0%} of the time "
                     f"while its fetches return after {tm.fetch_latency_seconds * 1000:.0f} ms (client telemetry): "
@@ -700,8 +746,9 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
     consumers = [
         c for c in s.clients if c.fetch_seen and c.produce_bytes_per_second == 0 and (c.user, c.client_id) not in judged
     ]
+    rate, source = fetches_at_most(s, None)
     for c, cost, norm in _costly(consumers, t, lambda c: c.fetch_bytes_per_second):
-        material = polling_material(c, t)  # from a quarter of a thread, as poor batching on this basis
+        material = polling_material(c, t, rate)  # from a quarter of a thread, as poor batching on this basis
         out.append(
             dataclasses.replace(
                 _finding(
@@ -715,6 +762,7 @@ def polling_too_often(s: Snapshot, t: Thresholds) -> list[Finding]:
                         "cluster_norm_seconds_per_mib": round(norm, 4),
                         "request_time_ratio": round(c.request_time_ratio, 4),
                         "fetch_bytes_per_second": round(c.fetch_bytes_per_second, 1),
+                        **_polling_bound_evidence(c, rate, source, t),
                     },
                 ),
                 material=material,

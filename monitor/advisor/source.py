@@ -314,6 +314,7 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
     def worst(expr: str) -> float:  # the largest sample over the window; 0 where the series is absent
         return r.scalar(f"max_over_time(({expr} or vector(0))[{w}:{step}])")
 
+    fetches = r.q(f'sum(rate({M["requests"]}{{{sel},request="FetchConsumer"}}[{w}]))')
     return ClusterSample(
         cluster=cluster,
         window_seconds=wsec,
@@ -341,6 +342,7 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
         offline_partitions=max(
             worst(f"max({M['offline_partitions']}{{{sel}}})"), worst(f"sum({M['topic_offline_partitions']}{{{sel}}})")
         ),
+        consumer_fetches_per_second=sum(s.value for s in fetches) if fetches else None,
     )
 
 

@@ -178,6 +178,9 @@ class ClusterSample:
     brokers_down: float = 0.0
     under_replicated_partitions: float = 0.0
     offline_partitions: float = 0.0
+    # Fetch requests of every consumer of the cluster per second (kafka_broker_requests_total{request="FetchConsumer"}):
+    # no one consumer sends more. None: the brokers do not export that request type.
+    consumer_fetches_per_second: float | None = None
 
 
 # The snapshot's inputs, as a "no data" message names them.

@@ -19,9 +19,11 @@ import dataclasses
 
 import pytest
 
+from alerts.detectors.noisy_clients import observation_for
 from monitor.advisor import findings
 from monitor.advisor.findings import Thresholds
-from monitor.advisor.types import ClusterSample, Snapshot
+from monitor.advisor.types import ClientSample, ClusterSample, FindingSeverity, Snapshot, TelemetrySample
+from tests.unit import test_advisor_blame as blame
 from tests.unit.test_advisor_findings import client
 
 pytestmark = pytest.mark.unit
@@ -77,6 +79,7 @@ ROLLING_RESTART = ClusterSample(
     errors_by_code=RESTART_ERRORS,
     brokers_down=1.0,
     under_replicated_partitions=65.0,
+    consumer_fetches_per_second=38.8,
 )
 
 
@@ -116,6 +119,7 @@ def test_a_storm_on_a_healthy_cluster_is_still_named_alone():
         errors_per_second=30.0,
         errors_by_request={"Metadata": 30.0},
         errors_by_code={"UNKNOWN_TOPIC_OR_PARTITION": 30.0},
+        consumer_fetches_per_second=60.0,
     )
     (f,) = findings.request_storm(Snapshot(cluster=healthy, clients=(*calm, storm)), T)
     assert (f.client_id, f.hurts_other_tenants) == ("stormer-app", True)
@@ -129,3 +133,43 @@ def test_a_storm_on_a_healthy_cluster_is_still_named_alone():
     )
     (f,) = findings.request_storm(Snapshot(cluster=during, clients=(*calm, storm)), T)
     assert f.client_id == "stormer-app" and f.evidence["errors_explained_by_cluster_state_per_second"] == 12.959
+
+
+# payments-api-consumer as its telemetry and quota sensors read when it paged (05:59-06:00).
+DEFAULT_CONSUMER = dataclasses.replace(
+    blame.DEFAULT_CONSUMER, software_version="2.16.1-rdkafka-2.16.0", poll_idle_ratio=0.99, fetch_latency_seconds=0.0
+)
+
+
+def polling(tm: TelemetrySample, sensor: ClientSample, cl: ClusterSample):
+    (f,) = findings.polling_too_often(Snapshot(cluster=cl, clients=(sensor,), telemetry=(tm,)), T)
+    return f
+
+
+def test_a_default_consumer_is_not_charged_with_a_starved_brokers_thread_time():
+    """Before the fix it paged, charged with 1.10 of a broker thread. Every consumer of the cluster together sent 38.8
+    fetches a second: at 1 ms of thread each (a fetch's cost on a broker that is not starved) that is 3.9 % of a
+    thread, advice for its own tenant."""
+    sensor = client("payments-api-consumer", tenant="payments", rt=1.0974, fetch_seen=True)
+    f = polling(DEFAULT_CONSUMER, sensor, ROLLING_RESTART)
+    assert (f.severity, f.hurts_other_tenants) == (FindingSeverity.INFO, False)
+    assert f.evidence["thread_share_now"] == 1.0974 and f.evidence["thread_share_charged"] == 0.0388
+    assert f.evidence["requests_per_second_from"] == "cluster_consumer_fetches"
+    assert observation_for(f, rule_for_seconds=600.0, window=WINDOW) is None
+
+
+@pytest.mark.parametrize(
+    "pushed_rate,cluster_fetches,pages",
+    [
+        (None, 2000.0, True),  # a spinning consumer: the cluster served 2,000 fetches/s, enough for its 30 %
+        (None, None, True),  # the brokers export no fetch count: its measured share stands, as before
+        (40.0, 2000.0, False),  # a Java consumer pushed its own 40 requests/s: 4 % at most, whatever else fetched
+        (400.0, 2000.0, True),  # ... and 400 requests/s: its 30 % is within what they could take
+    ],
+)
+def test_polling_pages_only_for_a_share_its_own_requests_can_take(pushed_rate, cluster_fetches, pages):
+    tm = dataclasses.replace(DEFAULT_CONSUMER, fetch_latency_seconds=0.0004, produce_request_rate=pushed_rate)
+    sensor = client("payments-api-consumer", tenant="payments", fetch=200.0, rt=0.3)
+    cl = ClusterSample(cluster="c", window_seconds=WINDOW, consumer_fetches_per_second=cluster_fetches)
+    f = polling(tm, sensor, cl)
+    assert f.hurts_other_tenants is pages
