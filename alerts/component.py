@@ -35,12 +35,12 @@ from alerts.exported import ActiveAlerts
 from alerts.lease import STANDBY_POLLS_PER_INTERVAL, Deposed, Lease
 from alerts.mute import Silencer
 from alerts.notify import (
-    ALERTMANAGER,
     AlertmanagerNotifier,
     DeliveryPolicy,
     DeliveryReport,
     Notifier,
     WebhookNotifier,
+    alertmanager_index,
     deliver_due,
     enqueue_notifications,
 )
@@ -149,8 +149,9 @@ class AlertService:
 
     def _default_notifier(self, target: str) -> Notifier:
         if target not in self._notifiers:
-            if target == ALERTMANAGER:
-                self._notifiers[target] = AlertmanagerNotifier.from_settings(self.config.alertmanager)
+            index = alertmanager_index(target)
+            if index is not None:
+                self._notifiers[target] = AlertmanagerNotifier.from_settings(self.config.alertmanager, index=index)
             else:
                 self._notifiers[target] = WebhookNotifier(target)
         return self._notifiers[target]

@@ -3,7 +3,9 @@
     Notifier.notify(alerts) -> (retry, error)   Alertmanager's contract: ``error`` None means delivered; otherwise
                                                  ``retry`` says whether trying again can help (5xx, connection
                                                  refused, timeout) or not (4xx: the payload itself is refused).
-    AlertmanagerNotifier   POST /api/v2/alerts (on-call routing, grouping and inhibition of Alertmanager apply)
+    AlertmanagerNotifier   POST /api/v2/alerts (on-call routing, grouping and inhibition of Alertmanager apply),
+                           to each Alertmanager of ``alertmanager.urls``: every one is its own outbox target
+                           (``alertmanager``, ``alertmanager#2``, ...), so one that is down delays only its own rows
     WebhookNotifier        POST of an Alertmanager-webhook-shaped JSON group (version "4") to any URL
 
 The outbox (``alerts.repo``) makes delivery at-least-once and ordered per target: rows are sent oldest first in
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,7 +35,7 @@ from alerts import repo
 from alerts.engine import Notification
 from alerts.lease import Lease
 from alerts.types import AlertState, Decision
-from monitor.core.config import AlertmanagerSettings, Config
+from monitor.core.config import DELIVERY_HOLD_SECONDS, AlertmanagerSettings, Config
 from monitor.core.redact import redact_url, scrub, target_id
 from monitor.core.store import Store
 
@@ -70,12 +73,28 @@ def group_key(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={labels.get(k, '')}" for k in GROUP_BY)
 
 
+def alertmanager_target(index: int) -> str:
+    """The outbox target of the configured Alertmanager at ``index``: ``alertmanager`` for the first (the name its
+    rows had before a cluster could be listed), ``alertmanager#2``, ``#3``... for the others."""
+    return ALERTMANAGER if index == 0 else f"{ALERTMANAGER}#{index + 1}"
+
+
+def alertmanager_index(target: str) -> int | None:
+    """The position in ``alertmanager.endpoints()`` an outbox target names; None for a webhook URL."""
+    if target == ALERTMANAGER:
+        return 0
+    m = re.fullmatch(rf"{ALERTMANAGER}#([0-9]+)", target)
+    return int(m.group(1)) - 1 if m and int(m.group(1)) > 1 else None
+
+
 def targets_for(labels: dict[str, str], decision: Decision, config: Config) -> list[str]:
-    """Alertmanager (unless the tenant opted out) and the tenant's webhooks; refreshes go to Alertmanager only."""
+    """Every Alertmanager (unless the tenant opted out) and the tenant's webhooks; refreshes go to Alertmanager only.
+    The Alertmanagers of a cluster each get every alert (they share silences and notification log, not alerts): a
+    row per Alertmanager, delivered, retried and dead-lettered on its own."""
     tenant = next((t for t in config.tenants if t.name == labels.get("tenant")), None)
     out = []
-    if config.alertmanager.url and (tenant is None or tenant.receivers.alertmanager):
-        out.append(ALERTMANAGER)
+    if tenant is None or tenant.receivers.alertmanager:
+        out.extend(alertmanager_target(i) for i in range(len(config.alertmanager.endpoints())))
     if tenant is not None and decision is not Decision.REFRESH:
         out.extend(tenant.receivers.webhooks)
     return out
@@ -118,11 +137,14 @@ class AlertmanagerNotifier:
 
     @classmethod
     def from_settings(
-        cls, settings: AlertmanagerSettings, *, transport: httpx.BaseTransport | None = None
-    ) -> AlertmanagerNotifier:
-        return cls(
-            settings.url or "", timeout=settings.timeout_seconds, auth=settings.basic_auth(), transport=transport
-        )
+        cls, settings: AlertmanagerSettings, *, index: int = 0, transport: httpx.BaseTransport | None = None
+    ) -> Notifier:
+        """The notifier of the Alertmanager at ``index`` of ``settings.endpoints()``; for an index the config no
+        longer has (rows queued before it was removed), one that refuses them: dead letters, replayable."""
+        urls = settings.endpoints()
+        if index >= len(urls):
+            return _Unconfigured(f"no Alertmanager #{index + 1} in alertmanager.url/urls any more")
+        return cls(urls[index], timeout=settings.timeout_seconds, auth=settings.basic_auth(), transport=transport)
 
     def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]:
         body = []
@@ -142,6 +164,14 @@ class AlertmanagerNotifier:
         except httpx.HTTPError as exc:
             return True, f"Alertmanager unreachable at {redact_url(self._url)}: {type(exc).__name__}"
         return _classify(resp)
+
+
+@dataclass(frozen=True)
+class _Unconfigured:
+    reason: str
+
+    def notify(self, alerts: list[dict], *, now: datetime) -> tuple[bool, str | None]:
+        return False, self.reason
 
 
 class WebhookNotifier:
@@ -180,8 +210,9 @@ class DeliveryPolicy:
     # How long an engine may hold a claimed group without a word to the database (its send included): an engine
     # frozen there (SIGSTOP, a paused VM) has its transaction ended by the server after this, its rows unlocked, and
     # the engine that took over sends them (a duplicate rather than a miss). Keep it above every notifier's timeout
-    # (10 s by default): a live sender slower than this would send its group again.
-    hold_seconds: float = 30.0
+    # (10 s by default; config validation refuses an alertmanager.timeout_seconds at or above it): a live sender
+    # slower than this would send its group again.
+    hold_seconds: float = DELIVERY_HOLD_SECONDS
 
 
 @dataclass
@@ -225,7 +256,7 @@ def deliver_due(
                 repo.delivered(ids, session=s)
                 report.delivered += len(ids)
                 continue
-            if target != ALERTMANAGER:  # whatever the notifier wrote, the webhook's URL stays out of logs and rows
+            if alertmanager_index(target) is None:  # whatever the notifier wrote, keep the webhook's URL out of logs
                 error = scrub(error, target)
             log.warning("delivery to %s failed (%s, retry=%s)", _safe_target(target), error, retry)
             report.failed += len(ids)
@@ -245,5 +276,6 @@ def deliver_due(
 
 
 def _safe_target(target: str) -> str:
-    """How a target appears in logs: 'alertmanager', or a webhook's host and hash, never its path."""
-    return target if target == ALERTMANAGER else target_id(target)
+    """How a target appears in logs: 'alertmanager' ('alertmanager#2'...), or a webhook's host and hash, never its
+    path."""
+    return target if alertmanager_index(target) is not None else target_id(target)

@@ -452,14 +452,68 @@ class PrometheusSettings(_BasicAuth):
         return _service_url(v, "prometheus.username and prometheus.password")
 
 
+# How long the alert engine may hold a claimed outbox group without a word to the database, its send included
+# (alerts.notify.DeliveryPolicy.hold_seconds): past it the server ends the claim and the engine that took over sends
+# the group again. A notifier's timeout must stay below it, or a slow but live send is duplicated.
+DELIVERY_HOLD_SECONDS = 30.0
+
+
 class AlertmanagerSettings(_BasicAuth):
+    """Where the alert engine posts: ``url`` (one Alertmanager) or ``urls`` (every member of a gossiping cluster,
+    each sent every alert; Alertmanager deduplicates the notifications between its peers). ``url: null`` and no
+    ``urls``: no Alertmanager. One ``username``/``password`` for all of them. With ``urls``, ``url`` is its first
+    entry (so a config written back out, defaults and all, reads the same)."""
+
     url: str | None = "http://127.0.0.1:9093"
+    urls: tuple[str, ...] = Field(default=(), description="every Alertmanager of a cluster; instead of url")
     timeout_seconds: float = Field(default=10.0, gt=0)
 
     @field_validator("url")
     @classmethod
     def _url(cls, v: str | None) -> str | None:
         return v if v is None else _service_url(v, "alertmanager.username and alertmanager.password")
+
+    @field_validator("urls")
+    @classmethod
+    def _urls(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for i, url in enumerate(v):
+            try:
+                _service_url(url, "alertmanager.username and alertmanager.password")
+            except ValueError as exc:
+                raise ValueError(f"entry {i}: {exc}") from None
+        if len({u.rstrip("/") for u in v}) != len(v):
+            raise ValueError("an Alertmanager is listed twice (it would be sent every alert twice)")
+        return v
+
+    @field_validator("timeout_seconds")
+    @classmethod
+    def _below_hold(cls, v: float) -> float:
+        if v >= DELIVERY_HOLD_SECONDS:
+            raise ValueError(
+                f"must be below {DELIVERY_HOLD_SECONDS:g} s, how long the alert engine may hold a claimed delivery: "
+                "a slower send would be taken for a frozen engine's and sent again by the other engine"
+            )
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_is_the_first(cls, data: Any) -> Any:
+        urls = data.get("urls") if isinstance(data, dict) else None
+        if isinstance(urls, (list, tuple)) and urls and isinstance(urls[0], str) and "url" not in data:
+            return {**data, "url": urls[0]}
+        return data
+
+    @model_validator(mode="after")
+    def _url_or_urls(self) -> AlertmanagerSettings:
+        if self.urls and self.url != self.urls[0]:
+            raise ValueError("give url (one Alertmanager) or urls (a cluster of them), not both")
+        return self
+
+    def endpoints(self) -> tuple[str, ...]:
+        """Every Alertmanager to send to, in the configured order (the first is outbox target ``alertmanager``)."""
+        if self.urls:
+            return self.urls
+        return (self.url,) if self.url else ()
 
 
 class StoreSettings(_Strict):

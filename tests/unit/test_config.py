@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from monitor.core.config import load_config, parse_config
+from monitor.core.config import Config, load_config, parse_config
 from monitor.core.errors import ConfigError
 
 pytestmark = pytest.mark.unit
@@ -137,3 +137,38 @@ alertmanager:
     assert cfg.prometheus.basic_auth() == ("kafka-health", "pw")
     assert cfg.alertmanager.basic_auth() == ("kafka-health", "pw2")
     assert parse_config("").prometheus.basic_auth() is None
+
+
+def test_alertmanager_is_one_url_or_a_cluster_of_urls_each_checked():
+    assert parse_config("").alertmanager.endpoints() == ("http://127.0.0.1:9093",)
+    assert parse_config("alertmanager: {url: null}").alertmanager.endpoints() == ()
+    one = parse_config("alertmanager: {url: 'http://am:9093'}").alertmanager
+    assert one.endpoints() == ("http://am:9093",)
+    pair = parse_config("alertmanager: {urls: ['http://am-0:9093', 'http://am-1:9093']}").alertmanager
+    assert pair.endpoints() == ("http://am-0:9093", "http://am-1:9093") and pair.url == "http://am-0:9093"
+    # written back out whole (as tests/harness/engine.py does), it reads the same
+    again = Config.model_validate(Config(alertmanager=pair).model_dump(mode="json", exclude_none=True))
+    assert again.alertmanager == pair
+    for text, says in [
+        ("alertmanager: {url: 'http://am:9093', urls: ['http://am-1:9093']}", "not both"),
+        ("alertmanager: {urls: ['http://am-0:9093', 'http://am-0:9093/']}", "listed twice"),
+        ("alertmanager: {urls: ['http://am-0:9093', 'http://kh:s3cr3t@am-1:9093']}", "entry 1: do not put credentials"),
+    ]:
+        with pytest.raises(ConfigError, match=says) as exc:
+            parse_config(text, "c.yaml")
+        assert [p.path.split(".")[0] for p in exc.value.problems] == ["alertmanager"]
+        assert "s3cr3t" not in str(exc.value)
+
+
+def test_an_alertmanager_timeout_at_or_above_the_delivery_hold_is_refused():
+    # A send slower than the hold would have its claim ended by the server and the group sent again by the engine
+    # that took over: a live, slow Alertmanager would get every alert twice.
+    from alerts.notify import DeliveryPolicy
+
+    hold = DeliveryPolicy().hold_seconds
+    assert parse_config(f"alertmanager: {{timeout_seconds: {hold - 0.5}}}").alertmanager.timeout_seconds == hold - 0.5
+    with pytest.raises(ConfigError) as exc:
+        parse_config(f"alertmanager:\n  timeout_seconds: {hold:g}\n", "c.yaml")
+    [problem] = exc.value.problems
+    assert (problem.line, problem.path) == (2, "alertmanager.timeout_seconds")
+    assert f"must be below {hold:g} s" in problem.message and "sent again" in problem.message
