@@ -102,7 +102,8 @@ class MBeanRule:
     """One exported metric from one MBean attribute.
 
     ``labels`` maps exported label names to MBean properties (missing property -> ""); ``const`` adds fixed labels;
-    ``tenant`` adds a ``tenant`` label resolved from the topic or the client (user, client-id); ``value_label``
+    ``tenant`` adds a ``tenant`` label resolved from the topic, the client (user, client-id) or the group (its
+    prefix, else the topic's owner, as collectors.group_kinds.share_tenant attributes a share group); ``value_label``
     turns a string attribute into a label of a 1-valued gauge (raft state); ``nan`` says what a NaN becomes.
     ``query`` widens the MBean pattern actually queried, so several rules share one query.
     ``about_broker`` names the MBean property holding the id of the broker the value is about (the controller's
@@ -118,7 +119,7 @@ class MBeanRule:
     scale: float = 1.0
     labels: tuple[tuple[str, str], ...] = ()
     const: tuple[tuple[str, str], ...] = ()
-    tenant: Literal["topic", "client"] | None = None
+    tenant: Literal["topic", "client", "group"] | None = None
     value_label: str | None = None
     nan: Literal["skip", "zero"] = "skip"
     query: str | None = None
@@ -452,6 +453,50 @@ def _broker_rules() -> tuple[MBeanRule, ...]:
             "kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=*",
             "Count",
             labels=(("ack_type", "ackType"),),
+        )
+    )
+    # Per share-partition (KIP-1103): records whose acquisition lock ran out before the consumer acknowledged them,
+    # each delivered again with its delivery count one higher (at group.share.delivery.count.limit, 5 by default,
+    # archived), and the records the share-partition holds in flight. The nearest Kafka comes to a share member's
+    # delivery counts: no broker metric nor describe names the member. Summed per group and topic (partitions never
+    # explode series); registered only once a share group has read the partition.
+    share_partition: tuple[tuple[str, MetricKind, str, str, str], ...] = (
+        (
+            "kafka_broker_share_lock_timeouts_total",
+            "counter",
+            "Records a share group acquired and did not acknowledge within the lock duration: each is delivered again",
+            "AcquisitionLockTimeoutPerSec",
+            "Count",
+        ),
+        (
+            "kafka_broker_share_inflight_records",
+            "gauge",
+            "Records a share group holds in flight on this broker's share-partitions (acquired or waiting redelivery)",
+            "InFlightMessageCount",
+            "Value",
+        ),
+    )
+    for metric, kind, help_, name, attribute in share_partition:
+        add(
+            MBeanRule(
+                metric,
+                kind,
+                help_,
+                f"kafka.server:type=SharePartitionMetrics,name={name},group=*,topic=*,partition=*",
+                attribute,
+                labels=(("group", "group"), ("topic", "topic")),
+                tenant="group",
+            )
+        )
+    add(
+        MBeanRule(
+            "kafka_broker_share_dead_letter_records_total",
+            "counter",
+            "Records of a share group written to its dead-letter queue (KIP-1191) once their deliveries ran out",
+            "kafka.server:type=ShareGroupMetrics,name=DeadLetterQueueRecordCount,group=*",
+            "Count",
+            labels=(("group", "group"),),
+            tenant="group",
         )
     )
     add(
@@ -925,6 +970,9 @@ def convert(
                 labels.append(("tenant", tenants.topic(props.get("topic", ""))))
             elif rule.tenant == "client":
                 labels.append(("tenant", tenants.client(props.get("client-id", ""), props.get("user", ""))))
+            elif rule.tenant == "group":
+                owner = tenants.group(props.get("group", "")) or tenants.topic(props.get("topic", ""))
+                labels.append(("tenant", owner))
             key = (rule.metric, where + tuple(labels))
             sums[key] = sums.get(key, 0.0) + value * rule.scale
             meta[rule.metric] = rule

@@ -226,6 +226,30 @@ SHARE_GROUPS = Row(
             description="consuming, idle, stalled (members acquire nothing while records wait) or no_members: "
             "stalled and no_members page the tenant (KafkaShareGroupLag).",
         ),
+        Panel(
+            "Share records in flight",
+            (Query(f"sum by (group) (kafka_broker_share_inflight_records{{{CT}}})", "{{group}}"),),
+            "short",
+            min=0,
+            thresholds=((1000, ORANGE),),
+            width=12,
+            needs=Needs.SHARE_GROUPS,
+            description="Records the group holds acquired by a member or waiting to be delivered again, summed over "
+            "its share-partitions (the brokers' InFlightMessageCount, KIP-1103).",
+        ),
+        Panel(
+            "Share records redelivered (lock timed out)",
+            (Query(rate("kafka_broker_share_lock_timeouts_total", CT, "group"), "{{group}}"),),
+            "ops",
+            min=0,
+            thresholds=((1, ORANGE),),
+            width=12,
+            needs=Needs.SHARE_GROUPS,
+            description="Records whose acquisition lock ran out before the member acknowledged them "
+            "(group.share.record.lock.duration.ms, 30 s by default): each is delivered again, and at "
+            "group.share.delivery.count.limit (5) archived. The nearest Kafka comes to delivery counts: it names no "
+            "member for them.",
+        ),
     ),
 )
 

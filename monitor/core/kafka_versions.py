@@ -101,6 +101,9 @@ RELEASES: tuple[KafkaRelease, ...] = (
                 "kafka_broker_coordinator_partitions",
                 "kafka_broker_share_acknowledgements_total",
                 "kafka_broker_share_sessions",
+                "kafka_broker_share_lock_timeouts_total",
+                "kafka_broker_share_inflight_records",
+                "kafka_broker_share_dead_letter_records_total",
                 "kafka_broker_cordoned_log_dirs",
             }
         ),

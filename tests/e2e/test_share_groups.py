@@ -16,7 +16,9 @@ stack's Prometheus, and the real alert engine on that Prometheus raises ``KafkaS
 its ``for`` shortened (rules.overrides) from 2 minutes to 5 s, so as not to spend two minutes of CI time: the
 shipped ``for`` is proven through the engine, minute by minute, in tests/unit/test_alerts_share_groups.py. While the
 group is there, the tenant dashboard's share-group panels (``Needs.SHARE_GROUPS``) are run against the live
-Prometheus and must have data.
+Prometheus and must have data. What Kafka gives of delivery counts comes from the brokers' per share-partition meters
+(KIP-1103, no member named): the frozen member's acquired records in flight, then, once their acquisition lock has
+run out (30 s), counted as lock timeouts, each delivered again (``kafka_broker_share_*``, tenant ``share29``).
 
 A streams group (KIP-1071) of a real Kafka Streams 4.4.0 application on ``group.protocol=streams``
 (``tests.harness.javaclients.StreamsApp``, started with the module's collectors, so its start and first rounds
@@ -238,11 +240,13 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, watched, tmp_path) 
         assert [r["metric"]["client_id"] for r in clients] == ["console-share-consumer"], clients
 
         # the tenant dashboard's share-group panels on the live Prometheus
-        variables = {"cluster": "local", "tenant": "share29"}
+        variables = {"cluster": "local", "tenant": "share29", "__rate_interval": "1m"}
         panels = [(p.title, q.expr) for p in tenant_board.panels() if p.needs is Needs.SHARE_GROUPS for q in p.queries]
-        assert len(panels) == 2
+        assert len(panels) == 4
+        [redelivered] = [e for t, e in panels if "redelivered" in t]  # data once a lock has timed out: below
         for title, expr in panels:
-            assert prom_query(stack, substitute(expr, variables)), title
+            if expr != redelivered:
+                assert prom_query(stack, substitute(expr, variables)), title
 
         # the real engine on that Prometheus
         store = Store(config.store.url)
@@ -263,6 +267,21 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, watched, tmp_path) 
         assert fired.labels["tenant"] == "share29" and fired.labels["client_id"] == "console-share-consumer"
         assert fired.evidence["status"] in ("stalled", "no_members") and fired.evidence["lag_messages"] > 0
         assert fired.evidence["members"][0]["client_id"] == "console-share-consumer"
+
+        # What Kafka gives of delivery counts (KIP-1103, per share-partition, no member named): the records the
+        # frozen member's pending fetch acquired are in flight on the brokers, and once their acquisition lock runs
+        # out (group.share.record.lock.duration.ms, 30 s) each counts as a lock timeout: delivered again. The
+        # tenant dashboard's third share panel shows them on the live Prometheus.
+        inflight = prom_query(stack, f"sum(kafka_broker_share_inflight_records{{{sel}}})")
+        assert inflight and 0 < float(inflight[0]["value"][1]) <= 60, inflight
+        timed_out = f"sum(kafka_broker_share_lock_timeouts_total{{{sel}}})"
+        wait_until(
+            lambda: (r := prom_query(stack, timed_out)) and float(r[0]["value"][1]) > 0,
+            75,
+            interval=2,
+            what="the frozen member's records' locks timed out (Prometheus)",
+        )
+        assert prom_query(stack, substitute(redelivered, variables)), "Share records redelivered panel"
     finally:
         consumer.send_signal(signal.SIGCONT)
         consumer.kill()

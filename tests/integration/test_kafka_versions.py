@@ -37,6 +37,11 @@ CONDITIONAL = {
     # Counted only for requests on a protocol version the broker deprecates (KIP-896): none on a new cluster.
     # Proven on 3.9 by tests/e2e/test_profiles.py with a librdkafka client on the 0.9 protocol.
     "kafka_broker_deprecated_requests_total": "a client sent a deprecated request version",
+    # Per share-partition and per group (KIP-1103, KIP-1191): registered once a share group read a partition (and
+    # dead-lettered a record). Proven on 4.4 by tests/e2e/test_share_groups.py (a real share consumer).
+    "kafka_broker_share_lock_timeouts_total": "a share group read a partition",
+    "kafka_broker_share_inflight_records": "a share group read a partition",
+    "kafka_broker_share_dead_letter_records_total": "a share group dead-lettered a record",
     # Registered once some client was throttled (the stack's default quota is generous).
     "kafka_client_request_throttle_time_seconds": "a client was throttled for request time",
     # Per topic, Kafka 4.4 registers the failure meters at the topic's first failure (the broker-wide ones are always

@@ -227,3 +227,41 @@ def test_deprecated_requests_by_api_version_and_client_software():
     assert got[(deprecated, BASE + (("request", "Produce"), ("api_version", "1")) + sw)] == 1.0
     assert got[("kafka_broker_requests_total", BASE + (("request", "Produce"),))] == 9.0
     assert any("DeprecatedRequestsPerSec" in q.mbean for q in queries_for(catalog.BROKER_RULES))
+
+
+def test_share_partition_metrics_are_summed_per_group_and_topic_and_owned_by_the_groups_tenant():
+    """KIP-1103's per share-partition meters (Kafka 4.4): partitions summed per (group, topic); the tenant is the
+    group's prefix owner, else the topic's owner (a share group reading another tenant's topic stays its own)."""
+    idx = TenantIndex(
+        [
+            TenantConfig(name="alpha", selectors=(TenantSelector(cluster="c1", topic_prefixes=("alpha.",)),)),
+            TenantConfig(name="beta", selectors=(TenantSelector(cluster="c1", group_prefixes=("beta-",)),)),
+        ]
+    )
+    spm = "kafka.server:type=SharePartitionMetrics,name={name},group={group},topic={topic},partition={p}"
+    readings = [
+        Reading(
+            spm.format(name="AcquisitionLockTimeoutPerSec", group="workers", topic="alpha.jobs", p=0), "Count", 3.0
+        ),
+        Reading(
+            spm.format(name="AcquisitionLockTimeoutPerSec", group="workers", topic="alpha.jobs", p=1), "Count", 4.0
+        ),
+        Reading(spm.format(name="AcquisitionLockTimeoutPerSec", group="beta-x", topic="alpha.jobs", p=0), "Count", 1.0),
+        Reading(spm.format(name="InFlightMessageCount", group="beta-x", topic="alpha.jobs", p=0), "Value", 9.0),
+        Reading(spm.format(name="InFlightMessageCount", group="beta-x", topic="alpha.jobs", p=1), "Value", 2.0),
+        Reading("kafka.server:type=ShareGroupMetrics,name=DeadLetterQueueRecordCount,group=beta-x", "Count", 5.0),
+    ]
+    got = by_key(convert(readings, catalog.BROKER_RULES, base=BASE, tenants=catalog.TenantLookup(idx, "c1")))
+    timeouts = "kafka_broker_share_lock_timeouts_total"
+    assert got[(timeouts, BASE + (("group", "workers"), ("topic", "alpha.jobs"), ("tenant", "alpha")))] == 7.0
+    assert got[(timeouts, BASE + (("group", "beta-x"), ("topic", "alpha.jobs"), ("tenant", "beta")))] == 1.0
+    inflight = (
+        "kafka_broker_share_inflight_records",
+        BASE + (("group", "beta-x"), ("topic", "alpha.jobs"), ("tenant", "beta")),
+    )
+    assert got[inflight] == 11.0
+    assert (
+        got[("kafka_broker_share_dead_letter_records_total", BASE + (("group", "beta-x"), ("tenant", "beta")))] == 5.0
+    )
+    assert len(got) == 4
+    assert any("SharePartitionMetrics" in q.mbean for q in queries_for(catalog.BROKER_RULES))
