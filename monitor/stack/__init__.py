@@ -36,7 +36,7 @@ from monitor.core.config import (
 )
 from monitor.core.errors import ComponentFailed, StackError
 from monitor.stack import kafka, observability, security, telemetry
-from monitor.stack.layout import CONTROLLER_ID, StackLayout
+from monitor.stack.layout import ALERTMANAGERS, CONTROLLER_ID, StackLayout
 from monitor.stack.procs import ProcessTable, port_open, require_ports_free, tail
 
 __all__ = ["Stack", "StackLayout", "ComponentStatus", "os_reason"]
@@ -77,7 +77,15 @@ class Stack:
 
     def component_names(self) -> list[str]:
         extra = ["node-exporter"] if self.layout.profile == "msk" else []
-        return [self.layout.node_name(n) for n in self.kafka_nodes] + extra + ["prometheus", "alertmanager"]
+        return [self.layout.node_name(n) for n in self.kafka_nodes] + extra + ["prometheus", *self._alertmanagers()]
+
+    def _alertmanagers(self) -> list[str]:
+        return [self.layout.alertmanager_name(i) for i in range(ALERTMANAGERS)]
+
+    def _alertmanager_url(self, name: str) -> str | None:
+        """The URL of the stack's Alertmanager called ``name``; None for any other component."""
+        names = self._alertmanagers()
+        return self.layout.alertmanager_urls[names.index(name)] if name in names else None
 
     def _ports_of(self, name: str) -> tuple[int, ...]:
         L = self.layout
@@ -91,7 +99,10 @@ class Stack:
             return ports + (L.broker_jmx_port(b),)
         if name == "node-exporter":
             return (L.node_exporter_port,)
-        return (L.prometheus_port,) if name == "prometheus" else (L.alertmanager_port,)
+        if name == "prometheus":
+            return (L.prometheus_port,)
+        i = self._alertmanagers().index(name)
+        return (L.alertmanager_web_port(i), L.alertmanager_cluster_port(i))
 
     # --- up --------------------------------------------------------------------------------------------------------
     def up(self, timeout: float = 180.0) -> None:
@@ -174,7 +185,7 @@ class Stack:
             self._start_kafka(cluster_id, java, setup_log, started)
             specs = [
                 observability.prometheus_spec(L, bins["prometheus"]),
-                observability.alertmanager_spec(L, bins["alertmanager"]),
+                *(observability.alertmanager_spec(L, bins["alertmanager"], i) for i in range(ALERTMANAGERS)),
             ]
             if "node-exporter" in bins:
                 specs.insert(0, observability.node_exporter_spec(L, bins["node-exporter"]))
@@ -265,7 +276,10 @@ class Stack:
         deadline = time.monotonic() + timeout
         checks = [
             ("prometheus", lambda: _http_ok(f"{L.prometheus_url}/-/ready"), L.logs_dir / "prometheus.log"),
-            ("alertmanager", lambda: _http_ok(f"{L.alertmanager_url}/-/ready"), L.logs_dir / "alertmanager.log"),
+            *(
+                (name, lambda url=url: _http_ok(f"{url}/-/ready"), L.logs_dir / f"{name}.log")
+                for name, url in zip(self._alertmanagers(), L.alertmanager_urls)
+            ),
             ("kafka", self._kafka_ready, L.logs_dir / "broker-1.out"),
         ]
         for name, check, log in checks:
@@ -350,7 +364,7 @@ class Stack:
         """Stop every component; the names of those that were running. The brokers stop before the controller, so
         they can shut down in a controlled way (the controller moves their leaders and lets them go), and side by
         side with each other and the rest: one at a time, the three controlled shutdowns were most of the wait."""
-        others = ["node-exporter", "prometheus", "alertmanager"]  # node-exporter: stopped whatever the profile now
+        others = ["node-exporter", "prometheus", *self._alertmanagers()]  # node-exporter: whatever the profile now
         brokers = [self.layout.node_name(b) for b in reversed(self.layout.broker_ids)]
         first = [*others, *brokers]
         with ThreadPoolExecutor(max_workers=len(first)) as pool:
@@ -369,8 +383,8 @@ class Stack:
             if pid:
                 if name == "prometheus":
                     healthy = _http_ok(f"{L.prometheus_url}/-/ready")
-                elif name == "alertmanager":
-                    healthy = _http_ok(f"{L.alertmanager_url}/-/ready")
+                elif am_url := self._alertmanager_url(name):
+                    healthy = _http_ok(f"{am_url}/-/ready")
                 else:
                     healthy = all(port_open(p) for p in ports)
                 detail = "ready" if healthy else "not answering"
@@ -473,7 +487,7 @@ class Stack:
             clusters=(cluster,),
             tenants=tenants,
             prometheus=PrometheusSettings(url=L.prometheus_url),
-            alertmanager=AlertmanagerSettings(url=L.alertmanager_url),
+            alertmanager=AlertmanagerSettings(urls=L.alertmanager_urls),
             store=StoreSettings(url=store_url or f"sqlite:///{L.dir / 'kafka-health.db'}"),
             lake=LakeSettings(path=str(L.dir / "lake")),
             service=ServiceSettings(port=L.service_port),

@@ -193,6 +193,7 @@ def _print_status_json(stack: Stack) -> bool:
                 "bootstrap_servers": L.client_bootstrap,
                 "prometheus_url": L.prometheus_url,
                 "alertmanager_url": L.alertmanager_url,
+                "alertmanager_urls": list(L.alertmanager_urls),
                 "dir": str(L.dir),
             },
             indent=2,
@@ -216,6 +217,6 @@ def _print_status(stack: Stack) -> bool:
         if kc.note:
             print(f"                 ({kc.note})")
     print(f"Prometheus:      {L.prometheus_url}")
-    print(f"Alertmanager:    {L.alertmanager_url}")
+    print(f"Alertmanager:    {', '.join(L.alertmanager_urls)} (a gossiping pair)")
     print(f"State and logs:  {L.dir}")
     return all(r.healthy for r in rows)

@@ -19,6 +19,9 @@ BROKER_IDS = (1, 2, 3)
 # a node_exporter); no agent at all (Admin API, DescribeLogDirs and the probe only). The kafka-health config the stack
 # gives (``Stack.config``) reads each the way a user's would.
 PROFILES = ("jolokia", "strimzi", "msk", "protocol")
+# Alertmanagers of the stack: a pair gossiping on loopback (silences and notification log shared, so the pair notifies
+# once), as issue 31 asks of every anchor that pages. The first keeps its old name, port and directory.
+ALERTMANAGERS = 2
 
 
 def default_stack_dir() -> Path:
@@ -110,7 +113,20 @@ class StackLayout:
 
     @property
     def alertmanager_port(self) -> int:
-        return self.port_base + 21
+        """The first Alertmanager's web port (``alertmanager_web_port(0)``)."""
+        return self.alertmanager_web_port(0)
+
+    def alertmanager_web_port(self, i: int) -> int:
+        """The API and UI of Alertmanager ``i`` of the pair: +21, +22."""
+        return self.port_base + 21 + i
+
+    def alertmanager_cluster_port(self, i: int) -> int:
+        """The gossip port of Alertmanager ``i`` of the pair (loopback, TCP and UDP): +23, +24."""
+        return self.port_base + 23 + i
+
+    @staticmethod
+    def alertmanager_name(i: int) -> str:
+        return "alertmanager" if i == 0 else f"alertmanager-{i + 1}"
 
     @property
     def service_port(self) -> int:
@@ -160,7 +176,13 @@ class StackLayout:
 
     @property
     def alertmanager_url(self) -> str:
+        """The first Alertmanager of the pair (``alertmanager_urls[0]``)."""
         return f"http://127.0.0.1:{self.alertmanager_port}"
+
+    @property
+    def alertmanager_urls(self) -> tuple[str, ...]:
+        """Every Alertmanager of the stack: the engine sends each alert to each (config ``alertmanager.urls``)."""
+        return tuple(f"http://127.0.0.1:{self.alertmanager_web_port(i)}" for i in range(ALERTMANAGERS))
 
     @property
     def service_url(self) -> str:
@@ -205,7 +227,11 @@ class StackLayout:
 
     @property
     def alertmanager_dir(self) -> Path:
-        return self.dir / "alertmanager"
+        return self.alertmanager_instance_dir(0)
+
+    def alertmanager_instance_dir(self, i: int) -> Path:
+        """Config and data (silences, notification log) of Alertmanager ``i``: ``alertmanager``, ``alertmanager-2``."""
+        return self.dir / self.alertmanager_name(i)
 
     @property
     def security_dir(self) -> Path:
@@ -243,6 +269,8 @@ class StackLayout:
         if self.profile == "msk":
             ports["node-exporter"] = self.node_exporter_port
         ports["prometheus"] = self.prometheus_port
-        ports["alertmanager"] = self.alertmanager_port
+        for i in range(ALERTMANAGERS):
+            ports[self.alertmanager_name(i)] = self.alertmanager_web_port(i)
+            ports[f"{self.alertmanager_name(i)}-cluster"] = self.alertmanager_cluster_port(i)
         ports["service"] = self.service_port
         return ports

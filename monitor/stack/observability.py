@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from monitor.core.errors import DependencyMissing
-from monitor.stack.layout import StackLayout
+from monitor.stack.layout import ALERTMANAGERS, StackLayout
 from monitor.stack.packaged import deploy_path
 from monitor.stack.procs import ProcSpec
 
@@ -77,7 +77,7 @@ def render_prometheus_config(layout: StackLayout) -> Path:
     text = string.Template(tmpl).substitute(
         scrape_interval=f"{interval}s",
         scrape_timeout=f"{max(1, interval - 1)}s",
-        alertmanager_port=layout.alertmanager_port,
+        alertmanagers=", ".join(f'"127.0.0.1:{layout.alertmanager_web_port(i)}"' for i in range(ALERTMANAGERS)),
         service_port=layout.service_port,
         prometheus_port=layout.prometheus_port,
         rules_dir=layout.prometheus_rules_dir,
@@ -109,20 +109,28 @@ def prometheus_spec(layout: StackLayout, binary: str) -> ProcSpec:
     )
 
 
-def alertmanager_spec(layout: StackLayout, binary: str) -> ProcSpec:
-    layout.alertmanager_dir.mkdir(parents=True, exist_ok=True)
-    config = layout.alertmanager_dir / "alertmanager.yml"
+def alertmanager_spec(layout: StackLayout, binary: str, i: int = 0) -> ProcSpec:
+    """Alertmanager ``i`` of the stack's pair: gossip on its loopback cluster port, every other member its peer (they
+    share silences and the notification log, so the pair notifies once; each is sent every alert by the engine)."""
+    home = layout.alertmanager_instance_dir(i)
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "alertmanager.yml"
     shutil.copyfile(deploy_path("alertmanager/alertmanager.local.yml"), config)
+    gossip = f"127.0.0.1:{layout.alertmanager_cluster_port(i)}"
+    peers = [f"--cluster.peer=127.0.0.1:{layout.alertmanager_cluster_port(j)}" for j in range(ALERTMANAGERS) if j != i]
+    name = layout.alertmanager_name(i)
     return ProcSpec(
-        name="alertmanager",
+        name=name,
         argv=[
             binary,
             f"--config.file={config}",
-            f"--storage.path={layout.alertmanager_dir / 'data'}",
-            f"--web.listen-address=127.0.0.1:{layout.alertmanager_port}",
-            "--cluster.listen-address=",  # no HA gossip: one local instance, no extra port
+            f"--storage.path={home / 'data'}",
+            f"--web.listen-address=127.0.0.1:{layout.alertmanager_web_port(i)}",
+            f"--cluster.listen-address={gossip}",
+            f"--cluster.advertise-address={gossip}",  # loopback is not advertised unless named
+            *peers,
         ],
-        log=layout.logs_dir / "alertmanager.log",
+        log=layout.logs_dir / f"{name}.log",
     )
 
 

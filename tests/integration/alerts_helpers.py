@@ -174,9 +174,16 @@ def own_prometheus(tmp_path, targets: list[int], *, scrape_ms: int = 1000) -> tu
         stderr=subprocess.STDOUT,
     )
 
+    _wait_ready(proc, f"http://127.0.0.1:{port}", home / "log")
+    return proc, port
+
+
+def _wait_ready(proc: subprocess.Popen, url: str, log) -> None:
+    """Until ``url``/-/ready answers 200 (Prometheus, Alertmanager); the process killed if it exits or takes 60 s."""
+
     def ready() -> bool:
         try:
-            return httpx.get(f"http://127.0.0.1:{port}/-/ready", timeout=2).status_code == 200
+            return httpx.get(f"{url}/-/ready", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -184,6 +191,46 @@ def own_prometheus(tmp_path, targets: list[int], *, scrape_ms: int = 1000) -> tu
     while not ready():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise RuntimeError(f"prometheus did not start: {(home / 'log').read_text()[-2000:]}")
+            raise RuntimeError(f"{url} did not start: {log.read_text()[-2000:]}")
         time.sleep(0.2)
-    return proc, port
+
+
+def alertmanager_pair(tmp_path) -> list[tuple[subprocess.Popen, str]]:
+    """Two Debian ``prometheus-alertmanager`` processes gossiping on loopback (free ports; the local stack's config,
+    whose receivers notify nobody), each returned with its URL once ready. The caller kills them."""
+    from monitor.stack.packaged import deploy_path
+
+    web, gossip = [free_port(), free_port()], [free_port(), free_port()]
+    out = []
+    for i in range(2):
+        home = tmp_path / f"alertmanager-{i}"
+        home.mkdir()
+        shutil.copyfile(deploy_path("alertmanager/alertmanager.local.yml"), home / "alertmanager.yml")
+        proc = subprocess.Popen(
+            [
+                shutil.which("prometheus-alertmanager") or "alertmanager",
+                f"--config.file={home / 'alertmanager.yml'}",
+                f"--storage.path={home / 'data'}",
+                f"--web.listen-address=127.0.0.1:{web[i]}",
+                f"--cluster.listen-address=127.0.0.1:{gossip[i]}",
+                f"--cluster.advertise-address=127.0.0.1:{gossip[i]}",
+                f"--cluster.peer=127.0.0.1:{gossip[1 - i]}",
+            ],
+            stdout=(home / "log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        out.append((proc, f"http://127.0.0.1:{web[i]}"))
+    try:
+        for i, (proc, url) in enumerate(out):
+            _wait_ready(proc, url, tmp_path / f"alertmanager-{i}" / "log")
+    except BaseException:
+        for proc, _ in out:
+            proc.kill()
+            proc.wait()
+        raise
+    return out
+
+
+def alertmanager_peers(url: str) -> int:
+    """How many members of its cluster an Alertmanager sees (itself included)."""
+    return len(httpx.get(f"{url}/api/v2/status", timeout=5).json()["cluster"].get("peers") or [])

@@ -1,5 +1,6 @@
 """Two alert engines on one real PostgreSQL store (issue 31): the lease decides who evaluates, its epoch fences every
-write, and the outbox is claimed FOR UPDATE SKIP LOCKED. A real HTTP webhook receiver counts deliveries.
+write, and the outbox is claimed FOR UPDATE SKIP LOCKED. A real HTTP webhook receiver counts deliveries; in the
+real-process test, a real gossiping pair of Alertmanagers shows what the engines posted.
 
 The engines are two ``AlertService`` objects in this process, each with its own lease holder and its own connections;
 a frozen engine (SIGSTOP) is one whose cycles are not run while real time passes. The evaluation interval is 1 s here
@@ -37,6 +38,8 @@ from tests.integration.alerts_helpers import (
     IncidentExporter,
     ScriptedSource,
     WebhookReceiver,
+    alertmanager_pair,
+    alertmanager_peers,
     free_port,
     own_prometheus,
 )
@@ -228,6 +231,7 @@ SLOTS = "* * * * * */3"  # a report slot every 3 s (croniter's sixth field is se
 HA_CONFIG = """service: {host: 127.0.0.1, port: %(port)d}
 store: {url: '%(url)s'}
 prometheus: {url: 'http://127.0.0.1:%(prom)d'}
+alertmanager: {urls: %(ams)s}
 rules: {evaluation_interval_seconds: %(interval)s, files: ['%(rules)s'], overrides: {%(off)s}}
 lake: {path: '%(lake)s'}
 reports: {schedule: '%(slots)s'}
@@ -245,7 +249,7 @@ INCIDENT_RULES = """rules:
 """
 
 
-def _serve(tmp_path, name: str, url: str, *, prom: int, hook: str) -> tuple[subprocess.Popen, int]:
+def _serve(tmp_path, name: str, url: str, *, prom: int, hook: str, ams: list[str]) -> tuple[subprocess.Popen, int]:
     """``kafka-health serve --role api,alerts``, its own lake (as replicas on separate volumes), one shared store."""
     port = free_port()
     cfg = tmp_path / f"{name}.yaml"
@@ -254,7 +258,16 @@ def _serve(tmp_path, name: str, url: str, *, prom: int, hook: str) -> tuple[subp
     rules.write_text(INCIDENT_RULES)
     off = ", ".join(f"{r.name}: {{enabled: false}}" for r in load_rules())
     values = dict(
-        port=port, url=url, prom=prom, interval=SERVE_INTERVAL, lake=lake, slots=SLOTS, rules=rules, off=off, hook=hook
+        port=port,
+        url=url,
+        prom=prom,
+        interval=SERVE_INTERVAL,
+        lake=lake,
+        slots=SLOTS,
+        rules=rules,
+        off=off,
+        hook=hook,
+        ams=ams,
     )
     cfg.write_text(HA_CONFIG % values)
     fake = tmp_path / "fake_report.py"
@@ -318,6 +331,18 @@ def _transitions(hook: WebhookReceiver) -> Counter[tuple[str, str]]:
     )
 
 
+def _am_incidents(url: str) -> list[tuple[str, str]]:
+    """(topic, fingerprint) of each KhTestIncident alert an Alertmanager shows now (a resolved one it shows no more)."""
+    alerts = httpx.get(f"{url}/api/v2/alerts", params={"filter": 'alertname="KhTestIncident"'}, timeout=5).json()
+    return sorted((a["labels"]["topic"], a["fingerprint"]) for a in alerts)
+
+
+def _ams_show(urls: list[str], firing: set[str]) -> bool:
+    """Each of ``urls`` shows each incident of ``firing`` once and nothing else, under the same fingerprint."""
+    views = [_am_incidents(u) for u in urls]
+    return all([t for t, _ in v] == sorted(firing) for v in views) and all(v == views[0] for v in views)
+
+
 def _epoch_seen(port: int, scrape: str) -> float | None:
     """The lease epoch a process last read (``kafka_health_alert_engine_lease_epoch``)."""
     try:
@@ -340,7 +365,12 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
     failover and a new one starts: the receiver gets every firing and every resolve exactly once (no miss, no
     duplicate, the deposed engine sends nothing). Schedules: each report slot runs once with both up (one claim, one
     run), and only the survivor runs them after the kill; the config's tenants are synced once. Answers: one token,
-    the same answer from both; revoked through the store, refused by both."""
+    the same answer from both; revoked through the store, refused by both.
+
+    Alertmanager: both engines post to a real gossiping pair (``alertmanager.urls``). After each fault both show each
+    incident firing once (same fingerprint, no second copy from the other engine) and the resolved one no more; with
+    the second one killed before the last fault, the first still receives, the webhook counts are still exact, and the
+    dead one's rows wait in the outbox for it (retried, not lost, not dead-lettered)."""
     db = f"kh_ha_{uuid.uuid4().hex[:8]}"
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
@@ -352,7 +382,9 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
     url_via = {n: pg.set(host="127.0.0.1", port=p.port).render_as_string(hide_password=False) for n, p in paths.items()}
     hook, exporter = WebhookReceiver().start(), IncidentExporter("c1").start()
     prom, prom_port = own_prometheus(tmp_path, [exporter.port])
-    serve = lambda name, path: _serve(tmp_path, name, url_via[path], prom=prom_port, hook=hook.url)  # noqa: E731 - one call site each
+    ams = alertmanager_pair(tmp_path)
+    am_urls = [u for _, u in ams]
+    serve = lambda name, path: _serve(tmp_path, name, url_via[path], prom=prom_port, hook=hook.url, ams=am_urls)  # noqa: E731 - one call site each
     procs = dict(a=serve("a", "a"), b=serve("b", "b"))
     path_of = {"a": "a", "b": "b"}
     logs = lambda: [(tmp_path / f"{n}.log").read_text()[-2000:] for n in path_of]  # noqa: E731 - a failure's detail
@@ -369,11 +401,19 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
     def delivered() -> bool:  # everything expected so far has arrived (more than once shows in the final count)
         return all(_transitions(hook)[k] >= 1 for k in expected)
 
-    def fault(kind: str, survivor: str) -> None:
+    def firing() -> set[str]:
+        return {t for (t, kind), n in expected.items() if kind == "firing" and (t, "resolved") not in expected}
+
+    def alertmanagers_show(urls: list[str]) -> None:
+        what = lambda: f"{[_am_incidents(u) for u in urls]} for {firing()}"  # noqa: E731 - a failure's detail
+        assert wait_until(lambda: _ams_show(urls, firing()), timeout=30, what=what)
+
+    def fault(kind: str, survivor: str, alertmanagers: list[str]) -> None:
         t0 = time.monotonic()
         assert wait_until(lambda: _role(procs[survivor][1]) == "active", timeout=30, what=logs)
         takeovers[kind] = time.monotonic() - t0
         wait_until(delivered, timeout=30, what=lambda: f"{dict(_transitions(hook))} of {dict(expected)}")
+        alertmanagers_show(alertmanagers)
 
     try:
         assert wait_until(
@@ -401,13 +441,15 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         assert wait_until(lambda: [_tenants(p, token)[0] for _, p in procs.values()] == [401, 401], timeout=10)
         store.dispose()
         wait_until(delivered, timeout=30, what=lambda: f"{dict(_transitions(hook))} of {dict(expected)}")
+        assert wait_until(lambda: all(alertmanager_peers(u) == 2 for u in am_urls), timeout=30)  # the pair gossips
+        alertmanagers_show(am_urls)
 
         # fault 1: kill -9 of the active engine; i1 resolves and i2 starts during the failover
         active = next(n for n, (_, p) in procs.items() if _role(p) == "active")
         standby = "b" if active == "a" else "a"
         procs[active][0].send_signal(signal.SIGKILL)
         incident("orders.i2", off="orders.i1")
-        fault("kill", standby)
+        fault("kill", standby, am_urls)
         procs[active][0].wait()
         # the survivor runs every slot from now on
         # (a run the killed one had begun stays claimed until a newer slot supersedes it: then "abandoned")
@@ -425,7 +467,7 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         frozen, other = standby, active
         procs[frozen][0].send_signal(signal.SIGSTOP)
         incident("orders.i3", off="orders.i2")
-        fault("stop", other)
+        fault("stop", other, am_urls)
         procs[frozen][0].send_signal(signal.SIGCONT)
         assert wait_until(lambda: _role(procs[frozen][1]) == "standby", timeout=30)
         metrics = httpx.get(
@@ -433,11 +475,15 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         ).text
         assert "kafka_health_alert_engine_active 0.0" in metrics
 
+        # the pair's second Alertmanager dies: the first keeps receiving, its rows wait in the outbox for it
+        ams[1][0].kill()
+        ams[1][0].wait()
+
         # fault 3: the active engine's database connections cut (reset, new ones refused); i3 resolves, i4 starts
         cut, survivor = other, frozen
         paths[cut].cut()
         incident("orders.i4", off="orders.i3")
-        fault("cut", survivor)
+        fault("cut", survivor, am_urls[:1])
         paths[cut].mend()
         with create_engine(url).connect() as c:
             epoch = c.execute(text("SELECT epoch FROM engine_lease")).scalar()
@@ -450,8 +496,15 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         exporter.off("orders.i4")  # the engine active now resolves it
         expected[("orders.i4", "resolved")] = 1
         wait_until(delivered, timeout=30, what=lambda: f"{dict(_transitions(hook))} of {dict(expected)}")
+        alertmanagers_show(am_urls[:1])
         time.sleep(2 * SERVE_INTERVAL)  # a late duplicate from any engine would arrive within two cycles
         assert _transitions(hook) == expected, (dict(_transitions(hook)), hook.received)
+        assert _ams_show(am_urls[:1], set())
+        with create_engine(url).connect() as c:  # what the dead one missed is kept for it, none dead-lettered yet
+            waiting = c.execute(text("SELECT target, kind, attempts FROM alert_outbox")).all()
+            dead = c.execute(text("SELECT count(*) FROM alert_dead_letters")).scalar()
+        assert {(t, k) for t, k, _ in waiting} >= {("alertmanager#2", "firing"), ("alertmanager#2", "resolved")}
+        assert {t for t, _, _ in waiting} == {"alertmanager#2"} and min(a for *_, a in waiting) >= 1 and dead == 0
         print(f"takeover seconds (fault to the survivor's /readyz active): {takeovers}")
 
         # the config's tenants were added by one replica; the others (the restarted one too) found nothing to do
@@ -464,6 +517,9 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
             proc.wait()
         prom.kill()
         prom.wait()
+        for am, _ in ams:
+            am.kill()
+            am.wait()
         hook.stop()
         exporter.stop()
         for p in paths.values():

@@ -63,7 +63,7 @@ def faulty(stack, tmp_path_factory):
     config = config.model_copy(
         update={
             "clusters": (cluster.model_copy(update={"brokers": cluster.brokers + (ghost,)}),),
-            "alertmanager": config.alertmanager.model_copy(update={"url": None}),
+            "alertmanager": config.alertmanager.model_copy(update={"url": None, "urls": ()}),
             "rules": config.rules.model_copy(update={"files": (str(rules),)}),
         }
     )

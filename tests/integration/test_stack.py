@@ -14,6 +14,7 @@ from jmxquery import JMXConnection, JMXQuery
 
 from monitor.loadgen import ensure_topics
 from monitor.stack.security import JMX_USER, StackSecurity
+from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_versions]
 
@@ -86,8 +87,16 @@ def test_prometheus_and_alertmanager_answer(stack):
     targets = httpx.get(f"{L.prometheus_url}/api/v1/targets", timeout=10).json()["data"]["activeTargets"]
     scraped = {t["scrapeUrl"] for t in targets}
     assert f"http://127.0.0.1:{L.service_port}/metrics" in scraped
-    status = httpx.get(f"{L.alertmanager_url}/api/v2/status", timeout=10).json()
-    assert status["cluster"]["status"] == "disabled"
+    # the pair gossips: each Alertmanager sees both members (issue 31); the engine's config lists both
+    gossip = {f"127.0.0.1:{L.alertmanager_cluster_port(i)}" for i in range(2)}
+
+    def peers(url: str) -> set[str]:
+        return {p["address"] for p in httpx.get(f"{url}/api/v2/status", timeout=10).json()["cluster"]["peers"]}
+
+    assert wait_until(lambda: all(peers(url) == gossip for url in L.alertmanager_urls), timeout=60)
+    assert (
+        stack.config().alertmanager.endpoints() == L.alertmanager_urls == (L.alertmanager_url, L.alertmanager_urls[1])
+    )
 
 
 def test_up_twice_starts_nothing_twice(stack):
@@ -100,7 +109,15 @@ def test_up_twice_starts_nothing_twice(stack):
 
 def test_status_shows_every_component_healthy(stack):
     rows = {s.name: s for s in stack.status()}
-    assert set(rows) == {"controller", "broker-1", "broker-2", "broker-3", "prometheus", "alertmanager"}
+    assert set(rows) == {
+        "controller",
+        "broker-1",
+        "broker-2",
+        "broker-3",
+        "prometheus",
+        "alertmanager",
+        "alertmanager-2",
+    }
     assert all(r.healthy for r in rows.values()), rows
     assert {stack.layout.broker_port(1), stack.layout.broker_jmx_port(1)} <= set(rows["broker-1"].ports)
 
@@ -121,9 +138,10 @@ def _processes_mentioning(path: Path) -> list[int]:
 @pytest.mark.last
 def test_down_stops_exactly_what_it_started(stack):
     pids = [s.pid for s in stack.status() if s.pid]
-    assert len(pids) == 6
+    assert len(pids) == 7
     stopped = stack.down()
-    assert sorted(stopped) == sorted(["controller", "broker-1", "broker-2", "broker-3", "prometheus", "alertmanager"])
+    every = ["controller", "broker-1", "broker-2", "broker-3", "prometheus", "alertmanager", "alertmanager-2"]
+    assert sorted(stopped) == sorted(every)
     assert _processes_mentioning(stack.layout.dir.resolve()) == []
     assert all(s.pid is None for s in stack.status())
     assert stack.down() == []  # a second down finds nothing to stop
