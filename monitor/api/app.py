@@ -26,6 +26,7 @@ from monitor.core.config import Config
 from monitor.core.lifecycle import Component
 from monitor.core.store import Store
 from monitor.core.times import utc_now
+from monitor.health.hits import RememberedHealth
 from monitor.health.views import routers as health_routers
 from monitor.health.watch import AnswerMemo, StoreWatch
 from monitor.tenants import service as tenant_service
@@ -131,6 +132,9 @@ def mount_api(app: FastAPI, *, config: Config, store: Store, origin: tenant_serv
         FailureLimit(rate=FAILURES_PER_ADDRESS["rate"], burst=config.service.auth_failure_burst_per_address),
         FailureLimit(**FAILURES_PER_TOKEN_ID),
     )
+    # Added before the auth middleware, so it runs after it: a remembered health answer is sent only to a token that
+    # authenticated, within its rate limit, and may see that tenant (monitor.health.hits).
+    app.add_middleware(RememberedHealth)
     app.add_middleware(AuthMiddleware, store=store, limiter=limiter, watch=watch, failures=failures)
     app.add_middleware(BodyLimitMiddleware, max_bytes=MAX_BODY_BYTES)  # added last: runs first, before auth
     for router in [*DOMAIN_ROUTERS, *tenant_routers(), *health_routers()]:

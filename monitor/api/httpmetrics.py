@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from monitor.api.routes import route_templates
 
 UNMATCHED = "unmatched"
+MAX_PATHS_SEEN, MAX_PATH_SEEN = 10_000, 200
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 # Answers range from a memo hit (under a millisecond) to a costly advice call near its deadline (seconds).
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -59,6 +60,7 @@ class RequestMetricsMiddleware:
         self.app = app
         self.duration = duration
         self._routes: list | None = None  # read on the first request, when every router is mounted
+        self._seen: dict[tuple[str, str], str] = {}  # (method, path) -> its template
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -76,8 +78,21 @@ class RequestMetricsMiddleware:
         try:
             await self.app(scope, receive, send_and_note)
         finally:
+            method = scope["method"] if scope["method"] in _METHODS else "other"
+            self.duration.labels(method, self._template(scope), str(status)).observe(time.perf_counter() - start)
+
+    def _template(self, scope: Scope) -> str:
+        # Matching every route's pattern cost as much as the rest of a remembered health answer; a path polled again
+        # is looked up instead. Bounded: at most MAX_PATHS_SEEN paths of at most MAX_PATH_SEEN characters (under 3 MiB);
+        # a client sending junk paths only empties the table now and then.
+        key = (scope["method"], scope["path"])
+        template = self._seen.get(key)
+        if template is None:
             if self._routes is None:
                 self._routes = route_templates(scope["app"])
-            method = scope["method"] if scope["method"] in _METHODS else "other"
-            route = route_template(self._routes, scope["method"], scope["path"])
-            self.duration.labels(method, route, str(status)).observe(time.perf_counter() - start)
+            template = route_template(self._routes, scope["method"], scope["path"])
+            if len(key[1]) <= MAX_PATH_SEEN:
+                if len(self._seen) >= MAX_PATHS_SEEN:
+                    self._seen.clear()
+                self._seen[key] = template
+        return template

@@ -67,3 +67,31 @@ def test_process_metrics_are_exported(served):
         "python_info",
     ):
         assert re.search(rf"^{name}(\{{.*\}})? ", text, flags=re.MULTILINE), name
+
+
+def test_the_paths_remembered_for_their_template_are_bounded(monkeypatch):
+    import asyncio
+
+    from prometheus_client import CollectorRegistry
+
+    from monitor.api import httpmetrics
+
+    monkeypatch.setattr(httpmetrics, "MAX_PATHS_SEEN", 5)
+    app = build_app(make_config(), ("collector",))
+
+    async def answer(scope, receive, send):
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def noop(message):
+        pass
+
+    middleware = httpmetrics.RequestMetricsMiddleware(
+        answer, duration=httpmetrics.request_duration(CollectorRegistry())
+    )
+    sizes = []
+    for path in [*(f"/junk-{i}" for i in range(12)), "/" + "x" * 500]:
+        asyncio.run(middleware({"type": "http", "method": "GET", "path": path, "app": app}, None, noop))
+        sizes.append(len(middleware._seen))
+    assert max(sizes) == 5  # emptied when full, never past it
+    assert not any(len(p) > httpmetrics.MAX_PATH_SEEN for _, p in middleware._seen)
