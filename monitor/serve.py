@@ -8,10 +8,14 @@ collector output and the service's own ``kafka_health_*`` metrics).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import logging
+import os
 import signal
 import threading
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -50,6 +54,7 @@ from monitor.tenants.service import ConfigOrigin
 
 log = logging.getLogger(__name__)
 ROLES = ("api", "collector", "alerts")
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def build_app(
@@ -213,26 +218,103 @@ def run(
     stop_event: threading.Event | None = None,
     report_args: list[str] | None = None,
     config_label: str = "",
+    workers: int = 1,
 ):
-    app = build_app(config, roles, report_args=report_args, config_label=config_label)
-    # Open requests get a few seconds on shutdown, not forever: the whole stop stays within the stated bound.
-    # log_config=None: uvicorn's records go through the CLI's handler (its format, its redaction) instead of
-    # handlers of uvicorn's own; no access log (kafka_health_http_request_duration_seconds counts requests).
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            log_config=None,
-            timeout_graceful_shutdown=3,
+    if workers > 1:
+        _run_workers(
+            workers, host, port, lambda: build_app(config, roles, report_args=report_args, config_label=config_label)
         )
+        return
+    server = uvicorn.Server(
+        _uvicorn_config(build_app(config, roles, report_args=report_args, config_label=config_label), host, port)
     )
     if stop_event is not None:  # embedded (demo): stop when asked
         threading.Thread(target=lambda: (stop_event.wait(), setattr(server, "should_exit", True)), daemon=True).start()
     log.info("kafka-health serving on http://%s:%d (roles: %s)", host, port, ",".join(roles))
     server.run()
+
+
+def _uvicorn_config(app: FastAPI | None, host: str, port: int) -> uvicorn.Config:
+    # Open requests get a few seconds on shutdown, not forever: the whole stop stays within the stated bound.
+    # log_config=None: uvicorn's records go through the CLI's handler (its format, its redaction) instead of
+    # handlers of uvicorn's own; no access log (kafka_health_http_request_duration_seconds counts requests).
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]  # None only to bind the socket in _run_workers, never served
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=3,
+    )
+
+
+def _run_workers(workers: int, host: str, port: int, make_app: Callable[[], FastAPI]) -> None:
+    """``--workers N`` (the API role alone): one listening socket, bound here, and N forked processes accepting on
+    it, each with its own app (``make_app`` runs in the child, after the fork: no thread crosses it). Each worker
+    is what a replica is (issue 31): its own store connections, memo and rate limits, all on the one store. A
+    worker that exits ends the others and the command (exit status 1), for the supervisor to restart: a server
+    quietly down to fewer workers would only be slower. SIGTERM or Ctrl-C stops every worker."""
+    sock = _uvicorn_config(None, host, port).bind_socket()
+    children: list[int] = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:  # the worker
+            status = 1
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # uvicorn installs its own handlers as it starts
+                _exit_with_parent()
+                uvicorn.Server(_uvicorn_config(make_app(), host, port)).run(sockets=[sock])
+                status = 0
+            except BaseException:
+                log.exception("API worker %d failed", os.getpid())
+            finally:
+                os._exit(status)
+        children.append(pid)
+    sock.close()
+    log.info("kafka-health serving on http://%s:%d (roles: api; %d workers: %s)", host, port, workers, children)
+    try:
+        ended, status = os.wait()
+    except KeyboardInterrupt:  # SIGTERM (see _serve) or Ctrl-C: a requested stop
+        _stop_workers(children)
+        return
+    log.error("API worker %d ended (%d); stopping the other workers", ended, os.waitstatus_to_exitcode(status))
+    children.remove(ended)
+    _stop_workers(children)
+    raise SystemExit(1)
+
+
+def _exit_with_parent() -> None:
+    """A worker whose parent is gone (killed with SIGKILL: nothing could stop the workers) gets SIGTERM and stops, as
+    on ``kafka-health``'s own SIGTERM, rather than go on holding the port (Linux's PR_SET_PDEATHSIG)."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the supervisor must stop the workers itself
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # gone before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _stop_workers(children: list[int], grace: float = 5.0) -> None:
+    """SIGTERM to every worker, then SIGKILL to those not ended within ``grace`` seconds (uvicorn's own graceful
+    stop is 3 s)."""
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for pid in children:
+        while not _reaped(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _reaped(pid):
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG) != (0, 0)
+    except ChildProcessError:  # reaped already
+        return True
 
 
 def roles_arg(text: str) -> tuple[str, ...]:
@@ -250,6 +332,12 @@ def register(sub) -> None:
     p.add_argument("--host", default=None)
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--shard", default=None, help="i/n: this collector process scrapes the i-th of n target shards")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="API processes sharing the port (--role api only; docs/api.md, Performance): one per core",
+    )
     add_config_args(p)
     p.set_defaults(func=_serve)
 
@@ -257,6 +345,10 @@ def register(sub) -> None:
 def _serve(args) -> int:
     config = config_from_args(args)
     roles = args.role or config.service.roles
+    if args.workers < 1 or (args.workers > 1 and tuple(roles) != ("api",)):
+        # Collectors and the alert engine must not run once per worker: shards and the engine lease say who runs.
+        log.error("--workers %d: only the api role runs in several workers (use --role api)", args.workers)
+        return 2
     if args.shard:
         config = config.model_copy(update={"collection": config.collection.model_copy(update={"shard": args.shard})})
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -267,5 +359,6 @@ def _serve(args) -> int:
         args.port or config.service.port,
         report_args=config_args(args),
         config_label=find_config(args).label,
+        workers=args.workers,
     )
     return 0

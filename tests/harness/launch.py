@@ -18,15 +18,18 @@ from tests.harness import REPO_ROOT
 
 
 @contextmanager
-def serve_process(state_dir: Path, config_path: Path, port: int, *, timeout: float = 60.0) -> Iterator[int]:
-    """Start ``serve --config config_path`` (``config_path`` inside ``state_dir``); yield its pid once ``/healthz``
-    answers; stop it on exit. Raises ComponentFailed (naming the log) if it exits or does not answer in time."""
+def serve_process(
+    state_dir: Path, config_path: Path, port: int, *, timeout: float = 60.0, args: tuple[str, ...] = ()
+) -> Iterator[int]:
+    """Start ``serve --config config_path [args]`` (``config_path`` inside ``state_dir``); yield its pid once
+    ``/healthz`` answers; stop it on exit. Raises ComponentFailed (naming the log) if it exits or does not answer in
+    time."""
     table = ProcessTable(state_dir)
     log = state_dir / "serve.log"
     pid = table.start(
         ProcSpec(
             name="serve",
-            argv=[sys.executable, "-m", "monitor.cli", "serve", "--config", str(config_path)],
+            argv=[sys.executable, "-m", "monitor.cli", "serve", "--config", str(config_path), *args],
             log=log,
             cwd=REPO_ROOT,
         )
