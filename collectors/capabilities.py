@@ -13,7 +13,8 @@ A source is listed in ``SOURCES`` with the signals it gives and how to enable it
 ``configured_sources``. A jmx_exporter gives the broker JMX signals less its dialect's gaps
 (``collectors.transports.exposition.dialect_gaps``: what the recorded scrapes of the real agent lack). node_exporter
 gives the host signals but the per-peer socket backlogs; its filesystem series cover listed ``log_dirs`` only, so a
-discovered broker's disk space is DescribeLogDirs' (``protocol_disk``).
+discovered broker's disk space is DescribeLogDirs' (``protocol_disk``). DescribeLogDirs also gives each replica's log
+size, read where no JMX source does (collectors.protocol), so disk-full risk is attributed to tenants without agents.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ HOST_SIGNALS = frozenset(
     }
 )
 DISK_SIGNALS = frozenset({"kafka_host_filesystem_size_bytes", "kafka_host_filesystem_avail_bytes"})
+# DescribeLogDirs' replica sizes (topics null), asked of the brokers no JMX source reads
+PROTOCOL_SIZE_SIGNALS = frozenset({"kafka_topic_log_size_bytes"})
 ADMIN_SIGNALS = frozenset(
     {
         "kafka_cluster_brokers",
@@ -95,7 +98,7 @@ SOURCES = (
     SourceKind("probe", "end-to-end probe: produce and consume on every broker", "probe.enabled: true"),
     SourceKind(
         "protocol_disk",
-        "DescribeLogDirs v4: each log dir's total and usable bytes",
+        "DescribeLogDirs v4: each log dir's total and usable bytes, and its replicas' sizes where no JMX source reads",
         "log_dirs_from_protocol: true (Kafka 3.3+)",
     ),
     SourceKind(
@@ -135,7 +138,7 @@ def source_signals(name: str) -> frozenset[str]:
     return {
         "admin": ADMIN_SIGNALS,
         "probe": PROBE_SIGNALS,
-        "protocol_disk": DISK_SIGNALS,
+        "protocol_disk": DISK_SIGNALS | PROTOCOL_SIZE_SIGNALS,
         "broker_jmx": broker,
         "controller_jmx": controller,
         "host": HOST_SIGNALS,

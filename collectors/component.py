@@ -107,7 +107,11 @@ def build_collectors(
         if ProtocolCollector.wanted(cluster):
             out.append(
                 ProtocolCollector(
-                    cluster, board=board or DiscoveryBoard(), max_series=max_series, client_factory=protocol_factory
+                    cluster,
+                    board=board or DiscoveryBoard(),
+                    max_series=max_series,
+                    client_factory=protocol_factory,
+                    tenants=tenants,
                 )
             )
         out.append(

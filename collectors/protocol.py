@@ -6,7 +6,8 @@ One target per cluster (``protocol``), through the bootstrap servers with kafka-
     DescribeQuorum  (controllers' endpoints)   ┴─ Membership ──> DiscoveryBoard (collectors.discovery): the JMX
                                                                  targets and the brokers the Admin collector expects
     DescribeLogDirs v4/v5 of every broker ──(log_dir_samples)──> kafka_host_filesystem_size_bytes / _avail_bytes,
-                                                                 kafka_broker_log_dir_cordoned
+                                                                 kafka_broker_log_dir_cordoned,
+                                                                 kafka_topic_log_size_bytes (no JMX source)
 
 Disk from the protocol (KIP-827, Kafka 3.3+): each log dir's total and usable bytes are what ``statvfs`` says of the
 volume holding it (Kafka's ``FileStore.getTotalSpace`` / ``getUsableSpace``: ``f_blocks`` / ``f_bavail`` times the
@@ -15,6 +16,12 @@ advertised host; no ``device``: log dirs are then grouped by equal size and free
 one) and every disk-full rule, dashboard and report reads them unchanged. They are exported only for brokers no host
 source gives disk for (``protocol_disk_brokers``): one series per log dir, never two sources summed. Remote (tiered)
 storage is not in them: Kafka counts the local volume only. A log dir in error (offline) has no size series.
+
+Log sizes from the protocol: on a broker no JMX source reads (``protocol_size_brokers``: no Jolokia, JMX or
+jmx_exporter, listed or templated), DescribeLogDirs is asked for every partition too (topics null), and each
+replica's size is exported as ``kafka_topic_log_size_bytes`` with the JMX catalog's labels (``tenant`` from the
+topic). So disk-full risk names the tenant whose data fills a disk with no agent at all; where a JMX source reads
+``kafka.log:type=Log,name=Size`` it is the one source (never two summed), and the question stays small.
 
 Partial failures: DescribeCluster failing fails the target (the board keeps the last membership: no broker is
 dropped because one answer failed); DescribeQuorum failing keeps the brokers only; a broker that does not answer
@@ -29,6 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from collectors.catalog import TenantLookup
 from collectors.discovery import DiscoveryBoard, Membership
 from collectors.outcome import failed, succeeded
 from collectors.protocol_client import KafkaProtocol, LogDir
@@ -53,14 +61,41 @@ def protocol_disk_brokers(cluster: ClusterConfig, brokers: Iterable[int]) -> tup
     return tuple(sorted(b for b in set(brokers) if b not in covered))
 
 
+def protocol_size_brokers(cluster: ClusterConfig, brokers: Iterable[int]) -> tuple[int, ...]:
+    """The brokers whose log sizes come from DescribeLogDirs: all of ``brokers`` that no JMX source reads (Jolokia,
+    remote JMX or a jmx_exporter, listed or through discovery's templates), when the cluster has
+    ``log_dirs_from_protocol``."""
+    if not cluster.log_dirs_from_protocol:
+        return ()
+    d = cluster.discovery
+    if cluster.discovers and (d.jolokia or d.jmx or d.jmx_exporter):
+        return ()
+    covered = {b.id for b in cluster.brokers if b.jmx or b.jolokia or b.jmx_exporter}
+    return tuple(sorted(b for b in set(brokers) if b not in covered))
+
+
 def log_dir_samples(
-    dirs: Iterable[LogDir], *, base: tuple[tuple[str, str], ...], hosts: dict[int, str]
+    dirs: Iterable[LogDir],
+    *,
+    base: tuple[tuple[str, str], ...],
+    hosts: dict[int, str],
+    disk_of: Iterable[int] | None = None,
+    tenants: TenantLookup | None = None,
 ) -> list[Sample]:
-    """The host collector's filesystem series for each online log dir that reports its volume (v4+), and whether it
-    is cordoned (v5+)."""
+    """The host collector's filesystem series for each online log dir that reports its volume (v4+) of the brokers
+    in ``disk_of`` (default: all), whether it is cordoned (v5+), and each topic's size on a broker whose partitions
+    were asked (``kafka_topic_log_size_bytes``, the JMX catalog's series; ``tenant`` from ``tenants``)."""
     out = []
+    disk = None if disk_of is None else set(disk_of)
+    # per broker and topic, summed over partitions and log dirs: the JMX catalog's series, label for label (one
+    # family's samples must share label names)
+    logs: dict[tuple[int, str], float] = {}
     for d in sorted(dirs, key=lambda d: (d.broker, d.path)):
         if d.error:
+            continue
+        for topic, _partition, size in d.partitions:
+            logs[(d.broker, topic)] = logs.get((d.broker, topic), 0.0) + size
+        if disk is not None and d.broker not in disk:
             continue
         labels = base + (("host", hosts.get(d.broker, "")), ("broker", str(d.broker)), ("path", d.path))
         if d.total_bytes is not None and d.usable_bytes is not None:
@@ -90,6 +125,16 @@ def log_dir_samples(
                     1.0 if d.cordoned else 0.0,
                 )
             )
+    out += [
+        Sample(
+            "kafka_topic_log_size_bytes",
+            "gauge",
+            "Size of this topic's partition logs on this broker",
+            base + (("broker", str(broker)), ("topic", topic), ("tenant", tenants.topic(topic) if tenants else "")),
+            size,
+        )
+        for (broker, topic), size in sorted(logs.items())
+    ]
     return out
 
 
@@ -139,8 +184,10 @@ class ProtocolCollector:
         board: DiscoveryBoard,
         max_series: int = DEFAULT_MAX_SERIES_PER_TARGET,
         client_factory: Callable[[ClusterConfig], KafkaProtocol] | None = None,
+        tenants: TenantLookup | None = None,
     ):
         self._cluster = cluster
+        self._tenants = tenants
         self._board = board
         self._max_series = max_series
         self._factory = client_factory or _protocol_client
@@ -154,8 +201,9 @@ class ProtocolCollector:
     @staticmethod
     def wanted(cluster: ClusterConfig) -> bool:
         """Whether the cluster needs this collector: it discovers, or may take disk from the protocol."""
-        return cluster.discovers or (
-            cluster.log_dirs_from_protocol and bool(protocol_disk_brokers(cluster, (b.id for b in cluster.brokers)))
+        listed = [b.id for b in cluster.brokers]
+        return cluster.discovers or bool(
+            protocol_disk_brokers(cluster, listed) or protocol_size_brokers(cluster, listed)
         )
 
     @property
@@ -189,12 +237,16 @@ class ProtocolCollector:
                 expected = sorted({n.id for n in m.brokers} | {b.id for b in self._cluster.brokers})
             samples = membership_samples(m, expected, base) if self._cluster.discovers else []
             answering = [n.id for n in m.brokers if not n.fenced]
-            wanted = protocol_disk_brokers(self._cluster, answering) if self.reads_disk else ()
+            disk = protocol_disk_brokers(self._cluster, answering) if self.reads_disk else ()
+            sizes = protocol_size_brokers(self._cluster, answering) if self.reads_disk else ()
+            wanted = sorted(set(disk) | set(sizes))
             message = ""
             if wanted:
                 left = max(0.5, timeout - (time.monotonic() - start))
-                dirs, missing = client.log_dirs(wanted, timeout=left)
-                samples += log_dir_samples(dirs, base=base, hosts={n.id: n.host for n in m.brokers})
+                dirs, missing = client.log_dirs(wanted, timeout=left, sizes_of=sizes)
+                samples += log_dir_samples(
+                    dirs, base=base, hosts={n.id: n.host for n in m.brokers}, disk_of=disk, tenants=self._tenants
+                )
                 if missing:
                     message = "log dirs not read: " + "; ".join(f"broker {b}: {why}" for b, why in missing.items())
                     log.warning("%s: %s", target.key, message)

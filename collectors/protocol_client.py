@@ -121,6 +121,8 @@ class LogDir:
     total_bytes: int | None
     usable_bytes: int | None
     cordoned: bool | None
+    # (topic, partition, bytes) of each replica in the dir, where its partitions were asked (``log_dirs(sizes_of=)``)
+    partitions: tuple[tuple[str, int, int], ...] = ()
 
 
 def translate(what: str, exc: Exception, principal: str | None = None) -> KafkaHealthError:
@@ -204,13 +206,25 @@ class KafkaProtocol:
                 out.append(Node(int(n["node_id"]), str(listeners[0]["host"]), int(listeners[0]["port"])))
         return tuple(sorted(out, key=lambda n: n.id))
 
-    def log_dirs(self, brokers: Iterable[int], *, timeout: float) -> tuple[list[LogDir], dict[int, str]]:
-        """Each log dir of each broker (no partitions asked: the answer stays small at any partition count), and
-        the brokers that did not answer within ``timeout`` with why. Requests go to the brokers in parallel."""
+    def log_dirs(
+        self, brokers: Iterable[int], *, timeout: float, sizes_of: Iterable[int] = ()
+    ) -> tuple[list[LogDir], dict[int, str]]:
+        """Each log dir of each broker, and the brokers that did not answer within ``timeout`` with why. Requests go
+        to the brokers in parallel. Partitions are asked (topics null: every replica's size) only of the brokers in
+        ``sizes_of``, those no JMX source gives log sizes for; the others' answers stay small at any partition
+        count."""
         import kafka.errors as ke
 
         end = time.monotonic() + timeout
-        futs = {b: self._pool.submit(self._admin.describe_log_dirs, {}, [b]) for b in brokers}
+        sized = set(sizes_of)
+        admin = self._admin
+
+        def ask(b: int) -> Any:
+            if b in sized:  # topics null = every partition (kafka-python's public call would list topics first)
+                return admin._manager.run(admin._async_describe_log_dirs, None, [b])
+            return admin.describe_log_dirs({}, [b])
+
+        futs = {b: self._pool.submit(ask, b) for b in brokers}
         concurrent.futures.wait(list(futs.values()), timeout=timeout)
         dirs: list[LogDir] = []
         missing: dict[int, str] = {}
@@ -235,6 +249,12 @@ class KafkaProtocol:
                             total_bytes=int(total) if total is not None and total >= 0 else None,
                             usable_bytes=int(usable) if usable is not None and usable >= 0 else None,
                             cordoned=bool(d["is_cordoned"]) if "is_cordoned" in d and self._api_max(35) >= 5 else None,
+                            partitions=tuple(
+                                (str(t["name"]), int(p["partition_index"]), int(p["partition_size"]))
+                                for t in d.get("topics") or ()
+                                for p in t.get("partitions") or ()
+                                if not p.get("is_future_key")  # a replica being moved here: not yet the log
+                            ),
                         )
                     )
         return dirs, missing

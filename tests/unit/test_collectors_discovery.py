@@ -17,7 +17,7 @@ from collectors.discovery import (
     controller_addresses,
     expected_brokers,
 )
-from collectors.protocol import ProtocolCollector, log_dir_samples, protocol_disk_brokers
+from collectors.protocol import ProtocolCollector, log_dir_samples, protocol_disk_brokers, protocol_size_brokers
 from collectors.protocol_client import LogDir, protocol_settings
 from collectors.types import TargetStatus
 from monitor.core.config import BrokerTarget, ClusterConfig, Config, ConfigError, parse_config
@@ -177,16 +177,71 @@ class FakeProtocol:
     def __init__(self, members: list[Node]):
         self.members = members
         self.log_dir_reads = 0
+        self.sized: list[int] = []  # the brokers last asked for their partitions' sizes
+        self.parts = (("orders.a", 0, 30), ("__consumer_offsets", 7, 5))  # (topic, partition, bytes) in each dir
 
     def membership(self) -> Membership:
         return Membership(tuple(self.members), (Node(100, "127.0.0.1", 9093),))
 
-    def log_dirs(self, brokers, *, timeout):
+    def log_dirs(self, brokers, *, timeout, sizes_of=()):
         self.log_dir_reads += 1
-        return [LogDir(b, "/data", "", 100, 50, None) for b in brokers], {}
+        self.sized = sorted(sizes_of)
+        return [LogDir(b, "/data", "", 100, 50, None, self.parts if b in self.sized else ()) for b in brokers], {}
 
     def close(self) -> None:
         pass
+
+
+def test_protocol_only_cluster_reads_log_sizes_from_describe_log_dirs_with_the_tenant():
+    """No agent: the replicas' sizes come from DescribeLogDirs (labelled as the JMX catalog labels them), so
+    disk-full risk can name the tenant whose data grows; where a JMX source reads them, they are not asked twice."""
+    from collectors.catalog import TenantLookup
+    from monitor.core.config import TenantConfig, TenantSelector
+    from monitor.core.tenancy import TenantIndex
+
+    tenants = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="p", topic_prefixes=("orders.",)),)),)
+    lookup = TenantLookup(TenantIndex(tenants), "p")
+    protocol_only = ClusterConfig(name="p", bootstrap_servers="h:1")
+    listed_jmx = protocol_only.model_copy(
+        update={"brokers": (BrokerTarget(id=1, jmx_exporter="http://h:11001/metrics"),)}
+    )
+    assert protocol_size_brokers(protocol_only, (1, 2)) == (1, 2)
+    assert protocol_size_brokers(listed_jmx, (1, 2)) == (2,)  # broker 1's exporter reads kafka.log Size
+    templated = ClusterConfig(name="p", bootstrap_servers="h:1", discovery={"jmx_exporter": "http://{host}:11001/m"})
+    assert protocol_size_brokers(templated, (1, 2)) == ()
+    off = protocol_only.model_copy(update={"log_dirs_from_protocol": False})
+    assert protocol_size_brokers(off, (1, 2)) == ()
+
+    fake = FakeProtocol([N1, N2])
+    c = ProtocolCollector(protocol_only, board=DiscoveryBoard(), client_factory=lambda _c: fake, tenants=lookup)
+    result = c.collect_target(c.targets()[0], now=1.0)
+    assert fake.sized == [1, 2]
+    fake.parts = (("orders.a", 0, 30), ("orders.a", 1, 12), ("__consumer_offsets", 7, 5))  # summed per topic, as JMX
+    result = c.collect_target(c.targets()[0], now=2.0)
+    sizes = {
+        (dict(s.labels)["broker"], dict(s.labels)["topic"], dict(s.labels)["tenant"]): s.value
+        for s in result.samples
+        if s.name == "kafka_topic_log_size_bytes"
+    }
+    assert sizes == {
+        ("1", "orders.a", "shop"): 42.0,
+        ("2", "orders.a", "shop"): 42.0,
+        ("1", "__consumer_offsets", ""): 5.0,
+        ("2", "__consumer_offsets", ""): 5.0,
+    }
+    size = next(s for s in result.samples if s.name == "kafka_topic_log_size_bytes")
+    assert [k for k, _ in size.labels] == ["cluster", "broker", "topic", "tenant"]  # the JMX catalog's, in order
+
+    fake = FakeProtocol([N1, N2])
+    c = ProtocolCollector(listed_jmx, board=DiscoveryBoard(), client_factory=lambda _c: fake, tenants=lookup)
+    result = c.collect_target(c.targets()[0], now=1.0)
+    assert fake.sized == [2]  # never two sources summed for broker 1
+    assert {dict(s.labels)["broker"] for s in result.samples if s.name == "kafka_topic_log_size_bytes"} == {"2"}
+    # disk still from the protocol for both (no host source)
+    assert {dict(s.labels)["broker"] for s in result.samples if s.name == "kafka_host_filesystem_size_bytes"} == {
+        "1",
+        "2",
+    }
 
 
 class FailingAdmin:
@@ -240,7 +295,8 @@ def test_a_protocol_only_cluster_says_what_it_cannot_observe_and_how_to_enable_i
     idle = table["kafka_broker_request_handler_idle_ratio"]
     assert not idle.observable and idle.hint().startswith("enable discovery.jolokia")
     groups = re.findall(r"not observable on this cluster \((\d+)\): enable discovery\.jolokia", render(protocol_only))
-    assert sum(int(n) for n in groups) == 77  # the catalog's broker signals, grouped by the exporters that give them
+    # the catalog's broker signals but their log sizes (DescribeLogDirs gives them), grouped by the exporters
+    assert sum(int(n) for n in groups) == 79
     assert configured_sources(DISCOVERING) == ("admin", "probe", "protocol_disk", "broker_jmx", "controller_jmx")
     exported = {
         (s.labels["signal"], s.value)
