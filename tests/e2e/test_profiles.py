@@ -7,6 +7,11 @@ node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so 
 - Strimzi's broker (restarted with a Jolokia agent too): jmxquery and Jolokia read the same series from it and both
   see the KIP-896 deprecated requests of an old client (what test_stack_kafka39.py did on a stack of its own: it needs
   JMX without a password, and 3.9, the last release that still takes Produce v1);
+- a log dir filling: broker-1's log dir is a 2 GiB tmpfs from the stack's start (``tmpfs_log_dir``), filled by tenant
+  fill's producer; one collector process and one engine watch it as two clusters over the same bootstrap servers
+  (told apart in Prometheus by their ``cluster`` label), the MSK profile's with that broker's node_exporter and log
+  dir listed (disk from node_exporter, log sizes from its jmx_exporter) and the protocol-only one (disk and log sizes
+  from DescribeLogDirs): the fast variant of KafkaDiskFullRisk fires on both with its ETA and the tenant;
 - MSK + Strimzi, discovered from the cluster through the exporter templates: a broker killed pages
   KafkaBrokerUnreachable with the broker named (never for another tenant); the survivors' exporters, one in each
   dialect, count the under-replicated partitions; the log dirs' disk comes from DescribeLogDirs.
@@ -17,10 +22,12 @@ rule 4), so the killed broker stays expected.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -30,23 +37,35 @@ from prometheus_client import CollectorRegistry
 
 from alerts.component import AlertService
 from alerts.engine import RuleHealth
+from alerts.rules import builtin_variant
 from alerts.types import AlertState
 from collectors import catalog
 from collectors.jmx import JmxCollector
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
-from monitor.core.config import BrokerTarget, ClusterConfig, Config, ExporterSource, TenantConfig, TenantSelector
+from monitor.core.config import (
+    BrokerTarget,
+    ClusterConfig,
+    Config,
+    ExporterSource,
+    RulesSettings,
+    TenantConfig,
+    TenantSelector,
+)
 from monitor.core.store import Base, Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout, kafka
 from tests.conftest import running_stack, wait_until
 from tests.harness.agents import restart_broker
 from tests.harness.engine import create_topics, prom_query, watched_config, watching
+from tests.harness.faults import fill_steadily, tmpfs_log_dir
 
 pytestmark = pytest.mark.e2e
 QUIET = logging.getLogger("profiles-test-librdkafka")
 TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),)
 STRIMZI = 3  # the broker restarted with Strimzi's rules
+FILLED, FILL_MIB = 1, 2048  # the broker whose log dir is a tmpfs (memory only for what is written), its size
+DISK = "KafkaDiskFullRisk"
 
 
 def _port_base() -> int:
@@ -63,7 +82,10 @@ def profiled(tmp_path_factory):
         secured=False,
         profile="msk",
     )
-    with running_stack(layout) as s:
+    with contextlib.ExitStack() as stack:  # unwound in reverse: the stack down, then the tmpfs unmounted
+        if os.geteuid() == 0:  # mounted before the format: no stop, copy and restart of the broker (small_log_dir)
+            stack.enter_context(tmpfs_log_dir(layout, FILLED, FILL_MIB))
+        s = stack.enter_context(running_stack(layout))
         create_topics(s, [NewTopic("orders.rf3", num_partitions=3, replication_factor=3)])
         yield s
 
@@ -79,6 +101,18 @@ def brokers_up(stack: Stack, n: int = 3):
     return lambda: (
         len(prom_query(stack, "kafka_cluster_broker_up == 1")) == n
         and prom_query(stack, "kafka_host_filesystem_avail_bytes")
+    )
+
+
+def exporter_cluster(stack: Stack, config: Config, *listed: BrokerTarget) -> ClusterConfig:
+    """The MSK profile's cluster of ``config`` (brokers found through the templates) with broker-3 listed in
+    Strimzi's dialect (after the Strimzi test restarted it so) and ``listed`` by hand."""
+    (cluster,) = config.clusters
+    assert cluster.discovery.jmx_exporter and cluster.discovery.node_exporter and not cluster.brokers
+    url = f"http://127.0.0.1:{stack.layout.broker_exporter_port(STRIMZI)}/metrics"
+    strimzi = BrokerTarget(id=STRIMZI, jmx_exporter=ExporterSource(url=url, dialect="strimzi"))
+    return cluster.model_copy(
+        update={"brokers": (strimzi, *listed), "discovery": cluster.discovery.model_copy(update={"enabled": True})}
     )
 
 
@@ -176,18 +210,88 @@ def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia_with_deprecated_re
     } <= (names)
 
 
-def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, tmp_path):
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_filling_log_dir_raises_disk_full_risk_with_eta_and_tenant_from_node_exporter_and_describe_log_dirs(
+    profiled, tmp_path
+):
+    """One fill, two sources: cluster ``msk`` reads broker-1's disk from node_exporter (its log dir listed, so the
+    filesystem mounted there is the one mapped), cluster ``proto`` reads it, and every replica's size, from
+    DescribeLogDirs alone. Both name tenant fill and an ETA that is what is left at the growth seen."""
     L = profiled.layout
-    config = watched_config(profiled, tmp_path, TENANTS)
-    (cluster,) = config.clusters
-    assert cluster.discovery.jmx_exporter and cluster.discovery.node_exporter and not cluster.brokers
-    url = f"http://127.0.0.1:{L.broker_exporter_port(STRIMZI)}/metrics"
-    strimzi = BrokerTarget(id=STRIMZI, jmx_exporter=ExporterSource(url=url, dialect="strimzi"))
-    # Discovery finds brokers 1 and 2 (vanilla, MSK-style); broker-3, listed, is read in Strimzi's dialect.
-    cluster = cluster.model_copy(
-        update={"brokers": (strimzi,), "discovery": cluster.discovery.model_copy(update={"enabled": True})}
+    path, size = str(L.log_dir(FILLED)), FILL_MIB * 2**20
+    # The built-in rule judges 6 h and waits 5 min; the same detector over 4 points 15 s apart (its shortest step),
+    # so the fill is waited for once, about a minute, for both sources.
+    (tmp_path / "disk-rule.yaml").write_text(builtin_variant(DISK, for_="10s", window="1m", min_points=4))
+    rules = RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))
+    config = watched_config(profiled, tmp_path, (), rules=rules)
+    filled = BrokerTarget(
+        id=FILLED,
+        jmx_exporter=ExporterSource(url=f"http://127.0.0.1:{L.broker_exporter_port(FILLED)}/metrics"),
+        node_exporter=f"http://127.0.0.1:{L.node_exporter_port}/metrics",
+        log_dirs=(path,),
     )
-    config = config.model_copy(update={"clusters": (cluster,)})
+    msk = exporter_cluster(profiled, config, filled).model_copy(update={"name": "msk"})
+    (proto,) = Stack(dataclasses.replace(L, profile="protocol")).config().clusters
+    assert not proto.brokers and not proto.discovery.jmx_exporter
+    proto = proto.model_copy(
+        update={"name": "proto", "probe": proto.probe.model_copy(update={"enabled": False})}  # one probe is enough
+    )
+    fill = TenantConfig(
+        name="fill", selectors=tuple(TenantSelector(cluster=c, topic_prefixes=("fill.",)) for c in ("msk", "proto"))
+    )
+    config = config.model_copy(update={"clusters": (msk, proto), "tenants": (fill,)})
+
+    def disk_seen():  # each cluster's view of the tmpfs: node_exporter's has the device, the protocol's none
+        rows = prom_query(profiled, f'kafka_host_filesystem_size_bytes{{broker="{FILLED}",path="{path}"}}')
+        sizes = {(r["metric"]["cluster"], r["metric"].get("device", "")): float(r["value"][1]) for r in rows}
+        logs = prom_query(profiled, f'kafka_topic_log_size_bytes{{cluster="proto",broker="{FILLED}"}}')
+        return sizes == {("msk", "kafka-health-fault"): size, ("proto", ""): size} and logs
+
+    stop = threading.Event()
+    with watching(profiled, config, tmp_path, disk_seen, what="the tmpfs from node_exporter and DescribeLogDirs"):
+        create_topics(profiled, [NewTopic("fill.disk", num_partitions=1, replica_assignment=[[FILLED]])])
+        producer = Producer({"bootstrap.servers": L.bootstrap_servers, "linger.ms": 50, "logger": QUIET})
+
+        # about 0.5 MiB/s: an ETA of an hour or more on 2 GiB
+        filler = threading.Thread(target=fill_steadily, args=(producer, "fill.disk", stop), daemon=True)
+        filler.start()
+        try:
+            svc = fresh_engine(config)
+            firing: dict = {}
+            seen: dict = {}
+
+            def fired():
+                r = svc.run_once()
+                seen["errors"] = {n: st.error for n, st in r.rules.items() if st.error}
+                for i in r.instances.values():
+                    if i.rule == DISK and i.labels.get("broker") == str(FILLED) and i.state is AlertState.FIRING:
+                        firing[i.labels["cluster"]] = i
+                return firing.keys() >= {"msk", "proto"}
+
+            try:
+                wait_until(fired, 300, interval=5, what=f"{DISK} on both clusters")
+            except pytest.fail.Exception as exc:
+                raise AssertionError(f"{exc}; firing on {sorted(firing)}; rule errors: {seen.get('errors')}") from None
+        finally:
+            stop.set()
+            filler.join(20)
+    for name, inst in sorted(firing.items()):
+        ev = inst.evidence
+        assert inst.labels["path"] == path and inst.labels.get("tenant") == "fill", (name, inst.labels)
+        assert inst.labels["filled_by"] == "tenant fill", (name, inst.labels)
+        assert ev["cause"] == "tenants" and ev["tenant"] == "fill" and ev["tenant_share"] > 0.5, (name, ev)
+        assert ev["size_bytes"] == size and ev["used_bytes"] < 0.75 * size, (name, ev)  # long before full
+        assert ev["eta_seconds"] == pytest.approx(
+            (ev["size_bytes"] - ev["used_bytes"]) / ev["growth_bytes_per_second"], rel=0.05
+        ), (name, ev)
+        assert ev["eta_seconds"] > 1800 and "predicted full in" in ev["summary"], (name, ev)
+        print(f"\n{name}: {ev['summary']}")
+
+
+def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, tmp_path):
+    config = watched_config(profiled, tmp_path, TENANTS)
+    # Discovery finds brokers 1 and 2 (vanilla, MSK-style); broker-3, listed, is read in Strimzi's dialect.
+    config = config.model_copy(update={"clusters": (exporter_cluster(profiled, config),)})
     victim = "2"
     urp = "kafka_broker_under_replicated_partitions > 0"
     with watching(profiled, config, tmp_path, brokers_up(profiled)):

@@ -11,12 +11,15 @@
 - a consumer group whose coordinator is a given broker (``group_coordinated_by``), to kill that broker under it;
 - routine work that must page nobody: a controlled restart of one broker (``controlled_restart``: SIGTERM, Kafka's
   controlled shutdown, wait, start) and a rolling restart of all of them (``rolling_restart``: one at a time, the
-  next once every partition is back in sync, as operators do it).
+  next once every partition is back in sync, as operators do it);
+- a broker's log dir on a small filesystem from its first start (``tmpfs_log_dir``: mounted before the stack is up,
+  unmounted after it is down; no stop, copy and restart), for a module whose own stack has it throughout.
 
-``small_log_dir`` needs root (mount). On exit, whatever happened inside, the broker is stopped, what it wrote is copied
-back to its real log dir, the tmpfs is unmounted (lazily if something still holds it) and the broker started again,
-so nothing is left mounted and the cluster keeps its data. Only a process killed hard (SIGKILL, a crash in a native
-library) cannot clean up; the next call then refuses to start and says how to restore by hand.
+Both tmpfs helpers need root (mount). On exit from ``small_log_dir``, whatever happened inside, the broker is
+stopped, what it wrote is copied back to its real log dir, the tmpfs is unmounted (lazily if something still holds
+it) and the broker started again, so nothing is left mounted and the cluster keeps its data. Only a process
+killed hard (SIGKILL, a crash in a native library) cannot clean up; the next call then refuses to start and says
+how to restore by hand.
 """
 
 from __future__ import annotations
@@ -109,6 +112,35 @@ def small_log_dir(stack, broker_id: int, size_mib: int = 128, *, timeout: float 
             (kept if kept.exists() else saved).rename(data)
             shutil.rmtree(saved, ignore_errors=True)
         stack.up(timeout=timeout)
+
+
+def fill_steadily(producer, topic: str, stop) -> None:
+    """Produce about 0.5 MiB/s to ``topic`` (four 64 KiB records every 0.5 s) until the ``threading.Event`` ``stop``
+    is set, then flush: the steady writer of a filling log dir (an ETA in hours on a 2 GiB tmpfs)."""
+    payload = os.urandom(64 * 1024)
+    while not stop.is_set():
+        for _ in range(4):
+            producer.produce(topic, payload)
+        producer.poll(0)
+        stop.wait(0.5)
+    producer.flush(10)
+
+
+@contextmanager
+def tmpfs_log_dir(layout, broker_id: int, size_mib: int) -> Iterator[Path]:
+    """Mount a tmpfs of ``size_mib`` on the broker's log dir of a stack that is not up yet (the storage format then
+    writes into it); unmounted on exit, which must come after the stack is down. Yields the log dir."""
+    if os.geteuid() != 0:
+        raise StackError("mounting a small filesystem on a broker's log dir needs root")
+    data = layout.log_dir(broker_id)
+    data.mkdir(parents=True, exist_ok=True)
+    if any(data.iterdir()):
+        raise StackError(f"{data} is not empty: tmpfs_log_dir is for a stack not formatted yet (see small_log_dir)")
+    _run("mount", "-t", "tmpfs", "-o", f"size={size_mib}m,mode=0755", _FS_NAME, str(data))
+    try:
+        yield data
+    finally:
+        _unmount(data)
 
 
 @contextmanager
