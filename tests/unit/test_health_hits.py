@@ -9,6 +9,7 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from alerts.models import AlertInstance
 from monitor.core.store import Store
 from monitor.health.hits import polled_tenant
 from monitor.health.share_groups import ShareGroupBoard
@@ -85,6 +86,22 @@ def test_a_remembered_answer_is_sent_before_routing_with_the_routes_bytes_and_he
         metrics,
     )
     assert count is not None and float(count.group(1)) == 2
+
+
+def test_a_new_evaluation_is_answered_from_the_store_not_from_what_was_remembered(served):
+    client, store, memo = served
+    acme = _auth(new_token(store, "acme"))
+    before = [client.get(HEALTH.format("acme"), headers=acme).json() for _ in range(2)]  # the second remembered
+    with store.session() as s:  # the engine's next evaluation: new heartbeats, and the alert resolved
+        for cluster in ("shared", "acme-only"):
+            s.merge(beat(cluster, age_s=1))
+        s.get(AlertInstance, "f1").state = "resolved"
+    client.app.state.store_watch.refresh()  # as its thread would within 0.25 s
+    gets = memo.gets
+    after = client.get(HEALTH.format("acme"), headers=acme).json()
+    assert memo.gets == gets + 2  # not sent before routing: the route computed it again
+    assert before[0] == before[1] and before[1]["status"] == "degraded"
+    assert after["status"] == "ok" and after["as_of"] != before[1]["as_of"]
 
 
 def test_another_tenants_remembered_answer_is_never_sent_and_its_404_is_the_routes(served):
