@@ -37,7 +37,7 @@ from monitor.core.config import (
 )
 from tests.conftest import wait_until
 from tests.harness.engine import prom_query, running_collectors, watched_config
-from tests.harness.faults import delete_group, small_log_dir
+from tests.harness.faults import delete_group, fill_steadily, small_log_dir
 from tests.integration.alerts_helpers import am_alerts
 
 pytestmark = [pytest.mark.e2e, pytest.mark.own_stack]
@@ -162,15 +162,6 @@ def filling(stack, watched):
             {"bootstrap.servers": stack.layout.bootstrap_servers, "linger.ms": 50, "client.id": "telemetry-filler"}
         )
 
-        def produce(stop: threading.Event) -> None:
-            payload = os.urandom(64 * 1024)
-            while not stop.is_set():
-                for _ in range(4):
-                    producer.produce("telemetry.fill", payload)
-                producer.poll(0)
-                stop.wait(0.5)
-            producer.flush(10)
-
         def write(stop: threading.Event) -> None:
             with open(filler, "ab") as f:
                 while not stop.is_set():
@@ -178,7 +169,7 @@ def filling(stack, watched):
                     f.flush()
                     stop.wait(0.5)
 
-        tenant.start(produce)
+        tenant.start(lambda stop: fill_steadily(producer, "telemetry.fill", stop))
         other.start(write)
         yield {"tenant": tenant, "not_kafka": other, "filler": filler}
 
