@@ -11,11 +11,16 @@ for the distinction; docs/alerts.md). Runs on the session stack and leaves it as
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
+import uuid
+from collections import Counter
 
+import httpx
 import pytest
+from sqlalchemy import create_engine, text
 
 from alerts.slo import availability_query
 from alerts.types import AlertState, Decision
@@ -27,13 +32,14 @@ from monitor.core.config import (
 )
 from tests.conftest import wait_until
 from tests.harness import slow_link
-from tests.harness.engine import create_topics, prom_query, watched_config, watching
+from tests.harness.engine import create_topics, engine_pair, engine_role, prom_query, watched_config, watching
 from tests.harness.faults import controlled_restart, in_sync, preferred_leader_elected
-from tests.integration.alerts_helpers import am_alerts
+from tests.integration.alerts_helpers import WebhookReceiver, am_alerts
 
 pytestmark = [pytest.mark.e2e]
 
 WATCHDOG = "KafkaHealthWatchdog"
+HA_INTERVAL = 5.0  # the engine pair's evaluation interval: the collectors' (a takeover within 1.75 of them)
 
 
 @pytest.fixture(scope="module")
@@ -126,10 +132,87 @@ def _evaluate_while(svc, busy: threading.Thread, then: float) -> tuple[set, list
     return firing, notified
 
 
-def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine):
+@pytest.fixture
+def paged_pair(watched, tmp_path, pg_url):
+    """Two ``serve --role api,alerts`` processes (issue 31) watching the same stack through the module's config, on a
+    fresh PostgreSQL database, every ``HA_INTERVAL``; tenant shop's pages also go to a real webhook receiver here.
+    Yields (receiver, [(process, port)])."""
+    hook = WebhookReceiver().start()
+    db = f"kh_e2e_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f"CREATE DATABASE {db}"))
+    shop = next(t for t in watched.tenants if t.name == "shop")
+    shop = shop.model_copy(update={"receivers": shop.receivers.model_copy(update={"webhooks": (hook.url,)})})
+    config = watched.model_copy(
+        update={
+            "tenants": tuple(shop if t.name == "shop" else t for t in watched.tenants),
+            "rules": watched.rules.model_copy(update={"evaluation_interval_seconds": HA_INTERVAL}),
+        }
+    )
+    try:
+        with engine_pair(config, tmp_path, pg_url.rsplit("/", 1)[0] + f"/{db}") as pair:
+            yield hook, pair
+    finally:
+        hook.stop()
+        with admin.connect() as c:
+            c.execute(text(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+        admin.dispose()
+
+
+def _roles(pair) -> dict[int, str] | None:
+    """Each engine's role by port, once one is active and the other standing by (a starved one may be between)."""
+    roles = {port: role for _, port in pair if (role := engine_role(port))}
+    return roles if sorted(roles.values()) == ["active", "standby"] else None
+
+
+def _when(condition, out: list[float], timeout: float = 90) -> None:
+    """Append to ``out`` the time ``condition`` first holds (polled every 0.25 s for ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            out.append(time.monotonic())
+            return
+        time.sleep(0.25)
+
+
+def _pages_of(hook, broker: str) -> Counter[str]:
+    """How often the webhook got KafkaBrokerUnreachable of ``broker`` firing, and resolved."""
+    return Counter(
+        a["status"]
+        for doc in list(hook.received)
+        for a in doc["alerts"]
+        if a["labels"]["alertname"] == "KafkaBrokerUnreachable" and a["labels"].get("broker") == broker
+    )
+
+
+def _shown_once_by_each(stack, broker: str) -> bool:
+    """Each Alertmanager of the stack's pair shows KafkaBrokerUnreachable of ``broker`` once per tenant (one alert
+    per label set: another engine's differing copy would be a second entry), the same ones on both, shop's among
+    them."""
+    views = []
+    for url in stack.layout.alertmanager_urls:
+        alerts = httpx.get(f"{url}/api/v2/alerts", params={"filter": 'alertname="KafkaBrokerUnreachable"'}, timeout=5)
+        views.append(
+            sorted(
+                (a["labels"].get("tenant", ""), a["fingerprint"])
+                for a in alerts.json()
+                if a["labels"].get("broker") == broker
+            )
+        )
+    tenants = [t for t, _ in views[0]]
+    return "shop" in tenants and len(tenants) == len(set(tenants)) and all(v == views[0] for v in views)
+
+
+def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine, paged_pair):
+    """Also issue 31's failover on the real stack: two real engine processes on PostgreSQL watch the same stack; while
+    the killed broker's page is firing (tenant shop's webhook received it, each Alertmanager of the pair shows it once)
+    the active engine is killed -9 and the broker restarted: the standby takes over and delivers the resolve, and the
+    webhook counts one firing and one resolve (0 lost, 0 duplicated)."""
     victim = str(stack.layout.broker_ids[-1])
     svc = engine
     svc.run_once()
+    hook, ha = paged_pair
 
     # 1. a controlled restart: the broker leaves the metadata for a while, yet nothing fires and nobody is told
     errors: list = []
@@ -150,6 +233,7 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
         "the plain condition never held: the restart was too quick to test anything"
     )
     assert not firing and not notified, (firing, notified)
+    assert not _pages_of(hook, victim), hook.received  # nor did the engine pair
     # the collector's controller watch (every 2 s, whatever the collection interval) saw how it left
     wait_until(
         lambda: _departures(stack, victim, "controlled_shutdown") >= 1,
@@ -202,8 +286,25 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
             f"killed broker {victim} paged after {took:.0f}s, cause {inst.evidence['cause']}, controller "
             f"readings in the minute before: {rounds[0]['value'][1] if rounds else None}"
         )
+        # the engine pair paged it too, once; then its active engine is killed -9 and the broker restarted
+        wait_until(lambda: _pages_of(hook, victim)["firing"] >= 1, 60, what=lambda: f"the pair's page: {hook.received}")
+        assert wait_until(lambda: _shown_once_by_each(stack, victim), 30, what="the page once on each Alertmanager")
+        roles = wait_until(lambda: _roles(ha), 30, what="one engine active, the other standing by")
+        active = next(p for p, port in ha if roles[port] == "active")
+        standby = next(port for p, port in ha if roles[port] == "standby")
+        os.killpg(active.pid, signal.SIGKILL)
+        t_kill, took_over = time.monotonic(), []
+        watcher = threading.Thread(
+            target=_when, args=(lambda: engine_role(standby) == "active", took_over), daemon=True
+        )
+        watcher.start()  # while the broker restarts
     finally:
         stack.up(timeout=180)  # starts only the victim
+    watcher.join(90)
+    assert took_over, "the standby never took over"
+    takeover = took_over[0] - t_kill
+    wait_until(lambda: _pages_of(hook, victim)["resolved"] >= 1, 150, what=lambda: f"the resolve: {hook.received}")
+    resolved_at = time.monotonic()
     wait_until(
         lambda: (
             not [
@@ -216,6 +317,10 @@ def test_controlled_restart_pages_nothing_and_a_kill_pages_at_once(stack, engine
         interval=3,
         what="KafkaBrokerUnreachable resolved once the broker is back",
     )
+    # a late duplicate from either engine of the pair would come within two of its cycles after the resolve
+    time.sleep(max(0.0, resolved_at + 2 * HA_INTERVAL - time.monotonic()))
+    assert _pages_of(hook, victim) == {"firing": 1, "resolved": 1}, hook.received
+    print(f"engine pair: the standby active {takeover:.1f}s after the kill -9 (interval {HA_INTERVAL:g}s)")
 
 
 def _capture(errors: list, fn, *args) -> None:

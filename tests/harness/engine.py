@@ -120,3 +120,57 @@ def watching(
     with running_collectors(config, tmp) as proc:
         wait_until(ready, timeout, interval=2, what=what)
         yield proc
+
+
+@contextmanager
+def engine_pair(config: Config, workdir: Path, store_url: str) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
+    """Two ``serve --role api,alerts`` processes for ``config`` on the PostgreSQL store ``store_url`` (issue 31: one
+    evaluates and notifies, the other stands by), each on a free port of 127.0.0.1 with its log in workdir/engine-N.log;
+    yields [(process, port)]. Killed, with their children, on exit."""
+    import socket
+
+    procs: list[tuple[subprocess.Popen[bytes], int]] = []
+    run = (
+        "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
+        "c = load_config(sys.argv[1]); run(c, ('api', 'alerts'), '127.0.0.1', int(sys.argv[2]))"
+    )
+    try:
+        for n in range(2):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            own = config.model_copy(
+                update={
+                    "store": config.store.model_copy(update={"url": store_url}),
+                    "lake": config.lake.model_copy(update={"path": str(workdir / f"lake-{n}")}),
+                }
+            )
+            cfg_file = workdir / f"engine-{n}.yaml"
+            cfg_file.write_text(yaml.safe_dump(own.model_dump(mode="json", exclude_none=True)))
+            proc = subprocess.Popen(
+                [sys.executable, "-c", run, str(cfg_file), str(port)],
+                cwd=REPO_ROOT,
+                env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                stdout=subprocess.DEVNULL,
+                stderr=open(workdir / f"engine-{n}.log", "wb"),
+                start_new_session=True,
+            )
+            procs.append((proc, port))
+        yield procs
+    finally:
+        for proc, _ in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # killed by the test already, with no child left
+                pass
+            proc.wait(30)
+
+
+def engine_role(port: int) -> str | None:
+    """``active`` or ``standby``: what the engine of the process on ``port`` says on /readyz; None if it does not
+    answer."""
+    try:
+        role = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).json().get("roles", {}).get("alerts")
+    except httpx.HTTPError:
+        return None
+    return role if isinstance(role, str) else None

@@ -32,6 +32,7 @@ from alerts.rules import load_rules
 from monitor.api import tokens
 from monitor.core.store import Store
 from tests.conftest import wait_until
+from tests.harness.engine import engine_role
 from tests.harness.tcp_cut import CuttablePath
 from tests.integration import test_alerts_restart as restart
 from tests.integration.alerts_helpers import (
@@ -281,13 +282,6 @@ def _serve(tmp_path, name: str, url: str, *, prom: int, hook: str, ams: list[str
     return proc, port
 
 
-def _role(port: int) -> str | None:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).json().get("roles", {}).get("alerts")
-    except httpx.HTTPError:
-        return None
-
-
 def _report_runs(tmp_path) -> list[int]:
     """The serve pid of each report run, in order."""
     path = tmp_path / "runs"
@@ -410,14 +404,14 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
 
     def fault(kind: str, survivor: str, alertmanagers: list[str]) -> None:
         t0 = time.monotonic()
-        assert wait_until(lambda: _role(procs[survivor][1]) == "active", timeout=30, what=logs)
+        assert wait_until(lambda: engine_role(procs[survivor][1]) == "active", timeout=30, what=logs)
         takeovers[kind] = time.monotonic() - t0
         wait_until(delivered, timeout=30, what=lambda: f"{dict(_transitions(hook))} of {dict(expected)}")
         alertmanagers_show(alertmanagers)
 
     try:
         assert wait_until(
-            lambda: sorted(str(_role(p)) for _, p in procs.values()) == ["active", "standby"], timeout=90
+            lambda: sorted(str(engine_role(p)) for _, p in procs.values()) == ["active", "standby"], timeout=90
         ), logs()
         incident("orders.i1")  # it fires while the schedule and the answers are checked
         # the weekly report schedule: each slot claimed once and run once, whichever replica looked first
@@ -445,7 +439,7 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         alertmanagers_show(am_urls)
 
         # fault 1: kill -9 of the active engine; i1 resolves and i2 starts during the failover
-        active = next(n for n, (_, p) in procs.items() if _role(p) == "active")
+        active = next(n for n, (_, p) in procs.items() if engine_role(p) == "active")
         standby = "b" if active == "a" else "a"
         procs[active][0].send_signal(signal.SIGKILL)
         incident("orders.i2", off="orders.i1")
@@ -461,7 +455,7 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
 
         procs[active] = serve(active + "2", active)  # the killed one comes back as the standby
         path_of[active + "2"] = active
-        assert wait_until(lambda: _role(procs[active][1]) == "standby", timeout=90)
+        assert wait_until(lambda: engine_role(procs[active][1]) == "standby", timeout=90)
 
         # fault 2: SIGSTOP of the active engine; i2 resolves and i3 starts while it is frozen; SIGCONT: it stands by
         frozen, other = standby, active
@@ -469,7 +463,7 @@ def test_two_serve_processes_share_the_lease_the_schedule_and_the_answers(tmp_pa
         incident("orders.i3", off="orders.i2")
         fault("stop", other, am_urls)
         procs[frozen][0].send_signal(signal.SIGCONT)
-        assert wait_until(lambda: _role(procs[frozen][1]) == "standby", timeout=30)
+        assert wait_until(lambda: engine_role(procs[frozen][1]) == "standby", timeout=30)
         metrics = httpx.get(
             f"http://127.0.0.1:{procs[frozen][1]}/metrics", headers={"Authorization": f"Bearer {scrape}"}, timeout=5
         ).text
