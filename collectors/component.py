@@ -13,16 +13,27 @@ and the end-to-end probe of each cluster of its shard (``collectors.probe``), wh
 Scheduling: a loop thread wakes every ``collection.interval_seconds`` and submits every target that is not still
 running from a previous round to a bounded pool (``collection.max_workers``). Each collector enforces its own
 per-target timeout, so a hung broker occupies one worker and nothing else; its series age out after two intervals.
+
+Several processes of one shard (``collection.shard_lease``, issue 31 item 4): before each round the process renews or
+takes its shard's lease in the store (``monitor.core.lease``, name ``collector-shard-i-of-n``). The holder collects and
+probes; a standby collects nothing, runs no probe, exports only that it stands by (``shard_turn`` decides, purely) and
+looks again four times per interval, so it takes over at most 1.75 intervals after the holder's last renewal. A store
+that does not answer is not a reason to stop watching: the process collects anyway (fail open: a duplicate rather
+than a blind spot) and says so, once in its log and in ``kafka_health_collector_shard_lease_unreachable``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -39,6 +50,8 @@ from collectors.protocol import ProtocolCollector
 from collectors.transports import transport_for
 from collectors.types import Collector, CutCause, Target, TargetResult, Transport
 from monitor.core.config import Config
+from monitor.core.errors import KafkaHealthError
+from monitor.core.lease import STANDBY_POLLS_PER_INTERVAL, LeaseDecision
 from monitor.core.tenancy import FixedTenants, Tenants
 
 log = logging.getLogger(__name__)
@@ -52,10 +65,11 @@ def parse_shard(shard: str) -> tuple[int, int]:
     return index, count
 
 
-def shard_series(registry: CollectorRegistry, shard: str) -> None:
+def shard_series(registry: CollectorRegistry, shard: str) -> Gauge:
     """Which shard this process is, and which shards there should be: every shard says all ``n``, so while one
     runs, a dead one is named by its index (KafkaHealthCollectorShardMissing), whatever found the targets (a static
-    list keeps a dead target as ``up == 0``; Kubernetes' DNS drops it and leaves nothing to alert on)."""
+    list keeps a dead target as ``up == 0``; Kubernetes' DNS drops it and leaves nothing to alert on). Returns the
+    ``shard_up`` gauge: a standby removes its series, so that only the process collecting the shard counts as it."""
     index, count = parse_shard(shard)
     here = Gauge(
         "kafka_health_collector_shard_up",
@@ -72,6 +86,69 @@ def shard_series(registry: CollectorRegistry, shard: str) -> None:
     )
     for i in range(count):
         expected.labels(str(i)).set(1)
+    return here
+
+
+def shard_lease_name(shard: str) -> str:
+    """The lease of shard ``i/n`` in the store: ``collector-shard-i-of-n`` (a shard of another ``n`` is another)."""
+    index, count = parse_shard(shard)
+    return f"collector-shard-{index}-of-{count}"
+
+
+class ShardRole(StrEnum):
+    """What a process of a shard does in a round."""
+
+    ACTIVE = "active"  # holds the shard's lease (or runs without one): collects and probes
+    STANDBY = "standby"  # another process holds it: collects nothing, probes nothing, exports that it stands by
+    UNREACHABLE = "unreachable"  # the store did not answer: collects and probes anyway (fail open)
+
+
+class ShardLease(Protocol):
+    """``monitor.core.lease.Lease`` as a shard uses it. ``acquire`` renews or takes the lease, or stands by; it raises
+    ``KafkaHealthError`` (``StoreError``) when the store does not answer. ``release`` gives it up on a clean stop."""
+
+    def acquire(self) -> LeaseDecision: ...
+
+    def release(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ShardTurn:
+    role: ShardRole
+    collect: bool  # run this round's targets and the probes
+    forget: bool  # was collecting, stands by now: drop its series and stop its probes at once
+    say: str | None = None  # a change of role worth one log line
+
+
+def shard_turn(previous: ShardRole | None, held: bool | None) -> ShardTurn:
+    """This round of a shard process: ``held`` what the lease said (None: the store did not answer), ``previous``
+    the role of the last round (None: the first). Pure. Fail open: an unanswered lease collects, since a duplicate
+    series is better than a shard nobody watches; the role's change is said once, not every round."""
+    role = ShardRole.UNREACHABLE if held is None else ShardRole.ACTIVE if held else ShardRole.STANDBY
+    collecting_before = previous in (ShardRole.ACTIVE, ShardRole.UNREACHABLE)
+    say = None
+    if role is not previous:
+        say = {
+            ShardRole.ACTIVE: "holds the shard's lease: collecting and probing",
+            ShardRole.STANDBY: "another process holds the shard's lease: standing by (no collection, no probe)",
+            ShardRole.UNREACHABLE: "the store does not answer: collecting without the lease (a second process of "
+            "this shard may be collecting too)",
+        }[role]
+    return ShardTurn(
+        role, collect=role is not ShardRole.STANDBY, forget=collecting_before and role is ShardRole.STANDBY, say=say
+    )
+
+
+class _WhileCollecting:
+    """A registry collector that exports ``inner``'s series only while the process collects its shard: a standby's
+    exposition holds no measurement, so nothing is counted twice."""
+
+    def __init__(self, inner_collect: Callable[[], Iterable], collecting: Callable[[], bool]):
+        self._inner_collect = inner_collect
+        self._collecting = collecting
+
+    def collect(self) -> Iterable:
+        return self._inner_collect() if self._collecting() else ()
 
 
 def in_shard(target: Target, shard: str) -> bool:
@@ -151,9 +228,13 @@ class CollectionService:
         clock: Callable[[], float] = time.time,
         tenants: Tenants | None = None,
         probes: Sequence[Probe] | None = None,
+        lease: ShardLease | None = None,
     ):
         """``probes``: the end-to-end probes (collectors.probe); by default one per cluster of this shard whose probe
-        is enabled when the collectors are built from the config too, none when ``collectors`` are given."""
+        is enabled when the collectors are built from the config too, none when ``collectors`` are given. Built
+        anew after each standby spell (a probe's ledger must not outlive its run); given ones are reused as they are.
+        ``lease``: the shard's lease (``collection.shard_lease``); None collects every round, as one process per
+        shard always did."""
         self._config = config
         self._interval = config.collection.interval_seconds
         self._clock = clock
@@ -161,30 +242,38 @@ class CollectionService:
             list(collectors) if collectors is not None else build_collectors(config, clock=clock, tenants=tenants)
         )
         self._shard = config.collection.shard
-        shard_series(registry, self._shard)
+        self._shard_up = shard_series(registry, self._shard)
+        self._lease = lease
+        self.role = ShardRole.ACTIVE
+        self._lease_series = _lease_series(registry, self._shard) if lease is not None else None
         self._known_keys: set[str] = set()
         for c in self._collectors:
             if isinstance(c, ProtocolCollector):
                 c.reads_disk = all(in_shard(t, self._shard) for t in c.targets())
         self.store = SnapshotStore()
-        registry.register(KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock))
-        registry.register(CapabilityExporter(config.clusters))  # what each cluster's sources can observe
-        if probes is None:
-            probes = (
-                []
-                if collectors is not None
-                else build_probes(
-                    config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), self._shard)
-                )
+        exporters = [
+            KafkaHealthExporter(self.store, interval_seconds=self._interval, clock=clock),
+            CapabilityExporter(config.clusters),  # what each cluster's sources can observe
+        ]
+        for exporter in exporters:
+            registry.register(_WhileCollecting(exporter.collect, self._collecting))
+        if probes is None and collectors is None:
+            self._make_probes: Callable[[], list[Probe]] = lambda: build_probes(
+                config.clusters, runs_here=lambda c: in_shard(Target(c, "probe", "probe"), self._shard)
             )
-        self.probes = list(probes)
+        else:
+            given = list(probes or [])
+            self._make_probes = lambda: given
+        self.probes = self._make_probes()
         if self.probes:
-            registry.register(ProbeExporter(self.probes))
+            registry.register(_WhileCollecting(lambda: ProbeExporter(self.probes).collect(), self._collecting))
         self._pool = ThreadPoolExecutor(max_workers=config.collection.max_workers, thread_name_prefix="collect")
         self._in_flight: dict[str, Future] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._rounds = 0
+        self._turns = 0
+        self._probing = False
 
     # --- one round -------------------------------------------------------------------------------------------------
     def _run(self, collector: Collector, target: Target, now: float) -> TargetResult:
@@ -197,9 +286,12 @@ class CollectionService:
         for cut in result.cuts:
             if cut.cause is CutCause.SERIES_CAP:  # the Admin collector logs its deadline with the round's reads
                 log.warning("%s: %s", target.key, cut.message)
-        if not self._membership_only(collector, target):  # another shard exports it
+        if not self._membership_only(collector, target) and self._collecting():  # another shard, or a standby now
             self.store.put(result)
         return result
+
+    def _collecting(self) -> bool:
+        return self.role is not ShardRole.STANDBY
 
     @property
     def work(self) -> list[tuple[Collector, Target]]:
@@ -259,18 +351,69 @@ class CollectionService:
             return
         self._thread = threading.Thread(target=self._loop, name="collector-schedule", daemon=True)
         self._thread.start()
+        if self._lease is None:  # with a lease, the first turn that collects starts them
+            self._start_probes()
+
+    def _start_probes(self) -> None:
+        self._probing = True
         for probe in self.probes:  # their own threads: never in a scrape or a collection round
             probe.start()
 
     def _loop(self) -> None:
         next_at = time.monotonic()
         while not self._stop.is_set():
-            futures = self.submit_round()
-            if self._rounds == 0:
-                wait(futures)
-            self._rounds += 1
-            next_at += self._interval
+            if self.take_turn():
+                futures = self.submit_round()
+                if self._rounds == 0:
+                    wait(futures)
+                self._rounds += 1
+                next_at += self._interval
+            else:  # a standby looks again soon: it takes over at most 1.75 intervals after the last renewal
+                next_at = time.monotonic() + self._interval / STANDBY_POLLS_PER_INTERVAL
             self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def take_turn(self) -> bool:
+        """Before a round: ask the shard's lease (if any) and act on ``shard_turn``; True when this round collects."""
+        if self._lease is None:
+            return True
+        try:
+            held: bool | None = self._lease.acquire().held
+        except KafkaHealthError as exc:
+            log.debug("collector shard %s lease: %s", self._shard, exc)
+            held = None
+        previous = self.role if self._turns else None
+        turn = shard_turn(previous, held)
+        self._turns += 1
+        if turn.say is not None:
+            (log.warning if turn.role is not ShardRole.ACTIVE else log.info)(
+                "collector shard %s: %s", self._shard, turn.say
+            )
+        if turn.forget:
+            self._stand_down()
+        self.role = turn.role
+        index, count = (str(x) for x in parse_shard(self._shard))
+        if turn.collect:
+            self._shard_up.labels(index, count).set(1)
+            if not self._probing:
+                self._start_probes()
+        else:
+            with contextlib.suppress(KeyError):  # the standby's shard is the holder's to say
+                self._shard_up.remove(index, count)
+        if self._lease_series is not None:
+            standby, unreachable = self._lease_series
+            standby.labels(index, count).set(1 if turn.role is ShardRole.STANDBY else 0)
+            unreachable.labels(index, count).set(1 if turn.role is ShardRole.UNREACHABLE else 0)
+        return turn.collect
+
+    def _stand_down(self) -> None:
+        """Was collecting, stands by now: its series go at once and its probes stop (new ones for its next term)."""
+        self.role = ShardRole.STANDBY
+        self.store.forget(self._known_keys)
+        self._known_keys = set()
+        for probe in self.probes:
+            probe.stop()
+        self._probing = False
+        self.probes = self._make_probes()
 
     def stop(self) -> None:
         self._stop.set()
@@ -278,6 +421,11 @@ class CollectionService:
             probe.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._lease is not None and self.role is ShardRole.ACTIVE:
+            try:  # a clean stop hands the shard over at the standby's next look, not after the lease's expiry
+                self._lease.release()
+            except KafkaHealthError as exc:
+                log.warning("collector shard %s lease not released (it expires by itself): %s", self._shard, exc)
         self._pool.shutdown(wait=False, cancel_futures=True)
         for collector in self._collectors:  # e.g. the Admin client's process
             close = getattr(collector, "close", None)
@@ -285,5 +433,25 @@ class CollectionService:
                 close()
 
     def ready(self) -> bool:
-        """Ready once the first round completed (failed targets included: they are reported, not a readiness bug)."""
-        return self._rounds > 0
+        """Ready once the first round completed (failed targets included: they are reported, not a readiness bug);
+        a standby is ready too: it takes over by itself."""
+        return self._rounds > 0 or self.role is ShardRole.STANDBY
+
+
+def _lease_series(registry: CollectorRegistry, shard: str) -> tuple[Gauge, Gauge]:
+    """With ``collection.shard_lease``: whether this process stands by, and whether it collects without the lease."""
+    standby = Gauge(
+        "kafka_health_collector_shard_standby",
+        "1 while this process stands by for shard `shard` of `shards` (another holds the shard's lease), 0 while it "
+        "collects",
+        ["shard", "shards"],
+        registry=registry,
+    )
+    unreachable = Gauge(
+        "kafka_health_collector_shard_lease_unreachable",
+        "1 while this process collects shard `shard` of `shards` without its lease because the store does not answer "
+        "(a second process of the shard may be collecting too: duplicates possible)",
+        ["shard", "shards"],
+        registry=registry,
+    )
+    return standby, unreachable

@@ -34,7 +34,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from sqlalchemy.engine import make_url
 
 from alerts.component import AlertService
-from collectors.component import CollectionService
+from collectors.component import CollectionService, shard_lease_name
 from collectors.contract import TenantContractCollector
 from monitor import __version__
 from monitor.api.app import mount_api
@@ -43,6 +43,7 @@ from monitor.api.httpmetrics import RequestMetricsMiddleware, request_duration
 from monitor.config_source import add_config_args, config_args, config_from_args, find_config
 from monitor.core.api.principal import current_principal
 from monitor.core.config import Config
+from monitor.core.lease import Lease
 from monitor.core.lifecycle import Component, stop_all
 from monitor.core.store import Store
 from monitor.core.tenancy import FixedTenants, Tenants
@@ -117,8 +118,9 @@ def _lifespan(components: list[Component]):
 
 
 def _mount_store_and_api(app: FastAPI, config: Config, roles: tuple[str, ...], config_label: str) -> None:
-    """The store (migrated) where the API or the engine needs it, and the API's routers and middleware."""
-    if "api" in roles or "alerts" in roles:
+    """The store (migrated) where the API, the engine or a collector shard's lease needs it, and the API's routers
+    and middleware."""
+    if "api" in roles or "alerts" in roles or ("collector" in roles and config.collection.shard_lease):
         app.state.store = open_store(config.store)
         if "api" in roles:  # the config file's tenants into the store before anyone reads the set
             mount_api(
@@ -150,7 +152,7 @@ def _components(
     """What each role runs, in start order."""
     out: list[Component] = []
     if "collector" in roles:
-        out.append(CollectionService(config, registry=registry, tenants=tenants))
+        out.append(CollectionService(config, registry=registry, tenants=tenants, lease=_shard_lease(config, store)))
     if "alerts" in roles:
         out.append(AlertService(config, store=store, registry=registry, tenants=tenants))
     if "api" in roles:
@@ -166,6 +168,17 @@ def _components(
                 )
             )
     return out
+
+
+def _shard_lease(config: Config, store: Store | None) -> Lease | None:
+    """With ``collection.shard_lease``, the collector shard's lease: several processes of one shard, one collects."""
+    if not config.collection.shard_lease or store is None:
+        return None
+    return Lease(
+        store,
+        interval_seconds=config.collection.interval_seconds,
+        name=shard_lease_name(config.collection.shard),
+    )
 
 
 def _add_probes(app: FastAPI, components: list[Component], registry: CollectorRegistry, roles: tuple[str, ...]) -> None:

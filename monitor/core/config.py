@@ -545,6 +545,9 @@ class CollectionSettings(_Strict):
     max_workers: int = Field(default=8, ge=1, le=256)
     max_series_per_target: int = Field(default=DEFAULT_MAX_SERIES_PER_TARGET, ge=1)
     shard: str = Field(default="0/1", pattern=r"^\d+/\d+$")
+    # Several processes of one shard (a standby beside each): the one holding the shard's lease in the store collects
+    # and probes, the others stand by (docs/operations.md, "Collector shards"). Needs a PostgreSQL store.
+    shard_lease: bool = False
 
 
 class ServiceSettings(_Strict):
@@ -637,6 +640,9 @@ class Config(_Strict):
         overlaps = find_overlaps(self.tenants)
         if overlaps:
             raise ValueError("; ".join(str(o) for o in overlaps))
+        if self.collection.shard_lease and not self.store.url.startswith("postgresql"):
+            # On SQLite every process holds the lease (one writer, one machine): two of one shard would both collect.
+            raise ValueError("collection.shard_lease needs a PostgreSQL store (store.url postgresql+psycopg://...)")
         return self
 
     def cluster(self, name: str) -> ClusterConfig:

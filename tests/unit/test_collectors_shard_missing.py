@@ -18,21 +18,25 @@ from alerts.rules import export_prometheus, load_rules
 from collectors.component import CollectionService
 from monitor.core.config import parse_config
 from tests.unit._deploy import run, tool
+from tests.unit.test_collectors_shard_lease import ScriptedLease
 
 pytestmark = pytest.mark.unit
 RULE = "KafkaHealthCollectorShardMissing"
 
 
-def _scrape(shard: str) -> dict[str, float]:
-    """The shard series of a collector process with ``--shard shard``, labelled as Prometheus stores them."""
+def _scrape(shard: str, *, standby: bool = False) -> dict[str, float]:
+    """The shard series of a collector process with ``--shard shard``, labelled as Prometheus stores them;
+    ``standby``: a second process of the shard (``collection.shard_lease``) that another process's lease keeps out."""
     config = parse_config("collection: {shard: 'SHARD'}\n".replace("SHARD", shard))
     registry = CollectorRegistry()
-    CollectionService(config, registry=registry, collectors=[])
+    svc = CollectionService(config, registry=registry, collectors=[], lease=ScriptedLease(False) if standby else None)
+    svc.take_turn()
     out = {}
     for fam in text_string_to_metric_families(generate_latest(registry).decode()):
         for s in fam.samples:
             if s.name.startswith("kafka_health_collector_shard_"):
-                labels = {**s.labels, "job": "kafka-health-collector", "instance": f"collector-{shard[0]}:8090"}
+                pod = f"collector-{shard[0]}{'-standby' if standby else ''}:8090"
+                labels = {**s.labels, "job": "kafka-health-collector", "instance": pod}
                 out[s.name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"] = s.value
     return out
 
@@ -77,3 +81,29 @@ def test_a_single_collector_process_expects_only_itself():
         in names
     )
     assert 'shard="0",shards="1"' in names
+
+
+@pytest.mark.parametrize("takes_over", [False, True])
+def test_a_standby_is_not_the_shard_until_it_takes_over(tmp_path, takes_over):
+    """Shards 0/2 and 1/2 with a standby for shard 1 (``collection.shard_lease``); shard 1's holder dies after 1
+    minute. A standby that never takes over (it cannot reach the lease's row, say) must not pass for the shard: the
+    alert names shard 1 as if there were no standby. One that takes over (1 m 15 s) exports the shard: no alert."""
+    series = []
+    for shard in ("0/2", "1/2"):
+        for name, value in _scrape(shard).items():
+            series.append({"series": name, "values": f"{value:g}x4 stale" if shard == "1/2" else f"{value:g}x80"})
+    standby, active = _scrape("1/2", standby=True), _scrape("1/2")
+    assert not any(n.startswith("kafka_health_collector_shard_up") for n in standby), standby
+    for name, value in standby.items():
+        series.append({"series": name, "values": f"{value:g}x80"})
+    if takes_over:
+        up = next(n for n in active if n.startswith("kafka_health_collector_shard_up"))
+        series.append({"series": up.replace("collector-1:", "collector-1-standby:"), "values": "_x5 1x75"})
+    firing = [{"exp_labels": {"severity": "critical", "shard": "1"}}] if not takes_over else []
+    for alert in firing:
+        rule = next(r for r in load_rules() if r.name == RULE)
+        alert["exp_annotations"] = {
+            **rule.annotations,
+            "summary": "Collector shard 1 is missing: its targets are not scraped",
+        }
+    _promtool(tmp_path, series, [{"eval_time": "4m", "alertname": RULE, "exp_alerts": firing}])
