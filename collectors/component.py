@@ -244,7 +244,7 @@ class CollectionService:
         self._shard = config.collection.shard
         self._shard_up = shard_series(registry, self._shard)
         self._lease = lease
-        self.role = ShardRole.ACTIVE
+        self._role = ShardRole.ACTIVE
         self._lease_series = _lease_series(registry, self._shard) if lease is not None else None
         self._known_keys: set[str] = set()
         for c in self._collectors:
@@ -290,8 +290,14 @@ class CollectionService:
             self.store.put(result)
         return result
 
+    @property
+    def role(self) -> ShardRole | None:
+        """With a shard lease, what this process is (``/readyz`` shows it: active, standby, unreachable); None
+        without one, as before the lease existed."""
+        return self._role if self._lease is not None else None
+
     def _collecting(self) -> bool:
-        return self.role is not ShardRole.STANDBY
+        return self._role is not ShardRole.STANDBY
 
     @property
     def work(self) -> list[tuple[Collector, Target]]:
@@ -381,7 +387,7 @@ class CollectionService:
         except KafkaHealthError as exc:
             log.debug("collector shard %s lease: %s", self._shard, exc)
             held = None
-        previous = self.role if self._turns else None
+        previous = self._role if self._turns else None
         turn = shard_turn(previous, held)
         self._turns += 1
         if turn.say is not None:
@@ -390,7 +396,7 @@ class CollectionService:
             )
         if turn.forget:
             self._stand_down()
-        self.role = turn.role
+        self._role = turn.role
         index, count = (str(x) for x in parse_shard(self._shard))
         if turn.collect:
             self._shard_up.labels(index, count).set(1)
@@ -407,7 +413,7 @@ class CollectionService:
 
     def _stand_down(self) -> None:
         """Was collecting, stands by now: its series go at once and its probes stop (new ones for its next term)."""
-        self.role = ShardRole.STANDBY
+        self._role = ShardRole.STANDBY
         self.store.forget(self._known_keys)
         self._known_keys = set()
         for probe in self.probes:
@@ -421,7 +427,7 @@ class CollectionService:
             probe.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self._lease is not None and self.role is ShardRole.ACTIVE:
+        if self._lease is not None and self._role is ShardRole.ACTIVE:
             try:  # a clean stop hands the shard over at the standby's next look, not after the lease's expiry
                 self._lease.release()
             except KafkaHealthError as exc:
@@ -435,7 +441,7 @@ class CollectionService:
     def ready(self) -> bool:
         """Ready once the first round completed (failed targets included: they are reported, not a readiness bug);
         a standby is ready too: it takes over by itself."""
-        return self._rounds > 0 or self.role is ShardRole.STANDBY
+        return self._rounds > 0 or self._role is ShardRole.STANDBY
 
 
 def _lease_series(registry: CollectorRegistry, shard: str) -> tuple[Gauge, Gauge]:
