@@ -66,6 +66,31 @@ def test_collector_shards_match_replicas():
     assert args[args.index("--role") + 1] == "collector"
 
 
+def test_each_collector_shard_has_a_standby_that_the_lease_keeps_out(monkeypatch):
+    # Issue 31, item 4: a second StatefulSet of the same shards, scraped by the same Prometheus job, and the lease on
+    # (on the PostgreSQL store) so that one process of a shard collects.
+    main, standby = (
+        next(d for d in _by_kind("StatefulSet") if d["metadata"]["name"] == name)
+        for name in ("kafka-health-collector", "kafka-health-collector-standby")
+    )
+    spec = standby["spec"]["template"]["spec"]
+    assert spec == main["spec"]["template"]["spec"] and standby["spec"]["replicas"] == main["spec"]["replicas"]
+    assert standby["spec"]["selector"]["matchLabels"] != main["spec"]["selector"]["matchLabels"]  # no overlap
+    for key in _by_kind("Secret")[0]["stringData"]:
+        monkeypatch.setenv(key, "x")
+    config = parse_config(_by_kind("ConfigMap")[0]["data"]["config.yaml"], "10-config.yaml")
+    assert config.collection.shard_lease and config.store.url.startswith("postgresql")
+    services = {s["metadata"]["name"]: s for s in _by_kind("Service")}
+    assert services[standby["spec"]["serviceName"]]["spec"]["clusterIP"] == "None"
+    job = next(
+        j
+        for j in yaml.safe_load((DEPLOY / "prometheus" / "prometheus.kubernetes.yml").read_text())["scrape_configs"]
+        if j["job_name"] == "kafka-health-collector"
+    )
+    names = job["dns_sd_configs"][0]["names"]
+    assert {f"{sts['spec']['serviceName']}.kafka-health.svc.cluster.local" for sts in (main, standby)} <= set(names)
+
+
 def test_services_select_pods_that_exist():
     templates = [w["spec"]["template"]["metadata"]["labels"] for w in _by_kind("Deployment") + _by_kind("StatefulSet")]
     for svc in _by_kind("Service"):
