@@ -371,12 +371,22 @@ class CollectionService:
             if self.take_turn():
                 futures = self.submit_round()
                 if self._rounds == 0:
-                    wait(futures)
+                    self._wait_first_round(futures)
                 self._rounds += 1
                 next_at += self._interval
             else:  # a standby looks again soon: it takes over at most 1.75 intervals after the last renewal
                 next_at = time.monotonic() + self._interval / STANDBY_POLLS_PER_INTERVAL
             self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+    def _wait_first_round(self, futures: list[Future]) -> None:
+        """The first round is waited for (readiness follows it). With a lease, renewed every half interval meanwhile:
+        targets timing out can make a first round outlast the lease (1.5 intervals), and a lapsed lease lets the
+        standby in, both collecting until the next look. A turn that stands by stops the wait."""
+        pending = futures
+        while pending:
+            pending = list(wait(pending, timeout=None if self._lease is None else self._interval / 2).not_done)
+            if pending and not self.take_turn():
+                return
 
     def take_turn(self) -> bool:
         """Before a round: ask the shard's lease (if any) and act on ``shard_turn``; True when this round collects."""

@@ -104,8 +104,8 @@ class FakeProbe:
 
 
 class CountingCollector(FakeCollector):
-    def __init__(self):
-        super().__init__({f"b{i}": "ok" for i in range(8)})  # some of them in shard 1/2
+    def __init__(self, behaviour: str = "ok"):
+        super().__init__({f"b{i}": behaviour for i in range(8)})  # some of them in shard 1/2
         self.calls: list[str] = []
 
     def collect_target(self, target, *, now):
@@ -113,8 +113,8 @@ class CountingCollector(FakeCollector):
         return super().collect_target(target, now=now)
 
 
-def _service(lease: ScriptedLease | None, probe: FakeProbe | None = None):
-    fake = CountingCollector()
+def _service(lease: ScriptedLease | None, probe: FakeProbe | None = None, fake: CountingCollector | None = None):
+    fake = fake or CountingCollector()
     registry = CollectorRegistry()
     config = Config(collection=CollectionSettings(interval_seconds=0.05, shard="1/2"))
     svc = CollectionService(config, registry=registry, collectors=[fake], probes=[probe or FakeProbe()], lease=lease)
@@ -164,6 +164,21 @@ def test_the_holder_collects_and_probes_and_hands_over_on_a_clean_stop():
     assert 'kafka_health_collector_shard_standby{shard="1",shards="2"} 0.0' in text
     assert "kafka_health_scrape_success{" in text and 'kafka_health_probe_up{cluster="c1"}' in text
     assert "kafka_health_signal_observable" in text
+
+
+def test_the_lease_is_renewed_while_a_long_first_round_runs():
+    # Targets timing out can make the first round outlast the lease (1.5 intervals): renewed while it is waited for,
+    # the standby stays out (before, the first round was waited for without a look, and the lease lapsed).
+    lease, fake = ScriptedLease(True), CountingCollector("slow")
+    svc, _, _ = _service(lease, fake=fake)
+    try:
+        _looks(svc, lease, 3)
+        assert not svc.ready(), "three looks before the first round ended"
+        fake.release.set()
+        wait_until(svc.ready, timeout=10, interval=0.01, what="the first round")
+    finally:
+        fake.release.set()
+        svc.stop()
 
 
 def test_a_store_that_does_not_answer_does_not_stop_collection_and_is_said_once(caplog):
