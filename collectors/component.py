@@ -392,17 +392,17 @@ class CollectionService:
         """Before a round: ask the shard's lease (if any) and act on ``shard_turn``; True when this round collects."""
         if self._lease is None:
             return True
+        why = ""
         try:
             held: bool | None = self._lease.acquire().held
         except KafkaHealthError as exc:
-            log.debug("collector shard %s lease: %s", self._shard, exc)
-            held = None
+            held, why = None, f" ({exc})"
         previous = self._role if self._turns else None
         turn = shard_turn(previous, held)
         self._turns += 1
         if turn.say is not None:
             (log.warning if turn.role is not ShardRole.ACTIVE else log.info)(
-                "collector shard %s: %s", self._shard, turn.say
+                "collector shard %s: %s%s", self._shard, turn.say, why
             )
         if turn.forget:
             self._stand_down()

@@ -193,7 +193,7 @@ def test_a_store_that_does_not_answer_does_not_stop_collection_and_is_said_once(
     assert probe.starts == 1
     assert [r.getMessage() for r in caplog.records if "store does not answer" in r.getMessage()] == [
         "collector shard 1/2: the store does not answer: collecting without the lease (a second process of this "
-        "shard may be collecting too)"
+        "shard may be collecting too) (database error: OperationalError: connection refused)"
     ]
     text = _exposition(registry)
     assert 'kafka_health_collector_shard_lease_unreachable{shard="1",shards="2"} 1.0' in text
