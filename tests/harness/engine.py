@@ -123,16 +123,19 @@ def watching(
 
 
 @contextmanager
-def engine_pair(config: Config, workdir: Path, store_url: str) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
-    """Two ``serve --role api,alerts`` processes for ``config`` on the PostgreSQL store ``store_url`` (issue 31: one
-    evaluates and notifies, the other stands by), each on a free port of 127.0.0.1 with its log in workdir/engine-N.log;
-    yields [(process, port)]. Killed, with their children, on exit."""
+def engine_pair(
+    config: Config, workdir: Path, store_url: str, roles: tuple[str, ...] = ("api", "alerts")
+) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
+    """Two ``serve --role api,alerts`` processes (or ``roles``: two collectors of one shard) for ``config`` on the
+    PostgreSQL store ``store_url`` (issue 31: one evaluates and notifies, or collects, the other stands by), each on a
+    free port of 127.0.0.1 with its log in workdir/engine-N.log; yields [(process, port)]. Killed, with their
+    children, on exit."""
     import socket
 
     procs: list[tuple[subprocess.Popen[bytes], int]] = []
     run = (
         "import sys; from monitor.core.config import load_config; from monitor.serve import run; "
-        "c = load_config(sys.argv[1]); run(c, ('api', 'alerts'), '127.0.0.1', int(sys.argv[2]))"
+        "c = load_config(sys.argv[1]); run(c, tuple(sys.argv[3].split(',')), '127.0.0.1', int(sys.argv[2]))"
     )
     try:
         for n in range(2):
@@ -148,7 +151,7 @@ def engine_pair(config: Config, workdir: Path, store_url: str) -> Iterator[list[
             cfg_file = workdir / f"engine-{n}.yaml"
             cfg_file.write_text(yaml.safe_dump(own.model_dump(mode="json", exclude_none=True)))
             proc = subprocess.Popen(
-                [sys.executable, "-c", run, str(cfg_file), str(port)],
+                [sys.executable, "-c", run, str(cfg_file), str(port), ",".join(roles)],
                 cwd=REPO_ROOT,
                 env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
                 stdout=subprocess.DEVNULL,
@@ -166,11 +169,11 @@ def engine_pair(config: Config, workdir: Path, store_url: str) -> Iterator[list[
             proc.wait(30)
 
 
-def engine_role(port: int) -> str | None:
-    """``active`` or ``standby``: what the engine of the process on ``port`` says on /readyz; None if it does not
-    answer."""
+def engine_role(port: int, component: str = "alerts") -> str | None:
+    """``active`` or ``standby``: what the engine (or ``component``: the collector) of the process on ``port`` says
+    on /readyz; None if it does not answer."""
     try:
-        role = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).json().get("roles", {}).get("alerts")
+        role = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).json().get("roles", {}).get(component)
     except httpx.HTTPError:
         return None
     return role if isinstance(role, str) else None
