@@ -12,9 +12,11 @@ node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so 
   (told apart in Prometheus by their ``cluster`` label), the MSK profile's with that broker's node_exporter and log
   dir listed (disk from node_exporter, log sizes from its jmx_exporter) and the protocol-only one (disk and log sizes
   from DescribeLogDirs): the fast variant of KafkaDiskFullRisk fires on both with its ETA and the tenant;
-- MSK + Strimzi, discovered from the cluster through the exporter templates: a broker killed pages
-  KafkaBrokerUnreachable with the broker named (never for another tenant); the survivors' exporters, one in each
-  dialect, count the under-replicated partitions; the log dirs' disk comes from DescribeLogDirs.
+- MSK + Strimzi, discovered from the cluster through the exporter templates, and protocol-only beside it (two
+  clusters over the same bootstrap servers again): a broker killed pages KafkaBrokerUnreachable on both with the
+  broker named and its tenant (from where each saw the tenant's partitions: the exporter's log sizes, DescribeLogDirs),
+  never another tenant nor operators only; the survivors' exporters, one in each dialect, count the under-replicated
+  partitions; the log dirs' disk comes from DescribeLogDirs.
 
 Kafka 3.9 has no fenced brokers in DescribeCluster: the discovery keeps a broker once seen (collectors/discovery.py
 rule 4), so the killed broker stays expected.
@@ -289,12 +291,20 @@ def test_filling_log_dir_raises_disk_full_risk_with_eta_and_tenant_from_node_exp
 
 
 def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, tmp_path):
+    """One kill, two profiles: cluster ``local`` reads the brokers through their exporters (discovery finds brokers
+    1 and 2, vanilla, MSK-style; broker-3, listed, is read in Strimzi's dialect), cluster ``proto`` through the
+    Kafka protocol alone (its placement of the tenant's partitions from DescribeLogDirs). Each pages the killed
+    broker, named, for tenant shop only."""
     config = watched_config(profiled, tmp_path, TENANTS)
-    # Discovery finds brokers 1 and 2 (vanilla, MSK-style); broker-3, listed, is read in Strimzi's dialect.
-    config = config.model_copy(update={"clusters": (exporter_cluster(profiled, config),)})
+    (proto,) = Stack(dataclasses.replace(profiled.layout, profile="protocol")).config().clusters
+    proto = proto.model_copy(update={"name": "proto", "probe": proto.probe.model_copy(update={"enabled": False})})
+    shop = TenantConfig(
+        name="shop", selectors=tuple(TenantSelector(cluster=c, topic_prefixes=("orders.",)) for c in ("local", "proto"))
+    )
+    config = config.model_copy(update={"clusters": (exporter_cluster(profiled, config), proto), "tenants": (shop,)})
     victim = "2"
     urp = "kafka_broker_under_replicated_partitions > 0"
-    with watching(profiled, config, tmp_path, brokers_up(profiled)):
+    with watching(profiled, config, tmp_path, brokers_up(profiled, 6)):
         svc = fresh_engine(config)
         r = svc.run_once()
         assert not [i for i in r.instances.values() if i.rule == "KafkaBrokerUnreachable"]
@@ -311,7 +321,12 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
         # Which tenants a broker's page names comes from where their topics' logs were seen (alerts/attribution.py):
         # the victim's shop partitions, read through its exporter, before it dies.
         placed = f'kafka_topic_log_size_bytes{{topic="orders.rf3",broker="{victim}",tenant="shop"}}'
-        wait_until(lambda: prom_query(profiled, placed), 60, interval=3, what="the victim's shop partitions placed")
+        wait_until(
+            lambda: {r["metric"]["cluster"] for r in prom_query(profiled, placed)} == {"local", "proto"},
+            60,
+            interval=3,
+            what="the victim's shop partitions placed by its exporter and by DescribeLogDirs",
+        )
         # The module's last test: the stack goes down after it, so the victim is not restarted (about 30 s of CI).
         profiled.procs.signal(f"broker-{victim}", signal.SIGKILL)
         seen: dict = {}
@@ -319,20 +334,23 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
         def paged():
             r = svc.run_once()
             seen["firing"] = {
-                (i.rule, i.labels.get("tenant"), i.labels.get("broker"))
+                (i.rule, i.labels.get("cluster"), i.labels.get("tenant"), i.labels.get("broker"))
                 for i in r.instances.values()
                 if i.state is AlertState.FIRING
             }
-            return any(rule == "KafkaBrokerUnreachable" and broker == victim for rule, _, broker in seen["firing"])
+            return {c for rule, c, _, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim} == {
+                "local",
+                "proto",
+            }
 
         try:
-            wait_until(paged, 180, interval=3, what="KafkaBrokerUnreachable for the killed broker")
+            wait_until(paged, 180, interval=3, what="KafkaBrokerUnreachable for the killed broker on both clusters")
         except pytest.fail.Exception as exc:
             raise AssertionError(f"{exc}; firing: {sorted(seen.get('firing', ()))}") from None
         # Named for the tenant whose partitions it held, and for no other (nor for operators only: the placement
         # was in before the kill; one run at load 70 without that wait paged it with tenant None).
-        tenants = {t for rule, t, broker in seen["firing"] if rule == "KafkaBrokerUnreachable" and broker == victim}
-        assert tenants == {"shop"}, tenants
+        pages = {(c, t) for rule, c, t, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim}
+        assert pages == {("local", "shop"), ("proto", "shop")}, pages
         wait_until(
             lambda: {s["metric"]["broker"] for s in prom_query(profiled, urp)} >= {"1", str(STRIMZI)},
             90,
