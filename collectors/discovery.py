@@ -130,6 +130,12 @@ class DiscoveryBoard:
         self._brokers: tuple[Node, ...] = ()
         self._controllers: tuple[Node, ...] = ()
         self._known = False
+        # Disk of discovered brokers through their node_exporter (``node_disk_handover``): the log dirs DescribeLogDirs
+        # named, with each volume's size; the dirs each node_exporter URL's mounts confirmed; those the protocol
+        # collector stopped exporting (so the host collector exports them: one source at a time, never two).
+        self._log_dirs: dict[tuple[int, str], int] = {}
+        self._offered: dict[str, frozenset[tuple[int, str]]] = {}
+        self._yielded: frozenset[tuple[int, str]] = frozenset()
 
     def publish(self, answer: Membership) -> tuple[Node, ...]:
         """Take one answer; returns the brokers now expected."""
@@ -152,3 +158,31 @@ class DiscoveryBoard:
     def controllers(self) -> tuple[Node, ...]:
         with self._lock:
             return self._controllers
+
+    # --- node_exporter's filesystem for discovered brokers (collectors.host, collectors.protocol) -----------------
+    # A handshake over rounds, so a log dir's disk is exported by one source at a time: the protocol collector
+    # publishes the log dirs DescribeLogDirs named and stops exporting those already offered (``hand_over``); the host
+    # collector offers those whose node_exporter mount it confirmed (per URL, replaced each round: a failed scrape
+    # offers none) and exports only those the protocol collector gave up (``offer_node_disk``). Each side's step is
+    # one step under the lock, so whichever runs first, the other sees it: a dir changing hands may miss a round,
+    # none is ever exported by both.
+
+    def hand_over(self, dirs: dict[tuple[int, str], int]) -> frozenset[tuple[int, str]]:
+        """The protocol collector's step: ``dirs`` ((broker, path) -> total bytes of its volume) are the log dirs of
+        the brokers whose disk it reads; returns those it must leave to their node_exporter (offered)."""
+        with self._lock:
+            self._log_dirs = dict(dirs)
+            offered = frozenset[tuple[int, str]]().union(*self._offered.values())
+            self._yielded = offered & dirs.keys()
+            return self._yielded
+
+    def log_dirs(self) -> dict[tuple[int, str], int]:
+        with self._lock:
+            return dict(self._log_dirs)
+
+    def offer_node_disk(self, url: str, dirs: frozenset[tuple[int, str]]) -> frozenset[tuple[int, str]]:
+        """The host collector's step for node_exporter ``url``: ``dirs`` are the log dirs its mounts confirmed;
+        returns those the protocol collector has given up (the ones to export now)."""
+        with self._lock:
+            self._offered[url] = dirs
+            return self._yielded & dirs

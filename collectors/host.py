@@ -11,7 +11,10 @@ tests/unit/fixtures/collectors_proc and on made-up filesystems.
 A broker's machine may instead be read through its node_exporter (``brokers[].node_exporter``, or the
 ``discovery.node_exporter`` template for every broker the discovery board holds, one target per distinct URL, asked
 every round): CPU, memory, disk I/O and network, and the filesystems of the broker's listed ``log_dirs``. A
-discovered broker has no listed log dirs: its disk space comes from DescribeLogDirs (collectors.protocol).
+discovered broker has no listed log dirs: the log dirs DescribeLogDirs names (collectors.protocol, through the
+board) are mapped to the mount holding each path when that mount has the volume size Kafka reports
+(``exposition.same_volume``), and exported once the protocol collector has given them up (the board's handshake);
+the others keep DescribeLogDirs' figures.
 """
 
 from __future__ import annotations
@@ -264,15 +267,21 @@ class HostCollector:
         with self._lock:
             found = target.address in self._found_node
         if target.address in self._node or found:
+            discovered = self._discovered_dirs(target.address)
             try:
                 text = scrape_node_exporter(target.address, timeout=self._cluster.jmx.timeout_seconds)
                 samples = node_exporter_samples(
                     text,
                     (("cluster", target.cluster), ("host", _host_of(target.address))),
-                    self._node.get(target.address, []),
+                    [*self._node.get(target.address, []), *discovered],
+                    discovered,
                 )
             except KafkaHealthError as exc:
+                if self._board is not None:
+                    self._board.offer_node_disk(target.address, frozenset())  # the protocol's disk again
                 return failed(target, exc, started_at=now, duration=time.monotonic() - start)
+            if self._board is not None:
+                samples = self._hand_over(target.address, samples, discovered)
             return succeeded(
                 target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
             )
@@ -303,6 +312,24 @@ class HostCollector:
         return succeeded(
             target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
         )
+
+    def _discovered_dirs(self, url: str) -> dict[tuple[str, str], float]:
+        """(broker, log dir) -> its volume's total bytes, of the discovered brokers (not listed) whose node_exporter
+        is ``url``: the log dirs DescribeLogDirs named (the protocol collector's, on the board)."""
+        if self._board is None or not self._cluster.discovery.node_exporter:
+            return {}
+        ids = {b.id for b in discovery.broker_targets(self._cluster, self._board.brokers()) if b.node_exporter == url}
+        return {(str(b), p): float(total) for (b, p), total in self._board.log_dirs().items() if b in ids}
+
+    def _hand_over(self, url: str, samples: list[Sample], discovered: dict[tuple[str, str], float]) -> list[Sample]:
+        """Offer the discovered log dirs this scrape mapped (their mount holds the path and has the volume's size);
+        keep their filesystem series only once the protocol collector yielded them (the board's handshake)."""
+        assert self._board is not None
+        fs = [s for s in samples if s.name.startswith("kafka_host_filesystem_")]
+        mapped = {(dict(s.labels)["broker"], dict(s.labels)["path"]) for s in fs} & discovered.keys()
+        yielded = self._board.offer_node_disk(url, frozenset((int(b), p) for b, p in mapped))
+        waiting = {(b, p) for b, p in mapped if (int(b), p) not in yielded}
+        return [s for s in samples if (dict(s.labels).get("broker"), dict(s.labels).get("path")) not in waiting]
 
 
 def _host_of(url: str) -> str:

@@ -14,8 +14,10 @@ volume holding it (Kafka's ``FileStore.getTotalSpace`` / ``getUsableSpace``: ``f
 fragment size), so they are exported under the host collector's names and labels (``host`` is the broker's
 advertised host; no ``device``: log dirs are then grouped by equal size and free space, as for any exporter without
 one) and every disk-full rule, dashboard and report reads them unchanged. They are exported only for brokers no host
-source gives disk for (``protocol_disk_brokers``): one series per log dir, never two sources summed. Remote (tiered)
-storage is not in them: Kafka counts the local volume only. A log dir in error (offline) has no size series.
+source gives disk for (``protocol_disk_brokers``), and of a discovered broker only for the log dirs its node_exporter
+does not give (the host collector confirms the mount by path and size; the board hands each dir over): one series
+per log dir, never two sources summed. Remote (tiered) storage is not in them: Kafka counts the local volume only. A
+log dir in error (offline) has no size series.
 
 Log sizes from the protocol: on a broker no JMX source reads (``protocol_size_brokers``: no Jolokia, JMX or
 jmx_exporter, listed or templated), DescribeLogDirs is asked for every partition too (topics null), and each
@@ -81,10 +83,12 @@ def log_dir_samples(
     hosts: dict[int, str],
     disk_of: Iterable[int] | None = None,
     tenants: TenantLookup | None = None,
+    elsewhere: frozenset[tuple[int, str]] = frozenset(),
 ) -> list[Sample]:
     """The host collector's filesystem series for each online log dir that reports its volume (v4+) of the brokers
-    in ``disk_of`` (default: all), whether it is cordoned (v5+), and each topic's size on a broker whose partitions
-    were asked (``kafka_topic_log_size_bytes``, the JMX catalog's series; ``tenant`` from ``tenants``)."""
+    in ``disk_of`` (default: all) but not in ``elsewhere`` (the (broker, path)s whose disk the broker's node_exporter
+    gives), whether it is cordoned (v5+), and each topic's size on a broker whose partitions were asked
+    (``kafka_topic_log_size_bytes``, the JMX catalog's series; ``tenant`` from ``tenants``)."""
     out = []
     disk = None if disk_of is None else set(disk_of)
     # per broker and topic, summed over partitions and log dirs: the JMX catalog's series, label for label (one
@@ -98,7 +102,7 @@ def log_dir_samples(
         if disk is not None and d.broker not in disk:
             continue
         labels = base + (("host", hosts.get(d.broker, "")), ("broker", str(d.broker)), ("path", d.path))
-        if d.total_bytes is not None and d.usable_bytes is not None:
+        if d.total_bytes is not None and d.usable_bytes is not None and (d.broker, d.path) not in elsewhere:
             out += [
                 Sample(
                     "kafka_host_filesystem_size_bytes",
@@ -245,7 +249,12 @@ class ProtocolCollector:
                 left = max(0.5, timeout - (time.monotonic() - start))
                 dirs, missing = client.log_dirs(wanted, timeout=left, sizes_of=sizes)
                 samples += log_dir_samples(
-                    dirs, base=base, hosts={n.id: n.host for n in m.brokers}, disk_of=disk, tenants=self._tenants
+                    dirs,
+                    base=base,
+                    hosts={n.id: n.host for n in m.brokers},
+                    disk_of=disk,
+                    tenants=self._tenants,
+                    elsewhere=self._node_disk_handover(dirs, disk),
                 )
                 if missing:
                     message = "log dirs not read: " + "; ".join(f"broker {b}: {why}" for b, why in missing.items())
@@ -256,6 +265,16 @@ class ProtocolCollector:
         if message:
             result = replace(result, message=message)
         return result
+
+    def _node_disk_handover(self, dirs: Sequence[LogDir], disk: Sequence[int]) -> frozenset[tuple[int, str]]:
+        """The log dirs of discovered brokers whose disk their node_exporter now gives (the board's handshake,
+        collectors.discovery): this round's dirs published for the host collector to match against its mounts, and
+        those it offered given up. Nothing where the cluster has no ``discovery.node_exporter``."""
+        if not (self._cluster.discovers and self._cluster.discovery.node_exporter):
+            return frozenset()
+        ours = set(disk)
+        named = {(d.broker, d.path): d.total_bytes for d in dirs if d.broker in ours and not d.error and d.total_bytes}
+        return self._board.hand_over(named)
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None

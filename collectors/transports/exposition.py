@@ -22,7 +22,7 @@ Dialects (``ExporterSource.dialect``):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -30,6 +30,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors import catalog
+from collectors.transports.http import shared_client
 from collectors.types import Endpoint, MBeanQuery, Reading, Sample
 from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.redact import redact_url
@@ -311,16 +312,12 @@ def weak_signal_samples(
 
 def _get(url: str, timeout: float, client: httpx.Client | None) -> str:
     shown = redact_url(url)
-    own = client or httpx.Client()
     try:
-        resp = own.get(url, timeout=httpx.Timeout(timeout))
+        resp = (client or shared_client()).get(url, timeout=httpx.Timeout(timeout))
     except httpx.TimeoutException:
         raise TargetTimeout(f"exporter {shown} did not answer within {timeout:g}s") from None
     except httpx.TransportError as exc:
         raise TargetUnreachable(f"exporter {shown} unreachable: {type(exc).__name__}") from None
-    finally:
-        if client is None:
-            own.close()
     if resp.status_code != 200:
         raise TransportError(f"exporter {shown} answered HTTP {resp.status_code}")
     return resp.text
@@ -378,12 +375,28 @@ def _mount_of(path: str, mounts: Iterable[str]) -> str | None:
     return best
 
 
+def same_volume(node_size: float, kafka_total: float) -> bool:
+    """Whether node_exporter's ``node_filesystem_size_bytes`` of a mount and DescribeLogDirs' ``TotalBytes`` of a log
+    dir describe one volume: both are statvfs' block count times the block size (node_exporter ``f_bsize``, Kafka
+    ``f_frsize``, equal on Linux's filesystems), so equal up to rounding; 0.1 % allows for a block-size quirk, and
+    a different disk of the very same size is the one confusion left (docs/configuration.md says so)."""
+    return kafka_total > 0 and abs(node_size - kafka_total) <= 0.001 * kafka_total
+
+
 def node_exporter_samples(
-    text: str, base: tuple[tuple[str, str], ...], log_dirs: Sequence[tuple[str, str]]
+    text: str,
+    base: tuple[tuple[str, str], ...],
+    log_dirs: Sequence[tuple[str, str]],
+    sizes: Mapping[tuple[str, str], float] | None = None,
 ) -> list[Sample]:
     """Pure: a node_exporter scrape -> the host collector's series (collectors/host.py) with its labels: CPU seconds
     per mode summed over cores, memory, disk and network counters per device, and for each (broker, log dir) the
-    size/free/avail of the filesystem mounted on its longest matching mountpoint (``device`` the block device)."""
+    size/free/avail of the filesystem mounted on its longest matching mountpoint (``device`` the block device).
+
+    A (broker, log dir) in ``sizes`` (a discovered broker's, from DescribeLogDirs, not listed by hand) is mapped only
+    where that mount's size is the size the broker reports for the dir's volume (``same_volume``): a log dir whose
+    path this machine's mounts do not hold (a container's PVC seen from the node: only ``/`` matches) is left out,
+    never given another filesystem's figures."""
     cpu: dict[str, float] = {}
     fs: dict[str, dict[str, tuple[float, str]]] = {}
     out: list[Sample] = []
@@ -405,6 +418,11 @@ def node_exporter_samples(
     for broker, path in log_dirs:
         mount = _mount_of(path, fs)
         if mount is None:
+            continue
+        expected = (sizes or {}).get((broker, path))
+        if expected is not None and not same_volume(
+            fs[mount].get("node_filesystem_size_bytes", (0.0, ""))[0], expected
+        ):
             continue
         for name, (value, device) in sorted(fs[mount].items()):
             metric, help_ = _NODE_FS[name]

@@ -497,9 +497,9 @@ class Stack:
     def _profile_sources(self) -> dict:
         """How a user of the profile's platform points kafka-health at it: nothing but bootstrap_servers (protocol),
         or each broker's jmx_exporter (strimzi, msk) and the machine's node_exporter (msk); no controller (Strimzi's
-        controller exporters are not read, MSK has none), no host collector (disk from DescribeLogDirs). The brokers
-        are found by discovery with templates where ``{id}`` can spell their exporter ports (a port base that is a
-        multiple of 10), else listed."""
+        controller exporters are not read, MSK has none), no /proc host collector (disk from DescribeLogDirs, or from
+        node_exporter where it lists the log dir's mount). The brokers are found by discovery with templates where
+        ``{id}`` can spell their exporter ports (a port base that is a multiple of 10), else listed."""
         L = self.layout
         if L.profile == "protocol":
             return {}

@@ -299,6 +299,86 @@ def test_a_discovered_cluster_is_read_from_the_exporters_its_templates_name(expo
     assert configured_sources(cluster) == ("admin", "probe", "protocol_disk", "jmx_exporter_strimzi", "node_exporter")
 
 
+# A machine with a data volume beside its root: what node_exporter lists (its mounts, trimmed to the filesystem
+# series the host collector reads), for the log dirs DescribeLogDirs names.
+ROOT_SIZE, DATA_SIZE = 270_553_174_016, 2_147_483_648
+TWO_MOUNTS = "".join(
+    f'node_filesystem_{what}{{device="{dev}",fstype="ext4",mountpoint="{mount}"}} {value}\n'
+    for dev, mount, size in (("/dev/vda", "/", ROOT_SIZE), ("/dev/vdb", "/data", DATA_SIZE))
+    for what, value in (("size_bytes", size), ("free_bytes", size // 2), ("avail_bytes", size // 2))
+)
+
+
+def test_a_discovered_log_dir_is_mapped_to_the_mount_of_its_volumes_size_only():
+    """A discovered broker's log dir (no listing: its path and volume size from DescribeLogDirs) takes the mount
+    holding its path only where that mount has the size Kafka reports; a path only ``/`` holds (a container's PVC seen
+    from the node) is left out rather than given the root filesystem. A listed log dir is trusted as before."""
+    base = (("cluster", "prod"), ("host", "k1"))
+    sizes = {("1", "/data/kafka"): float(DATA_SIZE), ("2", "/var/lib/kafka/data-0"): float(DATA_SIZE)}
+    samples = exposition.node_exporter_samples(TWO_MOUNTS, base, [("3", "/srv/kafka"), *sizes], sizes)
+    fs = {(dict(s.labels)["broker"], dict(s.labels)["device"]): s.value for s in samples if "size" in s.name}
+    assert fs == {("1", "/dev/vdb"): DATA_SIZE, ("3", "/dev/vda"): ROOT_SIZE}, fs
+    assert exposition.same_volume(DATA_SIZE + 4096, DATA_SIZE) and not exposition.same_volume(ROOT_SIZE, DATA_SIZE)
+
+
+class LogDirsOnly:
+    """The protocol client's seam: brokers 1 and 2 of one machine, each with one log dir on the 2 GiB volume."""
+
+    def membership(self):
+        from collectors.discovery import Membership, Node
+
+        return Membership((Node(1, "127.0.0.1", 9092), Node(2, "127.0.0.1", 9093)))
+
+    def log_dirs(self, brokers, *, timeout, sizes_of=()):
+        from collectors.protocol_client import LogDir
+
+        return [LogDir(b, f"/data/kafka-{b}", "", DATA_SIZE, DATA_SIZE // 2, None) for b in brokers], {}
+
+    def close(self) -> None:
+        pass
+
+
+def test_discovered_brokers_disk_passes_from_describe_log_dirs_to_node_exporter_never_both():
+    """Brokers found through the templates: DescribeLogDirs names their log dirs and sizes, the node_exporter their
+    machine's mounts. The disk of each dir passes from the protocol to node_exporter (``device`` then set) through
+    the board's handshake, and back when the node_exporter stops answering: in no round do both export a dir."""
+    from collectors.discovery import DiscoveryBoard
+    from collectors.host import HostCollector
+    from collectors.protocol import ProtocolCollector
+
+    def disk(*results):
+        """(source, broker) of each filesystem size series in the round's results."""
+        return sorted(
+            (r.target.collector, dict(s.labels)["broker"])
+            for r in results
+            for s in r.samples
+            if s.name == "kafka_host_filesystem_size_bytes"
+        )
+
+    with serving(TWO_MOUNTS.encode()) as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        cluster = ClusterConfig(
+            name="prod", bootstrap_servers="127.0.0.1:9092", discovery={"node_exporter": f"http://{{host}}:{port}/m"}
+        )
+        board = DiscoveryBoard()
+        protocol = ProtocolCollector(cluster, board=board, client_factory=lambda _c: LogDirsOnly())
+        host = HostCollector(cluster, board=board)
+
+        def round_():
+            p = protocol.collect_target(protocol.targets()[0], now=0.0)
+            (node,) = host.targets()
+            return p, host.collect_target(node, now=0.0)
+
+        assert disk(*round_()) == [("protocol", "1"), ("protocol", "2")]  # mounts matched now: offered
+        p, h = round_()  # yielded by the protocol, so exported by the host collector
+        assert disk(p, h) == [("host", "1"), ("host", "2")]
+        devices = {dict(s.labels)["device"] for s in h.samples if s.name == "kafka_host_filesystem_size_bytes"}
+        assert devices == {"/dev/vdb"}
+    (node,) = host.targets()
+    assert host.collect_target(node, now=0.0).status is not TargetStatus.OK  # the exporter gone: offers nothing
+    assert disk(protocol.collect_target(protocol.targets()[0], now=0.0)) == [("protocol", "1"), ("protocol", "2")]
+
+
 # Broker series the recording could not show whatever the dialect: they need client telemetry pushes, deprecated
 # request versions or failed requests, which the recorder's clients never made.
 NEEDS_ACTIVITY = {
