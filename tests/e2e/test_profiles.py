@@ -1,25 +1,28 @@
 """The non-default stack profiles on real brokers with the real agents (issue 30, item 5), on one stack of their own:
-Kafka 3.9.1, plaintext, ``--profile msk`` (every broker with jmx_prometheus_javaagent and no rules, Debian's
-node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so one cluster carries both dialects.
+the default Kafka release (4.4), plaintext, ``--profile msk`` (every broker with jmx_prometheus_javaagent and no
+rules, Debian's node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so one cluster carries
+both dialects.
 
 - protocol-only (no agent read, only bootstrap_servers): the engine reports the rules whose inputs no source gives as
   not observable, with the source that would, and nothing pages on the healthy cluster;
-- Strimzi's broker (restarted with a Jolokia agent too): jmxquery and Jolokia read the same series from it and both
-  see the KIP-896 deprecated requests of an old client (what test_stack_kafka39.py did on a stack of its own: it needs
-  JMX without a password, and 3.9, the last release that still takes Produce v1);
+- Strimzi's broker (restarted with a Jolokia agent too): jmxquery and Jolokia read the same series from it (it needs
+  JMX without a password: jmxquery cannot give one without putting it in argv). The KIP-896 deprecated requests of an
+  old client, which this test counted on 3.9 until 4.x removed those request versions, are proven on 3.9 by the
+  version subset (tests/integration/test_kafka_versions.py);
 - a log dir filling: broker-1's log dir is a 2 GiB tmpfs from the stack's start (``tmpfs_log_dir``), filled by tenant
   fill's producer; one collector process and one engine watch it as two clusters over the same bootstrap servers
-  (told apart in Prometheus by their ``cluster`` label), the MSK profile's with that broker's node_exporter and log
-  dir listed (disk from node_exporter, log sizes from its jmx_exporter) and the protocol-only one (disk and log sizes
-  from DescribeLogDirs): the fast variant of KafkaDiskFullRisk fires on both with its ETA and the tenant;
+  (told apart in Prometheus by their ``cluster`` label), the MSK profile's (the broker found through the templates,
+  its disk from node_exporter: the log dir DescribeLogDirs names, matched to node_exporter's mount by path and size;
+  log sizes from its jmx_exporter) and the protocol-only one (disk and log sizes from DescribeLogDirs): the fast
+  variant of KafkaDiskFullRisk fires on both with its ETA and the tenant;
 - MSK + Strimzi, discovered from the cluster through the exporter templates, and protocol-only beside it (two
   clusters over the same bootstrap servers again): a broker killed pages KafkaBrokerUnreachable on both with the
   broker named and its tenant (from where each saw the tenant's partitions: the exporter's log sizes, DescribeLogDirs),
   never another tenant nor operators only; the survivors' exporters, one in each dialect, count the under-replicated
   partitions; the log dirs' disk comes from DescribeLogDirs.
 
-Kafka 3.9 has no fenced brokers in DescribeCluster: the discovery keeps a broker once seen (collectors/discovery.py
-rule 4), so the killed broker stays expected.
+Kafka 4.x lists fenced brokers in DescribeCluster: the killed broker stays registered, so discovery keeps expecting
+it (collectors/discovery.py rule 2) and it pages as a listed broker does.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from monitor.core.config import (
 from monitor.core.store import Base, Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout, kafka
+from monitor.stack.layout import DEFAULT_KAFKA_VERSION
 from tests.conftest import running_stack, wait_until
 from tests.harness.agents import restart_broker
 from tests.harness.engine import create_topics, prom_query, watched_config, watching
@@ -80,7 +84,7 @@ def profiled(tmp_path_factory):
     layout = StackLayout(
         dir=tmp_path_factory.mktemp("profiles"),
         port_base=_port_base(),
-        kafka_version="3.9.1",
+        kafka_version=DEFAULT_KAFKA_VERSION,  # what users run; 3.9's deprecated requests: test_kafka_versions.py
         secured=False,
         profile="msk",
     )
@@ -106,15 +110,15 @@ def brokers_up(stack: Stack, n: int = 3):
     )
 
 
-def exporter_cluster(stack: Stack, config: Config, *listed: BrokerTarget) -> ClusterConfig:
+def exporter_cluster(stack: Stack, config: Config) -> ClusterConfig:
     """The MSK profile's cluster of ``config`` (brokers found through the templates) with broker-3 listed in
-    Strimzi's dialect (after the Strimzi test restarted it so) and ``listed`` by hand."""
+    Strimzi's dialect (after the Strimzi test restarted it so)."""
     (cluster,) = config.clusters
     assert cluster.discovery.jmx_exporter and cluster.discovery.node_exporter and not cluster.brokers
     url = f"http://127.0.0.1:{stack.layout.broker_exporter_port(STRIMZI)}/metrics"
     strimzi = BrokerTarget(id=STRIMZI, jmx_exporter=ExporterSource(url=url, dialect="strimzi"))
     return cluster.model_copy(
-        update={"brokers": (strimzi, *listed), "discovery": cluster.discovery.model_copy(update={"enabled": True})}
+        update={"brokers": (strimzi,), "discovery": cluster.discovery.model_copy(update={"enabled": True})}
     )
 
 
@@ -139,10 +143,9 @@ def test_protocol_only_lists_what_it_cannot_observe_and_pages_nothing(profiled, 
     assert not [n for n, st in r.rules.items() if st.health in (RuleHealth.ERR, RuleHealth.NO_DATA)]
 
 
-def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia_with_deprecated_requests(profiled):
+def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia(profiled):
     """Broker-3 restarted with Strimzi's rules and a Jolokia agent (plaintext JMX: jmxquery cannot give a password
-    without putting it in argv). An old client (librdkafka without ApiVersions, as for a 0.9 broker) sends Produce
-    v1, which 3.9 deprecates (KIP-896): both transports count it under client software unknown."""
+    without putting it in argv): after a client wrote to it, both transports read the same series from it."""
     L = profiled.layout
     jolokia = kafka.agents_dir() / kafka.JOLOKIA_JAR
     restart_broker(
@@ -152,20 +155,12 @@ def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia_with_deprecated_re
         profile="strimzi",
     )
     create_topics(
-        profiled, [NewTopic("legacy.topic", num_partitions=1, replication_factor=-1, replica_assignment=[[STRIMZI]])]
+        profiled, [NewTopic("strimzi.topic", num_partitions=1, replication_factor=-1, replica_assignment=[[STRIMZI]])]
     )
-    p = Producer(
-        {
-            "bootstrap.servers": L.bootstrap_servers,
-            "client.id": "legacy-proto",
-            "api.version.request": False,
-            "broker.version.fallback": "0.9.0",
-            "logger": QUIET,
-        }
-    )
+    p = Producer({"bootstrap.servers": L.bootstrap_servers, "client.id": "strimzi-writer", "logger": QUIET})
     delivered: list = []
     for _ in range(5):
-        p.produce("legacy.topic", b"x", on_delivery=lambda err, _m: delivered.append(err))
+        p.produce("strimzi.topic", b"x", on_delivery=lambda err, _m: delivered.append(err))
     assert p.flush(60) == 0 and delivered == [None] * 5, delivered
     cluster = ClusterConfig(
         name="local",
@@ -197,13 +192,6 @@ def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia_with_deprecated_re
         sorted(series["jmxquery"].keys() - series["jolokia"].keys())[:5],
         sorted(series["jolokia"].keys() - series["jmxquery"].keys())[:5],
     )
-    for name in ("jmxquery", "jolokia"):
-        deprecated = {
-            (dict(labels)["request"], dict(labels)["api_version"], dict(labels)["client_software_name"])
-            for (n, labels), v in series[name].items()
-            if n == "kafka_broker_deprecated_requests_total" and v >= 1
-        }
-        assert ("Produce", "1", "unknown") in deprecated, (name, deprecated)
     names = {n for n, _ in series["jolokia"]}
     assert {
         "kafka_topic_bytes_in_total",
@@ -216,9 +204,10 @@ def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia_with_deprecated_re
 def test_filling_log_dir_raises_disk_full_risk_with_eta_and_tenant_from_node_exporter_and_describe_log_dirs(
     profiled, tmp_path
 ):
-    """One fill, two sources: cluster ``msk`` reads broker-1's disk from node_exporter (its log dir listed, so the
-    filesystem mounted there is the one mapped), cluster ``proto`` reads it, and every replica's size, from
-    DescribeLogDirs alone. Both name tenant fill and an ETA that is what is left at the growth seen."""
+    """One fill, two sources: cluster ``msk`` finds broker-1 through the templates and reads its disk from
+    node_exporter (nothing listed: the log dir DescribeLogDirs names is matched to the tmpfs node_exporter lists by
+    path and size), cluster ``proto`` reads it, and every replica's size, from DescribeLogDirs alone. Both name tenant
+    fill and an ETA that is what is left at the growth seen."""
     L = profiled.layout
     path, size = str(L.log_dir(FILLED)), FILL_MIB * 2**20
     # The built-in rule judges 6 h and waits 5 min; the same detector over 4 points 15 s apart (its shortest step),
@@ -226,13 +215,8 @@ def test_filling_log_dir_raises_disk_full_risk_with_eta_and_tenant_from_node_exp
     (tmp_path / "disk-rule.yaml").write_text(builtin_variant(DISK, for_="10s", window="1m", min_points=4))
     rules = RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))
     config = watched_config(profiled, tmp_path, (), rules=rules)
-    filled = BrokerTarget(
-        id=FILLED,
-        jmx_exporter=ExporterSource(url=f"http://127.0.0.1:{L.broker_exporter_port(FILLED)}/metrics"),
-        node_exporter=f"http://127.0.0.1:{L.node_exporter_port}/metrics",
-        log_dirs=(path,),
-    )
-    msk = exporter_cluster(profiled, config, filled).model_copy(update={"name": "msk"})
+    msk = exporter_cluster(profiled, config).model_copy(update={"name": "msk"})
+    assert FILLED not in {b.id for b in msk.brokers}  # found, not listed
     (proto,) = Stack(dataclasses.replace(L, profile="protocol")).config().clusters
     assert not proto.brokers and not proto.discovery.jmx_exporter
     proto = proto.model_copy(
@@ -304,11 +288,13 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
     config = config.model_copy(update={"clusters": (exporter_cluster(profiled, config), proto), "tenants": (shop,)})
     victim = "2"
     urp = "kafka_broker_under_replicated_partitions > 0"
-    with watching(profiled, config, tmp_path, brokers_up(profiled, 6)):
+    up = brokers_up(profiled, 6)
+    node = 'kafka_host_cpu_seconds_total{host="127.0.0.1"}'  # node_exporter's, a target of its own: waited for too
+
+    with watching(profiled, config, tmp_path, lambda: up() and prom_query(profiled, node)):
         svc = fresh_engine(config)
         r = svc.run_once()
         assert not [i for i in r.instances.values() if i.rule == "KafkaBrokerUnreachable"]
-        assert prom_query(profiled, 'kafka_host_cpu_seconds_total{host="127.0.0.1"}')  # node_exporter
         # GC and heap after GC from the agent's own jvm_* series: Strimzi's rules keep no java.lang, and the rule-less
         # (MSK-style) agent serves no GarbageCollector nor CollectionUsage attribute
         gc = "kafka_jvm_gc_collections_total > 0 and on (broker) kafka_jvm_heap_after_gc_used_bytes > 0"

@@ -34,8 +34,8 @@ CONDITIONAL = {
     # One MBean per client instance that pushed KIP-714 metrics; which signals depends on the client library.
     # Proven by tests/integration/test_client_telemetry.py (Java and librdkafka clients).
     **{f"kafka_client_telemetry_{stem}": "a client pushed KIP-714 telemetry" for stem, *_ in catalog.TELEMETRY_SIGNALS},
-    # Counted only for requests on a protocol version the broker deprecates (KIP-896): none on a new cluster.
-    # Proven on 3.9 by tests/e2e/test_profiles.py with a librdkafka client on the 0.9 protocol.
+    # Counted only for requests on a protocol version the broker deprecates (KIP-896): 4.0 removed those versions.
+    # Proven on 3.x below (test_an_old_clients_deprecated_requests_are_counted_on_3x), by a client on the 0.9 protocol.
     "kafka_broker_deprecated_requests_total": "a client sent a deprecated request version",
     # Per share-partition and per group (KIP-1103, KIP-1191): registered once a share group read a partition (and
     # dead-lettered a record). Proven on 4.4 by tests/e2e/test_share_groups.py (a real share consumer).
@@ -117,6 +117,8 @@ def collected(stack):
             got += 1
     c.commit(asynchronous=False)
     c.close()
+    if release(stack.layout.kafka_version).major < 4:
+        legacy_produce(servers, topic, run)
     cluster = stack.config().clusters[0]
     cluster = cluster.model_copy(update={"jmx": cluster.jmx.model_copy(update={"timeout_seconds": 30})})
     registry = CollectorRegistry()
@@ -148,7 +150,30 @@ def collected(stack):
         "group_types": {s.labels["group"]: s.labels["type"] for s in samples if s.name == "kafka_group_info"},
         "share_series": {s.name for s in samples if s.name.startswith("kafka_sharegroup_")},
         "admin_log": said.records,
+        "deprecated": {
+            (s.labels["request"], s.labels["api_version"], s.labels["client_software_name"])
+            for s in samples
+            if s.name == "kafka_broker_deprecated_requests_total" and s.value >= 1
+        },
     }
+
+
+def legacy_produce(servers: str, topic: str, run: str) -> None:
+    """Five records sent as a client of a 0.9 broker would (librdkafka without ApiVersions): Produce v1, which 3.x
+    deprecates (KIP-896) and 4.0 refuses."""
+    p = Producer(
+        {
+            "bootstrap.servers": servers,
+            "client.id": f"versions-legacy-{run}",
+            "api.version.request": False,
+            "broker.version.fallback": "0.9.0",
+            "logger": logging.getLogger("versions-test-librdkafka"),
+        }
+    )
+    delivered: list = []
+    for _ in range(5):
+        p.produce(topic, b"x", on_delivery=lambda err, _m: delivered.append(err))
+    assert p.flush(60) == 0 and delivered == [None] * 5, delivered
 
 
 class Said(logging.Handler):
@@ -196,6 +221,15 @@ def test_every_group_is_listed_as_its_kind_and_share_groups_only_where_the_relea
         assert not collected["share_series"], collected["share_series"]
     if rel.version.startswith("3."):
         assert "no share groups on this cluster" in said[0], said
+
+
+def test_an_old_clients_deprecated_requests_are_counted_on_3x(stack, collected):
+    """The fixture's 0.9-protocol producer sends Produce v1, deprecated on 3.x (KIP-896): the collectors export it as
+    kafka_broker_deprecated_requests_total with the request, its version and client software unknown (no ApiVersions,
+    so no name). 4.0 removed those versions: nothing to count there."""
+    if release(stack.layout.kafka_version).major >= 4:
+        pytest.skip("Kafka 4.0 removed the request versions KIP-896 deprecated")
+    assert ("Produce", "1", "unknown") in collected["deprecated"], collected["deprecated"]
 
 
 def test_every_node_runs_the_version_it_was_asked_for(stack, collected):
