@@ -30,7 +30,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors import catalog
-from collectors.transports.http import shared_client
+from collectors.transports.httpclient import shared_client
 from collectors.types import Endpoint, MBeanQuery, Reading, Sample
 from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.redact import redact_url

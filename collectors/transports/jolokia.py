@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import httpx
 
+from collectors.transports.httpclient import shared_client
 from collectors.types import Endpoint, MBeanQuery, Reading
 from monitor.core.errors import (
     TargetAuthFailed,
@@ -102,16 +103,13 @@ class JolokiaTransport:
         url = endpoint.jolokia.rstrip("/") + "/"
         shown = redact_url(url)  # errors are logged: no userinfo or query from a hand-built Endpoint
         auth = (endpoint.username, endpoint.password) if endpoint.username else None
-        client = self._client or httpx.Client()
+        client = self._client or shared_client()
         try:
             resp = client.post(url, json=self.body(queries), auth=auth, timeout=httpx.Timeout(timeout))
         except httpx.TimeoutException:
             raise TargetTimeout(f"Jolokia {shown} did not answer within {timeout:g}s") from None
         except httpx.TransportError as exc:
             raise TargetUnreachable(f"Jolokia {shown} unreachable: {type(exc).__name__}") from None
-        finally:
-            if self._client is None:
-                client.close()
         if resp.status_code == 401:
             how = "wrong jmx.username or jmx.password" if auth else "it wants jmx.username and jmx.password"
             raise TargetAuthFailed(f"Jolokia {shown} refused the login (HTTP 401): {how}")
