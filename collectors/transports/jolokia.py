@@ -41,7 +41,9 @@ def _num(v: object) -> float | str | None:
 
 def _flatten(mbean: str, attrs: dict, out: list[Reading]) -> None:
     for attr, v in attrs.items():
-        if isinstance(v, dict):  # CompositeData: one reading per key, like jmxquery
+        if type(v) is float or type(v) is int:  # the common case first: thousands of per-partition gauges
+            out.append(Reading(mbean, attr, float(v)))
+        elif isinstance(v, dict):  # CompositeData: one reading per key, like jmxquery
             for key, item in v.items():
                 if not isinstance(item, (dict, list)):
                     out.append(Reading(mbean, attr, _num(item), key))

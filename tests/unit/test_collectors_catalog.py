@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from collectors import catalog
 from collectors.catalog import (
@@ -265,3 +267,38 @@ def test_share_partition_metrics_are_summed_per_group_and_topic_and_owned_by_the
     )
     assert len(got) == 4
     assert any("SharePartitionMetrics" in q.mbean for q in queries_for(catalog.BROKER_RULES))
+
+
+# The read path's fast parts (issue 33, item 5: 500 brokers of 10,000 partitions per collector core) must answer
+# exactly what the general ones do.
+
+_WORD = st.text(alphabet="abcXYZ09._-/ *=,", min_size=1, max_size=8)
+
+
+@given(st.lists(st.tuples(_WORD, _WORD, st.booleans()), min_size=1, max_size=5))
+def test_properties_fast_split_is_the_scan(props):
+    # values quoted or not, with the characters that matter (",", "=", "*"): the split must agree or step aside
+    body = ",".join(f"{k.replace('=', '')}={f'{chr(34)}{v}{chr(34)}' if quoted else v}" for k, v, quoted in props)
+    name = f"kafka.server:{body}"
+    catalog._properties.cache_clear()
+    assert catalog._properties(name) == ("kafka.server", dict(parse_object_name(name)[1]))
+
+
+def _concrete(pattern: str) -> str:
+    """An MBean a pattern matches: every '*' value filled in, a trailing ',*' as one more property."""
+    domain, props = parse_object_name(pattern)
+    parts = [f"{k}={'x1' if v == '*' else v}" for k, v in props if k != "*"]
+    if any(k == "*" for k, _ in props):
+        parts.append("extra=y")
+    return f"{domain}:{','.join(parts)}"
+
+
+@pytest.mark.parametrize("rules", [catalog.BROKER_TARGET_RULES, catalog.CONTROLLER_RULES], ids=["broker", "controller"])
+def test_the_type_and_name_sieve_keeps_every_rule_a_full_match_keeps(rules):
+    table = catalog._compile(rules)
+    for rule in rules:
+        for mbean in {_concrete(rule.mbean), _concrete(rule.query or rule.mbean)}:
+            domain, props = catalog._properties(mbean)
+            sieved = [c.rule for c in table.candidates(rule.attribute, rule.key, domain, props) if c.fits(props)]
+            full = [c.rule for c in table.by_attribute[(rule.attribute, rule.key)] if c.pattern.match(domain, props)]
+            assert sieved == full, mbean
