@@ -3,6 +3,17 @@
     .venv/bin/python bench/collector_fleet.py [--brokers 50] [--interval 30] [--rounds 4]
                                               [--transports jolokia,jmxquery] [--dir /tmp/kafka-health-fleet]
                                               [--port-base 19300] [--down]
+    .venv/bin/python bench/collector_fleet.py --partitions 10000 --brokers 500 --interval 30 [--baseline 7ec0a17]
+
+**--partitions N** (issue 33, item 5: 500 brokers of 10,000 partitions per collector core): broker-1 gets N
+partitions (RF 1, pinned to it; the stack's brokers get ``--broker-heap``), and its real Jolokia answer to the
+collector's queries is recorded once. Three brokers cannot answer 500 reads of that size every 30 s on this machine
+(each costs a broker about 0.3 CPU s), so a replay server, pinned to the other CPU, answers every target with that
+recording: target k gets the topics renamed ``k-...``, so each target's 10,000 MBean names are its own, as across a
+real fleet (where no name cache holds them all), and ``Connection: close``, as 500 distinct brokers read every 30 s
+would be. What the collector does is measured whole: the HTTP read, parsing, the catalog, the snapshot. What is
+not: the brokers' side. With ``--baseline COMMIT`` the same fleet is read by that commit's collectors/ and monitor/
+(``git archive``) first, and the ratio printed.
 
 The local stack has three brokers, so the fleet's N broker targets are the three real brokers' endpoints used again
 and again (target k is broker 1 + k mod 3, under its own id): every target is a real remote read of a real broker
@@ -28,11 +39,13 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import wait
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from monitor.core.config import BrokerTarget, JmxSettings
 from monitor.stack import Stack, StackLayout
@@ -50,11 +63,15 @@ def own_cpu() -> float:
     return me.ru_utime + me.ru_stime + ch.ru_utime + ch.ru_stime
 
 
-def fleet_config(stack: Stack, brokers: int, transport: str):
+def fleet_config(stack: Stack, brokers: int, transport: str, replay_port: int = 0):
     cfg = stack.config()
     real = cfg.clusters[0].brokers
     fleet = tuple(
-        BrokerTarget(id=1000 + k, jmx=real[k % len(real)].jmx, jolokia=real[k % len(real)].jolokia)
+        BrokerTarget(
+            id=1000 + k,
+            jmx=real[k % len(real)].jmx,
+            jolokia=f"http://127.0.0.1:{replay_port}/jolokia/{k}/" if replay_port else real[k % len(real)].jolokia,
+        )
         for k in range(brokers)
     )
     cluster = cfg.clusters[0].model_copy(
@@ -80,7 +97,7 @@ def child(args) -> None:
 
     os.sched_setaffinity(0, {args.cpu})
     stack = Stack(StackLayout(dir=Path(args.dir), port_base=args.port_base), log=lambda *a: None)
-    cfg, cluster = fleet_config(stack, args.brokers, args.child)
+    cfg, cluster = fleet_config(stack, args.brokers, args.child, replay_port(args) if args.partitions else 0)
     cfg = cfg.model_copy(update={"collection": cfg.collection.model_copy(update={"interval_seconds": args.interval})})
     t = JolokiaTransport() if args.child == "jolokia" else JmxQueryTransport()
     jmx = JmxCollector(
@@ -92,11 +109,15 @@ def child(args) -> None:
     )
     svc = CollectionService(cfg, registry=CollectorRegistry(), collectors=[jmx])
     rounds = []
+    reads: list[float] = []  # the CPU used so far, as each read finished (list.append is atomic)
+    start_cpu = own_cpu()
     next_at = time.monotonic()
     try:
         for _ in range(args.rounds):
             cpu0, t0 = own_cpu(), time.monotonic()
             futures = svc.submit_round()
+            for f in futures:
+                f.add_done_callback(lambda f: None if f.cancelled() else reads.append(own_cpu()))
             done, _pending = wait(futures, timeout=max(0.0, next_at + args.interval - time.monotonic()))
             finished = time.monotonic() - t0
             results = [f.result() for f in done]
@@ -114,7 +135,75 @@ def child(args) -> None:
             )
     finally:
         svc.stop()
-    print(json.dumps(rounds), flush=True)
+    # CPU per finished read over the run, from the first read's end to the last's: a saturated pool finishes reads of
+    # earlier rounds in later ones, so per-round counts alone would not say what a read costs
+    done = sorted(reads)
+    per_read = (done[-1] - start_cpu) / len(done) if done else float("nan")
+    print(json.dumps({"rounds": rounds, "reads": len(done), "cpu_per_read": per_read}), flush=True)
+
+
+def replay_port(args) -> int:
+    return args.port_base + 47
+
+
+def replay(args) -> None:
+    """The replay server (``--partitions``): every POST gets the recording, its topics renamed per target."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    os.sched_setaffinity(0, {1 - args.cpu} & os.sched_getaffinity(0) or os.sched_getaffinity(0))
+    recording = Path(args.recording).read_bytes()
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            k = self.path.strip("/").rsplit("/", 1)[-1].encode()
+            body = recording.replace(b"topic=", b"topic=" + k + b"-")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", replay_port(args)), Answer)
+    server.daemon_threads = True
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+def record_broker(stack: Stack, partitions: int, path: Path) -> int:
+    """``partitions`` on broker-1 (RF 1, pinned to it), then its Jolokia answer to the collector's queries, saved."""
+    import httpx
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.jmx import BROKER_QUERIES
+    from collectors.transports.jolokia import JolokiaTransport
+    from collectors.types import Endpoint, MBeanQuery
+
+    broker = stack.config().clusters[0].brokers[0]
+    count = MBeanQuery("kafka.server:type=ReplicaManager,name=PartitionCount", ("Value",))
+
+    def have() -> int:
+        return int(JolokiaTransport().read(Endpoint(jolokia=broker.jolokia), [count], timeout=30)[0].value)
+
+    missing = partitions - have()
+    if missing > 0:
+        admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
+        name = f"fleet-{partitions}-{int(time.time())}"
+        # librdkafka wants num_partitions = len(assignment)
+        topic = NewTopic(name, num_partitions=missing, replication_factor=-1, replica_assignment=[[1]] * missing)
+        admin.create_topics([topic], request_timeout=300)[name].result(300)
+        deadline = time.monotonic() + 600
+        while have() < partitions and time.monotonic() < deadline:
+            time.sleep(2)
+    body = JolokiaTransport.body(BROKER_QUERIES)
+    answer = httpx.post(broker.jolokia.rstrip("/") + "/", json=body, timeout=120)
+    answer.raise_for_status()
+    path.write_bytes(answer.content)
+    return have()
 
 
 def main() -> int:
@@ -127,14 +216,41 @@ def main() -> int:
     ap.add_argument("--port-base", type=int, default=19300)
     ap.add_argument("--cpu", type=int, default=0, help="the CPU the collector is pinned to")
     ap.add_argument("--down", action="store_true", help="stop the stack at the end")
+    ap.add_argument("--partitions", type=int, default=0, help="broker-1's partitions, answered by a replay server")
+    ap.add_argument("--broker-heap", default="1g", help="the brokers' heap with --partitions")
+    ap.add_argument("--baseline", help="with --partitions: a commit whose collectors read the same fleet first")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
+    ap.add_argument("--recording", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.tree:  # a baseline's child: its collectors and monitor first on the path
+        sys.path.insert(0, args.tree)
+        for name in [m for m in sys.modules if m.split(".")[0] in ("collectors", "monitor")]:
+            del sys.modules[name]
+        import monitor.core.config
+        import monitor.stack
+
+        globals().update(
+            BrokerTarget=monitor.core.config.BrokerTarget,
+            JmxSettings=monitor.core.config.JmxSettings,
+            Stack=monitor.stack.Stack,
+            StackLayout=monitor.stack.StackLayout,
+        )
+    if args.child == "replay":
+        replay(args)
+        return 0
     if args.child:
         child(args)
         return 0
 
+    if args.partitions:
+        from monitor.stack.kafka import HEAP
+
+        HEAP["broker"] = args.broker_heap  # this run's stack only (bench-only: the tests keep their small heaps)
     stack = Stack(StackLayout(dir=Path(args.dir), port_base=args.port_base), log=lambda *a: print(*a, file=sys.stderr))
     stack.up()
+    if args.partitions:
+        return replayed_fleet(args, stack)
     timeout = JmxSettings().timeout_seconds
     brokers = {s.name: s.pid for s in stack.status() if s.name.startswith("broker") and s.pid}
     print(
@@ -152,7 +268,8 @@ def main() -> int:
                 check=True,
             )
             broker_cpu = sum(proc_cpu(p) for p in brokers.values()) - b0
-            rounds = json.loads(out.stdout.strip().splitlines()[-1])
+            report = json.loads(out.stdout.strip().splitlines()[-1])
+            rounds = report["rounds"]
             steady = rounds[1:] or rounds  # the first round pays for imports, JIT and connections
             cpu = statistics.median(r["cpu"] for r in steady)
             finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
@@ -175,6 +292,68 @@ def main() -> int:
             if transport != first and summary[first] > 0:
                 print(f"  collector CPU {transport} / {first}: {cpu / summary[first]:.1f}x")
     finally:
+        if args.down:
+            stack.down()
+    return 0
+
+
+def replayed_fleet(args, stack: Stack) -> int:
+    recording = Path(args.dir) / f"jolokia-{args.partitions}.json"
+    have = record_broker(stack, args.partitions, recording)
+    trees = [("this", None)]
+    if args.baseline:
+        old = Path(tempfile.mkdtemp(prefix="kh-fleet-baseline-"))
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", args.baseline, "collectors", "monitor"], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        trees.insert(0, (args.baseline, str(old)))
+    own = [a for a in sys.argv[1:] if a != "--down"]
+    server = subprocess.Popen(
+        [sys.executable, __file__, *own, "--child", "replay", "--recording", str(recording)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    print(
+        f"{args.brokers} broker targets of {have:,} partitions each (broker-1's recorded Jolokia answer, "
+        f"{recording.stat().st_size / 2**20:.1f} MiB, replayed with names of their own) on one CPU, every "
+        f"{args.interval:g} s, {args.rounds} rounds; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    cpu_of: dict[str, float] = {}
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        for name, tree in trees:
+            out = subprocess.run(
+                [sys.executable, __file__, *own, "--child", "jolokia", *(["--tree", tree] if tree else [])],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            report = json.loads(out.stdout.strip().splitlines()[-1])
+            rounds, per_read = report["rounds"], report["cpu_per_read"]
+            steady = rounds[1:] or rounds  # the first round pays for imports and the first connections
+            cpu = statistics.median(r["cpu"] for r in steady)
+            cpu_of[name] = per_read
+            finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
+            outcomes = "/".join(
+                str(round(statistics.median(r[k] for r in steady))) for k in ("ok", "failed", "late", "skipped")
+            )
+            print(
+                f"  {name:<9} {per_read * 1000:5.1f} ms of collector CPU a read ({report['reads']} reads): one core "
+                f"holds {args.interval / per_read:.0f} such brokers at {args.interval:g} s   "
+                f"collector CPU {cpu:6.2f} s/round = {cpu / args.interval:6.1%} of its core   round finished in "
+                f"{statistics.median(finished) if finished else float('nan'):6.2f} s (median; "
+                f"{len(steady) - len(finished)} of {len(steady)} unfinished at the next tick)   "
+                f"per round ok/failed/late/skipped {outcomes}",
+                flush=True,
+            )
+            print(f"            rounds: {json.dumps(rounds)}", file=sys.stderr)
+        if args.baseline:
+            print(f"  collector CPU a read, this / {args.baseline}: {cpu_of['this'] / cpu_of[args.baseline]:.2f}x")
+    finally:
+        server.kill()
+        server.wait(10)
         if args.down:
             stack.down()
     return 0
