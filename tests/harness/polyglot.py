@@ -11,6 +11,7 @@ listeners only (no SASL settings are passed).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -50,8 +51,12 @@ def ensure_kafkajs(log: Path | None = None) -> Path:
 
 
 def ensure_franz(log: Path | None = None) -> Path:
-    """The franz-go producer binary, built once with the Go toolchain (modules from the Go module proxy)."""
-    binary = _clients_dir() / f"franz-producer-{FRANZ_VERSION}"
+    """The franz-go producer binary, built once with the Go toolchain (modules from the Go module proxy). Its name
+    carries a digest of the program's source, so a changed program is built anew."""
+    source = hashlib.sha256(
+        b"".join((HERE / "franz_producer" / f).read_bytes() for f in ("main.go", "go.mod", "go.sum"))
+    ).hexdigest()[:12]
+    binary = _clients_dir() / f"franz-producer-{FRANZ_VERSION}-{source}"
     if binary.exists():
         return binary
     go = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").exists() else None)
@@ -74,7 +79,11 @@ def _run(argv: list[str], log: Path | None, cwd: Path | None = None) -> None:
 
 
 class PolyglotProducer:
-    """``kind`` "kafkajs" (``mode`` "await-each" or "batch") or "franz" (``mode`` "default" or "sync-each")."""
+    """``kind`` "kafkajs" (``mode`` "await-each" or "batch") or "franz" (``mode`` "default" or "sync-each").
+    ``acks``: the acknowledgement the producer asks for; None leaves the library's default (every in-sync replica,
+    for both). kafkajs: -1, 0 or 1 (send()'s acks); franz-go: 1 (the leader's alone, idempotent writes off).
+    ``concurrency``: kafkajs "await-each" only, that many sends in flight, each awaited (still one record a request).
+    """
 
     def __init__(
         self,
@@ -87,9 +96,15 @@ class PolyglotProducer:
         log: Path,
         mode: str,
         record_bytes: int = 20,
+        acks: int | None = None,
+        concurrency: int = 1,
     ):
         if kind not in ("kafkajs", "franz"):
             raise ValueError(f"unknown client kind {kind!r}")
+        if acks is not None and acks not in ((-1, 0, 1) if kind == "kafkajs" else (1,)):
+            raise ValueError(f"acks {acks!r}: kafkajs takes -1, 0 or 1, franz-go 1 (else its default)")
+        if concurrency != 1 and (kind, mode) != ("kafkajs", "await-each") or not 1 <= concurrency <= 64:
+            raise ValueError("concurrency (1..64) is for kafkajs' await-each only")
         self.kind, self.client_id, self.topic, self.mode, self.log = kind, client_id, topic, mode, log
         self.config = {
             "brokers": brokers.split(","),
@@ -98,6 +113,8 @@ class PolyglotProducer:
             "rate": rate,
             "recordBytes": record_bytes,
             "mode": mode,
+            **({"acks": acks} if acks is not None else {}),
+            "concurrency": concurrency,
         }
         self.properties = {"client.id": client_id}  # as JavaClient's, for tests that look clients up by id
         self.proc: subprocess.Popen | None = None

@@ -2,11 +2,16 @@
 // $KH_CLIENT_CONFIG (never argv), Rate records/s of RecordBytes bytes to Topic, on franz-go's defaults, in one of
 // two styles: "default" hands every record to Produce (asynchronous: the client batches what is buffered while a
 // request is in flight); "sync-each" waits for each record with ProduceSync (one record a produce request).
+// Acks (optional): 1 for the leader's acknowledgement alone (idempotent writes off, as franz-go requires for it);
+// absent, franz-go's default: every in-sync replica.
+// Each record's value is random bytes (franz-go compresses with snappy by default: a repeated byte would shrink to
+// nothing, and a producer moving a few hundred bytes a second is not what a real application's records look like).
 // Stops when its stdin closes; prints "acked=N" lines every second.
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +29,7 @@ type config struct {
 	Rate        float64  `json:"rate"`
 	RecordBytes int      `json:"recordBytes"`
 	Mode        string   `json:"mode"`
+	Acks        *int     `json:"acks"`
 }
 
 func main() {
@@ -37,7 +43,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ClientID(c.ClientID), kgo.DefaultProduceTopic(c.Topic))
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.ClientID(c.ClientID), kgo.DefaultProduceTopic(c.Topic)}
+	if c.Acks != nil {
+		if *c.Acks != 1 {
+			fmt.Fprintln(os.Stderr, "acks: only 1 is supported (absent: franz-go's default)")
+			os.Exit(2)
+		}
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -52,10 +66,6 @@ func main() {
 		}
 	}()
 	ctx := context.Background()
-	value := make([]byte, c.RecordBytes)
-	for i := range value {
-		value[i] = 'x'
-	}
 	start, sent := time.Now(), 0
 	for {
 		select {
@@ -67,6 +77,8 @@ func main() {
 		}
 		due := int(time.Since(start).Seconds() * c.Rate)
 		for ; sent < due; sent++ {
+			value := make([]byte, c.RecordBytes)
+			_, _ = rand.Read(value)
 			r := &kgo.Record{Value: value}
 			if c.Mode == "sync-each" {
 				if err := cl.ProduceSync(ctx, r).FirstErr(); err == nil {
