@@ -142,6 +142,23 @@ def child(args) -> None:
     print(json.dumps({"rounds": rounds, "reads": len(done), "cpu_per_read": per_read}), flush=True)
 
 
+def round_summary(rounds: list[dict], interval: float) -> tuple[float, str]:
+    """The median collector CPU of a round after the first (which pays for imports, JIT and connections), and the
+    line that says how the rounds went; the rounds themselves go to stderr."""
+    steady = rounds[1:] or rounds
+    cpu = statistics.median(r["cpu"] for r in steady)
+    finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
+    outcomes = "/".join(
+        str(round(statistics.median(r[k] for r in steady))) for k in ("ok", "failed", "late", "skipped")
+    )
+    print(f"            rounds: {json.dumps(rounds)}", file=sys.stderr)
+    return cpu, (
+        f"collector CPU {cpu:6.2f} s/round = {cpu / interval:6.1%} of one core   round finished in "
+        f"{statistics.median(finished) if finished else float('nan'):6.2f} s (median; {len(steady) - len(finished)} "
+        f"of {len(steady)} rounds unfinished at the next tick)   per round ok/failed/late/skipped {outcomes}"
+    )
+
+
 def replay_port(args) -> int:
     return args.port_base + 47
 
@@ -269,24 +286,11 @@ def main() -> int:
             )
             broker_cpu = sum(proc_cpu(p) for p in brokers.values()) - b0
             report = json.loads(out.stdout.strip().splitlines()[-1])
-            rounds = report["rounds"]
-            steady = rounds[1:] or rounds  # the first round pays for imports, JIT and connections
-            cpu = statistics.median(r["cpu"] for r in steady)
-            finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
+            cpu, how = round_summary(report["rounds"], args.interval)
             summary[transport] = cpu
-            outcomes = "/".join(
-                str(round(statistics.median(r[k] for r in steady))) for k in ("ok", "failed", "late", "skipped")
-            )
             print(
-                f"  {transport:<9} collector CPU {cpu:6.2f} s/round = {cpu / args.interval:6.1%} of one core   "
-                f"round finished in {statistics.median(finished) if finished else float('nan'):6.2f} s "
-                f"(median; {len(steady) - len(finished)} of {len(steady)} rounds unfinished at the next tick)   "
-                f"per round ok/failed/late/skipped "
-                f"{outcomes}   "
-                f"brokers' CPU {broker_cpu / len(rounds):6.2f} s/round",
-                flush=True,
+                f"  {transport:<9} {how}   brokers' CPU {broker_cpu / len(report['rounds']):6.2f} s/round", flush=True
             )
-            print(f"            rounds: {json.dumps(rounds)}", file=sys.stderr)
         first = args.transports.split(",")[0]
         for transport, cpu in summary.items():
             if transport != first and summary[first] > 0:
@@ -331,24 +335,13 @@ def replayed_fleet(args, stack: Stack) -> int:
                 check=True,
             )
             report = json.loads(out.stdout.strip().splitlines()[-1])
-            rounds, per_read = report["rounds"], report["cpu_per_read"]
-            steady = rounds[1:] or rounds  # the first round pays for imports and the first connections
-            cpu = statistics.median(r["cpu"] for r in steady)
-            cpu_of[name] = per_read
-            finished = [r["finished_s"] for r in steady if r["finished_s"] is not None]
-            outcomes = "/".join(
-                str(round(statistics.median(r[k] for r in steady))) for k in ("ok", "failed", "late", "skipped")
-            )
+            per_read = cpu_of[name] = report["cpu_per_read"]
+            _, how = round_summary(report["rounds"], args.interval)
             print(
                 f"  {name:<9} {per_read * 1000:5.1f} ms of collector CPU a read ({report['reads']} reads): one core "
-                f"holds {args.interval / per_read:.0f} such brokers at {args.interval:g} s   "
-                f"collector CPU {cpu:6.2f} s/round = {cpu / args.interval:6.1%} of its core   round finished in "
-                f"{statistics.median(finished) if finished else float('nan'):6.2f} s (median; "
-                f"{len(steady) - len(finished)} of {len(steady)} unfinished at the next tick)   "
-                f"per round ok/failed/late/skipped {outcomes}",
+                f"holds {args.interval / per_read:.0f} such brokers at {args.interval:g} s   {how}",
                 flush=True,
             )
-            print(f"            rounds: {json.dumps(rounds)}", file=sys.stderr)
         if args.baseline:
             print(f"  collector CPU a read, this / {args.baseline}: {cpu_of['this'] / cpu_of[args.baseline]:.2f}x")
     finally:
