@@ -10,8 +10,7 @@ every firing instance in one query), then computes every tenant's answer three w
 3. **memory, re-stamped**: from the watch's firing instances when nothing of the tenant changed but the time.
 
 Prints the median per tenant of each over ``--rounds`` and the ratios to the store path. Prometheus is not running:
-its parts are remembered as unknown, as in bench/api.py. The store path's CPU time leaves out the time waiting for the
-store (on PostgreSQL, two round trips per tenant). Run: ``python bench/api_misses.py [--rounds 5] [--store-url URL]``.
+its parts are remembered as unknown, as in bench/api.py. Run: ``python bench/api_misses.py [--rounds 5]``.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ sys.path.insert(0, str(REPO / "bench"))
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--store-url", default=None, help="an empty database's SQLAlchemy URL (default: a SQLite file)")
     args = ap.parse_args()
 
     import api as bench  # bench/api.py: the same store
@@ -49,7 +47,7 @@ def main() -> int:
     from monitor.tenants import service
 
     d = Path(tempfile.mkdtemp(prefix="kh-bench-misses-"))
-    config = load_config(bench.write_config(d, 1, args.store_url or f"sqlite:///{d / 'bench.db'}"))
+    config = load_config(bench.write_config(d, 1, f"sqlite:///{d / 'bench.db'}"))
     store = Store(config.store.url)
     upgrade(store)
     with store.session() as s:
@@ -70,13 +68,9 @@ def main() -> int:
     )
     boards = (state.slo_board, state.share_board, state.streams_board)
 
-    walls: dict[str, list[float]] = {}
-
-    def cpu(fn, label: str = "") -> float:
-        """``fn``'s CPU time; its wall time (with the store's round trips) kept under ``label``."""
-        t0, w0 = time.process_time(), time.perf_counter()
+    def cpu(fn) -> float:
+        t0 = time.process_time()
         fn()
-        walls.setdefault(label, []).append(time.perf_counter() - w0)
         return time.process_time() - t0
 
     def store_path(marks, now) -> None:
@@ -106,26 +100,23 @@ def main() -> int:
         holder = {}
         rows["watch refresh (ms)"].append(cpu(lambda: holder.update(m=state.store_watch.refresh())) * 1000)
         marks = holder["m"]
-        rows["store"].append(cpu(lambda: store_path(marks, now), "store") / len(names))
-        rows["memory, re-stamped"].append(cpu(lambda: memory(marks, now), "memory, re-stamped") / len(names))
+        rows["store"].append(cpu(lambda: store_path(marks, now)) / len(names))
+        rows["memory, re-stamped"].append(cpu(lambda: memory(marks, now)) / len(names))
         kept, state.health_memo = state.health_memo, AnswerMemo()  # nothing to re-stamp: every answer assessed
         for n in names:  # the definitions remembered, as they are between registry changes
             state.health_memo.input(n, marks, lambda n=n: kept.known_input(n, marks)[1])
-        rows["memory, assessed"].append(cpu(lambda: memory(marks, now), "memory, assessed") / len(names))
+        rows["memory, assessed"].append(cpu(lambda: memory(marks, now)) / len(names))
         state.health_memo = kept
         memory(marks, now)  # the re-stamp base for the next round
     store.dispose()
     base = statistics.median(rows["store"])
-    print(f"store: {store.safe_url()}; {len(names)} tenants, {args.rounds} evaluations; CPU time, median of the rounds")
-    refresh, refresh_wall = statistics.median(rows["watch refresh (ms)"]), statistics.median(walls[""]) * 1000
-    print(
-        f"watch refresh after an evaluation (marks + every firing instance): {refresh:.1f} ms ({refresh_wall:.1f} wall)"
-    )
+    print(f"{len(names)} tenants, {args.rounds} evaluations; CPU time, median of the rounds")
+    refresh = statistics.median(rows["watch refresh (ms)"])
+    print(f"watch refresh after an evaluation (marks + every firing instance): {refresh:.1f} ms")
     for label in ("store", "memory, assessed", "memory, re-stamped"):
         m = statistics.median(rows[label])
         print(
-            f"{label:<22} {m * 1e6:8.1f} us per tenant   {base / m:6.1f}x the store path   "
-            f"(wall {statistics.median(walls[label]) / len(names) * 1e6:.1f} us)   rounds: "
+            f"{label:<22} {m * 1e6:8.1f} us per tenant   {base / m:6.1f}x the store path   rounds: "
             + ", ".join(f"{x * 1e6:.0f}" for x in rows[label])
         )
     return 0
