@@ -33,26 +33,6 @@ from collectors.types import MBeanQuery, MetricKind, Reading, Sample
 def parse_object_name(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """``'d:k=v,k2="a,b"'`` -> ``('d', (('k','v'), ('k2','a,b')))``. Quoted values are unquoted (JMX escapes)."""
     domain, _, rest = name.partition(":")
-    return domain, _scan_properties(rest)
-
-
-@lru_cache(maxsize=65536)
-def _properties(name: str) -> tuple[str, dict[str, str]]:
-    """An MBean's domain and properties as a dict, for ``convert`` (shared by the cache: never mutated).
-
-    Names without a quote or a wildcard (nearly all: a broker's per-partition MBeans) split on commas and ``=``, about
-    four times cheaper than the scan. It matters once a fleet's distinct names outnumber the cache (500 brokers of
-    10,000 partitions are 5 million): then every reading of every read is parsed (bench/collector_fleet.py)."""
-    domain, _, rest = name.partition(":")
-    if '"' not in rest and "*" not in rest:
-        try:
-            return domain, dict(part.split("=", 1) for part in rest.split(","))
-        except ValueError:  # a property without "=": the scan decides what it is
-            pass
-    return domain, dict(parse_object_name(name)[1])
-
-
-def _scan_properties(rest: str) -> tuple[tuple[str, str], ...]:
     props: list[tuple[str, str]] = []
     i, n = 0, len(rest)
     while i < n:
@@ -84,7 +64,23 @@ def _scan_properties(rest: str) -> tuple[tuple[str, str], ...]:
         if comma < 0:
             break
         i = comma + 1
-    return tuple(props)
+    return domain, tuple(props)
+
+
+@lru_cache(maxsize=65536)
+def _properties(name: str) -> tuple[str, dict[str, str]]:
+    """An MBean's domain and properties as a dict, for ``convert`` (shared by the cache: never mutated).
+
+    Names without a quote or a wildcard (nearly all: a broker's per-partition MBeans) split on commas and ``=``, about
+    four times cheaper than the scan. It matters once a fleet's distinct names outnumber the cache (500 brokers of
+    10,000 partitions are 5 million): then every reading of every read is parsed (bench/collector_fleet.py)."""
+    domain, _, rest = name.partition(":")
+    if '"' not in rest and "*" not in rest:
+        try:
+            return domain, dict(part.split("=", 1) for part in rest.split(","))
+        except ValueError:  # a property without "=": the scan decides what it is
+            pass
+    return domain, dict(parse_object_name(name)[1])
 
 
 @dataclass(frozen=True)
@@ -936,18 +932,6 @@ class _Compiled:
     pattern: _Pattern
     type: str | None  # the pattern's exact ``type`` and ``name``, when it has them: the cheap first sieve
     name: str | None
-    rest: tuple[tuple[str, str], ...]  # its other exact properties, checked after the sieve
-
-    def fits(self, props: dict[str, str]) -> bool:
-        """``pattern.match`` for an MBean that passed the sieve (same domain, ``type`` and ``name``)."""
-        for k, v in self.rest:
-            if props.get(k) != v:
-                return False
-        pattern = self.pattern
-        for k in pattern.present:
-            if k not in props:
-                return False
-        return pattern.open or len(props) == len(pattern.exact) + len(pattern.present)
 
 
 _NARROWED_MAX = 4096  # distinct (attribute, key, domain, type, name) remembered per rule set: a few hundred are seen
@@ -988,9 +972,8 @@ def _compile(rules: tuple[MBeanRule, ...]) -> _Table:
     for rule in rules:
         pattern = rule.pattern
         exact = dict(pattern.exact)
-        rest = tuple((k, v) for k, v in pattern.exact if k not in ("type", "name"))
         out.setdefault((rule.attribute, rule.key), []).append(
-            _Compiled(rule, pattern, exact.get("type"), exact.get("name"), rest)
+            _Compiled(rule, pattern, exact.get("type"), exact.get("name"))
         )
     return _Table(out)
 
@@ -1017,7 +1000,7 @@ def convert(
             continue
         domain, props = _properties(rd.mbean)
         for c in candidates(attribute, akey, domain, props):
-            if not c.fits(props):
+            if not c.pattern.match(domain, props):
                 continue
             rule = c.rule
             value = rd.value

@@ -299,6 +299,10 @@ def test_the_type_and_name_sieve_keeps_every_rule_a_full_match_keeps(rules):
     for rule in rules:
         for mbean in {_concrete(rule.mbean), _concrete(rule.query or rule.mbean)}:
             domain, props = catalog._properties(mbean)
-            sieved = [c.rule for c in table.candidates(rule.attribute, rule.key, domain, props) if c.fits(props)]
+            sieved = [
+                c.rule
+                for c in table.candidates(rule.attribute, rule.key, domain, props)
+                if c.pattern.match(domain, props)
+            ]
             full = [c.rule for c in table.by_attribute[(rule.attribute, rule.key)] if c.pattern.match(domain, props)]
             assert sieved == full, mbean
