@@ -39,6 +39,18 @@ class Remembered(Generic[T]):
                 self._value, self._at, self._key = ask(), self._clock(), key
             return self._value
 
+    def peek(self, key: Hashable) -> tuple[bool, T | None]:
+        """Never waits, never asks: (True, the answer) while one for ``key`` is remembered and no one is asking;
+        else (False, None). For the event loop, which must not wait for Prometheus."""
+        if not self._lock.acquire(blocking=False):
+            return False, None
+        try:
+            if self._at is None or self._clock() - self._at >= self._ttl or key != self._key:
+                return False, None
+            return True, self._value
+        finally:
+            self._lock.release()
+
 
 class Board(Generic[T]):
     """A part of the health answers asked of Prometheus (``source``, the configured one by default) at most once per
@@ -115,6 +127,10 @@ class GroupBoard(Board[list[tuple[str, G]]]):
 
     def rows(self, config: Config, now: datetime) -> list[tuple[str, G]] | None:
         return self._memo.get(None, lambda: self._ask(config, now))
+
+    def remembered(self) -> tuple[bool, list[tuple[str, G]] | None]:
+        """``rows`` if remembered, without asking (``Remembered.peek``)."""
+        return self._memo.peek(None)
 
     def _ask(self, config: Config, now: datetime) -> list[tuple[str, G]] | None:
         answers = self._ask_all(config, now, self.WHAT, *self.queries())

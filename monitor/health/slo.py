@@ -55,6 +55,10 @@ class SloBoard(Board[Availability]):
     def availability(self, config: Config, now: datetime) -> Availability | None:
         return self._memo.get(config.slo.window_days, lambda: self._ask(config, now))
 
+    def remembered(self, config: Config) -> tuple[bool, Availability | None]:
+        """``availability`` if remembered, without asking (``Remembered.peek``)."""
+        return self._memo.peek(config.slo.window_days)
+
     def _ask(self, config: Config, now: datetime) -> Availability | None:
         source = self._source(config)
         try:
