@@ -120,6 +120,11 @@ SOURCES = (
         "discovery.jmx_exporter (or brokers[].jmx_exporter) with dialect strimzi",
     ),
     SourceKind(
+        "jmx_exporter_strimzi_reporter",
+        "broker metrics through Strimzi's metrics reporter (a metric.reporters plugin, no javaagent)",
+        "discovery.jmx_exporter (or brokers[].jmx_exporter) with dialect strimzi_reporter",
+    ),
+    SourceKind(
         "host",
         "host collector on the broker's machine (/proc, statvfs)",
         "brokers[].log_dirs with host: localhost, one collector per broker host",
@@ -226,9 +231,10 @@ def render(cluster: ClusterConfig, *, names: bool = True) -> str:
     table = capability_table(cluster)
     on = configured_sources(cluster)
     lines = [f"cluster {cluster.name}: sources " + ", ".join(on)]
+    width = max(len(s.name) for s in SOURCES)
     for s in SOURCES:
         state = "on " if s.name in on else "off"
-        lines.append(f"  [{state}] {s.name:<20} {len(source_signals(s.name)):>3} signals  {s.what}")
+        lines.append(f"  [{state}] {s.name:<{width}} {len(source_signals(s.name)):>3} signals  {s.what}")
     missing = [c for c in table if not c.observable]
     lines.append(f"  observable: {len(table) - len(missing)} of {len(table)} catalog signals")
     groups: dict[str, list[str]] = {}

@@ -169,7 +169,7 @@ class Endpoint:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     exporter: str | None = None  # a jmx_exporter's /metrics URL (collectors/transports/exposition.py)
-    dialect: str | None = None  # its naming: vanilla | strimzi
+    dialect: str | None = None  # its naming: vanilla | strimzi | strimzi_reporter
 
 
 class Transport(Protocol):

@@ -16,6 +16,16 @@ Dialects (``ExporterSource.dialect``):
   (average since the broker started) instead of its Count, so ``kafka_broker_request_handler_idle_ratio`` cannot
   be derived; the reading comes back as ``MeanRate`` (which no catalog rule reads) and ``weak_signals`` says so.
 
+- ``strimzi_reporter``: Strimzi's own metrics reporter (io.strimzi:metrics-reporter, a ``metric.reporters`` and
+  ``kafka.metrics.reporters`` plugin in the broker, no javaagent): every Yammer metric as lowercased
+  ``<domain>_<type>_<name>`` (a meter's Count as ``_total``, a timer's percentiles under ``quantile``, a gauge bare)
+  and every Kafka metric as ``kafka_server_<group>_<name>`` (a string one as ``..._info`` with the value in a label),
+  the tags and other ObjectName keys as labels, and client_java's JVM series. Nearly lossless: the request-handler
+  idle meter keeps its Count, quota sensors and connections are there. What it lacks: kafka-health's telemetry
+  plugin's MBeans (registered in JMX, not as metrics), and, in the released 0.1.0-0.3.0, a ``.`` in a label value
+  (a topic ``shop.orders``) comes back as ``_`` (``shop_orders``): Kafka folds it into the Yammer scope, which those
+  releases parse (``LOSSY_LABELS``; fixed after 0.3.0, strimzi/metrics-reporter#128).
+
 ``node_exporter_samples`` maps a node_exporter scrape onto the host collector's ``kafka_host_*`` series.
 """
 
@@ -35,7 +45,7 @@ from collectors.types import Endpoint, MBeanQuery, Reading, Sample
 from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.redact import redact_url
 
-DIALECTS = ("vanilla", "strimzi")
+DIALECTS = ("vanilla", "strimzi", "strimzi_reporter")
 METER_ATTRIBUTES = ("Count", "MeanRate", "OneMinuteRate", "FiveMinuteRate", "FifteenMinuteRate")
 _PERCENTILES = {
     "50thPercentile": "0.50",
@@ -63,6 +73,16 @@ NOT_EXPORTED = {
     # under Strimzi's rules no java.lang at all: the JVM series come from its own jvm_*/process_* series instead,
     # ``jvm_readings``)
     "vanilla": frozenset({"kafka_broker_info"}),
+    # The reporter serves Kafka's metrics, not JMX: kafka-health's telemetry plugin registers MBeans of its own.
+    "strimzi_reporter": frozenset(
+        {
+            "kafka_client_telemetry_plugin_clients",
+            "kafka_client_telemetry_plugin_evicted_total",
+            "kafka_client_telemetry_plugin_expired_total",
+            "kafka_client_telemetry_plugin_failures_total",
+            "kafka_client_telemetry_plugin_pushes_total",
+        }
+    ),
     "strimzi": frozenset(
         {
             # Strimzi's rules keep kafka.server/network/controller/log meters and gauges: no KafkaMetrics-style
@@ -89,6 +109,12 @@ NOT_EXPORTED = {
 }
 
 
+# Label values a dialect cannot give exactly: (dialect, label) -> what it gives instead (docs/metrics.md "Dialects").
+LOSSY_LABELS = {
+    ("strimzi_reporter", "topic"): "'.' read as '_' (metrics-reporter 0.1.0-0.3.0: Kafka's Yammer scope)",
+}
+
+
 def _sanitize(s: str) -> str:
     """jmx_exporter's name sanitising: every character outside [a-zA-Z0-9_:] becomes ``_``."""
     return re.sub(r"[^a-zA-Z0-9_:]", "_", s)
@@ -100,6 +126,8 @@ class _Index:
     attributes: dict[str, str]  # sanitised attribute -> attribute
     label_keys: dict[str, str]  # sanitised ObjectName key -> key
     strimzi: dict[str, tuple[str, str, str]]  # lowercased Strimzi name -> (domain, type, name); attribute by suffix
+    yammer: dict[str, tuple[str, str, str]]  # the reporter's lowercased domain_type_name -> (domain, type, name)
+    kafka_metrics: dict[str, tuple[str, str, str]]  # the reporter's kafka_server_group_name -> (domain, type, attr)
 
 
 @lru_cache(maxsize=1)
@@ -108,10 +136,12 @@ def _index() -> _Index:
     attributes = {_sanitize(a): a for a in METER_ATTRIBUTES + tuple(_PERCENTILES) + ("Value", "Mean", "Max")}
     label_keys: dict[str, str] = {}
     strimzi: dict[str, tuple[str, str, str]] = {}
+    yammer: dict[str, tuple[str, str, str]] = {}
+    kafka_metrics: dict[str, tuple[str, str, str]] = {}
     for rule in catalog.BROKER_TARGET_RULES + catalog.CONTROLLER_RULES:
         domain, props = catalog.parse_object_name(rule.mbean)
         p = dict(props)
-        for k in p:
+        for k in [*p, *(prop for _, prop in rule.labels)]:
             if k != "*":
                 label_keys[_sanitize(k)] = k
         attributes[_sanitize(rule.attribute)] = rule.attribute
@@ -120,6 +150,10 @@ def _index() -> _Index:
             continue
         types[_sanitize(f"{domain}_{typ}_")] = (domain, typ)
         name = p.get("name", "*")
+        if domain.startswith("kafka.") and "*" not in name:
+            yammer[_sanitize(f"{domain}_{typ}_{name}").lower()] = (domain, typ, name)
+        elif domain == "kafka.server" and "name" not in p:  # a Kafka metric: group = type, metric name = attribute
+            kafka_metrics[_sanitize(f"{domain}_{typ}_{rule.attribute}").lower()] = (domain, typ, rule.attribute)
         if domain.startswith("kafka.") and "*" not in name:
             short = domain.split(".", 1)[1].replace(".", "_")
             stem = f"kafka_{short}_{typ}_".lower()
@@ -131,7 +165,7 @@ def _index() -> _Index:
             else:
                 strimzi[stem + name.lower()] = (domain, typ, name)
                 strimzi[stem + name.lower() + "_count"] = (domain, typ, name)
-    return _Index(types, attributes, label_keys, strimzi)
+    return _Index(types, attributes, label_keys, strimzi, yammer, kafka_metrics)
 
 
 def _object_name(domain: str, props: Iterable[tuple[str, str]]) -> str:
@@ -226,10 +260,18 @@ def _vanilla_name(name: str) -> tuple[str, str, str] | None:
     return None if attr is None else (*idx.types[prefix], attr)
 
 
+def _own(dialect: str, name: str) -> bool:
+    """Whether a sample name of ``dialect`` (not the JVM's) maps onto a catalog reading."""
+    if dialect == "vanilla":
+        return _vanilla_name(name) is not None
+    if dialect == "strimzi":
+        return name in _index().strimzi
+    return _reporter_name(name) is not None
+
+
 def mapped(name: str, dialect: str) -> bool:
     """Whether a sample name of ``dialect`` maps onto a catalog reading (what the fixtures keep)."""
-    own = _vanilla_name(name) if dialect == "vanilla" else _index().strimzi.get(name)
-    return own is not None or name in _JVM
+    return _own(dialect, name) or name in _JVM
 
 
 def vanilla_readings(text: str) -> list[Reading]:
@@ -282,6 +324,64 @@ def _strimzi(samples: _Samples) -> list[Reading]:
             attr = "Value"
         props = [("type", typ), ("name", mname)] + list(labels.items())
         out.append(Reading(_object_name(domain, props), attr, value))
+    return out
+
+
+@lru_cache(maxsize=8192)
+def _reporter_name(name: str) -> tuple[str, str, str, str] | None:
+    """(domain, type, name or attribute, how the value reads) of a metrics-reporter sample name, or None. How:
+    ``count`` (a meter's ``_total``), ``value`` (a gauge), ``quantile`` (a timer's percentile), ``info`` (a string
+    Kafka metric: the value is in the label named after it), ``metric`` (a numeric Kafka metric)."""
+    idx = _index()
+    if name.endswith("_total") and name[: -len("_total")] in idx.yammer:
+        return (*idx.yammer[name[: -len("_total")]], "count")
+    if name in idx.yammer:  # a gauge, or a timer's quantiles (told apart by the quantile label)
+        return (*idx.yammer[name], "value")
+    if name in idx.kafka_metrics:
+        return (*idx.kafka_metrics[name], "metric")
+    if name.endswith("_info") and name[: -len("_info")] in idx.kafka_metrics:
+        return (*idx.kafka_metrics[name[: -len("_info")]], "info")
+    return None
+
+
+# ObjectName keys the reporter's labels do not name as JMX does: app-info's MBean (registered by AppInfoParser, not a
+# metric) is keyed ``id``, the metric of the same facts ``client-id``.
+_REPORTER_KEYS = {("app-info", "client_id"): "id"}
+
+
+def reporter_readings(text: str) -> list[Reading]:
+    """Pure: a scrape of Strimzi's metrics reporter -> readings. ``kafka_server_replicamanager_underreplicatedpartitions
+    3`` -> ``Reading("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value", 3)``; ``..._total``
+    is a meter's Count; ``kafka_server_produce_byte_rate{user="",client_id="a"}`` -> ``Reading("kafka.server:
+    type=Produce,user=,client-id=a", "byte-rate", v)``."""
+    return _reporter(_samples(text))
+
+
+def _reporter(samples: _Samples) -> list[Reading]:
+    idx = _index()
+    out = []
+    for name, labels, value in samples:
+        hit = _reporter_name(name)
+        if hit is None:
+            continue
+        domain, typ, what, how = hit
+        labels = dict(labels)
+        val: float | str = value
+        if how == "info":
+            key = _sanitize(what).lower()
+            if key not in labels:
+                continue
+            val = labels.pop(key)
+        quantile = labels.pop("quantile", None)
+        if how == "value" and quantile is not None:
+            attr = next((a for a, q in _PERCENTILES.items() if float(q) == float(quantile)), None)
+            if attr is None:
+                continue
+        else:
+            attr = {"count": "Count", "value": "Value"}.get(how, what)
+        keys = [(_REPORTER_KEYS.get((typ, k)) or idx.label_keys.get(k, k), v) for k, v in labels.items()]
+        props = [("type", typ)] + ([("name", what)] if how in ("count", "value") else []) + keys
+        out.append(Reading(_object_name(domain, props), attr, val))
     return out
 
 
@@ -341,7 +441,7 @@ def _identity(rd: Reading) -> tuple[str, frozenset[tuple[str, str]], str, str | 
 @lru_cache(maxsize=8192)
 def _wanted(dialect: str, name: str) -> bool:
     """Whether a sample name of ``dialect`` gives a reading: the dialect's own, or the JVM's."""
-    return name in _JVM or (_vanilla_name(name) is not None if dialect == "vanilla" else name in _index().strimzi)
+    return name in _JVM or _own(dialect, name)
 
 
 def readings(text: str, dialect: str) -> list[Reading]:
@@ -350,7 +450,7 @@ def readings(text: str, dialect: str) -> list[Reading]:
     if dialect not in DIALECTS:
         raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
     samples = _samples(text, partial(_wanted, dialect))
-    own = _vanilla(samples) if dialect == "vanilla" else _strimzi(samples)
+    own = {"vanilla": _vanilla, "strimzi": _strimzi, "strimzi_reporter": _reporter}[dialect](samples)
     have = {_identity(r) for r in own if r.mbean.startswith("java.lang:")}  # what _jvm yields: java.lang only
     return own + [r for r in _jvm(samples) if _identity(r) not in have]
 

@@ -137,11 +137,12 @@ class JmxSettings(_Strict):
 
 class ExporterSource(_Strict):
     """A jmx_exporter's ``/metrics`` and the naming its rules use (collectors/transports/exposition.py): ``vanilla``
-    (no rules, the default format, as Amazon MSK's open monitoring serves it) or ``strimzi`` (Strimzi's
-    kafka-metrics.yaml rules)."""
+    (no rules, the default format, as Amazon MSK's open monitoring serves it), ``strimzi`` (Strimzi's
+    kafka-metrics.yaml rules) or ``strimzi_reporter`` (Strimzi's metrics reporter plugin, not a jmx_exporter, read
+    the same way)."""
 
     url: str
-    dialect: Literal["vanilla", "strimzi"] = "vanilla"
+    dialect: Literal["vanilla", "strimzi", "strimzi_reporter"] = "vanilla"
 
     @model_validator(mode="before")
     @classmethod

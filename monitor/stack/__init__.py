@@ -145,6 +145,8 @@ class Stack:
                         wanted[f"{name} jolokia ({kafka.jolokia_port(L, b)})"] = kafka.jolokia_port(L, b)
                     elif L.profile in kafka.EXPORTER_CONFIGS:
                         wanted[f"{name} jmx_exporter ({L.broker_exporter_port(b)})"] = L.broker_exporter_port(b)
+                    if b in L.reporter_brokers:
+                        wanted[f"{name} metrics reporter ({L.broker_reporter_port(b)})"] = L.broker_reporter_port(b)
         running = [n for n in self.component_names() if n.startswith("broker-") and self.procs.owned_pid(n)]
         if running and state.get("profile", "jolokia") != L.profile:
             raise StackError(
@@ -159,6 +161,8 @@ class Stack:
         self._log(f"resolving Kafka {L.kafka_version} jars (cached in {L.jars_dir.parent}) ...")
         kafka.ensure_jars(L, setup_log)
         kafka.ensure_agents(setup_log)
+        if L.reporter_brokers:
+            kafka.ensure_reporter(setup_log)
         telemetry.ensure_plugin(setup_log)
 
         made = state.get("security") or ("plaintext" if state.get("cluster_id") else None)  # older dirs: plaintext

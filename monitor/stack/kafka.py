@@ -90,6 +90,41 @@ def exporter_jar() -> Path:
     return agents_dir() / "jmx_prometheus_javaagent.jar"
 
 
+# Strimzi's metrics reporter (deploy/kafka/reporter-pom.xml): its two plugin classes, one for Kafka's own metrics
+# (metric.reporters) and one for the Yammer ones (kafka.metrics.reporters), which hold nearly all the catalog reads.
+REPORTER_VERSION = "0.2.0"
+REPORTER_CLASS = "io.strimzi.kafka.metrics.KafkaPrometheusMetricsReporter"
+YAMMER_REPORTER_CLASS = "io.strimzi.kafka.metrics.YammerPrometheusMetricsReporter"
+
+
+def reporter_dir() -> Path:
+    """The reporter's jars and their Prometheus client_java dependencies (``ensure_reporter``)."""
+    return cache_dir() / f"strimzi-metrics-reporter-{REPORTER_VERSION}" / "libs"
+
+
+def ensure_reporter(log: Path) -> Path:
+    """Resolve Strimzi's metrics reporter once from Maven Central, cached."""
+    return resolve_jars(
+        DEPLOY_KAFKA / "reporter-pom.xml",
+        reporter_dir(),
+        log,
+        expect="metrics-reporter-*.jar",
+        what="Strimzi's metrics reporter",
+    )
+
+
+def reporter_properties(layout: StackLayout, node_id: int) -> dict[str, object]:
+    """The server.properties lines that run Strimzi's metrics reporter on a broker, listening on loopback. JmxReporter
+    and the telemetry plugin stay listed first (``telemetry.broker_properties``: since Kafka 4.0 a broker whose
+    metric.reporters omits JmxReporter registers no Kafka-metrics MBean)."""
+    reporters = telemetry_properties(layout.release)["metric.reporters"]
+    return {
+        "metric.reporters": f"{reporters},{REPORTER_CLASS}",
+        "kafka.metrics.reporters": YAMMER_REPORTER_CLASS,
+        "prometheus.metrics.reporter.listener": f"http://127.0.0.1:{layout.broker_reporter_port(node_id)}",
+    }
+
+
 def ensure_agents(log: Path) -> Path:
     """Resolve the JVM agents (Jolokia; the JMX exporter for the bench) once from Maven Central, cached."""
     return resolve_jars(
@@ -365,6 +400,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         "auto.create.topics.enable": "true",
         # KIP-714: clients' pushed metrics, kept by kafka-health's plugin (monitor/stack/telemetry.py)
         **telemetry_properties(layout.release),
+        **(reporter_properties(layout, node_id) if node_id in layout.reporter_brokers else {}),
     }
     if layout.secured and not layout.has_plaintext and layout.client_listener_host:
         props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = (
@@ -378,6 +414,8 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
     jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
     heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
     classpath = f"{layout.jars_dir}/*" if node_id == CONTROLLER_ID else f"{layout.jars_dir}/*:{plugin_jar()}"
+    if node_id in layout.reporter_brokers:
+        classpath += f":{reporter_dir()}/*"
     if layout.release.major >= 4:
         logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
     else:

@@ -61,6 +61,9 @@ class StackLayout:
     # super-user rights, so the authorizer still decides).
     plaintext_listener: bool = True
     profile: str = "jolokia"
+    # Brokers that also run Strimzi's metrics reporter (a metric.reporters plugin serving the Prometheus exposition
+    # on broker_reporter_port; dialect strimzi_reporter), whatever the profile: one cluster can carry every dialect.
+    reporter_brokers: tuple[int, ...] = ()
 
     # --- ports -------------------------------------------------------------------------------------------------
     @property
@@ -101,6 +104,10 @@ class StackLayout:
     def broker_exporter_port(self, broker_id: int) -> int:
         """The broker's jmx_prometheus_javaagent (profiles strimzi and msk)."""
         return self.port_base + 80 + broker_id
+
+    def broker_reporter_port(self, broker_id: int) -> int:
+        """The listener of Strimzi's metrics reporter on a broker of ``reporter_brokers``."""
+        return self.port_base + 90 + broker_id
 
     @property
     def node_exporter_port(self) -> int:
@@ -264,6 +271,8 @@ class StackLayout:
                 ports[f"broker-{b}-jolokia"] = self.broker_jolokia_port(b)
             elif self.profile in ("strimzi", "msk"):
                 ports[f"broker-{b}-exporter"] = self.broker_exporter_port(b)
+            if b in self.reporter_brokers:
+                ports[f"broker-{b}-reporter"] = self.broker_reporter_port(b)
             if self.client_listener_host:
                 ports[f"broker-{b}-clients"] = self.client_listener_port(b)
         if self.profile == "msk":

@@ -1,6 +1,8 @@
-"""jmx_exporter (vanilla, strimzi) and node_exporter scrapes recorded from the real agents (tests/fixtures/exposition,
-record.py there) mapped onto the catalog: the same series and labels the Jolokia/jmxquery and host collectors give,
-and docs/metrics.md's dialect table is what these scrapes give."""
+"""jmx_exporter (vanilla, strimzi), Strimzi's metrics reporter (strimzi_reporter) and node_exporter scrapes recorded
+from the real agents (tests/fixtures/exposition, record.py there; the reporter's from a 4.4.0 broker running
+io.strimzi:metrics-reporter 0.2.0, trimmed by record.py's ``trim``) mapped onto the catalog: the same series and
+labels the Jolokia/jmxquery and host collectors give, and docs/metrics.md's dialect table is what these scrapes
+give."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from monitor.core.config import BrokerTarget, ClusterConfig, ExporterSource
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exposition"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 BASE = (("cluster", "prod"), ("broker", "1"))
-DIALECTS = ("vanilla", "strimzi")
+DIALECTS = exposition.DIALECTS
 
 
 def scrape(dialect: str) -> str:
@@ -48,7 +50,7 @@ def dialect_table() -> str:
     got = {d: series(d) for d in DIALECTS}
     weak = {(d, s): basis for d in DIALECTS for s, basis, _ in exposition.weak_signals(d)}
     derived = {src: ratio for src, ratio, _ in catalog.RATIOS}
-    rows = ["| catalog series | vanilla (MSK) | strimzi |", "|---|---|---|"]
+    rows = ["| catalog series | vanilla (MSK) | strimzi | strimzi_reporter |", "|---|---|---|---|"]
     for name in sorted({r.metric for r in catalog.BROKER_TARGET_RULES} | set(derived.values())):
         cells = []
         for d in DIALECTS:
@@ -68,9 +70,12 @@ def test_core_signals_map_with_the_jolokia_labels(dialect):
     got = series(dialect)
     urp = got["kafka_broker_under_replicated_partitions"]
     assert [(s.labels, s.value) for s in urp] == [(BASE, 0.0)]
-    # per-topic meters come back per topic with the catalog's labels (the fixture's topics got 300 records)
+    # per-topic meters come back per topic with the catalog's labels (the fixture's topics got 300 records); the
+    # reporter's topic names have '_' for '.' (exposition.LOSSY_LABELS)
     topics = {dict(s.labels)["topic"]: s.value for s in got["kafka_topic_messages_in_total"]}
-    assert {"shop.orders", "shop.payments", "ads.clicks"} <= set(topics) and topics["shop.orders"] >= 100
+    sep = "_" if (dialect, "topic") in exposition.LOSSY_LABELS else "."
+    want = {f"shop{sep}orders", f"shop{sep}payments", f"ads{sep}clicks"}
+    assert want <= set(topics) and topics[f"shop{sep}orders"] >= 100
     assert all(
         dict(s.labels).keys() == {"cluster", "broker", "topic", "tenant"} for s in got["kafka_topic_messages_in_total"]
     )
@@ -140,6 +145,46 @@ def test_the_documented_strimzi_fix_rule_restores_the_idle_counter():
     )
     assert "kafka_broker_request_handler_idle_seconds_total" in {s.name for s in samples}
     assert exposition.weak_signal_samples("strimzi", BASE, samples) == []
+
+
+def test_the_reporter_gives_what_strimzis_rules_drop_from_its_own_names():
+    """Strimzi's metrics reporter serves Yammer meters as their Count and Kafka's metrics with their tags: the idle
+    counter, the quota sensors (per user and client-id), connections by client software and the version come back
+    as Jolokia gives them; nothing is weak, and only the telemetry plugin's MBeans are missing."""
+    got = series("strimzi_reporter")
+    [idle] = got["kafka_broker_request_handler_idle_seconds_total"]
+    assert idle.value == pytest.approx(
+        sample_values(
+            scrape("strimzi_reporter"), "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_total"
+        )[""]
+        * 1e-9
+    )
+    quota = {dict(s.labels)["client_id"]: dict(s.labels)["user"] for s in got["kafka_client_produce_bytes_per_second"]}
+    assert quota == {"fixture-writer": ""}
+    # the other brokers' connections (the recorder's own clients had gone by then)
+    assert "apache-kafka-java" in {dict(s.labels)["client_software_name"] for s in got["kafka_broker_connections"]}
+    [info] = got["kafka_broker_info"]
+    assert dict(info.labels)["version"] == "4.4.0" and info.value == 1.0
+    assert exposition.weak_signal_samples("strimzi_reporter", BASE) == []
+    assert exposition.dialect_gaps("strimzi_reporter") == {
+        m for m in (r.metric for r in catalog.BROKER_TARGET_RULES) if m.startswith("kafka_client_telemetry_plugin_")
+    }
+
+
+def test_reporter_readings_name_the_mbeans_jolokia_reads():
+    text = (
+        'kafka_server_produce_byte_rate{client_id="a.b",user="u"} 5.0\n'
+        'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"} 7.0\n'
+        'kafka_network_requestmetrics_totaltimems_count{request="Produce"} 3\n'
+        'kafka_server_app_info_version_info{client_id="2",version="4.4.0"} 1\n'
+        "kafka_server_replicamanager_underreplicatedpartitions 2.0\n"
+    )
+    assert exposition.reporter_readings(text) == [
+        ("kafka.server:type=Produce,client-id=a.b,user=u", "byte-rate", 5.0, None),
+        ("kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce", "99thPercentile", 7.0, None),
+        ("kafka.server:type=app-info,id=2", "Version", "4.4.0", None),
+        ("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", "Value", 2.0, None),
+    ]
 
 
 def test_docs_dialect_table_is_what_the_recorded_scrapes_give():
@@ -427,7 +472,7 @@ def _same(a, b) -> bool:
     )
 
 
-@pytest.mark.parametrize("fixture", ["jmx_exporter_vanilla.prom", "jmx_exporter_strimzi.prom", "node_exporter.prom"])
+@pytest.mark.parametrize("fixture", [f"jmx_exporter_{d}.prom" for d in DIALECTS] + ["node_exporter.prom"])
 def test_the_real_agents_scrapes_parse_by_the_plain_path_as_prometheus_client_parses_them(fixture):
     text = (FIXTURES / fixture).read_text()
     plain = exposition._plain_samples(text)

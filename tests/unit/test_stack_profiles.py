@@ -48,3 +48,20 @@ def test_a_port_base_id_cannot_spell_lists_the_brokers(tmp_path: Path):
         (b, f"http://127.0.0.1:{20485 + b}/metrics", "http://127.0.0.1:20494/metrics") for b in (1, 2, 3)
     ]
     assert configured_sources(cluster)[-2:] == ("jmx_exporter_vanilla", "node_exporter")
+
+
+def test_strimzis_metrics_reporter_runs_on_the_brokers_asked_beside_jmx_reporter(tmp_path: Path):
+    layout = StackLayout(dir=tmp_path, port_base=20400, profile="msk", reporter_brokers=(3,))
+    props = {n: dict(line.split("=", 1) for line in kafka.node_properties(layout, n).splitlines()) for n in (1, 2, 3)}
+    # Kafka 4.x registers no Kafka-metrics MBean when JmxReporter is not listed: it stays first
+    assert props[3]["metric.reporters"].split(",") == [
+        "org.apache.kafka.common.metrics.JmxReporter",
+        layout.release.telemetry_plugin_class,
+        kafka.REPORTER_CLASS,
+    ]
+    assert props[3]["kafka.metrics.reporters"] == kafka.YAMMER_REPORTER_CLASS
+    assert props[3]["prometheus.metrics.reporter.listener"] == "http://127.0.0.1:20493"
+    assert kafka.REPORTER_CLASS not in props[1]["metric.reporters"] and "kafka.metrics.reporters" not in props[2]
+    classpath = {n: kafka.jvm_argv(layout, n, "java")[-3] for n in (1, 3)}
+    assert classpath[3] == classpath[1] + f":{kafka.reporter_dir()}/*"
+    assert layout.all_ports()["broker-3-reporter"] == 20493 and "broker-1-reporter" not in layout.all_ports()
