@@ -309,3 +309,64 @@ def test_unknown_software_goes_to_the_tenant_of_its_principal_with_no_upgrade_ad
     assert mine.severity is FindingSeverity.INFO and not mine.hurts_other_tenants
     assert all(f.fix.startswith("nothing to upgrade") for f in unknown)
     assert not [f for f in findings.for_tenant(found, "payments") if f.kind is FindingKind.UNKNOWN_SOFTWARE]
+
+
+MIB = 1048576.0
+
+
+def _peers(norm, n, tenant="peer"):
+    """``n`` seasoned producers of other tenants, each at ``norm`` s/MiB of broker thread time (50 kB/s each)."""
+    return [producer(f"{tenant}-{i}", f"{tenant}{i}", prod=50_000.0, rt=norm * 50_000.0 / MIB) for i in range(n)]
+
+
+def _lone(cid, *, rpr, reqs, bytes_per_request, prod, rt):
+    """A tenant's only producer and its one topic, as bench/false_alarms.py's alerts logged them."""
+    tenant = cid.removesuffix("-app")
+    tp = TopicSample("c", f"{tenant}.events", tenant, rpr * reqs, reqs, bytes_per_request * reqs)
+    return producer(cid, tenant, prod=prod, rt=rt), tp
+
+
+# The 15-minute false-alarm run of cec6668 (load 4-42): both reads that paged each default producer, each with the
+# cluster norm the advisor read beside it. (client, rpr, requests/s, bytes/request, produced B/s, thread share, norm)
+DEFAULTS = [
+    ("pydef-app", 1.83, 80.8, 261.4, 24044.1, 0.1019, 6.9377),  # confluent-kafka defaults (linger.ms=5), 100 rec/s
+    ("pydef-app", 1.70, 72.8, 246.8, 22431.8, 0.057, 3.0539),
+    ("franzdef-app", 3.37, 59.1, 428.0, 30136.7, 0.0298, 1.2432),  # franz-go defaults, 200 records/s
+    ("franzdef-app", 3.27, 61.2, 417.5, 29822.0, 0.0306, 1.4679),
+]
+
+
+@pytest.mark.parametrize("cid,rpr,reqs,bpr,prod,rt,norm", DEFAULTS, ids=[f"{d[0]}-{d[6]}" for d in DEFAULTS])
+def test_a_lone_default_producer_costing_what_its_peers_cost_is_advice_not_a_page(cid, rpr, reqs, bpr, prod, rt, norm):
+    """Each is its tenant's only producer, so its topic's counts are its own (few records a request at 59-81
+    requests/s, over the material 50), but per MiB it costs the brokers less than the cluster's other producers
+    (0.6-0.9x): named for its own tenant at info, paging nobody. Before: a page (52 alert cycles in that run)."""
+    lone, tp = _lone(cid, rpr=rpr, reqs=reqs, bytes_per_request=bpr, prod=prod, rt=rt)
+    (f,) = findings.poor_batching(snapshot(lone, *_peers(norm, 4), topics=[tp]), T)
+    assert (f.client_id, f.basis) == (cid, "topic_records_per_request")
+    assert (f.severity, f.hurts_other_tenants) == (FindingSeverity.INFO, False)
+    assert observation_for(f, rule_for_seconds=FOR, window=WINDOW) is None
+    assert f.evidence["cluster_norm_seconds_per_mib"] == pytest.approx(norm, rel=1e-3)
+    assert f.evidence["thread_seconds_per_mib"] < f.evidence["lone_producer_bar_seconds_per_mib"]
+
+
+# One-record producers, each its tenant's only one: (cost s/MiB, the others' norm, where measured)
+ONE_RECORD = [
+    (17.0143, 6.4448, "false-alarm run, badjv2-app (Java 2.3.1), 1.03 records a request"),
+    (10.9595, 3.0653, "false-alarm run, badjv2-app, a later read"),
+    (9.5293, 10.7661, "the first, heavier zoo: the starved brokers' norm above the culprit's own cost"),
+    (112.0, 150.0, "the stack test's cheapest one-record producer beside costlier one-record peers"),
+]
+
+
+@pytest.mark.parametrize("cost,norm,where", ONE_RECORD, ids=[f"{c[0]}-{c[1]}" for c in ONE_RECORD])
+@pytest.mark.parametrize("bad_peers", [0, 8])
+def test_a_lone_one_record_producer_pages_even_among_many_poorly_batching_peers(cost, norm, where, bad_peers):
+    """The norm it is held to is bounded (lone_reference_seconds_per_mib): eight peers at 150 s/MiB, or a starved
+    cluster whose norm exceeds its own cost, do not hide it. A bar of 2x the peers' norm alone misses every case
+    with bad peers."""
+    lone, tp = _lone("bad-app", rpr=1.03, reqs=59.9, bytes_per_request=173.0, prod=13622.3, rt=cost * 13622.3 / MIB)
+    peers = _peers(norm, 4) + _peers(150.0, bad_peers, tenant="onerec")
+    (f,) = [f for f in findings.poor_batching(snapshot(lone, *peers, topics=[tp]), T) if f.tenant == "bad"]
+    assert (f.client_id, f.severity, f.hurts_other_tenants) == ("bad-app", FindingSeverity.WARNING, True)
+    assert observation_for(f, rule_for_seconds=FOR, window=WINDOW).labels["client_id"] == "bad-app"
