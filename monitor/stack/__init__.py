@@ -143,7 +143,7 @@ class Stack:
                     b = int(name.split("-")[1])
                     if L.profile == "jolokia":
                         wanted[f"{name} jolokia ({kafka.jolokia_port(L, b)})"] = kafka.jolokia_port(L, b)
-                    elif L.profile in kafka.EXPORTER_CONFIGS:
+                    elif L.profile in kafka.EXPORTER_CONFIGS and b not in L.reporter_brokers:
                         wanted[f"{name} jmx_exporter ({L.broker_exporter_port(b)})"] = L.broker_exporter_port(b)
                     if b in L.reporter_brokers:
                         wanted[f"{name} metrics reporter ({L.broker_reporter_port(b)})"] = L.broker_reporter_port(b)

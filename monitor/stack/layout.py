@@ -61,8 +61,9 @@ class StackLayout:
     # super-user rights, so the authorizer still decides).
     plaintext_listener: bool = True
     profile: str = "jolokia"
-    # Brokers that also run Strimzi's metrics reporter (a metric.reporters plugin serving the Prometheus exposition
-    # on broker_reporter_port; dialect strimzi_reporter), whatever the profile: one cluster can carry every dialect.
+    # Brokers that run Strimzi's metrics reporter (a metric.reporters plugin serving the Prometheus exposition on
+    # broker_reporter_port; dialect strimzi_reporter) instead of the profile's jmx_exporter, if it has one (the two
+    # cannot share a JVM: kafka.jvm_argv): one cluster can carry every dialect.
     reporter_brokers: tuple[int, ...] = ()
 
     # --- ports -------------------------------------------------------------------------------------------------
@@ -269,7 +270,7 @@ class StackLayout:
             ports[f"broker-{b}-jmx"] = self.broker_jmx_port(b)
             if self.profile == "jolokia":
                 ports[f"broker-{b}-jolokia"] = self.broker_jolokia_port(b)
-            elif self.profile in ("strimzi", "msk"):
+            elif self.profile in ("strimzi", "msk") and b not in self.reporter_brokers:  # kafka.jvm_argv: not both
                 ports[f"broker-{b}-exporter"] = self.broker_exporter_port(b)
             if b in self.reporter_brokers:
                 ports[f"broker-{b}-reporter"] = self.broker_reporter_port(b)

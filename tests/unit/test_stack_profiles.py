@@ -65,3 +65,5 @@ def test_strimzis_metrics_reporter_runs_on_the_brokers_asked_beside_jmx_reporter
     classpath = {n: kafka.jvm_argv(layout, n, "java")[-3] for n in (1, 3)}
     assert classpath[3] == classpath[1] + f":{kafka.reporter_dir()}/*"
     assert layout.all_ports()["broker-3-reporter"] == 20493 and "broker-1-reporter" not in layout.all_ports()
+    # instead of the profile's jmx_exporter: both in one JVM share client_java's registry and fail on shared names
+    assert agents(layout, 3) == [] and agents(layout, 1) and "broker-3-exporter" not in layout.all_ports()
