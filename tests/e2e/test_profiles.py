@@ -1,14 +1,18 @@
 """The non-default stack profiles on real brokers with the real agents (issue 30, item 5), on one stack of their own:
-the default Kafka release (4.4), plaintext, ``--profile msk`` (every broker with jmx_prometheus_javaagent and no
-rules, Debian's node_exporter beside them); broker-3 is then restarted with Strimzi's rules, so one cluster carries
-both dialects.
+the default Kafka release (4.4), plaintext, ``--profile msk`` (brokers 1 and 2 with jmx_prometheus_javaagent and no
+rules, broker-3 with Strimzi's metrics reporter, Debian's node_exporter beside them); broker-3 is then restarted with
+Strimzi's rules, so one cluster carries both jmx_exporter dialects.
 
 - protocol-only (no agent read, only bootstrap_servers): the engine reports the rules whose inputs no source gives as
   not observable, with the source that would, and nothing pages on the healthy cluster;
-- Strimzi's broker (restarted with a Jolokia agent too): jmxquery and Jolokia read the same series from it (it needs
-  JMX without a password: jmxquery cannot give one without putting it in argv). The KIP-896 deprecated requests of an
-  old client, which this test counted on 3.9 until 4.x removed those request versions, are proven on 3.9 by the
-  version subset (tests/integration/test_kafka_versions.py);
+- Strimzi's broker: broker-3 runs Strimzi's own metrics reporter (io.strimzi:metrics-reporter, dialect
+  ``strimzi_reporter``) from the stack's start instead of the profile's agent (``reporter_brokers``: the two cannot
+  share a JVM), so it costs no restart of its own; the reporter gives what jmxquery reads of it, less what that dialect
+  is documented to lack (the telemetry plugin's MBeans; a topic's ``.`` read as ``_``). Then broker-3 is restarted
+  with Strimzi's rules and a Jolokia agent, and jmxquery and Jolokia read the same series from it (it needs JMX
+  without a password: jmxquery cannot give one without putting it in argv). The KIP-896 deprecated
+  requests of an old client, which this test counted on 3.9 until 4.x removed those request versions, are proven on
+  3.9 by the version subset (tests/integration/test_kafka_versions.py);
 - a log dir filling: broker-1's log dir is a 2 GiB tmpfs from the stack's start (``tmpfs_log_dir``), filled by tenant
   fill's producer; one collector process and one engine watch it as two clusters over the same bootstrap servers
   (told apart in Prometheus by their ``cluster`` label), the MSK profile's (the broker found through the templates,
@@ -47,6 +51,7 @@ from alerts.rules import builtin_variant
 from alerts.types import AlertState
 from collectors import catalog
 from collectors.jmx import JmxCollector
+from collectors.transports import exposition
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
 from monitor.core.config import (
@@ -70,7 +75,8 @@ from tests.harness.faults import fill_steadily, tmpfs_log_dir
 pytestmark = pytest.mark.e2e
 QUIET = logging.getLogger("profiles-test-librdkafka")
 TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),)
-STRIMZI = 3  # the broker restarted with Strimzi's rules
+STRIMZI = 3  # the broker restarted with Strimzi's rules; until then it runs Strimzi's metrics reporter
+DIALECT = "strimzi_reporter"  # the reporter's
 FILLED, FILL_MIB = 1, 2048  # the broker whose log dir is a tmpfs (memory only for what is written), its size
 DISK = "KafkaDiskFullRisk"
 
@@ -88,6 +94,7 @@ def profiled(tmp_path_factory):
         kafka_version=DEFAULT_KAFKA_VERSION,  # what users run; 3.9's deprecated requests: test_kafka_versions.py
         secured=False,
         profile="msk",
+        reporter_brokers=(STRIMZI,),
     )
     with contextlib.ExitStack() as stack:  # unwound in reverse: the stack down, then the tmpfs unmounted
         if os.geteuid() == 0:  # mounted before the format: no stop, copy and restart of the broker (small_log_dir)
@@ -150,40 +157,74 @@ def test_protocol_only_lists_what_it_cannot_observe_and_pages_nothing(profiled, 
     assert not [n for n, st in r.rules.items() if st.health in (RuleHealth.ERR, RuleHealth.NO_DATA)]
 
 
-def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia(profiled):
-    """Broker-3 restarted with Strimzi's rules and a Jolokia agent (plaintext JMX: jmxquery cannot give a password
-    without putting it in argv): after a client wrote to it, both transports read the same series from it."""
+def test_strimzi_broker_is_read_alike_by_jmxquery_jolokia_and_its_metrics_reporter(profiled):
+    """Broker-3, after a client wrote to it: from the stack's start it runs Strimzi's metrics reporter (and no
+    jmx_exporter: the two cannot share a JVM), which gives what jmxquery reads of it less what the dialect is
+    documented to lack (``NOT_EXPORTED``, and topic ``strimzi.topic`` as ``strimzi_topic``: ``LOSSY_LABELS``).
+    Then it is restarted with Strimzi's rules and a Jolokia agent instead (plaintext JMX: jmxquery cannot give a
+    password without putting it in argv), and both JMX transports read the same series from it."""
     L = profiled.layout
+    create_topics(
+        profiled, [NewTopic("strimzi.topic", num_partitions=1, replication_factor=-1, replica_assignment=[[STRIMZI]])]
+    )
+    p = Producer({"bootstrap.servers": L.bootstrap_servers, "client.id": "strimzi-writer", "logger": QUIET})
+    jmx = BrokerTarget(id=STRIMZI, jmx=f"127.0.0.1:{L.broker_jmx_port(STRIMZI)}")
+    cluster = ClusterConfig(name="local", bootstrap_servers=L.bootstrap_servers, jmx={"timeout_seconds": 60})
+    reporter = ExporterSource(url=f"http://127.0.0.1:{L.broker_reporter_port(STRIMZI)}/metrics", dialect=DIALECT)
+
+    write(p)
+    views = (("jmxquery", jmx), ("reporter", BrokerTarget(id=STRIMZI, jmx_exporter=reporter)))
+    series = read_alike(cluster, views, lambda s: {as_reported(k) for k in s["jmxquery"] if k[0] not in GAPS})
+    assert ("kafka_topic_bytes_in_total", "strimzi_topic") in {
+        (n, dict(labels).get("topic")) for n, labels in series["reporter"]
+    }
+
     jolokia = kafka.agents_dir() / kafka.JOLOKIA_JAR
     restart_broker(
         profiled,
         STRIMZI,
         [f"-javaagent:{jolokia}=host=127.0.0.1,port={kafka.jolokia_port(L, STRIMZI)},discoveryEnabled=false"],
         profile="strimzi",
+        drop_reporter=True,
     )
+    # as before the reporter was added: a topic made and written after the restart, by a new client
     create_topics(
-        profiled, [NewTopic("strimzi.topic", num_partitions=1, replication_factor=-1, replica_assignment=[[STRIMZI]])]
+        profiled, [NewTopic("strimzi.after", num_partitions=1, replication_factor=-1, replica_assignment=[[STRIMZI]])]
     )
-    p = Producer({"bootstrap.servers": L.bootstrap_servers, "client.id": "strimzi-writer", "logger": QUIET})
+    write(
+        Producer({"bootstrap.servers": L.bootstrap_servers, "client.id": "strimzi-writer", "logger": QUIET}),
+        "strimzi.after",
+    )
+    both = jmx.model_copy(update={"jolokia": kafka.jolokia_url(L, STRIMZI)})
+    series = read_alike(cluster, (("jmxquery", both), ("jolokia", both)), lambda s: set(s["jmxquery"]))
+    names = {n for n, _ in series["jolokia"]}
+    assert {
+        "kafka_topic_bytes_in_total",
+        "kafka_jvm_gc_collections_total",
+        "kafka_client_produce_bytes_per_second",
+    } <= (names)
+
+
+GAPS = exposition.NOT_EXPORTED[DIALECT]
+
+
+def write(p: Producer, topic: str = "strimzi.topic") -> None:
     delivered: list = []
     for _ in range(5):
-        p.produce("strimzi.topic", b"x", on_delivery=lambda err, _m: delivered.append(err))
+        p.produce(topic, b"x", on_delivery=lambda err, _m: delivered.append(err))
     assert p.flush(60) == 0 and delivered == [None] * 5, delivered
-    cluster = ClusterConfig(
-        name="local",
-        bootstrap_servers=L.bootstrap_servers,
-        jmx={"timeout_seconds": 60},
-        brokers=(
-            BrokerTarget(
-                id=STRIMZI, jmx=f"127.0.0.1:{L.broker_jmx_port(STRIMZI)}", jolokia=kafka.jolokia_url(L, STRIMZI)
-            ),
-        ),
-    )
+
+
+def read_alike(cluster: ClusterConfig, views, expected) -> dict:
+    """Each (name, broker entry) of ``views`` read once through the collector (an entry with Jolokia by Jolokia, one
+    with only JMX by jmxquery, an exporter-only one by its exposition); the second's series keys must be
+    ``expected(series)``. Retried: a client connecting between the reads may add a quota sensor."""
     series: dict = {}
-    for _attempt in range(3):  # a client connecting between the two reads may add a quota sensor: retry
-        for transport in (JmxQueryTransport(), JolokiaTransport()):
+    for _attempt in range(3):
+        for name, broker in views:
+            transport = JolokiaTransport() if name == "jolokia" else JmxQueryTransport()
             jc = JmxCollector(
-                cluster,
+                cluster.model_copy(update={"brokers": (broker,)}),
                 transport=transport,
                 controller_transport=transport,
                 tenants=catalog.TenantLookup(None, cluster.name),
@@ -192,19 +233,19 @@ def test_strimzi_broker_is_read_alike_by_jmxquery_and_jolokia(profiled):
             (target,) = jc.targets()
             result = jc.collect_target(target, now=time.time())
             assert result.status.value == "ok", result.message
-            series[transport.name] = {(s.name, s.labels): s.value for s in result.samples}
-        if series["jmxquery"].keys() == series["jolokia"].keys():
+            series[name] = {(s.name, s.labels): s.value for s in result.samples}
+        if series[views[1][0]].keys() == expected(series):
             break
-    assert series["jmxquery"].keys() == series["jolokia"].keys(), (
-        sorted(series["jmxquery"].keys() - series["jolokia"].keys())[:5],
-        sorted(series["jolokia"].keys() - series["jmxquery"].keys())[:5],
-    )
-    names = {n for n, _ in series["jolokia"]}
-    assert {
-        "kafka_topic_bytes_in_total",
-        "kafka_jvm_gc_collections_total",
-        "kafka_client_produce_bytes_per_second",
-    } <= (names)
+    got, want = series[views[1][0]].keys(), expected(series)
+    assert got == want, (sorted(got - want)[:5], sorted(want - got)[:5])
+    return series
+
+
+def as_reported(key: tuple) -> tuple:
+    """A series key as the reporter's dialect gives it: its lossy labels' '.' read as '_' (LOSSY_LABELS)."""
+    name, labels = key
+    lossy = {label for d, label in exposition.LOSSY_LABELS if d == DIALECT}
+    return name, tuple((k, v.replace(".", "_") if k in lossy else v) for k, v in labels)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

@@ -17,22 +17,31 @@ def restart_broker(
     *,
     ready_seconds: float = 300,
     profile: str | None = None,
+    drop_reporter: bool = False,
 ) -> int:
     """Stop ``broker``, wait for its ports to free, and start it again: with ``extra_jvm_args`` before the JVM's own
     arguments (those of the stack's profile, or of ``profile``: two jmx_exporters in one JVM refuse to start), or as
-    ``stack up`` starts it when None. Returns the broker's pid."""
+    ``stack up`` starts it when None. ``drop_reporter``: without Strimzi's metrics reporter it ran (its
+    server.properties rewritten: the reporter and a jmx_exporter cannot share a JVM, monitor.stack.kafka.jvm_argv).
+    Returns the broker's pid."""
     L = stack.layout
     name = L.node_name(broker)
     stack.procs.stop(name)
     ports = (L.broker_port(broker), L.broker_jmx_port(broker), kafka.jolokia_port(L, broker))
     ports += (L.broker_exporter_port(broker),)  # the agent of a strimzi or msk profile
+    if broker in L.reporter_brokers:  # Strimzi's metrics reporter: a broker that cannot bind it does not start
+        ports += (L.broker_reporter_port(broker),)
     deadline = time.monotonic() + 60
     while not all(port_free(p) for p in ports) and time.monotonic() < deadline:
         time.sleep(0.5)
+    layout = dataclasses.replace(L, profile=profile or L.profile)
+    if drop_reporter:
+        layout = dataclasses.replace(layout, reporter_brokers=tuple(b for b in L.reporter_brokers if b != broker))
+        (L.node_dir(broker) / "server.properties").write_text(kafka.node_properties(layout, broker))
     if extra_jvm_args is None:
         stack.up()
     else:
-        argv = kafka.jvm_argv(dataclasses.replace(L, profile=profile or L.profile), broker, kafka.require_java())
+        argv = kafka.jvm_argv(layout, broker, kafka.require_java())
         argv[1:1] = extra_jvm_args
         stack.procs.start(ProcSpec(name, argv, L.logs_dir / f"{name}.out"))
         stack.wait_ready(ready_seconds)
