@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors import catalog
@@ -485,6 +485,7 @@ def test_the_real_agents_scrapes_parse_by_the_plain_path_as_prometheus_client_pa
 _VALUE = st.text(alphabet='ab ,={}"\\n#', max_size=6)
 
 
+@settings(deadline=None)  # no per-example time limit: a loaded CI machine is not a failure
 @given(
     st.lists(
         st.tuples(
