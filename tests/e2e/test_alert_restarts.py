@@ -11,12 +11,14 @@ for the distinction; docs/alerts.md). Runs on the session stack and leaves it as
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -341,6 +343,52 @@ def _probe_running(stack) -> dict[str, float]:
     return up and len(ok) == len(stack.layout.broker_ids) and ok
 
 
+@contextlib.contextmanager
+def _busy_reader(stack, broker: int) -> Iterator[threading.Event]:
+    """A consumer over ``broker``'s SASL listener (the one slowed) that, once the yielded event is set, reads a
+    partition led by that broker alone, one record batch of about 1 KB a fetch, until the block ends. Its connection
+    is made before the block so that no handshake crosses the slowed link."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import NewTopic
+
+    topic = f"probe-busy.b{broker}"
+    create_topics(stack, [NewTopic(topic, num_partitions=1, replica_assignment=[[broker]])])
+    producer = Producer({"bootstrap.servers": stack.layout.bootstrap_servers, "linger.ms": 0, "batch.size": 1000})
+    for _ in range(400):  # 400 one-record batches of 800 B: minutes at 16 kbit/s
+        producer.produce(topic, b"x" * 800)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {
+            **stack.admin_settings(),  # SASL_SSL: the listener slowed
+            "group.id": f"probe-busy-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "max.partition.fetch.bytes": 1024,
+            "fetch.max.bytes": 1024,
+            "message.max.bytes": 1000,  # librdkafka wants fetch.max.bytes at least this (1000 is its least)
+        }
+    )
+    part = TopicPartition(topic, 0)
+    consumer.get_watermark_offsets(part, timeout=30)  # connected to the leader before the link is slowed
+    go, stop = threading.Event(), threading.Event()
+
+    def read() -> None:
+        go.wait()
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        while not stop.is_set():
+            consumer.poll(0.2)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        yield go
+    finally:
+        stop.set()
+        go.set()
+        reader.join(30)
+        consumer.close()
+
+
 def test_probe_one_slowed_broker_listener_shows_in_its_round_trip_alone(stack, watched):
     """The probe authenticates as the monitoring principal (SASL_SSL, its ACLs only) and measures every broker; the
     client listener of one broker slowed (tc on lo, its source port: its replication listener untouched) raises that
@@ -349,9 +397,18 @@ def test_probe_one_slowed_broker_listener_shows_in_its_round_trip_alone(stack, w
         pytest.skip(why)
     wait_until(lambda: _probe_running(stack), 60, interval=2, what="probe records of every broker back ok")
     victim = str(stack.layout.broker_ids[1])
-    # 16 kbit/s: slow enough to stand out (this kernel has no netem, the rate alone slows it), fast enough that records
-    # keep coming back within the window. At 8 kbit/s a loaded CI machine got none back in 20 s (a mean of NaN).
-    with slow_link.slow_port(stack.layout.sasl_port(int(victim)), delay_ms=300, rate="16kbit") as how:
+    # 16 kbit/s: slow enough to stand out, fast enough that records keep coming back within the window (at 8 kbit/s a
+    # loaded CI machine got none back in 20 s: a mean of NaN). This kernel has no netem, so the rate alone must slow
+    # it, and the probe's own sparse records pass within the rate: how much they waited depended on whatever else
+    # crossed that listener (0.21 s against 0.02 s in one run, 0.037 against 0.021 in the CI run of 8baade5). A
+    # reader of our own keeps the link busy with one fetch of about 1 KB at a time (a closed loop: librdkafka has one
+    # fetch in flight per broker), so each probe response queues behind it: 2.97 s against 0.03 s for the others
+    # on a quiet machine, far under the probe's 20 s deadline (the window moves at most 70 KB).
+    with (
+        _busy_reader(stack, int(victim)) as busy,
+        slow_link.slow_port(stack.layout.sasl_port(int(victim)), delay_ms=300, rate="16kbit") as how,
+    ):
+        busy.set()
         time.sleep(35)
         mean = _by_broker(
             stack,
