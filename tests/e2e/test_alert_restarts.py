@@ -35,7 +35,7 @@ from monitor.core.config import (
 from tests.conftest import wait_until
 from tests.harness import slow_link
 from tests.harness.engine import create_topics, engine_pair, engine_role, prom_query, watched_config, watching
-from tests.harness.faults import controlled_restart, in_sync, preferred_leader_elected
+from tests.harness.faults import controlled_restart, fill_topic, in_sync, preferred_leader_elected
 from tests.integration.alerts_helpers import WebhookReceiver, am_alerts
 
 pytestmark = [pytest.mark.e2e]
@@ -348,16 +348,13 @@ def _busy_reader(stack, broker: int) -> Iterator[threading.Event]:
     """A consumer over ``broker``'s SASL listener (the one slowed) that, once the yielded event is set, reads a
     partition led by that broker alone, one record batch of about 1 KB a fetch, until the block ends. Its connection
     is made before the block so that no handshake crosses the slowed link."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import NewTopic
 
     topic = f"probe-busy.b{broker}"
     create_topics(stack, [NewTopic(topic, num_partitions=1, replica_assignment=[[broker]])])
-    producer = Producer({"bootstrap.servers": stack.layout.bootstrap_servers, "linger.ms": 0, "batch.size": 1000})
-    for _ in range(400):  # 400 one-record batches of 800 B: minutes at 16 kbit/s
-        producer.produce(topic, b"x" * 800)
-        producer.poll(0)
-    assert producer.flush(30) == 0
+    # 400 one-record batches of 800 B: minutes at 16 kbit/s
+    fill_topic(stack.layout.bootstrap_servers, topic, 400, 800, "probe-busy", batch_bytes=1000)
     consumer = Consumer(
         {
             **stack.admin_settings(),  # SASL_SSL: the listener slowed

@@ -273,12 +273,14 @@ def tiny_produce_flood(
                 p.wait(10)
 
 
-def fill_topic(servers: str, topic: str, count: int, size: int, client_id: str) -> None:
-    """``count`` records of ``size`` bytes (the backlog a slow reader then fetches); StackError if not all are
-    acknowledged within a minute."""
+def fill_topic(servers: str, topic: str, count: int, size: int, client_id: str, batch_bytes: int | None = None) -> None:
+    """``count`` records of ``size`` bytes (the backlog a slow reader then fetches), in batches of at most
+    ``batch_bytes`` when given (librdkafka's batch.size: one record a batch keeps each fetch small); StackError if not
+    all are acknowledged within a minute."""
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": servers, "linger.ms": 50, "client.id": client_id})
+    settings = {"bootstrap.servers": servers, "linger.ms": 50, "client.id": client_id}
+    p = Producer(settings if batch_bytes is None else {**settings, "batch.size": batch_bytes})
     for i in range(count):
         p.produce(topic, b"x" * size)
         if i % 200 == 0:
