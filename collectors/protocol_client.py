@@ -39,7 +39,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,10 @@ from monitor.core.errors import (
 )
 
 log = logging.getLogger(__name__)
+
+# Tries of a cluster-wide request while the broker kafka-python picked refuses the connection (``_on_any_node``):
+# three brokers refusing in a row is no longer a broker starting or stopping, and a round's deadline is finite.
+NODE_TRIES = 3
 
 # confluent-kafka (librdkafka) setting -> kafka-python KafkaAdminClient argument
 _SETTINGS = {
@@ -172,13 +176,27 @@ class KafkaProtocol:
         versions = self._admin._manager.broker_version_data.api_versions  # the versions the cluster answered
         return int(versions.get(api_key, (0, -1))[1])
 
+    def _on_any_node(self, what: str, call: Callable[[], Any]) -> Any:
+        """A cluster-wide request (any broker answers it), sent again to another broker while the one kafka-python
+        chose refuses the connection: it picks a random broker of its metadata, which can name one that has just
+        stopped (not yet fenced) or just joined (its listener not yet open); a refused broker is in reconnect
+        backoff, so the next try goes elsewhere. CI failed a discovery round this way: a fourth broker, registered
+        and unfenced, still refused on its listener (``ECONNREFUSED``) and DescribeCluster failed though three
+        brokers answered. At most ``NODE_TRIES`` tries; any other error at once."""
+        for attempt in range(NODE_TRIES):
+            try:
+                return call()
+            except Exception as exc:  # the library's errors, translated; only a refused connection tried again
+                err = translate(what, exc, self._principal)
+                if not isinstance(err, TargetUnreachable) or attempt == NODE_TRIES - 1:
+                    raise err from exc
+                log.info("%s: %s; asking another broker", what, err)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
     def membership(self) -> Membership:
         """Registered brokers (fenced ones included on Kafka 4.0+) and the controllers with an endpoint (KIP-853,
         3.8+; none where DescribeQuorum is refused or unsupported: discovery then keeps brokers only)."""
-        try:
-            cluster = self._admin.describe_cluster()
-        except Exception as exc:
-            raise translate("describe cluster", exc, self._principal) from exc
+        cluster = self._on_any_node("describe cluster", self._admin.describe_cluster)
         brokers = tuple(
             Node(int(b["broker_id"]), str(b["host"]), int(b["port"]), bool(b.get("is_fenced")))
             for b in cluster.get("brokers", ())
@@ -187,11 +205,9 @@ class KafkaProtocol:
 
     def _controllers(self) -> tuple[Node, ...]:
         try:
-            quorum = self._admin.describe_metadata_quorum()
-        except Exception as exc:  # noqa: BLE001 - the brokers are still known: only the controllers are missing
-            log.info(
-                "controllers not discovered (DescribeQuorum): %s", translate("describe quorum", exc, self._principal)
-            )
+            quorum = self._on_any_node("describe quorum", self._admin.describe_metadata_quorum)
+        except KafkaHealthError as exc:  # the brokers are still known: only the controllers are missing
+            log.info("controllers not discovered (DescribeQuorum): %s", exc)
             return ()
         voters = {
             v["replica_id"]

@@ -336,3 +336,65 @@ def test_a_refused_connection_is_an_unreachable_target_not_a_crash():
     assert isinstance(translate("describe cluster", ke.KafkaConnectionError("111 ECONNREFUSED")), TargetUnreachable)
     assert isinstance(translate("log dirs", ConnectionRefusedError(111, "refused")), TargetUnreachable)
     assert isinstance(translate("log dirs", ke.KafkaTimeoutError("slow")), TargetTimeout)
+
+
+class _RefusingFirst:
+    """kafka-python's admin as KafkaProtocol sees it: the first ``refusals`` calls of each request fail as a broker
+    that refuses the connection does (its least-loaded pick had just stopped or not yet opened its listener)."""
+
+    def __init__(self, refusals: int, error: Exception | None = None):
+        import kafka.errors as ke
+
+        self.left = {"cluster": refusals, "quorum": refusals}
+        self.error = error or ke.KafkaConnectionError("KafkaConnectionError: 111 ECONNREFUSED")
+        self.calls = 0
+        self._manager = type("M", (), {"broker_version_data": type("V", (), {"api_versions": {60: (0, 2)}})()})()
+
+    def _answer(self, what: str, value: dict) -> dict:
+        self.calls += 1
+        if self.left[what] > 0:
+            self.left[what] -= 1
+            raise self.error
+        return value
+
+    def describe_cluster(self) -> dict:
+        return self._answer("cluster", {"brokers": [{"broker_id": 1, "host": "b1", "port": 9092, "is_fenced": False}]})
+
+    def describe_metadata_quorum(self) -> dict:
+        voters = [{"replica_id": 9}]
+        nodes = [{"node_id": 9, "listeners": [{"host": "c9", "port": 9093}]}]
+        return self._answer("quorum", {"topics": [{"partitions": [{"current_voters": voters}]}], "nodes": nodes})
+
+
+def _protocol_over(admin):
+    from collectors.protocol_client import KafkaProtocol
+
+    p = object.__new__(KafkaProtocol)  # no connection: the admin is the fake above
+    p._admin, p._principal = admin, None
+    return p
+
+
+def test_membership_asks_another_broker_when_the_one_picked_refuses_the_connection():
+    """CI (stop 40): a fourth broker, registered and unfenced, still refused on its listener; kafka-python sent
+    DescribeCluster to it and the round failed though three brokers answered. Tried again (the refused broker is in
+    reconnect backoff, so the library picks another), brokers and controllers are both known."""
+    admin = _RefusingFirst(refusals=2)
+    m = _protocol_over(admin).membership()
+    assert [n.id for n in m.brokers] == [1] and [n.id for n in m.controllers] == [9]
+    assert admin.calls == 6  # each request: two refusals, then an answer
+
+
+def test_membership_gives_up_after_three_refusals_and_at_once_on_other_errors():
+    import kafka.errors as ke
+
+    from collectors.protocol_client import NODE_TRIES
+    from monitor.core.errors import TargetForbidden, TargetUnreachable
+
+    admin = _RefusingFirst(refusals=NODE_TRIES)
+    with pytest.raises(TargetUnreachable):
+        _protocol_over(admin).membership()
+    assert admin.calls == NODE_TRIES
+    denied = _RefusingFirst(refusals=1, error=ke.ClusterAuthorizationFailedError())
+    with pytest.raises(TargetForbidden):
+        _protocol_over(denied).membership()
+    assert denied.calls == 1
