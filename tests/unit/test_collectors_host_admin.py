@@ -468,3 +468,50 @@ def test_the_admin_seam_and_its_child_process_wrapper_do_not_import_each_other()
 
     assert "collectors.admin_process" not in imported(admin_client)
     assert not {"collectors.admin_client", "collectors.admin"} & imported(admin_process)
+
+
+def test_metadata_lost_with_its_brokers_connection_is_asked_once_more():
+    """A metadata request that went to a broker as it stopped (``Local: Broker transport failure``) is asked again
+    within the same timeout: the round that must report the dying broker does not fail whole (CI, a fourth broker
+    stopped and unregistered, then a one-round check saw no brokers). Twice lost, the round is unreachable."""
+    from types import SimpleNamespace
+
+    import pytest
+    from confluent_kafka import KafkaError, KafkaException
+
+    from collectors.admin_client import KafkaAdmin
+    from monitor.core.errors import TargetUnreachable
+
+    part = SimpleNamespace(id=0, leader=1, replicas=[1, 2], isrs=[1, 2])
+    md = SimpleNamespace(
+        brokers={1: None, 2: None},
+        controller_id=1,
+        topics={"t": SimpleNamespace(topic="t", error=None, partitions={0: part})},
+    )
+
+    class LosingFirst:
+        def __init__(self, losses):
+            self.losses, self.calls = losses, 0
+
+        def list_topics(self, timeout):
+            self.calls += 1
+            if self.calls <= self.losses:
+                raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+            return md
+
+        def poll(self, timeout):
+            return 0
+
+    def admin_over(client):
+        admin = KafkaAdmin.__new__(KafkaAdmin)
+        admin._admin, admin._timeout = client, 10.0
+        admin.stale_coordinator = admin.replace_client = False
+        return admin
+
+    once = LosingFirst(1)
+    state = admin_over(once).cluster(timeout=5.0)
+    assert state.brokers == (1, 2) and once.calls == 2
+    twice = LosingFirst(2)
+    with pytest.raises(TargetUnreachable):
+        admin_over(twice).cluster(timeout=5.0)
+    assert twice.calls == 2
