@@ -173,6 +173,19 @@ def test_a_fourth_broker_is_collected_within_two_rounds_pages_when_down_and_is_f
     finally:
         svc.stop()
         stack.procs.stop(name)
+        _forget(stack, new, registered, log)
+
+
+def _forget(stack, node: int, registered, log) -> None:
+    """The session's stack as it was, whatever failed above: a broker left registered (fenced) would be expected by
+    every later test's discovery, Prometheus and controller gauges (CI, stop 40: one failure here failed four more
+    tests of other modules)."""
+    try:
+        if node in registered():
+            _cluster_tool(stack, ["unregister", "--id", str(node)], log)
+            wait_until(lambda: node not in registered(), timeout=60, what=f"broker {node} unregistered (clean-up)")
+    except Exception as exc:  # noqa: BLE001 - clean-up of a failed test: its own failure is the one to report
+        print(f"clean-up: broker {node} may still be registered: {exc}")
 
 
 def test_discovered_brokers_are_listed_by_the_brokers_answer_from_prometheus(stack):
