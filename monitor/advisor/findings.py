@@ -83,14 +83,28 @@ class Thresholds:
     batching_single_min_requests_per_second: float = 5.0
     projection_factor: float = 10.0  # "at 10x the rate it costs ...": the measured cost scaled
     # "Hurts other tenants" (a page) needs a material cost on the threads every tenant of the broker shares; below it a
-    # finding is advice for its own tenant (info). First by the requests per second the behaviour sends (the client's
-    # own telemetry, or its poor topics' produce requests): at least 50, one every 20 ms. Requests, not thread time,
-    # because a request costs a network read, a handler append and a response whatever it carries, and because
-    # thread time is not stable across machines: on the shared 2-core test machine at load 20 the real-client test's
-    # linger.ms=100 producers (8 requests/s) measured 1.2-1.9 % of a thread and its one-record-per-request producers
-    # (124-220 requests/s) 10-16 %, where a quiet machine measured the latter under 2 %. A default producer at a modest
-    # rate (tens of records a second) stays under 50 whatever its linger.ms
-    material_requests_per_second: float = 50.0
+    # finding is advice for its own tenant (info). First by the produce requests per second the behaviour sends (the
+    # client's own telemetry, or its share of its poor topics' produce requests) as a share of the cluster's
+    # request-handler capacity: at least ``material_requests_per_handler_thread`` (5) requests/s for every handler
+    # thread of the cluster's brokers (``handler_threads_per_broker``: num.io.threads, 8 by default; no series gives
+    # it, so a cluster run with more handlers is judged as if it had 8). On 3 brokers: 5 x 24 = 120 requests/s.
+    # Requests, not thread time, because a request costs a network read, a handler append and a response whatever it
+    # carries, and because thread time is not stable across machines: on the shared 2-core test machine a one-record
+    # produce request cost 0.5-0.7 ms of thread time at load 20 and under 0.16 ms quiet (the real-client test's
+    # one-record producers, 124-220 requests/s: 10-16 % of a thread, and under 2 %). At 5 requests/s per handler
+    # thread, even at the loaded machine's 0.7 ms a request, a client takes 0.35 % of every handler thread of the
+    # cluster; below that it is not a cost on the others. Why 5 and not the 50 requests/s in all this was: a default
+    # producer sends at most one request a record, so at ~100 records/s it sends up to ~100 requests/s whatever its
+    # library (Java < 4.0 and kafkajs one a record at an even rate; confluent-kafka's linger.ms=5 gathered nothing at
+    # 100 records/s over 3 partitions on a quiet machine: 1.05-1.08 records a request at 93-96 requests/s, the false-
+    # alarm run of f84dd81, where it paged at 50). 120 on 3 brokers is above that; a one-record-a-request producer at
+    # a few hundred records a second is over it (the demo's payments-batch-import offers 400/s: payments.orders took
+    # 159-440 requests/s in two demo e2e runs at load 12-33, acks=all, 1.04 records a request). The cluster's
+    # handlers, not those of the brokers leading its partitions: a one-partition default producer at 100 records/s
+    # puts all its requests on one broker's 8 (12.5 a thread), and a rolling restart moves leaders for minutes. A
+    # cluster whose brokers are not known is counted as one broker (40 requests/s: the bar errs towards paging)
+    material_requests_per_handler_thread: float = 5.0
+    handler_threads_per_broker: int = 8
     # ... where no request count exists (the thread-time rule, polling), its measured share of one broker thread
     # (quota sensors, summed over brokers): 5 %, 1/660 of a 3-broker cluster's 33 request threads (num.io.threads 8 +
     # num.network.threads 3 per broker), three times the busiest good client of that loaded run
@@ -429,12 +443,25 @@ def _peer_norm(c: ClientSample, costs: dict[str, float], norms: dict[str, float]
     return statistics.median_low([costs[k] for k in norms]) if norms else t.reference_seconds_per_mib
 
 
-def batching_material(thread_share: float | None, requests_per_second: float | None, t: Thresholds) -> bool:
+def material_requests_per_second(cluster: ClusterSample, t: Thresholds) -> float:
+    """The produce requests per second that are a material share of the cluster's request-handler capacity:
+    ``material_requests_per_handler_thread`` for each of its brokers' ``handler_threads_per_broker`` threads (one
+    broker when none is known). Pure."""
+    return t.material_requests_per_handler_thread * handler_threads(cluster, t)
+
+
+def handler_threads(cluster: ClusterSample, t: Thresholds) -> int:
+    """The cluster's request-handler threads: its brokers (at least one) times ``handler_threads_per_broker``."""
+    return max(1, round(cluster.brokers)) * t.handler_threads_per_broker
+
+
+def batching_material(thread_share: float | None, requests_per_second: float | None, t: Thresholds, bar: float) -> bool:
     """Whether a poorly batching producer's cost on the brokers' shared threads is material enough to page the other
-    tenants: the produce requests per second it sends (when known) at least ``material_requests_per_second``, else
-    its measured share of a broker thread at least ``material_thread_share``. Pure."""
+    tenants: the produce requests per second it sends (when known) at least ``bar``
+    (``material_requests_per_second``: a share of the cluster's request-handler capacity), else its measured share of
+    a broker thread at least ``material_thread_share``. Pure."""
     if requests_per_second is not None:
-        return requests_per_second >= t.material_requests_per_second
+        return requests_per_second >= bar
     return thread_share is not None and thread_share >= t.material_thread_share
 
 
@@ -449,6 +476,8 @@ class _BatchingView:
     norms: dict[str, float]
     rpr: dict[str, float]
     cluster_rpr: float | None
+    material_rps: float  # produce requests/s that page (material_requests_per_second)
+    threads: int  # the cluster's request-handler threads that bar is a share of
 
     @classmethod
     def of(cls, s: Snapshot, t: Thresholds) -> _BatchingView:
@@ -457,10 +486,34 @@ class _BatchingView:
         seasoned = [c for c in producers if c.seen_share >= t.min_seen_share]
         costs = {_key(c): seconds_per_mib(c.request_time_ratio, c.produce_bytes_per_second) for c in producers}
         norms = norms_without({_key(c): costs[_key(c)] for c in seasoned}, t.reference_seconds_per_mib)
-        return cls(s, producers, costs, norms, rpr, statistics.median(rpr.values()) if rpr else None)
+        return cls(
+            s,
+            producers,
+            costs,
+            norms,
+            rpr,
+            statistics.median(rpr.values()) if rpr else None,
+            material_requests_per_second(s.cluster, t),
+            handler_threads(s.cluster, t),
+        )
+
+    def capacity(self) -> dict:
+        """The paging bar's evidence: requests/s that page, and the handler threads it is a share of."""
+        return {"material_requests_per_second": round(self.material_rps, 1), "cluster_handler_threads": self.threads}
+
+    def below(self, rate: float | None, t: Thresholds) -> str:
+        """Why a finding under the bar pages nobody, for its cause; "" when it does not apply."""
+        if rate is None or rate >= self.material_rps:
+            return ""
+        return (
+            f"; at {rate:.0f} requests/s it is under {self.material_rps:.0f} "
+            f"({t.material_requests_per_handler_thread:g} a request-handler thread of the cluster's {self.threads}): "
+            "advice for its own tenant, not a cost on others"
+        )
 
     def common(self, c: ClientSample | None) -> dict:
         ev: dict = {
+            **self.capacity(),
             "tenant_topics_records_per_request": {
                 tp.topic: round(self.rpr[tp.topic], 2)
                 for tp in self.s.topics
@@ -533,8 +586,9 @@ def _batching_by_telemetry(view: _BatchingView, t: Thresholds, judged: set[tuple
                     f"the producer itself reports {tm.records_per_request:.2f} records per produce request at "
                     f"{rate:.0f} requests/s (client telemetry): linger.ms=0 and/or a small batch.size, so every "
                     "record or two costs a whole request on the brokers' network and request-handler threads"
+                    + view.below(rate, t)
                 ),
-                material=batching_material(c.request_time_ratio if c else None, rate, t),
+                material=batching_material(c.request_time_ratio if c else None, rate, t, view.material_rps),
             )
         )
     return out
@@ -596,7 +650,8 @@ def _batching_by_topic(
         )
         if not blame.named:
             share = sum(c.request_time_ratio for c in mine) if mine else None
-            material = batching_material(share, reqs, t)  # the topic's requests: the culprit may have no sensor yet
+            # the topic's requests: the culprit may have no sensor yet
+            material = batching_material(share, reqs, t, view.material_rps)
             out.append(
                 Finding(
                     kind=FindingKind.POOR_BATCHING,
@@ -608,14 +663,15 @@ def _batching_by_topic(
                     severity=FindingSeverity.WARNING if material else FindingSeverity.INFO,
                     evidence={
                         **base,
+                        **view.capacity(),
                         "basis": "topic_records_per_request",
                         "client_identified": False,
                         "candidates": list(blame.candidates),
                     },
                     metrics=TOPIC_BATCHING_METRICS,
                     fix=ADVICE[FindingKind.POOR_BATCHING][2],
-                    cause=cause + "; which client sends them is not identified yet (Kafka counts requests per topic; "
-                    f"candidates: {', '.join(blame.candidates) or 'clients not seen yet'})",
+                    cause=cause + view.below(reqs, t) + "; which client sends them is not identified yet (Kafka "
+                    f"counts requests per topic; candidates: {', '.join(blame.candidates) or 'clients not seen yet'})",
                     basis="topic_records_per_request",
                     material=material,
                 )
@@ -632,13 +688,12 @@ def _batching_by_topic(
                     c.request_time_ratio, reqs * c.request_time_ratio / share if share else None, t.projection_factor
                 ),
             }
-            material = batching_material(
-                c.request_time_ratio, reqs * c.request_time_ratio / share if share else reqs, t
-            )
-            why = cause
+            rate = reqs * c.request_time_ratio / share if share else reqs
+            material = batching_material(c.request_time_ratio, rate, t, view.material_rps)
+            why = cause + view.below(rate, t)
             if blame.lone_bar is not None:
                 ev["lone_producer_bar_seconds_per_mib"] = round(blame.lone_bar, 4)
-                if view.costs[_key(c)] < blame.lone_bar:
+                if material and view.costs[_key(c)] < blame.lone_bar:
                     material = False  # a modest habit: it pays per MiB what the cluster's producers pay
                     why += (
                         f"; its broker thread time per MiB ({view.costs[_key(c)]:.2f} s) is below "

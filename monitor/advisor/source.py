@@ -343,6 +343,12 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
             worst(f"max({M['offline_partitions']}{{{sel}}})"), worst(f"sum({M['topic_offline_partitions']}{{{sel}}})")
         ),
         consumer_fetches_per_second=sum(s.value for s in fetches) if fetches else None,
+        # The most at once over the window, so a broker restarting (its series stale for a while) does not shrink
+        # the capacity a client's cost is measured against
+        brokers=max(
+            worst(f"count(count by (broker) ({M['requests']}{{{sel}}}))"),
+            worst(f"count({M['broker_up']}{{{sel}}})"),
+        ),
     )
 
 

@@ -181,6 +181,9 @@ class ClusterSample:
     # Fetch requests of every consumer of the cluster per second (kafka_broker_requests_total{request="FetchConsumer"}):
     # no one consumer sends more. None: the brokers do not export that request type.
     consumer_fetches_per_second: float | None = None
+    # The most brokers seen at once over the window (reporting requests, or in the metadata): the request-handler
+    # capacity a client's cost is a share of (Thresholds.material_requests_per_handler_thread). 0: not known.
+    brokers: float = 0.0
 
 
 # The snapshot's inputs, as a "no data" message names them.
