@@ -11,7 +11,8 @@ whose input no source can give as "not observable on this cluster: enable X" ins
 
 A source is listed in ``SOURCES`` with the signals it gives and how to enable it, and turned on by one clause of
 ``configured_sources``. A jmx_exporter gives the broker JMX signals less its dialect's gaps
-(``collectors.transports.exposition.dialect_gaps``: what the recorded scrapes of the real agent lack). node_exporter
+(``collectors.transports.exposition.dialect_gaps``: what the recorded scrapes of the real agent lack); a controller's
+jmx_exporter the KRaft controller signals less ``controller_gaps``, as ``controller_jmx`` gives them. node_exporter
 gives the host signals but the per-peer socket backlogs; its filesystem series cover listed ``log_dirs`` only, so a
 discovered broker's disk space is DescribeLogDirs' (``protocol_disk``). DescribeLogDirs also gives each replica's log
 size, read where no JMX source does (collectors.protocol), so disk-full risk is attributed to tenants without agents.
@@ -26,9 +27,10 @@ from functools import lru_cache
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from collectors import catalog
+from collectors.discovery import controller_template
 from collectors.protocol import protocol_disk_brokers
-from collectors.transports.exposition import DIALECTS, dialect_gaps
-from monitor.core.config import ClusterConfig
+from collectors.transports.exposition import DIALECTS, controller_gaps, dialect_gaps
+from monitor.core.config import ClusterConfig, ExporterSource
 
 HOST_SIGNALS = frozenset(
     {
@@ -125,6 +127,21 @@ SOURCES = (
         "discovery.jmx_exporter (or brokers[].jmx_exporter) with dialect strimzi_reporter",
     ),
     SourceKind(
+        "controller_exporter_vanilla",
+        "KRaft controller JMX through jmx_exporter's default format",
+        "discovery.controller_jmx_exporter (or controller_jmx_exporter) with dialect vanilla",
+    ),
+    SourceKind(
+        "controller_exporter_strimzi",
+        "KRaft controller JMX through jmx_exporter with Strimzi's kafka-metrics.yaml rules",
+        "discovery.controller_jmx_exporter (or controller_jmx_exporter) with dialect strimzi",
+    ),
+    SourceKind(
+        "controller_exporter_strimzi_reporter",
+        "KRaft controller metrics through Strimzi's metrics reporter",
+        "discovery.controller_jmx_exporter (or controller_jmx_exporter) with dialect strimzi_reporter",
+    ),
+    SourceKind(
         "host",
         "host collector on the broker's machine (/proc, statvfs)",
         "brokers[].log_dirs with host: localhost, one collector per broker host",
@@ -149,6 +166,7 @@ def source_signals(name: str) -> frozenset[str]:
         "host": HOST_SIGNALS,
         "node_exporter": HOST_SIGNALS - {"kafka_host_tcp_send_queue_bytes"},
         **{f"jmx_exporter_{d}": broker - dialect_gaps(d) for d in DIALECTS},
+        **{f"controller_exporter_{d}": controller - controller_gaps(d) for d in DIALECTS},
     }[name]
 
 
@@ -174,12 +192,14 @@ def configured_sources(cluster: ClusterConfig) -> tuple[str, ...]:
     on.update(f"jmx_exporter_{e.dialect}" for e in exporters)
     if any(b.node_exporter for b in cluster.brokers) or (cluster.discovers and d.node_exporter):
         on.add("node_exporter")
-    if (
-        cluster.controller_jmx
-        or cluster.controller_jolokia
-        or (cluster.discovers and any((d.controller_jolokia, d.controller_jmx, d.jolokia, d.jmx)))
-    ):
+    # Discovered controllers are read one way (collectors.discovery.controller_template); listed ones each their own.
+    found = controller_template(cluster)
+    if cluster.controller_jmx or cluster.controller_jolokia or (found and found[0] != "jmx_exporter"):
         on.add("controller_jmx")
+    controller_exporters = list(cluster.controller_jmx_exporter)
+    if found and isinstance(found[1], ExporterSource):
+        controller_exporters.append(found[1])
+    on.update(f"controller_exporter_{e.dialect}" for e in controller_exporters)
     if any(b.log_dirs and not b.node_exporter for b in cluster.brokers):
         on.add("host")
     # Disk from the protocol for any broker the host collector does not cover (a discovered one, or one listed

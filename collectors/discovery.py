@@ -3,7 +3,8 @@
     ProtocolCollector (collectors.protocol) ── each round: DescribeCluster (fenced brokers included on Kafka 4.0+),
         │                                       DescribeQuorum (controllers with their endpoints, KIP-853)
         └─ Membership ──(expected_brokers)──> DiscoveryBoard ──> JmxCollector.targets() (broker_targets,
-                                                                   controller_addresses), AdminCollector's
+                                                                   controller_addresses, controller_exporters),
+                                                                   AdminCollector's
                                                                    expected brokers (kafka_cluster_broker_up)
 
 What a broker that comes or goes does (issue 30, item 1):
@@ -16,8 +17,9 @@ What a broker that comes or goes does (issue 30, item 1):
 4. Before 4.0 (DescribeCluster without fenced brokers) Kafka cannot say "registered but fenced", so a broker once
    seen stays expected for the life of the collector (``expected_brokers``): a crash must never look like a removal.
 
-Pure: ``expected_brokers``, ``broker_targets`` and ``controller_addresses`` decide; the board only holds the last
-answer under a lock. Hand-listed brokers and controllers keep their entries; discovery adds the others.
+Pure: ``expected_brokers``, ``broker_targets``, ``controller_addresses`` and ``controller_exporters`` decide; the
+board only holds the last answer under a lock. Hand-listed brokers and controllers keep their entries; discovery adds
+the others.
 """
 
 from __future__ import annotations
@@ -94,31 +96,56 @@ def broker_targets(cluster: ClusterConfig, brokers: Iterable[Node]) -> tuple[Bro
     return tuple(out)
 
 
+def controller_template(cluster: ClusterConfig) -> tuple[str, str | ExporterSource] | None:
+    """How the discovered controllers are read: (``jolokia`` | ``jmx`` | ``jmx_exporter``, its template), or None.
+    ``controller_jmx_exporter`` is used where no ``controller_jolokia`` or ``controller_jmx`` is given, before the
+    brokers' ``jolokia`` and ``jmx`` templates (the controllers' default for those two; an exporter template never
+    defaults to the brokers': MSK's brokers have one, its controllers are not reachable). Otherwise Jolokia wins where
+    both a Jolokia and a JMX template apply, as ``jmx.transport: auto`` does for brokers (``jmxquery``: no Jolokia)."""
+    if not cluster.discovers:
+        return None
+    d = cluster.discovery
+    by_jolokia = cluster.jmx.transport != "jmxquery"
+    if d.controller_jmx_exporter and not ((d.controller_jolokia and by_jolokia) or d.controller_jmx):
+        return "jmx_exporter", d.controller_jmx_exporter
+    jolokia = (d.controller_jolokia or d.jolokia) if by_jolokia else None
+    if jolokia:
+        return "jolokia", jolokia
+    jmx = d.controller_jmx or d.jmx
+    return ("jmx", jmx) if jmx else None
+
+
 def controller_addresses(
     cluster: ClusterConfig, controllers: Iterable[Node]
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(JMX host:ports, Jolokia URLs) of the discovered controllers, from ``discovery.controller_jmx`` /
-    ``controller_jolokia`` (default: the brokers' templates), leaving out any already listed by hand. Jolokia wins
-    where both templates are given, as ``jmx.transport: auto`` does for brokers."""
-    if not cluster.discovers:
+    """(JMX host:ports, Jolokia URLs) of the discovered controllers read through JMX or Jolokia
+    (``controller_template``), leaving out any already listed by hand."""
+    chosen = controller_template(cluster)
+    if chosen is None or chosen[0] == "jmx_exporter":
         return (), ()
-    d = cluster.discovery
-    jolokia_t = d.controller_jolokia or d.jolokia
-    jmx_t = d.controller_jmx or d.jmx
-    if cluster.jmx.transport == "jmxquery":
-        jolokia_t = None
-    jmx: list[str] = []
-    jolokia: list[str] = []
+    kind, template = chosen
+    assert isinstance(template, str)
+    listed = cluster.controller_jolokia if kind == "jolokia" else cluster.controller_jmx
+    addresses = (expand_template(template, host=n.host, node_id=n.id) for n in sorted(controllers, key=lambda n: n.id))
+    found = tuple(a for a in addresses if a not in listed)
+    return (found, ()) if kind == "jmx" else ((), found)
+
+
+def controller_exporters(cluster: ClusterConfig, controllers: Iterable[Node]) -> tuple[tuple[int, ExporterSource], ...]:
+    """(node id, its jmx_exporter) of the discovered controllers read through ``discovery.controller_jmx_exporter``
+    (``controller_template``), leaving out any whose URL is listed by hand in ``controller_jmx_exporter``."""
+    chosen = controller_template(cluster)
+    if chosen is None or chosen[0] != "jmx_exporter":
+        return ()
+    template = chosen[1]
+    assert isinstance(template, ExporterSource)
+    listed = {e.url for e in cluster.controller_jmx_exporter}
+    out = []
     for n in sorted(controllers, key=lambda n: n.id):
-        if jolokia_t:
-            url = expand_template(jolokia_t, host=n.host, node_id=n.id)
-            if url not in cluster.controller_jolokia:
-                jolokia.append(url)
-        elif jmx_t:
-            addr = expand_template(jmx_t, host=n.host, node_id=n.id)
-            if addr not in cluster.controller_jmx:
-                jmx.append(addr)
-    return tuple(jmx), tuple(jolokia)
+        url = expand_template(template.url, host=n.host, node_id=n.id)
+        if url not in listed:
+            out.append((n.id, ExporterSource(url=url, dialect=template.dialect)))
+    return tuple(out)
 
 
 class DiscoveryBoard:

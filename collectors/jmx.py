@@ -12,7 +12,7 @@ from collectors.controller_watch import ControllerWatch
 from collectors.outcome import failed, succeeded
 from collectors.transports.exposition import ExpositionTransport, weak_signal_samples
 from collectors.types import Endpoint, Sample, Target, TargetResult, Transport
-from monitor.core.config import BrokerTarget, ClusterConfig
+from monitor.core.config import BrokerTarget, ClusterConfig, ExporterSource
 from monitor.core.errors import KafkaHealthError
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,8 @@ class JmxCollector:
     through ``transport`` (the bulk one) and a broker with only a JMX host:port through ``controller_transport``
     (jmxquery); ``jmxquery``/``jolokia`` read every broker with ``transport``. Controllers listed as JMX host:port
     are read with ``controller_transport``; controllers listed by Jolokia URL (``controller_jolokia``, the way to
-    read a password-protected controller) with ``transport``.
+    read a password-protected controller) with ``transport``; controllers listed or found with a jmx_exporter
+    (``controller_jmx_exporter``) from its exposition, mapped onto the same controller series.
     """
 
     def __init__(
@@ -63,11 +64,13 @@ class JmxCollector:
         self._endpoints: dict[str, Endpoint] = {}
         self._by_jmxquery: set[str] = set()  # broker targets ``auto`` reads with jmxquery (no Jolokia URL)
         self._jolokia_controllers: set[str] = set()
-        self._by_exporter: dict[str, str] = {}  # broker targets read from their jmx_exporter -> its dialect
+        self._by_exporter: dict[str, str] = {}  # targets read from their jmx_exporter -> its dialect
         self._exporter = ExpositionTransport()
         self._targets = tuple(
             self._broker_target(b) for b in cluster.brokers if b.jmx or b.jolokia or b.jmx_exporter
-        ) + self._controller_targets(cluster.controller_jmx, cluster.controller_jolokia)
+        ) + self._controller_targets(
+            cluster.controller_jmx, cluster.controller_jolokia, [(e.id, e) for e in cluster.controller_jmx_exporter]
+        )
         self._watches: dict[str, ControllerWatch] = {}  # controller target key -> its watch, started on first use
 
     def _broker_target(self, b: BrokerTarget) -> Target:
@@ -92,7 +95,15 @@ class JmxCollector:
                 self._by_jmxquery.add(t.key)
         return t
 
-    def _controller_targets(self, jmx_addrs: Sequence[str], jolokia_urls: Sequence[str]) -> tuple[Target, ...]:
+    def _controller_targets(
+        self,
+        jmx_addrs: Sequence[str],
+        jolokia_urls: Sequence[str],
+        exporters: Sequence[tuple[int | None, ExporterSource]] = (),
+    ) -> tuple[Target, ...]:
+        """Targets of the controllers read through JMX, Jolokia and jmx_exporter. An exporter's controller is named
+        by its node id (from DescribeQuorum, or listed), else by its host:port (jmx_exporter's dialects drop the id
+        of app-info, which names a JMX-read controller)."""
         jmx = self._cluster.jmx
         out = []
         with self._lock:
@@ -105,6 +116,12 @@ class JmxCollector:
                 self._endpoints[t.key] = Endpoint(jolokia=url, username=jmx.username, password=self._password)
                 self._jolokia_controllers.add(t.key)
                 out.append(t)
+            for node_id, e in exporters:
+                node = _host_port(e.url) if node_id is None else str(node_id)
+                t = Target(self._cluster.name, "controller", f"controller-{_host_port(e.url)}", e.url, node)
+                self._endpoints[t.key] = Endpoint(exporter=e.url, dialect=e.dialect)
+                self._by_exporter[t.key] = e.dialect
+                out.append(t)
         return tuple(out)
 
     def targets(self) -> Sequence[Target]:
@@ -113,23 +130,25 @@ class JmxCollector:
         if self._board is None:
             return self._targets
         found = discovery.broker_targets(self._cluster, self._board.brokers())
-        jmx_addrs, jolokia_urls = discovery.controller_addresses(self._cluster, self._board.controllers())
+        controllers = self._board.controllers()
+        jmx_addrs, jolokia_urls = discovery.controller_addresses(self._cluster, controllers)
+        exporters = discovery.controller_exporters(self._cluster, controllers)
         return (
             self._targets
             + tuple(self._broker_target(b) for b in found if b.jmx or b.jolokia or b.jmx_exporter)
-            + self._controller_targets(jmx_addrs, jolokia_urls)
+            + self._controller_targets(jmx_addrs, jolokia_urls, exporters)
         )
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
         is_controller = target.collector == "controller"
         by_jolokia = target.key in self._jolokia_controllers
-        if is_controller:
+        if target.key in self._by_exporter:
+            transport: Transport = self._exporter
+        elif is_controller:
             transport = self._transport if by_jolokia else self._controller_transport
         else:
             transport = self._controller_transport if target.key in self._by_jmxquery else self._transport
-            if target.key in self._by_exporter:
-                transport = self._exporter
         queries = CONTROLLER_QUERIES if is_controller else BROKER_QUERIES
         rules = catalog.CONTROLLER_RULES if is_controller else catalog.BROKER_TARGET_RULES
         try:
@@ -142,7 +161,7 @@ class JmxCollector:
         samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
         if is_controller and by_jolokia:
             samples += self._watch(target).samples(base)
-        if target.key in self._by_exporter:
+        if target.key in self._by_exporter and not is_controller:  # the weak signals are brokers' (request handlers)
             samples += weak_signal_samples(self._by_exporter[target.key], base, samples)
         with self._lock:
             prev = self._previous.get(target.key)

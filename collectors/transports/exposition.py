@@ -104,6 +104,26 @@ NOT_EXPORTED = {
 }
 
 
+# The KRaft controller's own series (``catalog.CONTROLLER_RULES`` less the broker's) a dialect does not export, from the
+# scrapes recorded from the real agent on the local stack's controller (tests/fixtures/exposition/controller_*.prom,
+# checked by tests/unit/test_exposition.py). The capability table's controller_exporter_* rows read it.
+CONTROLLER_NOT_EXPORTED = {
+    # jmx_exporter's default format serves numeric attributes only: raft-metrics' current-state is a string
+    "vanilla": frozenset({"kafka_cluster_raft_state"}),
+    # Strimzi's rules serve the state as kafka_server_raftmetrics_current_state{current_state="..."} 1 (read back)
+    "strimzi": frozenset(),
+    # not recorded from a real controller (the stack runs the reporter on brokers only): its Yammer and Kafka-metric
+    # naming covers the controller's MBeans as it does the broker's (tests/unit/test_exposition.py, by hand)
+    "strimzi_reporter": frozenset(),
+}
+
+# Strimzi's rules that turn a string attribute into a label of a 1-valued series: sample name -> (MBean, attribute,
+# the label holding the value)
+_STRIMZI_STRINGS = {
+    "kafka_server_raftmetrics_current_state": ("kafka.server:type=raft-metrics", "current-state", "current_state"),
+}
+
+
 # Label values a dialect cannot give exactly: (dialect, label) -> what it gives instead (docs/metrics.md "Dialects").
 LOSSY_LABELS = {
     ("strimzi_reporter", "topic"): "'.' read as '_' (metrics-reporter 0.1.0-0.3.0: Kafka's Yammer scope)",
@@ -260,7 +280,7 @@ def _own(dialect: str, name: str) -> bool:
     if dialect == "vanilla":
         return _vanilla_name(name) is not None
     if dialect == "strimzi":
-        return name in _index().strimzi
+        return name in _index().strimzi or name in _STRIMZI_STRINGS
     return _reporter_name(name) is not None
 
 
@@ -303,6 +323,9 @@ def _strimzi(samples: _Samples) -> list[Reading]:
     for name, labels, value in samples:
         hit = idx.strimzi.get(name)
         if hit is None:
+            string = _STRIMZI_STRINGS.get(name)
+            if string is not None and value == 1 and string[2] in labels:
+                out.append(Reading(string[0], string[1], labels[string[2]]))
             continue
         domain, typ, mname = hit
         labels = dict(labels)
@@ -464,6 +487,11 @@ def dialect_gaps(dialect: str) -> frozenset[str]:
     weak form stands in for)."""
     weak = {series for series, _, _ in weak_signals(dialect)}
     return NOT_EXPORTED[dialect] | weak | {_WEAK_SOURCE[s] for s in weak if s in _WEAK_SOURCE}
+
+
+def controller_gaps(dialect: str) -> frozenset[str]:
+    """The KRaft controller's own catalog series a dialect cannot give (``CONTROLLER_NOT_EXPORTED``)."""
+    return CONTROLLER_NOT_EXPORTED[dialect]
 
 
 def weak_signal_samples(

@@ -156,6 +156,13 @@ class ExporterSource(_Strict):
         return v if "{host}" in v or "{id}" in v else _service_url(v, "no credentials (the exporter has none)")
 
 
+class ControllerExporter(ExporterSource):
+    """A hand-listed KRaft controller's jmx_exporter. jmx_exporter's dialects drop the node id the controller's
+    app-info MBean gives over JMX, so ``id`` names it (its series' ``broker`` label); else its host:port does."""
+
+    id: int | None = Field(default=None, ge=0, description="the controller's node id (its broker label)")
+
+
 class BrokerTarget(_Strict):
     id: int = Field(ge=0)
     jmx: str | None = Field(default=None, description="host:port of the broker's remote JMX")
@@ -273,6 +280,14 @@ class DiscoverySettings(_Strict):
             "where no jolokia or jmx template is given"
         ),
     )
+    controller_jmx_exporter: ExporterSource | None = Field(
+        default=None,
+        description=(
+            "each KRaft controller's jmx_exporter found by DescribeQuorum: a URL template (http://{host}:9404/metrics "
+            "on Strimzi) or {url, dialect}; read where no controller_jolokia or controller_jmx template is given "
+            "(no default: MSK's controllers are not reachable)"
+        ),
+    )
     node_exporter: str | None = Field(
         default=None,
         description=(
@@ -281,7 +296,7 @@ class DiscoverySettings(_Strict):
         ),
     )
 
-    @field_validator("jmx_exporter")
+    @field_validator("jmx_exporter", "controller_jmx_exporter")
     @classmethod
     def _exporter_template(cls, v: ExporterSource | None) -> ExporterSource | None:
         if v is not None:
@@ -317,6 +332,13 @@ class ClusterConfig(_Strict):
         description=(
             "http://host:port/jolokia of the KRaft controllers' Jolokia agents, read with the cluster's "
             "jmx.username and jmx.password: the way to read controllers whose JMX wants a password"
+        ),
+    )
+    controller_jmx_exporter: tuple[ControllerExporter, ...] = Field(
+        default=(),
+        description=(
+            "the KRaft controllers' jmx_exporters (http://host:port/metrics, or {url, dialect, id}): their controller "
+            "signals mapped onto the same series as controller_jmx and controller_jolokia"
         ),
     )
     probe: ProbeSettings = ProbeSettings()

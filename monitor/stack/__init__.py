@@ -90,7 +90,8 @@ class Stack:
     def _ports_of(self, name: str) -> tuple[int, ...]:
         L = self.layout
         if name == "controller":
-            return (L.controller_port, L.controller_jmx_port) + ((L.controller_jolokia_port,) if L.secured else ())
+            ports = (L.controller_port, L.controller_jmx_port) + ((L.controller_jolokia_port,) if L.secured else ())
+            return ports + ((L.controller_exporter_port,) if L.profile in kafka.EXPORTER_CONFIGS else ())
         if name.startswith("broker-"):
             b = int(name.split("-")[1])
             ports = (L.broker_port(b),) if L.has_plaintext else ()
@@ -500,22 +501,31 @@ class Stack:
 
     def _profile_sources(self) -> dict:
         """How a user of the profile's platform points kafka-health at it: nothing but bootstrap_servers (protocol),
-        or each broker's jmx_exporter (strimzi, msk) and the machine's node_exporter (msk); no controller (Strimzi's
-        controller exporters are not read, MSK has none), no /proc host collector (disk from DescribeLogDirs, or from
-        node_exporter where it lists the log dir's mount). The brokers are found by discovery with templates where
-        ``{id}`` can spell their exporter ports (a port base that is a multiple of 10), else listed."""
+        or each broker's jmx_exporter (strimzi, msk) and the machine's node_exporter (msk); the controller's
+        jmx_exporter on strimzi (found by DescribeQuorum; the msk profile's controller runs one too, but MSK's
+        controllers are not reachable, so its config reads none), no /proc host collector (disk from DescribeLogDirs,
+        or from node_exporter where it lists the log dir's mount). The brokers are found by discovery with templates
+        where ``{id}`` can spell their exporter ports (a port base that is a multiple of 10), else listed."""
         L = self.layout
         if L.profile == "protocol":
             return {}
         dialect = "strimzi" if L.profile == "strimzi" else "vanilla"
         node = f"http://127.0.0.1:{L.node_exporter_port}/metrics" if L.profile == "msk" else None
+        controller = None
+        if L.profile == "strimzi":  # one controller: its port needs no {id}
+            controller = {"url": f"http://{{host}}:{L.controller_exporter_port}/metrics", "dialect": dialect}
         if L.port_base % 10 == 0 and all(b < 10 for b in L.broker_ids):
             url = f"http://{{host}}:{(L.port_base + 80) // 10}{{id}}/metrics"
             template = node and node.replace("127.0.0.1", "{host}")
-            return {
-                "discovery": DiscoverySettings(jmx_exporter={"url": url, "dialect": dialect}, node_exporter=template)
-            }
+            found = DiscoverySettings(
+                jmx_exporter={"url": url, "dialect": dialect},
+                node_exporter=template,
+                controller_jmx_exporter=controller,
+            )
+            return {"discovery": found}
+        listed = (controller | {"url": controller["url"].replace("{host}", "127.0.0.1")},) if controller else ()
         return {
+            "controller_jmx_exporter": listed,
             "brokers": tuple(
                 BrokerTarget(
                     id=b,
@@ -525,7 +535,7 @@ class Stack:
                     node_exporter=node,
                 )
                 for b in L.broker_ids
-            )
+            ),
         }
 
 

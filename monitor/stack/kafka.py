@@ -430,14 +430,16 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         if node_id == CONTROLLER_ID or broker_jolokia:
             port = layout.controller_jolokia_port if node_id == CONTROLLER_ID else jolokia_port(layout, node_id)
             agents.append(f"-javaagent:{jolokia}={sec.jolokia_agent_options(node_id, port)}")
-    if node_id != CONTROLLER_ID and layout.profile in EXPORTER_CONFIGS and node_id not in layout.reporter_brokers:
-        # The profile's jmx_exporter as Strimzi or MSK run it (loopback only, no auth, as they serve it in-cluster).
+    if layout.profile in EXPORTER_CONFIGS and node_id not in layout.reporter_brokers:
+        # The profile's jmx_exporter as Strimzi or MSK run it (loopback only, no auth, as they serve it in-cluster),
+        # on the controller too (Strimzi runs it on every node; the same rules, read by controller_jmx_exporter).
         # Not beside Strimzi's metrics reporter: jmx_prometheus_javaagent 1.0.1 does not shade client_java, so both
         # register in its one default registry, each serves the other's series, and a name both make (vanilla's
         # kafka_server_socket_server_metrics_connections, Strimzi rules' kafka_cluster_partition_atminisr) fails
         # every scrape of both ("duplicate metric name", HTTP 500).
         config = DEPLOY_KAFKA / "jmx_exporter" / EXPORTER_CONFIGS[layout.profile]
-        agents.append(f"-javaagent:{exporter_jar()}=127.0.0.1:{layout.broker_exporter_port(node_id)}:{config}")
+        port = layout.controller_exporter_port if node_id == CONTROLLER_ID else layout.broker_exporter_port(node_id)
+        agents.append(f"-javaagent:{exporter_jar()}=127.0.0.1:{port}:{config}")
     elif broker_jolokia and not layout.secured and jolokia.exists():
         # The bulk JMX transport of the collectors (collectors/transports/jolokia.py), on loopback only.
         port = jolokia_port(layout, node_id)

@@ -106,6 +106,11 @@ class StackLayout:
         """The broker's jmx_prometheus_javaagent (profiles strimzi and msk)."""
         return self.port_base + 80 + broker_id
 
+    @property
+    def controller_exporter_port(self) -> int:
+        """The controller's jmx_prometheus_javaagent (profiles strimzi and msk), beside its brokers' (+81..+83)."""
+        return self.port_base + 80
+
     def broker_reporter_port(self, broker_id: int) -> int:
         """The listener of Strimzi's metrics reporter on a broker of ``reporter_brokers``."""
         return self.port_base + 90 + broker_id
@@ -261,6 +266,8 @@ class StackLayout:
         ports = {"controller": self.controller_port, "controller-jmx": self.controller_jmx_port}
         if self.secured:
             ports["controller-jolokia"] = self.controller_jolokia_port
+        if self.profile in ("strimzi", "msk"):
+            ports["controller-exporter"] = self.controller_exporter_port
         for b in self.broker_ids:
             if self.has_plaintext:
                 ports[f"broker-{b}"] = self.broker_port(b)

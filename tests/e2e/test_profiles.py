@@ -50,7 +50,9 @@ from alerts.engine import RuleHealth
 from alerts.rules import builtin_variant
 from alerts.types import AlertState
 from collectors import catalog
+from collectors.discovery import DiscoveryBoard
 from collectors.jmx import JmxCollector
+from collectors.protocol_client import KafkaProtocol
 from collectors.transports import exposition
 from collectors.transports.jmxquery import JmxQueryTransport
 from collectors.transports.jolokia import JolokiaTransport
@@ -66,7 +68,7 @@ from monitor.core.config import (
 from monitor.core.store import Base, Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout, kafka
-from monitor.stack.layout import DEFAULT_KAFKA_VERSION
+from monitor.stack.layout import CONTROLLER_ID, DEFAULT_KAFKA_VERSION
 from tests.conftest import running_stack, wait_until
 from tests.harness.agents import restart_broker
 from tests.harness.engine import create_topics, prom_query, watched_config, watching
@@ -155,6 +157,65 @@ def test_protocol_only_lists_what_it_cannot_observe_and_pages_nothing(profiled, 
     paging = [i.rule for i in r.instances.values() if i.state is AlertState.FIRING and i.rule != "KafkaHealthWatchdog"]
     assert paging == [], paging
     assert not [n for n, st in r.rules.items() if st.health in (RuleHealth.ERR, RuleHealth.NO_DATA)]
+
+
+def test_the_controller_found_by_describe_quorum_is_read_through_its_exporter_as_through_jmx(profiled):
+    """The controller runs the profile's jmx_exporter (vanilla here) as the brokers do: found by DescribeQuorum on the
+    real cluster and reached through ``discovery.controller_jmx_exporter``, it gives the controller series jmxquery
+    reads of its JMX (the path of ``controller_jmx``), with the same labels and values, less what the dialect is
+    documented to lack (``CONTROLLER_NOT_EXPORTED``: the raft state, a string) and the broker info (app-info's
+    version, a string too). Clocks (heartbeat ages, metadata lag) and the JVM's figures are read a moment apart: their
+    series must match, not their values."""
+    L = profiled.layout
+    protocol = KafkaProtocol({"bootstrap.servers": L.bootstrap_servers}, timeout=30)
+    try:
+        board = DiscoveryBoard()
+        board.publish(protocol.membership())
+    finally:
+        protocol.close()
+    assert [n.id for n in board.controllers()] == [CONTROLLER_ID], board.controllers()
+    template = f"http://{{host}}:{L.controller_exporter_port}/metrics"
+    found = ClusterConfig(
+        name="local",
+        bootstrap_servers=L.bootstrap_servers,
+        discovery={"enabled": True, "controller_jmx_exporter": template},
+    )
+    listed = ClusterConfig(
+        name="local",
+        bootstrap_servers=L.bootstrap_servers,
+        jmx={"timeout_seconds": 60},
+        controller_jmx=(f"127.0.0.1:{L.controller_jmx_port}",),
+    )
+    clocks = {"kafka_cluster_broker_heartbeat_age_seconds", "kafka_cluster_controller_metadata_lag_seconds"}
+    lacks = exposition.CONTROLLER_NOT_EXPORTED["vanilla"] | {"kafka_broker_info"}
+
+    def read(cluster: ClusterConfig, board: DiscoveryBoard | None) -> dict:
+        transport = JmxQueryTransport()
+        jc = JmxCollector(
+            cluster,
+            transport=transport,
+            controller_transport=transport,
+            tenants=catalog.TenantLookup(None, cluster.name),
+            max_series=100000,
+            board=board,
+        )
+        (target,) = [t for t in jc.targets() if t.collector == "controller"]  # no broker template: no broker target
+        result = jc.collect_target(target, now=time.time())
+        assert result.status.value == "ok", result.message
+        return {(s.name, s.labels): s.value for s in result.samples}
+
+    for _attempt in range(3):  # a topic made or a broker fenced between the two reads changes a count: read again
+        exported, jmx = read(found, board), read(listed, None)
+        counts = {k: v for k, v in jmx.items() if k[0].startswith("kafka_cluster_") and k[0] not in clocks | lacks}
+        if {k: exported.get(k) for k in counts} == counts:
+            break
+    assert set(exported) == {k for k in jmx if k[0] not in lacks}, set(exported) ^ set(jmx)
+    assert {k: exported.get(k) for k in counts} == counts
+    base = (("cluster", "local"), ("broker", str(CONTROLLER_ID)))
+    assert exported[("kafka_cluster_active_controllers", base)] == 1
+    assert exported[("kafka_cluster_fenced_brokers", base)] == jmx[("kafka_cluster_fenced_brokers", base)]
+    states = {dict(k[1])["broker"] for k in exported if k[0] == "kafka_cluster_broker_registration_state"}
+    assert states == {str(b) for b in L.broker_ids}
 
 
 def test_strimzi_broker_is_read_alike_by_jmxquery_jolokia_and_its_metrics_reporter(profiled):

@@ -9,6 +9,7 @@ import pytest
 
 from collectors.capabilities import configured_sources
 from monitor.stack import Stack, StackLayout, kafka
+from monitor.stack.layout import CONTROLLER_ID
 
 pytestmark = pytest.mark.unit
 
@@ -20,7 +21,11 @@ def agents(layout: StackLayout, node: int) -> list[str]:
 @pytest.mark.parametrize(
     ("profile", "agent", "sources"),
     [
-        ("strimzi", "strimzi-kafka-metrics.yml", ("admin", "probe", "protocol_disk", "jmx_exporter_strimzi")),
+        (
+            "strimzi",
+            "strimzi-kafka-metrics.yml",
+            ("admin", "probe", "protocol_disk", "jmx_exporter_strimzi", "controller_exporter_strimzi"),
+        ),
         ("msk", "vanilla.yml", ("admin", "probe", "protocol_disk", "jmx_exporter_vanilla", "node_exporter")),
         ("protocol", None, ("admin", "probe", "protocol_disk")),
     ],
@@ -28,17 +33,25 @@ def agents(layout: StackLayout, node: int) -> list[str]:
 def test_each_profile_runs_its_agent_and_is_read_through_it(tmp_path: Path, profile, agent, sources):
     layout = StackLayout(dir=tmp_path, port_base=20400, profile=profile)
     (broker,) = agents(layout, 1) or [None]
-    if agent is None:
-        assert broker is None
-    else:
+    if agent is not None:
         assert broker.endswith(f"=127.0.0.1:20481:{kafka.DEPLOY_KAFKA}/jmx_exporter/{agent}")
         assert "jmx_prometheus_javaagent" in broker
+        # the controller runs it too, as Strimzi's nodes do (MSK's cannot be reached: the msk config reads none)
+        assert agents(layout, CONTROLLER_ID) == [broker.replace(":20481:", ":20480:")]
+        assert layout.all_ports()["controller-exporter"] == 20480
+    else:
+        assert broker is None and agents(layout, CONTROLLER_ID) == []
     cluster = Stack(layout).config().clusters[0]
     assert not cluster.brokers and cluster.discovers and configured_sources(cluster) == sources
     assert not cluster.controller_jmx and not cluster.controller_jolokia
     if agent:  # {id} spells each broker's exporter port
         url = cluster.discovery.jmx_exporter.url
         assert url.replace("{host}", "127.0.0.1").replace("{id}", "2") == "http://127.0.0.1:20482/metrics"
+    controller = cluster.discovery.controller_jmx_exporter
+    if profile == "strimzi":  # one controller: a fixed port, {host} from DescribeQuorum
+        assert (controller.url, controller.dialect) == ("http://{host}:20480/metrics", "strimzi")
+    else:
+        assert controller is None
     assert "broker-1-jolokia" not in layout.all_ports()
 
 
@@ -48,6 +61,11 @@ def test_a_port_base_id_cannot_spell_lists_the_brokers(tmp_path: Path):
         (b, f"http://127.0.0.1:{20485 + b}/metrics", "http://127.0.0.1:20494/metrics") for b in (1, 2, 3)
     ]
     assert configured_sources(cluster)[-2:] == ("jmx_exporter_vanilla", "node_exporter")
+    assert cluster.controller_jmx_exporter == ()
+    listed = Stack(StackLayout(dir=tmp_path, port_base=20405, profile="strimzi")).config().clusters[0]
+    (controller,) = listed.controller_jmx_exporter
+    assert (controller.url, controller.dialect) == ("http://127.0.0.1:20485/metrics", "strimzi")
+    assert "controller_exporter_strimzi" in configured_sources(listed)
 
 
 def test_strimzis_metrics_reporter_runs_on_the_brokers_asked_beside_jmx_reporter(tmp_path: Path):

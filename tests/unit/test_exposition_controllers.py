@@ -1,0 +1,198 @@
+"""KRaft controllers read through their jmx_exporter (issue 30): the scrapes recorded from the real agent on the
+local stack's controller (tests/fixtures/exposition/controller_<dialect>.prom, record.py ``--controller-of``) map onto
+the controller series the Jolokia/jmxquery path gives, with its labels; discovery reaches a controller found by
+DescribeQuorum through ``discovery.controller_jmx_exporter``; the capability table claims what the scrapes give."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from collectors import catalog
+from collectors.capabilities import configured_sources, render, source_signals
+from collectors.discovery import DiscoveryBoard, Membership, Node, controller_addresses, controller_exporters
+from collectors.jmx import JmxCollector
+from collectors.transports import exposition
+from collectors.transports.jolokia import JolokiaTransport
+from collectors.types import Reading, TargetStatus
+from monitor.core.config import ClusterConfig
+from tests.unit.test_exposition import serving
+
+pytestmark = pytest.mark.unit
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exposition"
+RECORDED = ("vanilla", "strimzi")  # the stack runs the reporter on brokers only
+CTL = "100"  # the recorded controller's node id
+BASE = (("cluster", "prod"), ("broker", CTL))
+CONTROLLER_SIGNALS = frozenset(r.metric for r in catalog.CONTROLLER_RULES) - frozenset(
+    r.metric for r in catalog.BROKER_RULES
+)
+
+
+def scrape(dialect: str) -> str:
+    return (FIXTURES / f"controller_{dialect}.prom").read_text()
+
+
+def series(dialect: str, text: str | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    samples = catalog.convert(
+        exposition.readings(scrape(dialect) if text is None else text, dialect),
+        catalog.CONTROLLER_RULES,
+        base=BASE,
+        tenants=catalog.TenantLookup(None, "prod"),
+    )
+    return {(s.name, s.labels): s.value for s in samples}
+
+
+@pytest.mark.parametrize("dialect", RECORDED)
+def test_the_recorded_controller_maps_onto_the_jolokia_series_and_labels(dialect):
+    got = series(dialect)
+    assert got[("kafka_cluster_active_controllers", BASE)] == 1
+    assert got[("kafka_cluster_fenced_brokers", BASE)] == 0
+    assert got[("kafka_cluster_active_brokers", BASE)] == 3
+    assert got[("kafka_cluster_offline_partitions", BASE)] == 0
+    assert got[("kafka_cluster_metadata_errors", BASE)] == 0
+    # the controller's view of each broker: ``broker`` is the broker, ``controller`` the node that sees it
+    states = {
+        dict(labels)["broker"]: (dict(labels)["controller"], v)
+        for (name, labels), v in got.items()
+        if name == "kafka_cluster_broker_registration_state"
+    }
+    assert states == {b: (CTL, 30.0) for b in ("1", "2", "3")}  # 30: UNFENCED
+    ages = [v for (name, _), v in got.items() if name == "kafka_cluster_broker_heartbeat_age_seconds"]
+    assert len(ages) == 3 and all(0 <= a < 10 for a in ages)  # milliseconds read as seconds
+
+
+@pytest.mark.parametrize("dialect", RECORDED)
+def test_the_capability_table_claims_what_the_recorded_controller_gives(dialect):
+    """Each controller signal the table says this dialect gives is in the recorded scrape, and each it says is not
+    exported is absent from it."""
+    names = {name for name, _ in series(dialect)}
+    claimed = source_signals(f"controller_exporter_{dialect}")
+    assert claimed == CONTROLLER_SIGNALS - exposition.CONTROLLER_NOT_EXPORTED[dialect]
+    assert claimed <= names, sorted(claimed - names)
+    assert not names & exposition.CONTROLLER_NOT_EXPORTED[dialect]
+
+
+def test_strimzis_rules_give_the_raft_state_the_rule_less_agent_cannot():
+    assert ("kafka_cluster_raft_state", BASE + (("state", "leader"),)) in series("strimzi")
+    assert "kafka_cluster_raft_state" not in {name for name, _ in series("vanilla")}
+    assert exposition.controller_gaps("vanilla") == {"kafka_cluster_raft_state"}
+
+
+def test_the_reporters_names_map_the_controllers_mbeans():
+    """Not recorded (the stack runs the reporter on brokers): its Yammer naming (lowercased domain_type_name, a
+    meter's Count as _total) and Kafka-metric naming (a string as _info) read back to the controller's MBeans."""
+    text = (
+        "kafka_controller_kafkacontroller_activecontrollercount 1.0\n"
+        'kafka_controller_kafkacontroller_brokerregistrationstate{broker="2"} 30.0\n'
+        "kafka_controller_controllerstats_uncleanleaderelectionspersec_total 0.0\n"
+        'kafka_server_raft_metrics_current_state_info{current_state="follower"} 1.0\n'
+    )
+    assert exposition.readings(text, "strimzi_reporter") == [
+        Reading("kafka.controller:type=KafkaController,name=ActiveControllerCount", "Value", 1.0),
+        Reading("kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=2", "Value", 30.0),
+        Reading("kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", 0.0),
+        Reading("kafka.server:type=raft-metrics", "current-state", "follower"),
+    ]
+    got = series("strimzi_reporter", text)
+    assert got[("kafka_cluster_raft_state", BASE + (("state", "follower"),))] == 1
+
+
+Q = (Node(100, "c1.example", 9093), Node(101, "c2.example", 9093))
+
+
+def test_discovered_controllers_are_reached_through_the_exporter_template():
+    c = ClusterConfig(
+        name="x",
+        bootstrap_servers="h:1",
+        discovery={"controller_jmx_exporter": {"url": "http://{host}:9404/metrics", "dialect": "strimzi"}},
+    )
+    assert [(i, e.url, e.dialect) for i, e in controller_exporters(c, Q)] == [
+        (100, "http://c1.example:9404/metrics", "strimzi"),
+        (101, "http://c2.example:9404/metrics", "strimzi"),
+    ]
+    assert controller_addresses(c, Q) == ((), ())
+    # a controller listed by hand keeps its entry; discovery adds the others
+    listed = ClusterConfig.model_validate(
+        c.model_dump() | {"controller_jmx_exporter": ({"url": "http://c2.example:9404/metrics", "id": 101},)}
+    )
+    assert [i for i, _ in controller_exporters(listed, Q)] == [100]
+
+
+@pytest.mark.parametrize(
+    ("discovery", "read_as"),
+    [
+        # an exporter template for controllers wins over the brokers' Jolokia/JMX templates (their default) ...
+        ({"jolokia": "http://{host}:8778/jolokia", "controller_jmx_exporter": "http://{host}:9404/m"}, "exporter"),
+        # ... not over a controller template of their own
+        ({"controller_jmx": "{host}:9999", "controller_jmx_exporter": "http://{host}:9404/m"}, "jmx"),
+        ({"controller_jolokia": "http://{host}:8778/j", "controller_jmx_exporter": "http://{host}:9404/m"}, "jolokia"),
+        # the brokers' exporter template is never the controllers' (MSK's controllers cannot be reached)
+        ({"jmx_exporter": "http://{host}:11001/metrics"}, None),
+        ({"jolokia": "http://{host}:8778/jolokia"}, "jolokia"),
+    ],
+)
+def test_one_way_to_read_the_discovered_controllers(discovery, read_as):
+    c = ClusterConfig(name="x", bootstrap_servers="h:1", discovery=discovery)
+    (jmx, jolokia), exporters = controller_addresses(c, Q[:1]), controller_exporters(c, Q[:1])
+    got = {"jmx": bool(jmx), "jolokia": bool(jolokia), "exporter": bool(exporters)}
+    assert [k for k, v in got.items() if v] == ([read_as] if read_as else [])
+    controller_sources = [s for s in configured_sources(c) if s.startswith("controller_")]
+    want = {None: [], "exporter": ["controller_exporter_vanilla"]}.get(read_as, ["controller_jmx"])
+    assert controller_sources == want
+
+
+def test_a_controller_exporter_template_takes_host_and_id_only():
+    with pytest.raises(ValidationError, match=r"unknown template field\(s\) \{port\}"):
+        ClusterConfig(
+            name="x", bootstrap_servers="h:1", discovery={"controller_jmx_exporter": "http://{host}:{port}/m"}
+        )
+    with pytest.raises(ValidationError, match="dialect"):
+        ClusterConfig(
+            name="x", bootstrap_servers="h:1", controller_jmx_exporter=({"url": "http://c:1/m", "dialect": "msk"},)
+        )
+
+
+# Jolokia for what the clusters below list by JMX: nothing (the controllers are read through their exporter)
+collector = partial(
+    JmxCollector, transport=JolokiaTransport(), controller_transport=JolokiaTransport(), max_series=100_000
+)
+LOOKUP = catalog.TenantLookup(None, "prod")
+
+
+def test_a_discovered_controller_is_read_over_http_and_named_by_its_node_id():
+    with serving(scrape("strimzi").encode()) as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        cluster = ClusterConfig(
+            name="prod",
+            bootstrap_servers="127.0.0.1:9092",
+            discovery={"controller_jmx_exporter": {"url": f"http://{{host}}:{port}/metrics", "dialect": "strimzi"}},
+        )
+        board = DiscoveryBoard()
+        board.publish(Membership((Node(1, "127.0.0.1", 9092),), (Node(100, "127.0.0.1", 9093),)))
+        c = collector(cluster, tenants=LOOKUP, board=board)
+        (target,) = c.targets()  # no broker template: the broker has no target; the controller has
+        assert (target.collector, target.name, target.broker) == ("controller", f"controller-127.0.0.1:{port}", CTL)
+        r = c.collect_target(target, now=0.0)
+    assert r.status is TargetStatus.OK, r.message
+    got = {(s.name, s.labels): s.value for s in r.samples}
+    assert got == series("strimzi") | {k: v for k, v in got.items() if k[0] == "kafka_health_series_dropped"}
+    assert not [s for s in r.samples if s.name == "kafka_source_weak_signal"]  # request handlers: a broker's matter
+    shown = render(cluster)
+    assert "[on ] controller_exporter_strimzi" in shown and "[off] controller_jmx" in shown
+
+
+def test_a_listed_controller_is_named_by_its_id_else_its_host_port():
+    with serving(scrape("vanilla").encode()) as url:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        for entry, name in (({"url": url, "id": 100}, CTL), (url, f"127.0.0.1:{port}")):
+            cluster = ClusterConfig(name="prod", bootstrap_servers="h:1", controller_jmx_exporter=(entry,))
+            c = collector(cluster, tenants=LOOKUP)
+            (target,) = c.targets()
+            r = c.collect_target(target, now=0.0)
+            assert r.status is TargetStatus.OK, r.message
+            active = [s for s in r.samples if s.name == "kafka_cluster_active_controllers"]
+            assert [dict(s.labels)["broker"] for s in active] == [name]
