@@ -5,6 +5,9 @@ Strimzi's rules, so one cluster carries both jmx_exporter dialects.
 
 - protocol-only (no agent read, only bootstrap_servers): the engine reports the rules whose inputs no source gives as
   not observable, with the source that would, and nothing pages on the healthy cluster;
+- the controller (running the profile's javaagent, as the brokers do): found by DescribeQuorum and read through
+  ``discovery.controller_jmx_exporter``, it gives the controller series jmxquery reads of its JMX, same labels and
+  counts, less the dialect's documented gaps (``CONTROLLER_NOT_EXPORTED``);
 - Strimzi's broker: broker-3 runs Strimzi's own metrics reporter (io.strimzi:metrics-reporter, dialect
   ``strimzi_reporter``) from the stack's start instead of the profile's agent (``reporter_brokers``: the two cannot
   share a JVM), so it costs no restart of its own; the reporter gives what jmxquery reads of it, less what that dialect
