@@ -327,7 +327,8 @@ class KafkaOffsets:
                 isolation_level=0,  # read uncommitted: the log end offset, as librdkafka's OffsetSpec.latest()
                 topics=[topic_cls(name=t, partitions=ps) for t, ps in topics.items()],
             )
-            sent[leader] = self._admin._manager.send(request, node_id=leader, request_timeout_ms=timeout_ms)
+            # a leader the client's metadata lost fails its own partitions, not the call (_sent)
+            sent[leader] = _sent(self._admin._manager.send, request, node_id=leader, request_timeout_ms=timeout_ms)
         out: dict[TP, int] = {}
         missing: dict[int, str] = {}
         for leader, future in sent.items():
@@ -543,6 +544,15 @@ def _sent(send: Any, request: Any, **kwargs: Any) -> Any:
     try:
         return send(request, **kwargs)
     except Exception as exc:  # noqa: BLE001 - one coordinator's groups fail with it, the others are still asked
+        if type(exc).__name__ == "UnknownBrokerIdError":
+            # A broker the client's metadata dropped while it was down, named again by the round (it came back): ask
+            # for fresh metadata now, not at metadata_max_age (5 min). Without it, after a broker restart every
+            # round's watermarks failed for minutes ("list offsets: UnknownBrokerIdError: 3") and the groups of
+            # its partitions had no lag (CI, test_alert_faults: a lag alert that never fired).
+            cluster = getattr(getattr(send, "__self__", None), "cluster", None)
+            refresh = getattr(cluster, "request_update", None)
+            if callable(refresh):
+                refresh()
         return Future().failure(exc)
 
 

@@ -398,3 +398,32 @@ def test_membership_gives_up_after_three_refusals_and_at_once_on_other_errors():
     with pytest.raises(TargetForbidden):
         _protocol_over(denied).membership()
     assert denied.calls == 1
+
+
+def test_a_broker_the_offsets_client_lost_fails_its_own_request_and_asks_for_fresh_metadata():
+    """After a broker restart kafka-python's metadata can lack it for metadata_max_age (5 min) while the round's
+    metadata names it as a leader again: sending to it raises UnknownBrokerIdError. That request fails alone (a
+    failed Future) and the client is told to refresh its metadata; before, every watermark of the round failed."""
+    import kafka.errors as ke
+
+    from collectors.protocol_client import _sent
+
+    class Cluster:
+        updates = 0
+
+        def request_update(self):
+            Cluster.updates += 1
+
+    class Manager:
+        cluster = Cluster()
+
+        def send(self, request, node_id, request_timeout_ms):
+            if node_id == 3:
+                raise ke.UnknownBrokerIdError(3)
+            return ("sent", node_id)
+
+    m = Manager()
+    assert _sent(m.send, "req", node_id=1, request_timeout_ms=10) == ("sent", 1)
+    lost = _sent(m.send, "req", node_id=3, request_timeout_ms=10)
+    assert lost.failed() and isinstance(lost.exception, ke.UnknownBrokerIdError)
+    assert Cluster.updates == 1
