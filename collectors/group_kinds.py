@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import collectors.kafka_messages as _schemas
-from collectors.protocol_client import api_max, protocol_settings, translate
+from collectors.protocol_client import api_max, protocol_settings, send_to_node, translate
 from collectors.types import GroupInfo, Sample
 
 log = logging.getLogger(__name__)
@@ -389,7 +389,8 @@ class GroupKinds:
         msgs = group_messages()
         out = []
         for node, groups in await self._by_coordinator(ids):
-            offsets = await self._admin._manager.send(
+            offsets = await send_to_node(
+                self._admin._manager,
                 msgs.offsets_req(
                     groups=[
                         msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None) for g in groups
@@ -398,8 +399,10 @@ class GroupKinds:
                 ),
                 node_id=node,
             )
-            desc = await self._admin._manager.send(
-                msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1), node_id=node
+            desc = await send_to_node(
+                self._admin._manager,
+                msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1),
+                node_id=node,
             )
             out.append((offsets, desc))
         return out
@@ -473,8 +476,10 @@ class GroupKinds:
         """The StreamsGroupDescribe answer of each coordinator of ``ids``."""
         msgs = group_messages()
         return [
-            await self._admin._manager.send(
-                msgs.streams_req(group_ids=groups, include_authorized_operations=False, max_version=0), node_id=node
+            await send_to_node(
+                self._admin._manager,
+                msgs.streams_req(group_ids=groups, include_authorized_operations=False, max_version=0),
+                node_id=node,
             )
             for node, groups in await self._by_coordinator(ids)
         ]

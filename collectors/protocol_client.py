@@ -327,8 +327,8 @@ class KafkaOffsets:
                 isolation_level=0,  # read uncommitted: the log end offset, as librdkafka's OffsetSpec.latest()
                 topics=[topic_cls(name=t, partitions=ps) for t, ps in topics.items()],
             )
-            # a leader the client's metadata lost fails its own partitions, not the call (_sent)
-            sent[leader] = _sent(self._admin._manager.send, request, node_id=leader, request_timeout_ms=timeout_ms)
+            # a leader the client's metadata lost fails its own partitions, not the call (send_to_node)
+            sent[leader] = send_to_node(self._admin._manager, request, node_id=leader, request_timeout_ms=timeout_ms)
         out: dict[TP, int] = {}
         missing: dict[int, str] = {}
         for leader, future in sent.items():
@@ -425,7 +425,7 @@ class KafkaOffsets:
 
         manager = self._admin._manager
         lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=groups, min_version=4)
-        sent = [_sent(manager.send, lookup, node_id=n, request_timeout_ms=_ms(until)) for n in self._lookup_nodes()]
+        sent = [send_to_node(manager, lookup, node_id=n, request_timeout_ms=_ms(until)) for n in self._lookup_nodes()]
         found = await manager.wait_for(_first(sent), _ms(until))
         return coordinator_plan(found.coordinators)
 
@@ -434,7 +434,9 @@ class KafkaOffsets:
         in the order asked, an exception (the request's own: a timeout, a lost connection, a node the client cannot
         send to) in place of a missing one, so a node that does not answer costs its own request only."""
         manager = self._admin._manager
-        sent = [_sent(manager.send, request, node_id=node, request_timeout_ms=_ms(until)) for node, request in requests]
+        sent = [
+            send_to_node(manager, request, node_id=node, request_timeout_ms=_ms(until)) for node, request in requests
+        ]
         out: list[Any] = []
         for future in sent:  # sent together: each await waits on the same deadline
             try:
@@ -536,23 +538,20 @@ def _ms(until: float) -> int:
     return max(1, int((until - time.monotonic()) * 1000))
 
 
-def _sent(send: Any, request: Any, **kwargs: Any) -> Any:
-    """``send(request, **kwargs)``, a kafka-python Future; a failure to send (a coordinator the client's metadata does
-    not know yet: UnknownBrokerIdError is raised, not returned) comes back as a failed Future, for its groups only."""
+def send_to_node(manager: Any, request: Any, **kwargs: Any) -> Any:
+    """``manager.send(request, **kwargs)``, a kafka-python Future; a failure to send (a node the client's metadata does
+    not know: UnknownBrokerIdError is raised, not returned) comes back as a failed Future, for that node's requests
+    only. Such a node is a broker the metadata dropped while it was down and the round names again (it came back):
+    fresh metadata is asked for at once, not at metadata_max_age (5 min). Without it, after a broker restart every
+    round's watermarks failed for minutes ("list offsets: UnknownBrokerIdError: 3") and the groups of its partitions
+    had no lag (CI, test_alert_faults: a lag alert that never fired)."""
     from kafka.future import Future
 
     try:
-        return send(request, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - one coordinator's groups fail with it, the others are still asked
+        return manager.send(request, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - one node's requests fail with it, the others are still asked
         if type(exc).__name__ == "UnknownBrokerIdError":
-            # A broker the client's metadata dropped while it was down, named again by the round (it came back): ask
-            # for fresh metadata now, not at metadata_max_age (5 min). Without it, after a broker restart every
-            # round's watermarks failed for minutes ("list offsets: UnknownBrokerIdError: 3") and the groups of
-            # its partitions had no lag (CI, test_alert_faults: a lag alert that never fired).
-            cluster = getattr(getattr(send, "__self__", None), "cluster", None)
-            refresh = getattr(cluster, "request_update", None)
-            if callable(refresh):
-                refresh()
+            manager.cluster.request_update()
         return Future().failure(exc)
 
 

@@ -406,7 +406,7 @@ def test_a_broker_the_offsets_client_lost_fails_its_own_request_and_asks_for_fre
     failed Future) and the client is told to refresh its metadata; before, every watermark of the round failed."""
     import kafka.errors as ke
 
-    from collectors.protocol_client import _sent
+    from collectors.protocol_client import send_to_node
 
     class Cluster:
         updates = 0
@@ -423,7 +423,7 @@ def test_a_broker_the_offsets_client_lost_fails_its_own_request_and_asks_for_fre
             return ("sent", node_id)
 
     m = Manager()
-    assert _sent(m.send, "req", node_id=1, request_timeout_ms=10) == ("sent", 1)
-    lost = _sent(m.send, "req", node_id=3, request_timeout_ms=10)
+    assert send_to_node(m, "req", node_id=1, request_timeout_ms=10) == ("sent", 1)
+    lost = send_to_node(m, "req", node_id=3, request_timeout_ms=10)
     assert lost.failed() and isinstance(lost.exception, ke.UnknownBrokerIdError)
     assert Cluster.updates == 1

@@ -68,10 +68,16 @@ class FakeBrokers:
         self.forbidden = set(forbidden)
         self.lookups: list[tuple[int | None, list[str]]] = []
         self.fetches: list[tuple[int | None, list[str], int | None]] = []
-        self.cluster = SimpleNamespace(brokers=lambda: [SimpleNamespace(node_id=n) for n in (1, 2, 3)])
+        self.metadata_updates = 0  # kafka-python's cluster.request_update(): asked for when a node is unknown
+        self.cluster = SimpleNamespace(
+            brokers=lambda: [SimpleNamespace(node_id=n) for n in (1, 2, 3)], request_update=self._request_update
+        )
         self.broker_version_data = SimpleNamespace(api_versions={9: (0, 9), 10: (0, 6)})
         self.least_loaded = 1
         self.unknown: set[int] = set()
+
+    def _request_update(self) -> None:
+        self.metadata_updates += 1
 
     wait_for = KafkaConnectionManager.wait_for
 
@@ -164,6 +170,7 @@ def test_a_coordinator_the_client_cannot_send_to_fails_its_own_groups_only():
     on_2 = {g for g, c in GROUPS.items() if c == 2}
     assert all(isinstance(answers[g], TransportError) for g in on_2)
     assert {g: a for g, a in answers.items() if g not in on_2} == {g: o for g, o in OFFSETS.items() if g not in on_2}
+    assert brokers.metadata_updates >= 1  # and the client is told to refresh its metadata at once
 
 
 def test_a_coordinator_cut_by_the_rounds_deadline_leaves_its_groups_out():
