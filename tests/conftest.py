@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.core import kafka_versions
 from monitor.stack import Stack, StackLayout
 from monitor.stack.layout import resolve_kafka_version
 
@@ -162,6 +163,28 @@ def pytest_collection_modifyitems(config, items):
         )
 
     items.sort(key=key)
+    _matrix_lines_only(config, items)
+
+
+def _matrix_lines_only(config, items) -> None:
+    """In a run of the version matrix (``-m kafka_versions`` on a release other than the default), a test marked
+    ``kafka_versions(lines=(...))`` runs only on the release lines named: what it proves differs from the default
+    there and not on the other lines (its marker says why), so their minutes go to what does differ on them."""
+    wanted = os.environ.get("KAFKA_HEALTH_TEST_KAFKA_VERSION")
+    if not wanted or "kafka_versions" not in (config.option.markexpr or ""):
+        return
+    line = kafka_versions.release(wanted).line
+    if line == kafka_versions.DEFAULT_RELEASE.line:
+        return
+    off = [
+        item
+        for item in items
+        if (m := item.get_closest_marker("kafka_versions")) is not None and line not in m.kwargs.get("lines", (line,))
+    ]
+    if off:
+        config.hook.pytest_deselected(items=off)
+        gone = set(off)
+        items[:] = [item for item in items if item not in gone]
 
 
 # warm_up(cm): the test needs wall time more than anything else (minutes of samples in a Prometheus). ``cm(dir)``, a

@@ -92,7 +92,9 @@ def watched(stack, tmp_path_factory):
         yield config
 
 
-@pytest.mark.kafka_versions  # the broker-kill e2e of the version matrix
+# The broker-kill e2e of the version matrix, on 3.9 only: 3.9's controller gives no per-broker view, so liveness falls
+# back to the plain broker-down timing (docs/alerts.md); 4.1 tells a crash as 4.4 does, which the default run proves.
+@pytest.mark.kafka_versions(lines=("3.9",))
 def test_killed_broker_fires_with_tenants_reaches_alertmanager_and_resolves(stack, engine):
     """The victim also coordinates a consumer group: describing that group while its coordinator is dead once made
     librdkafka abort the collector process (librdkafka#4605), and the broker-down alerts lost their data. The Admin
