@@ -29,6 +29,11 @@ min.insync.replicas not read (failed, or no time left) keeps the values last rea
 under-min-ISR series. At partition scale it is read in slices (``MIN_ISR_TOPICS`` topics within ``MIN_ISR_SHARE`` of
 the budget a round, new topics first): a refresh of 10,000 topics is spread over the rounds after it falls due
 instead of taking one whole round, and every group's lag with it.
+Each broker's ``num.io.threads`` (``kafka_broker_request_handler_threads``: the request-handler capacity the advisor
+holds a client's cost against) is read when the broker appears in the metadata and every 5 minutes, within
+``HANDLER_THREADS_SHARE`` of the budget, one DescribeConfigs per broker; a broker that does not answer (down, or the
+principal lacks DescribeConfigs on the cluster) keeps its last value, or has no series, and is asked again after a
+minute; the round's message says which brokers lack it and why (logged once per cause), and the round is not failed.
 
 Round deadline: one round has the target's timeout in all (``jmx.timeout_seconds`` of the cluster), not per call.
 A dead or hanging broker would otherwise make each of the sequential calls wait its own timeout, and the cluster
@@ -118,6 +123,13 @@ MIN_ISR_REFRESH_SECONDS = 300.0
 # group's lag with it, every five minutes.
 MIN_ISR_TOPICS = 500
 MIN_ISR_SHARE = 0.15
+# num.io.threads per broker (the advisor's request-handler capacity, kafka_broker_request_handler_threads): a broker
+# is asked when first seen in the metadata (so after a restart too) and every HANDLER_THREADS_REFRESH_SECONDS (it is
+# a dynamic config, rarely changed), within HANDLER_THREADS_SHARE of the round; one that did not answer (down, slow,
+# or an ACL missing) is asked again after HANDLER_THREADS_RETRY_SECONDS, its series absent until then.
+HANDLER_THREADS_REFRESH_SECONDS = 300.0
+HANDLER_THREADS_RETRY_SECONDS = 60.0
+HANDLER_THREADS_SHARE = 0.15
 # Share of the round's budget the committed-offset reads leave for the high watermarks.
 WATERMARK_RESERVE = 0.2
 # Shares of the round budget: listing and describing the groups, and one group's committed offsets. A group whose
@@ -243,6 +255,9 @@ class AdminCollector:
         self._min_isr_at = float("-inf")
         self._min_isr_due: set[str] = set()  # topics of the refresh under way, not read again yet
         self._min_isr_unanswered: set[str] = set()  # asked and not answered: asked after the others
+        self._threads: dict[int, int] = {}  # broker -> num.io.threads last read (HANDLER_THREADS_*)
+        self._threads_due: dict[int, float] = {}  # broker -> when it is asked next (wall clock)
+        self._threads_missing: dict[int, str] = {}  # broker -> why it has no threads series
         self._lock = threading.Lock()
         self._target = Target(cluster.name, "admin", "admin", address=cluster.bootstrap_servers)
         self._kinds_factory = kinds_factory or (_group_kinds if admin_factory is None else None)
@@ -288,11 +303,53 @@ class AdminCollector:
                 self._min_isr = {t: v for t, v in {**self._min_isr, **fresh}.items() if t in topics}
                 self._min_isr_due -= set(fresh)
                 self._min_isr_unanswered = (self._min_isr_unanswered | set(ask)) - set(fresh)
-        return ClusterState(
-            state.brokers,
-            state.controller_id,
-            state.partitions,
-            {t: v for t, v in self._min_isr.items() if t in topics},
+        return replace(state, min_isr={t: v for t, v in self._min_isr.items() if t in topics})
+
+    def _with_handler_threads(self, admin: AdminApi, state: ClusterState, deadline: RoundDeadline) -> ClusterState:
+        """The brokers' num.io.threads, read when due (``HANDLER_THREADS_*``); a value last read is kept when a
+        refresh fails. Never raises for the target's trouble: a broker without a value has no series, and
+        ``_threads_missing`` says why for the round's message."""
+        now, present = self._clock(), set(state.brokers)
+        for kept in (self._threads, self._threads_due, self._threads_missing):  # gone from the metadata: forgotten,
+            for b in set(kept) - present:  # so a broker that restarts is asked again
+                del kept[b]
+        ask = sorted(b for b in present if self._threads_due.get(b, float("-inf")) <= now)
+        if ask and not deadline.allows():
+            for b in ask:
+                if b not in self._threads:
+                    self._threads_missing[b] = f"round deadline of {deadline.budget:g}s reached before it was asked"
+        elif ask:
+            timeout = min(deadline.remaining(), HANDLER_THREADS_SHARE * deadline.budget)
+            try:
+                answers = admin.handler_threads(ask, timeout=timeout)
+            except KafkaHealthError as exc:  # the whole call (e.g. the client process died): every broker asked
+                answers = {b: exc for b in ask}
+            for b in ask:
+                answer = answers.get(b)
+                if isinstance(answer, int):
+                    self._threads[b] = answer
+                    self._threads_missing.pop(b, None)
+                    self._threads_due[b] = now + HANDLER_THREADS_REFRESH_SECONDS
+                    continue
+                why = str(answer) if answer is not None else f"no answer within {timeout:g}s"
+                self._threads_due[b] = now + HANDLER_THREADS_RETRY_SECONDS
+                if b in self._threads:  # a refresh failed: the last value stands
+                    log.info("%s: num.io.threads of broker %d not refreshed: %s", self._target.key, b, why)
+                    continue
+                if self._threads_missing.get(b) != why:  # said once per cause, in every round's message after
+                    log.warning("%s: num.io.threads of broker %d not read: %s", self._target.key, b, why)
+                self._threads_missing[b] = why
+        return replace(state, handler_threads={b: v for b, v in self._threads.items() if b in present})
+
+    def _threads_note(self) -> str:
+        """Why some brokers have no ``kafka_broker_request_handler_threads`` this round; "" when none lacks it."""
+        by_why: dict[str, list[int]] = {}
+        for b, why in sorted(self._threads_missing.items()):
+            by_why.setdefault(why, []).append(b)
+        return "; ".join(
+            f"num.io.threads of broker{'s' if len(bs) > 1 else ''} {', '.join(map(str, bs))} not read "
+            f"(no request-handler threads series; the advisor assumes Kafka's default): {why}"
+            for why, bs in by_why.items()
         )
 
     def _read_groups(self, admin: AdminApi, deadline: RoundDeadline) -> GroupsRead:
@@ -510,6 +567,8 @@ class AdminCollector:
                 # Cluster state first: it is what matters when a broker dies, and what the rest of the round keeps.
                 state = admin.cluster(timeout=deadline.remaining())
                 state = self._with_min_isr(admin, state, deadline)
+                state = self._with_handler_threads(admin, state, deadline)
+                threads_note = self._threads_note()
                 samples = cluster_samples(state, base=base, configured=self._expected(), tenants=self._tenants)
                 read = self._read_groups(admin, deadline)
                 for tp, hw in read.watermarks.items():
@@ -567,6 +626,8 @@ class AdminCollector:
             )
             log.warning("%s: %s", target.key, said)  # the cap's cut is logged by the service, for every collector
             result = replace(result, message=f"{said}; {result.message}" if result.message else said)
+        if threads_note:  # not a warning every round: logged when it was asked and failed (_with_handler_threads)
+            result = replace(result, message=f"{result.message}; {threads_note}" if result.message else threads_note)
         return result
 
     def _deadline_cut(self, groups: int) -> Cut:

@@ -83,6 +83,7 @@ GROUP_CALLS = ("describe groups", "describe group", "group offsets")
 NEEDS = {
     "metadata": "Describe on the topics (Topic *)",
     "describe configs": "DescribeConfigs on the topics (Topic *)",
+    "broker configs": "DescribeConfigs on the cluster",
     "describe cluster": "Describe on the cluster",
     "list groups": "Describe on the groups (Group *)",
     "describe groups": "Describe on the groups (Group *)",
@@ -281,6 +282,39 @@ class KafkaAdmin:
                 continue
             if entry is not None and entry.value is not None:
                 out[res.name] = int(entry.value)
+        return out
+
+    def handler_threads(self, brokers: Iterable[int], *, timeout: float) -> dict[int, int | CollectorError]:
+        """Each broker's ``num.io.threads`` (DescribeConfigs on its BROKER resource: the dynamic override where one is
+        set, else server.properties), or the error its answer met; a broker not answered within ``timeout`` is left
+        out. One call per broker (librdkafka takes one BROKER resource a call), all in flight together: a broker that
+        does not answer costs its own figure only."""
+        from confluent_kafka.admin import ConfigResource
+
+        t, end = timeout, time.monotonic() + timeout
+        futs: dict[int, concurrent.futures.Future] = {}
+        for b in brokers:
+            res = ConfigResource("broker", str(b))
+            asked = self._call(
+                "broker configs",
+                t,
+                lambda r=res: self._admin.describe_configs([r], request_timeout=max(MIN_CALL_SECONDS, _left(end))),
+            )
+            futs[b] = next(iter(asked.values()))
+        concurrent.futures.wait(list(futs.values()), timeout=_left(end))
+        out: dict[int, int | CollectorError] = {}
+        for b, fut in futs.items():
+            if not fut.done():
+                continue  # no answer within the call: the caller says so
+            try:
+                entry = self._call("broker configs", t, lambda f=fut: f.result(0)).get("num.io.threads")
+            except CollectorError as exc:
+                out[b] = exc
+                continue
+            if entry is None or entry.value is None:
+                out[b] = TransportError(f"Admin API broker configs: broker {b} answered no num.io.threads")
+            else:
+                out[b] = int(entry.value)
         return out
 
     def groups(self, *, timeout: float) -> list[GroupInfo]:

@@ -1,8 +1,8 @@
 """The Admin API's answers as samples: pure conversions, no I/O, no clock (``now`` is passed in).
 
-    ClusterState ──(cluster_samples)──> brokers, controller, broker up; per topic: partitions, replicas,
-                                        offline, under-replicated and under-min-ISR partitions; per tenant and
-                                        broker: the tenant's partitions it leads
+    ClusterState ──(cluster_samples)──> brokers, controller; per broker: up, request-handler threads; per topic:
+                                        partitions, replicas, offline, under-replicated and under-min-ISR
+                                        partitions; per tenant and broker: the tenant's partitions it leads
     GroupOffsets, high watermarks, WatermarkHistory ──(group_samples)──> per group: members, state, member
                                         clients; per group and topic: lag, worst partition, lag seconds, committed; per
                                         member (client id, host) and topic: assigned partitions and their lag
@@ -12,8 +12,9 @@ broker's JMX does not). ``group_samples`` computes lag from committed offsets an
 ``lag_seconds`` the age of the oldest unconsumed message from the history of high watermarks that
 ``WatermarkHistory`` keeps. Unknown stays unknown: a partition without a committed offset or without a watermark
 this round has no lag (it is not "zero lag"), a topic whose ``min.insync.replicas`` is unknown has no under-min-ISR
-series, and a group that could not be described has no members series. A lag is clamped at 0 (the collector reads
-committed offsets before watermarks, so only a truncation in between could make it negative).
+series, a broker whose ``num.io.threads`` is unknown no request-handler threads series, and a group that could not be
+described has no members series. A lag is clamped at 0 (the collector reads committed offsets before watermarks, so
+only a truncation in between could make it negative).
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ def cluster_samples(
                 1.0 if b in present else 0.0,
             )
         )
+    out += [
+        Sample(
+            "kafka_broker_request_handler_threads",
+            "gauge",
+            "Request handler threads of the broker: its num.io.threads (DescribeConfigs, dynamic override included)",
+            base + (("broker", str(b)),),
+            float(threads),
+        )
+        for b, threads in sorted(state.handler_threads.items())
+        if b in present
+    ]
     per_topic: dict[str, list[int]] = {}
     for p in state.partitions:
         counts = per_topic.setdefault(p.topic, [0, 0, 0, 0])

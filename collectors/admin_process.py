@@ -213,6 +213,9 @@ class IsolatedAdmin:
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         return self._ask("min_insync_replicas", "describe configs", timeout, list(topics))
 
+    def handler_threads(self, brokers: Iterable[int], *, timeout: float) -> dict[int, int | CollectorError]:
+        return self._ask("handler_threads", "broker configs", timeout, list(brokers))
+
     def groups(self, *, timeout: float) -> list[GroupInfo]:
         return self._ask("groups", "list groups", timeout)
 

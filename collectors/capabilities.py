@@ -56,6 +56,7 @@ ADMIN_SIGNALS = frozenset(
         "kafka_cluster_brokers",
         "kafka_cluster_controller_id",
         "kafka_cluster_broker_up",
+        "kafka_broker_request_handler_threads",
         "kafka_cluster_tenant_led_partitions",
         "kafka_topic_partitions",
         "kafka_topic_replicas",

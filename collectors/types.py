@@ -209,6 +209,8 @@ class ClusterState:
     partitions: tuple[PartitionState, ...]
     # topic -> its effective min.insync.replicas; a topic missing here has no under-min-ISR series (unknown, not 0)
     min_isr: dict[str, int] = field(default_factory=dict)
+    # broker -> its request-handler threads (num.io.threads); a broker missing here has no series (unknown, not 8)
+    handler_threads: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,11 @@ class AdminApi(Protocol):
 
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         """Effective ``min.insync.replicas`` per topic; a topic whose config cannot be read is left out."""
+        ...
+
+    def handler_threads(self, brokers: Iterable[int], *, timeout: float) -> dict[int, int | CollectorError]:
+        """Each broker's request-handler threads (its ``num.io.threads``, dynamic override included), or the error
+        its answer met (a missing ACL: ``TargetForbidden``); a broker not answered within ``timeout`` is left out."""
         ...
 
     def groups(self, *, timeout: float) -> list[GroupInfo]:

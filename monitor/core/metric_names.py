@@ -42,6 +42,7 @@ M: dict[str, str] = {
     "broker_last_departure": "kafka_cluster_broker_last_departure_timestamp_seconds",
     # request path
     "request_handler_idle": "kafka_broker_request_handler_idle_ratio",  # {cluster, broker}, rate of Count
+    "request_handler_threads": "kafka_broker_request_handler_threads",  # Admin API {cluster, broker}: num.io.threads
     "network_processor_idle": "kafka_broker_network_processor_avg_idle_ratio",  # {cluster, broker}
     "request_queue_size": "kafka_broker_request_queue_size",  # {cluster, broker}
     "response_queue_size": "kafka_broker_response_queue_size",  # {cluster, broker}

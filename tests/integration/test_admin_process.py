@@ -17,9 +17,12 @@ from collectors.admin_process import GRACE_SECONDS, IsolatedAdmin
 from collectors.catalog import TenantLookup
 from collectors.types import TargetStatus
 from monitor.core.errors import TargetTimeout, TransportError
+from monitor.core.metric_names import M
 from monitor.core.tenancy import TenantIndex
+from monitor.stack.kafka import NUM_IO_THREADS
 
 pytestmark = pytest.mark.integration
+HANDLER_THREADS = M["request_handler_threads"]
 
 
 @pytest.fixture
@@ -49,6 +52,12 @@ def test_isolated_client_answers_like_the_in_process_one(cluster):
         }
         topics = sorted({p.topic for p in a.partitions})[:5]
         assert isolated.min_insync_replicas(topics, timeout=10) == local.min_insync_replicas(topics, timeout=10)
+        # each broker's num.io.threads, as server.properties sets it, asked as the monitoring principal (SASL_SSL;
+        # its ACL: DescribeConfigs on the cluster)
+        threads = {b: NUM_IO_THREADS for b in a.brokers}
+        assert (
+            isolated.handler_threads(a.brokers, timeout=10) == threads == local.handler_threads(a.brokers, timeout=10)
+        )
         assert {g.group for g in isolated.groups(timeout=10)} == {g.group for g in local.groups(timeout=10)}
         assert isolated.pid != os.getpid() and _alive(isolated.pid)
     finally:
@@ -63,6 +72,9 @@ def test_a_crashed_client_process_fails_one_round_and_the_next_round_recovers(cl
     try:
         first = collector.collect_target(target, now=time.time())
         assert first.status is TargetStatus.OK, first.message
+        # the advisor's request-handler capacity: each broker's num.io.threads, read in the client's first round
+        threads = {dict(x.labels)["broker"]: x.value for x in first.samples if x.name == HANDLER_THREADS}
+        assert threads == {"1": NUM_IO_THREADS, "2": NUM_IO_THREADS, "3": NUM_IO_THREADS}, first.message
         pid = collector._admin.pid
         os.kill(pid, sig)
         time.sleep(0.5)

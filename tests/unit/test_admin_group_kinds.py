@@ -56,6 +56,9 @@ class QuietAdmin:
     def min_insync_replicas(self, topics: Iterable[str], *, timeout: float) -> dict[str, int]:
         return {t: 1 for t in topics}
 
+    def handler_threads(self, brokers: Iterable[int], *, timeout: float) -> dict[int, int]:
+        return {b: 8 for b in brokers}
+
     def groups(self, *, timeout: float) -> list[GroupInfo]:
         return [GroupInfo(g, "empty", 0) for g in self.listed]
 

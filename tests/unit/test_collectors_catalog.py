@@ -206,7 +206,7 @@ def test_docs_embed_the_generated_jmx_table_and_name_every_other_metric():
 
     for module in (admin, admin_convert, exporter, host):
         source = Path(module.__file__).read_text()
-        for name in set(re.findall(r'"(kafka_(?:host|cluster|topic|consumergroup|health)_[a-z_]+)"', source)):
+        for name in set(re.findall(r'"(kafka_(?:host|cluster|broker|topic|consumergroup|health)_[a-z_]+)"', source)):
             shown = name if name in docs else name + "_total"  # counters are documented with their _total
             assert shown in docs, f"{name} ({module.__name__}) is not documented in docs/metrics.md"
 

@@ -22,7 +22,7 @@ from monitor.core.config import (
     TenantConfig,
     TenantSelector,
 )
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import TargetForbidden, TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
@@ -167,6 +167,55 @@ def test_min_insync_replicas_is_read_for_new_topics_and_refreshed_not_every_roun
     assert admin.config_reads == [["alpha.t"], ["alpha.t"]]  # refreshed after MIN_ISR_REFRESH_SECONDS
 
 
+def _threads(r):
+    return {
+        dict(labels)["broker"]: x
+        for (name, labels), x in values(r.samples).items()
+        if name == "kafka_broker_request_handler_threads"
+    }
+
+
+def test_each_brokers_handler_threads_are_read_when_it_appears_refreshed_rarely_and_a_refusal_fails_nothing():
+    """num.io.threads per broker (DescribeConfigs): broker 1 runs 16, broker 2 refuses (the principal lacks
+    DescribeConfigs on the cluster). The round is good, broker 2 has no series (unknown, not Kafka's default 8) and
+    every round's message says why; a broker that did not answer is asked again after a minute, one that did after
+    five, a failed refresh keeps the value read, and a broker back in the metadata (restarted) is asked at once."""
+    admin, clock = FakeAdmin(), [0.0]
+    refused = TargetForbidden(
+        "Admin API broker configs: not authorized (CLUSTER_AUTHORIZATION_FAILED): User:kafka-health needs an ACL "
+        "allowing DescribeConfigs on the cluster"
+    )
+    admin.threads = {1: 16, 2: refused}
+    ac = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=lambda: clock[0])
+
+    def round_at(t):
+        clock[0] = t
+        r = ac.collect_target(ac.targets()[0], now=t)
+        assert r.status is TargetStatus.OK, r.message
+        return r
+
+    for t in (0.0, 15.0):
+        r = round_at(t)
+        assert _threads(r) == {"1": 16.0}
+        assert "num.io.threads of broker 2 not read" in r.message and "DescribeConfigs on the cluster" in r.message
+    assert admin.threads_asked == [[1, 2]]  # not every round
+    admin.threads[2] = 8
+    r = round_at(61.0)
+    assert admin.threads_asked[-1] == [2] and _threads(r) == {"1": 16.0, "2": 8.0} and "num.io.threads" not in r.message
+    admin.threads.pop(1)  # broker 1 does not answer its refresh: the value read stands
+    r = round_at(301.0)
+    assert admin.threads_asked[-1] == [1] and _threads(r) == {"1": 16.0, "2": 8.0}
+    admin.brokers = (1,)  # broker 2 restarting: out of the metadata, no series; back: asked at once
+    assert _threads(round_at(310.0)) == {"1": 16.0}
+    admin.brokers, admin.threads[2] = (1, 2), 4
+    assert _threads(round_at(325.0)) == {"1": 16.0, "2": 4.0} and admin.threads_asked[-1] == [2]
+    admin.threads_fail = TargetUnreachable("Admin API broker configs: the Admin client process died")
+    fresh = AdminCollector(CLUSTER, tenants=TENANTS, admin_factory=lambda c: admin, clock=lambda: clock[0])
+    r = fresh.collect_target(fresh.targets()[0], now=330.0)
+    assert r.status is TargetStatus.OK and _threads(r) == {}
+    assert "num.io.threads of brokers 1, 2 not read" in r.message and "process died" in r.message
+
+
 # (history [(t, hw)], committed, hw, now) -> expected lag seconds
 LAG_CASES = [
     (1, [(0, 100), (10, 200)], 200, 200, 20, 0.0),  # caught up
@@ -228,11 +277,21 @@ class FakeAdmin:
 
     def __init__(self, fail_metadata=False):
         self.calls, self.fail, self.fail_groups, self.config_reads = [], fail_metadata, False, []
+        self.brokers = (1, 2)
+        self.threads: dict = {1: 8, 2: 8}  # broker -> its num.io.threads, or the error its answer is; absent: no answer
+        self.threads_fail: Exception | None = None  # raised by the whole call
+        self.threads_asked: list[list[int]] = []
 
     def cluster(self, *, timeout):
         if self.fail:
             raise TargetUnreachable("Admin API metadata: all brokers are down")
-        return ClusterState((1, 2), 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1,)),))
+        return ClusterState(self.brokers, 100, (PartitionState("alpha.t", 0, 1, (1, 2), (1,)),))
+
+    def handler_threads(self, brokers, *, timeout):
+        self.threads_asked.append(list(brokers))
+        if self.threads_fail is not None:
+            raise self.threads_fail
+        return {b: self.threads[b] for b in brokers if b in self.threads}
 
     def min_insync_replicas(self, topics, *, timeout):
         self.config_reads.append(list(topics))
