@@ -85,25 +85,30 @@ class Thresholds:
     # "Hurts other tenants" (a page) needs a material cost on the threads every tenant of the broker shares; below it a
     # finding is advice for its own tenant (info). First by the produce requests per second the behaviour sends (the
     # client's own telemetry, or its share of its poor topics' produce requests) as a share of the cluster's
-    # request-handler capacity: at least ``material_requests_per_handler_thread`` (5) requests/s for every handler
-    # thread of the cluster's brokers (``handler_threads_per_broker``: num.io.threads, 8 by default; no series gives
-    # it, so a cluster run with more handlers is judged as if it had 8). On 3 brokers: 5 x 24 = 120 requests/s.
+    # request-handler capacity: at least ``material_requests_per_handler_thread`` (10) requests/s for every handler
+    # thread of the cluster's brokers, each broker's num.io.threads as the Admin collector reads it
+    # (kafka_broker_request_handler_threads, its most over the window), ``handler_threads_per_broker`` (8, Kafka's
+    # default) for a broker without that series (the principal lacks DescribeConfigs on the cluster). The stack's
+    # brokers run 4 (monitor/stack/kafka.py): 10 x 12 = 120 requests/s on its 3 brokers, the bar every figure below
+    # was measured against (while no series gave the threads it was 5 x 8 assumed x 3: the same 120); on 3 brokers
+    # of Kafka's default 8 it is 240, of 16 480: a cluster with more handlers has more to spare.
     # Requests, not thread time, because a request costs a network read, a handler append and a response whatever it
     # carries, and because thread time is not stable across machines: on the shared 2-core test machine a one-record
     # produce request cost 0.5-0.7 ms of thread time at load 20 and under 0.16 ms quiet (the real-client test's
-    # one-record producers, 124-220 requests/s: 10-16 % of a thread, and under 2 %). At 5 requests/s per handler
-    # thread, even at the loaded machine's 0.7 ms a request, a client takes 0.35 % of every handler thread of the
-    # cluster; below that it is not a cost on the others. Why 5 and not the 50 requests/s in all this was: a default
-    # producer sends at most one request a record, so at ~100 records/s it sends up to ~100 requests/s whatever its
-    # library (Java < 4.0 and kafkajs one a record at an even rate; confluent-kafka's linger.ms=5 gathered nothing at
-    # 100 records/s over 3 partitions on a quiet machine: 1.05-1.08 records a request at 93-96 requests/s, the false-
-    # alarm run of f84dd81, where it paged at 50). 120 on 3 brokers is above that; a one-record-a-request producer at
-    # a few hundred records a second is over it (the demo's payments-batch-import offers 400/s: payments.orders took
-    # 159-440 requests/s in two demo e2e runs at load 12-33, acks=all, 1.04 records a request). The cluster's
-    # handlers, not those of the brokers leading its partitions: a one-partition default producer at 100 records/s
-    # puts all its requests on one broker's 8 (12.5 a thread), and a rolling restart moves leaders for minutes. A
-    # cluster whose brokers are not known is counted as one broker (40 requests/s: the bar errs towards paging)
-    material_requests_per_handler_thread: float = 5.0
+    # one-record producers, 124-220 requests/s: 10-16 % of a thread, and under 2 %). At 10 requests/s per handler
+    # thread, even at the loaded machine's 0.7 ms a request, a client takes 0.7 % of every handler thread of the
+    # cluster; below that it is not a cost on the others. Why 120 on the stack and not the 50 requests/s in all this
+    # was: a default producer sends at most one request a record, so at ~100 records/s it sends up to ~100 requests/s
+    # whatever its library (Java < 4.0 and kafkajs one a record at an even rate; confluent-kafka's linger.ms=5
+    # gathered nothing at 100 records/s over 3 partitions on a quiet machine: 1.05-1.08 records a request at 93-96
+    # requests/s, the false-alarm run of f84dd81, where it paged at 50). 120 is above that; a one-record-a-request
+    # producer at a few hundred records a second is over it (the demo's payments-batch-import offers 400/s:
+    # payments.orders took 159-440 requests/s in two demo e2e runs at load 12-33, acks=all, 1.04 records a request).
+    # The cluster's handlers, not those of the brokers leading its partitions: a one-partition default producer at
+    # 100 records/s puts all its requests on one broker's 4 (25 a thread), and a rolling restart moves leaders for
+    # minutes. A cluster whose brokers are not known is counted as one broker of 8 (80 requests/s: the bar errs
+    # towards paging)
+    material_requests_per_handler_thread: float = 10.0
     handler_threads_per_broker: int = 8
     # ... where no request count exists (the thread-time rule, polling), its measured share of one broker thread
     # (quota sensors, summed over brokers): 5 %, 1/660 of a 3-broker cluster's 33 request threads (num.io.threads 8 +
@@ -445,14 +450,33 @@ def _peer_norm(c: ClientSample, costs: dict[str, float], norms: dict[str, float]
 
 def material_requests_per_second(cluster: ClusterSample, t: Thresholds) -> float:
     """The produce requests per second that are a material share of the cluster's request-handler capacity:
-    ``material_requests_per_handler_thread`` for each of its brokers' ``handler_threads_per_broker`` threads (one
-    broker when none is known). Pure."""
+    ``material_requests_per_handler_thread`` for each of its request-handler threads (``handler_threads``). Pure."""
     return t.material_requests_per_handler_thread * handler_threads(cluster, t)
 
 
+def _assumed_brokers(cluster: ClusterSample) -> int:
+    """The brokers whose handler threads no series gives: the most seen at once (at least one, and at least those
+    with a series) less those with one."""
+    known = len(cluster.handler_threads)
+    return max(1, round(cluster.brokers), known) - known
+
+
 def handler_threads(cluster: ClusterSample, t: Thresholds) -> int:
-    """The cluster's request-handler threads: its brokers (at least one) times ``handler_threads_per_broker``."""
-    return max(1, round(cluster.brokers)) * t.handler_threads_per_broker
+    """The cluster's request-handler threads: each broker's num.io.threads where the series gives it, and
+    ``handler_threads_per_broker`` (Kafka's default) for each other broker. Pure."""
+    return round(sum(cluster.handler_threads.values())) + _assumed_brokers(cluster) * t.handler_threads_per_broker
+
+
+def handler_threads_source(cluster: ClusterSample, t: Thresholds) -> str:
+    """Where ``handler_threads`` comes from, for the evidence: "num.io.threads" (every broker's series),
+    "assumed default 8" (none), or which brokers gave it and how many were assumed."""
+    assumed, default = _assumed_brokers(cluster), f"assumed default {t.handler_threads_per_broker}"
+    if not cluster.handler_threads:
+        return default
+    if not assumed:
+        return "num.io.threads"
+    known = ", ".join(sorted(cluster.handler_threads, key=lambda b: (len(b), b)))
+    return f"num.io.threads of broker{'s' if len(cluster.handler_threads) > 1 else ''} {known}, {default} for {assumed}"
 
 
 def batching_material(thread_share: float | None, requests_per_second: float | None, t: Thresholds, bar: float) -> bool:
@@ -478,6 +502,7 @@ class _BatchingView:
     cluster_rpr: float | None
     material_rps: float  # produce requests/s that page (material_requests_per_second)
     threads: int  # the cluster's request-handler threads that bar is a share of
+    threads_source: str  # where they come from (handler_threads_source)
 
     @classmethod
     def of(cls, s: Snapshot, t: Thresholds) -> _BatchingView:
@@ -495,11 +520,16 @@ class _BatchingView:
             statistics.median(rpr.values()) if rpr else None,
             material_requests_per_second(s.cluster, t),
             handler_threads(s.cluster, t),
+            handler_threads_source(s.cluster, t),
         )
 
     def capacity(self) -> dict:
         """The paging bar's evidence: requests/s that page, and the handler threads it is a share of."""
-        return {"material_requests_per_second": round(self.material_rps, 1), "cluster_handler_threads": self.threads}
+        return {
+            "material_requests_per_second": round(self.material_rps, 1),
+            "cluster_handler_threads": self.threads,
+            "handler_threads_source": self.threads_source,
+        }
 
     def below(self, rate: float | None, t: Thresholds) -> str:
         """Why a finding under the bar pages nobody, for its cause; "" when it does not apply."""

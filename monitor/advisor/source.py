@@ -349,6 +349,13 @@ def _read_cluster(r: Reader, sel: str, cluster: str) -> ClusterSample:
             worst(f"count(count by (broker) ({M['requests']}{{{sel}}}))"),
             worst(f"count({M['broker_up']}{{{sel}}})"),
         ),
+        # Each broker's most over the window, as the brokers above: a broker restarting keeps its threads
+        handler_threads={
+            b: v
+            for (b,), v in r.by(
+                f"max by (broker) (max_over_time({M['request_handler_threads']}{{{sel}}}[{w}]))", "broker"
+            ).items()
+        },
     )
 
 

@@ -184,6 +184,9 @@ class ClusterSample:
     # The most brokers seen at once over the window (reporting requests, or in the metadata): the request-handler
     # capacity a client's cost is a share of (Thresholds.material_requests_per_handler_thread). 0: not known.
     brokers: float = 0.0
+    # broker -> its request-handler threads (num.io.threads: kafka_broker_request_handler_threads, the most over the
+    # window); a broker missing here is counted at Thresholds.handler_threads_per_broker (Kafka's default)
+    handler_threads: dict[str, float] = field(default_factory=dict)
 
 
 # The snapshot's inputs, as a "no data" message names them.

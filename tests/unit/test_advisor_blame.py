@@ -79,11 +79,14 @@ def nodejs(seen, rt=0.03):
     return producer("search-nodejs-api", "search", prod=15000.0, rt=rt, seen=seen)
 
 
-def snapshot(*clients, telemetry=(), topics=TOPICS, brokers=3.0):
-    """On 3 brokers, as the stack, the demo and the false-alarm bench where these figures were measured: 24
-    request-handler threads, so a poor batcher pages from 120 produce requests/s (5 a thread)."""
+STACK_THREADS = {"1": 4.0, "2": 4.0, "3": 4.0}  # num.io.threads of the stack's brokers (monitor/stack/kafka.py)
+
+
+def snapshot(*clients, telemetry=(), topics=TOPICS, brokers=3.0, threads=STACK_THREADS):
+    """On 3 brokers of 4 request-handler threads, as the stack, the demo and the false-alarm bench where these
+    figures were measured: 12 threads, so a poor batcher pages from 120 produce requests/s (10 a thread)."""
     return Snapshot(
-        cluster=ClusterSample(cluster="c", window_seconds=WINDOW, brokers=brokers),
+        cluster=ClusterSample(cluster="c", window_seconds=WINDOW, brokers=brokers, handler_threads=dict(threads)),
         clients=tuple(clients),
         topics=tuple(topics),
         telemetry=tuple(telemetry),
@@ -367,7 +370,7 @@ def test_a_lone_one_record_producer_pages_even_among_many_poorly_batching_peers(
     """The norm it is held to is bounded (lone_reference_seconds_per_mib): eight peers at 150 s/MiB, or a starved
     cluster whose norm exceeds its own cost, do not hide it. A bar of 2x the peers' norm alone misses every case
     with bad peers. At 200 one-record requests/s, over the 120 that are material on 3 brokers; measured at 59.9
-    (badjv2-app offered 60 records/s), the same producer is told at info: half the bar, 2.5 requests/s a handler
+    (badjv2-app offered 60 records/s), the same producer is told at info: half the bar, 5 requests/s a handler
     thread, is no cost on the other tenants."""
     scale = 200.0 / 59.9
     prod = 13622.3 * scale
@@ -376,11 +379,11 @@ def test_a_lone_one_record_producer_pages_even_among_many_poorly_batching_peers(
     (f,) = [f for f in findings.poor_batching(snapshot(lone, *peers, topics=[tp]), T) if f.tenant == "bad"]
     assert (f.client_id, f.severity, f.hurts_other_tenants) == ("bad-app", FindingSeverity.WARNING, True)
     assert observation_for(f, rule_for_seconds=FOR, window=WINDOW).labels["client_id"] == "bad-app"
-    assert f.evidence["material_requests_per_second"] == 120.0 and f.evidence["cluster_handler_threads"] == 24
+    assert f.evidence["material_requests_per_second"] == 120.0 and f.evidence["cluster_handler_threads"] == 12
     slow, tp = _lone("bad-app", rpr=1.03, reqs=59.9, bytes_per_request=173.0, prod=13622.3, rt=cost * 13622.3 / MIB)
     (f,) = [f for f in findings.poor_batching(snapshot(slow, *peers, topics=[tp]), T) if f.tenant == "bad"]
     assert (f.client_id, f.severity, f.hurts_other_tenants) == ("bad-app", FindingSeverity.INFO, False)
-    assert "under 120 (5 a request-handler thread of the cluster's 24)" in f.cause
+    assert "under 120 (10 a request-handler thread of the cluster's 12)" in f.cause
 
 
 # The default confluent-kafka producer on a quiet machine (the 20-minute false-alarm run of f84dd81, load 4.7 after
@@ -402,9 +405,9 @@ def test_a_default_producer_sending_one_record_a_request_at_a_modest_rate_is_adv
     cid, rpr, reqs, bpr, prod, rt, norm
 ):
     """Its tenant's only producer, one record a request at 93-96 requests/s, 2.3x the others' cost per MiB: over the
-    lone producer's cost bar and the 50 requests/s that were material, so it paged (fails on 8baade5). That is 4 produce
-    requests/s for each of a 3-broker cluster's 24 request-handler threads, under the 5 that are a material share of
-    them (120 requests/s): named for its own tenant at info, paging nobody."""
+    lone producer's cost bar and the 50 requests/s that were material, so it paged (fails on 8baade5). That is 8 produce
+    requests/s for each of the stack's 12 request-handler threads (3 brokers of 4), under the 10 that are a material
+    share of them (120 requests/s): named for its own tenant at info, paging nobody."""
     lone, tp = _lone(cid, rpr=rpr, reqs=reqs, bytes_per_request=bpr, prod=prod, rt=rt)
     (f,) = findings.poor_batching(snapshot(lone, *_peers(norm, 4), topics=[tp]), T)
     assert (f.client_id, f.basis) == (cid, "topic_records_per_request")
@@ -415,13 +418,43 @@ def test_a_default_producer_sending_one_record_a_request_at_a_modest_rate_is_adv
 
 
 def test_the_paging_bar_is_a_share_of_the_clusters_request_handler_threads():
-    """5 produce requests/s a handler thread (num.io.threads 8 a broker): the same one-record producer at 100
-    requests/s pages a one-broker cluster (12.5 a thread) and not a 3-broker one (4.2), and a broker restarting
-    does not lower the bar (the source reads the most brokers seen over the window). Brokers not known: one."""
+    """10 produce requests/s a handler thread: the same one-record producer at 100 requests/s pages one broker of
+    Kafka's default 8 (12.5 a thread) and not the stack's 3 brokers of 4 (8.3), and a broker restarting does not
+    lower the bar (the source reads the most brokers seen over the window, each broker's most threads). Brokers not
+    known: one, of 8."""
     lone, tp = _lone("one-app", rpr=1.0, reqs=100.0, bytes_per_request=170.0, prod=20000.0, rt=0.2)
-    for brokers, bar, pages in ((1.0, 40.0, True), (0.0, 40.0, True), (3.0, 120.0, False), (6.0, 240.0, False)):
-        (f,) = findings.poor_batching(snapshot(lone, topics=[tp], brokers=brokers), T)
+    for brokers, threads, bar, pages in (
+        (1.0, {}, 80.0, True),
+        (0.0, {}, 80.0, True),
+        (3.0, STACK_THREADS, 120.0, False),
+        (3.0, {}, 240.0, False),
+        (6.0, {}, 480.0, False),
+    ):
+        (f,) = findings.poor_batching(snapshot(lone, topics=[tp], brokers=brokers, threads=threads), T)
         assert (f.evidence["material_requests_per_second"], f.hurts_other_tenants) == (bar, pages), brokers
     assert findings.material_requests_per_second(
         ClusterSample(cluster="c", window_seconds=WINDOW, brokers=3.0), Thresholds(handler_threads_per_broker=16)
-    ) == pytest.approx(240.0)
+    ) == pytest.approx(480.0)
+
+
+def test_each_brokers_own_handler_threads_make_the_bar_and_only_brokers_without_them_count_kafkas_default():
+    """Production brokers often run num.io.threads 16-32. Broker 1 runs 16 (its kafka_broker_request_handler_threads)
+    and brokers 2 and 3 have no series (the principal lacks DescribeConfigs on the cluster): 16 + 8 + 8 = 32
+    threads, a bar of 320 requests/s, so a one-record producer at 300 requests/s, which pages three brokers assumed
+    at 8 (240), is advice here; the evidence says where the threads came from. Fails before the series was read
+    (ClusterSample had no handler threads: every broker was assumed at 8)."""
+    lone, tp = _lone("one-app", rpr=1.0, reqs=300.0, bytes_per_request=170.0, prod=60000.0, rt=0.6)
+    cases = (
+        ({"1": 16.0}, 32, 320.0, False, "num.io.threads of broker 1, assumed default 8 for 2"),
+        ({}, 24, 240.0, True, "assumed default 8"),
+        ({"1": 16.0, "2": 16.0, "3": 32.0}, 64, 640.0, False, "num.io.threads"),
+        # a broker seen over the window beyond the most at once (replaced): counted with its own threads
+        ({"1": 4.0, "2": 4.0, "3": 4.0, "4": 4.0}, 16, 160.0, True, "num.io.threads"),
+    )
+    for threads, total, bar, pages, source in cases:
+        (f,) = findings.poor_batching(snapshot(lone, topics=[tp], threads=threads), T)
+        ev = f.evidence
+        assert (ev["cluster_handler_threads"], ev["material_requests_per_second"]) == (total, bar), threads
+        assert (ev["handler_threads_source"], f.hurts_other_tenants) == (source, pages), threads
+    (f,) = findings.poor_batching(snapshot(lone, topics=[tp], threads={"1": 16.0}), T)
+    assert "at 300 requests/s it is under 320 (10 a request-handler thread of the cluster's 32)" in f.cause
