@@ -625,9 +625,9 @@ class AdminCollector:
                 )
             )
             log.warning("%s: %s", target.key, said)  # the cap's cut is logged by the service, for every collector
-            result = replace(result, message=f"{said}; {result.message}" if result.message else said)
+            result = replace(result, message="; ".join(filter(None, (said, result.message))))
         if threads_note:  # not a warning every round: logged when it was asked and failed (_with_handler_threads)
-            result = replace(result, message=f"{result.message}; {threads_note}" if result.message else threads_note)
+            result = replace(result, message="; ".join(filter(None, (result.message, threads_note))))
         return result
 
     def _deadline_cut(self, groups: int) -> Cut:
