@@ -53,6 +53,13 @@ TELEMETRY_FIELDS = {
     "commit_latency_seconds": "consumer_commit_latency_avg_seconds",
 }
 TELEMETRY_RATES = frozenset({"produce_request_rate"})  # summed over a client id's instances; the others averaged
+# Averages of requests' latencies where a push without such a request says 0: librdkafka averages over the brokers
+# that had one (``brokers_avg`` in rdkafka_telemetry_encode.c) and pushes 0 when none had, where Java pushes nothing
+# (NaN). A 0 is no measurement, not an instant answer: a consumer that fetched nothing (no partition assigned yet, a
+# topic its metadata has not seen) would read as fetching "in 0 ms" and be named polling_too_often (stop 41's CI:
+# shop-good-3-consumer, idle in poll(), named in 27 of 30 reads). These are averaged over their non-zero pushes only.
+TELEMETRY_ZERO_IS_NONE = frozenset({"fetch_latency_seconds", "commit_latency_seconds", "request_latency_seconds"})
+TELEMETRY_STEP = "15s"  # the subquery's step for those: the collection interval's default
 
 REBALANCING_STATES = "preparingrebalance|completingrebalance|assigning|reconciling"
 
@@ -106,18 +113,24 @@ def attribute_request_sensors(
     return fields, moved(first, min)
 
 
+def telemetry_expr(field: str, name: str, sel: str, window: str) -> str:
+    """The PromQL of one ``TelemetrySample`` field: each client instance's average over ``window`` (over its non-zero
+    pushes only for ``TELEMETRY_ZERO_IS_NONE``), then summed (rates) or averaged over the instances of a client id."""
+    agg = "sum" if field in TELEMETRY_RATES else "avg"
+    inst = "user, client_id, client_instance_id"
+    series = f"{TELEMETRY}{name}{{{sel}}}"
+    over = f"({series} > 0)[{window}:{TELEMETRY_STEP}]" if field in TELEMETRY_ZERO_IS_NONE else f"{series}[{window}]"
+    return f"{agg} by (user, client_id) (avg by ({inst}) (avg_over_time({over})))"
+
+
 def read_telemetry(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[TelemetrySample, ...]:
     """One sample per (user, client id) that pushed telemetry in the window. A client pushes to one broker at a time
     and may move: each instance is averaged over its brokers' series first, then rates are summed over the instances
     sharing a client id (processes of one application) and averages averaged."""
     w, cb = r.window, ("user", "client_id")
-    inst = "user, client_id, client_instance_id"
     fields: dict[str, dict[tuple[str, ...], float]] = {}
     for field, name in TELEMETRY_FIELDS.items():
-        agg = "sum" if field in TELEMETRY_RATES else "avg"
-        fields[field] = r.by(
-            f"{agg} by (user, client_id) (avg by ({inst}) (avg_over_time({TELEMETRY}{name}{{{sel}}}[{w}])))", *cb
-        )
+        fields[field] = r.by(telemetry_expr(field, name, sel, w), *cb)
     software: dict[tuple[str, str], tuple[str, str]] = {}
     for smp in r.q(
         f"max by (user, client_id, client_software_name, client_software_version) "
