@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from datetime import datetime, timedelta, timezone
 
@@ -23,6 +24,7 @@ from monitor.reports.schedule import (
     week_for_slot,
 )
 from monitor.schema import create_all
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.unit
 UTC = timezone.utc
@@ -98,6 +100,33 @@ class Launcher:
 
 def metric(registry, name, labels=None):
     return registry.get_sample_value(name, labels or {})
+
+
+def test_the_running_scheduler_records_a_finished_run_before_its_next_tick(tmp_path):
+    """Its thread reaps the run when the process ends, not at the next tick (an hour away here): the state file and
+    /metrics say "success" as soon as it is known."""
+    registry = CollectorRegistry()
+    launch = Launcher([0])
+    s = ReportScheduler(
+        CRON,
+        lake=tmp_path,
+        command=["kh"],
+        registry=registry,
+        clock=lambda: t(minutes=1),
+        popen=launch,
+        tick_seconds=3600,
+    )
+    state = tmp_path / STATE_FILE  # serve was down over the slot: it runs at the first tick
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"last_slot": (MON - timedelta(days=7)).isoformat()}))
+    s.start()
+    try:
+        wait_until(lambda: launch.procs, timeout=30, interval=0.05, what="the due run to start")
+        launch.procs[0].done = True
+        wait_until(lambda: read_state(state).last_result, timeout=30, interval=0.05, what="the run reaped")
+        assert metric(registry, "kafka_health_report_runs_total", {"result": "success"}) == 1
+    finally:
+        s.stop()
 
 
 def test_scheduler_runs_once_per_slot_never_twice_at_once_and_records_outcomes(tmp_path):
