@@ -5,6 +5,7 @@
   can keep running.
 - ``pg_url``: a real PostgreSQL server (Debian's package) initialised in a temp dir for the session.
 - ``spark``: a local PySpark session.
+- ``known_report``: the weekly report of the known-answer lake, run once per session on ``spark``.
 
 Tests marked ``integration``/``e2e`` use these; ``unit`` tests use none.
 """
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,29 @@ def spark():
     )
     yield session
     session.stop()
+
+
+KNOWN_NOW = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)  # the Monday after the known-answer week, 06:00 UTC
+
+
+@pytest.fixture(scope="session")
+def known_report(tmp_path_factory, spark):
+    """The known-answer lake's weekly report (``bench.gen_lake``, every tenant, indexed in a SQLite store), run
+    once per session: test_reports_job checks its answers and test_reports_distributed compares a cluster run
+    with it (a second identical local run there cost the CI about 40 s)."""
+    from bench.gen_lake import KNOWN_WEEK, known_answer_lake
+    from monitor.core.store import Store
+    from monitor.reports.job import run_report
+    from monitor.schema import create_all
+
+    lake = tmp_path_factory.mktemp("known-lake")
+    config = known_answer_lake(lake, now=KNOWN_NOW)
+    store = Store(f"sqlite:///{lake / 'store.db'}")
+    create_all(store)
+    messages: list[str] = []
+    run = run_report(spark, config, KNOWN_WEEK, now=KNOWN_NOW, store=store, progress=messages.append)
+    yield {"lake": lake, "config": config, "store": store, "run": run, "progress": messages}
+    store.dispose()
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.5, what="condition"):

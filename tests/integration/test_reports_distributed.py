@@ -1,19 +1,20 @@
 """``kafka-health report --master spark://...`` on a real Spark standalone master and worker started from the PySpark
-installation on loopback; the documents must equal those of local mode (the session ``spark`` fixture).
+installation on loopback; the documents must equal those of local mode (the session's ``known_report``, run on the
+session ``spark`` fixture).
 
-The cluster run is a subprocess (one SparkContext per process: the session's stays local). Master and worker are
-stopped at the end, whatever happens.
+The cluster run is a subprocess (one SparkContext per process: the session's stays local). Master and worker start
+when the session's tests are collected and are stopped at its end, whatever happens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -21,13 +22,13 @@ import pyspark
 import pytest
 import yaml
 
-from bench.gen_lake import KNOWN_WEEK, known_answer_lake
-from monitor.reports.job import run_report
+from bench.gen_lake import KNOWN_WEEK
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
-MASTER_PORT, MASTER_UI, WORKER_UI = 19595, 19596, 19597  # in this helper's port range (19500-19549 + test 195xx)
-NOW = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)
+# base+35..37: free in the stack's layout (monitor/stack/layout.py), so they never meet the session stack's ports.
+_BASE = int(os.environ.get("KAFKA_HEALTH_TEST_PORT_BASE", "19700"))
+MASTER_PORT, MASTER_UI, WORKER_UI = _BASE + 35, _BASE + 36, _BASE + 37
 
 
 def _spark_env(tmp: Path) -> dict:
@@ -43,11 +44,14 @@ def _spark_env(tmp: Path) -> dict:
     }
 
 
-@pytest.fixture
-def standalone(tmp_path):
-    env = _spark_env(tmp_path)
+@contextlib.contextmanager
+def standalone_cluster(workdir: Path):
+    """A master and a 2-core worker, started when the session's tests are collected (``warm_up``): their JVMs start
+    and the worker registers while the other tests run (a wait of 16 s in the CI when this test started them).
+    Yields the master's URL and a function that waits for the worker."""
+    env = _spark_env(workdir)
     spark_class = str(Path(env["SPARK_HOME"]) / "bin" / "spark-class")
-    logs = tmp_path / "logs"
+    logs = workdir / "logs"
     logs.mkdir()
     procs = []
 
@@ -89,7 +93,7 @@ def standalone(tmp_path):
                 "--webui-port",
                 str(WORKER_UI),
                 "--work-dir",
-                str(tmp_path / "work"),
+                str(workdir / "work"),
             ],
             "worker.log",
         )
@@ -101,8 +105,11 @@ def standalone(tmp_path):
                 return 0
             return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
 
-        wait_until(alive_workers, timeout=120, interval=1, what="a Spark worker registered with the master")
-        yield url
+        def ready() -> str:
+            wait_until(alive_workers, timeout=120, interval=1, what="a Spark worker registered with the master")
+            return url
+
+        yield ready
     finally:
         for p in reversed(procs):  # our own processes only, by process group
             try:
@@ -121,11 +128,12 @@ def _docs(lake: Path) -> dict[str, dict]:
     return out
 
 
-def test_cluster_run_equals_local_run(standalone, spark, tmp_path):
-    local_lake, cluster_lake = tmp_path / "local", tmp_path / "cluster"
-    config = known_answer_lake(local_lake, now=NOW)
+@pytest.mark.warm_up.with_args(standalone_cluster)  # with_args: a lone callable would be taken for the test
+def test_cluster_run_equals_local_run(warmed_up, known_report, tmp_path):
+    """The local run is the session's (``known_report``: the same lake, config and ``now``)."""
+    config, local_lake, cluster_lake = known_report["config"], known_report["lake"], tmp_path / "cluster"
     shutil.copytree(local_lake / "metrics", cluster_lake / "metrics")
-    run_report(spark, config, KNOWN_WEEK, now=NOW)
+    standalone = warmed_up()
 
     cfg = tmp_path / "config.yaml"
     data = config.model_dump(mode="json", exclude_defaults=True)
@@ -165,5 +173,5 @@ def test_cluster_run_equals_local_run(standalone, spark, tmp_path):
         "tenant=delta",
         "tenant=_operator",
     }
-    for name in local:  # generated_at differs (NOW vs the wall clock): everything else must be equal
+    for name in local:  # generated_at differs (KNOWN_NOW vs the wall clock): everything else must be equal
         assert cluster[name] == local[name], name

@@ -1,5 +1,6 @@
 """The weekly report end to end on real Spark (session ``spark``): known-answer lake -> JSON + HTML in the lake ->
-index in the store -> REST API. One report run per module keeps the wall time small."""
+index in the store -> REST API. One report run per session (``known_report``, shared with test_reports_distributed)
+keeps the wall time small."""
 
 from __future__ import annotations
 
@@ -16,31 +17,24 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 
-from bench.gen_lake import KNOWN, KNOWN_WEEK, known_answer_lake
+from bench.gen_lake import KNOWN, KNOWN_WEEK
 from monitor.archive import lake as lakefs
 from monitor.core.api.principal import Principal, PrincipalKind
 from monitor.core.config import TenantConfig, TenantSelector
 from monitor.core.errors import NotFound
-from monitor.core.store import Store
 from monitor.reports.job import run_report
 from monitor.reports.models import ReportIndex
 from monitor.reports.views import router
-from monitor.schema import create_all
+from tests.conftest import KNOWN_NOW
 
 pytestmark = pytest.mark.integration
-NOW = datetime(2026, 11, 23, 6, tzinfo=timezone.utc)
+NOW = KNOWN_NOW
 
 
 @pytest.fixture(scope="module")
-def known(tmp_path_factory, spark):
-    lake = tmp_path_factory.mktemp("lake")
-    config = known_answer_lake(lake)
-    store = Store(f"sqlite:///{lake / 'store.db'}")
-    create_all(store)
-    messages: list[str] = []
-    run = run_report(spark, config, KNOWN_WEEK, now=NOW, store=store, progress=messages.append)
-    yield {"lake": lake, "config": config, "store": store, "run": run, "progress": messages}
-    store.dispose()
+def known(known_report):
+    """The session's run (tests/conftest.py), shared with test_reports_distributed."""
+    return known_report
 
 
 def test_known_answers_come_out_exactly(known):
