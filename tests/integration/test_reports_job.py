@@ -165,9 +165,12 @@ def test_a_tenant_never_sees_another_tenants_reports(client):
 
 
 def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp_path, caplog):
-    """Missing day, corrupt file, schema-drifted file: each named in the report and the log; figures still come."""
+    """Missing day, corrupt file, schema-drifted file: each named in the report and the log; figures still come.
+    On the cache of the session's run, as a weekly report finds its lake: the days the faults touch are read from
+    the lake again (their files changed), the others come from the cache."""
     lake = tmp_path / "lake"
     shutil.copytree(known["lake"] / "metrics", lake / "metrics")
+    shutil.copytree(known["lake"] / "reduced", lake / "reduced")
     shutil.rmtree(lake / "metrics" / "date=2026-11-17")  # a missing day
     (lake / "metrics" / "date=2026-11-19" / "cluster=edge" / "part-0.parquet").write_bytes(b"PAR1 garbage")
     drifted = lake / "metrics" / "date=2026-11-20" / "cluster=main" / "part-0.parquet"
@@ -177,8 +180,10 @@ def test_faults_give_clear_messages_and_the_rest_of_the_report(known, spark, tmp
     )
     pq.write_table(t, drifted)
     config = known["config"].model_copy(update={"lake": known["config"].lake.model_copy(update={"path": str(lake)})})
+    messages: list[str] = []
     with caplog.at_level("WARNING"):
-        run = run_report(spark, config, KNOWN_WEEK, now=NOW, tenant="acme")
+        run = run_report(spark, config, KNOWN_WEEK, now=NOW, tenant="acme", progress=messages.append)
+    assert any("32 day(s) from the cache, 2 from the lake" in m for m in messages), messages
     problems = run.documents["acme"]["problems"]
     assert any("2026-11-17: no archived data (missing day)" in p for p in problems)
     assert any("2026-11-19: unreadable Parquet file" in p and "cluster=edge" in p for p in problems)
