@@ -57,7 +57,7 @@ def test_serve_catches_up_a_missed_weekly_report(tmp_path):
     )
     try:
         done = wait_until(
-            lambda: read_state(state).last_result, timeout=600, interval=2, what="the scheduled report to finish"
+            lambda: read_state(state).last_result, timeout=600, interval=0.5, what="the scheduled report to finish"
         )
         log = (lake / "reports/_schedule/last-run.log").read_text()
         assert done == "success", (read_state(state), log[-2000:])
