@@ -143,20 +143,19 @@ def rank_busy_clients(
 ) -> list[ClientStats]:
     """Most broker thread time per byte first: tiny produce batches (linger.ms=0) and aggressive polling
     (fetch.max.wait.ms small) cost handler time per request, not per byte. Kafka has no per-client request count, so
-    the quota sensor's request-time (thread time used) stands for it. A client is a candidate only when its thread
-    time is material: at least ``min_share`` of a thread and at least ``min_share_of_top`` of the busiest client's.
-    On a saturated broker every request's thread time grows, so a client that moves no bytes (the monitor's own
-    admin requests, an idle consumer's heartbeats) at 3 % of a thread would otherwise out-rank, per byte, the
-    flooder using half of it."""
+    the quota sensor's request-time (thread time used) stands for it. Clients using under ``min_share`` of a thread
+    are not the cause, however few bytes they move. Clients with a material share, at least ``min_share_of_top`` of
+    the busiest client's thread time, come before the rest: on a saturated broker every request's thread time grows,
+    so a client that moves no bytes (the monitor's own admin requests, an idle consumer's heartbeats) at 3 % of a
+    thread would otherwise out-rank, per byte, the flooder using half of it, and be named the busy client."""
 
     def per_byte(c: ClientStats) -> float:
         return c.request_time_ratio / max(c.bytes_per_second, 1.0)
 
-    busiest = max((c.request_time_ratio for c in clients), default=0.0)
-    floor = max(min_share, busiest * min_share_of_top)
+    material = max((c.request_time_ratio for c in clients), default=0.0) * min_share_of_top
     return sorted(
-        (c for c in clients if c.request_time_ratio >= floor),
-        key=lambda c: (per_byte(c), c.request_time_ratio),
+        (c for c in clients if c.request_time_ratio >= min_share),
+        key=lambda c: (c.request_time_ratio >= material, per_byte(c), c.request_time_ratio),
         reverse=True,
     )[:top]
 
