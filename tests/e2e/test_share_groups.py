@@ -209,10 +209,31 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, watched, tmp_path) 
         assert share_status(g, None) == "idle"
         assert share_tenant(TenantLookup(index, "local"), g) == "share29"
 
-        consumer.send_signal(signal.SIGSTOP)  # still a member until its session times out (45 s), takes nothing
-        _produce(L.bootstrap_servers, topic, 60)
-        # records a fetch pending at the SIGSTOP acquired for the frozen member still count: lag 1..60
-        wait_until(lambda: described().lag > 0, 30, what=lambda: f"share lag (last {described()})")
+        sel = f'group="{group}",tenant="share29"'
+        inflight = f"sum(kafka_broker_share_inflight_records{{{sel}}})"
+
+        def acquired() -> bool:
+            r = prom_query(stack, inflight)
+            return bool(r) and 0 < float(r[0]["value"][1]) <= 60
+
+        # Freeze the member (still a member until its session times out, 45 s; it takes nothing) and write 60
+        # records. A share fetch the member left pending on a leader acquires records for it: in flight on the
+        # broker (KIP-1103) until their acquisition lock runs out. Whether a fetch is pending at the very instant of
+        # the SIGSTOP is a race (the consumer re-sends its long poll every fetch.max.wait.ms), so if none acquired
+        # anything within two collector rounds the member is thawed, drains what was written, and is frozen again.
+        for _ in range(3):
+            consumer.send_signal(signal.SIGSTOP)
+            _produce(L.bootstrap_servers, topic, 60)
+            wait_until(lambda: described().lag > 0, 30, what=lambda: f"share lag (last {described()})")
+            deadline = time.monotonic() + 15
+            while not (held := acquired()) and time.monotonic() < deadline:
+                time.sleep(1)
+            if held:
+                break
+            consumer.send_signal(signal.SIGCONT)
+            wait_until(lambda: described().lag == 0, 60, what=lambda: f"the thawed member drained (last {described()})")
+        else:
+            pytest.fail(f"no records in flight on the brokers after 3 freezes (last {prom_query(stack, inflight)})")
         before = described()
         time.sleep(2)
         now = described()
@@ -221,7 +242,6 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, watched, tmp_path) 
 
         # the real round: in Prometheus as a share group of tenant share29, stalled (or, once its session expired,
         # without members) with records waiting, its client named
-        sel = f'group="{group}",tenant="share29"'
         status_of = f'kafka_sharegroup_status{{group="{group}"}}'
         wait_until(
             lambda: (
@@ -269,11 +289,9 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, watched, tmp_path) 
         assert fired.evidence["members"][0]["client_id"] == "console-share-consumer"
 
         # What Kafka gives of delivery counts (KIP-1103, per share-partition, no member named): the records the
-        # frozen member's pending fetch acquired are in flight on the brokers, and once their acquisition lock runs
-        # out (group.share.record.lock.duration.ms, 30 s) each counts as a lock timeout: delivered again. The
-        # tenant dashboard's third share panel shows them on the live Prometheus.
-        inflight = prom_query(stack, f"sum(kafka_broker_share_inflight_records{{{sel}}})")
-        assert inflight and 0 < float(inflight[0]["value"][1]) <= 60, inflight
+        # frozen member's pending fetch acquired were in flight on the brokers (above), and once their acquisition
+        # lock runs out (group.share.record.lock.duration.ms, 30 s) each counts as a lock timeout: delivered again.
+        # The tenant dashboard's third share panel shows them on the live Prometheus.
         timed_out = f"sum(kafka_broker_share_lock_timeouts_total{{{sel}}})"
         wait_until(
             lambda: (r := prom_query(stack, timed_out)) and float(r[0]["value"][1]) > 0,
