@@ -107,6 +107,7 @@ from collectors.group_kinds import (
     StreamsGroup,
     share_tenant,
     streams_group_info,
+    unanswered_note,
 )
 from collectors.outcome import Capped, failed, succeeded
 from collectors.types import TP, AdminApi, ClusterState, Cut, CutCause, GroupInfo, Sample, Target, TargetResult
@@ -532,7 +533,7 @@ class AdminCollector:
             tenant=lambda g: share_tenant(self._tenants, g),
             group_tenant=lambda gid: self._tenants.group(gid) or None,
         )
-        return samples, "", {g.id: streams_group_info(g) for g in read.streams if not g.error}
+        return samples, unanswered_note(read.shares), {g.id: streams_group_info(g) for g in read.streams if not g.error}
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None

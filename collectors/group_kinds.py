@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import collectors.kafka_messages as _schemas
 from collectors.protocol_client import api_max, protocol_settings, send_to_node, translate
 from collectors.types import GroupInfo, Sample
+from monitor.core.errors import KafkaHealthError, TargetAuthFailed, TargetForbidden
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,9 @@ SHARE_DESCRIBE_API = 77
 SHARE_OFFSETS_API = 90
 STREAMS_DESCRIBE_API = 89
 STATUSES = ("consuming", "stalled", "idle", "no_members")
+# ShareGroup.error of a group whose coordinator did not answer the describe: one broker down or hung costs its own
+# groups the round, not every share group of the cluster, and the round says how many (collectors.admin)
+COORDINATOR_FAILED = "coordinator did not answer"
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,20 @@ def streams_group_info(group: StreamsGroup) -> GroupInfo:
     )
 
 
+def unanswered_note(shares: Iterable[ShareGroup]) -> str:
+    """What the round says of share groups whose coordinator did not answer ("" when every one answered): how many
+    of how many, and the first coordinator's error. Counts, never group ids: the round's message is the operator's,
+    across tenants. A group a broker refused by name (deleted since it was listed) is not counted."""
+    shares = list(shares)
+    lost = [g for g in shares if g.error.startswith(COORDINATOR_FAILED)]
+    if not lost:
+        return ""
+    return (
+        f"{len(lost)} of {len(shares)} share groups not described, no series of theirs this round: "
+        f"{lost[0].error.removeprefix(COORDINATOR_FAILED + ': ')}"
+    )
+
+
 def share_status(now: ShareGroup, before: ShareGroup | None) -> str:
     """consuming / stalled / idle / no_members for ``now``, with ``before`` the previous sample of the same group.
 
@@ -223,6 +241,8 @@ class ShareGroupSeries:
         now: dict[str, ShareGroup] = {}
         for g in shares:
             if g.error:
+                if g.id in self._before:  # not described this round: its last sample stays the one to compare with
+                    now[g.id] = self._before[g.id]
                 continue
             now[g.id] = g
             labels = base + (("group", g.id), ("tenant", tenant(g) or ""))
@@ -383,33 +403,47 @@ class GroupKinds:
             key=lambda g: g.id,
         )
 
-    async def _ask(self, ids: list[str], offsets_version: int) -> list[tuple[Any, Any]]:
-        """(offsets answer, describe answer) of each coordinator of ``ids``, in one run of kafka-python's event
-        loop, as its own admin calls do."""
+    async def _ask(self, ids: list[str], offsets_version: int) -> list[tuple[int, list[str], Any, Any]]:
+        """(coordinator, its groups, offsets answer, describe answer) of each coordinator of ``ids``, in one run of
+        kafka-python's event loop, as its own admin calls do. Every coordinator is asked before any answer is awaited,
+        so a hung one costs its own request timeout, not one per coordinator queued behind it; a coordinator that
+        fails comes back as (node, groups, the exception, None)."""
         msgs = group_messages()
-        out = []
-        for node, groups in await self._by_coordinator(ids):
-            offsets = await send_to_node(
-                self._admin._manager,
-                msgs.offsets_req(
-                    groups=[
-                        msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None) for g in groups
-                    ],
-                    max_version=offsets_version,
+        asked = [
+            (
+                node,
+                groups,
+                send_to_node(
+                    self._admin._manager,
+                    msgs.offsets_req(
+                        groups=[
+                            msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None)
+                            for g in groups
+                        ],
+                        max_version=offsets_version,
+                    ),
+                    node_id=node,
                 ),
-                node_id=node,
+                send_to_node(
+                    self._admin._manager,
+                    msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1),
+                    node_id=node,
+                ),
             )
-            desc = await send_to_node(
-                self._admin._manager,
-                msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1),
-                node_id=node,
-            )
-            out.append((offsets, desc))
+            for node, groups in await self._by_coordinator(ids)
+        ]
+        out: list[tuple[int, list[str], Any, Any]] = []
+        for node, groups, offsets, desc in asked:
+            try:
+                out.append((node, groups, await offsets, await desc))
+            except Exception as exc:  # noqa: BLE001 - this coordinator's groups fail with it, the others are described
+                out.append((node, groups, exc, None))
         return out
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]:
         """Members, assignments and per-partition start offset and lag of each share group; a group the broker
-        refuses carries its error name. Empty where the cluster has no share groups (``share_supported``)."""
+        refuses carries its error name, one whose coordinator did not answer ``COORDINATOR_FAILED`` and why. Empty
+        where the cluster has no share groups (``share_supported``)."""
         import kafka.errors as ke
 
         ids = sorted(set(group_ids))
@@ -418,7 +452,13 @@ class GroupKinds:
         out: list[ShareGroup] = []
         try:
             answers = self._admin._manager.run(self._ask, ids, min(1, self._api_max(SHARE_OFFSETS_API)))
-            for offsets, desc in answers:
+        except Exception as exc:
+            raise translate("describe share groups", exc, self._principal) from exc
+        try:
+            for node, groups, offsets, desc in answers:
+                if isinstance(offsets, Exception):
+                    out.extend(self._coordinator_failed(node, groups, offsets))
+                    continue
                 parts: dict[str, list[SharePartition]] = {}
                 errors: dict[str, str] = {}
                 for g in _get(offsets, "groups"):
@@ -463,9 +503,20 @@ class GroupKinds:
                             errors.get(gid, "") if err is ke.NoError else err.__name__,
                         )
                     )
+        except KafkaHealthError:
+            raise
         except Exception as exc:
             raise translate("describe share groups", exc, self._principal) from exc
         return sorted(out, key=lambda g: g.id)
+
+    def _coordinator_failed(self, node: int, groups: list[str], exc: Exception) -> list[ShareGroup]:
+        """The share groups of a coordinator that did not answer, each carrying why (``COORDINATOR_FAILED``): one
+        broker down or hung costs its own groups this round, not every share group of the cluster. A refusal of the
+        monitoring principal itself (authentication, ACL) is the cluster's, and raised."""
+        err = translate(f"describe share groups at coordinator {node}", exc, self._principal)
+        if isinstance(err, (TargetAuthFailed, TargetForbidden)):
+            raise err
+        return [ShareGroup(g, "", (), (), f"{COORDINATOR_FAILED}: {err}") for g in groups]
 
     @property
     def streams_supported(self) -> bool:

@@ -14,7 +14,9 @@ import pytest
 from collectors.admin import AdminCollector
 from collectors.catalog import TenantLookup
 from collectors.group_kinds import (
+    COORDINATOR_FAILED,
     Group,
+    GroupKinds,
     ShareGroup,
     ShareMember,
     SharePartition,
@@ -110,7 +112,8 @@ class FakeKinds:
         assert self.share_supported, "described on a cluster without share groups"
         out = self.rounds[min(self.described, len(self.rounds) - 1)]
         self.described += 1
-        return [g for g in out if g.id in set(group_ids)]
+        ids = set(group_ids)  # the collector passes a generator
+        return [g for g in out if g.id in ids]
 
     def close(self) -> None:
         self.closed = True
@@ -153,6 +156,39 @@ def test_a_round_exports_each_group_as_its_kind_and_a_share_group_stalled_on_the
         ("pay-worker", "/10.0.0.7", 2.0)
     ]
     assert "kafka_cluster_broker_up" in second  # the cluster state is still there
+
+
+def test_a_share_group_whose_coordinator_did_not_answer_is_counted_in_the_message_and_keeps_its_last_sample() -> None:
+    lost = ShareGroup("pay-share", "", (), (), f"{COORDINATOR_FAILED}: describe share groups at coordinator 2: timeout")
+    other = share(7, 3, gid="pay-other")
+    kinds = FakeKinds(rounds=[[share(100, 40), other], [lost, other], [share(100, 60), other]])
+    ac = collector(kinds)
+    first = ac.collect_target(CLUSTER_TARGET, now=1000.0)
+    assert not first.message
+    second = ac.collect_target(CLUSTER_TARGET, now=1015.0)
+    assert second.status is TargetStatus.OK
+    assert "1 of 2 share groups not described, no series of theirs this round: describe share groups at" in (
+        second.message
+    ), second.message
+    assert "pay-share" not in second.message  # counts in the operator's message, never a tenant's group id
+    described = {s["group"] for s in by_name(second)["kafka_sharegroup_status"]}
+    assert described == {"pay-other"}  # the other coordinator's group is still exported
+    # the round after, described again: compared with its last sample (round 1), so a frozen group reads stalled
+    third = by_name(ac.collect_target(CLUSTER_TARGET, now=1030.0))
+    assert {s["group"]: s["status"] for s in third["kafka_sharegroup_status"]}["pay-share"] == "stalled"
+
+
+def test_a_coordinator_that_fails_costs_its_own_groups_and_a_refused_principal_the_round() -> None:
+    kinds = GroupKinds.__new__(GroupKinds)
+    kinds._principal = "mon"
+    import kafka.errors as ke
+
+    groups = kinds._coordinator_failed(2, ["a", "b"], ke.KafkaTimeoutError("request timed out after 5000 ms"))
+    assert [g.id for g in groups] == ["a", "b"]
+    assert all(g.error.startswith(COORDINATOR_FAILED) and "coordinator 2" in g.error for g in groups)
+    assert all(not g.members and not g.partitions for g in groups)
+    with pytest.raises(TargetForbidden, match="User:mon needs an ACL"):
+        kinds._coordinator_failed(2, ["a"], ke.GroupAuthorizationFailedError())
 
 
 def test_a_share_group_is_attributed_by_its_topics_owner_when_no_prefix_matches() -> None:
