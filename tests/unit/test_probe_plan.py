@@ -181,3 +181,51 @@ def test_probe_is_on_by_default_and_its_settings_are_bounded_with_their_location
     for where in ("k.yaml:5", "k.yaml:6", "k.yaml:7", "k.yaml:8"):
         assert where in text, text
     assert "unknown key" in text
+
+
+# --- the probe's threads -----------------------------------------------------------------------------------------
+def test_a_hanging_placement_holds_up_neither_the_sends_nor_the_deadline_that_counts_records_lost(monkeypatch):
+    """The placement's Admin calls wait up to 10-15 s for a frozen broker. They once ran on the send loop, which then
+    sent nothing and counted nothing lost while they waited (CI: a frozen broker's lost records 45 s late). Here the
+    placement hangs for the whole test on an unreachable cluster: records are still sent and counted lost."""
+    import threading
+    import time
+
+    from collectors.probe import Probe
+    from monitor.core.config import ClusterConfig, ProbeSettings
+
+    cluster = ClusterConfig(
+        name="c1", bootstrap_servers="127.0.0.1:9", probe=ProbeSettings(deadline_seconds=1.0, messages_per_second=10)
+    )
+    probe = Probe(cluster)
+    release = threading.Event()
+    placements: list[float] = []
+
+    def hanging_place(admin, now):
+        placements.append(now)
+        release.wait(30)
+        return "failed"
+
+    monkeypatch.setattr(probe, "_place", hanging_place)
+    monkeypatch.setattr(probe, "_receive_loop", lambda: release.wait(30))  # nothing comes back from this cluster
+    probe._owners, probe._assigned = {0: 1}, {0}  # what the last placement had found: partition 0 led by broker 1
+    probe.start()
+
+    def lost() -> float:
+        return sum(
+            x.value
+            for f in probe.series.families()
+            if f.name == "kafka_probe_messages"
+            for x in f.samples
+            if x.name == "kafka_probe_messages_total" and x.labels == {"cluster": "c1", "broker": "1", "result": "lost"}
+        )
+
+    try:
+        deadline = time.monotonic() + 10
+        while lost() == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert placements, "the placement was never asked"
+        assert lost() > 0, "no record counted lost while the placement hung"
+    finally:
+        release.set()
+        probe.stop()
