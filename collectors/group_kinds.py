@@ -50,9 +50,6 @@ SHARE_DESCRIBE_API = 77
 SHARE_OFFSETS_API = 90
 STREAMS_DESCRIBE_API = 89
 STATUSES = ("consuming", "stalled", "idle", "no_members")
-# ShareGroup.error of a group whose coordinator did not answer the describe: one broker down or hung costs its own
-# groups the round, not every share group of the cluster, and the round says how many (collectors.admin)
-COORDINATOR_FAILED = "coordinator did not answer"
 
 
 @dataclass(frozen=True)
@@ -88,6 +85,7 @@ class ShareGroup:
     members: tuple[ShareMember, ...]
     partitions: tuple[SharePartition, ...] = ()
     error: str = ""
+    unanswered: bool = False  # its coordinator did not answer the describe (``error`` says why)
 
     @property
     def lag(self) -> int:
@@ -147,13 +145,10 @@ def unanswered_note(shares: Iterable[ShareGroup]) -> str:
     of how many, and the first coordinator's error. Counts, never group ids: the round's message is the operator's,
     across tenants. A group a broker refused by name (deleted since it was listed) is not counted."""
     shares = list(shares)
-    lost = [g for g in shares if g.error.startswith(COORDINATOR_FAILED)]
+    lost = [g for g in shares if g.unanswered]
     if not lost:
         return ""
-    return (
-        f"{len(lost)} of {len(shares)} share groups not described, no series of theirs this round: "
-        f"{lost[0].error.removeprefix(COORDINATOR_FAILED + ': ')}"
-    )
+    return f"{len(lost)} of {len(shares)} share groups not described, no series of theirs this round: {lost[0].error}"
 
 
 def share_status(now: ShareGroup, before: ShareGroup | None) -> str:
@@ -442,7 +437,7 @@ class GroupKinds:
 
     def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]:
         """Members, assignments and per-partition start offset and lag of each share group; a group the broker
-        refuses carries its error name, one whose coordinator did not answer ``COORDINATOR_FAILED`` and why. Empty
+        refuses carries its error name, one whose coordinator did not answer is ``unanswered`` and says why. Empty
         where the cluster has no share groups (``share_supported``)."""
         import kafka.errors as ke
 
@@ -510,13 +505,13 @@ class GroupKinds:
         return sorted(out, key=lambda g: g.id)
 
     def _coordinator_failed(self, node: int, groups: list[str], exc: Exception) -> list[ShareGroup]:
-        """The share groups of a coordinator that did not answer, each carrying why (``COORDINATOR_FAILED``): one
+        """The share groups of a coordinator that did not answer, ``unanswered`` and carrying why: one
         broker down or hung costs its own groups this round, not every share group of the cluster. A refusal of the
         monitoring principal itself (authentication, ACL) is the cluster's, and raised."""
         err = translate(f"describe share groups at coordinator {node}", exc, self._principal)
         if isinstance(err, (TargetAuthFailed, TargetForbidden)):
             raise err
-        return [ShareGroup(g, "", (), (), f"{COORDINATOR_FAILED}: {err}") for g in groups]
+        return [ShareGroup(g, "", (), (), str(err), unanswered=True) for g in groups]
 
     @property
     def streams_supported(self) -> bool:

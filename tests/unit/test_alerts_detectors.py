@@ -228,7 +228,7 @@ def test_rank_busy_clients_by_thread_time_per_byte():
 
 
 def test_rank_busy_clients_puts_immaterial_thread_time_after_the_material_however_few_bytes():
-    """The CI failure of stop 41: on a broker saturated by a tiny-produce flood, a client moving no bytes at 3 % of a
+    """A CI failure (ad3ae34): on a broker saturated by a tiny-produce flood, a client moving no bytes at 3 % of a
     thread (the monitor's own admin requests grow slow too) ranked first per byte, so the alert named nobody the
     flooder's tenant could see. It is still listed, after the material ones."""
     clients = [
