@@ -7,7 +7,7 @@ setup:
 demo: setup
 	.venv/bin/kafka-health demo
 
-# The suite: lint, then session 1 (with the Kafka 4.1 subset beside its unit tests), the own-stack sessions and the
-# 3.9 subset. scripts/test.sh says what each step proves and why they run in this order.
+# The suite: lint, then session 1 (with the Kafka 3.9 and 4.1 subsets beside it, one after the other), then the
+# own-stack sessions. scripts/test.sh says what each step proves and why they run in this order.
 test: setup
 	scripts/test.sh
