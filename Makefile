@@ -7,7 +7,7 @@ setup:
 demo: setup
 	.venv/bin/kafka-health demo
 
-# The suite: lint, then session 1 (with the Kafka 3.9 and 4.1 subsets beside it, one after the other), then the
-# own-stack sessions. scripts/test.sh says what each step proves and why they run in this order.
+# The suite: lint, then session 1 with, beside it, the own-stack tests and the Kafka 3.9 and 4.1 subsets (one after
+# the other), then the client-fault module. scripts/test.sh says what each step proves and why in this order.
 test: setup
 	scripts/test.sh
