@@ -137,6 +137,10 @@ WATERMARK_RESERVE = 0.2
 # coordinator is dead answers nothing; without these caps it takes the whole round and no group has a lag.
 GROUPS_SHARE = 0.4
 OFFSETS_CALL_SHARE = 0.25
+# The group-kinds read (listing with types, share and streams describes) ends its every request this much before the
+# round's deadline: its answers must reach the round that waits for them (a request as long as the round's budget
+# lost every broker's answer whenever one broker hung).
+KINDS_MARGIN_SECONDS = 0.5
 # The round budget is at most this share of the collection interval: a round longer than the interval is still
 # running when the next is due, and its result ages out (collectors.exporter) before the one after arrives.
 INTERVAL_SHARE = 0.8
@@ -190,6 +194,7 @@ class KindsRead:
     shares: tuple[ShareGroup, ...]
     share_supported: bool
     streams: tuple[StreamsGroup, ...] = ()
+    unlisted: str = ""  # the listing's note: brokers whose groups were not listed this round (GroupListing.note)
 
 
 def _group_kinds(cluster: ClusterConfig, timeout: float) -> GroupKindsApi:
@@ -467,19 +472,35 @@ class AdminCollector:
             deadline_skipped=out_of_time + (len(blind) if late else 0),
         )
 
-    def _kinds_read(self) -> KindsRead:
-        """On the worker thread: the listing with types, then the share groups described. Raises KafkaHealthError;
-        the client is dropped after a failure (the next read connects afresh)."""
+    def _kinds_read(self, within: float) -> KindsRead:
+        """On the worker thread: the listing with types, then the share and streams groups described, every request
+        ending within ``within`` seconds (the round's time left). Raises KafkaHealthError; the client is dropped after
+        a failure (the next read connects afresh)."""
+        end = time.monotonic() + within
+
+        def left() -> float:
+            return max(MIN_CALL_SECONDS, end - time.monotonic())
+
         try:
             if self._kinds is None:
                 assert self._kinds_factory is not None
                 self._kinds = self._kinds_factory(self._cluster, self._budget)
-            groups = self._kinds.list_groups()
+            listing = self._kinds.list_groups(within=left())
+            groups = listing.groups
             supported = self._kinds.share_supported
-            shares = self._kinds.describe_share_groups(g.id for g in groups if g.type == "share") if supported else []
+            shares = (
+                self._kinds.describe_share_groups((g.id for g in groups if g.type == "share"), within=left())
+                if supported
+                else []
+            )
+            if listing.lost_shares:  # their brokers did not list them: not described, as if their coordinator hung
+                shares = [
+                    *shares,
+                    *(ShareGroup(g, "", (), (), listing.unlisted[0], unanswered=True) for g in listing.lost_shares),
+                ]
             streams_ids = [g.id for g in groups if g.type == "streams"]
             streams = (
-                self._kinds.describe_streams_groups(streams_ids)
+                self._kinds.describe_streams_groups(streams_ids, within=left())
                 if streams_ids and self._kinds.streams_supported
                 else []
             )
@@ -488,7 +509,7 @@ class AdminCollector:
             if kinds is not None:
                 kinds.close()
             raise
-        return KindsRead(tuple(groups), tuple(shares), supported, tuple(streams))
+        return KindsRead(tuple(groups), tuple(shares), supported, tuple(streams), listing.note())
 
     def _read_kinds(
         self, deadline: RoundDeadline, base: tuple[tuple[str, str], ...]
@@ -505,7 +526,10 @@ class AdminCollector:
             return [], f"round deadline of {deadline.budget:g}s reached before the group types were listed", {}
         if self._kinds_pool is None:
             self._kinds_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"group-kinds-{key}")
-        self._kinds_pending = self._kinds_pool.submit(self._kinds_read)
+        # Every request of the read ends before the round's deadline, a margin short of it (KINDS_MARGIN_SECONDS), so a
+        # hung broker costs its own groups and the answers of the others arrive in time.
+        within = max(MIN_CALL_SECONDS, deadline.remaining() - KINDS_MARGIN_SECONDS)
+        self._kinds_pending = self._kinds_pool.submit(self._kinds_read, within)
         try:
             read = self._kinds_pending.result(timeout=deadline.remaining())
         except concurrent.futures.TimeoutError:
@@ -533,7 +557,8 @@ class AdminCollector:
             tenant=lambda g: share_tenant(self._tenants, g),
             group_tenant=lambda gid: self._tenants.group(gid) or None,
         )
-        return samples, unanswered_note(read.shares), {g.id: streams_group_info(g) for g in read.streams if not g.error}
+        note = "; ".join(n for n in (read.unlisted, unanswered_note(read.shares)) if n)
+        return samples, note, {g.id: streams_group_info(g) for g in read.streams if not g.error}
 
     def _drop_admin(self) -> None:
         admin, self._admin = self._admin, None

@@ -548,11 +548,41 @@ def send_to_node(manager: Any, request: Any, **kwargs: Any) -> Any:
     from kafka.future import Future
 
     try:
-        return manager.send(request, **kwargs)
+        sent = manager.send(request, **kwargs)
     except Exception as exc:  # noqa: BLE001 - one node's requests fail with it, the others are still asked
         if type(exc).__name__ == "UnknownBrokerIdError":
             manager.cluster.request_update()
         return Future().failure(exc)
+    timeout_ms = kwargs.get("request_timeout_ms")
+    return sent if timeout_ms is None else _bounded(manager, sent, timeout_ms)
+
+
+def _bounded(manager: Any, sent: Any, timeout_ms: int) -> Any:
+    """``sent``, or a KafkaTimeoutError once ``timeout_ms`` has passed without its answer. kafka-python applies a
+    request's own timeout only once the request is on the wire: one queued behind a connection still being set up (a
+    broker that accepts TCP and answers nothing, frozen, after its first connection timed out) waited the
+    connection's timeout instead, the client's whole request timeout (measured on a frozen broker: 10.0 s for a
+    request given 4.5 s). Runs on the client's event loop, as the requests do."""
+    import kafka.errors as ke
+    from kafka.future import Future
+
+    out = Future()
+
+    def ok(value: Any) -> None:
+        if not out.is_done:
+            out.success(value)
+
+    def failed(exc: BaseException) -> None:
+        if not out.is_done:
+            out.failure(exc)
+
+    sent.add_callback(ok)
+    sent.add_errback(failed)
+    if not out.is_done:
+        manager._net.call_later(
+            timeout_ms / 1000, lambda: failed(ke.KafkaTimeoutError(f"no answer within {timeout_ms} ms"))
+        )
+    return out
 
 
 def _first(futures: Sequence[Any]) -> Any:

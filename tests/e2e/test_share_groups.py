@@ -181,7 +181,7 @@ def test_share_group_listed_with_lag_tenant_and_stall(stack, watched, tmp_path) 
     try:
         assert kinds.share_supported
         wait_until(
-            lambda: any(g.id == group and g.type == "share" for g in kinds.list_groups()),
+            lambda: any(g.id == group and g.type == "share" for g in kinds.list_groups().groups),
             60,
             what="the share group listed as type share",
         )

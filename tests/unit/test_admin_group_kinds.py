@@ -16,6 +16,7 @@ from collectors.catalog import TenantLookup
 from collectors.group_kinds import (
     Group,
     GroupKinds,
+    GroupListing,
     ShareGroup,
     ShareMember,
     SharePartition,
@@ -26,7 +27,7 @@ from collectors.group_kinds import (
 )
 from collectors.types import ClusterState, GroupInfo, PartitionState, TargetStatus
 from monitor.core.config import ClusterConfig, JmxSettings, TenantConfig, TenantSelector
-from monitor.core.errors import TargetForbidden
+from monitor.core.errors import KafkaHealthError, TargetForbidden
 from monitor.core.tenancy import TenantIndex
 
 pytestmark = pytest.mark.unit
@@ -91,23 +92,31 @@ class FakeKinds:
         self.gate: threading.Event | None = None
         self.fail: Exception | None = None
         self.closed = False
+        self.within: list[float | None] = []  # the time each call was given
+        self.listings: list[GroupListing] = []  # listings to answer first, in order (then every group, every round)
 
-    def list_groups(self) -> list[Group]:
+    def list_groups(self, *, within: float | None = None) -> GroupListing:
+        self.within.append(within)
         if self.gate is not None:
             self.gate.wait(10)
         if self.fail is not None:
             raise self.fail
+        if self.listings:
+            return self.listings.pop(0)
         shares = [Group(g.id, "share", g.state) for g in self.rounds[0]]
         streams = [Group(g.id, "streams", g.state) for g in self.streams[0]]
-        return [Group("pay-app", "consumer", "Stable"), Group("legacy", "classic", "Empty"), *shares, *streams]
+        return GroupListing(
+            (Group("pay-app", "consumer", "Stable"), Group("legacy", "classic", "Empty"), *shares, *streams)
+        )
 
-    def describe_streams_groups(self, group_ids: Iterable[str]) -> list[StreamsGroup]:
+    def describe_streams_groups(self, group_ids: Iterable[str], *, within: float | None = None) -> list[StreamsGroup]:
         assert self.streams_supported, "described on a cluster without streams groups"
         out = self.streams[min(self.streams_described, len(self.streams) - 1)]
         self.streams_described += 1
         return [g for g in out if g.id in set(group_ids)]
 
-    def describe_share_groups(self, group_ids: Iterable[str]) -> list[ShareGroup]:
+    def describe_share_groups(self, group_ids: Iterable[str], *, within: float | None = None) -> list[ShareGroup]:
+        self.within.append(within)
         assert self.share_supported, "described on a cluster without share groups"
         out = self.rounds[min(self.described, len(self.rounds) - 1)]
         self.described += 1
@@ -178,16 +187,108 @@ def test_a_share_group_whose_coordinator_did_not_answer_is_counted_in_the_messag
 
 
 def test_a_coordinator_that_fails_costs_its_own_groups_and_a_refused_principal_the_round() -> None:
+    import kafka.errors as ke
+    from kafka.protocol.metadata import CoordinatorType
+
     kinds = GroupKinds.__new__(GroupKinds)
     kinds._principal = "mon"
-    import kafka.errors as ke
+    cached = {(CoordinatorType.GROUP, "a"): 2, (CoordinatorType.GROUP, "b"): 2, (CoordinatorType.GROUP, "c"): 1}
+    kinds._admin = SimpleNamespace(_manager=SimpleNamespace(cluster=SimpleNamespace(_coordinators=cached)))
 
     groups = kinds._coordinator_failed(2, ["a", "b"], ke.KafkaTimeoutError("request timed out after 5000 ms"))
+    # their coordinator is asked for again next round (a frozen broker's groups move to the others within seconds)
+    assert cached == {(CoordinatorType.GROUP, "c"): 1}
     assert [g.id for g in groups] == ["a", "b"]
     assert all(g.unanswered and g.error.startswith("describe share groups at coordinator 2: ") for g in groups)
     assert all(not g.members and not g.partitions for g in groups)
     with pytest.raises(TargetForbidden, match="User:mon needs an ACL"):
         kinds._coordinator_failed(2, ["a"], ke.GroupAuthorizationFailedError())
+
+
+def test_a_broker_that_does_not_list_costs_its_own_groups_and_its_share_groups_keep_their_last_sample() -> None:
+    """Issue 33 ("nothing dropped in silence"): ListGroups asked of every broker at once; one that did not answer
+    costs the groups it coordinates, said in counts, and its share groups are carried as not described (their last
+    sample kept), not dropped as if deleted."""
+    other = share(7, 3, gid="pay-other")
+    kinds = FakeKinds(rounds=[[share(100, 40), other], [other], [share(100, 60), other]])
+    listed = (Group("pay-app", "consumer", "Stable"), Group("pay-other", "share", "Stable"))
+    kinds.listings = [
+        GroupListing((*listed, Group("pay-share", "share", "Stable")), brokers=3),
+        GroupListing(
+            listed,
+            ("list groups at broker 2: RequestTimedOutError: request timed out after 1500 ms",),
+            3,
+            ("pay-share",),
+        ),
+    ]
+    ac = collector(kinds)
+    assert not ac.collect_target(CLUSTER_TARGET, now=1000.0).message
+    second = ac.collect_target(CLUSTER_TARGET, now=1015.0)
+    assert second.status is TargetStatus.OK
+    assert "groups of 1 of 3 brokers not listed, no series of theirs this round: list groups at broker 2" in (
+        second.message
+    ), second.message
+    assert "1 of 2 share groups not described" in second.message
+    assert "pay-share" not in second.message
+    names = by_name(second)
+    assert {s["group"] for s in names["kafka_sharegroup_status"]} == {"pay-other"}
+    assert "pay-share" not in {s["group"] for s in names["kafka_group_info"]}
+    third = by_name(ac.collect_target(CLUSTER_TARGET, now=1030.0))
+    assert {s["group"]: s["status"] for s in third["kafka_sharegroup_status"]}["pay-share"] == "stalled"
+    # every call of the read was given less than the round's budget (2 s): its answers arrive within the round
+    assert kinds.within and all(w is not None and 0 < w < 2.0 for w in kinds.within), kinds.within
+
+
+def _listing_kinds(answers: list) -> tuple[GroupKinds, list]:
+    """A GroupKinds whose brokers answer ``answers`` (each round's list of (node, rows or exception)); ``runs``
+    records the request timeout each listing was given."""
+    kinds = GroupKinds.__new__(GroupKinds)
+    kinds._principal, kinds._shares_listed_by = "mon", {}
+    runs: list = []
+
+    def run(fn, timeout_ms):
+        runs.append(timeout_ms)
+        return answers.pop(0)
+
+    cluster = SimpleNamespace(_coordinators={})
+    kinds._admin = SimpleNamespace(_manager=SimpleNamespace(run=run, cluster=cluster))
+    return kinds, runs
+
+
+def _row(gid: str, kind: str) -> dict[str, str]:
+    return {"group_id": gid, "group_type": kind, "group_state": "Stable", "protocol_type": ""}
+
+
+def test_the_listing_keeps_the_brokers_that_answered_and_raises_only_when_none_did_or_the_principal_is_refused() -> (
+    None
+):
+    import kafka.errors as ke
+    from kafka.protocol.metadata import CoordinatorType
+
+    hung = ke.KafkaTimeoutError("request timed out after 1500 ms")
+    kinds, runs = _listing_kinds(
+        [
+            [(1, [_row("a", "consumer"), _row("s1", "share")]), (2, [_row("s2", "share")])],
+            [(1, [_row("a", "consumer"), _row("s1", "share")]), (2, hung)],
+            [(1, hung), (2, hung)],
+            [(1, [_row("a", "consumer")]), (2, ke.GroupAuthorizationFailedError())],
+        ]
+    )
+    assert [g.id for g in kinds.list_groups(within=1.5).groups] == ["a", "s1", "s2"]
+    cached = kinds._admin._manager.cluster._coordinators
+    cached.update({(CoordinatorType.GROUP, "s1"): 1, (CoordinatorType.GROUP, "s2"): 2})
+    second = kinds.list_groups(within=1.5)
+    # s2's coordinator is looked up again when next described: broker 2's groups move once it is fenced
+    assert cached == {(CoordinatorType.GROUP, "s1"): 1}
+    assert [g.id for g in second.groups] == ["a", "s1"]
+    assert second.lost_shares == ("s2",) and second.brokers == 2
+    assert second.unlisted[0].startswith("list groups at broker 2: ")
+    assert second.note().startswith("groups of 1 of 2 brokers not listed")
+    with pytest.raises(KafkaHealthError, match="no broker answered"):
+        kinds.list_groups(within=1.5)
+    with pytest.raises(TargetForbidden, match="User:mon needs an ACL"):
+        kinds.list_groups()
+    assert runs == [1500, 1500, 1500, None]  # the round's time left, as kafka-python's per-request timeout
 
 
 def test_a_share_group_is_attributed_by_its_topics_owner_when_no_prefix_matches() -> None:

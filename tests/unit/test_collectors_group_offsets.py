@@ -483,3 +483,43 @@ def test_consumer_group_describe_schema_round_trips_through_kafka_python():
     assert consumer_group_info(decoded.groups[0]) == GroupInfo(
         "k1", "assigning", 1, False, (("app", "/10.0.0.1"),), (("app", "/10.0.0.1", (("orders", 0), ("orders", 2))),)
     )
+
+
+def test_a_request_queued_behind_a_connection_being_set_up_still_ends_at_its_own_timeout():
+    """kafka-python applies a request's timeout once it is on the wire; a request to a frozen broker whose first
+    connection timed out waits behind the new connection's set-up, the client's whole timeout (10 s on the 4.4 stack
+    for a request given 4.5 s). ``send_to_node`` bounds it to the caller's: on kafka-python's own event loop, a
+    request that never gets an answer fails with its 200 ms timeout, a late answer changes nothing, and an answered
+    one is read."""
+    import kafka.errors as ke
+    from kafka.future import Future
+    from kafka.net.selector import NetworkSelector
+
+    from collectors.protocol_client import send_to_node
+
+    net = NetworkSelector()
+    pending: list = []
+
+    def send(request, node_id=None, request_timeout_ms=None):
+        pending.append(Future())
+        return pending[-1]
+
+    manager = SimpleNamespace(_net=net, send=send)
+
+    async def ask(timeout_ms):
+        try:
+            return await send_to_node(manager, "request", node_id=2, request_timeout_ms=timeout_ms)
+        except ke.KafkaTimeoutError as exc:
+            return exc
+
+    got = net.run(ask, 200)  # without the bound this never returns: the Future is never answered
+    assert isinstance(got, ke.KafkaTimeoutError) and "no answer within 200 ms" in str(got)
+    pending[-1].success("late")  # the answer after the timeout: ignored, nothing raised
+
+    async def answered():
+        sent = send_to_node(manager, "request", node_id=1, request_timeout_ms=5000)
+        pending[-1].success("answer")
+        return await sent
+
+    assert net.run(answered) == "answer"
+    net.close()
