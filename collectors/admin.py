@@ -547,8 +547,9 @@ class AdminCollector:
                 else "no share groups on this cluster: its brokers do not offer ShareGroupDescribe v1 (Kafka before "
                 "4.1); groups are listed with their types, no share group is described",
             )
-        self._other_kinds = frozenset(g.id for g in read.groups if g.type in ("share", "streams"))
-        self._share_ids = frozenset(g.id for g in read.groups if g.type == "share")
+        # read.shares also holds the share groups of a broker that did not list this round: never consumer groups
+        self._share_ids = frozenset(g.id for g in read.groups if g.type == "share") | {g.id for g in read.shares}
+        self._other_kinds = frozenset(g.id for g in read.groups if g.type == "streams") | self._share_ids
         self._streams_listed = tuple(g for g in read.groups if g.type == "streams")
         samples = self._kinds_series.samples(
             read.groups,

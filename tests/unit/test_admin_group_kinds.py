@@ -221,7 +221,8 @@ def test_a_broker_that_does_not_list_costs_its_own_groups_and_its_share_groups_k
             ("pay-share",),
         ),
     ]
-    ac = collector(kinds)
+    admin = QuietAdmin(listed=("pay-app", "pay-share"))  # librdkafka's listing: it still lists the share group
+    ac = collector(kinds, admin)
     assert not ac.collect_target(CLUSTER_TARGET, now=1000.0).message
     second = ac.collect_target(CLUSTER_TARGET, now=1015.0)
     assert second.status is TargetStatus.OK
@@ -235,6 +236,8 @@ def test_a_broker_that_does_not_list_costs_its_own_groups_and_its_share_groups_k
     assert "pay-share" not in {s["group"] for s in names["kafka_group_info"]}
     third = by_name(ac.collect_target(CLUSTER_TARGET, now=1030.0))
     assert {s["group"]: s["status"] for s in third["kafka_sharegroup_status"]}["pay-share"] == "stalled"
+    # a share group its broker did not list is still known as one: never read as a consumer group meanwhile
+    assert admin.asked == [["pay-app", "pay-share"], ["pay-app"], ["pay-app"]]
     # every call of the read was given less than the round's budget (2 s): its answers arrive within the round
     assert kinds.within and all(w is not None and 0 < w < 2.0 for w in kinds.within), kinds.within
 
