@@ -141,6 +141,9 @@ OFFSETS_CALL_SHARE = 0.25
 # round's deadline: its answers must reach the round that waits for them (a request as long as the round's budget
 # lost every broker's answer whenever one broker hung).
 KINDS_MARGIN_SECONDS = 0.5
+# ... of which the listing may take this share; the describes have the rest (the listing of a healthy cluster takes
+# milliseconds; one broker hung holds it to its bound).
+KINDS_LISTING_SHARE = 0.5
 # The round budget is at most this share of the collection interval: a round longer than the interval is still
 # running when the next is due, and its result ages out (collectors.exporter) before the one after arrives.
 INTERVAL_SHARE = 0.8
@@ -485,7 +488,8 @@ class AdminCollector:
             if self._kinds is None:
                 assert self._kinds_factory is not None
                 self._kinds = self._kinds_factory(self._cluster, self._budget)
-            listing = self._kinds.list_groups(within=left())
+            # the listing gets part of the time: a broker that hangs it must leave the describes of the others theirs
+            listing = self._kinds.list_groups(within=left() * KINDS_LISTING_SHARE)
             groups = listing.groups
             supported = self._kinds.share_supported
             shares = (
