@@ -35,12 +35,13 @@ samples), idle (no records waiting) or ``no_members`` (records waiting and nobod
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import collectors.kafka_messages as _schemas
-from collectors.protocol_client import api_max, protocol_settings, send_to_node, translate
+from collectors.protocol_client import answers_until, api_max, ms_until, protocol_settings, send_to_node, translate
 from collectors.types import GroupInfo, Sample
 from monitor.core.errors import KafkaHealthError, TargetAuthFailed, TargetForbidden
 
@@ -379,10 +380,10 @@ def group_messages() -> _Messages:
     return _MESSAGES
 
 
-def _request_timeout(within: float | None) -> int | None:
-    """kafka-python's per-request timeout (ms) for a call that must end within ``within`` seconds (None: the
-    client's own)."""
-    return None if within is None else max(1, int(within * 1000))
+def _until(within: float | None) -> float | None:
+    """The deadline (time.monotonic) of a call that must end within ``within`` seconds (None: the client's own
+    timeouts)."""
+    return None if within is None else time.monotonic() + within
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -418,7 +419,7 @@ class GroupKinds:
         (``GroupListing.unlisted``), not the listing of the cluster. Raises when none answers, or when the monitoring
         principal itself is refused (authentication, ACL)."""
         try:
-            answers = self._admin._manager.run(self._list_each, _request_timeout(within))
+            answers = self._admin._manager.run(self._list_each, _until(within))
         except Exception as exc:
             raise translate("list groups", exc, self._principal) from exc
         groups: list[Group] = []
@@ -453,37 +454,36 @@ class GroupKinds:
             tuple(sorted(lost - {g.id for g in groups})),
         )
 
-    async def _list_each(self, timeout_ms: int | None) -> list[tuple[int, Any]]:
+    async def _list_each(self, until: float | None) -> list[tuple[int, Any]]:
         """(broker, its ListGroups rows or the exception it failed with) of every broker the metadata knows."""
         manager = self._admin._manager
-        asked = [
-            (
-                node,
-                send_to_node(
-                    manager,
-                    self._admin._list_groups_request(),
-                    node_id=node,
-                    request_timeout_ms=timeout_ms,
-                ),
-            )
-            for node in sorted(b.node_id for b in manager.cluster.brokers())
+        nodes = sorted(b.node_id for b in manager.cluster.brokers())
+        sent = [
+            send_to_node(manager, self._admin._list_groups_request(), node_id=node, request_timeout_ms=ms_until(until))
+            for node in nodes
         ]
         out: list[tuple[int, Any]] = []
-        for node, answer in asked:
+        for node, answer in zip(nodes, await answers_until(manager, sent, until), strict=True):
             try:
-                out.append((node, self._admin._list_groups_process_response(await answer)))
+                out.append(
+                    (
+                        node,
+                        answer if isinstance(answer, Exception) else self._admin._list_groups_process_response(answer),
+                    )
+                )
             except Exception as exc:  # noqa: BLE001 - this broker's groups are unlisted, the others' are read
                 out.append((node, exc))
         return out
 
     async def _ask(
-        self, ids: list[str], offsets_version: int, timeout_ms: int | None
+        self, ids: list[str], offsets_version: int, until: float | None
     ) -> list[tuple[int, list[str], Any, Any]]:
         """(coordinator, its groups, offsets answer, describe answer) of each coordinator of ``ids``, in one run of
         kafka-python's event loop, as its own admin calls do. Every coordinator is asked before any answer is awaited,
         so a hung one costs its own request timeout, not one per coordinator queued behind it; a coordinator that
         fails comes back as (node, groups, the exception, None)."""
         msgs = group_messages()
+        manager = self._admin._manager
         asked = [
             (
                 node,
@@ -498,23 +498,24 @@ class GroupKinds:
                         max_version=offsets_version,
                     ),
                     node_id=node,
-                    request_timeout_ms=timeout_ms,
+                    request_timeout_ms=ms_until(until),
                 ),
                 send_to_node(
                     self._admin._manager,
                     msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1),
                     node_id=node,
-                    request_timeout_ms=timeout_ms,
+                    request_timeout_ms=ms_until(until),
                 ),
             )
             for node, groups in await self._by_coordinator(ids)
         ]
+        answers = iter(await answers_until(manager, [f for _, _, *sent in asked for f in sent], until))
         out: list[tuple[int, list[str], Any, Any]] = []
-        for node, groups, offsets, desc in asked:
-            try:
-                out.append((node, groups, await offsets, await desc))
-            except Exception as exc:  # noqa: BLE001 - this coordinator's groups fail with it, the others are described
-                out.append((node, groups, exc, None))
+        for node, groups, *_ in asked:
+            offsets, desc = next(answers), next(answers)
+            failed = next((a for a in (offsets, desc) if isinstance(a, Exception)), None)
+            # a coordinator that failed either costs its groups, the others are described
+            out.append((node, groups, failed, None) if failed is not None else (node, groups, offsets, desc))
         return out
 
     def describe_share_groups(self, group_ids: Iterable[str], *, within: float | None = None) -> list[ShareGroup]:
@@ -528,9 +529,7 @@ class GroupKinds:
             return []
         out: list[ShareGroup] = []
         try:
-            answers = self._admin._manager.run(
-                self._ask, ids, min(1, self._api_max(SHARE_OFFSETS_API)), _request_timeout(within)
-            )
+            answers = self._admin._manager.run(self._ask, ids, min(1, self._api_max(SHARE_OFFSETS_API)), _until(within))
         except Exception as exc:
             raise translate("describe share groups", exc, self._principal) from exc
         try:
@@ -614,18 +613,24 @@ class GroupKinds:
         """The cluster answers StreamsGroupDescribe (KIP-1071: Kafka 4.1+, on by default from 4.2)."""
         return self._api_max(STREAMS_DESCRIBE_API) >= 0
 
-    async def _ask_streams(self, ids: list[str], timeout_ms: int | None) -> list[Any]:
-        """The StreamsGroupDescribe answer of each coordinator of ``ids``."""
+    async def _ask_streams(self, ids: list[str], until: float | None) -> list[Any]:
+        """The StreamsGroupDescribe answer of each coordinator of ``ids``; raises the first failure."""
         msgs = group_messages()
-        return [
-            await send_to_node(
-                self._admin._manager,
+        manager = self._admin._manager
+        sent = [
+            send_to_node(
+                manager,
                 msgs.streams_req(group_ids=groups, include_authorized_operations=False, max_version=0),
                 node_id=node,
-                request_timeout_ms=timeout_ms,
+                request_timeout_ms=ms_until(until),
             )
             for node, groups in await self._by_coordinator(ids)
         ]
+        answers = await answers_until(manager, sent, until)
+        failed = next((a for a in answers if isinstance(a, Exception)), None)
+        if failed is not None:
+            raise failed
+        return answers
 
     async def _by_coordinator(self, ids: list[str]) -> list[tuple[int, list[str]]]:
         """``ids`` grouped by their coordinator (one batched FindCoordinator), in node order: every describe asks each
@@ -643,7 +648,7 @@ class GroupKinds:
         if not ids or not self.streams_supported:
             return []
         try:
-            answers = self._admin._manager.run(self._ask_streams, ids, _request_timeout(within))
+            answers = self._admin._manager.run(self._ask_streams, ids, _until(within))
             out = [streams_group(g) for desc in answers for g in _get(desc, "groups")]
         except Exception as exc:
             raise translate("describe streams groups", exc, self._principal) from exc

@@ -41,7 +41,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from collectors.discovery import Membership, Node
 from collectors.types import TP
@@ -308,11 +308,11 @@ class KafkaOffsets:
         if not by_leader:
             return {}, {}
         try:
-            return self._admin._manager.run(self._ask, by_leader, max(1, int(timeout * 1000)))
+            return self._admin._manager.run(self._ask, by_leader, time.monotonic() + timeout)
         except Exception as exc:
             raise translate("list offsets", exc, self._principal) from exc
 
-    async def _ask(self, by_leader: dict[int, list[TP]], timeout_ms: int) -> tuple[dict[TP, int], dict[int, str]]:
+    async def _ask(self, by_leader: dict[int, list[TP]], until: float) -> tuple[dict[TP, int], dict[int, str]]:
         from kafka.protocol.consumer.offsets import ListOffsetsRequest, OffsetSpec
 
         topic_cls = ListOffsetsRequest.ListOffsetsTopic
@@ -328,14 +328,15 @@ class KafkaOffsets:
                 topics=[topic_cls(name=t, partitions=ps) for t, ps in topics.items()],
             )
             # a leader the client's metadata lost fails its own partitions, not the call (send_to_node)
-            sent[leader] = send_to_node(self._admin._manager, request, node_id=leader, request_timeout_ms=timeout_ms)
+            sent[leader] = send_to_node(
+                self._admin._manager, request, node_id=leader, request_timeout_ms=ms_until(until)
+            )
         out: dict[TP, int] = {}
         missing: dict[int, str] = {}
-        for leader, future in sent.items():
-            try:
-                answer = await future
-            except Exception as exc:  # noqa: BLE001 - one broker's failure: the other brokers' partitions still count
-                missing[leader] = str(translate("list offsets", exc, self._principal))
+        answers = await answers_until(self._admin._manager, list(sent.values()), until)
+        for leader, answer in zip(sent, answers, strict=True):
+            if isinstance(answer, Exception):  # one broker's failure: the other brokers' partitions still count
+                missing[leader] = str(translate("list offsets", answer, self._principal))
                 continue
             for t in answer.topics:
                 for p in t.partitions:
@@ -425,8 +426,10 @@ class KafkaOffsets:
 
         manager = self._admin._manager
         lookup = FindCoordinatorRequest(key_type=0, coordinator_keys=groups, min_version=4)
-        sent = [send_to_node(manager, lookup, node_id=n, request_timeout_ms=_ms(until)) for n in self._lookup_nodes()]
-        found = await manager.wait_for(_first(sent), _ms(until))
+        sent = [
+            send_to_node(manager, lookup, node_id=n, request_timeout_ms=ms_until(until)) for n in self._lookup_nodes()
+        ]
+        found = await manager.wait_for(_first(sent), ms_until(until))
         return coordinator_plan(found.coordinators)
 
     async def ask_each(self, requests: Sequence[tuple[int, Any]], until: float) -> list[Any]:
@@ -435,15 +438,10 @@ class KafkaOffsets:
         send to) in place of a missing one, so a node that does not answer costs its own request only."""
         manager = self._admin._manager
         sent = [
-            send_to_node(manager, request, node_id=node, request_timeout_ms=_ms(until)) for node, request in requests
+            send_to_node(manager, request, node_id=node, request_timeout_ms=ms_until(until))
+            for node, request in requests
         ]
-        out: list[Any] = []
-        for future in sent:  # sent together: each await waits on the same deadline
-            try:
-                out.append(await manager.wait_for(future, _ms(until)))
-            except Exception as exc:  # noqa: BLE001 - this request's answer only
-                out.append(exc)
-        return out
+        return await answers_until(manager, sent, until)
 
     def _lookup_nodes(self) -> list[int | None]:
         """Where FindCoordinator goes: the least loaded broker and one other (a stopped broker still holds its
@@ -533,9 +531,14 @@ def api_max(manager: Any, api_key: int) -> int:
     return int(manager.broker_version_data.api_versions.get(api_key, (0, -1))[1])
 
 
-def _ms(until: float) -> int:
-    """Milliseconds from now until ``until`` (time.monotonic), at least 1: a kafka-python request timeout."""
-    return max(1, int((until - time.monotonic()) * 1000))
+@overload
+def ms_until(until: float) -> int: ...
+@overload
+def ms_until(until: None) -> None: ...
+def ms_until(until: float | None) -> int | None:
+    """Milliseconds from now until ``until`` (time.monotonic), at least 1: a kafka-python request timeout (None: the
+    client's own)."""
+    return None if until is None else max(1, int((until - time.monotonic()) * 1000))
 
 
 def send_to_node(manager: Any, request: Any, **kwargs: Any) -> Any:
@@ -548,40 +551,27 @@ def send_to_node(manager: Any, request: Any, **kwargs: Any) -> Any:
     from kafka.future import Future
 
     try:
-        sent = manager.send(request, **kwargs)
+        return manager.send(request, **kwargs)
     except Exception as exc:  # noqa: BLE001 - one node's requests fail with it, the others are still asked
         if type(exc).__name__ == "UnknownBrokerIdError":
             manager.cluster.request_update()
         return Future().failure(exc)
-    timeout_ms = kwargs.get("request_timeout_ms")
-    return sent if timeout_ms is None else _bounded(manager, sent, timeout_ms)
 
 
-def _bounded(manager: Any, sent: Any, timeout_ms: int) -> Any:
-    """``sent``, or a KafkaTimeoutError once ``timeout_ms`` has passed without its answer. kafka-python applies a
-    request's own timeout only once the request is on the wire: one queued behind a connection still being set up (a
-    broker that accepts TCP and answers nothing, frozen, after its first connection timed out) waited the
-    connection's timeout instead, the client's whole request timeout (measured on a frozen broker: 10.0 s for a
-    request given 4.5 s). Runs on the client's event loop, as the requests do."""
-    import kafka.errors as ke
-    from kafka.future import Future
-
-    out = Future()
-
-    def ok(value: Any) -> None:
-        if not out.is_done:
-            out.success(value)
-
-    def failed(exc: BaseException) -> None:
-        if not out.is_done:
-            out.failure(exc)
-
-    sent.add_callback(ok)
-    sent.add_errback(failed)
-    if not out.is_done:
-        manager._net.call_later(
-            timeout_ms / 1000, lambda: failed(ke.KafkaTimeoutError(f"no answer within {timeout_ms} ms"))
-        )
+async def answers_until(manager: Any, sent: Sequence[Any], until: float | None) -> list[Any]:
+    """Each of ``sent`` (kafka-python Futures, in flight together) awaited until ``until`` (time.monotonic; None: the
+    client's own timeouts), on the client's event loop: its answer, or in its place the exception it failed with (a
+    timeout, a lost connection, a node the client cannot send to), so one node that does not answer costs its own
+    requests only. The deadline is what ends a wait, not kafka-python's request timeout, which applies once the
+    request is on the wire: one queued behind a connection still being set up (a broker that accepts TCP and answers
+    nothing, frozen, after its first connection timed out) waited the connection's timeout instead, the client's whole
+    request timeout (measured on a frozen broker: 10.0 s for a request given 4.5 s)."""
+    out: list[Any] = []
+    for future in sent:
+        try:
+            out.append(await manager.wait_for(future, None if until is None else ms_until(until)))
+        except Exception as exc:  # noqa: BLE001 - this request's answer only
+            out.append(exc)
     return out
 
 

@@ -414,20 +414,16 @@ def test_a_broker_the_offsets_client_lost_fails_its_own_request_and_asks_for_fre
         def request_update(self):
             Cluster.updates += 1
 
-    from kafka.future import Future
-    from kafka.net.selector import NetworkSelector
-
     class Manager:
         cluster = Cluster()
-        _net = NetworkSelector()
 
         def send(self, request, node_id, request_timeout_ms):
             if node_id == 3:
                 raise ke.UnknownBrokerIdError(3)
-            return Future().success(("sent", node_id))
+            return ("sent", node_id)
 
     m = Manager()
-    assert send_to_node(m, "req", node_id=1, request_timeout_ms=10).value == ("sent", 1)
+    assert send_to_node(m, "req", node_id=1, request_timeout_ms=10) == ("sent", 1)
     lost = send_to_node(m, "req", node_id=3, request_timeout_ms=10)
     assert lost.failed() and isinstance(lost.exception, ke.UnknownBrokerIdError)
     assert Cluster.updates == 1
