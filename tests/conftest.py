@@ -175,15 +175,17 @@ _ORDER = {"unit": 0, "integration": 1, "e2e": 2}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run cheap tests first (unit, then integration, then e2e), then tests marked ``warm_up`` (their minutes have
-    passed meanwhile), and tests marked ``last`` at the very end: they take the session stack down to prove ``down``
-    leaves nothing behind."""
+    """Run cheap tests first (unit, then integration, then e2e), then tests marked ``loads_machine`` (their clients
+    load the machine: by then scripts/test.sh's background chain, own-stack tests and version lines, has ended; beside
+    it the advisor's zoo failed in CI), then tests marked ``warm_up`` (their minutes have passed meanwhile), and tests
+    marked ``last`` at the very end: they take the session stack down to prove ``down`` leaves nothing behind."""
 
     def key(item):
         kind = next((k for k in _ORDER if item.get_closest_marker(k)), "integration")
         return (
             1 if item.get_closest_marker("last") else 0,
             1 if item.get_closest_marker("warm_up") else 0,
+            1 if item.get_closest_marker("loads_machine") else 0,
             _ORDER[kind],
         )
 
