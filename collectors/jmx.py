@@ -159,7 +159,7 @@ class JmxCollector:
         node = target.broker or _node_id(readings) or target.address
         base = (("cluster", target.cluster), ("broker", node))
         samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
-        if is_controller and by_jolokia:
+        if is_controller and (by_jolokia or target.key in self._by_exporter):
             samples += self._watch(target).samples(base)
         if target.key in self._by_exporter and not is_controller:  # the weak signals are brokers' (request handlers)
             samples += weak_signal_samples(self._by_exporter[target.key], base, samples)
@@ -187,7 +187,9 @@ class JmxCollector:
 
     def _watch_read(self, target: Target) -> tuple[bool, dict[str, tuple[float, float | None]]]:
         timeout = min(self._cluster.jmx.timeout_seconds, max(2 * self._watch_interval(), 1.0))
-        readings = self._transport.read(self._endpoints[target.key], WATCH_QUERIES, timeout=timeout)
+        # Jolokia reads the two MBeans alone; an exporter serves its whole exposition (a controller's: 5-7 KB)
+        transport = self._exporter if target.key in self._by_exporter else self._transport
+        readings = transport.read(self._endpoints[target.key], WATCH_QUERIES, timeout=timeout)
         samples = catalog.convert(
             readings, WATCH_RULES, base=(("cluster", target.cluster), ("broker", "")), tenants=self._tenants
         )

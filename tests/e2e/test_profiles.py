@@ -64,6 +64,7 @@ from monitor.core.config import (
     BrokerTarget,
     ClusterConfig,
     Config,
+    ControllerExporter,
     ExporterSource,
     RulesSettings,
     TenantConfig,
@@ -133,13 +134,19 @@ def brokers_up(stack: Stack, n: int = 3):
 
 def exporter_cluster(stack: Stack, config: Config) -> ClusterConfig:
     """The MSK profile's cluster of ``config`` (brokers found through the templates) with broker-3 listed in
-    Strimzi's dialect (after the Strimzi test restarted it so)."""
+    Strimzi's dialect (after the Strimzi test restarted it so), and the controller read through its exporter, as a
+    self-managed fleet with jmx_exporter on every node would (MSK's own controllers are not reachable)."""
     (cluster,) = config.clusters
     assert cluster.discovery.jmx_exporter and cluster.discovery.node_exporter and not cluster.brokers
     url = f"http://127.0.0.1:{stack.layout.broker_exporter_port(STRIMZI)}/metrics"
     strimzi = BrokerTarget(id=STRIMZI, jmx_exporter=ExporterSource(url=url, dialect="strimzi"))
+    controller = f"http://127.0.0.1:{stack.layout.controller_exporter_port}/metrics"
     return cluster.model_copy(
-        update={"brokers": (strimzi,), "discovery": cluster.discovery.model_copy(update={"enabled": True})}
+        update={
+            "brokers": (strimzi,),
+            "discovery": cluster.discovery.model_copy(update={"enabled": True}),
+            "controller_jmx_exporter": (ControllerExporter(url=controller, dialect="vanilla", id=CONTROLLER_ID),),
+        }
     )
 
 
@@ -430,6 +437,19 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
     # was in before the kill; one run at load 70 without that wait paged it with tenant None).
     pages = {(c, t) for rule, c, t, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim}
     assert pages == {("local", "shop"), ("proto", "shop")}, pages
+    # The controller, read through its exporter alone: it fenced the victim, and its watch (every 2 s) saw a crash,
+    # heartbeats lost while registered active, not a controlled shutdown
+    fenced = f'kafka_cluster_broker_registration_state{{cluster="local",broker="{victim}"}} == 10'
+    crash = f'kafka_cluster_broker_departures_total{{cluster="local",broker="{victim}",cause="heartbeats_lost"}} >= 1'
+    wait_until(
+        lambda: prom_query(profiled, fenced) and prom_query(profiled, crash),
+        60,
+        interval=3,
+        what=lambda: (
+            f"the victim fenced and its crash counted by the exporter-read controller ("
+            f"{prom_query(profiled, 'kafka_cluster_broker_departures_total')})"
+        ),
+    )
     wait_until(
         lambda: {s["metric"]["broker"] for s in prom_query(profiled, urp)} >= {"1", str(STRIMZI)},
         90,

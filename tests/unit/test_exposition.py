@@ -7,6 +7,7 @@ give."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -222,15 +223,16 @@ def test_garbage_is_a_transport_error_not_an_empty_scrape():
 
 
 @contextmanager
-def serving(body: bytes):
-    """A loopback HTTP server answering every GET with ``body`` as Prometheus text; yields its /metrics URL."""
+def serving(body: bytes | Callable[[], bytes]):
+    """A loopback HTTP server answering every GET with ``body`` (or what ``body()`` gives at that GET) as Prometheus
+    text; yields its /metrics URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # http.server calls it by this name
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(body() if callable(body) else body)
 
         def log_message(self, *a):
             pass

@@ -5,6 +5,8 @@ DescribeQuorum through ``discovery.controller_jmx_exporter``; the capability tab
 
 from __future__ import annotations
 
+import re
+import time
 from functools import partial
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from pydantic import ValidationError
 
 from collectors import catalog
 from collectors.capabilities import configured_sources, render, source_signals
+from collectors.controller_watch import DEPARTURES
 from collectors.discovery import DiscoveryBoard, Membership, Node, controller_addresses, controller_exporters
 from collectors.jmx import JmxCollector
 from collectors.transports import exposition
@@ -196,3 +199,64 @@ def test_a_listed_controller_is_named_by_its_id_else_its_host_port():
             assert r.status is TargetStatus.OK, r.message
             active = [s for s in r.samples if s.name == "kafka_cluster_active_controllers"]
             assert [dict(s.labels)["broker"] for s in active] == [name]
+
+
+def _broker_2_as(dialect: str, state: float, age_ms: float) -> bytes:
+    """The recorded scrape with broker 2's registration state and heartbeat age replaced."""
+    text = scrape(dialect)
+    if dialect == "strimzi":
+        text = re.sub(r'(brokerregistrationstate\{broker="2"\}) \S+', rf"\1 {state}", text)
+        text = re.sub(r'(timesincelastheartbeatreceivedms\{broker="2"\}) \S+', rf"\1 {age_ms}", text)
+    else:
+        text = re.sub(r'(\{broker="2",name="BrokerRegistrationState"\}) \S+', rf"\1 {state}", text)
+        text = re.sub(r'(\{broker="2",name="TimeSinceLastHeartbeatReceivedMs"\}) \S+', rf"\1 {age_ms}", text)
+    assert text != scrape(dialect)
+    return text.encode()
+
+
+@pytest.mark.parametrize("dialect", RECORDED)
+def test_the_controller_watch_reads_an_exporter_controller_and_counts_a_crash(dialect):
+    """The watch that tells a crash from a restart (collectors/controller_watch.py) reads a controller's exporter too,
+    not only its Jolokia: broker 2 stops heartbeating (registered active while its age climbs past 5 s), then is
+    fenced; the controller's round exports one ``heartbeats_lost`` departure of broker 2, seen by controller 100.
+    Before, an exporter-read controller had no watch, and at a 15 s scrape such a crash was told from a restart by
+    no one (docs/alerts.md, case E)."""
+    # by time since the first GET, whoever asks (the watch every 0.1 s, the round): healthy, silent, then fenced at
+    # the session timeout
+    phases = [
+        (1.0, _broker_2_as(dialect, 30.0, 900.0)),
+        (1.5, _broker_2_as(dialect, 30.0, 6500.0)),
+        (float("inf"), _broker_2_as(dialect, 10.0, 9000.0)),
+    ]
+    first: list[float] = []
+
+    def now_served() -> bytes:
+        first[:] = first or [time.monotonic()]
+        return next(b for until, b in phases if time.monotonic() - first[0] < until)
+
+    with serving(now_served) as url:
+        departures = _watched_departures(url, dialect)
+    assert departures == [({"cluster": "prod", "broker": "2", "controller": CTL, "cause": "heartbeats_lost"}, 1.0)]
+
+
+def _watched_departures(url: str, dialect: str) -> list:
+    """The departures the controller's rounds export, read until one shows (10 s at most), the watch every 0.1 s."""
+    cluster = ClusterConfig(
+        name="prod",
+        bootstrap_servers="h:1",
+        controller_jmx_exporter=({"url": url, "id": 100, "dialect": dialect},),
+        jmx={"controller_watch_seconds": 0.1},
+    )
+    c = collector(cluster, tenants=LOOKUP)
+    (target,) = c.targets()
+    departures: list = []
+    try:
+        deadline = time.monotonic() + 10
+        while not departures and time.monotonic() < deadline:
+            r = c.collect_target(target, now=time.time())
+            assert r.status is TargetStatus.OK, r.message
+            departures = [(dict(s.labels), s.value) for s in r.samples if s.name == DEPARTURES]
+            time.sleep(0.1)
+    finally:
+        c.close()
+    return departures
