@@ -5,10 +5,10 @@ What tells them apart (monitor/core/liveness.py) lasts a few seconds: a crashed 
 while its heartbeat age climbs from 2 to 9 s, then fenced; a controlled shutdown passes through CONTROLLED_SHUTDOWN
 and is fenced while it still heartbeats. A collector read every 15 s and scraped every 15 s misses most of these
 moments, and the engine then falls back to the plain broker-down rule. So, for each controller read through Jolokia
-or through its jmx_exporter (one cheap HTTP call: two MBeans from Jolokia, a controller's whole exposition, 5-7 KB,
-from an exporter; jmxquery would start a JVM each time), a thread reads the per-broker registration state and
-heartbeat age every ``jmx.controller_watch_seconds`` (2 s), classifies each broker's departure as it happens, and
-the controller's collection round exports the result, which no sampling can miss:
+or through its jmx_exporter (one HTTP call: the watched MBeans from Jolokia, the watched names from an exporter,
+which still walks every MBean of the JVM; jmxquery would start a JVM each time), a thread reads the per-broker
+registration state and heartbeat age every ``jmx.controller_watch_seconds`` (2 s), classifies each broker's
+departure as it happens, and the controller's collection round exports the result, which no sampling can miss:
 
     kafka_cluster_broker_departures_total{broker, controller, cause}            departures seen, by cause
     kafka_cluster_broker_last_departure_timestamp_seconds{broker, controller, cause}   when the latest one began

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -28,6 +29,17 @@ _WATCHED = (
 )
 WATCH_RULES = tuple(r for r in catalog.CONTROLLER_RULES if r.metric in _WATCHED)
 WATCH_QUERIES = catalog.queries_for(WATCH_RULES)
+# The exposition names of the watched gauges per jmx_exporter dialect (tests/fixtures/exposition/controller_*.prom):
+# the watch asks an exporter for these alone. The reporter's (strimzi_reporter) is not recorded on a controller: asked
+# in full.
+WATCH_EXPOSITION_NAMES = {
+    "vanilla": ("kafka_controller_KafkaController_Value",),
+    "strimzi": (
+        "kafka_controller_kafkacontroller_activecontrollercount",
+        "kafka_controller_kafkacontroller_brokerregistrationstate",
+        "kafka_controller_kafkacontroller_timesincelastheartbeatreceivedms",
+    ),
+}
 
 
 class JmxCollector:
@@ -187,9 +199,21 @@ class JmxCollector:
 
     def _watch_read(self, target: Target) -> tuple[bool, dict[str, tuple[float, float | None]]]:
         timeout = min(self._cluster.jmx.timeout_seconds, max(2 * self._watch_interval(), 1.0))
-        # Jolokia reads the two MBeans alone; an exporter serves its whole exposition (a controller's: 5-7 KB)
-        transport = self._exporter if target.key in self._by_exporter else self._transport
-        readings = transport.read(self._endpoints[target.key], WATCH_QUERIES, timeout=timeout)
+        # Jolokia reads the watched MBeans alone. An exporter walks every MBean of the controller's JVM at each GET
+        # whatever it is asked; ``name[]`` (client_java's filter) spares the rest of the answer: on the stack's
+        # rule-less agent, 1.9 KB instead of 565 KB, and 137 ms of the controller's CPU per read instead of 244
+        # (bench/controller_watch.py). An exporter without the filter answers in full, read the same way.
+        endpoint = self._endpoints[target.key]
+        if target.key in self._by_exporter:
+            transport: Transport = self._exporter
+            names = WATCH_EXPOSITION_NAMES.get(endpoint.dialect or "vanilla")
+            if names and endpoint.exporter:
+                sep = "&" if "?" in endpoint.exporter else "?"
+                query = "&".join(f"name[]={n}" for n in names)
+                endpoint = dataclasses.replace(endpoint, exporter=f"{endpoint.exporter}{sep}{query}")
+        else:
+            transport = self._transport
+        readings = transport.read(endpoint, WATCH_QUERIES, timeout=timeout)
         samples = catalog.convert(
             readings, WATCH_RULES, base=(("cluster", target.cluster), ("broker", "")), tenants=self._tenants
         )

@@ -223,16 +223,16 @@ def test_garbage_is_a_transport_error_not_an_empty_scrape():
 
 
 @contextmanager
-def serving(body: bytes | Callable[[], bytes]):
-    """A loopback HTTP server answering every GET with ``body`` (or what ``body()`` gives at that GET) as Prometheus
-    text; yields its /metrics URL."""
+def serving(body: bytes | Callable[[str], bytes]):
+    """A loopback HTTP server answering every GET with ``body`` (or what ``body(path)`` gives for that GET's path and
+    query) as Prometheus text; yields its /metrics URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # http.server calls it by this name
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.end_headers()
-            self.wfile.write(body() if callable(body) else body)
+            self.wfile.write(body(self.path) if callable(body) else body)
 
         def log_message(self, *a):
             pass

@@ -9,6 +9,7 @@ import re
 import time
 from functools import partial
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from pydantic import ValidationError
@@ -17,7 +18,7 @@ from collectors import catalog
 from collectors.capabilities import configured_sources, render, source_signals
 from collectors.controller_watch import DEPARTURES
 from collectors.discovery import DiscoveryBoard, Membership, Node, controller_addresses, controller_exporters
-from collectors.jmx import JmxCollector
+from collectors.jmx import WATCH_EXPOSITION_NAMES, JmxCollector
 from collectors.transports import exposition
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import Reading, TargetStatus
@@ -229,14 +230,20 @@ def test_the_controller_watch_reads_an_exporter_controller_and_counts_a_crash(di
         (float("inf"), _broker_2_as(dialect, 10.0, 9000.0)),
     ]
     first: list[float] = []
+    asked: list[str] = []
 
-    def now_served() -> bytes:
+    def now_served(path: str) -> bytes:
+        asked.append(path)
         first[:] = first or [time.monotonic()]
         return next(b for until, b in phases if time.monotonic() - first[0] < until)
 
     with serving(now_served) as url:
         departures = _watched_departures(url, dialect)
     assert departures == [({"cluster": "prod", "broker": "2", "controller": CTL, "cause": "heartbeats_lost"}, 1.0)]
+    # the watch asks for its gauges alone (the rule-less agent's whole answer is 565 KB on the stack's controller);
+    # the round asks for everything
+    queries = [parse_qs(urlsplit(path).query).get("name[]") for path in asked]
+    assert list(WATCH_EXPOSITION_NAMES[dialect]) in queries and None in queries
 
 
 def _watched_departures(url: str, dialect: str) -> list:
