@@ -489,7 +489,7 @@ class GroupKinds:
                 node,
                 groups,
                 send_to_node(
-                    self._admin._manager,
+                    manager,
                     msgs.offsets_req(
                         groups=[
                             msgs.offsets_req.DescribeShareGroupOffsetsRequestGroup(group_id=g, topics=None)
@@ -501,7 +501,7 @@ class GroupKinds:
                     request_timeout_ms=ms_until(until),
                 ),
                 send_to_node(
-                    self._admin._manager,
+                    manager,
                     msgs.describe_req(group_ids=groups, include_authorized_operations=False, max_version=1),
                     node_id=node,
                     request_timeout_ms=ms_until(until),
@@ -509,10 +509,9 @@ class GroupKinds:
             )
             for node, groups in await self._by_coordinator(ids)
         ]
-        answers = iter(await answers_until(manager, [f for _, _, *sent in asked for f in sent], until))
         out: list[tuple[int, list[str], Any, Any]] = []
-        for node, groups, *_ in asked:
-            offsets, desc = next(answers), next(answers)
+        for node, groups, *sent in asked:  # all in flight already: each wait ends at the same deadline
+            offsets, desc = await answers_until(manager, sent, until)
             failed = next((a for a in (offsets, desc) if isinstance(a, Exception)), None)
             # a coordinator that failed either costs its groups, the others are described
             out.append((node, groups, failed, None) if failed is not None else (node, groups, offsets, desc))
