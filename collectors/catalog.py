@@ -17,9 +17,8 @@ Traps handled here (DESIGN.md "known traps"):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -67,17 +66,16 @@ def parse_object_name(name: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return domain, tuple(props)
 
 
-@lru_cache(maxsize=65536)
 def _properties(name: str) -> tuple[str, dict[str, str]]:
-    """An MBean's domain and properties as a dict, for ``convert`` (shared by the cache: never mutated).
+    """An MBean's domain and properties as a dict, for ``convert``.
 
     Names without a quote or a wildcard (nearly all: a broker's per-partition MBeans) split on commas and ``=``, about
-    four times cheaper than the scan. It matters once a fleet's distinct names outnumber the cache (500 brokers of
-    10,000 partitions are 5 million): then every reading of every read is parsed (bench/collector_fleet.py)."""
+    four times cheaper than the scan. Not cached: a fleet's distinct names outnumber any cache (500 brokers of 10,000
+    partitions are 5 million), and a cache that always misses cost more than the split (bench/collector_fleet.py)."""
     domain, _, rest = name.partition(":")
     if '"' not in rest and "*" not in rest:
         try:
-            return domain, dict(part.split("=", 1) for part in rest.split(","))
+            return domain, dict([part.split("=", 1) for part in rest.split(",")])
         except ValueError:  # a property without "=": the scan decides what it is
             pass
     return domain, dict(parse_object_name(name)[1])
@@ -88,25 +86,27 @@ class _Pattern:
     domain: str
     exact: tuple[tuple[str, str], ...]  # key must equal value
     present: tuple[str, ...]  # key must exist (value '*')
-    open: bool  # ',*' : other keys allowed
+    size: int | None  # how many properties a name has; None when the pattern is open (',*': other keys allowed)
 
     @classmethod
     def of(cls, pattern: str) -> _Pattern:
         domain, props = parse_object_name(pattern)
         exact = tuple((k, v) for k, v in props if k != "*" and v != "*")
         present = tuple(k for k, v in props if k != "*" and v == "*")
-        return cls(domain, exact, present, any(k == "*" for k, _ in props))
+        return cls(domain, exact, present, None if any(k == "*" for k, _ in props) else len(exact) + len(present))
 
     def match(self, domain: str, props: dict[str, str]) -> bool:
-        if domain != self.domain:
-            return False
+        return domain == self.domain and self.admits(props)
+
+    def admits(self, props: dict[str, str]) -> bool:
+        """``match`` without the domain."""
         for k, v in self.exact:
             if props.get(k) != v:
                 return False
         for k in self.present:
             if k not in props:
                 return False
-        return self.open or len(props) == len(self.exact) + len(self.present)
+        return self.size is None or len(props) == self.size
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -928,10 +928,22 @@ class TenantLookup:
 
 @dataclass(frozen=True)
 class _Compiled:
+    """A rule with its pattern split for ``convert``: ``type`` and ``name`` (the pattern's exact ones, when it has
+    them) are the cheap first sieve, checked once per MBean shape by ``_Table.candidates``; ``rest`` is the pattern
+    without them, for ``rest.admits`` per MBean (the domain is the shape's too)."""
+
     rule: MBeanRule
-    pattern: _Pattern
-    type: str | None  # the pattern's exact ``type`` and ``name``, when it has them: the cheap first sieve
+    domain: str
+    type: str | None
     name: str | None
+    rest: _Pattern
+
+    @classmethod
+    def of(cls, rule: MBeanRule) -> _Compiled:
+        pattern = rule.pattern
+        exact = dict(pattern.exact)
+        rest = replace(pattern, exact=tuple((k, v) for k, v in pattern.exact if k not in ("type", "name")))
+        return cls(rule, pattern.domain, exact.get("type"), exact.get("name"), rest)
 
 
 _NARROWED_MAX = 4096  # distinct (attribute, key, domain, type, name) remembered per rule set: a few hundred are seen
@@ -957,7 +969,7 @@ class _Table:
             found = tuple(
                 c
                 for c in self.by_attribute.get((attribute, key), ())
-                if c.pattern.domain == domain
+                if c.domain == domain
                 and (c.type is None or c.type == shape[3])
                 and (c.name is None or c.name == shape[4])
             )
@@ -970,11 +982,7 @@ class _Table:
 def _compile(rules: tuple[MBeanRule, ...]) -> _Table:
     out: dict[tuple[str, str | None], list[_Compiled]] = {}
     for rule in rules:
-        pattern = rule.pattern
-        exact = dict(pattern.exact)
-        out.setdefault((rule.attribute, rule.key), []).append(
-            _Compiled(rule, pattern, exact.get("type"), exact.get("name"))
-        )
+        out.setdefault((rule.attribute, rule.key), []).append(_Compiled.of(rule))
     return _Table(out)
 
 
@@ -990,51 +998,55 @@ def convert(
     Readings no rule wants are ignored (transports may return more than asked: jmxquery ignores attribute keys).
     """
     table = _compile(rules)
-    wanted, candidates = table.by_attribute, table.candidates
+    wanted, narrowed, candidates = table.by_attribute, table.narrowed, table.candidates
     sums: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
     meta: dict[str, MBeanRule] = {}
     owners: dict[str, str] = {}  # a topic's tenant, looked up once per call: thousands of partitions share a topic
-    for rd in readings:
-        attribute, akey = rd.attribute, rd.key
+    # The loop runs once per reading (10,000 a read for a broker of 10,000 partitions; bench/collector_fleet.py):
+    # the narrowed lists are read here without a call, and each sample's labels are built in one tuple.
+    for mbean, attribute, value, akey in readings:
         if (attribute, akey) not in wanted:
             continue
-        domain, props = _properties(rd.mbean)
-        for c in candidates(attribute, akey, domain, props):
-            if not c.pattern.match(domain, props):
+        domain, props = _properties(mbean)
+        found = narrowed.get((attribute, akey, domain, props.get("type"), props.get("name")))
+        if found is None:
+            found = candidates(attribute, akey, domain, props)
+        for c in found:
+            if not c.rest.admits(props):
                 continue
             rule = c.rule
-            value = rd.value
-            labels = tuple([(n, props.get(p, "")) for n, p in rule.labels]) + rule.const
+            v = value
+            extra: tuple[tuple[str, str], ...] = ()
             where = base
             if rule.about_broker:  # the value is about another broker: it is the ``broker``, we are the controller
                 node = dict(base).get("broker", "")
-                where = tuple((k, props.get(rule.about_broker, "")) if k == "broker" else (k, v) for k, v in base)
-                labels += (("controller", node),)
+                where = tuple((k, props.get(rule.about_broker, "")) if k == "broker" else (k, x) for k, x in base)
+                extra = (("controller", node),)
             if rule.value_label:
-                if not isinstance(value, str):
+                if not isinstance(v, str):
                     continue
-                labels += ((rule.value_label, value),)
-                value = 1.0
-            elif not isinstance(value, float):
+                extra += ((rule.value_label, v),)
+                v = 1.0
+            elif not isinstance(v, float):
                 continue
-            elif math.isnan(value):
+            elif v != v:  # NaN
                 if rule.nan == "skip":
                     continue
-                value = 0.0
+                v = 0.0
             tenant = rule.tenant
             if tenant == "topic":
                 topic = props.get("topic", "")
                 owner = owners.get(topic)
                 if owner is None:
                     owner = owners[topic] = tenants.topic(topic)
-                labels += (("tenant", owner),)
+                extra += (("tenant", owner),)
             elif tenant == "client":
-                labels += (("tenant", tenants.client(props.get("client-id", ""), props.get("user", ""))),)
+                extra += (("tenant", tenants.client(props.get("client-id", ""), props.get("user", ""))),)
             elif tenant == "group":
                 owner = tenants.group(props.get("group", "")) or tenants.topic(props.get("topic", ""))
-                labels += (("tenant", owner),)
-            key = (rule.metric, where + labels)
-            sums[key] = sums.get(key, 0.0) + value * rule.scale
+                extra += (("tenant", owner),)
+            key = (rule.metric, (*where, *[(n, props.get(p, "")) for n, p in rule.labels], *rule.const, *extra))
+            sums[key] = sums.get(key, 0.0) + v * rule.scale
             meta[rule.metric] = rule
     return [Sample(m, meta[m].kind, meta[m].help, labels, v) for (m, labels), v in sums.items()]
 

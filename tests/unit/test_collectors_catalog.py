@@ -281,7 +281,6 @@ def test_properties_fast_split_is_the_scan(props):
     # values quoted or not, with the characters that matter (",", "=", "*"): the split must agree or step aside
     body = ",".join(f"{k.replace('=', '')}={f'{chr(34)}{v}{chr(34)}' if quoted else v}" for k, v, quoted in props)
     name = f"kafka.server:{body}"
-    catalog._properties.cache_clear()
     assert catalog._properties(name) == ("kafka.server", dict(parse_object_name(name)[1]))
 
 
@@ -296,14 +295,19 @@ def _concrete(pattern: str) -> str:
 
 @pytest.mark.parametrize("rules", [catalog.BROKER_TARGET_RULES, catalog.CONTROLLER_RULES], ids=["broker", "controller"])
 def test_the_type_and_name_sieve_keeps_every_rule_a_full_match_keeps(rules):
+    # the sieve (per MBean shape) and admits (the rest, per MBean) together decide as the whole pattern does: for a
+    # name each pattern matches, and for the same name with one property more (only an open pattern takes it)
     table = catalog._compile(rules)
     for rule in rules:
-        for mbean in {_concrete(rule.mbean), _concrete(rule.query or rule.mbean)}:
-            domain, props = catalog._properties(mbean)
-            sieved = [
-                c.rule
-                for c in table.candidates(rule.attribute, rule.key, domain, props)
-                if c.pattern.match(domain, props)
-            ]
-            full = [c.rule for c in table.by_attribute[(rule.attribute, rule.key)] if c.pattern.match(domain, props)]
-            assert sieved == full, mbean
+        for concrete in {_concrete(rule.mbean), _concrete(rule.query or rule.mbean)}:
+            for mbean in (concrete, concrete + ",zz=1"):
+                domain, props = catalog._properties(mbean)
+                sieved = [
+                    c.rule for c in table.candidates(rule.attribute, rule.key, domain, props) if c.rest.admits(props)
+                ]
+                full = [
+                    c.rule
+                    for c in table.by_attribute[(rule.attribute, rule.key)]
+                    if c.rule.pattern.match(domain, props)
+                ]
+                assert sieved == full, mbean
