@@ -211,7 +211,10 @@ def test_log_dir_filling_up_fires_disk_full_risk_before_full_and_resolves(stack,
         assert ev["cause"] == "tenants" and ev["tenant"] == "telemetry" and ev["tenant_share"] > 0.8, ev
         assert "tenant telemetry's data" in ev["summary"] and "free" in ev["summary"], ev["summary"]
         assert ev["size_bytes"] == SIZE_MIB * 2**20 and ev["used_bytes"] < ev["size_bytes"]
-        assert ev["method"] == "linear" and ev["growth_bytes_per_second"] > 100 * 1024
+        # The producer writes ~0.5 MiB/s, but the window's first points may predate it and a loaded machine slows
+        # it: the growth read 78 KiB/s once (a rehearsal beside scripts/test.sh's background chain). What matters is
+        # that a growth was measured well above the other disk's 24 KiB/s file, not the producer's exact speed.
+        assert ev["method"] == "linear" and ev["growth_bytes_per_second"] > 40 * 1024
         # the ETA matches what is left at the growth seen
         assert ev["eta_seconds"] == pytest.approx(
             (ev["size_bytes"] - ev["used_bytes"]) / ev["growth_bytes_per_second"], rel=0.05
