@@ -95,11 +95,9 @@ class _Pattern:
         present = tuple(k for k, v in props if k != "*" and v == "*")
         return cls(domain, exact, present, None if any(k == "*" for k, _ in props) else len(exact) + len(present))
 
-    def match(self, domain: str, props: dict[str, str]) -> bool:
-        return domain == self.domain and self.admits(props)
-
     def admits(self, props: dict[str, str]) -> bool:
-        """``match`` without the domain."""
+        """Whether an MBean's properties match (its domain is the caller's to compare: ``convert`` compares it once
+        per MBean shape)."""
         for k, v in self.exact:
             if props.get(k) != v:
                 return False

@@ -77,16 +77,9 @@ def parse_response(payload: object, queries: Sequence[MBeanQuery]) -> list[Readi
         if not isinstance(value, dict):
             continue
         if "*" in q.mbean or "?" in q.mbean:  # pattern read: {mbean: {attr: value}}
-            append = out.append
             for mbean, attrs in value.items():
-                if type(attrs) is not dict:
-                    continue
-                if len(attrs) == 1:  # one numeric attribute per MBean (a per-partition gauge): inline, no call
-                    ((attr, v),) = attrs.items()
-                    if type(v) is int or type(v) is float:
-                        append(_reading((mbean, attr, float(v), None)))
-                        continue
-                _flatten(mbean, attrs, out)
+                if isinstance(attrs, dict):
+                    _flatten(mbean, attrs, out)
         else:  # plain read with an attribute list: {attr: value}
             _flatten(q.mbean, value, out)
     if failed and failed == len(queries):
