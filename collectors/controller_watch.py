@@ -15,6 +15,13 @@ departure as it happens, and the controller's collection round exports the resul
 
 ``cause`` is ``heartbeats_lost`` (crash or hang) or ``controlled_shutdown``. Only the active controller's readings
 count (a standby reports the session timeout for every broker).
+
+A controller restarted from a metadata snapshot exports a broker's heartbeat age but not its registration state
+until the broker is new to it (KAFKA-20370, Kafka 4.x, open). The age alone cannot tell a crash from a restart (both
+climb to the session timeout once the broker is gone), so such a broker is not judged; it is said instead, once in
+the log and at every round while it lasts:
+
+    kafka_cluster_broker_state_unexported{broker, controller} 1     the watch is blind to this broker's departures
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ log = logging.getLogger(__name__)
 
 DEPARTURES = "kafka_cluster_broker_departures_total"
 LAST_DEPARTURE = "kafka_cluster_broker_last_departure_timestamp_seconds"
+UNSTATED = "kafka_cluster_broker_state_unexported"
 
 
 class DepartureLog:
@@ -45,11 +53,16 @@ class DepartureLog:
         self._counted: dict[str, float] = {}  # broker -> start of its last counted episode
         self.counts: Counter[tuple[str, str]] = Counter()  # (broker, cause) -> departures
         self.last: dict[tuple[str, str], float] = {}  # (broker, cause) -> when the latest began (unix seconds)
+        self.unstated: tuple[str, ...] = ()  # brokers whose age came without a state at the latest reading
 
-    def observe(self, t: float, brokers: dict[str, tuple[float, float | None]]) -> list[tuple[str, Cause, float]]:
-        """``brokers``: broker id -> (registration state, heartbeat age seconds) read at ``t``. Returns the
-        departures first known at this reading: (broker, cause, start)."""
+    def observe(
+        self, t: float, brokers: dict[str, tuple[float | None, float | None]]
+    ) -> list[tuple[str, Cause, float]]:
+        """``brokers``: broker id -> (registration state, heartbeat age seconds) read at ``t``; a state None is a
+        broker the controller exports no state for (``unstated``: its samples tell nothing). Returns the departures
+        first known at this reading: (broker, cause, start)."""
         new = []
+        self.unstated = tuple(sorted(b for b, (state, _) in brokers.items() if state is None))
         for broker, (state, age) in brokers.items():
             q = self._samples.setdefault(broker, deque())
             q.append(BrokerSample(t, state=state, age=age))
@@ -98,6 +111,17 @@ class DepartureLog:
                     self.last[(broker, cause)],
                 )
             )
+        for broker in self.unstated:
+            out.append(
+                Sample(
+                    UNSTATED,
+                    "gauge",
+                    "1: the active controller exports this broker's heartbeat age without its registration state "
+                    "(KAFKA-20370, a controller restarted from a snapshot): its crashes are not told from restarts",
+                    (("cluster", labels.get("cluster", "")), ("broker", broker), ("controller", controller)),
+                    1.0,
+                )
+            )
         return out
 
 
@@ -108,7 +132,7 @@ class ControllerWatch:
     def __init__(
         self,
         name: str,
-        read: Callable[[], tuple[bool, dict[str, tuple[float, float | None]]]],
+        read: Callable[[], tuple[bool, dict[str, tuple[float | None, float | None]]]],
         interval: float,
         *,
         clock: Callable[[], float] = time.time,
@@ -119,6 +143,7 @@ class ControllerWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"controller-watch-{name}", daemon=True)
         self._failing = False
+        self._unstated: tuple[str, ...] = ()
 
     def start(self) -> None:
         self._thread.start()
@@ -140,11 +165,32 @@ class ControllerWatch:
                     with self._lock:
                         for broker, cause, start in self.log.observe(self._clock(), brokers):
                             log.info("broker %s left at %.0f: %s", broker, start, cause.value)
+                        self._say_unstated(self.log.unstated)
             except Exception as exc:  # noqa: BLE001 - the round's own read reports failures; say it once here
                 if not self._failing:
                     log.warning("controller watch %s cannot read: %s", self._thread.name, exc)
                 self._failing = True
             self._stop.wait(max(0.0, self._interval - (time.monotonic() - started)))
+
+    def _say_unstated(self, unstated: tuple[str, ...]) -> None:
+        """Log when the set of brokers without an exported state changes (KAFKA-20370), not at every reading."""
+        if unstated != self._unstated:
+            if unstated:
+                log.warning(
+                    "controller watch %s: the active controller exports no registration state for broker(s) %s, only "
+                    "their heartbeat age (KAFKA-20370: a controller restarted from a metadata snapshot; it heals as "
+                    "each broker registers again): a crash of theirs is not told from a restart until then",
+                    self._thread.name,
+                    ", ".join(unstated),
+                )
+            else:
+                log.info("controller watch %s: every broker's registration state is exported again", self._thread.name)
+            self._unstated = unstated
+
+    @property
+    def unstated(self) -> tuple[str, ...]:
+        with self._lock:
+            return self.log.unstated
 
     def samples(self, base: tuple[tuple[str, str], ...]) -> list[Sample]:
         with self._lock:

@@ -171,8 +171,11 @@ class JmxCollector:
         node = target.broker or _node_id(readings) or target.address
         base = (("cluster", target.cluster), ("broker", node))
         samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
+        unstated: tuple[str, ...] = ()
         if is_controller and (by_jolokia or target.key in self._by_exporter):
-            samples += self._watch(target).samples(base)
+            watch = self._watch(target)
+            samples += watch.samples(base)
+            unstated = watch.unstated
         if target.key in self._by_exporter and not is_controller:  # the weak signals are brokers' (request handlers)
             samples += weak_signal_samples(self._by_exporter[target.key], base, samples)
         with self._lock:
@@ -180,9 +183,16 @@ class JmxCollector:
             self._previous[target.key] = (now, samples)
         if prev is not None:
             samples += catalog.derive_rates(samples, prev[1], now - prev[0])
-        return succeeded(
+        result = succeeded(
             target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
         )
+        if unstated:
+            said = (
+                f"the active controller exports no registration state for broker(s) {', '.join(unstated)} "
+                "(KAFKA-20370): their crashes are not told from restarts until each registers again"
+            )
+            result = dataclasses.replace(result, message="; ".join(filter(None, (result.message, said))))
+        return result
 
     def _watch(self, target: Target) -> ControllerWatch:
         with self._lock:
@@ -197,7 +207,7 @@ class JmxCollector:
     def _watch_interval(self) -> float:
         return self._cluster.jmx.controller_watch_seconds
 
-    def _watch_read(self, target: Target) -> tuple[bool, dict[str, tuple[float, float | None]]]:
+    def _watch_read(self, target: Target) -> tuple[bool, dict[str, tuple[float | None, float | None]]]:
         timeout = min(self._cluster.jmx.timeout_seconds, max(2 * self._watch_interval(), 1.0))
         # Jolokia reads the watched MBeans alone. An exporter walks every MBean of the controller's JVM at each GET
         # whatever it is asked; ``name[]`` (client_java's filter) spares the rest of the answer: on the stack's
@@ -226,7 +236,8 @@ class JmxCollector:
                 states[broker] = s.value
             elif s.name == "kafka_cluster_broker_heartbeat_age_seconds":
                 ages[broker] = s.value
-        return active, {b: (state, ages.get(b)) for b, state in states.items()}
+        # a broker with an age and no state: KAFKA-20370 (the watch says it rather than judge it on the age alone)
+        return active, {b: (states.get(b), ages.get(b)) for b in sorted(states.keys() | ages.keys())}
 
     def close(self) -> None:
         with self._lock:

@@ -40,6 +40,7 @@ M: dict[str, str] = {
     # the collector's controller watch (collectors/controller_watch.py): {cluster, broker, controller, cause}
     "broker_departures": "kafka_cluster_broker_departures_total",
     "broker_last_departure": "kafka_cluster_broker_last_departure_timestamp_seconds",
+    "broker_state_unexported": "kafka_cluster_broker_state_unexported",  # KAFKA-20370: the watch is blind to it
     # request path
     "request_handler_idle": "kafka_broker_request_handler_idle_ratio",  # {cluster, broker}, rate of Count
     "request_handler_threads": "kafka_broker_request_handler_threads",  # Admin API {cluster, broker}: num.io.threads

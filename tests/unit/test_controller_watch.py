@@ -3,7 +3,7 @@ broker heartbeats every 2 s, the session timeout is 9 s, the age is capped there
 
 import pytest
 
-from collectors.controller_watch import DEPARTURES, LAST_DEPARTURE, DepartureLog
+from collectors.controller_watch import DEPARTURES, LAST_DEPARTURE, UNSTATED, DepartureLog
 from monitor.core.liveness import ACTIVE, CONTROLLED_SHUTDOWN, FENCED
 
 pytestmark = pytest.mark.unit
@@ -73,3 +73,19 @@ def test_old_samples_are_forgotten():
     log = DepartureLog(keep_seconds=10.0)
     feed(log, [{"1": (ACTIVE, 0.5)}] * 100)
     assert len(log._samples["1"]) == 6  # 10 s of 2 s readings, both ends in
+
+
+def test_a_broker_with_an_age_and_no_state_is_listed_as_unstated_and_never_judged():
+    """KAFKA-20370: the controller exports broker 2's heartbeat age without its state. The age climbs to the session
+    timeout (a crash or a restart: the age alone cannot say), so no departure is counted; broker 2 is listed as
+    unstated while it lasts and exported as such; once its state is exported again it is judged as any other."""
+    log = DepartureLog()
+    blind = [{"1": (ACTIVE, 0.5), "2": (None, a)} for a in (0.5, 2.5, 4.5, 6.5, 8.5, 9.0, 9.0)]
+    assert feed(log, blind) == []
+    assert log.unstated == ("2",) and not log.counts
+    exported = [(s.name, dict(s.labels)) for s in log.samples((("cluster", "c"), ("broker", "100")))]
+    assert exported == [(UNSTATED, {"cluster": "c", "broker": "2", "controller": "100"})]
+    back = [{"1": (ACTIVE, 0.5), "2": (ACTIVE, 0.4)}] * 2 + [{"1": (ACTIVE, 0.5), "2": (ACTIVE, a)} for a in (6.5, 8.5)]
+    found = feed(log, back, t0=2000.0)
+    assert log.unstated == () and [(b, c.value) for _, b, c, _ in found] == [("2", "heartbeats_lost")]
+    assert not [s for s in log.samples((("cluster", "c"), ("broker", "100"))) if s.name == UNSTATED]
