@@ -935,13 +935,21 @@ class _Compiled:
     type: str | None
     name: str | None
     rest: _Pattern
+    # the rule decides and labels the same whatever a name's ``partition`` is (convert's per-topic shapes)
+    partition_blind: bool
 
     @classmethod
     def of(cls, rule: MBeanRule) -> _Compiled:
         pattern = rule.pattern
         exact = dict(pattern.exact)
         rest = replace(pattern, exact=tuple((k, v) for k, v in pattern.exact if k not in ("type", "name")))
-        return cls(rule, pattern.domain, exact.get("type"), exact.get("name"), rest)
+        blind = (
+            "partition" not in exact
+            and "partition" not in {p for _, p in rule.labels}
+            and rule.about_broker != "partition"
+            and rule.value_label is None
+        )
+        return cls(rule, pattern.domain, exact.get("type"), exact.get("name"), rest, blind)
 
 
 _NARROWED_MAX = 4096  # distinct (attribute, key, domain, type, name) remembered per rule set: a few hundred are seen
@@ -1000,15 +1008,39 @@ def convert(
     sums: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
     meta: dict[str, MBeanRule] = {}
     owners: dict[str, str] = {}  # a topic's tenant, looked up once per call: thousands of partitions share a topic
-    # The loop runs once per reading (10,000 a read for a broker of 10,000 partitions; bench/collector_fleet.py):
-    # the narrowed lists are read here without a call, and each sample's labels are built in one tuple.
+    # A partition's MBean (kafka.log:type=Log,name=Size,topic=T,partition=P: 10,000 a read for a broker of 10,000
+    # partitions; bench/collector_fleet.py) is decided as every other partition of its topic is when none of its
+    # candidate rules reads or constrains ``partition`` (``_Compiled.partition_blind``): the same rules admit it, under
+    # the same keys. What the first one decides is remembered per name without the partition (``shapes``), so each
+    # other partition of the topic costs a slice and a lookup, not a parse and a match.
+    shapes: dict[tuple[str, str, str | None], tuple[tuple[tuple, float, bool], ...]] = {}
     for mbean, attribute, value, akey in readings:
         if (attribute, akey) not in wanted:
             continue
+        shape = None
+        cut = mbean.find(",partition=")
+        if cut > 0:
+            end = mbean.find(",", cut + 11)
+            shape = (mbean[:cut] + mbean[end:] if end > 0 else mbean[:cut], attribute, akey)
+            known = shapes.get(shape)
+            if known is not None:
+                if not isinstance(value, float):
+                    continue
+                for key, scale, skip_nan in known:
+                    if value != value:  # NaN
+                        if skip_nan:
+                            continue
+                        sums[key] = sums.get(key, 0.0)
+                    else:
+                        sums[key] = sums.get(key, 0.0) + value * scale
+                continue
         domain, props = _properties(mbean)
         found = narrowed.get((attribute, akey, domain, props.get("type"), props.get("name")))
         if found is None:
             found = candidates(attribute, akey, domain, props)
+        learnt: list[tuple[tuple, float, bool]] | None = None  # what this name's shape decides, when it may be kept
+        if shape is not None and '"' not in mbean and all(c.partition_blind for c in found):
+            learnt = []
         for c in found:
             if not c.rest.admits(props):
                 continue
@@ -1025,12 +1057,6 @@ def convert(
                     continue
                 extra += ((rule.value_label, v),)
                 v = 1.0
-            elif not isinstance(v, float):
-                continue
-            elif v != v:  # NaN
-                if rule.nan == "skip":
-                    continue
-                v = 0.0
             tenant = rule.tenant
             if tenant == "topic":
                 topic = props.get("topic", "")
@@ -1044,8 +1070,18 @@ def convert(
                 owner = tenants.group(props.get("group", "")) or tenants.topic(props.get("topic", ""))
                 extra += (("tenant", owner),)
             key = (rule.metric, (*where, *[(n, props.get(p, "")) for n, p in rule.labels], *rule.const, *extra))
-            sums[key] = sums.get(key, 0.0) + v * rule.scale
             meta[rule.metric] = rule
+            if learnt is not None:
+                learnt.append((key, rule.scale, rule.nan == "skip"))
+            if not isinstance(v, float):
+                continue
+            if v != v:  # NaN (``v != v`` spares math.isnan's call: this loop runs once per reading)
+                if rule.nan == "skip":
+                    continue
+                v = 0.0
+            sums[key] = sums.get(key, 0.0) + v * rule.scale
+        if learnt is not None and shape is not None:
+            shapes[shape] = tuple(learnt)
     return [Sample(m, meta[m].kind, meta[m].help, labels, v) for (m, labels), v in sums.items()]
 
 

@@ -311,3 +311,69 @@ def test_the_type_and_name_sieve_keeps_every_rule_a_full_match_keeps(rules):
                     if c.rule.pattern.domain == domain and c.rule.pattern.admits(props)
                 ]
                 assert sieved == full, mbean
+
+
+_PARTITION_RULES = (
+    # summed per topic (the per-partition log size's shape), read through a NaN as zero
+    catalog.MBeanRule(
+        "t_size",
+        "gauge",
+        "h",
+        "kafka.log:type=Log,name=Size,topic=*,partition=*",
+        "Value",
+        labels=(("topic", "topic"),),
+        tenant="topic",
+        nan="zero",
+    ),
+    # labelled by partition: every partition its own series
+    catalog.MBeanRule(
+        "t_per_partition",
+        "gauge",
+        "h",
+        "kafka.log:type=Log,name=Size,topic=*,partition=*",
+        "Value",
+        labels=(("topic", "topic"), ("partition", "partition")),
+    ),
+    # partition 0 only, on another MBean name
+    catalog.MBeanRule("t_first", "gauge", "h", "kafka.log:type=Log,name=Offset,topic=*,partition=0", "Value"),
+    # any partition of that name, summed, NaN skipped
+    catalog.MBeanRule(
+        "t_offsets", "gauge", "h", "kafka.log:type=Log,name=Offset,topic=*,partition=*", "Value", scale=2.0
+    ),
+)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Size", "Offset"]),
+            st.sampled_from(["alpha.orders", "other", "alpha.x"]),
+            st.integers(0, 3),
+            st.sampled_from([1.0, 2.5, float("nan"), "str"]),
+            st.booleans(),  # JMX order (partition last) or Jolokia's canonical one (partition in the middle)
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([_PARTITION_RULES, _PARTITION_RULES[2:], catalog.BROKER_TARGET_RULES]),
+)
+def test_partitions_of_a_topic_decided_once_sum_as_each_read_alone(readings, rules):
+    # convert remembers what a partition's name decides for the other partitions of its topic (issue 33, item 5):
+    # only where no candidate rule reads or constrains the partition, with every value kind, in both name orders
+    made = [
+        Reading(
+            f"kafka.log:type=Log,name={n},topic={t},partition={p}"
+            if jmx_order
+            else f"kafka.log:name={n},partition={p},topic={t},type=Log",
+            "Value",
+            v,
+        )
+        for n, t, p, v, jmx_order in readings
+    ]
+    together = by_key(convert(made, rules, base=BASE, tenants=tenants()))
+    alone: dict = {}
+    for r in made:
+        for k, v in by_key(convert([r], rules, base=BASE, tenants=tenants())).items():
+            alone[k] = alone.get(k, 0.0) + v
+    assert together.keys() == alone.keys()
+    assert all(together[k] == pytest.approx(alone[k]) for k in alone), (together, alone)
