@@ -87,14 +87,15 @@ REQUEST_FIELDS = ("request_time_ratio", "request_throttle_seconds")
 
 
 def attribute_request_sensors(
-    fields: dict[str, dict[tuple[str, ...], float]], first: dict[tuple[str, ...], float]
+    fields: dict[str, dict[tuple[str, ...], float]], seen: dict[tuple[str, ...], float]
 ) -> tuple[dict, dict]:
     """Kafka tags a quota type's sensors with the entity its quota matched: with byte-rate quotas per user
     (``users/U/clients/<default>``, as ``tenants apply-quotas`` sets them) and the request quota only per client id
     (the default client quota), one client's byte rates come as (user=U, client_id=C) and its request time as
     (user="", client_id=C). Read apart, neither half is a costly client: one moves bytes for no thread time, the other
     spends thread time moving nothing. A user-less request series goes to the one user whose byte series carry its
-    client id; with none or several such users (a client id shared across principals) it stays as it is."""
+    client id; with none or several such users (a client id shared across principals) it stays as it is; ``seen``
+    (each client's ``seen_share``, read on the request series) moves with it."""
     owner = principal_owners(k for f, rows in fields.items() if f not in REQUEST_FIELDS for k in rows)
 
     def moved(rows: dict[tuple[str, ...], float], combine) -> dict[tuple[str, ...], float]:
@@ -110,7 +111,7 @@ def attribute_request_sensors(
         else rows
         for f, rows in fields.items()
     }
-    return fields, moved(first, min)
+    return fields, moved(seen, max)
 
 
 def telemetry_expr(field: str, name: str, sel: str, window: str) -> str:
@@ -168,7 +169,7 @@ def read_snapshot(
     sel = f'cluster="{cluster}"'
     return Snapshot(
         cluster=_read_cluster(r, sel, cluster),
-        clients=_read_clients(r, sel, cluster, index, now),
+        clients=_read_clients(r, sel, cluster, index),
         topics=_read_topics(r, sel, cluster, index),
         groups=_read_groups(r, sel, cluster, index),
         software=_read_software(r, sel, cluster),
@@ -178,7 +179,28 @@ def read_snapshot(
     )
 
 
-def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex, now: datetime) -> tuple[ClientSample, ...]:
+def seen_share_expr(sel: str, window: str) -> str:
+    """The PromQL of each (user, client id)'s ``seen_share`` over ``window``, from its request-time sensor series:
+
+    - 1 when it has samples in the window before this one: seen all along, whatever gaps the window has (a failed
+      scrape leaves a series stale for one interval: missing at the subquery's first steps, a client seen for hours
+      read as seen for as little as 0.78 of a 2-minute window at a 15 s interval, under ``min_seen_share``, and was
+      not judged at that reading);
+    - else the time since its first sample in the window, over the window: the earliest sample by a subquery at a
+      tenth of the window, or for a client newer than the subquery's last step, its one sample's time (it read as
+      seen all along, and was judged on its first seconds)."""
+    wsec = parse_duration(window)
+    step = max(1, int(wsec // 10))
+    series = f"{M['client_request_time']}{{{sel}}}"
+    by = "user, client_id"
+    before = f"count by ({by}) (count_over_time({series}[{window}] offset {window})) * 0 + 1"
+    first = (
+        f"min by ({by}) (min_over_time(timestamp({series})[{window}:{step}s])) or min by ({by}) (timestamp({series}))"
+    )
+    return f"{before} or clamp_max(clamp_min(time() - ({first}), 0) / {wsec:g}, 1)"
+
+
+def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex) -> tuple[ClientSample, ...]:
     """One sample per (user, client id) from the brokers' quota sensors, with the share of the window it was seen."""
     w, cb, by_client = r.window, ("user", "client_id"), "user, client_id"
 
@@ -193,16 +215,8 @@ def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex, now: da
         "fetch_throttle_seconds": per_client(M["client_fetch_throttle"], "max"),
         "request_throttle_seconds": per_client(M["client_request_throttle"], "max"),
     }
-    wsec = parse_duration(w)
-    # When each client was first seen inside the window: the earliest sample timestamp, by a subquery at a tenth of
-    # the window (the lookback makes a client older than the window report a timestamp before its start).
-    step = max(1, int(wsec // 10))
-    first = r.by(
-        f"min by ({by_client}) (min_over_time(timestamp({M['client_request_time']}{{{sel}}})[{w}:{step}s]))", *cb
-    )
-    fields, first = attribute_request_sensors(fields, first)
+    fields, seen = attribute_request_sensors(fields, r.by(seen_share_expr(sel, w), *cb))
     keys = sorted({k for rows in fields.values() for k in rows})
-    now_s = now.timestamp()
     return tuple(
         ClientSample(
             cluster=cluster,
@@ -210,7 +224,8 @@ def _read_clients(r: Reader, sel: str, cluster: str, index: TenantIndex, now: da
             client_id=cid,
             tenant=index.for_client(cluster, client_id=cid, user=user),
             fetch_seen=(user, cid) in fields["fetch_bytes_per_second"],
-            seen_share=min(1.0, max(0.0, now_s - first[(user, cid)]) / wsec) if (user, cid) in first else 1.0,
+            # no request series at all (no request quota sensor): nothing says when it started
+            seen_share=seen.get((user, cid), 1.0),
             **{f: rows.get((user, cid), 0.0) for f, rows in fields.items()},
         )
         for user, cid in keys

@@ -25,5 +25,13 @@ def run(argv: list[str], cwd: Path | None = None, input: str | None = None) -> s
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, input=input)
 
 
+def promtool_cases(tmp_path: Path, cases: dict) -> subprocess.CompletedProcess:
+    """``promtool test rules`` on ``cases`` (a rule-test file's content, written to ``tmp_path``/cases.yml)."""
+    import yaml
+
+    (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
+    return run([tool("promtool", "prometheus"), "test", "rules", "cases.yml"], cwd=tmp_path)
+
+
 def collectors_catalog() -> Path:
     return METRICS_DOC

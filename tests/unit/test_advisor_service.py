@@ -174,9 +174,9 @@ def test_a_principals_request_time_tagged_by_client_id_alone_joins_its_byte_rate
         "fetch_bytes_per_second": {},
         "request_throttle_seconds": {("", "pay-bulk"): 0.0},
     }
-    first = {("", "pay-bulk"): 100.0, ("", "shared-id"): 50.0}
-    out, seen = attribute_request_sensors(fields, first)
+    shares = {("", "pay-bulk"): 0.25, ("", "shared-id"): 1.0}
+    out, seen = attribute_request_sensors(fields, shares)
     assert out["request_time_ratio"] == {("payments-app", "pay-bulk"): 0.15, ("", "shared-id"): 0.1, ("", "anon"): 0.01}
     assert out["request_throttle_seconds"] == {("payments-app", "pay-bulk"): 0.0}
     assert out["produce_bytes_per_second"] == fields["produce_bytes_per_second"]
-    assert seen == {("payments-app", "pay-bulk"): 100.0, ("", "shared-id"): 50.0}
+    assert seen == {("payments-app", "pay-bulk"): 0.25, ("", "shared-id"): 1.0}

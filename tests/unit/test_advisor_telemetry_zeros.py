@@ -9,10 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from monitor.advisor.source import TELEMETRY, TELEMETRY_FIELDS, telemetry_expr
-from tests.unit._deploy import tool
+from tests.unit._deploy import promtool_cases
 
 pytestmark = pytest.mark.unit
 
@@ -52,14 +51,7 @@ def _expect(tmp_path: Path, field: str, exp: dict[str, float]) -> subprocess.Com
             }
         ],
     }
-    (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
-    return subprocess.run(
-        [tool("promtool", "prometheus"), "test", "rules", "cases.yml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return promtool_cases(tmp_path, cases)
 
 
 def test_a_latency_pushed_as_zero_is_no_measurement(tmp_path):
