@@ -15,7 +15,8 @@ Tenant ``shop``, confluent-kafka (librdkafka) clients in threads of this process
   (fetch.min.bytes 64 KiB, fetch.wait.max.ms 500, as the advice says) -> no finding names them.
 
 Tenants ``jv3``, ``kc``, ``jv2``, ``good``, ``cons``, ``js``, ``fz`` (issues 17 and 28): real clients nobody here
-wrote, each a process, of 20-byte records (the well-configured ones: 500 bytes, see ``GOOD_BYTES``):
+wrote, each a process, of 20-byte records (the well-configured ones: 500 bytes, kafkajs and franz-go 2 KiB, see
+``GOOD_BYTES``):
 
 - ``jv3-producer``: Apache Kafka's Java producer 3.9.1 with linger.ms=0, batch.size=1;
 - ``kc-kcat``: kcat (librdkafka 2.0.2, Debian's) with linger.ms=0, batch.num.messages=1;
@@ -150,6 +151,14 @@ BATCHLESS_RATE = 400  # shop-batchless: its cost must be material (>= 120 reques
 # shop-batchless (50 s/MiB) was no longer 5x above it (named by nobody: a tenant-and-topic finding). Records of a few
 # hundred bytes are what real applications send, and keep the norm on the well-batching side.
 GOOD_BYTES = 500
+# kafkajs and franz-go on their defaults put fewer records in a request than a linger.ms=100 producer (good.js ~7,
+# good.franz ~2.7 at 200 records/s), so at 500 bytes they cost 3-5 times more per MiB (0.17 and 0.25 s/MiB against
+# 0.02-0.07 for the librdkafka and Java ones, ci32). Seasoned producers were then nine that batch and seven that do
+# not, the lower median of shop-batchless's peers was the eighth cheapest, kafkajs, and shop-batchless (0.6 s/MiB)
+# stood at 3.5x it, under the rules' 5x, in every read of a full-suite run (ci30-ci32; it passed alone). Records of
+# 2 KiB, as services sending JSON documents do, put the two at the others' cost per MiB and leave the norm with the
+# producers that batch: the habit the rules judge is the same.
+POLYGLOT_GOOD_BYTES = 2048
 CONSUMED_RATE = 100  # what cons-py offers the consumers: three times what cons-slow can process
 
 
@@ -324,9 +333,9 @@ def _real_clients(servers: str, tmp: Path) -> list[JavaClient | KcatProducer | P
     size = {"good-java": GOOD_BYTES}
     polyglot = (  # kafkajs 2.2.4 and franz-go 1.22.3: (kind, client id, topic, records/s, style, settings)
         ("kafkajs", "js-nodejs-api", "js.events", ONE_A_REQUEST_RATE, "await-each", {"acks": 1, "concurrency": 4}),
-        ("kafkajs", "good-js", "good.js", RATE, "batch", {"record_bytes": GOOD_BYTES}),  # on its defaults
+        ("kafkajs", "good-js", "good.js", RATE, "batch", {"record_bytes": POLYGLOT_GOOD_BYTES}),  # on its defaults
         ("franz", "fz-sync", "fz.events", ONE_A_REQUEST_RATE, "sync-each", {"acks": 1}),
-        ("franz", "good-franz", "good.franz", RATE, "default", {"record_bytes": GOOD_BYTES}),  # on its defaults
+        ("franz", "good-franz", "good.franz", RATE, "default", {"record_bytes": POLYGLOT_GOOD_BYTES}),  # its defaults
     )
     return [
         *(
