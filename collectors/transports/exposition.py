@@ -112,8 +112,8 @@ CONTROLLER_NOT_EXPORTED = {
     "vanilla": frozenset({"kafka_cluster_raft_state"}),
     # Strimzi's rules serve the state as kafka_server_raftmetrics_current_state{current_state="..."} 1 (read back)
     "strimzi": frozenset(),
-    # not recorded from a real controller (the stack runs the reporter on brokers only): its Yammer and Kafka-metric
-    # naming covers the controller's MBeans as it does the broker's (tests/unit/test_exposition.py, by hand)
+    # the reporter (0.2.0) on the stack's controller serves every one, the raft state as
+    # kafka_server_raft_metrics_current_state_info{current_state="..."} 1 (record.py --reporter-controller)
     "strimzi_reporter": frozenset(),
 }
 

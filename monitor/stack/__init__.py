@@ -91,6 +91,8 @@ class Stack:
         L = self.layout
         if name == "controller":
             ports = (L.controller_port, L.controller_jmx_port) + ((L.controller_jolokia_port,) if L.secured else ())
+            if L.reporter_controller:  # Strimzi's metrics reporter instead of the profile's agent (kafka.jvm_argv)
+                return ports + (L.controller_reporter_port,)
             return ports + ((L.controller_exporter_port,) if L.profile in kafka.EXPORTER_CONFIGS else ())
         if name.startswith("broker-"):
             b = int(name.split("-")[1])
@@ -162,7 +164,7 @@ class Stack:
         self._log(f"resolving Kafka {L.kafka_version} jars (cached in {L.jars_dir.parent}) ...")
         kafka.ensure_jars(L, setup_log)
         kafka.ensure_agents(setup_log)
-        if L.reporter_brokers:
+        if L.reporter_brokers or L.reporter_controller:
             kafka.ensure_reporter(setup_log)
         telemetry.ensure_plugin(setup_log)
 

@@ -19,8 +19,8 @@ from monitor.stack.layout import CONTROLLER_ID, StackLayout, cache_dir
 from monitor.stack.packaged import deploy_path
 from monitor.stack.procs import ProcSpec
 from monitor.stack.security import StackSecurity
+from monitor.stack.telemetry import JMX_REPORTER, plugin_jar
 from monitor.stack.telemetry import broker_properties as telemetry_properties
-from monitor.stack.telemetry import plugin_jar
 
 DEPLOY_KAFKA = deploy_path("kafka")  # the poms and log4j configs of deploy/kafka, as package data
 HEAP = {"controller": "256m", "broker": "384m"}
@@ -114,15 +114,23 @@ def ensure_reporter(log: Path) -> Path:
 
 
 def reporter_properties(layout: StackLayout, node_id: int) -> dict[str, object]:
-    """The server.properties lines that run Strimzi's metrics reporter on a broker, listening on loopback. JmxReporter
-    and the telemetry plugin stay listed first (``telemetry.broker_properties``: since Kafka 4.0 a broker whose
-    metric.reporters omits JmxReporter registers no Kafka-metrics MBean)."""
-    reporters = telemetry_properties(layout.release)["metric.reporters"]
+    """The server.properties lines that run Strimzi's metrics reporter on a node, listening on loopback. JmxReporter
+    (and on a broker the telemetry plugin) stay listed first (``telemetry.broker_properties``: since Kafka 4.0 a node
+    whose metric.reporters omits JmxReporter registers no Kafka-metrics MBean)."""
+    if node_id == CONTROLLER_ID:
+        reporters, port = JMX_REPORTER, layout.controller_reporter_port
+    else:
+        reporters, port = telemetry_properties(layout.release)["metric.reporters"], layout.broker_reporter_port(node_id)
     return {
         "metric.reporters": f"{reporters},{REPORTER_CLASS}",
         "kafka.metrics.reporters": YAMMER_REPORTER_CLASS,
-        "prometheus.metrics.reporter.listener": f"http://127.0.0.1:{layout.broker_reporter_port(node_id)}",
+        "prometheus.metrics.reporter.listener": f"http://127.0.0.1:{port}",
     }
+
+
+def runs_reporter(layout: StackLayout, node_id: int) -> bool:
+    """Whether the node runs Strimzi's metrics reporter (``reporter_brokers``, ``reporter_controller``)."""
+    return layout.reporter_controller if node_id == CONTROLLER_ID else node_id in layout.reporter_brokers
 
 
 def ensure_agents(log: Path) -> Path:
@@ -361,6 +369,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
             **common,
             "process.roles": "controller",
             "listeners": f"CONTROLLER://127.0.0.1:{layout.controller_port}",
+            **(reporter_properties(layout, node_id) if layout.reporter_controller else {}),
         }
         return "".join(f"{k}={v}\n" for k, v in props.items())
     listeners, protocols = [], []
@@ -414,7 +423,7 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
     jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
     heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
     classpath = f"{layout.jars_dir}/*" if node_id == CONTROLLER_ID else f"{layout.jars_dir}/*:{plugin_jar()}"
-    if node_id in layout.reporter_brokers:
+    if runs_reporter(layout, node_id):
         classpath += f":{reporter_dir()}/*"
     if layout.release.major >= 4:
         logging = [f"-Dlog4j2.configurationFile={DEPLOY_KAFKA / 'log4j2.xml'}"]
@@ -430,7 +439,7 @@ def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
         if node_id == CONTROLLER_ID or broker_jolokia:
             port = layout.controller_jolokia_port if node_id == CONTROLLER_ID else jolokia_port(layout, node_id)
             agents.append(f"-javaagent:{jolokia}={sec.jolokia_agent_options(node_id, port)}")
-    if layout.profile in EXPORTER_CONFIGS and node_id not in layout.reporter_brokers:
+    if layout.profile in EXPORTER_CONFIGS and not runs_reporter(layout, node_id):
         # The profile's jmx_exporter as Strimzi or MSK run it (loopback only, no auth, as they serve it in-cluster),
         # on the controller too (Strimzi runs it on every node; the same rules, read by controller_jmx_exporter).
         # Not beside Strimzi's metrics reporter: jmx_prometheus_javaagent 1.0.1 does not shade client_java, so both

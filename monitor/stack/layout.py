@@ -65,6 +65,9 @@ class StackLayout:
     # broker_reporter_port; dialect strimzi_reporter) instead of the profile's jmx_exporter, if it has one (the two
     # cannot share a JVM: kafka.jvm_argv): one cluster can carry every dialect.
     reporter_brokers: tuple[int, ...] = ()
+    # The controller runs the reporter too (on controller_reporter_port, instead of the profile's jmx_exporter): where
+    # the controller fixture of dialect strimzi_reporter is recorded (tests/fixtures/exposition/record.py)
+    reporter_controller: bool = False
 
     # --- ports -------------------------------------------------------------------------------------------------
     @property
@@ -110,6 +113,11 @@ class StackLayout:
     def controller_exporter_port(self) -> int:
         """The controller's jmx_prometheus_javaagent (profiles strimzi and msk), beside its brokers' (+81..+83)."""
         return self.port_base + 80
+
+    @property
+    def controller_reporter_port(self) -> int:
+        """The listener of Strimzi's metrics reporter on the controller (``reporter_controller``)."""
+        return self.port_base + 90
 
     def broker_reporter_port(self, broker_id: int) -> int:
         """The listener of Strimzi's metrics reporter on a broker of ``reporter_brokers``."""
@@ -266,7 +274,9 @@ class StackLayout:
         ports = {"controller": self.controller_port, "controller-jmx": self.controller_jmx_port}
         if self.secured:
             ports["controller-jolokia"] = self.controller_jolokia_port
-        if self.profile in ("strimzi", "msk"):
+        if self.reporter_controller:
+            ports["controller-reporter"] = self.controller_reporter_port
+        elif self.profile in ("strimzi", "msk"):
             ports["controller-exporter"] = self.controller_exporter_port
         for b in self.broker_ids:
             if self.has_plaintext:

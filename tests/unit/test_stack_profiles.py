@@ -85,3 +85,20 @@ def test_strimzis_metrics_reporter_runs_on_the_brokers_asked_beside_jmx_reporter
     assert layout.all_ports()["broker-3-reporter"] == 20493 and "broker-1-reporter" not in layout.all_ports()
     # instead of the profile's jmx_exporter: both in one JVM share client_java's registry and fail on shared names
     assert agents(layout, 3) == [] and agents(layout, 1) and "broker-3-exporter" not in layout.all_ports()
+
+
+def test_the_controller_runs_strimzis_metrics_reporter_when_asked_instead_of_its_exporter(tmp_path: Path):
+    """Where the controller fixture of dialect strimzi_reporter is recorded (record.py --reporter-controller):
+    JmxReporter first, no telemetry plugin (the controller's classpath has none), its own port, no jmx_exporter."""
+    layout = StackLayout(dir=tmp_path, port_base=20400, profile="strimzi", reporter_controller=True)
+    props = dict(line.split("=", 1) for line in kafka.node_properties(layout, CONTROLLER_ID).splitlines())
+    assert props["metric.reporters"].split(",") == ["org.apache.kafka.common.metrics.JmxReporter", kafka.REPORTER_CLASS]
+    assert props["kafka.metrics.reporters"] == kafka.YAMMER_REPORTER_CLASS
+    assert props["prometheus.metrics.reporter.listener"] == "http://127.0.0.1:20490"
+    assert kafka.jvm_argv(layout, CONTROLLER_ID, "java")[-3].endswith(f":{kafka.reporter_dir()}/*")
+    assert agents(layout, CONTROLLER_ID) == [] and agents(layout, 1)
+    ports = layout.all_ports()
+    assert ports["controller-reporter"] == 20490 and "controller-exporter" not in ports
+    plain = StackLayout(dir=tmp_path, port_base=20400, profile="strimzi")
+    assert "metric.reporters" not in kafka.node_properties(plain, CONTROLLER_ID)
+    assert "controller-reporter" not in plain.all_ports() and agents(plain, CONTROLLER_ID)
