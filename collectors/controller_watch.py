@@ -42,6 +42,16 @@ LAST_DEPARTURE = "kafka_cluster_broker_last_departure_timestamp_seconds"
 UNSTATED = "kafka_cluster_broker_state_unexported"
 
 
+def unstated_message(brokers: tuple[str, ...]) -> str:
+    """What the watch says of brokers whose heartbeat age comes without a registration state (KAFKA-20370): in the
+    collector's log when the set changes, and in every controller round's message while it lasts."""
+    return (
+        f"the active controller exports no registration state for broker(s) {', '.join(brokers)}, only their heartbeat "
+        "age (KAFKA-20370: a controller restarted from a metadata snapshot): their crashes are not told from restarts "
+        "until each registers again"
+    )
+
+
 class DepartureLog:
     """Pure: the active controller's per-broker readings in, each broker's departures out, counted once per episode
     as soon as its cause is known. Keeps ``keep_seconds`` of samples per broker."""
@@ -176,13 +186,7 @@ class ControllerWatch:
         """Log when the set of brokers without an exported state changes (KAFKA-20370), not at every reading."""
         if unstated != self._unstated:
             if unstated:
-                log.warning(
-                    "controller watch %s: the active controller exports no registration state for broker(s) %s, only "
-                    "their heartbeat age (KAFKA-20370: a controller restarted from a metadata snapshot; it heals as "
-                    "each broker registers again): a crash of theirs is not told from a restart until then",
-                    self._thread.name,
-                    ", ".join(unstated),
-                )
+                log.warning("controller watch %s: %s", self._thread.name, unstated_message(unstated))
             else:
                 log.info("controller watch %s: every broker's registration state is exported again", self._thread.name)
             self._unstated = unstated

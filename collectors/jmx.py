@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 
 from collectors import catalog, discovery
-from collectors.controller_watch import ControllerWatch
+from collectors.controller_watch import ControllerWatch, unstated_message
 from collectors.outcome import failed, succeeded
 from collectors.transports.exposition import ExpositionTransport, weak_signal_samples
 from collectors.types import Endpoint, Sample, Target, TargetResult, Transport
@@ -189,10 +189,7 @@ class JmxCollector:
             target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
         )
         if unstated:
-            said = (
-                f"the active controller exports no registration state for broker(s) {', '.join(unstated)} "
-                "(KAFKA-20370): their crashes are not told from restarts until each registers again"
-            )
+            said = unstated_message(unstated)
             result = dataclasses.replace(result, message="; ".join(filter(None, (result.message, said))))
         return result
 

@@ -369,7 +369,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
             **common,
             "process.roles": "controller",
             "listeners": f"CONTROLLER://127.0.0.1:{layout.controller_port}",
-            **(reporter_properties(layout, node_id) if layout.reporter_controller else {}),
+            **(reporter_properties(layout, node_id) if runs_reporter(layout, node_id) else {}),
         }
         return "".join(f"{k}={v}\n" for k, v in props.items())
     listeners, protocols = [], []
@@ -409,7 +409,7 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
         "auto.create.topics.enable": "true",
         # KIP-714: clients' pushed metrics, kept by kafka-health's plugin (monitor/stack/telemetry.py)
         **telemetry_properties(layout.release),
-        **(reporter_properties(layout, node_id) if node_id in layout.reporter_brokers else {}),
+        **(reporter_properties(layout, node_id) if runs_reporter(layout, node_id) else {}),
     }
     if layout.secured and not layout.has_plaintext and layout.client_listener_host:
         props["listener.name.clients.scram-sha-512.sasl.jaas.config"] = (
