@@ -10,14 +10,13 @@ pod's DNS record goes away.
 from __future__ import annotations
 
 import pytest
-import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from alerts.rules import export_prometheus, load_rules
 from collectors.component import CollectionService
 from monitor.core.config import parse_config
-from tests.unit._deploy import run, tool
+from tests.unit._deploy import promtool_cases
 from tests.unit.test_collectors_shard_lease import ScriptedLease
 
 pytestmark = pytest.mark.unit
@@ -45,8 +44,7 @@ def _promtool(tmp_path, input_series: list[dict], checks: list[dict]) -> None:
     (tmp_path / "rules.yml").write_text(export_prometheus(load_rules()))
     test = {"interval": "15s", "input_series": input_series, "alert_rule_test": checks}
     cases = {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [test]}
-    (tmp_path / "cases.yml").write_text(yaml.safe_dump(cases, sort_keys=False))
-    res = run([tool("promtool", "prometheus"), "test", "rules", "cases.yml"], cwd=tmp_path)
+    res = promtool_cases(tmp_path, cases)
     assert res.returncode == 0, res.stdout + res.stderr
 
 
