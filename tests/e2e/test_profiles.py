@@ -22,12 +22,15 @@ Strimzi's rules, so one cluster carries both jmx_exporter dialects.
   its tenant (from where each saw the tenant's partitions: the exporter's log sizes, DescribeLogDirs), never another
   tenant nor operators only; the survivors' exporters, one in each dialect, count the under-replicated partitions;
   the log dirs' disk comes from DescribeLogDirs;
-- a log dir filling: broker-1's log dir is a 2 GiB tmpfs from the stack's start (``tmpfs_log_dir``), filled by tenant
-  fill's producer from the moment those collectors' series are in (so its minute of growth passes during the kill
-  test); an engine watches it on both clusters, the MSK profile's (the broker found through the templates, its disk
-  from node_exporter: the log dir DescribeLogDirs names, matched to node_exporter's mount by path and size; log sizes
-  from its jmx_exporter) and the protocol-only one (disk and log sizes from DescribeLogDirs): the fast variant of
-  KafkaDiskFullRisk fires on both with its ETA and the tenant.
+- a log dir filling, in two profiles: the log dirs of broker-1 (vanilla) and of broker-3 (Strimzi) are tmpfs of 2
+  and 1.5 GiB (two sizes: ``FILLED``) from the stack's start (``tmpfs_log_dir``), filled by tenant fill's producer
+  from the moment those collectors' series are in (so their minute of growth passes during the kill test); an engine
+  watches them on both clusters, the MSK profile's (broker-1 found through the templates, its disk from
+  node_exporter: the log dir DescribeLogDirs names, matched to node_exporter's mount by path and size; log sizes from
+  its jmx_exporter), Strimzi's (broker-3, its disk from DescribeLogDirs, its log sizes from Strimzi's rules) and the
+  protocol-only one (disk and log sizes from DescribeLogDirs): the fast variant of KafkaDiskFullRisk fires for each
+  with its ETA and the tenant;
+- the Strimzi broker killed, last: it pages on both clusters, named, for both tenants it held.
 
 Kafka 4.x lists fenced brokers in DescribeCluster: the killed broker stays registered, so discovery keeps expecting
 it (collectors/discovery.py rule 2) and it pages as a listed broker does.
@@ -85,8 +88,13 @@ QUIET = logging.getLogger("profiles-test-librdkafka")
 TENANTS = (TenantConfig(name="shop", selectors=(TenantSelector(cluster="local", topic_prefixes=("orders.",)),)),)
 STRIMZI = 3  # the broker restarted with Strimzi's rules; until then it runs Strimzi's metrics reporter
 DIALECT = "strimzi_reporter"  # the reporter's
-KILLED = 2  # the kill test's victim (not restarted: the stack goes down after the module)
-FILLED, FILL_MIB = 1, 2048  # the broker whose log dir is a tmpfs (memory only for what is written), its size
+KILLED = 2  # the kill test's victim (not restarted: the stack goes down after the module); STRIMZI's is last
+# The brokers whose log dir is a tmpfs (memory only for what is written): the device the exporter-read cluster sees
+# it on (broker-1's disk from node_exporter, the tmpfs's name; Strimzi's from DescribeLogDirs, which names none: PVCs
+# are not visible to a node_exporter, docs/configuration.md "Strimzi") and its size in MiB. Not one size: on one host
+# two log dirs of one size filled alike, from a source that names no device, are one filesystem (docs/alerts.md
+# "One filesystem, one alert"), and the protocol-only cluster would page it once, for broker-1.
+FILLED = {1: ("kafka-health-fault", 2048), STRIMZI: ("", 1536)}
 DISK = "KafkaDiskFullRisk"
 
 
@@ -107,7 +115,8 @@ def profiled(tmp_path_factory):
     )
     with contextlib.ExitStack() as stack:  # unwound in reverse: the stack down, then the tmpfs unmounted
         if os.geteuid() == 0:  # mounted before the format: no stop, copy and restart of the broker (small_log_dir)
-            stack.enter_context(tmpfs_log_dir(layout, FILLED, FILL_MIB))
+            for broker, (_, mib) in FILLED.items():
+                stack.enter_context(tmpfs_log_dir(layout, broker, mib))
         s = stack.enter_context(running_stack(layout))
         # Placed so that when broker-2 (the kill test's victim, the preferred leader of two) dies, one of those two
         # goes to broker-3 and the other to broker-1 (the first live replica in order): both survivors, one exporter
@@ -173,34 +182,42 @@ def exporters_watched(profiled, tmp_path_factory):
     )
     config = config.model_copy(update={"clusters": (exporter_cluster(profiled, config), proto), "tenants": tenants})
     L = profiled.layout
-    path, size = str(L.log_dir(FILLED)), FILL_MIB * 2**20
     filling = os.geteuid() == 0  # the disk test's tmpfs (skipped without root: then nothing is filled)
 
     def ready():
         up = brokers_up(profiled, 6)() and prom_query(profiled, 'kafka_host_cpu_seconds_total{host="127.0.0.1"}')
         if not up or not filling:
             return up
-        # each cluster's view of the tmpfs: node_exporter's has the device, the protocol's none
-        rows = prom_query(profiled, f'kafka_host_filesystem_size_bytes{{broker="{FILLED}",path="{path}"}}')
-        sizes = {(r["metric"]["cluster"], r["metric"].get("device", "")): float(r["value"][1]) for r in rows}
-        logs = prom_query(profiled, f'kafka_topic_log_size_bytes{{cluster="proto",broker="{FILLED}"}}')
-        return sizes == {("local", "kafka-health-fault"): size, ("proto", ""): size} and logs
+        for broker, (device, mib) in FILLED.items():  # each cluster's view of each tmpfs
+            path, size = str(L.log_dir(broker)), mib * 2**20
+            rows = prom_query(profiled, f'kafka_host_filesystem_size_bytes{{broker="{broker}",path="{path}"}}')
+            sizes = {(r["metric"]["cluster"], r["metric"].get("device", "")): float(r["value"][1]) for r in rows}
+            logs = prom_query(profiled, f'kafka_topic_log_size_bytes{{cluster="proto",broker="{broker}"}}')
+            if sizes != {("local", device): size, ("proto", ""): size} or not logs:
+                return False
+        return True
 
     stop = threading.Event()
     what = "the brokers from both clusters, node_exporter, and the tmpfs from node_exporter and DescribeLogDirs"
     with watching(profiled, config, tmp, ready, what=what):
-        filler = None
+        fillers = []
         if filling:
-            create_topics(profiled, [NewTopic("fill.disk", num_partitions=1, replica_assignment=[[FILLED]])])
+            topics = {broker: f"fill.broker{broker}" for broker in FILLED}
+            create_topics(
+                profiled, [NewTopic(t, num_partitions=1, replica_assignment=[[b]]) for b, t in topics.items()]
+            )
             producer = Producer({"bootstrap.servers": L.bootstrap_servers, "linger.ms": 50, "logger": QUIET})
-            # about 0.5 MiB/s: an ETA of an hour or more on 2 GiB
-            filler = threading.Thread(target=fill_steadily, args=(producer, "fill.disk", stop), daemon=True)
-            filler.start()
+            # about 0.5 MiB/s a log dir: an ETA of an hour or more on 2 GiB
+            fillers = [
+                threading.Thread(target=fill_steadily, args=(producer, t, stop), daemon=True) for t in topics.values()
+            ]
+            for filler in fillers:
+                filler.start()
         try:
             yield config
         finally:
             stop.set()
-            if filler is not None:
+            for filler in fillers:
                 filler.join(20)
 
 
@@ -375,11 +392,46 @@ def as_reported(key: tuple) -> tuple:
     return name, tuple((k, v.replace(".", "_") if k in lossy else v) for k, v in labels)
 
 
+def kill_and_page(stack: Stack, svc: AlertService, broker: int) -> set[tuple[str, str | None]]:
+    """SIGKILL ``broker`` once the tenants' partitions on it are placed on both clusters of ``exporters_watched``, and
+    wait for KafkaBrokerUnreachable to page it on both. Returns the (cluster, tenant) of its pages."""
+    victim = str(broker)
+    # Which tenants a broker's page names comes from where their topics' logs were seen (alerts/attribution.py):
+    # the victim's shop partitions, read through its exporter, before it dies.
+    placed = f'kafka_topic_log_size_bytes{{topic="orders.rf3",broker="{victim}",tenant="shop"}}'
+    wait_until(
+        lambda: {r["metric"]["cluster"] for r in prom_query(stack, placed)} == {"local", "proto"},
+        60,
+        interval=3,
+        what="the victim's shop partitions placed by its exporter and by DescribeLogDirs",
+    )
+    stack.procs.signal(f"broker-{victim}", signal.SIGKILL)
+    seen: dict = {}
+
+    def paged():
+        r = svc.run_once()
+        seen["firing"] = {
+            (i.rule, i.labels.get("cluster"), i.labels.get("tenant"), i.labels.get("broker"))
+            for i in r.instances.values()
+            if i.state is AlertState.FIRING
+        }
+        return {c for rule, c, _, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim} == {
+            "local",
+            "proto",
+        }
+
+    try:
+        wait_until(paged, 180, interval=3, what=f"KafkaBrokerUnreachable for broker-{victim} on both clusters")
+    except pytest.fail.Exception as exc:
+        raise AssertionError(f"{exc}; firing: {sorted(seen.get('firing', ()))}") from None
+    return {(c, t) for rule, c, t, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim}
+
+
 def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, exporters_watched):
     """One kill, two profiles (``exporters_watched``): cluster ``local`` reads the brokers through their exporters
     (discovery finds brokers 1 and 2, vanilla, MSK-style; broker-3, listed, is read in Strimzi's dialect), cluster
     ``proto`` through the Kafka protocol alone (its placement of the tenant's partitions from DescribeLogDirs). Each
-    pages the killed broker, named, for tenant shop only (not tenant fill, whose topic only broker-1 holds)."""
+    pages the killed broker, named, for tenant shop only (not tenant fill, whose topics only brokers 1 and 3 hold)."""
     config = exporters_watched
     victim = str(KILLED)
     urp = "kafka_broker_under_replicated_partitions > 0"
@@ -404,39 +456,11 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
         interval=3,
         what=lambda: f"GC series of every exporter-read broker (have {prom_query(profiled, gc)})",
     )
-    # Which tenants a broker's page names comes from where their topics' logs were seen (alerts/attribution.py):
-    # the victim's shop partitions, read through its exporter, before it dies.
-    placed = f'kafka_topic_log_size_bytes{{topic="orders.rf3",broker="{victim}",tenant="shop"}}'
-    wait_until(
-        lambda: {r["metric"]["cluster"] for r in prom_query(profiled, placed)} == {"local", "proto"},
-        60,
-        interval=3,
-        what="the victim's shop partitions placed by its exporter and by DescribeLogDirs",
-    )
-    # Not restarted: the stack goes down after the module, and the disk test after this one reads broker-1 alone
-    # (about 30 s of CI).
-    profiled.procs.signal(f"broker-{victim}", signal.SIGKILL)
-    seen: dict = {}
-
-    def paged():
-        r = svc.run_once()
-        seen["firing"] = {
-            (i.rule, i.labels.get("cluster"), i.labels.get("tenant"), i.labels.get("broker"))
-            for i in r.instances.values()
-            if i.state is AlertState.FIRING
-        }
-        return {c for rule, c, _, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim} == {
-            "local",
-            "proto",
-        }
-
-    try:
-        wait_until(paged, 180, interval=3, what="KafkaBrokerUnreachable for the killed broker on both clusters")
-    except pytest.fail.Exception as exc:
-        raise AssertionError(f"{exc}; firing: {sorted(seen.get('firing', ()))}") from None
+    # Not restarted: the stack goes down after the module, and the tests after this one need only brokers 1 and 3
+    # (a restart is about 30 s of CI).
+    pages = kill_and_page(profiled, svc, KILLED)
     # Named for the tenant whose partitions it held, and for no other (nor for operators only: the placement
     # was in before the kill; one run at load 70 without that wait paged it with tenant None).
-    pages = {(c, t) for rule, c, t, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim}
     assert pages == {("local", "shop"), ("proto", "shop")}, pages
     # The controller, read through its exporter alone: it fenced the victim, and its watch (every 2 s) saw a crash,
     # heartbeats lost while registered active, not a controlled shutdown
@@ -460,43 +484,52 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
-def test_filling_log_dir_raises_disk_full_risk_with_eta_and_tenant_from_node_exporter_and_describe_log_dirs(
+def test_filling_log_dirs_raise_disk_full_risk_with_eta_and_tenant_from_each_profiles_sources(
     profiled, exporters_watched, tmp_path
 ):
-    """One fill, two sources (``exporters_watched``, which has filled broker-1's tmpfs since the kill test began):
-    cluster ``local`` finds broker-1 through the templates and reads its disk from node_exporter (nothing listed:
-    the log dir DescribeLogDirs names is matched to the tmpfs node_exporter lists by path and size), cluster
-    ``proto`` reads it, and every replica's size, from DescribeLogDirs alone. Both name tenant fill and an ETA that
-    is what is left at the growth seen. Broker-2, killed by the test before, holds no replica of the filled topic."""
+    """Two fills, three sources (``exporters_watched``, which has filled both tmpfs since the kill test began).
+    Cluster ``local`` finds broker-1 through the templates (MSK-style: nothing listed) and reads its disk from
+    node_exporter (the log dir DescribeLogDirs names, matched to the tmpfs node_exporter lists by path and size), and
+    reads broker-3 through Strimzi's rules, its disk from DescribeLogDirs and its log sizes, which name the tenant,
+    from those rules' series; cluster ``proto`` reads both disks, and every replica's size, from DescribeLogDirs
+    alone. Each names tenant fill and an ETA that is what is left at the growth seen. Broker-2, killed by the test
+    before, holds no replica of the filled topics."""
     config = exporters_watched
     L = profiled.layout
-    path, size = str(L.log_dir(FILLED)), FILL_MIB * 2**20
     local, _proto = config.clusters
-    assert FILLED not in {b.id for b in local.brokers}  # found, not listed
+    assert {b.id for b in local.brokers} == {STRIMZI}  # broker-1 found, not listed
     # The built-in rule judges 6 h and waits 5 min; the same detector over 4 points 15 s apart (its shortest step),
     # so the fill is waited for once, about a minute, for both sources: the minute the kill test took.
     (tmp_path / "disk-rule.yaml").write_text(builtin_variant(DISK, for_="10s", window="1m", min_points=4))
     svc = fresh_engine(config.model_copy(update={"rules": RulesSettings(files=(str(tmp_path / "disk-rule.yaml"),))}))
+    want = {(c, str(b)) for c in ("local", "proto") for b in FILLED}
     firing: dict = {}
     seen: dict = {}
 
     def fired():
         r = svc.run_once()
-        seen["errors"] = {n: st.error for n, st in r.rules.items() if st.error}
+        seen["errors"] = {n: st.error for n, st in r.rules.items() if st.error and n == DISK}
+        seen["disk"] = [
+            (i.labels, i.state.value, i.evidence.get("log_dirs")) for i in r.instances.values() if i.rule == DISK
+        ]
         for i in r.instances.values():
-            if i.rule == DISK and i.labels.get("broker") == str(FILLED) and i.state is AlertState.FIRING:
-                firing[i.labels["cluster"]] = i
-        return firing.keys() >= {"local", "proto"}
+            where = (i.labels.get("cluster"), i.labels.get("broker"))
+            if i.rule == DISK and where in want and i.state is AlertState.FIRING:
+                firing[where] = i
+        return firing.keys() == want
 
     try:
-        wait_until(fired, 300, interval=5, what=f"{DISK} on both clusters")
+        wait_until(fired, 300, interval=5, what=f"{DISK} for both filled brokers on both clusters")
     except pytest.fail.Exception as exc:
-        raise AssertionError(f"{exc}; firing on {sorted(firing)}; rule errors: {seen.get('errors')}") from None
-    for name, inst in sorted(firing.items()):
-        ev = inst.evidence
-        assert inst.labels["path"] == path and inst.labels.get("tenant") == "fill", (name, inst.labels)
-        assert inst.labels["filled_by"] == "tenant fill", (name, inst.labels)
+        raise AssertionError(
+            f"{exc}; firing for {sorted(firing)}; {DISK}: {seen.get('disk')}; rule errors: {seen.get('errors')}"
+        ) from None
+    for (cluster, broker), inst in sorted(firing.items()):
+        ev, name = inst.evidence, f"{cluster}/broker-{broker}"
+        assert inst.labels["path"] == str(L.log_dir(int(broker))), (name, inst.labels)
+        assert inst.labels.get("tenant") == "fill" and inst.labels["filled_by"] == "tenant fill", (name, inst.labels)
         assert ev["cause"] == "tenants" and ev["tenant"] == "fill" and ev["tenant_share"] > 0.5, (name, ev)
+        size = FILLED[int(broker)][1] * 2**20
         assert ev["size_bytes"] == size and ev["used_bytes"] < 0.75 * size, (name, ev)  # long before full
         assert ev["eta_seconds"] == pytest.approx(
             (ev["size_bytes"] - ev["used_bytes"]) / ev["growth_bytes_per_second"], rel=0.05
@@ -513,7 +546,8 @@ def test_a_restarted_controller_that_exports_no_registration_state_is_said_and_j
     watched by hand; after a restart of the whole stack too, 90 s). The watch of the collectors
     of ``exporters_watched``, which reads this controller through its jmx_exporter every 2 s, says so for each live
     broker (``kafka_cluster_broker_state_unexported``) and counts no departure: an age alone cannot tell a crash from
-    a restart. Last in the module: the controller comes back with the broker the kill test left dead."""
+    a restart. After the tests that need the controller's states: it comes back with the broker the kill test left
+    dead."""
     L = profiled.layout
     unstated = 'kafka_cluster_broker_state_unexported{cluster="local"} == 1'
     departed = 'sum by (broker) (kafka_cluster_broker_departures_total{cluster="local"})'
@@ -538,3 +572,14 @@ def test_a_restarted_controller_that_exports_no_registration_state_is_said_and_j
     )
     after = departures()
     assert {b: after.get(b, 0.0) for b in ("1", str(STRIMZI))} == {b: before.get(b, 0.0) for b in ("1", str(STRIMZI))}
+
+
+def test_a_killed_strimzi_broker_pages_named_for_every_tenant_it_held(profiled, exporters_watched):
+    """Strimzi's profile's kill, last (the tests before need broker-3): broker-3, read through Strimzi's rules, its
+    tenants' partitions placed by those rules' log-size series (and by DescribeLogDirs on cluster ``proto``), is
+    killed and paged on both clusters, named, for both tenants whose partitions it held: shop (orders.rf3) and fill
+    (the topic the disk test filled it with)."""
+    svc = fresh_engine(exporters_watched)
+    filled = {"fill"} if os.geteuid() == 0 else set()  # its fill topic is made only where a tmpfs is
+    pages = kill_and_page(profiled, svc, STRIMZI)
+    assert pages == {(c, t) for c in ("local", "proto") for t in {"shop"} | filled}, pages
