@@ -1,6 +1,6 @@
 """Per-scrape cost of each metric source for one broker, against the Jolokia transport in the same run (issue 30).
 
-    .venv/bin/python bench/sources.py --dir /tmp/kh30b --port-base 20500 [--partitions 2000] [--repeat 5]
+    .venv/bin/python bench/sources.py --dir /tmp/kh30b --port-base 20500 [--partitions 10000] [--repeat 5]
 
 On a running local stack (``kafka-health stack up --dir ... --port-base ... --security plaintext``): puts
 --partitions partitions on broker-1 (RF-1 topics pinned to it), then for each jmx_exporter dialect restarts broker-1
@@ -33,6 +33,7 @@ from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
 from monitor.core.config import BrokerTarget, ExporterSource, JmxSettings
 from monitor.stack import Stack, StackLayout, kafka
+from monitor.stack.kafka import HEAP
 from tests.harness.agents import restart_broker
 
 CONFIGS = ROOT / "deploy/kafka/jmx_exporter"
@@ -75,21 +76,27 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", required=True)
     ap.add_argument("--port-base", type=int, required=True)
-    ap.add_argument("--partitions", type=int, default=2000)
+    ap.add_argument("--partitions", type=int, default=10000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--broker-heap", default="1g")
     args = ap.parse_args()
+    # the restarts' heap (kafka.jvm_argv's -Xmx comes after any extra JVM argument, and the JVM takes the last):
+    # this run's stack only, bench-only, as bench/collector_fleet.py does
+    HEAP["broker"] = args.broker_heap
     stack = Stack(StackLayout(dir=Path(args.dir), port_base=args.port_base), log=lambda *a: print(*a, file=sys.stderr))
     stack.up()
     L = stack.layout
     admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
     name = f"bench-sources-{args.partitions}"
-    if name not in admin.list_topics(timeout=30).topics:
-        n = args.partitions
-        admin.create_topics(
-            [NewTopic(name, num_partitions=n, replication_factor=-1, replica_assignment=[[BROKER]] * n)],
-            request_timeout=300,
-        )[name].result(300)
+    if not any(t.startswith(f"{name}-") for t in admin.list_topics(timeout=30).topics):
+        # Topics of at most 1,000 partitions, one request each: KRaft refuses a request of more than 10,000 records
+        # ("excessively large batch operation"), and a 10,000-partition topic is more
+        for i, start in enumerate(range(0, args.partitions, 1000)):
+            n, topic = min(1000, args.partitions - start), f"{name}-{i}"
+            admin.create_topics(
+                [NewTopic(topic, num_partitions=n, replication_factor=-1, replica_assignment=[[BROKER]] * n)],
+                request_timeout=300,
+            )[topic].result(300)
     cluster = stack.config().clusters[0]
     cluster = cluster.model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
     tenants = TenantLookup(None, cluster.name)
@@ -97,15 +104,13 @@ def main() -> int:
     port = args.port_base + 90
     agent = kafka.agents_dir() / "jmx_prometheus_javaagent.jar"
     print(
-        f"broker-1 with {args.partitions} partitions of {name} (plus the stack's own); load average "
+        f"broker-1 with {args.partitions} partitions in {name}-* (plus the stack's own); load average "
         f"{os.getloadavg()[0]:.1f}",
         flush=True,
     )
     try:
         for dialect, config in DIALECT_CONFIG.items():
-            pid = restart_broker(
-                stack, BROKER, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}", f"-Xmx{args.broker_heap}"]
-            )
+            pid = restart_broker(stack, BROKER, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}"])
             by_jolokia = JmxCollector(
                 cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants, max_series=10**7
             )
