@@ -194,11 +194,11 @@ def replay(args) -> None:
 def record_broker(stack: Stack, partitions: int, path: Path) -> int:
     """``partitions`` on broker-1 (RF 1, pinned to it), then its Jolokia answer to the collector's queries, saved."""
     import httpx
-    from confluent_kafka.admin import AdminClient, NewTopic
 
     from collectors.jmx import BROKER_QUERIES
     from collectors.transports.jolokia import JolokiaTransport
     from collectors.types import Endpoint, MBeanQuery
+    from tests.harness.engine import create_topics, pinned_topics
 
     broker = stack.config().clusters[0].brokers[0]
     count = MBeanQuery("kafka.server:type=ReplicaManager,name=PartitionCount", ("Value",))
@@ -208,11 +208,7 @@ def record_broker(stack: Stack, partitions: int, path: Path) -> int:
 
     missing = partitions - have()
     if missing > 0:
-        admin = AdminClient({"bootstrap.servers": stack.layout.bootstrap_servers})
-        name = f"fleet-{partitions}-{int(time.time())}"
-        # librdkafka wants num_partitions = len(assignment)
-        topic = NewTopic(name, num_partitions=missing, replication_factor=-1, replica_assignment=[[1]] * missing)
-        admin.create_topics([topic], request_timeout=300)[name].result(300)
+        create_topics(stack, pinned_topics(f"fleet-{partitions}-{int(time.time())}", 1, missing))
         deadline = time.monotonic() + 600
         while have() < partitions and time.monotonic() < deadline:
             time.sleep(2)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.catalog import TenantLookup
@@ -43,7 +43,8 @@ from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
 from monitor.core.config import JmxSettings
 from monitor.stack import Stack, StackLayout, kafka
-from monitor.stack.procs import ProcSpec, port_free
+from tests.harness.agents import restart_broker
+from tests.harness.engine import create_topics, pinned_topics
 
 EXPORTER_JAR = "jmx_prometheus_javaagent.jar"
 CONFIG = Path(__file__).with_name("jmx_exporter_kafka.yml")
@@ -61,35 +62,7 @@ def client_cpu() -> float:
     return time.process_time() + ch.ru_utime + ch.ru_stime
 
 
-def restart_with_exporter(stack: Stack, port: int, heap: str) -> int:
-    L = stack.layout
-    java = kafka.require_java()
-    agent = kafka.agents_dir() / EXPORTER_JAR
-    if not agent.exists():
-        raise SystemExit(f"{agent} missing: run `stack up` once (it resolves deploy/kafka/agents-pom.xml)")
-    argv = kafka.jvm_argv(L, BROKER, java)
-    argv.insert(1, f"-javaagent:{agent}=127.0.0.1:{port}:{CONFIG}")
-    # The exporter builds every sample of a scrape on the broker's heap: with the stack's 384 MB it runs the broker
-    # out of memory at a few thousand partitions, so the bench gives broker-1 more (the last -Xmx wins).
-    argv.insert(argv.index("kafka.Kafka"), f"-Xmx{heap}")
-    stack.procs.stop(L.node_name(BROKER))
-    stack.procs.start(ProcSpec(L.node_name(BROKER), argv, L.logs_dir / f"{L.node_name(BROKER)}.out"))
-    stack.wait_ready(180)
-    return stack.procs.owned_pid(L.node_name(BROKER))
-
-
-def restore(stack: Stack) -> None:
-    """broker-1 back to its normal command line (no exporter)."""
-    L = stack.layout
-    stack.procs.stop(L.node_name(BROKER))
-    ports = (L.broker_port(BROKER), L.broker_jmx_port(BROKER), kafka.jolokia_port(L, BROKER))
-    deadline = time.monotonic() + 60
-    while not all(port_free(p) for p in ports) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    stack.up()
-
-
-def ensure_partitions(admin: AdminClient, jolokia: JolokiaTransport, endpoint, target: int, made: list[str]) -> int:
+def ensure_partitions(stack: Stack, jolokia: JolokiaTransport, endpoint, target: int, made: list[str]) -> int:
     from collectors.types import MBeanQuery
 
     def count() -> int:
@@ -100,13 +73,9 @@ def ensure_partitions(admin: AdminClient, jolokia: JolokiaTransport, endpoint, t
 
     have = count()
     if have < target:
-        name = f"bench-{target}"
-        n = target - have
-        # librdkafka wants num_partitions = len(assignment) (not -1 as the binding's docstring says)
-        topic = NewTopic(name, num_partitions=n, replication_factor=-1, replica_assignment=[[BROKER]] * n)
-        fut = admin.create_topics([topic], request_timeout=300)
-        fut[name].result(300)
-        made.append(name)
+        topics = pinned_topics(f"bench-{target}", BROKER, target - have)
+        create_topics(stack, topics)
+        made.extend(t.topic for t in topics)
         deadline = time.monotonic() + 600
         while count() < target and time.monotonic() < deadline:
             time.sleep(2)
@@ -144,7 +113,14 @@ def main() -> int:
     stack.up()
     L = stack.layout
     exporter_port = args.port_base + 45
-    pid = restart_with_exporter(stack, exporter_port, args.broker_heap)
+    # The exporter builds every sample of a scrape on the broker's heap: with the stack's small one it runs the broker
+    # out of memory at a few thousand partitions, so broker-1 gets --broker-heap
+    agent = kafka.agents_dir() / EXPORTER_JAR
+    if not agent.exists():
+        raise SystemExit(f"{agent} missing: run `stack up` once (it resolves deploy/kafka/agents-pom.xml)")
+    pid = restart_broker(
+        stack, BROKER, [f"-javaagent:{agent}=127.0.0.1:{exporter_port}:{CONFIG}"], heap=args.broker_heap
+    )
     cfg = stack.config()
     # A generous per-target timeout: the bench measures how long a scrape takes, it must not cut it short.
     cluster = cfg.clusters[0].model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
@@ -177,7 +153,7 @@ def main() -> int:
     rows = []
     try:
         for level in levels:
-            have = ensure_partitions(admin, transports["jolokia"], endpoint, level, made)
+            have = ensure_partitions(stack, transports["jolokia"], endpoint, level, made)
             for fn in scrapers.values():  # warm-up: JIT, caches, first sensors
                 fn()
             runs = {n: [] for n in scrapers}
@@ -203,7 +179,7 @@ def main() -> int:
     finally:
         if made:
             admin.delete_topics(made, request_timeout=120)
-        restore(stack)
+        restart_broker(stack, BROKER, None)  # back to its normal command line (no exporter)
         if args.down:
             stack.down()
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from collectors.catalog import TenantLookup
 from collectors.host import HostCollector
@@ -33,8 +33,8 @@ from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
 from monitor.core.config import BrokerTarget, ExporterSource, JmxSettings
 from monitor.stack import Stack, StackLayout, kafka
-from monitor.stack.kafka import HEAP
 from tests.harness.agents import restart_broker
+from tests.harness.engine import create_topics, pinned_topics
 
 CONFIGS = ROOT / "deploy/kafka/jmx_exporter"
 DIALECT_CONFIG = {"vanilla": CONFIGS / "vanilla.yml", "strimzi": CONFIGS / "strimzi-kafka-metrics.yml"}
@@ -80,23 +80,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--broker-heap", default="1g")
     args = ap.parse_args()
-    # the restarts' heap (kafka.jvm_argv's -Xmx comes after any extra JVM argument, and the JVM takes the last):
-    # this run's stack only, bench-only, as bench/collector_fleet.py does
-    HEAP["broker"] = args.broker_heap
     stack = Stack(StackLayout(dir=Path(args.dir), port_base=args.port_base), log=lambda *a: print(*a, file=sys.stderr))
     stack.up()
     L = stack.layout
     admin = AdminClient({"bootstrap.servers": L.bootstrap_servers})
     name = f"bench-sources-{args.partitions}"
     if not any(t.startswith(f"{name}-") for t in admin.list_topics(timeout=30).topics):
-        # Topics of at most 1,000 partitions, one request each: KRaft refuses a request of more than 10,000 records
-        # ("excessively large batch operation"), and a 10,000-partition topic is more
-        for i, start in enumerate(range(0, args.partitions, 1000)):
-            n, topic = min(1000, args.partitions - start), f"{name}-{i}"
-            admin.create_topics(
-                [NewTopic(topic, num_partitions=n, replication_factor=-1, replica_assignment=[[BROKER]] * n)],
-                request_timeout=300,
-            )[topic].result(300)
+        create_topics(stack, pinned_topics(name, BROKER, args.partitions))
     cluster = stack.config().clusters[0]
     cluster = cluster.model_copy(update={"jmx": JmxSettings(timeout_seconds=300)})
     tenants = TenantLookup(None, cluster.name)
@@ -110,7 +100,9 @@ def main() -> int:
     )
     try:
         for dialect, config in DIALECT_CONFIG.items():
-            pid = restart_broker(stack, BROKER, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}"])
+            pid = restart_broker(
+                stack, BROKER, [f"-javaagent:{agent}=127.0.0.1:{port}:{config}"], heap=args.broker_heap
+            )
             by_jolokia = JmxCollector(
                 cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants, max_series=10**7
             )

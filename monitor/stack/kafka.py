@@ -418,10 +418,12 @@ def node_properties(layout: StackLayout, node_id: int) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def jvm_argv(layout: StackLayout, node_id: int, java: str) -> list[str]:
+def jvm_argv(layout: StackLayout, node_id: int, java: str, *, heap: str | None = None) -> list[str]:
+    """The node's JVM command line; ``heap`` (e.g. ``1g``) instead of the stack's small one (``HEAP``): a bench's broker
+    with a jmx_exporter and thousands of partitions needs more."""
     node_dir = layout.node_dir(node_id)
     jmx = layout.controller_jmx_port if node_id == CONTROLLER_ID else layout.broker_jmx_port(node_id)
-    heap = HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
+    heap = heap or HEAP["controller" if node_id == CONTROLLER_ID else "broker"]
     classpath = f"{layout.jars_dir}/*" if node_id == CONTROLLER_ID else f"{layout.jars_dir}/*:{plugin_jar()}"
     if runs_reporter(layout, node_id):
         classpath += f":{reporter_dir()}/*"

@@ -18,12 +18,14 @@ def restart_broker(
     ready_seconds: float = 300,
     profile: str | None = None,
     drop_reporter: bool = False,
+    heap: str | None = None,
 ) -> int:
     """Stop ``broker``, wait for its ports to free, and start it again: with ``extra_jvm_args`` before the JVM's own
     arguments (those of the stack's profile, or of ``profile``: two jmx_exporters in one JVM refuse to start), or as
     ``stack up`` starts it when None. ``drop_reporter``: without Strimzi's metrics reporter it ran (its
     server.properties rewritten: the reporter and a jmx_exporter cannot share a JVM, monitor.stack.kafka.jvm_argv).
-    Returns the broker's pid."""
+    ``heap``: the broker's instead of the stack's (an -Xmx among ``extra_jvm_args`` would be overridden by the
+    stack's, which comes after). Returns the broker's pid."""
     L = stack.layout
     name = L.node_name(broker)
     stack.procs.stop(name)
@@ -38,11 +40,11 @@ def restart_broker(
     if drop_reporter:
         layout = dataclasses.replace(layout, reporter_brokers=tuple(b for b in L.reporter_brokers if b != broker))
         (L.node_dir(broker) / "server.properties").write_text(kafka.node_properties(layout, broker))
-    if extra_jvm_args is None:
+    if extra_jvm_args is None and heap is None:
         stack.up()
     else:
-        argv = kafka.jvm_argv(layout, broker, kafka.require_java())
-        argv[1:1] = extra_jvm_args
+        argv = kafka.jvm_argv(layout, broker, kafka.require_java(), heap=heap)
+        argv[1:1] = extra_jvm_args or []
         stack.procs.start(ProcSpec(name, argv, L.logs_dir / f"{name}.out"))
         stack.wait_ready(ready_seconds)
     pid = stack.procs.owned_pid(name)

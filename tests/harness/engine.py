@@ -64,6 +64,20 @@ def create_topics(stack: Any, topics: Iterable[Any]) -> None:
                     raise
 
 
+def pinned_topics(prefix: str, broker: int, partitions: int, *, per_topic: int = 1000) -> list[Any]:
+    """``partitions`` partitions of RF 1, all on ``broker``: ``NewTopic``s ``{prefix}-0``, ``{prefix}-1``, ... of at
+    most ``per_topic`` each, for ``create_topics`` (one request each). KRaft refuses a request of more than 10,000
+    records ("excessively large batch operation"): one topic of 10,000 partitions is more."""
+    from confluent_kafka.admin import NewTopic
+
+    sizes = [min(per_topic, partitions - start) for start in range(0, partitions, per_topic)]
+    # librdkafka wants num_partitions = len(assignment) (not -1 as the binding's docstring says)
+    return [
+        NewTopic(f"{prefix}-{i}", num_partitions=n, replication_factor=-1, replica_assignment=[[broker]] * n)
+        for i, n in enumerate(sizes)
+    ]
+
+
 @contextmanager
 def running_collectors(config: Config, workdir: Path) -> Iterator[subprocess.Popen[bytes]]:
     """``serve --role collector`` for ``config`` as a process (its exporter on the config's service port, which the

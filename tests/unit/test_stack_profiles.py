@@ -102,3 +102,12 @@ def test_the_controller_runs_strimzis_metrics_reporter_when_asked_instead_of_its
     plain = StackLayout(dir=tmp_path, port_base=20400, profile="strimzi")
     assert "metric.reporters" not in kafka.node_properties(plain, CONTROLLER_ID)
     assert "controller-reporter" not in plain.all_ports() and agents(plain, CONTROLLER_ID)
+
+
+def test_a_heap_asked_for_one_broker_is_the_heap_its_jvm_runs_with(tmp_path: Path):
+    """The benches' bigger broker heap: the JVM takes the last -Xmx, so it must replace the stack's, not precede it
+    (bench/sources.py passed -Xmx1g among the extra arguments, before the stack's, and its broker ran out of heap)."""
+    layout = StackLayout(dir=tmp_path, port_base=19700)
+    heaps = [a for a in kafka.jvm_argv(layout, 1, "java", heap="1g") if a.startswith(("-Xmx", "-Xms"))]
+    assert heaps == ["-Xms1g", "-Xmx1g"]
+    assert [a for a in kafka.jvm_argv(layout, 1, "java") if a.startswith("-Xmx")] == [f"-Xmx{kafka.HEAP['broker']}"]
