@@ -87,9 +87,7 @@ def broker_targets(cluster: ClusterConfig, brokers: Iterable[Node]) -> tuple[Bro
                 host=n.host,
                 jolokia=expand(d.jolokia),
                 jmx=expand(d.jmx),
-                jmx_exporter=ExporterSource(url=expand(exporter.url) or "", dialect=exporter.dialect)
-                if exporter
-                else None,
+                jmx_exporter=exporter.for_node(n.host, n.id) if exporter else None,
                 node_exporter=expand(d.node_exporter),
             )
         )
@@ -139,12 +137,12 @@ def controller_exporters(cluster: ClusterConfig, controllers: Iterable[Node]) ->
         return ()
     template = chosen[1]
     assert isinstance(template, ExporterSource)
-    listed = {e.url for e in cluster.controller_jmx_exporter}
+    listed = {(e.url, e.federate) for e in cluster.controller_jmx_exporter}
     out = []
     for n in sorted(controllers, key=lambda n: n.id):
-        url = expand_template(template.url, host=n.host, node_id=n.id)
-        if url not in listed:
-            out.append((n.id, ExporterSource(url=url, dialect=template.dialect)))
+        source = template.for_node(n.host, n.id)
+        if (source.url, source.federate) not in listed:
+            out.append((n.id, source))
     return tuple(out)
 
 

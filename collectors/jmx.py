@@ -70,7 +70,7 @@ class JmxCollector:
         self._controller_transport = controller_transport
         self._tenants = tenants
         self._max_series = max_series
-        self._previous: dict[str, tuple[float, list[Sample]]] = {}
+        self._previous: dict[str, tuple[float, list[Sample], list[Sample]]] = {}  # key -> (taken at, samples, rates)
         self._lock = threading.Lock()
         self._board = board
         jmx = cluster.jmx
@@ -95,7 +95,7 @@ class JmxCollector:
         if b.jmx_exporter and not (b.jmx or b.jolokia):  # only an exporter: read its exposition (same catalog)
             t = Target(self._cluster.name, "jmx", f"broker-{b.id}", address=b.jmx_exporter.url, broker=str(b.id))
             with self._lock:
-                self._endpoints[t.key] = Endpoint(exporter=b.jmx_exporter.url, dialect=b.jmx_exporter.dialect)
+                self._endpoints[t.key] = _exporter_endpoint(b.jmx_exporter)
                 self._by_exporter[t.key] = b.jmx_exporter.dialect
             return t
         bulk = bool(b.jolokia) if jmx.transport == "auto" else self._transport.name == "jolokia"
@@ -132,8 +132,10 @@ class JmxCollector:
                 out.append(t)
             for node_id, e in exporters:
                 node = _host_port(e.url) if node_id is None else str(node_id)
-                t = Target(self._cluster.name, "controller", f"controller-{_host_port(e.url)}", e.url, node)
-                self._endpoints[t.key] = Endpoint(exporter=e.url, dialect=e.dialect)
+                # through a Prometheus, one URL serves every controller: each is named by its id (required then)
+                name = f"controller-{node}" if e.federate else f"controller-{_host_port(e.url)}"
+                t = Target(self._cluster.name, "controller", name, e.url, node)
+                self._endpoints[t.key] = _exporter_endpoint(e)
                 self._by_exporter[t.key] = e.dialect
                 out.append(t)
         return tuple(out)
@@ -165,8 +167,14 @@ class JmxCollector:
             transport = self._controller_transport if target.key in self._by_jmxquery else self._transport
         queries = CONTROLLER_QUERIES if is_controller else BROKER_QUERIES
         rules = catalog.CONTROLLER_RULES if is_controller else catalog.BROKER_TARGET_RULES
+        endpoint = self._endpoints[target.key]
+        scraped_at = now  # when the readings were taken: for a Prometheus' answer, its scrape of the exporter
         try:
-            readings = transport.read(self._endpoints[target.key], queries, timeout=self._cluster.jmx.timeout_seconds)
+            if endpoint.federate:
+                federated = self._exporter.read_federated(endpoint, timeout=self._cluster.jmx.timeout_seconds)
+                readings, scraped_at = federated.readings, federated.scraped_at or now
+            else:
+                readings = transport.read(endpoint, queries, timeout=self._cluster.jmx.timeout_seconds)
         except KafkaHealthError as exc:
             log.warning("%s: %s", target.key, exc)
             return failed(target, exc, started_at=now, duration=time.monotonic() - start)
@@ -174,17 +182,23 @@ class JmxCollector:
         base = (("cluster", target.cluster), ("broker", node))
         samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
         unstated: tuple[str, ...] = ()
-        if is_controller and (by_jolokia or target.key in self._by_exporter):
+        # (not through a Prometheus: what it serves is a scrape interval old, too late for the watch's 2 s)
+        if is_controller and (by_jolokia or target.key in self._by_exporter) and not endpoint.federate:
             watch = self._watch(target)
             samples += watch.samples(base)
             unstated = watch.unstated
         if target.key in self._by_exporter and not is_controller:  # the weak signals are brokers' (request handlers)
             samples += weak_signal_samples(self._by_exporter[target.key], base, samples)
+        # Rates between two scrapes of the exporter: a Prometheus read twice within one of its scrape intervals gives
+        # the same scrape twice, whose rates are those derived at the first
         with self._lock:
             prev = self._previous.get(target.key)
-            self._previous[target.key] = (now, samples)
-        if prev is not None:
-            samples += catalog.derive_rates(samples, prev[1], now - prev[0])
+            if prev is not None and prev[0] == scraped_at:
+                samples += prev[2]
+            else:
+                rates = catalog.derive_rates(samples, prev[1], scraped_at - prev[0]) if prev is not None else []
+                self._previous[target.key] = (scraped_at, samples, rates)
+                samples += rates
         result = succeeded(
             target, samples, started_at=now, duration=time.monotonic() - start, max_series=self._max_series
         )
@@ -243,6 +257,11 @@ class JmxCollector:
             watches, self._watches = list(self._watches.values()), {}
         for w in watches:
             w.stop()
+
+
+def _exporter_endpoint(e: ExporterSource) -> Endpoint:
+    """Where an exporter's series are read: its ``/metrics``, or the Prometheus that scrapes it (``federate``)."""
+    return Endpoint(exporter=e.url, dialect=e.dialect, federate=e.federate, drop_labels=e.target_labels)
 
 
 def _host_port(url: str) -> str:

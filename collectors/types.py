@@ -170,6 +170,10 @@ class Endpoint:
     password: str | None = field(default=None, repr=False)
     exporter: str | None = None  # a jmx_exporter's /metrics URL (collectors/transports/exposition.py)
     dialect: str | None = None  # its naming: vanilla | strimzi | strimzi_reporter
+    # or the exporter's series as a Prometheus that scrapes it serves them: ``exporter`` is that Prometheus' base URL,
+    # ``federate`` the selector naming this node's exporter, ``drop_labels`` what the Prometheus added to its series
+    federate: str | None = None
+    drop_labels: tuple[str, ...] = ()
 
 
 class Transport(Protocol):

@@ -467,10 +467,59 @@ def readings(text: str, dialect: str) -> list[Reading]:
     not give itself: the same attribute twice would be summed twice."""
     if dialect not in DIALECTS:
         raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
-    samples = _samples(text, partial(_wanted, dialect))
+    return _readings(_samples(text, partial(_wanted, dialect)), dialect)
+
+
+def _readings(samples: _Samples, dialect: str) -> list[Reading]:
     own = {"vanilla": _vanilla, "strimzi": _strimzi, "strimzi_reporter": _reporter}[dialect](samples)
     have = {_identity(r) for r in own if r.mbean.startswith("java.lang:")}  # what _jvm yields: java.lang only
     return own + [r for r in _jvm(samples) if _identity(r) not in have]
+
+
+# The labels a Prometheus gives every series of a scrape target, whatever its relabelling adds besides
+TARGET_LABELS = ("instance", "job")
+_UP_TIME = re.compile(r"^up(?:\{[^\n]*\})? \S+ (\d+)$", re.M)
+
+
+@dataclass(frozen=True)
+class Federated:
+    """One node's exporter as a Prometheus that scrapes it serves it (``/federate``): its readings, and when the
+    Prometheus scraped them (seconds since the epoch; None if its answer gave no ``up`` time)."""
+
+    readings: list[Reading]
+    scraped_at: float | None
+
+
+def federated_readings(
+    text: str, dialect: str, *, drop: Sequence[str] = (), where: str = "the Prometheus", match: str = ""
+) -> Federated:
+    """Pure: a Prometheus' ``/federate`` answer for one scrape target -> the readings of ``readings`` on the
+    exporter's own scrape. The labels the Prometheus adds (those of the target's ``up`` series, which are the target's
+    labels after relabelling, ``TARGET_LABELS`` and ``drop``: for a selector that leaves ``up`` out) are removed
+    first: in the exporter's dialects every label is an ObjectName key, and an ``instance`` key matches no MBean.
+
+    A target that is down is an error, not an empty answer: Prometheus ends a failed target's series (stale markers),
+    so its ``/federate`` answers HTTP 200 with ``up 0`` and nothing else, which read as a scrape would be a healthy
+    broker with no series. ``up`` 0 or no series at all: ``TargetUnreachable``; ``up`` of more than one target (a
+    selector naming several brokers, whose series would be summed as one's): ``TransportError``."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
+    samples = _samples(text, lambda n: n == "up" or _wanted(dialect, n))
+    ups = [(labels, v) for n, labels, v in samples if n == "up"]
+    if len(ups) > 1:
+        raise TransportError(f"{where}: the selector {match} names {len(ups)} scrape targets; it must name one node's")
+    if ups and ups[0][1] == 0:
+        raise TargetUnreachable(f"{where} reports the exporter down (up 0) for {match}")
+    # ``up`` carries exactly the target's labels, its relabelling's included
+    gone = frozenset(TARGET_LABELS) | frozenset(drop) | (frozenset(ups[0][0]) if ups else frozenset())
+    own = [(n, {k: v for k, v in labels.items() if k not in gone}, v) for n, labels, v in samples if n != "up"]
+    if not own:
+        raise TargetUnreachable(
+            f"{where} holds no series of {match}"
+            + (" in the exporter's dialect" if ups else ": no target it scrapes has that selector's labels")
+        )
+    stamp = _UP_TIME.search(text)
+    return Federated(_readings(own, dialect), int(stamp.group(1)) / 1e3 if stamp else None)
 
 
 def weak_signals(dialect: str) -> list[tuple[str, str, str]]:
@@ -514,16 +563,18 @@ def weak_signal_samples(
     ]
 
 
-def _get(url: str, timeout: float, client: httpx.Client | None) -> str:
-    shown = redact_url(url)
+def _get(
+    url: str, timeout: float, client: httpx.Client | None, *, what: str = "exporter", params: dict | None = None
+) -> str:
+    shown = f"{what} {redact_url(url)}"
     try:
-        resp = (client or shared_client()).get(url, timeout=httpx.Timeout(timeout))
+        resp = (client or shared_client()).get(url, params=params, timeout=httpx.Timeout(timeout))
     except httpx.TimeoutException:
-        raise TargetTimeout(f"exporter {shown} did not answer within {timeout:g}s") from None
+        raise TargetTimeout(f"{shown} did not answer within {timeout:g}s") from None
     except httpx.TransportError as exc:
-        raise TargetUnreachable(f"exporter {shown} unreachable: {type(exc).__name__}") from None
+        raise TargetUnreachable(f"{shown} unreachable: {type(exc).__name__}") from None
     if resp.status_code != 200:
-        raise TransportError(f"exporter {shown} answered HTTP {resp.status_code}")
+        raise TransportError(f"{shown} answered HTTP {resp.status_code}")
     return resp.text
 
 
@@ -539,7 +590,26 @@ class ExpositionTransport:
     def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery], *, timeout: float) -> list[Reading]:
         if not endpoint.exporter:
             raise TransportError("no jmx_exporter URL configured for this target")
+        if endpoint.federate:
+            return self.read_federated(endpoint, timeout=timeout).readings
         return readings(_get(endpoint.exporter, timeout, self._client), endpoint.dialect or "vanilla")
+
+    def read_federated(self, endpoint: Endpoint, *, timeout: float) -> Federated:
+        """The exporter's series from the Prometheus at ``endpoint.exporter`` that scrapes it: one GET of its
+        ``/federate`` with ``match[]`` the node's selector (``federated_readings``)."""
+        if not (endpoint.exporter and endpoint.federate):
+            raise TransportError("no Prometheus URL and selector configured for this target")
+        where = f"Prometheus {redact_url(endpoint.exporter)}"
+        text = _get(
+            endpoint.exporter.rstrip("/") + "/federate",
+            timeout,
+            self._client,
+            what="Prometheus",
+            params={"match[]": endpoint.federate},
+        )
+        return federated_readings(
+            text, endpoint.dialect or "vanilla", drop=endpoint.drop_labels, where=where, match=endpoint.federate
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -139,10 +139,34 @@ class ExporterSource(_Strict):
     """A jmx_exporter's ``/metrics`` and the naming its rules use (collectors/transports/exposition.py): ``vanilla``
     (no rules, the default format, as Amazon MSK's open monitoring serves it), ``strimzi`` (Strimzi's
     kafka-metrics.yaml rules) or ``strimzi_reporter`` (Strimzi's metrics reporter plugin, not a jmx_exporter, read
-    the same way)."""
+    the same way).
+
+    Or the same series read from a Prometheus that already scrapes the exporter (``federate``): ``url`` is then that
+    Prometheus' base URL, and ``federate`` the series selector naming this one node's exporter, read from its
+    ``/federate`` (``{job="kafka",pod="my-cluster-kafka-{id}"}``): the broker is scraped once, by the platform's
+    Prometheus, instead of twice. The labels that Prometheus adds to every series of a target (those of the target's
+    ``up`` series: ``instance``, ``job`` and what its relabelling adds) are dropped before the dialect's mapping;
+    ``target_labels`` names them for a selector that leaves ``up`` out."""
 
     url: str
     dialect: Literal["vanilla", "strimzi", "strimzi_reporter"] = "vanilla"
+    federate: str | None = Field(
+        default=None,
+        max_length=500,
+        description=(
+            "read through the Prometheus at url: the series selector naming this node's exporter among its targets "
+            '(a discovery template may use {host} and {id}: {job="kafka",pod="my-cluster-kafka-{id}"})'
+        ),
+    )
+    target_labels: tuple[Annotated[str, Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]{0,99}$")], ...] = Field(
+        default=(),
+        max_length=50,
+        description=(
+            "with federate and a selector that leaves out the target's up series (whose labels are dropped): the "
+            "labels the Prometheus' relabelling adds to every series of the target (namespace, pod, ...), dropped "
+            "before mapping; instance and job always are"
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -155,12 +179,48 @@ class ExporterSource(_Strict):
     def _url(cls, v: str) -> str:
         return v if "{host}" in v or "{id}" in v else _service_url(v, "no credentials (the exporter has none)")
 
+    @field_validator("federate")
+    @classmethod
+    def _selector(cls, v: str | None) -> str | None:
+        """One PromQL series selector (``name{...}``, ``{...}``) with no field but ``{host}`` and ``{id}``."""
+        if v is None:
+            return None
+        bare = v.replace("{host}", "").replace("{id}", "")
+        if not re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*|[a-zA-Z_:]*\{[^{}\n]*\}", bare.strip()):
+            raise ValueError(
+                'must be one series selector such as {job="kafka",pod="kafka-{id}"} (its only fields {host} and {id})'
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _labels_need_federate(self) -> ExporterSource:
+        if self.target_labels and self.federate is None:
+            raise ValueError("target_labels are dropped from a Prometheus' /federate answer: give federate too")
+        return self
+
+    def for_node(self, host: str, node_id: int) -> ExporterSource:
+        """This discovery template for one node: ``{host}`` and ``{id}`` replaced in the URL and the selector (in
+        the selector as a PromQL string's content: a quote or backslash in a host name cannot end the string)."""
+        quoted = host.replace("\\", "\\\\").replace('"', '\\"')
+        return self.model_copy(
+            update={
+                "url": expand_template(self.url, host=host, node_id=node_id),
+                "federate": expand_template(self.federate, host=quoted, node_id=node_id) if self.federate else None,
+            }
+        )
+
 
 class ControllerExporter(ExporterSource):
     """A hand-listed KRaft controller's jmx_exporter. jmx_exporter's dialects drop the node id the controller's
     app-info MBean gives over JMX, so ``id`` names it (its series' ``broker`` label); else its host:port does."""
 
     id: int | None = Field(default=None, ge=0, description="the controller's node id (its broker label)")
+
+    @model_validator(mode="after")
+    def _federated_named(self) -> ControllerExporter:
+        if self.federate is not None and self.id is None:
+            raise ValueError("a controller read through a Prometheus (federate) needs its node id (id)")
+        return self
 
 
 class BrokerTarget(_Strict):

@@ -77,6 +77,7 @@ from monitor.core.store import Base, Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout, kafka
 from monitor.stack.layout import CONTROLLER_ID, DEFAULT_KAFKA_VERSION
+from monitor.stack.observability import find_binary
 from monitor.stack.procs import ProcSpec, port_free
 from tests.conftest import running_stack, wait_until
 from tests.harness.agents import restart_broker
@@ -427,6 +428,89 @@ def kill_and_page(stack: Stack, svc: AlertService, broker: int) -> set[tuple[str
     return {(c, t) for rule, c, t, b in seen["firing"] if rule == "KafkaBrokerUnreachable" and b == victim}
 
 
+def pod(broker: int) -> str:
+    """The name the platform's Prometheus gives broker ``broker``'s exporter (``platform_prometheus``)."""
+    return f"my-cluster-kafka-{broker}"
+
+
+@pytest.fixture(scope="module")
+def platform_prometheus(profiled):
+    """The platform's own Prometheus, as on Strimzi or a self-managed fleet, which already scrapes the brokers'
+    exporters: brokers 1 and 2 (vanilla) and broker-3 (Strimzi's rules, once the Strimzi test restarted it), every
+    5 s, each target relabelled with a ``namespace`` and the ``pod`` that names its broker (Strimzi's pods are
+    ``<cluster>-kafka-<id>``; its PodMonitor relabels both). Yields its base URL."""
+    L = profiled.layout
+    port = L.port_base + 98  # clear of the layout's ports (StackLayout.all_ports)
+    home = L.dir / "platform-prometheus"
+    home.mkdir(exist_ok=True)
+    targets = "".join(
+        f"      - targets: ['127.0.0.1:{L.broker_exporter_port(b)}']\n"
+        f"        labels: {{namespace: kafka, pod: {pod(b)}}}\n"
+        for b in L.broker_ids
+    )
+    config = home / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 5s, scrape_timeout: 4s}\n"
+        f"scrape_configs:\n  - job_name: kafka\n    static_configs:\n{targets}"
+    )
+    binary = find_binary("prometheus")
+    assert binary, "Prometheus is installed by the stack"
+    argv = [
+        binary,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={home / 'data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    profiled.procs.start(ProcSpec("platform-prometheus", argv, L.logs_dir / "platform-prometheus.log"))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        profiled.procs.stop("platform-prometheus")
+
+
+def through(prometheus: str, broker: int, dialect: str) -> BrokerTarget:
+    """Broker ``broker`` read from the platform's Prometheus, by the selector of its pod."""
+    selector = f'{{job="kafka",pod="{pod(broker)}"}}'
+    return BrokerTarget(id=broker, jmx_exporter=ExporterSource(url=prometheus, dialect=dialect, federate=selector))
+
+
+def scraped_up(prometheus: str, brokers: dict[int, float]):
+    """Whether the Prometheus's last scrape of each broker's exporter had ``up`` as given."""
+
+    def check() -> bool:
+        try:  # the first calls come while it starts (refused, then 503 "Service Unavailable" until it is ready)
+            r = httpx.get(f"{prometheus}/api/v1/query", params={"query": 'up{job="kafka"}'}, timeout=10).json()
+        except (httpx.TransportError, ValueError):
+            return False
+        ups = {s["metric"]["pod"]: float(s["value"][1]) for s in r.get("data", {}).get("result", [])}
+        return all(ups.get(pod(b)) == v for b, v in brokers.items())
+
+    return check
+
+
+def test_a_platform_prometheus_serves_each_dialects_series_as_the_exporter_does(profiled, platform_prometheus):
+    """Issue 30's "a Prometheus that already scrapes them": broker-1 (vanilla, MSK-style) and broker-3 (Strimzi's
+    rules, after the Strimzi test), read from the platform's Prometheus by their pods' selectors, give the very series
+    (names and labels) a read of their exporters gives: its target labels (instance, job, namespace, pod) are gone,
+    and the broker label is the broker's."""
+    L = profiled.layout
+    wait_until(
+        scraped_up(platform_prometheus, {1: 1.0, STRIMZI: 1.0}),
+        60,
+        interval=2,
+        what="the platform's Prometheus scraping brokers 1 and 3",
+    )
+    cluster = ClusterConfig(name="local", bootstrap_servers=L.bootstrap_servers)
+    for broker, dialect in ((1, "vanilla"), (STRIMZI, "strimzi")):
+        url = f"http://127.0.0.1:{L.broker_exporter_port(broker)}/metrics"
+        direct = BrokerTarget(id=broker, jmx_exporter=ExporterSource(url=url, dialect=dialect))
+        views = (("direct", direct), ("federated", through(platform_prometheus, broker, dialect)))
+        series = read_alike(cluster, views, lambda s: set(s["direct"]))
+        names = {n for n, _ in series["federated"]}
+        assert {"kafka_broker_under_replicated_partitions", "kafka_topic_log_size_bytes"} <= names, broker
+        assert {dict(labels)["broker"] for _, labels in series["federated"]} == {str(broker)}
+
+
 def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, exporters_watched):
     """One kill, two profiles (``exporters_watched``): cluster ``local`` reads the brokers through their exporters
     (discovery finds brokers 1 and 2, vanilla, MSK-style; broker-3, listed, is read in Strimzi's dialect), cluster
@@ -481,6 +565,34 @@ def test_killed_broker_pages_named_and_both_dialects_count_under_replication(pro
         interval=3,
         what="under-replicated partitions counted by the vanilla and the Strimzi exporter",
     )
+
+
+def test_a_killed_broker_is_unreachable_through_the_platform_prometheus_not_silent(profiled, platform_prometheus):
+    """After the kill test: the Prometheus answers /federate for the dead broker-2 with HTTP 200, ``up 0`` and no
+    series (it ends a failed target's series); read so, that is a target failed as unreachable with the Prometheus'
+    word for it, never a broker with nothing to say. Its survivor broker-1 counts the partitions it left
+    under-replicated, through the Prometheus as through its exporter."""
+    L = profiled.layout
+    wait_until(scraped_up(platform_prometheus, {KILLED: 0.0}), 30, interval=2, what="the killed broker's scrape down")
+    cluster = ClusterConfig(
+        name="local",
+        bootstrap_servers=L.bootstrap_servers,
+        brokers=(through(platform_prometheus, KILLED, "vanilla"), through(platform_prometheus, 1, "vanilla")),
+    )
+    jc = JmxCollector(
+        cluster,
+        transport=JolokiaTransport(),
+        controller_transport=JolokiaTransport(),
+        tenants=catalog.TenantLookup(None, cluster.name),
+        max_series=100000,
+    )
+    results = {t.broker: jc.collect_target(t, now=time.time()) for t in jc.targets()}
+    dead = results[str(KILLED)]
+    assert (dead.status.value, str(dead.reason)) == ("failed", "unreachable"), (dead.status, dead.reason, dead.message)
+    assert "reports the exporter down (up 0)" in (dead.message or ""), dead.message
+    assert results["1"].status.value == "ok", results["1"].message
+    urp = [s.value for s in results["1"].samples if s.name == "kafka_broker_under_replicated_partitions"]
+    assert urp and urp[0] > 0, urp
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")

@@ -1,0 +1,180 @@
+"""An exporter's series read from a Prometheus that already scrapes it (``ExporterSource.federate``, its
+``/federate``): the recorded scrapes of each dialect (tests/fixtures/exposition), as such a Prometheus serves them
+(the target labels it adds to every series, a timestamp on each, its ``up``), read as the scrape itself is; a target
+it reports down, or no target at all, is an error, never a healthy broker with no series. The same path on the real
+stack, through a real Prometheus: tests/e2e/test_profiles.py."""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from collectors import catalog
+from collectors.discovery import DiscoveryBoard, Membership, Node
+from collectors.jmx import JmxCollector
+from collectors.transports import exposition
+from collectors.transports.jolokia import JolokiaTransport
+from collectors.types import FailureReason, TargetStatus
+from monitor.core.config import ClusterConfig, ControllerExporter, ExporterSource
+from monitor.core.errors import TargetUnreachable, TransportError
+from tests.unit.test_exposition import serving
+
+pytestmark = pytest.mark.unit
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "exposition"
+TARGET = {"instance": "10.0.0.7:9404", "job": "kafka", "namespace": "kafka", "pod": "my-cluster-kafka-1"}
+SCRAPED_MS = 1_795_927_001_234
+
+
+def _value(v: float) -> str:
+    return repr(v) if v == v and abs(v) != float("inf") else {True: "NaN"}.get(v != v, "+Inf" if v > 0 else "-Inf")
+
+
+def federated(text: str, labels: dict[str, str] = TARGET, *, up: float | None = 1.0, at: int = SCRAPED_MS) -> str:
+    """``text`` (an exporter's scrape) as a Prometheus that scraped it with target ``labels`` serves it on /federate:
+    every series with those labels and the scrape's timestamp, untyped, and the target's ``up``."""
+    lines = []
+    samples = [(n, lbl, v) for n, lbl, v in exposition._samples(text)]
+    if up is not None:
+        samples.append(("up", {}, up))
+    for name, own, value in sorted(samples, key=lambda s: s[0]):
+        merged = dict(sorted({**own, **labels}.items()))
+        body = ",".join(f'{k}="{v}"' for k, v in merged.items())
+        lines.append(f"{name}{{{body}}} {_value(value)} {at}")
+    return "\n".join(lines) + "\n"
+
+
+def same(readings) -> list[tuple]:
+    """Readings comparable whatever their order (a Prometheus sorts by name) and NaN (a sensor with no sample)."""
+    return sorted((r.mbean, r.attribute, r.key or "", repr(r.value)) for r in readings)
+
+
+@pytest.mark.parametrize("dialect", exposition.DIALECTS)
+def test_a_dialects_series_through_a_prometheus_read_as_the_exporters_own_scrape(dialect):
+    text = (FIXTURES / f"jmx_exporter_{dialect}.prom").read_text()
+    direct = exposition.readings(text, dialect)
+    got = exposition.federated_readings(federated(text), dialect)  # the target's labels: those of its up
+    assert same(got.readings) == same(direct) and len(direct) > 100
+    assert got.scraped_at == SCRAPED_MS / 1e3
+    # a selector that leaves up out: its relabelled labels named by target_labels (instance and job always go)
+    no_up = federated(text, up=None)
+    named = exposition.federated_readings(no_up, dialect, drop=("namespace", "pod"))
+    assert same(named.readings) == same(direct) and named.scraped_at is None
+    # and left in: ObjectName keys no catalog MBean has (what the probe of the issue's note saw: nothing matches)
+    kept = exposition.federated_readings(no_up, dialect)
+    assert [r for r in kept.readings if "pod=" in r.mbean] and same(kept.readings) != same(direct)
+
+
+def test_a_target_the_prometheus_reports_down_is_unreachable_not_a_broker_with_no_series():
+    """A dead broker's /federate answer is HTTP 200 with ``up 0`` and its series ended (stale): no readings, and
+    without this check a healthy target with nothing to say."""
+    with pytest.raises(TargetUnreachable, match=r"down \(up 0\)"):
+        exposition.federated_readings(federated("", up=0.0), "vanilla", match='{job="kafka"}')
+    with pytest.raises(TargetUnreachable, match="no target it scrapes"):
+        exposition.federated_readings("", "vanilla", match='{pod="my-cluster-kafka-9"}')
+
+
+def test_a_selector_naming_several_targets_is_refused_not_summed():
+    text = (FIXTURES / "jmx_exporter_vanilla.prom").read_text()
+    two = federated(text) + federated(text, {**TARGET, "pod": "my-cluster-kafka-2"})
+    with pytest.raises(TransportError, match="names 2 scrape targets"):
+        exposition.federated_readings(two, "vanilla", drop=("namespace", "pod"), match='{job="kafka"}')
+
+
+def test_a_selector_is_one_series_selector_with_only_host_and_id_fields():
+    ok = ExporterSource(url="http://prom:9090", federate='{job="kafka",pod="my-cluster-kafka-{id}"}')
+    assert ok.for_node('k1"} or vector(1) #', 7).federate == '{job="kafka",pod="my-cluster-kafka-7"}'
+    by_host = ExporterSource(url="http://prom:9090", federate='{instance="{host}:9404"}')
+    # a host name cannot end the PromQL string it is put in
+    assert by_host.for_node('k1"} or up{x="', 1).federate == '{instance="k1\\"} or up{x=\\":9404"}'
+    for bad in ('{job="kafka"} or {job="x"}', '{job="{name}"}', '{job="kafka"\n}', "up{"):
+        with pytest.raises(ValidationError):
+            ExporterSource(url="http://prom:9090", federate=bad)
+    with pytest.raises(ValidationError, match="give federate too"):
+        ExporterSource(url="http://k1:9404/metrics", target_labels=("pod",))
+    with pytest.raises(ValidationError, match="needs its node id"):
+        ControllerExporter(url="http://prom:9090", federate='{pod="c-0"}')
+    with pytest.raises(ValidationError, match="query string"):  # the selector has a field of its own
+        ExporterSource(url='http://prom:9090/federate?match[]={job="kafka"}')
+
+
+def collector(cluster: ClusterConfig, board: DiscoveryBoard | None = None) -> JmxCollector:
+    """The JMX collector of ``cluster`` (its exporter-read brokers need no JMX transport: Jolokia's stands by)."""
+    return JmxCollector(
+        cluster,
+        transport=JolokiaTransport(),
+        controller_transport=JolokiaTransport(),
+        tenants=catalog.TenantLookup(None, cluster.name),
+        max_series=100_000,
+        board=board,
+    )
+
+
+def test_discovered_brokers_are_read_through_the_prometheus_each_by_its_own_selector():
+    """Only bootstrap_servers and a federate template: each broker the discovery board holds is asked of the
+    Prometheus by its own selector, its series named by the broker (the Prometheus' labels dropped), and a broker the
+    Prometheus reports down fails as unreachable."""
+    text = (FIXTURES / "jmx_exporter_vanilla.prom").read_text()
+    asked: list[str] = []
+
+    def prometheus(path: str) -> bytes:
+        url = urllib.parse.urlsplit(path)
+        (match,) = urllib.parse.parse_qs(url.query)["match[]"]
+        asked.append(f"{url.path} {match}")
+        pod = match.split('pod="', 1)[1].split('"', 1)[0]
+        if pod == "my-cluster-kafka-2":
+            return federated("", {**TARGET, "pod": pod}, up=0.0).encode()
+        return federated(text, {**TARGET, "pod": pod}).encode()
+
+    with serving(prometheus) as url:
+        base = url.removesuffix("/metrics")
+        template = {"url": base, "federate": '{job="kafka",pod="my-cluster-kafka-{id}"}'}
+        cluster = ClusterConfig(
+            name="prod", bootstrap_servers="127.0.0.1:9092", discovery={"jmx_exporter": {**template}}
+        )
+        board = DiscoveryBoard()
+        jmx = collector(cluster, board)
+        board.publish(Membership((Node(1, "10.0.0.7", 9092), Node(2, "10.0.0.8", 9092))))
+        results = {t.broker: jmx.collect_target(t, now=0.0) for t in jmx.targets()}
+    assert sorted(asked) == [f'/federate {{job="kafka",pod="my-cluster-kafka-{b}"}}' for b in (1, 2)]
+    assert results["1"].status is TargetStatus.OK, results["1"].message
+    urp = [s for s in results["1"].samples if s.name == "kafka_broker_under_replicated_partitions"]
+    assert [s.labels for s in urp] == [(("cluster", "prod"), ("broker", "1"))]
+    assert results["2"].reason is FailureReason.UNREACHABLE and "up 0" in (results["2"].message or "")
+
+
+class _Scrapes:
+    """A transport standing in for the Prometheus: each read answers the next (idle counter, scrape time)."""
+
+    name = "jmx_exporter"
+
+    def __init__(self, answers):
+        self._answers = iter(answers)
+
+    def read_federated(self, endpoint, *, timeout):
+        idle, at = next(self._answers)
+        mbean = "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
+        return exposition.Federated([exposition.Reading(mbean, "Count", idle)], at)
+
+
+def test_rates_are_taken_between_the_prometheus_scrapes_not_between_our_reads():
+    """Read every 15 s from a Prometheus that scrapes every 30 s, a counter moves every other read: the idle ratio
+    is the counter's growth over the scrape times (not over our reads: 0 then twice the truth), and a read that gets
+    the same scrape again repeats the ratio of the first."""
+    cluster = ClusterConfig(
+        name="prod",
+        bootstrap_servers="k1:9092",
+        brokers=({"id": 1, "jmx_exporter": {"url": "http://prom:9090", "federate": '{pod="kafka-1"}'}},),
+    )
+    jmx = collector(cluster)
+    # 1e9 ns of idle a second of scrape time: 0.25 over 30 s is 7.5e9 ns (the meter counts nanoseconds)
+    jmx._exporter = _Scrapes([(0.0, 1000.0), (0.0, 1000.0), (7.5e9, 1030.0), (7.5e9, 1030.0)])
+    (target,) = jmx.targets()
+    ratios = []
+    for i in range(4):
+        r = jmx.collect_target(target, now=2000.0 + 15 * i)
+        assert r.status is TargetStatus.OK, r.message
+        ratios.append([s.value for s in r.samples if s.name == "kafka_broker_request_handler_idle_ratio"])
+    assert ratios == [[], [], [pytest.approx(0.25)], [pytest.approx(0.25)]]
