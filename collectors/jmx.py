@@ -260,8 +260,17 @@ class JmxCollector:
 
 
 def _exporter_endpoint(e: ExporterSource) -> Endpoint:
-    """Where an exporter's series are read: its ``/metrics``, or the Prometheus that scrapes it (``federate``)."""
-    return Endpoint(exporter=e.url, dialect=e.dialect, federate=e.federate, drop_labels=e.target_labels)
+    """Where an exporter's series are read: its ``/metrics``, or the Prometheus that scrapes it (``federate``, with
+    that Prometheus' basic auth resolved now: a secret that cannot resolve fails the config check first)."""
+    auth = e.basic_auth()
+    return Endpoint(
+        exporter=e.url,
+        dialect=e.dialect,
+        federate=e.federate,
+        drop_labels=e.target_labels,
+        username=auth[0] if auth else None,
+        password=auth[1] if auth else None,
+    )
 
 
 def _host_port(url: str) -> str:

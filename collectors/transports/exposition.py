@@ -42,7 +42,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors import catalog
 from collectors.transports.httpclient import shared_client
 from collectors.types import Endpoint, MBeanQuery, Reading, Sample
-from monitor.core.errors import TargetTimeout, TargetUnreachable, TransportError
+from monitor.core.errors import TargetAuthFailed, TargetForbidden, TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.redact import redact_url
 
 DIALECTS = ("vanilla", "strimzi", "strimzi_reporter")
@@ -564,15 +564,29 @@ def weak_signal_samples(
 
 
 def _get(
-    url: str, timeout: float, client: httpx.Client | None, *, what: str = "exporter", params: dict | None = None
+    url: str,
+    timeout: float,
+    client: httpx.Client | None,
+    *,
+    what: str = "exporter",
+    params: dict | None = None,
+    auth: tuple[str, str] | None = None,
 ) -> str:
     shown = f"{what} {redact_url(url)}"
     try:
-        resp = (client or shared_client()).get(url, params=params, timeout=httpx.Timeout(timeout))
+        resp = (client or shared_client()).get(url, params=params, auth=auth, timeout=httpx.Timeout(timeout))
     except httpx.TimeoutException:
         raise TargetTimeout(f"{shown} did not answer within {timeout:g}s") from None
     except httpx.TransportError as exc:
         raise TargetUnreachable(f"{shown} unreachable: {type(exc).__name__}") from None
+    if resp.status_code == 401:
+        if what != "Prometheus":  # no credentials here: an exporter behind a login is read through its Prometheus
+            how = "an exporter is read without credentials; read it through the Prometheus that scrapes it (federate)"
+        else:
+            how = "check its username and password" if auth else "it asks for a username and password: give them"
+        raise TargetAuthFailed(f"{shown} refused the login (HTTP 401): {how}")
+    if resp.status_code == 403:
+        raise TargetForbidden(f"{shown} answered HTTP 403: this login may not read it")
     if resp.status_code != 200:
         raise TransportError(f"{shown} answered HTTP {resp.status_code}")
     return resp.text
@@ -606,6 +620,7 @@ class ExpositionTransport:
             self._client,
             what="Prometheus",
             params={"match[]": endpoint.federate},
+            auth=(endpoint.username, endpoint.password) if endpoint.username and endpoint.password else None,
         )
         return federated_readings(
             text, endpoint.dialect or "vanilla", drop=endpoint.drop_labels, where=where, match=endpoint.federate

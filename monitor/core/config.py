@@ -135,7 +135,7 @@ class JmxSettings(_Strict):
     controller_watch_seconds: float = Field(default=2.0, ge=0, le=60)
 
 
-class ExporterSource(_Strict):
+class ExporterSource(_BasicAuth):
     """A jmx_exporter's ``/metrics`` and the naming its rules use (collectors/transports/exposition.py): ``vanilla``
     (no rules, the default format, as Amazon MSK's open monitoring serves it), ``strimzi`` (Strimzi's
     kafka-metrics.yaml rules) or ``strimzi_reporter`` (Strimzi's metrics reporter plugin, not a jmx_exporter, read
@@ -146,7 +146,8 @@ class ExporterSource(_Strict):
     ``/federate`` (``{job="kafka",pod="my-cluster-kafka-{id}"}``): the broker is scraped once, by the platform's
     Prometheus, instead of twice. The labels that Prometheus adds to every series of a target (those of the target's
     ``up`` series: ``instance``, ``job`` and what its relabelling adds) are dropped before the dialect's mapping;
-    ``target_labels`` names them for a selector that leaves ``up`` out."""
+    ``target_labels`` names them for a selector that leaves ``up`` out. ``username`` and ``password`` (a secret
+    reference) are the Prometheus' basic auth."""
 
     url: str
     dialect: Literal["vanilla", "strimzi", "strimzi_reporter"] = "vanilla"
@@ -196,6 +197,8 @@ class ExporterSource(_Strict):
     def _labels_need_federate(self) -> ExporterSource:
         if self.target_labels and self.federate is None:
             raise ValueError("target_labels are dropped from a Prometheus' /federate answer: give federate too")
+        if self.username is not None and self.federate is None:
+            raise ValueError("username and password are the Prometheus' (federate): an exporter takes none")
         return self
 
     def for_node(self, host: str, node_id: int) -> ExporterSource:
@@ -814,6 +817,14 @@ def _resolve_secrets(cfg: Config, filename: str, lines: dict[KeyPath, int]) -> l
 
     for ci, c in enumerate(cfg.clusters):
         check(c.jmx.password, ("clusters", ci, "jmx", "password"))
+        for bi, b in enumerate(c.brokers):
+            password = b.jmx_exporter.password if b.jmx_exporter else None
+            check(password, ("clusters", ci, "brokers", bi, "jmx_exporter", "password"))
+        for ei, e in enumerate(c.controller_jmx_exporter):
+            check(e.password, ("clusters", ci, "controller_jmx_exporter", ei, "password"))
+        for key in ("jmx_exporter", "controller_jmx_exporter"):
+            template = getattr(c.discovery, key)
+            check(template.password if template else None, ("clusters", ci, "discovery", key, "password"))
         for key, value in c.security.items():
             if isinstance(value, SecretRef):
                 check(value, ("clusters", ci, "security", key))

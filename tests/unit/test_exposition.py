@@ -6,6 +6,7 @@ give."""
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -223,12 +224,18 @@ def test_garbage_is_a_transport_error_not_an_empty_scrape():
 
 
 @contextmanager
-def serving(body: bytes | Callable[[str], bytes]):
+def serving(body: bytes | Callable[[str], bytes], login: tuple[str, str] | None = None):
     """A loopback HTTP server answering every GET with ``body`` (or what ``body(path)`` gives for that GET's path and
-    query) as Prometheus text; yields its /metrics URL."""
+    query) as Prometheus text, and with 401 where ``login`` (user, password) is asked and not given; yields its
+    /metrics URL."""
+    want = login and "Basic " + base64.b64encode(":".join(login).encode()).decode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # http.server calls it by this name
+            if want and self.headers.get("Authorization") != want:
+                self.send_response(401)
+                self.end_headers()
+                return
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.end_headers()

@@ -18,8 +18,8 @@ from collectors.jmx import JmxCollector
 from collectors.transports import exposition
 from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import FailureReason, TargetStatus
-from monitor.core.config import ClusterConfig, ControllerExporter, ExporterSource
-from monitor.core.errors import TargetUnreachable, TransportError
+from monitor.core.config import ClusterConfig, ControllerExporter, ExporterSource, parse_config
+from monitor.core.errors import ConfigError, TargetUnreachable, TransportError
 from tests.unit.test_exposition import serving
 
 pytestmark = pytest.mark.unit
@@ -178,3 +178,50 @@ def test_rates_are_taken_between_the_prometheus_scrapes_not_between_our_reads():
         assert r.status is TargetStatus.OK, r.message
         ratios.append([s.value for s in r.samples if s.name == "kafka_broker_request_handler_idle_ratio"])
     assert ratios == [[], [], [pytest.approx(0.25)], [pytest.approx(0.25)]]
+
+
+def test_a_prometheus_behind_a_login_is_read_with_its_secret_and_a_wrong_one_is_said_not_shown(monkeypatch):
+    text = (FIXTURES / "jmx_exporter_vanilla.prom").read_text()
+    monkeypatch.setenv("KAFKA_HEALTH_TEST_PROM_PASSWORD", "s3cret-right")
+    with serving(federated(text).encode(), login=("kafka-health", "s3cret-right")) as metrics:
+        url = metrics.removesuffix("/metrics")
+        results = {}
+        for name, secret in (("right", "s3cret-right"), ("wrong", "s3cret-wrong")):
+            monkeypatch.setenv("KAFKA_HEALTH_TEST_PROM_PASSWORD", secret)
+            source = {
+                "url": url,
+                "federate": '{pod="kafka-1"}',
+                "username": "kafka-health",
+                "password": {"env": "KAFKA_HEALTH_TEST_PROM_PASSWORD"},
+            }
+            cluster = ClusterConfig(
+                name="prod", bootstrap_servers="k1:9092", brokers=({"id": 1, "jmx_exporter": source},)
+            )
+            c = collector(cluster)
+            (target,) = c.targets()
+            results[name] = c.collect_target(target, now=0.0)
+    assert results["right"].status is TargetStatus.OK, results["right"].message
+    wrong = results["wrong"]
+    assert wrong.reason is FailureReason.AUTHENTICATION and "check its username and password" in (wrong.message or "")
+    assert "s3cret" not in (wrong.message or "") and "s3cret" not in repr(wrong)
+    with pytest.raises(ValidationError, match="an exporter takes none"):
+        ExporterSource(url="http://k1:9404/metrics", username="u", password={"env": "KAFKA_HEALTH_X"})
+
+
+def test_a_prometheus_password_that_does_not_resolve_is_a_config_error_where_it_is_written(monkeypatch):
+    monkeypatch.delenv("KAFKA_HEALTH_PROM_PASSWORD", raising=False)
+    text = """clusters:
+  - name: a
+    bootstrap_servers: "x:1"
+    discovery:
+      jmx_exporter:
+        url: http://prom:9090
+        federate: '{pod="kafka-{id}"}'
+        username: kafka-health
+        password: {env: KAFKA_HEALTH_PROM_PASSWORD}
+"""
+    with pytest.raises(ConfigError) as exc:
+        parse_config(text, "p.yaml")
+    (problem,) = exc.value.problems
+    assert problem.path == "clusters[0].discovery.jmx_exporter.password"
+    assert "KAFKA_HEALTH_PROM_PASSWORD is not set" in problem.message and problem.line == 9
