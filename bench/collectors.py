@@ -179,7 +179,8 @@ def main() -> int:
     finally:
         if made:
             admin.delete_topics(made, request_timeout=120)
-        restart_broker(stack, BROKER, None)  # back to its normal command line (no exporter)
+        # back to its command line without the exporter, keeping the heap its partitions need
+        restart_broker(stack, BROKER, [], heap=args.broker_heap)
         if args.down:
             stack.down()
 
