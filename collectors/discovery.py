@@ -88,7 +88,7 @@ def broker_targets(cluster: ClusterConfig, brokers: Iterable[Node]) -> tuple[Bro
                 jolokia=expand(d.jolokia),
                 jmx=expand(d.jmx),
                 jmx_exporter=exporter.for_node(n.host, n.id) if exporter else None,
-                node_exporter=expand(d.node_exporter),
+                node_exporter=d.node_exporter.for_node(n.host, n.id) if d.node_exporter else None,
             )
         )
     return tuple(out)

@@ -20,6 +20,7 @@ the others keep DescribeLogDirs' figures.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from collectors import discovery
 from collectors.outcome import failed, succeeded
 from collectors.transports.exposition import node_exporter_samples, scrape_node_exporter
 from collectors.types import Sample, Target, TargetResult
-from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig
+from monitor.core.config import DEFAULT_MAX_SERIES_PER_TARGET, ClusterConfig, NodeExporterSource
 from monitor.core.errors import KafkaHealthError, TargetUnreachable
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
@@ -226,7 +227,7 @@ class HostCollector:
         self._cluster = cluster
         self._board = board
         self._lock = threading.Lock()
-        self._found_node: set[str] = set()  # node_exporter URLs of discovered brokers (no listed log dirs)
+        self._found_node: set[str] = set()  # node_exporters of discovered brokers (no listed log dirs), by key
         self._proc = Path(proc_root)
         self._statvfs = statvfs
         self._stat = stat
@@ -234,33 +235,41 @@ class HostCollector:
         self._max_series = max_series
         self._dirs: dict[str, list[tuple[str, str]]] = {}
         self._ports: dict[str, dict[int, str]] = {}
-        # node_exporter URL -> the (broker, log dir)s on its machine: read from it instead of this machine's /proc
+        # node_exporter (by ``key``: its URL, or the Prometheus' and the selector) -> the (broker, log dir)s on its
+        # machine: read from it instead of this machine's /proc
         self._node: dict[str, list[tuple[str, str]]] = {}
+        self._node_sources: dict[str, tuple[NodeExporterSource, str]] = {}  # key -> (source, its machine's host)
         for b in cluster.brokers:
             if b.node_exporter:
-                self._node.setdefault(b.node_exporter, []).extend((str(b.id), d) for d in b.log_dirs)
+                self._node.setdefault(b.node_exporter.key, []).extend((str(b.id), d) for d in b.log_dirs)
+                self._node_sources.setdefault(b.node_exporter.key, (b.node_exporter, b.host))
                 continue
             if not (b.log_dirs or b.listener_ports):
                 continue  # nothing asks for its machine (an exporter-only broker): no /proc read in its name
             self._dirs.setdefault(b.host, []).extend((str(b.id), d) for d in b.log_dirs)
             self._ports.setdefault(b.host, {}).update((p, str(b.id)) for p in b.listener_ports)
         self._targets = tuple(Target(cluster.name, "host", f"host-{h}", address=h) for h in self._dirs) + tuple(
-            Target(cluster.name, "host", f"node-exporter-{_host_of(u)}", address=u) for u in self._node
+            self._node_target(k) for k in self._node
         )
 
+    def _node_target(self, key: str) -> Target:
+        source, _ = self._node_sources[key]
+        return Target(self._cluster.name, "host", f"node-exporter-{_node_name(source)}", address=key)
+
     def targets(self) -> Sequence[Target]:
-        """The listed targets, and one per node_exporter URL of the brokers the discovery board holds now."""
+        """The listed targets, and one per node_exporter (URL, or Prometheus and selector) of the brokers the
+        discovery board holds now."""
         if self._board is None:
             return self._targets
-        urls = sorted(
-            {b.node_exporter for b in discovery.broker_targets(self._cluster, self._board.brokers()) if b.node_exporter}
-            - set(self._node)
-        )
+        found = {}
+        for b in discovery.broker_targets(self._cluster, self._board.brokers()):
+            if b.node_exporter and b.node_exporter.key not in self._node:
+                found.setdefault(b.node_exporter.key, (b.node_exporter, b.host))
         with self._lock:
-            self._found_node.update(urls)
-        return self._targets + tuple(
-            Target(self._cluster.name, "host", f"node-exporter-{_host_of(u)}", address=u) for u in urls
-        )
+            self._found_node.update(found)
+            for key, source in found.items():
+                self._node_sources.setdefault(key, source)
+        return self._targets + tuple(self._node_target(k) for k in sorted(found))
 
     def collect_target(self, target: Target, *, now: float) -> TargetResult:
         start = time.monotonic()
@@ -268,11 +277,13 @@ class HostCollector:
             found = target.address in self._found_node
         if target.address in self._node or found:
             discovered = self._discovered_dirs(target.address)
+            with self._lock:
+                source, host = self._node_sources[target.address]
             try:
-                text = scrape_node_exporter(target.address, timeout=self._cluster.jmx.timeout_seconds)
+                text = scrape_node_exporter(source, timeout=self._cluster.jmx.timeout_seconds)
                 samples = node_exporter_samples(
                     text,
-                    (("cluster", target.cluster), ("host", _host_of(target.address))),
+                    (("cluster", target.cluster), ("host", host if source.federate else _host_of(source.url))),
                     [*self._node.get(target.address, []), *discovered],
                     discovered,
                 )
@@ -318,7 +329,11 @@ class HostCollector:
         is ``url``: the log dirs DescribeLogDirs named (the protocol collector's, on the board)."""
         if self._board is None or not self._cluster.discovery.node_exporter:
             return {}
-        ids = {b.id for b in discovery.broker_targets(self._cluster, self._board.brokers()) if b.node_exporter == url}
+        ids = {
+            b.id
+            for b in discovery.broker_targets(self._cluster, self._board.brokers())
+            if b.node_exporter and b.node_exporter.key == url
+        }
         return {(str(b), p): float(total) for (b, p), total in self._board.log_dirs().items() if b in ids}
 
     def _hand_over(self, url: str, samples: list[Sample], discovered: dict[tuple[str, str], float]) -> list[Sample]:
@@ -330,6 +345,14 @@ class HostCollector:
         yielded = self._board.offer_node_disk(url, frozenset((int(b), p) for b, p in mapped))
         waiting = {(b, p) for b, p in mapped if (int(b), p) not in yielded}
         return [s for s in samples if (dict(s.labels).get("broker"), dict(s.labels).get("path")) not in waiting]
+
+
+def _node_name(source: NodeExporterSource) -> str:
+    """What names a node_exporter target: its host (``k1`` of ``http://k1:11002/metrics``), or through a Prometheus
+    the label values of its selector (``node,k1:9100`` of ``{job="node",instance="k1:9100"}``: one per machine)."""
+    if source.federate is None:
+        return _host_of(source.url)
+    return ",".join(re.findall(r'"((?:[^"\\]|\\.)*)"', source.federate)) or source.federate
 
 
 def _host_of(url: str) -> str:

@@ -42,6 +42,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors import catalog
 from collectors.transports.httpclient import shared_client
 from collectors.types import Endpoint, MBeanQuery, Reading, Sample
+from monitor.core.config import NodeExporterSource
 from monitor.core.errors import TargetAuthFailed, TargetForbidden, TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.redact import redact_url
 
@@ -613,18 +614,20 @@ class ExpositionTransport:
         ``/federate`` with ``match[]`` the node's selector (``federated_readings``)."""
         if not (endpoint.exporter and endpoint.federate):
             raise TransportError("no Prometheus URL and selector configured for this target")
+        auth = (endpoint.username, endpoint.password) if endpoint.username and endpoint.password else None
+        text = _federate(endpoint.exporter, endpoint.federate, timeout, self._client, auth)
         where = f"Prometheus {redact_url(endpoint.exporter)}"
-        text = _get(
-            endpoint.exporter.rstrip("/") + "/federate",
-            timeout,
-            self._client,
-            what="Prometheus",
-            params={"match[]": endpoint.federate},
-            auth=(endpoint.username, endpoint.password) if endpoint.username and endpoint.password else None,
-        )
         return federated_readings(
             text, endpoint.dialect or "vanilla", drop=endpoint.drop_labels, where=where, match=endpoint.federate
         )
+
+
+def _federate(
+    prometheus: str, selector: str, timeout: float, client: httpx.Client | None, auth: tuple[str, str] | None
+) -> str:
+    """The answer of the Prometheus at ``prometheus`` (its base URL) to ``/federate?match[]=selector``."""
+    url = prometheus.rstrip("/") + "/federate"
+    return _get(url, timeout, client, what="Prometheus", params={"match[]": selector}, auth=auth)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -721,5 +724,24 @@ def node_exporter_samples(
     return out
 
 
-def scrape_node_exporter(url: str, *, timeout: float, client: httpx.Client | None = None) -> str:
-    return _get(url, timeout, client)
+_UP = re.compile(r"^up(?:\{[^\n]*\})? (\S+)", re.M)
+
+
+def scrape_node_exporter(source: NodeExporterSource, *, timeout: float, client: httpx.Client | None = None) -> str:
+    """A node_exporter's scrape: from its ``/metrics``, or as the Prometheus that scrapes it serves it (its labels
+    stay: the host series read only ``mode``, ``device`` and ``mountpoint``). Through a Prometheus, a target it
+    reports down (``up 0``: its series ended) or no target at all is unreachable, more than one an error, as for a
+    jmx_exporter (``federated_readings``)."""
+    if source.federate is None:
+        return _get(source.url, timeout, client)
+    text = _federate(source.url, source.federate, timeout, client, source.basic_auth())
+    where, ups = f"Prometheus {redact_url(source.url)}", [m.group(1) for m in _UP.finditer(text)]
+    if len(ups) > 1:
+        raise TransportError(
+            f"{where}: the selector {source.federate} names {len(ups)} scrape targets; it must name one"
+        )
+    if ups and float(ups[0]) == 0:
+        raise TargetUnreachable(f"{where} reports the node_exporter down (up 0) for {source.federate}")
+    if not re.search(r"^node_", text, re.M):
+        raise TargetUnreachable(f"{where} holds no node_exporter series of {source.federate}")
+    return text

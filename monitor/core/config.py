@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import yaml
 from pydantic import (
@@ -135,22 +135,16 @@ class JmxSettings(_Strict):
     controller_watch_seconds: float = Field(default=2.0, ge=0, le=60)
 
 
-class ExporterSource(_BasicAuth):
-    """A jmx_exporter's ``/metrics`` and the naming its rules use (collectors/transports/exposition.py): ``vanilla``
-    (no rules, the default format, as Amazon MSK's open monitoring serves it), ``strimzi`` (Strimzi's
-    kafka-metrics.yaml rules) or ``strimzi_reporter`` (Strimzi's metrics reporter plugin, not a jmx_exporter, read
-    the same way).
-
-    Or the same series read from a Prometheus that already scrapes the exporter (``federate``): ``url`` is then that
-    Prometheus' base URL, and ``federate`` the series selector naming this one node's exporter, read from its
-    ``/federate`` (``{job="kafka",pod="my-cluster-kafka-{id}"}``): the broker is scraped once, by the platform's
-    Prometheus, instead of twice. The labels that Prometheus adds to every series of a target (those of the target's
-    ``up`` series: ``instance``, ``job`` and what its relabelling adds) are dropped before the dialect's mapping;
-    ``target_labels`` names them for a selector that leaves ``up`` out. ``username`` and ``password`` (a secret
-    reference) are the Prometheus' basic auth."""
+class ScrapedSource(_BasicAuth):
+    """An exporter's ``/metrics`` (``url``), or the same series read from a Prometheus that already scrapes the
+    exporter (``federate``): ``url`` is then that Prometheus' base URL, and ``federate`` the series selector naming
+    this one node's exporter among its targets, read from its ``/federate`` (``{job="kafka",pod="my-cluster-kafka-
+    {id}"}``): the node is scraped once, by the platform's Prometheus, instead of twice. The labels that Prometheus
+    adds to every series of a target (those of the target's ``up`` series: ``instance``, ``job`` and what its
+    relabelling adds) are dropped before mapping; ``target_labels`` names them for a selector that leaves ``up``
+    out. ``username`` and ``password`` (a secret reference) are the Prometheus' basic auth."""
 
     url: str
-    dialect: Literal["vanilla", "strimzi", "strimzi_reporter"] = "vanilla"
     federate: str | None = Field(
         default=None,
         max_length=500,
@@ -172,7 +166,7 @@ class ExporterSource(_BasicAuth):
     @model_validator(mode="before")
     @classmethod
     def _url_alone(cls, v: Any) -> Any:
-        """``jmx_exporter: http://...`` is ``{url: http://..., dialect: vanilla}``."""
+        """``jmx_exporter: http://...`` is ``{url: http://...}`` (and the defaults)."""
         return {"url": v} if isinstance(v, str) else v
 
     @field_validator("url")
@@ -194,14 +188,19 @@ class ExporterSource(_BasicAuth):
         return v
 
     @model_validator(mode="after")
-    def _labels_need_federate(self) -> ExporterSource:
+    def _labels_need_federate(self) -> Self:
         if self.target_labels and self.federate is None:
             raise ValueError("target_labels are dropped from a Prometheus' /federate answer: give federate too")
         if self.username is not None and self.federate is None:
             raise ValueError("username and password are the Prometheus' (federate): an exporter takes none")
         return self
 
-    def for_node(self, host: str, node_id: int) -> ExporterSource:
+    @property
+    def key(self) -> str:
+        """What names this source among a collector's: its URL, or the Prometheus' URL and the selector."""
+        return self.url if self.federate is None else f"{self.url} {self.federate}"
+
+    def for_node(self, host: str, node_id: int) -> Self:
         """This discovery template for one node: ``{host}`` and ``{id}`` replaced in the URL and the selector (in
         the selector as a PromQL string's content: a quote or backslash in a host name cannot end the string)."""
         quoted = host.replace("\\", "\\\\").replace('"', '\\"')
@@ -211,6 +210,20 @@ class ExporterSource(_BasicAuth):
                 "federate": expand_template(self.federate, host=quoted, node_id=node_id) if self.federate else None,
             }
         )
+
+
+class ExporterSource(ScrapedSource):
+    """A jmx_exporter and the naming its rules use (collectors/transports/exposition.py): ``vanilla`` (no rules, the
+    default format, as Amazon MSK's open monitoring serves it), ``strimzi`` (Strimzi's kafka-metrics.yaml rules) or
+    ``strimzi_reporter`` (Strimzi's metrics reporter plugin, not a jmx_exporter, read the same way); read from its
+    ``/metrics`` or through the Prometheus that scrapes it (``ScrapedSource``)."""
+
+    dialect: Literal["vanilla", "strimzi", "strimzi_reporter"] = "vanilla"
+
+
+class NodeExporterSource(ScrapedSource):
+    """The node_exporter of a broker's machine: its ``/metrics``, or through the Prometheus that scrapes it
+    (``ScrapedSource``: ``{job="node",instance="{host}:9100"}``)."""
 
 
 class ControllerExporter(ExporterSource):
@@ -242,11 +255,11 @@ class BrokerTarget(_Strict):
             "the broker's jmx_exporter (http://host:port/metrics) and its dialect, read instead of JMX/Jolokia"
         ),
     )
-    node_exporter: str | None = Field(
+    node_exporter: NodeExporterSource | None = Field(
         default=None,
         description=(
-            "http://host:port/metrics of the node_exporter on the broker's machine: "
-            "host series without a collector there"
+            "http://host:port/metrics of the node_exporter on the broker's machine (or {url, federate}: through the "
+            "Prometheus that scrapes it): host series without a collector there"
         ),
     )
     host: str = Field(default="localhost", description="host collector target; 'localhost' reads this machine")
@@ -273,8 +286,10 @@ class BrokerTarget(_Strict):
 
     @field_validator("node_exporter")
     @classmethod
-    def _node_exporter_url(cls, v: str | None) -> str | None:
-        return v if v is None else _service_url(v, "no credentials (node_exporter has none here)")
+    def _node_exporter_url(cls, v: NodeExporterSource | None) -> NodeExporterSource | None:
+        if v is not None:
+            _service_url(v.url, "no credentials (node_exporter has none here)")  # a listed one is no template
+        return v
 
 
 class ProbeSettings(_Strict):
@@ -351,11 +366,12 @@ class DiscoverySettings(_Strict):
             "(no default: MSK's controllers are not reachable)"
         ),
     )
-    node_exporter: str | None = Field(
+    node_exporter: NodeExporterSource | None = Field(
         default=None,
         description=(
-            "URL template of the node_exporter on each broker's machine (http://{host}:11002/metrics on MSK): CPU, "
-            "memory, disk I/O and network; disk space stays with DescribeLogDirs"
+            "URL template of the node_exporter on each broker's machine (http://{host}:11002/metrics on MSK), or "
+            "{url, federate}: through the Prometheus that scrapes it; CPU, memory, disk I/O and network, and disk "
+            "where its mount is the log dir's volume (else DescribeLogDirs)"
         ),
     )
 
@@ -368,8 +384,10 @@ class DiscoverySettings(_Strict):
 
     @field_validator("node_exporter")
     @classmethod
-    def _node_exporter_template(cls, v: str | None) -> str | None:
-        return _template(v, lambda u: _service_url(u, "no credentials (node_exporter has none here)"))
+    def _node_exporter_template(cls, v: NodeExporterSource | None) -> NodeExporterSource | None:
+        if v is not None:
+            _template(v.url, lambda u: _service_url(u, "no credentials (node_exporter has none here)"))
+        return v
 
     @field_validator("jolokia", "controller_jolokia")
     @classmethod
@@ -817,12 +835,13 @@ def _resolve_secrets(cfg: Config, filename: str, lines: dict[KeyPath, int]) -> l
 
     for ci, c in enumerate(cfg.clusters):
         check(c.jmx.password, ("clusters", ci, "jmx", "password"))
-        for bi, b in enumerate(c.brokers):
-            password = b.jmx_exporter.password if b.jmx_exporter else None
-            check(password, ("clusters", ci, "brokers", bi, "jmx_exporter", "password"))
+        for key in ("jmx_exporter", "node_exporter"):
+            for bi, b in enumerate(c.brokers):
+                source = getattr(b, key)
+                check(source.password if source else None, ("clusters", ci, "brokers", bi, key, "password"))
         for ei, e in enumerate(c.controller_jmx_exporter):
             check(e.password, ("clusters", ci, "controller_jmx_exporter", ei, "password"))
-        for key in ("jmx_exporter", "controller_jmx_exporter"):
+        for key in ("jmx_exporter", "controller_jmx_exporter", "node_exporter"):
             template = getattr(c.discovery, key)
             check(template.password if template else None, ("clusters", ci, "discovery", key, "password"))
         for key, value in c.security.items():

@@ -30,6 +30,9 @@ Strimzi's rules, so one cluster carries both jmx_exporter dialects.
   its jmx_exporter), Strimzi's (broker-3, its disk from DescribeLogDirs, its log sizes from Strimzi's rules) and the
   protocol-only one (disk and log sizes from DescribeLogDirs): the fast variant of KafkaDiskFullRisk fires for each
   with its ETA and the tenant;
+- the platform's own Prometheus (``platform_prometheus``, scraping the exporters and node_exporter): read through
+  its ``/federate``, brokers 1 (vanilla) and 3 (Strimzi) and the machine give the series a direct read gives, and the
+  killed broker-2 is unreachable through it, never a broker with nothing to say;
 - the Strimzi broker killed, last: it pages on both clusters, named, for both tenants it held.
 
 Kafka 4.x lists fenced brokers in DescribeCluster: the killed broker stays registered, so discovery keeps expecting
@@ -58,6 +61,7 @@ from alerts.rules import builtin_variant
 from alerts.types import AlertState
 from collectors import catalog
 from collectors.discovery import DiscoveryBoard
+from collectors.host import HostCollector
 from collectors.jmx import JmxCollector
 from collectors.protocol_client import KafkaProtocol
 from collectors.transports import exposition
@@ -438,7 +442,8 @@ def platform_prometheus(profiled):
     """The platform's own Prometheus, as on Strimzi or a self-managed fleet, which already scrapes the brokers'
     exporters: brokers 1 and 2 (vanilla) and broker-3 (Strimzi's rules, once the Strimzi test restarted it), every
     5 s, each target relabelled with a ``namespace`` and the ``pod`` that names its broker (Strimzi's pods are
-    ``<cluster>-kafka-<id>``; its PodMonitor relabels both). Yields its base URL."""
+    ``<cluster>-kafka-<id>``; its PodMonitor relabels both), and the machine's node_exporter (job ``node``). Yields
+    its base URL."""
     L = profiled.layout
     port = L.port_base + 98  # clear of the layout's ports (StackLayout.all_ports)
     home = L.dir / "platform-prometheus"
@@ -452,6 +457,7 @@ def platform_prometheus(profiled):
     config.write_text(
         "global: {scrape_interval: 5s, scrape_timeout: 4s}\n"
         f"scrape_configs:\n  - job_name: kafka\n    static_configs:\n{targets}"
+        f"  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{L.node_exporter_port}']\n"
     )
     binary = find_binary("prometheus")
     assert binary, "Prometheus is installed by the stack"
@@ -509,6 +515,19 @@ def test_a_platform_prometheus_serves_each_dialects_series_as_the_exporter_does(
         names = {n for n, _ in series["federated"]}
         assert {"kafka_broker_under_replicated_partitions", "kafka_topic_log_size_bytes"} <= names, broker
         assert {dict(labels)["broker"] for _, labels in series["federated"]} == {str(broker)}
+    # the machine's node_exporter too: the host series, and broker-1's log dir on its filesystem
+    log_dirs = (str(L.log_dir(1)),)
+    node = f"http://127.0.0.1:{L.node_exporter_port}/metrics"
+    hosts = {}
+    for name, source in (("direct", node), ("federated", {"url": platform_prometheus, "federate": '{job="node"}'})):
+        broker = BrokerTarget(id=1, host="127.0.0.1", node_exporter=source, log_dirs=log_dirs)
+        hc = HostCollector(cluster.model_copy(update={"brokers": (broker,)}))
+        (target,) = hc.targets()
+        result = hc.collect_target(target, now=time.time())
+        assert result.status.value == "ok", result.message
+        hosts[name] = {(s.name, s.labels) for s in result.samples}
+    assert hosts["federated"] == hosts["direct"]
+    assert {n for n, _ in hosts["federated"]} >= {"kafka_host_cpu_seconds_total", "kafka_host_filesystem_avail_bytes"}
 
 
 def test_killed_broker_pages_named_and_both_dialects_count_under_replication(profiled, exporters_watched):

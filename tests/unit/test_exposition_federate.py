@@ -225,3 +225,43 @@ def test_a_prometheus_password_that_does_not_resolve_is_a_config_error_where_it_
     (problem,) = exc.value.problems
     assert problem.path == "clusters[0].discovery.jmx_exporter.password"
     assert "KAFKA_HEALTH_PROM_PASSWORD is not set" in problem.message and problem.line == 9
+
+
+def test_each_machines_node_exporter_is_read_through_the_prometheus_by_its_own_selector():
+    """``discovery.node_exporter`` through a Prometheus: one target per machine's selector (two brokers of one
+    machine share it), named by the selector's values; its series are the host series of the machine, named by the
+    brokers' host; a machine the Prometheus reports down fails as unreachable."""
+    from collectors.host import HostCollector
+
+    text = (FIXTURES / "node_exporter.prom").read_text()
+    asked: list[str] = []
+
+    def prometheus(path: str) -> bytes:
+        (match,) = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)["match[]"]
+        asked.append(match)
+        instance = match.split('instance="', 1)[1].split('"', 1)[0]
+        labels = {"instance": instance, "job": "node"}
+        return federated(
+            text if instance.startswith("10.0.0.7") else "", labels, up=float(instance < "10.0.0.8")
+        ).encode()
+
+    with serving(prometheus) as url:
+        base = url.removesuffix("/metrics")
+        cluster = ClusterConfig(
+            name="prod",
+            bootstrap_servers="10.0.0.7:9092",
+            discovery={"node_exporter": {"url": base, "federate": '{job="node",instance="{host}:9100"}'}},
+        )
+        board = DiscoveryBoard()
+        host = HostCollector(cluster, board=board)
+        board.publish(Membership((Node(1, "10.0.0.7", 9092), Node(2, "10.0.0.7", 9093), Node(3, "10.0.0.8", 9092))))
+        targets = host.targets()
+        results = {t.name: host.collect_target(t, now=0.0) for t in targets}
+    assert sorted(results) == ["node-exporter-node,10.0.0.7:9100", "node-exporter-node,10.0.0.8:9100"]
+    assert sorted(set(asked)) == [f'{{job="node",instance="10.0.0.{i}:9100"}}' for i in (7, 8)]
+    up = results["node-exporter-node,10.0.0.7:9100"]
+    assert up.status is TargetStatus.OK, up.message
+    cpu = [s for s in up.samples if s.name == "kafka_host_cpu_seconds_total"]
+    assert cpu and {dict(s.labels)["host"] for s in cpu} == {"10.0.0.7"}
+    down = results["node-exporter-node,10.0.0.8:9100"]
+    assert down.reason is FailureReason.UNREACHABLE and "node_exporter down (up 0)" in (down.message or "")

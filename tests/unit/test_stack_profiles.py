@@ -57,7 +57,7 @@ def test_each_profile_runs_its_agent_and_is_read_through_it(tmp_path: Path, prof
 
 def test_a_port_base_id_cannot_spell_lists_the_brokers(tmp_path: Path):
     cluster = Stack(StackLayout(dir=tmp_path, port_base=20405, profile="msk")).config().clusters[0]
-    assert [(b.id, b.jmx_exporter.url, b.node_exporter) for b in cluster.brokers] == [
+    assert [(b.id, b.jmx_exporter.url, b.node_exporter and b.node_exporter.url) for b in cluster.brokers] == [
         (b, f"http://127.0.0.1:{20485 + b}/metrics", "http://127.0.0.1:20494/metrics") for b in (1, 2, 3)
     ]
     assert configured_sources(cluster)[-2:] == ("jmx_exporter_vanilla", "node_exporter")
