@@ -265,3 +265,33 @@ def test_each_machines_node_exporter_is_read_through_the_prometheus_by_its_own_s
     assert cpu and {dict(s.labels)["host"] for s in cpu} == {"10.0.0.7"}
     down = results["node-exporter-node,10.0.0.8:9100"]
     assert down.reason is FailureReason.UNREACHABLE and "node_exporter down (up 0)" in (down.message or "")
+
+
+def test_discovered_controllers_through_the_prometheus_are_named_by_their_ids_and_not_watched():
+    """One Prometheus URL serves every controller: each is its own target, named by its node id, its selector
+    expanded for it; the 2 s controller watch stays off (what the Prometheus serves is a scrape interval old)."""
+    text = (FIXTURES / "controller_vanilla.prom").read_text()
+    asked: list[str] = []
+
+    def prometheus(path: str) -> bytes:
+        (match,) = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)["match[]"]
+        asked.append(match)
+        return federated(text, {"job": "kafka", "pod": match.split('pod="', 1)[1].split('"', 1)[0]}).encode()
+
+    with serving(prometheus) as url:
+        template = {"url": url.removesuffix("/metrics"), "federate": '{pod="my-cluster-controller-{id}"}'}
+        cluster = ClusterConfig(
+            name="prod", bootstrap_servers="10.0.0.7:9092", discovery={"controller_jmx_exporter": template}
+        )
+        board = DiscoveryBoard()
+        jmx = collector(cluster, board)
+        board.publish(Membership((Node(1, "10.0.0.7", 9092),), (Node(3, "10.0.0.3", 9093), Node(4, "10.0.0.4", 9093))))
+        targets = [t for t in jmx.targets() if t.collector == "controller"]
+        results = {t.name: jmx.collect_target(t, now=0.0) for t in targets}
+    assert sorted(results) == ["controller-3", "controller-4"]
+    assert sorted(asked) == ['{pod="my-cluster-controller-3"}', '{pod="my-cluster-controller-4"}']
+    for name, r in results.items():
+        assert r.status is TargetStatus.OK, r.message
+        active = [s for s in r.samples if s.name == "kafka_cluster_active_controllers"]
+        assert [dict(s.labels)["broker"] for s in active] == [name.removeprefix("controller-")]
+    assert jmx._watches == {}
