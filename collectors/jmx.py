@@ -270,6 +270,7 @@ def _exporter_endpoint(e: ExporterSource) -> Endpoint:
         drop_labels=e.target_labels,
         username=auth[0] if auth else None,
         password=auth[1] if auth else None,
+        bearer=e.bearer if e.bearer_token else None,
     )
 
 

@@ -29,7 +29,7 @@ confluent-kafka) and ``admin_process`` (``IsolatedAdmin``: the same calls answer
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, Protocol
 
@@ -174,6 +174,7 @@ class Endpoint:
     # ``federate`` the selector naming this node's exporter, ``drop_labels`` what the Prometheus added to its series
     federate: str | None = None
     drop_labels: tuple[str, ...] = ()
+    bearer: Callable[[], str | None] | None = field(default=None, repr=False)  # its token, read at each request
 
 
 class Transport(Protocol):

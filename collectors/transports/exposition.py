@@ -572,10 +572,19 @@ def _get(
     what: str = "exporter",
     params: dict | None = None,
     auth: tuple[str, str] | None = None,
+    bearer: Callable[[], str | None] | None = None,
 ) -> str:
     shown = f"{what} {redact_url(url)}"
+    headers = {}
+    if bearer is not None:
+        try:
+            headers["Authorization"] = f"Bearer {bearer()}"
+        except ValueError as exc:  # a token file gone or unreadable (the message names the file, never the token)
+            raise TargetAuthFailed(f"{shown}: its bearer token: {exc}") from None
     try:
-        resp = (client or shared_client()).get(url, params=params, auth=auth, timeout=httpx.Timeout(timeout))
+        resp = (client or shared_client()).get(
+            url, params=params, auth=auth, headers=headers, timeout=httpx.Timeout(timeout)
+        )
     except httpx.TimeoutException:
         raise TargetTimeout(f"{shown} did not answer within {timeout:g}s") from None
     except httpx.TransportError as exc:
@@ -584,7 +593,13 @@ def _get(
         if what != "Prometheus":  # no credentials here: an exporter behind a login is read through its Prometheus
             how = "an exporter is read without credentials; read it through the Prometheus that scrapes it (federate)"
         else:
-            how = "check its username and password" if auth else "it asks for a username and password: give them"
+            how = (
+                "check its username and password"
+                if auth
+                else "check its bearer token"
+                if bearer
+                else "it asks for credentials: give username and password, or bearer_token"
+            )
         raise TargetAuthFailed(f"{shown} refused the login (HTTP 401): {how}")
     if resp.status_code == 403:
         raise TargetForbidden(f"{shown} answered HTTP 403: this login may not read it")
@@ -615,7 +630,7 @@ class ExpositionTransport:
         if not (endpoint.exporter and endpoint.federate):
             raise TransportError("no Prometheus URL and selector configured for this target")
         auth = (endpoint.username, endpoint.password) if endpoint.username and endpoint.password else None
-        text = _federate(endpoint.exporter, endpoint.federate, timeout, self._client, auth)
+        text = _federate(endpoint.exporter, endpoint.federate, timeout, self._client, auth, endpoint.bearer)
         where = f"Prometheus {redact_url(endpoint.exporter)}"
         return federated_readings(
             text, endpoint.dialect or "vanilla", drop=endpoint.drop_labels, where=where, match=endpoint.federate
@@ -623,11 +638,16 @@ class ExpositionTransport:
 
 
 def _federate(
-    prometheus: str, selector: str, timeout: float, client: httpx.Client | None, auth: tuple[str, str] | None
+    prometheus: str,
+    selector: str,
+    timeout: float,
+    client: httpx.Client | None,
+    auth: tuple[str, str] | None,
+    bearer: Callable[[], str | None] | None,
 ) -> str:
     """The answer of the Prometheus at ``prometheus`` (its base URL) to ``/federate?match[]=selector``."""
     url = prometheus.rstrip("/") + "/federate"
-    return _get(url, timeout, client, what="Prometheus", params={"match[]": selector}, auth=auth)
+    return _get(url, timeout, client, what="Prometheus", params={"match[]": selector}, auth=auth, bearer=bearer)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -734,7 +754,8 @@ def scrape_node_exporter(source: NodeExporterSource, *, timeout: float, client: 
     jmx_exporter (``federated_readings``)."""
     if source.federate is None:
         return _get(source.url, timeout, client)
-    text = _federate(source.url, source.federate, timeout, client, source.basic_auth())
+    bearer = source.bearer if source.bearer_token else None
+    text = _federate(source.url, source.federate, timeout, client, source.basic_auth(), bearer)
     where, ups = f"Prometheus {redact_url(source.url)}", [m.group(1) for m in _UP.finditer(text)]
     if len(ups) > 1:
         raise TransportError(

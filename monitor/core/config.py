@@ -142,7 +142,8 @@ class ScrapedSource(_BasicAuth):
     {id}"}``): the node is scraped once, by the platform's Prometheus, instead of twice. The labels that Prometheus
     adds to every series of a target (those of the target's ``up`` series: ``instance``, ``job`` and what its
     relabelling adds) are dropped before mapping; ``target_labels`` names them for a selector that leaves ``up``
-    out. ``username`` and ``password`` (a secret reference) are the Prometheus' basic auth."""
+    out. ``username`` and ``password`` (a secret reference) are the Prometheus' basic auth, ``bearer_token`` its
+    token."""
 
     url: str
     federate: str | None = Field(
@@ -181,19 +182,33 @@ class ScrapedSource(_BasicAuth):
         if v is None:
             return None
         bare = v.replace("{host}", "").replace("{id}", "")
-        if not re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*|[a-zA-Z_:]*\{[^{}\n]*\}", bare.strip()):
+        if bare.strip() == "{}" or not re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*|[a-zA-Z_:]*\{[^{}\n]*\}", bare.strip()):
             raise ValueError(
                 'must be one series selector such as {job="kafka",pod="kafka-{id}"} (its only fields {host} and {id})'
             )
         return v
 
+    bearer_token: SecretRef | None = Field(
+        default=None,
+        description=(
+            "with federate: the Prometheus' bearer token, a secret reference read at each request (a rotated "
+            "Kubernetes token: {file: /var/run/secrets/kubernetes.io/serviceaccount/token})"
+        ),
+    )
+
     @model_validator(mode="after")
     def _labels_need_federate(self) -> Self:
         if self.target_labels and self.federate is None:
             raise ValueError("target_labels are dropped from a Prometheus' /federate answer: give federate too")
-        if self.username is not None and self.federate is None:
-            raise ValueError("username and password are the Prometheus' (federate): an exporter takes none")
+        if (self.username is not None or self.bearer_token is not None) and self.federate is None:
+            raise ValueError("credentials are the Prometheus' (federate): an exporter takes none")
+        if self.username is not None and self.bearer_token is not None:
+            raise ValueError("give username and password, or bearer_token, not both")
         return self
+
+    def bearer(self) -> str | None:
+        """The bearer token, read now (a token file rotates); None without one. Never log the result."""
+        return self.bearer_token.resolve().get_secret_value() if self.bearer_token else None
 
     @property
     def key(self) -> str:
@@ -835,15 +850,22 @@ def _resolve_secrets(cfg: Config, filename: str, lines: dict[KeyPath, int]) -> l
 
     for ci, c in enumerate(cfg.clusters):
         check(c.jmx.password, ("clusters", ci, "jmx", "password"))
-        for key in ("jmx_exporter", "node_exporter"):
-            for bi, b in enumerate(c.brokers):
-                source = getattr(b, key)
-                check(source.password if source else None, ("clusters", ci, "brokers", bi, key, "password"))
-        for ei, e in enumerate(c.controller_jmx_exporter):
-            check(e.password, ("clusters", ci, "controller_jmx_exporter", ei, "password"))
-        for key in ("jmx_exporter", "controller_jmx_exporter", "node_exporter"):
-            template = getattr(c.discovery, key)
-            check(template.password if template else None, ("clusters", ci, "discovery", key, "password"))
+        sources: list[tuple[ScrapedSource | None, KeyPath]] = [
+            (getattr(b, key), ("clusters", ci, "brokers", bi, key))
+            for key in ("jmx_exporter", "node_exporter")
+            for bi, b in enumerate(c.brokers)
+        ]
+        sources += [
+            (e, ("clusters", ci, "controller_jmx_exporter", ei)) for ei, e in enumerate(c.controller_jmx_exporter)
+        ]
+        sources += [
+            (getattr(c.discovery, key), ("clusters", ci, "discovery", key))
+            for key in ("jmx_exporter", "controller_jmx_exporter", "node_exporter")
+        ]
+        for source, loc in sources:
+            if source is not None:
+                check(source.password, (*loc, "password"))
+                check(source.bearer_token, (*loc, "bearer_token"))
         for key, value in c.security.items():
             if isinstance(value, SecretRef):
                 check(value, ("clusters", ci, "security", key))

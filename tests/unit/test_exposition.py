@@ -224,14 +224,19 @@ def test_garbage_is_a_transport_error_not_an_empty_scrape():
 
 
 @contextmanager
-def serving(body: bytes | Callable[[str], bytes], login: tuple[str, str] | None = None):
+def serving(
+    body: bytes | Callable[[str], bytes],
+    login: tuple[str, str] | None = None,
+    token: Callable[[], str] | None = None,
+):
     """A loopback HTTP server answering every GET with ``body`` (or what ``body(path)`` gives for that GET's path and
-    query) as Prometheus text, and with 401 where ``login`` (user, password) is asked and not given; yields its
-    /metrics URL."""
-    want = login and "Basic " + base64.b64encode(":".join(login).encode()).decode()
+    query) as Prometheus text, and with 401 where ``login`` (user, password) or a bearer ``token`` (what it is at
+    that request) is asked and not given; yields its /metrics URL."""
+    basic = login and "Basic " + base64.b64encode(":".join(login).encode()).decode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # http.server calls it by this name
+            want = f"Bearer {token()}" if token else basic
             if want and self.headers.get("Authorization") != want:
                 self.send_response(401)
                 self.end_headers()

@@ -89,7 +89,7 @@ def test_a_selector_is_one_series_selector_with_only_host_and_id_fields():
     by_host = ExporterSource(url="http://prom:9090", federate='{instance="{host}:9404"}')
     # a host name cannot end the PromQL string it is put in
     assert by_host.for_node('k1"} or up{x="', 1).federate == '{instance="k1\\"} or up{x=\\":9404"}'
-    for bad in ('{job="kafka"} or {job="x"}', '{job="{name}"}', '{job="kafka"\n}', "up{"):
+    for bad in ('{job="kafka"} or {job="x"}', '{job="{name}"}', '{job="kafka"\n}', "up{", "{}"):
         with pytest.raises(ValidationError):
             ExporterSource(url="http://prom:9090", federate=bad)
     with pytest.raises(ValidationError, match="give federate too"):
@@ -295,3 +295,43 @@ def test_discovered_controllers_through_the_prometheus_are_named_by_their_ids_an
         active = [s for s in r.samples if s.name == "kafka_cluster_active_controllers"]
         assert [dict(s.labels)["broker"] for s in active] == [name.removeprefix("controller-")]
     assert jmx._watches == {}
+
+
+def test_a_prometheus_bearer_token_is_read_from_its_file_at_each_request(tmp_path):
+    """A Kubernetes service-account token rotates: the token file is read at each request, so a broker listed once
+    (its endpoint built at start) follows it; a token the Prometheus refuses, or a file gone, fails the target as
+    authentication, naming the file, never the token."""
+    text = (FIXTURES / "jmx_exporter_vanilla.prom").read_text()
+    token_file = tmp_path / "token"
+    accepted = {"token": "tok-1"}
+    with serving(federated(text).encode(), token=lambda: accepted["token"]) as metrics:
+        source = {
+            "url": metrics.removesuffix("/metrics"),
+            "federate": '{pod="kafka-1"}',
+            "bearer_token": {"file": str(token_file)},
+        }
+        c = collector(
+            ClusterConfig(name="prod", bootstrap_servers="k1:9092", brokers=({"id": 1, "jmx_exporter": source},))
+        )
+        (target,) = c.targets()
+        results = []
+        for written, wanted in (("tok-1", "tok-1"), ("tok-1", "tok-2"), ("tok-2", "tok-2"), (None, "tok-2")):
+            if written is None:
+                token_file.unlink()
+            else:
+                token_file.write_text(written + "\n")
+            accepted["token"] = wanted
+            results.append(c.collect_target(target, now=0.0))
+    assert [r.status for r in results] == [TargetStatus.OK, TargetStatus.FAILED, TargetStatus.OK, TargetStatus.FAILED]
+    refused, gone = results[1], results[3]
+    assert refused.reason is FailureReason.AUTHENTICATION and "check its bearer token" in (refused.message or "")
+    assert gone.reason is FailureReason.AUTHENTICATION and str(token_file) in (gone.message or "")
+    assert not [r for r in results if "tok-" in (r.message or "")]
+    with pytest.raises(ValidationError, match="not both"):
+        ExporterSource(
+            url="http://prom:9090",
+            federate='{pod="k"}',
+            username="u",
+            password={"env": "KAFKA_HEALTH_X"},
+            bearer_token={"env": "KAFKA_HEALTH_Y"},
+        )
