@@ -6,6 +6,7 @@ stack, through a real Prometheus: tests/e2e/test_profiles.py."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -30,6 +31,11 @@ SCRAPED_MS = 1_795_927_001_234
 
 def _value(v: float) -> str:
     return repr(v) if v == v and abs(v) != float("inf") else {True: "NaN"}.get(v != v, "+Inf" if v > 0 else "-Inf")
+
+
+def asked_for(match: str) -> str:
+    """A selector as the user wrote it: the one asked of the Prometheus less the names kafka-health added to it."""
+    return re.sub(r'__name__=~"[^"]*",?', "", match)
 
 
 def federated(text: str, labels: dict[str, str] = TARGET, *, up: float | None = 1.0, at: int = SCRAPED_MS) -> str:
@@ -122,7 +128,7 @@ def test_discovered_brokers_are_read_through_the_prometheus_each_by_its_own_sele
     def prometheus(path: str) -> bytes:
         url = urllib.parse.urlsplit(path)
         (match,) = urllib.parse.parse_qs(url.query)["match[]"]
-        asked.append(f"{url.path} {match}")
+        asked.append(f"{url.path} {asked_for(match)}")
         pod = match.split('pod="', 1)[1].split('"', 1)[0]
         if pod == "my-cluster-kafka-2":
             return federated("", {**TARGET, "pod": pod}, up=0.0).encode()
@@ -275,7 +281,7 @@ def test_discovered_controllers_through_the_prometheus_are_named_by_their_ids_an
 
     def prometheus(path: str) -> bytes:
         (match,) = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)["match[]"]
-        asked.append(match)
+        asked.append(asked_for(match))
         return federated(text, {"job": "kafka", "pod": match.split('pod="', 1)[1].split('"', 1)[0]}).encode()
 
     with serving(prometheus) as url:
@@ -335,3 +341,31 @@ def test_a_prometheus_bearer_token_is_read_from_its_file_at_each_request(tmp_pat
             password={"env": "KAFKA_HEALTH_X"},
             bearer_token={"env": "KAFKA_HEALTH_Y"},
         )
+
+
+@pytest.mark.parametrize("dialect", exposition.DIALECTS)
+def test_a_federate_read_asks_only_for_the_names_the_dialect_reads_and_loses_none(dialect):
+    """The selector sent names the series the dialect reads (``wanted_names``): every name of the recorded scrape
+    the mapping keeps matches it (a superset, so the answer so narrowed reads as the whole one), most others do not,
+    and a selector that names its own series is sent as written."""
+    text = (FIXTURES / f"jmx_exporter_{dialect}.prom").read_text()
+    wanted = re.compile(exposition.wanted_names(dialect))
+    names = {n for n, _, _ in exposition._samples(text)}
+    kept = {n for n in names if exposition._wanted(dialect, n)}
+    assert kept and all(wanted.fullmatch(n) for n in kept | {"up"})
+    narrowed_answer = "".join(
+        line + "\n"
+        for line in federated(text).splitlines()
+        if line.startswith("#") or wanted.fullmatch(line.split("{", 1)[0].split(" ", 1)[0])
+    )
+    direct = exposition.readings(text, dialect)
+    assert same(exposition.federated_readings(narrowed_answer, dialect).readings) == same(direct)
+    # (the recorded scrapes keep only what maps: record.py) the per-partition families no catalog rule reads are left
+    # out; a rule-less exporter's other Log values stay (their names differ only in a label: name="LogEndOffset")
+    unread = {"kafka_cluster_Partition_Value", "kafka_cluster_partition_underreplicated", "kafka_log_log_logendoffset"}
+    assert not [n for n in unread if wanted.fullmatch(n)]
+    sent = exposition.narrowed('{job="kafka",pod="my-cluster-kafka-1"}', dialect)
+    assert sent.startswith('{__name__=~"') and sent.endswith(',job="kafka",pod="my-cluster-kafka-1"}')
+    assert len(sent) < 6000  # a GET's query line stays inside a proxy's 8 KB
+    for own in ('kafka_server_ReplicaManager_Value{pod="x"}', '{__name__=~"kafka_.*",pod="x"}'):
+        assert exposition.narrowed(own, dialect) == own
