@@ -37,9 +37,9 @@ from collectors.transports.jolokia import JolokiaTransport
 from collectors.types import TargetStatus
 from monitor.core.config import BrokerTarget, ExporterSource, JmxSettings
 from monitor.stack import Stack, StackLayout, kafka
-from monitor.stack.observability import find_binary
 from tests.harness.agents import restart_broker
 from tests.harness.engine import create_topics, pinned_topics
+from tests.harness.prometheus import start_prometheus
 
 CONFIGS = ROOT / "deploy/kafka/jmx_exporter"
 DIALECT_CONFIG = {"vanilla": CONFIGS / "vanilla.yml", "strimzi": CONFIGS / "strimzi-kafka-metrics.yml"}
@@ -81,34 +81,17 @@ def bench(runs: dict[str, tuple], pid: int | None, repeat: int, base: str) -> No
         )
 
 
-def platform_prometheus(L, exporter_port: int, interval: int, port: int) -> subprocess.Popen[bytes]:
+def platform_prometheus(L, exporter_port: int, interval: int) -> tuple[subprocess.Popen[bytes], int]:
     """A Prometheus scraping broker-1's exporter every ``interval`` s (as the platform's does), once it has scraped."""
     home = L.dir / "bench-prometheus"
     subprocess.run(["rm", "-rf", str(home)], check=True)
-    home.mkdir()
-    (home / "prometheus.yml").write_text(
-        f"global: {{scrape_interval: {interval}s, scrape_timeout: {min(interval - 1, 25)}s}}\n"
-        f"scrape_configs:\n  - job_name: kafka\n    static_configs:\n"
-        f"      - targets: ['127.0.0.1:{exporter_port}']\n        labels: {{pod: my-cluster-kafka-{BROKER}}}\n"
-    )
-    proc = subprocess.Popen(
-        [
-            find_binary("prometheus") or "prometheus",
-            f"--config.file={home / 'prometheus.yml'}",
-            f"--storage.tsdb.path={home / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    target = (f"127.0.0.1:{exporter_port}", {"pod": f"my-cluster-kafka-{BROKER}"})
+    proc, port = start_prometheus(home, {"kafka": [target]}, interval=f"{interval}s")
     deadline = time.monotonic() + 3 * interval + 60
     while time.monotonic() < deadline:
-        try:
-            r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": "up"}, timeout=5).json()
-            if [s for s in r["data"]["result"] if s["value"][1] == "1"]:
-                return proc
-        except (httpx.TransportError, KeyError, ValueError):
-            pass
+        r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": "up"}, timeout=5).json()
+        if [s for s in r["data"]["result"] if s["value"][1] == "1"]:
+            return proc, port
         time.sleep(1)
     proc.terminate()
     raise RuntimeError("the bench's Prometheus never scraped the exporter")
@@ -162,8 +145,7 @@ def main() -> int:
             by_exporter = JmxCollector(
                 exp_cluster, transport=jolokia, controller_transport=jolokia, tenants=tenants, max_series=10**7
             )
-            prom_port = args.port_base + 93
-            prom = platform_prometheus(L, port, args.scrape_interval, prom_port)
+            prom, prom_port = platform_prometheus(L, port, args.scrape_interval)
             federated = ExporterSource(
                 url=f"http://127.0.0.1:{prom_port}", dialect=dialect, federate=f'{{pod="my-cluster-kafka-{BROKER}"}}'
             )

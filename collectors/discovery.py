@@ -137,11 +137,11 @@ def controller_exporters(cluster: ClusterConfig, controllers: Iterable[Node]) ->
         return ()
     template = chosen[1]
     assert isinstance(template, ExporterSource)
-    listed = {(e.url, e.federate) for e in cluster.controller_jmx_exporter}
+    listed = {e.key for e in cluster.controller_jmx_exporter}
     out = []
     for n in sorted(controllers, key=lambda n: n.id):
         source = template.for_node(n.host, n.id)
-        if (source.url, source.federate) not in listed:
+        if source.key not in listed:
             out.append((n.id, source))
     return tuple(out)
 

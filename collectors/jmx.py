@@ -170,7 +170,7 @@ class JmxCollector:
         endpoint = self._endpoints[target.key]
         scraped_at = now  # when the readings were taken: for a Prometheus' answer, its scrape of the exporter
         try:
-            if endpoint.federate:
+            if endpoint.via:
                 federated = self._exporter.read_federated(endpoint, timeout=self._cluster.jmx.timeout_seconds)
                 readings, scraped_at = federated.readings, federated.scraped_at or now
             else:
@@ -183,7 +183,7 @@ class JmxCollector:
         samples = catalog.convert(readings, rules, base=base, tenants=self._tenants)
         unstated: tuple[str, ...] = ()
         # (not through a Prometheus: what it serves is a scrape interval old, too late for the watch's 2 s)
-        if is_controller and (by_jolokia or target.key in self._by_exporter) and not endpoint.federate:
+        if is_controller and (by_jolokia or target.key in self._by_exporter) and not endpoint.via:
             watch = self._watch(target)
             samples += watch.samples(base)
             unstated = watch.unstated
@@ -260,18 +260,8 @@ class JmxCollector:
 
 
 def _exporter_endpoint(e: ExporterSource) -> Endpoint:
-    """Where an exporter's series are read: its ``/metrics``, or the Prometheus that scrapes it (``federate``, with
-    that Prometheus' basic auth resolved now: a secret that cannot resolve fails the config check first)."""
-    auth = e.basic_auth()
-    return Endpoint(
-        exporter=e.url,
-        dialect=e.dialect,
-        federate=e.federate,
-        drop_labels=e.target_labels,
-        username=auth[0] if auth else None,
-        password=auth[1] if auth else None,
-        bearer=e.bearer if e.bearer_token else None,
-    )
+    """Where an exporter's series are read: its ``/metrics``, or the Prometheus that scrapes it (``federate``)."""
+    return Endpoint(exporter=e.url, dialect=e.dialect, via=e if e.federate else None)
 
 
 def _host_port(url: str) -> str:

@@ -29,11 +29,14 @@ confluent-kafka) and ``admin_process`` (``IsolatedAdmin``: the same calls answer
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from monitor.core.errors import CollectorError
+
+if TYPE_CHECKING:  # the config's model, named in Endpoint's annotation only
+    from monitor.core.config import ScrapedSource
 
 # "summary": a quantile series (label ``quantile``) of a summary family, which Prometheus' conventions reserve the
 # label for (promtool check metrics rejects a gauge with it); the family carries quantiles only, no _sum or _count.
@@ -170,11 +173,9 @@ class Endpoint:
     password: str | None = field(default=None, repr=False)
     exporter: str | None = None  # a jmx_exporter's /metrics URL (collectors/transports/exposition.py)
     dialect: str | None = None  # its naming: vanilla | strimzi | strimzi_reporter
-    # or the exporter's series as a Prometheus that scrapes it serves them: ``exporter`` is that Prometheus' base URL,
-    # ``federate`` the selector naming this node's exporter, ``drop_labels`` what the Prometheus added to its series
-    federate: str | None = None
-    drop_labels: tuple[str, ...] = ()
-    bearer: Callable[[], str | None] | None = field(default=None, repr=False)  # its token, read at each request
+    # or the exporter's series as the Prometheus that scrapes it serves them: that Prometheus, the selector naming
+    # this node's exporter and its login (monitor.core.config.ScrapedSource, with ``federate``)
+    via: ScrapedSource | None = None
 
 
 class Transport(Protocol):

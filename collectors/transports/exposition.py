@@ -42,7 +42,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors import catalog
 from collectors.transports.httpclient import shared_client
 from collectors.types import Endpoint, MBeanQuery, Reading, Sample
-from monitor.core.config import NodeExporterSource
+from monitor.core.config import NodeExporterSource, ScrapedSource
 from monitor.core.errors import TargetAuthFailed, TargetForbidden, TargetTimeout, TargetUnreachable, TransportError
 from monitor.core.redact import redact_url
 
@@ -483,7 +483,7 @@ def wanted_names(dialect: str) -> str:
     ``up``: what a ``/federate`` read asks for, instead of every series of the target (a rule-less exporter serves
     about ten per partition, of which the catalog reads two). A superset by construction: a rule-less exporter's by
     its type prefixes (``kafka_server_ReplicaManager_.*``), the rules' and the reporter's exact names grouped by their
-    first three words (about 3-4.5 KB: a GET's query stays well inside a proxy's 8 KB line)."""
+    first three words (1.1 to 4.5 KB: a GET's query stays well inside a proxy's 8 KB line)."""
     idx = _index()
     names: set[str] = {"up", *_JVM}
     if dialect == "vanilla":
@@ -524,7 +524,8 @@ def narrowed(selector: str, dialect: str) -> str:
 
 # The labels a Prometheus gives every series of a scrape target, whatever its relabelling adds besides
 TARGET_LABELS = ("instance", "job")
-_UP_TIME = re.compile(r"^up(?:\{[^\n]*\})? \S+ (\d+)$", re.M)
+# A target's ``up`` in a /federate answer: its value and the time of that scrape (milliseconds)
+_UP = re.compile(r"^up(?:\{[^\n]*\})? (\S+)(?: (\d+))?$", re.M)
 
 
 @dataclass(frozen=True)
@@ -550,22 +551,29 @@ def federated_readings(
     selector naming several brokers, whose series would be summed as one's): ``TransportError``."""
     if dialect not in DIALECTS:
         raise ValueError(f"unknown jmx_exporter dialect {dialect!r}")
+    scraped_at = _one_target_up(text, where, match, "exporter")
     samples = _samples(text, lambda n: n == "up" or _wanted(dialect, n))
-    ups = [(labels, v) for n, labels, v in samples if n == "up"]
-    if len(ups) > 1:
-        raise TransportError(f"{where}: the selector {match} names {len(ups)} scrape targets; it must name one node's")
-    if ups and ups[0][1] == 0:
-        raise TargetUnreachable(f"{where} reports the exporter down (up 0) for {match}")
     # ``up`` carries exactly the target's labels, its relabelling's included
-    gone = frozenset(TARGET_LABELS) | frozenset(drop) | (frozenset(ups[0][0]) if ups else frozenset())
+    gone = frozenset(TARGET_LABELS) | frozenset(drop) | {k for n, labels, _ in samples if n == "up" for k in labels}
     own = [(n, {k: v for k, v in labels.items() if k not in gone}, v) for n, labels, v in samples if n != "up"]
     if not own:
-        raise TargetUnreachable(
-            f"{where} holds no series of {match}"
-            + (" in the exporter's dialect" if ups else ": no target it scrapes has that selector's labels")
-        )
-    stamp = _UP_TIME.search(text)
-    return Federated(_readings(own, dialect), int(stamp.group(1)) / 1e3 if stamp else None)
+        raise TargetUnreachable(f"{where} holds no series of the exporter's dialect for {match}")
+    return Federated(_readings(own, dialect), scraped_at)
+
+
+def _one_target_up(text: str, where: str, match: str, what: str) -> float | None:
+    """The time (s) of the one scrape a /federate answer is of, None if it has no ``up``; raises where the selector
+    names more than one target (``TransportError``: its series would be summed as one node's), where the Prometheus
+    reports the target down (``up 0``: its series ended with it), and where nothing at all answered
+    (``TargetUnreachable``)."""
+    ups = _UP.findall(text)
+    if len(ups) > 1:
+        raise TransportError(f"{where}: the selector {match} names {len(ups)} scrape targets; it must name one")
+    if ups and float(ups[0][0]) == 0:
+        raise TargetUnreachable(f"{where} reports the {what} down (up 0) for {match}")
+    if not ups and not re.search(r"^[a-zA-Z_:]", text, re.M):
+        raise TargetUnreachable(f"{where} holds no series of {match}: no target it scrapes has that selector's labels")
+    return int(ups[0][1]) / 1e3 if ups and ups[0][1] else None
 
 
 def weak_signals(dialect: str) -> list[tuple[str, str, str]]:
@@ -665,34 +673,30 @@ class ExpositionTransport:
     def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery], *, timeout: float) -> list[Reading]:
         if not endpoint.exporter:
             raise TransportError("no jmx_exporter URL configured for this target")
-        if endpoint.federate:
+        if endpoint.via:
             return self.read_federated(endpoint, timeout=timeout).readings
         return readings(_get(endpoint.exporter, timeout, self._client), endpoint.dialect or "vanilla")
 
     def read_federated(self, endpoint: Endpoint, *, timeout: float) -> Federated:
         """The exporter's series from the Prometheus at ``endpoint.exporter`` that scrapes it: one GET of its
         ``/federate`` with ``match[]`` the node's selector (``federated_readings``)."""
-        if not (endpoint.exporter and endpoint.federate):
+        source, dialect = endpoint.via, endpoint.dialect or "vanilla"
+        if source is None or source.federate is None:
             raise TransportError("no Prometheus URL and selector configured for this target")
-        auth = (endpoint.username, endpoint.password) if endpoint.username and endpoint.password else None
-        selector = narrowed(endpoint.federate, endpoint.dialect or "vanilla")
-        text = _federate(endpoint.exporter, selector, timeout, self._client, auth, endpoint.bearer)
-        where = f"Prometheus {redact_url(endpoint.exporter)}"
-        return federated_readings(
-            text, endpoint.dialect or "vanilla", drop=endpoint.drop_labels, where=where, match=endpoint.federate
-        )
+        text = _federate(source, narrowed(source.federate, dialect), timeout, self._client)
+        where = f"Prometheus {redact_url(source.url)}"
+        return federated_readings(text, dialect, drop=source.target_labels, where=where, match=source.federate)
 
 
-def _federate(
-    prometheus: str,
-    selector: str,
-    timeout: float,
-    client: httpx.Client | None,
-    auth: tuple[str, str] | None,
-    bearer: Callable[[], str | None] | None,
-) -> str:
-    """The answer of the Prometheus at ``prometheus`` (its base URL) to ``/federate?match[]=selector``."""
-    url = prometheus.rstrip("/") + "/federate"
+def _federate(source: ScrapedSource, selector: str, timeout: float, client: httpx.Client | None) -> str:
+    """The answer of the Prometheus ``source`` names (its base URL and login, each secret read now) to
+    ``/federate?match[]=selector``."""
+    url = source.url.rstrip("/") + "/federate"
+    try:
+        auth = source.basic_auth()
+    except ValueError as exc:  # a password file gone (the message names the file, never the secret)
+        raise TargetAuthFailed(f"Prometheus {redact_url(url)}: its password: {exc}") from None
+    bearer = source.bearer if source.bearer_token else None
     return _get(url, timeout, client, what="Prometheus", params={"match[]": selector}, auth=auth, bearer=bearer)
 
 
@@ -790,25 +794,15 @@ def node_exporter_samples(
     return out
 
 
-_UP = re.compile(r"^up(?:\{[^\n]*\})? (\S+)", re.M)
-
-
 def scrape_node_exporter(source: NodeExporterSource, *, timeout: float, client: httpx.Client | None = None) -> str:
     """A node_exporter's scrape: from its ``/metrics``, or as the Prometheus that scrapes it serves it (its labels
-    stay: the host series read only ``mode``, ``device`` and ``mountpoint``). Through a Prometheus, a target it
-    reports down (``up 0``: its series ended) or no target at all is unreachable, more than one an error, as for a
-    jmx_exporter (``federated_readings``)."""
+    stay: the host series read only ``mode``, ``device`` and ``mountpoint``), judged as a jmx_exporter's is
+    (``_one_target_up``)."""
     if source.federate is None:
         return _get(source.url, timeout, client)
-    bearer = source.bearer if source.bearer_token else None
-    text = _federate(source.url, source.federate, timeout, client, source.basic_auth(), bearer)
-    where, ups = f"Prometheus {redact_url(source.url)}", [m.group(1) for m in _UP.finditer(text)]
-    if len(ups) > 1:
-        raise TransportError(
-            f"{where}: the selector {source.federate} names {len(ups)} scrape targets; it must name one"
-        )
-    if ups and float(ups[0]) == 0:
-        raise TargetUnreachable(f"{where} reports the node_exporter down (up 0) for {source.federate}")
+    text = _federate(source, source.federate, timeout, client)
+    where = f"Prometheus {redact_url(source.url)}"
+    _one_target_up(text, where, source.federate, "node_exporter")
     if not re.search(r"^node_", text, re.M):
-        raise TargetUnreachable(f"{where} holds no node_exporter series of {source.federate}")
+        raise TargetUnreachable(f"{where} holds no node_exporter series for {source.federate}")
     return text

@@ -164,6 +164,14 @@ class ScrapedSource(_BasicAuth):
         ),
     )
 
+    bearer_token: SecretRef | None = Field(
+        default=None,
+        description=(
+            "with federate: the Prometheus' bearer token, a secret reference read at each request (a rotated "
+            "Kubernetes token: {file: /var/run/secrets/kubernetes.io/serviceaccount/token})"
+        ),
+    )
+
     @model_validator(mode="before")
     @classmethod
     def _url_alone(cls, v: Any) -> Any:
@@ -187,14 +195,6 @@ class ScrapedSource(_BasicAuth):
                 'must be one series selector such as {job="kafka",pod="kafka-{id}"} (its only fields {host} and {id})'
             )
         return v
-
-    bearer_token: SecretRef | None = Field(
-        default=None,
-        description=(
-            "with federate: the Prometheus' bearer token, a secret reference read at each request (a rotated "
-            "Kubernetes token: {file: /var/run/secrets/kubernetes.io/serviceaccount/token})"
-        ),
-    )
 
     @model_validator(mode="after")
     def _labels_need_federate(self) -> Self:

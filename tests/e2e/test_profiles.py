@@ -81,12 +81,12 @@ from monitor.core.store import Base, Store
 from monitor.schema import create_all
 from monitor.stack import Stack, StackLayout, kafka
 from monitor.stack.layout import CONTROLLER_ID, DEFAULT_KAFKA_VERSION
-from monitor.stack.observability import find_binary
 from monitor.stack.procs import ProcSpec, port_free
 from tests.conftest import running_stack, wait_until
 from tests.harness.agents import restart_broker
 from tests.harness.engine import create_topics, prom_query, watched_config, watching
 from tests.harness.faults import fill_steadily, tmpfs_log_dir
+from tests.harness.prometheus import start_prometheus
 
 pytestmark = pytest.mark.e2e
 QUIET = logging.getLogger("profiles-test-librdkafka")
@@ -445,33 +445,18 @@ def platform_prometheus(profiled):
     ``<cluster>-kafka-<id>``; its PodMonitor relabels both), and the machine's node_exporter (job ``node``). Yields
     its base URL."""
     L = profiled.layout
-    port = L.port_base + 98  # clear of the layout's ports (StackLayout.all_ports)
-    home = L.dir / "platform-prometheus"
-    home.mkdir(exist_ok=True)
-    targets = "".join(
-        f"      - targets: ['127.0.0.1:{L.broker_exporter_port(b)}']\n"
-        f"        labels: {{namespace: kafka, pod: {pod(b)}}}\n"
-        for b in L.broker_ids
-    )
-    config = home / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 5s, scrape_timeout: 4s}\n"
-        f"scrape_configs:\n  - job_name: kafka\n    static_configs:\n{targets}"
-        f"  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{L.node_exporter_port}']\n"
-    )
-    binary = find_binary("prometheus")
-    assert binary, "Prometheus is installed by the stack"
-    argv = [
-        binary,
-        f"--config.file={config}",
-        f"--storage.tsdb.path={home / 'data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-    ]
-    profiled.procs.start(ProcSpec("platform-prometheus", argv, L.logs_dir / "platform-prometheus.log"))
+    jobs = {
+        "kafka": [
+            (f"127.0.0.1:{L.broker_exporter_port(b)}", {"namespace": "kafka", "pod": pod(b)}) for b in L.broker_ids
+        ],
+        "node": [(f"127.0.0.1:{L.node_exporter_port}", {})],
+    }
+    proc, port = start_prometheus(L.dir / "platform-prometheus", jobs, interval="5s")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        profiled.procs.stop("platform-prometheus")
+        proc.terminate()
+        proc.wait(30)
 
 
 def through(prometheus: str, broker: int, dialect: str) -> BrokerTarget:
@@ -484,10 +469,7 @@ def scraped_up(prometheus: str, brokers: dict[int, float]):
     """Whether the Prometheus's last scrape of each broker's exporter had ``up`` as given."""
 
     def check() -> bool:
-        try:  # the first calls come while it starts (refused, then 503 "Service Unavailable" until it is ready)
-            r = httpx.get(f"{prometheus}/api/v1/query", params={"query": 'up{job="kafka"}'}, timeout=10).json()
-        except (httpx.TransportError, ValueError):
-            return False
+        r = httpx.get(f"{prometheus}/api/v1/query", params={"query": 'up{job="kafka"}'}, timeout=10).json()
         ups = {s["metric"]["pod"]: float(s["value"][1]) for s in r.get("data", {}).get("result", [])}
         return all(ups.get(pod(b)) == v for b, v in brokers.items())
 

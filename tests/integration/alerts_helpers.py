@@ -8,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -17,6 +16,7 @@ from monitor.core.metric_names import M
 from monitor.core.prom import InstantSample
 from tests.harness.engine import prom_query, running_collectors
 from tests.harness.fake_source import FakeSource
+from tests.harness.prometheus import start_prometheus, wait_ready
 
 __all__ = ["prom_query", "running_collectors"]  # their home is tests.harness.engine; imported from here too
 
@@ -155,44 +155,9 @@ class IncidentExporter(_LoopbackHTTP):
 def own_prometheus(tmp_path, targets: list[int], *, scrape_ms: int = 1000) -> tuple[subprocess.Popen, int]:
     """The Debian ``prometheus`` binary on a free port, scraping ``127.0.0.1:<port>`` for each of ``targets`` every
     ``scrape_ms``; returned once it is ready. The caller kills it."""
-    home = tmp_path / "prometheus"
-    home.mkdir()
-    (home / "prometheus.yml").write_text(
-        f"global: {{scrape_interval: {scrape_ms}ms, evaluation_interval: {scrape_ms}ms}}\n"
-        "scrape_configs:\n"
-        f"  - job_name: test\n    static_configs: [{{targets: {[f'127.0.0.1:{p}' for p in targets]}}}]\n"
+    return start_prometheus(
+        tmp_path / "prometheus", {"test": [(f"127.0.0.1:{p}", {}) for p in targets]}, interval=f"{scrape_ms}ms"
     )
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            shutil.which("prometheus") or "prometheus",
-            f"--config.file={home / 'prometheus.yml'}",
-            f"--storage.tsdb.path={home / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=(home / "log").open("w"),
-        stderr=subprocess.STDOUT,
-    )
-
-    _wait_ready(proc, f"http://127.0.0.1:{port}", home / "log")
-    return proc, port
-
-
-def _wait_ready(proc: subprocess.Popen, url: str, log) -> None:
-    """Until ``url``/-/ready answers 200 (Prometheus, Alertmanager); the process killed if it exits or takes 60 s."""
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{url}/-/ready", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    deadline = time.monotonic() + 60
-    while not ready():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"{url} did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.2)
 
 
 def alertmanager_pair(tmp_path) -> list[tuple[subprocess.Popen, str]]:
@@ -222,7 +187,7 @@ def alertmanager_pair(tmp_path) -> list[tuple[subprocess.Popen, str]]:
         out.append((proc, f"http://127.0.0.1:{web[i]}"))
     try:
         for i, (proc, url) in enumerate(out):
-            _wait_ready(proc, url, tmp_path / f"alertmanager-{i}" / "log")
+            wait_ready(proc, url, tmp_path / f"alertmanager-{i}" / "log")
     except BaseException:
         for proc, _ in out:
             proc.kill()
